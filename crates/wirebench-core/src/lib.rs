@@ -1,0 +1,16 @@
+//! wirebench-core: owns the pure logic of wirebench (units, wire formats, transfer machines, accounting,
+//! statistics); must not open sockets, read clocks, spawn tasks or write to a terminal.
+//!
+//! Time enters only as `Instant`/`Duration` arguments, so every machine here can be driven by a virtual
+//! clock in deterministic tests; the `wirebench` crate owns all I/O.
+
+#![warn(missing_docs)]
+
+pub mod plan;
+pub mod proto;
+pub mod rto;
+pub mod saw;
+pub mod seq;
+pub mod stats;
+pub mod units;
+pub mod wire;

@@ -1,0 +1,93 @@
+//! Command-line flags as the user types them (clap derive). The doc comments here are the `--help`
+//! text. Nothing here validates combinations: `config` turns these raw flags into typed settings.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The port a wirebench server listens on when none is given (TCP and UDP both). Not iperf3's
+/// 5201, so both servers can run side by side.
+pub const DEFAULT_PORT: u16 = 5310;
+
+/// Measure how fast data moves over TCP, UDP and QUIC, by streaming or stop-and-wait.
+#[derive(Debug, Parser)]
+#[command(name = "wirebench", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a long-lived server: one port for TCP (control and TCP data) and UDP (UDP and QUIC data).
+    ///
+    /// It serves many sessions, one after another and at the same time, and prints one summary
+    /// after each session: protocol, mechanism, messages read, bytes read, time and throughput.
+    Server(ServerArgs),
+    /// Run a test against a server (or, without --server, against one started in-process on loopback).
+    ///
+    /// Example: wirebench run --proto tcp,udp,quic --mode stream,saw -l 1024 -n 500MiB --repeat 5
+    Run(RunArgs),
+}
+
+/// Flags of `wirebench server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on. The default `::` accepts IPv4 and IPv6 where the host allows both.
+    #[arg(long, default_value = "::")]
+    pub bind: IpAddr,
+    /// Port for TCP and UDP alike.
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Print each session summary as one JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// PEM certificate chain for QUIC (default: a self-signed certificate made at start).
+    #[arg(long, requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// PEM private key for --cert.
+    #[arg(long, requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+/// Flags of `wirebench run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Server to test against, HOST or HOST:PORT (IPv6 as [ADDR]:PORT). Without it, a server is
+    /// started in-process on 127.0.0.1 on a free port.
+    #[arg(short = 'c', long)]
+    pub server: Option<String>,
+    /// Transport protocol(s): tcp, udp, quic; a comma list runs each.
+    #[arg(long = "proto", default_value = "tcp")]
+    pub protocols: String,
+    /// Transfer mechanism(s): stream (alias streaming) or saw (alias stop-and-wait); a comma list runs each.
+    #[arg(long = "mode", default_value = "stream")]
+    pub mechanisms: String,
+    /// Application message size in bytes: 1..65535 for every protocol (UDP: up to what one
+    /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
+    /// Units allowed (64KiB).
+    #[arg(short = 'l', long = "msg-size", default_value = "1024")]
+    pub msg_size: String,
+    /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
+    /// kB/MB/GB decimal). The last message carries the remainder.
+    #[arg(short = 'n', long = "total", default_value = "100MiB")]
+    pub total: String,
+    /// Run every combination this many times and print Min/Avg/Max summaries.
+    #[arg(short = 'r', long, default_value_t = 1)]
+    pub repeat: u32,
+    /// UDP stop-and-wait: fixed retransmission timeout (e.g. 1s, 20ms). Default: adaptive (RFC 6298 style).
+    #[arg(long)]
+    pub rto: Option<String>,
+    /// UDP streaming: pace sending to this rate (e.g. 500Mbit, 1Gbit). Default: as fast as the socket allows.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
+    #[arg(long, default_value = "250ms")]
+    pub grace: String,
+    /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,246 @@
+//! One session from the client's side: control hello, session request, the data transfer
+//! through an engine, and the server's report. Timing runs on the monotonic clock from the first
+//! byte sent to the last acknowledgement (stop-and-wait) or the server's confirmation
+//! (streaming); connection set-up is not part of it.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use tokio::net::TcpStream;
+use wirebench_core::plan::{Mechanism, Protocol};
+use wirebench_core::proto::{ControlMessage, Preamble, ServerReport, SessionParams};
+use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
+use wirebench_core::saw::RtoPolicy;
+use wirebench_core::units::BitRate;
+
+use crate::control;
+use crate::engine::{quic, stream, udp::UdpClient, SendTally};
+
+/// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RttFigures {
+    /// Round trips measured (first transmissions only: Karn's rule).
+    pub samples: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+}
+
+impl RttFigures {
+    /// Summarises a histogram; `None` when it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Self> {
+        (!h.is_empty()).then(|| RttFigures {
+            samples: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+            max_ns: h.max(),
+        })
+    }
+}
+
+/// What the client measured in one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientFigures {
+    /// What the sender did.
+    pub tally: SendTally,
+    /// Transmission time.
+    pub elapsed: Duration,
+    /// Stop-and-wait round trips.
+    pub rtt: Option<RttFigures>,
+}
+
+/// Both sides of one session.
+#[derive(Debug, Clone)]
+pub struct SessionOutcome {
+    /// The server's session id.
+    pub session: u32,
+    /// The client's figures.
+    pub client: ClientFigures,
+    /// The server's figures.
+    pub server: ServerReport,
+}
+
+/// How one session is run.
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    /// What the server is told.
+    pub params: SessionParams,
+    /// UDP streaming pacing.
+    pub rate: Option<BitRate>,
+    /// Fixed UDP stop-and-wait timeout, or adaptive.
+    pub rto: Option<Duration>,
+}
+
+/// Runs one session against the server at `server`.
+pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<SessionOutcome> {
+    let mut ctrl = TcpStream::connect(server)
+        .await
+        .with_context(|| format!("cannot connect to the server at {server}"))?;
+    let _ = ctrl.set_nodelay(true);
+    control::write_preamble(&mut ctrl, &Preamble::control()).await?;
+    control::send(
+        &mut ctrl,
+        &ControlMessage::SessionRequest(spec.params.clone()),
+    )
+    .await?;
+    let (session, token, quic_cert) = match control::recv_setup(&mut ctrl)
+        .await
+        .context("the server did not accept the session")?
+    {
+        ControlMessage::Accepted {
+            session,
+            token,
+            quic_cert,
+        } => (session, token, quic_cert),
+        ControlMessage::Rejected { reason } => bail!("the server refused the session: {reason}"),
+        ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
+        _ => bail!("the server answered the session request with something unexpected"),
+    };
+    let p = &spec.params;
+    let payload = vec![0u8; p.msg_size as usize];
+    let mut rtt = stream::rtt_histogram()?;
+    let data_preamble = Preamble::data(session, token);
+    let (tally, elapsed, report) = match p.protocol {
+        Protocol::Tcp => {
+            let mut data = TcpStream::connect(server)
+                .await
+                .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
+            if p.mechanism == Mechanism::StopAndWait {
+                // One message in flight: Nagle would hold back its tail waiting for an ack.
+                let _ = data.set_nodelay(true);
+            }
+            control::write_preamble(&mut data, &data_preamble).await?;
+            let (mut r, mut w) = data.split();
+            let started = Instant::now();
+            let tally = send_on_stream(&mut r, &mut w, p, &payload, &mut rtt).await?;
+            let (elapsed, report) = finish_timing(p.mechanism, started, &mut ctrl).await?;
+            (tally, elapsed, report)
+        }
+        Protocol::Quic => {
+            let cert = quic_cert.context("the server announced no QUIC certificate")?;
+            let (endpoint, connection) = quic::connect(server, cert).await?;
+            let (mut send, mut recv) = connection
+                .open_bi()
+                .await
+                .context("while opening the QUIC stream")?;
+            control::write_preamble(&mut send, &data_preamble).await?;
+            let started = Instant::now();
+            let tally = send_on_stream(&mut recv, &mut send, p, &payload, &mut rtt).await?;
+            let _ = send.finish();
+            let result = finish_timing(p.mechanism, started, &mut ctrl).await;
+            connection.close(0u32.into(), b"done");
+            endpoint.wait_idle().await;
+            let (elapsed, report) = result?;
+            (tally, elapsed, report)
+        }
+        Protocol::Udp => {
+            let udp = UdpClient::connect(server).await?;
+            let started = Instant::now();
+            let tally = match p.mechanism {
+                Mechanism::Stream => {
+                    udp.send_stream(session, p.total_bytes, p.msg_size, spec.rate)
+                        .await?
+                }
+                Mechanism::StopAndWait => {
+                    let policy = match spec.rto {
+                        Some(d) => RtoPolicy::Fixed(d),
+                        None => RtoPolicy::Adaptive(RtoEstimator::new(
+                            DEFAULT_INITIAL_RTO,
+                            DEFAULT_MIN_RTO,
+                            DEFAULT_MAX_RTO,
+                        )),
+                    };
+                    udp.send_stop_and_wait(session, p.total_bytes, p.msg_size, policy, &mut rtt)
+                        .await?
+                }
+            };
+            let acked_at = Instant::now();
+            control::send(
+                &mut ctrl,
+                &ControlMessage::SenderDone {
+                    messages_sent: tally.messages,
+                    bytes_sent: tally.bytes,
+                },
+            )
+            .await?;
+            let report = read_report(&mut ctrl).await?;
+            let elapsed = match p.mechanism {
+                Mechanism::StopAndWait => acked_at - started,
+                // Up to the server's confirmation, less the time the server then spent waiting
+                // for stragglers after the last datagram arrived (a duration on its own clock).
+                Mechanism::Stream => started
+                    .elapsed()
+                    .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
+            };
+            (tally, elapsed, report)
+        }
+    };
+    Ok(SessionOutcome {
+        session,
+        client: ClientFigures {
+            tally,
+            elapsed,
+            rtt: RttFigures::of(&rtt),
+        },
+        server: report,
+    })
+}
+
+async fn send_on_stream<R, W>(
+    r: &mut R,
+    w: &mut W,
+    p: &SessionParams,
+    payload: &[u8],
+    rtt: &mut Histogram<u64>,
+) -> Result<SendTally>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let result = match p.mechanism {
+        Mechanism::Stream => stream::send_stream(w, p.total_bytes, p.msg_size, payload).await,
+        Mechanism::StopAndWait => {
+            stream::send_stop_and_wait(r, w, p.total_bytes, p.msg_size, payload, rtt).await
+        }
+    };
+    result.context("the data transfer failed")
+}
+
+/// Stops the clock: stop-and-wait is done at its last acknowledgement; streaming when the
+/// server confirms it has read everything. Returns the elapsed time and the server's report.
+async fn finish_timing(
+    mechanism: Mechanism,
+    started: Instant,
+    ctrl: &mut TcpStream,
+) -> Result<(Duration, ServerReport)> {
+    let acked = started.elapsed();
+    let report = read_report(ctrl).await?;
+    let elapsed = match mechanism {
+        Mechanism::StopAndWait => acked,
+        Mechanism::Stream => started.elapsed(),
+    };
+    Ok((elapsed, report))
+}
+
+async fn read_report(ctrl: &mut TcpStream) -> Result<ServerReport> {
+    match control::recv(ctrl)
+        .await
+        .context("while waiting for the server's report")?
+    {
+        Some(ControlMessage::Report(r)) => Ok(r),
+        Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
+        Some(_) => bail!("the server sent something other than its report"),
+        None => bail!("the server closed the control connection without a report"),
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand: each turns a validated configuration into work and output.
+
+pub mod run;
+pub mod server;

@@ -1,0 +1,267 @@
+//! Turns raw command-line flags into validated, typed settings. The only module that imports
+//! `cli`; everything after it works with values that are known to be allowed.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wirebench_core::plan::{
+    self, Combination, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE,
+    MIN_MSG_SIZE,
+};
+use wirebench_core::units::{parse_duration, BitRate, ByteSize};
+use wirebench_core::wire;
+
+use crate::cli::{RunArgs, ServerArgs, DEFAULT_PORT};
+
+/// A usage error: the user asked for something that is not allowed. Exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// Where `run` sends its traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A server started in-process on this loopback address (port chosen by the OS).
+    Embedded(IpAddr),
+    /// A server somewhere else, as the user named it.
+    Remote {
+        /// What the user typed (for messages).
+        name: String,
+        /// The resolved address all traffic goes to.
+        addr: SocketAddr,
+    },
+}
+
+impl Target {
+    /// Whether the path to the server is IPv6 (which changes the largest UDP datagram).
+    pub fn is_ipv6(&self) -> bool {
+        match self {
+            Target::Embedded(ip) => ip.is_ipv6(),
+            Target::Remote { addr, .. } => addr.is_ipv6(),
+        }
+    }
+}
+
+/// Everything `wirebench run` needs, validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Server to test against.
+    pub target: Target,
+    /// Protocol × mechanism combinations, in the order they run.
+    pub combinations: Vec<Combination>,
+    /// Application message size in bytes.
+    pub msg_size: u32,
+    /// Exact number of payload bytes per run.
+    pub total_bytes: u64,
+    /// Runs per combination (≥ 1).
+    pub repeat: u32,
+    /// Fixed UDP stop-and-wait retransmission timeout; `None` means adaptive.
+    pub rto: Option<Duration>,
+    /// UDP streaming pacing; `None` means unpaced.
+    pub rate: Option<BitRate>,
+    /// How long the server waits for late UDP datagrams after the client is done.
+    pub grace: Duration,
+    /// Print one JSON document instead of text.
+    pub json: bool,
+}
+
+/// Everything `wirebench server` needs, validated.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address and port for both TCP and UDP.
+    pub listen: SocketAddr,
+    /// Print session summaries as JSON lines.
+    pub json: bool,
+    /// Certificate and key files for QUIC; `None` makes a self-signed one.
+    pub cert_and_key: Option<(PathBuf, PathBuf)>,
+}
+
+impl ServerConfig {
+    /// Validates `wirebench server` flags.
+    pub fn from_args(args: &ServerArgs) -> Result<Self, UsageError> {
+        let cert_and_key = match (&args.cert, &args.key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            (None, None) => None,
+            _ => return Err(usage("--cert and --key must be given together")),
+        };
+        Ok(ServerConfig {
+            listen: SocketAddr::new(args.bind, args.port),
+            json: args.json,
+            cert_and_key,
+        })
+    }
+}
+
+impl RunConfig {
+    /// Validates `wirebench run` flags; resolves the server name once.
+    pub fn from_args(args: &RunArgs) -> Result<Self, UsageError> {
+        let protocols: Vec<Protocol> =
+            plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+        let mechanisms: Vec<Mechanism> =
+            plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
+        let target = match &args.server {
+            None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            Some(name) => resolve_server(name)?,
+        };
+        let msg_size = parse_msg_size(&args.msg_size, &protocols, target.is_ipv6())?;
+        let total: ByteSize = args
+            .total
+            .parse()
+            .map_err(|e| usage(format!("-n/--total: {e}")))?;
+        if total.0 == 0 {
+            return Err(usage("-n/--total must be at least 1 byte"));
+        }
+        if args.repeat == 0 {
+            return Err(usage("--repeat must be at least 1"));
+        }
+        let rto = match &args.rto {
+            None => None,
+            Some(s) => {
+                let d = parse_duration(s).map_err(|e| usage(format!("--rto: {e}")))?;
+                if d < Duration::from_micros(100) || d > Duration::from_secs(60) {
+                    return Err(usage(format!(
+                        "--rto {s} is out of range: allowed 100us to 60s"
+                    )));
+                }
+                Some(d)
+            }
+        };
+        let rate = match &args.rate {
+            None => None,
+            Some(s) => Some(
+                s.parse::<BitRate>()
+                    .map_err(|e| usage(format!("--rate: {e}")))?,
+            ),
+        };
+        let grace = parse_duration(&args.grace).map_err(|e| usage(format!("--grace: {e}")))?;
+        if grace > Duration::from_secs(60) {
+            return Err(usage("--grace is out of range: allowed 0s to 60s"));
+        }
+        Ok(RunConfig {
+            target,
+            combinations: plan::matrix(&protocols, &mechanisms),
+            msg_size,
+            total_bytes: total.0,
+            repeat: args.repeat,
+            rto,
+            rate,
+            grace,
+            json: args.json,
+        })
+    }
+}
+
+/// Parses `-l`, checking it against the limits of every protocol that will run.
+fn parse_msg_size(text: &str, protocols: &[Protocol], ipv6: bool) -> Result<u32, UsageError> {
+    let size: ByteSize = text
+        .parse()
+        .map_err(|e| usage(format!("-l/--msg-size: {e}")))?;
+    let stream_only = protocols.iter().all(|p| *p != Protocol::Udp);
+    let max = if stream_only {
+        MAX_STREAM_MSG_SIZE
+    } else {
+        MAX_DATAGRAM_MSG_SIZE
+    };
+    if size.0 < u64::from(MIN_MSG_SIZE) || size.0 > u64::from(max) {
+        let hint = if stream_only {
+            String::new()
+        } else {
+            format!(" (TCP and QUIC alone allow up to {MAX_STREAM_MSG_SIZE})")
+        };
+        return Err(usage(format!(
+            "-l/--msg-size {} is out of range: allowed {MIN_MSG_SIZE} to {max} bytes{hint}",
+            size.0
+        )));
+    }
+    // The range check above bounds the value by MAX_STREAM_MSG_SIZE, which fits in u32.
+    let size = u32::try_from(size.0).map_err(|_| usage("-l/--msg-size is too large"))?;
+    if protocols.contains(&Protocol::Udp) {
+        let udp_max = wire::max_message_size(ipv6);
+        if size > udp_max {
+            return Err(usage(format!(
+                "-l/--msg-size {size} does not fit one UDP datagram: the largest UDP message over {} is {udp_max} bytes \
+                 ({} bytes of payload minus our {}-byte header)",
+                if ipv6 { "IPv6" } else { "IPv4" },
+                if ipv6 { wire::MAX_UDP_PAYLOAD_V6 } else { wire::MAX_UDP_PAYLOAD_V4 },
+                wire::HEADER_LEN
+            )));
+        }
+    }
+    Ok(size)
+}
+
+/// Resolves HOST, HOST:PORT or [V6]:PORT; the port defaults to [`DEFAULT_PORT`].
+fn resolve_server(name: &str) -> Result<Target, UsageError> {
+    let with_port = if name.parse::<IpAddr>().is_ok() || !name.contains(':') {
+        // A bare address or host name: add the default port (bracketing IPv6).
+        match name.parse::<IpAddr>() {
+            Ok(IpAddr::V6(v6)) => format!("[{v6}]:{DEFAULT_PORT}"),
+            _ => format!("{name}:{DEFAULT_PORT}"),
+        }
+    } else {
+        name.to_string()
+    };
+    let addr = with_port
+        .to_socket_addrs()
+        .map_err(|e| {
+            usage(format!(
+                "--server {name}: cannot resolve ({e}); expected HOST, HOST:PORT or [IPv6]:PORT"
+            ))
+        })?
+        .next()
+        .ok_or_else(|| usage(format!("--server {name}: the name resolves to no address")))?;
+    Ok(Target::Remote {
+        name: name.to_string(),
+        addr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_size_limit_names_the_largest_allowed() {
+        let err = parse_msg_size("65492", &[Protocol::Udp], false).unwrap_err();
+        assert!(err.0.contains("65491"), "{}", err.0);
+        assert_eq!(
+            parse_msg_size("65491", &[Protocol::Udp], false).unwrap(),
+            65491
+        );
+        assert_eq!(
+            parse_msg_size("65511", &[Protocol::Udp], true).unwrap(),
+            65511
+        );
+    }
+
+    #[test]
+    fn stream_protocols_allow_large_messages() {
+        assert_eq!(
+            parse_msg_size("16MiB", &[Protocol::Tcp, Protocol::Quic], false).unwrap(),
+            16 * 1024 * 1024
+        );
+        assert!(parse_msg_size("100000", &[Protocol::Tcp, Protocol::Udp], false).is_err());
+        assert!(parse_msg_size("0", &[Protocol::Tcp], false).is_err());
+    }
+
+    #[test]
+    fn server_names_get_the_default_port() {
+        let t = resolve_server("127.0.0.1").unwrap();
+        assert_eq!(
+            t,
+            Target::Remote {
+                name: "127.0.0.1".into(),
+                addr: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))
+            }
+        );
+        let t = resolve_server("::1").unwrap();
+        assert!(t.is_ipv6());
+        let t = resolve_server("[::1]:9000").unwrap();
+        assert!(matches!(t, Target::Remote { addr, .. } if addr.port() == 9000));
+    }
+}

@@ -1,0 +1,101 @@
+//! The framed control connection: reads and writes preambles and length-prefixed control
+//! messages over any async byte stream. It knows the framing, not what a session does.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirebench_core::proto::{self, ControlMessage, Preamble, PREAMBLE_LEN};
+
+/// How long a peer may take to send its preamble or a control message we are waiting for
+/// during set-up, before we give up on it.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads the 16-byte preamble that opens every connection and decodes it.
+pub async fn read_preamble<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Preamble> {
+    let mut raw = [0u8; PREAMBLE_LEN];
+    tokio::time::timeout(SETUP_TIMEOUT, reader.read_exact(&mut raw))
+        .await
+        .context("peer sent no preamble in time")?
+        .context("while reading the connection preamble")?;
+    Ok(Preamble::decode(&raw)?)
+}
+
+/// Writes a preamble.
+pub async fn write_preamble<W: AsyncWrite + Unpin>(writer: &mut W, p: &Preamble) -> Result<()> {
+    writer
+        .write_all(&p.encode())
+        .await
+        .context("while writing the connection preamble")
+}
+
+/// Writes one control message as a frame and flushes it.
+pub async fn send<W: AsyncWrite + Unpin>(writer: &mut W, msg: &ControlMessage) -> Result<()> {
+    let mut frame = Vec::with_capacity(256);
+    proto::encode_frame(msg, &mut frame);
+    writer
+        .write_all(&frame)
+        .await
+        .context("while sending a control message")?;
+    writer
+        .flush()
+        .await
+        .context("while sending a control message")
+}
+
+/// Reads one control message. `Ok(None)` means the peer closed the connection cleanly between
+/// frames; a close inside a frame, an oversized or malformed frame is an error.
+pub async fn recv<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<ControlMessage>> {
+    let mut header = [0u8; 4];
+    let mut got = 0;
+    while got < header.len() {
+        let n = reader
+            .read(&mut header[got..])
+            .await
+            .context("while reading a control message")?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            bail!("control connection closed inside a frame header");
+        }
+        got += n;
+    }
+    let len = proto::frame_len(header)?;
+    let mut body = vec![0u8; len];
+    reader
+        .read_exact(&mut body)
+        .await
+        .context("control connection closed inside a frame")?;
+    Ok(Some(proto::decode_body(&body)?))
+}
+
+/// Reads one control message within [`SETUP_TIMEOUT`]; a closed connection is an error here.
+pub async fn recv_setup<R: AsyncRead + Unpin>(reader: &mut R) -> Result<ControlMessage> {
+    match tokio::time::timeout(SETUP_TIMEOUT, recv(reader)).await {
+        Err(_) => bail!("peer sent no control message within {SETUP_TIMEOUT:?}"),
+        Ok(r) => r?.context("peer closed the control connection"),
+    }
+}
+
+/// How long a closing connection may keep sending before we stop draining it.
+const CLOSE_DRAIN: Duration = Duration::from_secs(1);
+
+/// Closes a TCP connection so that what we wrote last (an error frame, a report) reaches the
+/// peer: closing with unread input would make the kernel send a reset that can destroy it. We
+/// send FIN, then discard input until the peer closes, 1 MiB, or one second has passed.
+pub async fn close_gracefully(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let mut budget: usize = 1 << 20;
+    let _ = tokio::time::timeout(CLOSE_DRAIN, async {
+        while budget > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => budget = budget.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+}

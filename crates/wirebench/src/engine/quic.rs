@@ -1,0 +1,89 @@
+//! QUIC endpoints (quinn): the server endpoint on the shared UDP socket, client endpoints, and
+//! the transport tuning both use. Data then flows through `engine::stream` on one QUIC stream.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn::{
+    AsyncUdpSocket, ClientConfig, Endpoint, EndpointConfig, IdleTimeout, ServerConfig,
+    TransportConfig, VarInt,
+};
+
+use super::demux::{DatagramHandler, DemuxSocket};
+use crate::tls::{self, ServerIdentity};
+
+/// Flow-control window of one stream. quinn's defaults (1.25 MB) cap a loopback run far below
+/// what the stack can do; one session uses one stream, so it may have the whole window.
+const STREAM_WINDOW: u32 = 16 << 20;
+
+/// Connection-wide receive window and send buffer.
+const CONNECTION_WINDOW: u32 = 32 << 20;
+
+/// Transport settings shared by client and server.
+fn transport() -> Arc<TransportConfig> {
+    let mut t = TransportConfig::default();
+    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+        .send_window(u64::from(CONNECTION_WINDOW))
+        .max_concurrent_bidi_streams(VarInt::from_u32(4))
+        .max_concurrent_uni_streams(VarInt::from_u32(0))
+        .keep_alive_interval(Some(Duration::from_secs(2)));
+    if let Ok(idle) = IdleTimeout::try_from(Duration::from_secs(15)) {
+        t.max_idle_timeout(Some(idle));
+    }
+    Arc::new(t)
+}
+
+/// The server's QUIC endpoint, sharing `socket` with wirebench's own UDP datagrams, which go to
+/// `handler`.
+pub fn server_endpoint(
+    socket: std::net::UdpSocket,
+    identity: &ServerIdentity,
+    handler: Arc<dyn DatagramHandler>,
+) -> Result<Endpoint> {
+    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
+    let inner = runtime
+        .wrap_udp_socket(socket)
+        .context("while registering the server's UDP socket")?;
+    let demux = Arc::new(DemuxSocket::new(inner, handler));
+    let mut endpoint_cfg = EndpointConfig::default();
+    // Never let clients clear the fixed bit: the demultiplexer relies on it.
+    endpoint_cfg.grease_quic_bit(false);
+    // quinn sizes each receive slot as payload × GRO segments; our own datagrams reach 65507
+    // bytes, so one slot must hold that even without GRO.
+    let segments = demux.max_receive_segments().max(1);
+    let payload = (65_535usize.div_ceil(segments)).clamp(1472, 65_527);
+    endpoint_cfg
+        .max_udp_payload_size(payload as u16)
+        .context("while sizing the QUIC receive buffers")?;
+    let crypto = QuicServerConfig::try_from(tls::server_crypto(identity)?)
+        .context("while configuring QUIC TLS")?;
+    let mut server_cfg = ServerConfig::with_crypto(Arc::new(crypto));
+    server_cfg.transport_config(transport());
+    Endpoint::new_with_abstract_socket(endpoint_cfg, Some(server_cfg), demux, runtime)
+        .context("while starting the QUIC endpoint")
+}
+
+/// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`.
+pub async fn connect(
+    server: SocketAddr,
+    pinned_cert_der: Vec<u8>,
+) -> Result<(Endpoint, quinn::Connection)> {
+    let socket = crate::net::udp_socket(server.is_ipv6(), None)?;
+    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
+    let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)
+        .context("while starting a QUIC client endpoint")?;
+    let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
+        .context("while configuring QUIC TLS")?;
+    let mut cfg = ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(transport());
+    let connection = endpoint
+        .connect_with(cfg, server, tls::SERVER_NAME)
+        .context("while starting the QUIC handshake")?
+        .await
+        .with_context(|| format!("QUIC handshake with {server} failed"))?;
+    Ok((endpoint, connection))
+}

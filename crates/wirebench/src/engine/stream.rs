@@ -1,0 +1,210 @@
+//! Sender and receiver loops over a reliable byte stream (a TCP connection or one QUIC stream),
+//! for both mechanisms. Generic over tokio's `AsyncRead`/`AsyncWrite`, so TCP and QUIC share
+//! one implementation and one set of counting rules.
+//!
+//! Stop-and-wait over a stream: the sender writes one message, the receiver reads until the whole
+//! message has arrived and answers with a one-byte acknowledgement, the sender waits for it.
+
+use std::io;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use wirebench_core::plan::{message_count, message_len};
+
+use super::SendTally;
+
+/// Size of the receiver's read buffer: large reads whatever the message size, so the receiver
+/// is never the bottleneck of a streaming run.
+pub const RECV_BUFFER: usize = 1 << 20;
+
+/// What a stream receiver read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadTally {
+    /// Payload bytes read.
+    pub bytes: u64,
+    /// Complete application messages read (a message counts when its last byte arrives).
+    pub messages: u64,
+    /// Read calls that returned data.
+    pub read_calls: u64,
+    /// Acknowledgements written (stop-and-wait).
+    pub acks_sent: u64,
+    /// When the first byte arrived.
+    pub first_at: Option<Instant>,
+    /// When the last byte arrived (or the stream ended).
+    pub last_at: Option<Instant>,
+}
+
+/// Why a receiver stopped before the requested total.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiveError {
+    /// The peer closed the stream early.
+    #[error("data stream closed after {got} of {want} bytes")]
+    Truncated {
+        /// Bytes read.
+        got: u64,
+        /// Bytes expected.
+        want: u64,
+    },
+    /// The transport failed.
+    #[error("data stream failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Streaming sender: writes every message with its own write call, the last one carrying the
+/// remainder. `payload` must hold at least `msg_size` bytes.
+pub async fn send_stream<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    total_bytes: u64,
+    msg_size: u32,
+    payload: &[u8],
+) -> io::Result<SendTally> {
+    let mut tally = SendTally::default();
+    for index in 0..message_count(total_bytes, msg_size) {
+        let len = message_len(index, total_bytes, msg_size) as usize;
+        tally.send_calls += write_message(writer, &payload[..len]).await?;
+        tally.messages += 1;
+        tally.bytes += len as u64;
+    }
+    writer.flush().await?;
+    Ok(tally)
+}
+
+/// Stop-and-wait sender: one message in flight; records each round trip (ns) in `rtt_ns`.
+pub async fn send_stop_and_wait<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    total_bytes: u64,
+    msg_size: u32,
+    payload: &[u8],
+    rtt_ns: &mut Histogram<u64>,
+) -> io::Result<SendTally>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut tally = SendTally::default();
+    let mut ack = [0u8; 1];
+    for index in 0..message_count(total_bytes, msg_size) {
+        let len = message_len(index, total_bytes, msg_size) as usize;
+        let sent_at = Instant::now();
+        tally.send_calls += write_message(writer, &payload[..len]).await?;
+        writer.flush().await?;
+        reader.read_exact(&mut ack).await?;
+        if ack[0] != ack_byte(index) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("acknowledgement for message {index} carries the wrong sequence byte"),
+            ));
+        }
+        rtt_ns.saturating_record(elapsed_ns(sent_at));
+        tally.messages += 1;
+        tally.bytes += len as u64;
+    }
+    Ok(tally)
+}
+
+/// Streaming receiver: reads until `total_bytes` have arrived, in large reads.
+pub async fn receive_stream<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    total_bytes: u64,
+    msg_size: u32,
+    buf: &mut [u8],
+    tally: &mut ReadTally,
+) -> Result<(), ReceiveError> {
+    while tally.bytes < total_bytes {
+        // Never read past the requested total: what follows is not ours to count.
+        let want = (total_bytes - tally.bytes).min(buf.len() as u64) as usize;
+        let n = reader.read(&mut buf[..want]).await?;
+        if n == 0 {
+            tally.last_at = Some(Instant::now());
+            tally.messages = tally.bytes / u64::from(msg_size);
+            return Err(ReceiveError::Truncated {
+                got: tally.bytes,
+                want: total_bytes,
+            });
+        }
+        if tally.first_at.is_none() {
+            tally.first_at = Some(Instant::now());
+        }
+        tally.read_calls += 1;
+        tally.bytes += n as u64;
+    }
+    tally.last_at = Some(Instant::now());
+    tally.messages = message_count(total_bytes, msg_size);
+    Ok(())
+}
+
+/// Stop-and-wait receiver: reads each whole message, then acknowledges it.
+pub async fn receive_stop_and_wait<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    total_bytes: u64,
+    msg_size: u32,
+    buf: &mut [u8],
+    tally: &mut ReadTally,
+) -> Result<(), ReceiveError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    for index in 0..message_count(total_bytes, msg_size) {
+        let len = message_len(index, total_bytes, msg_size) as u64;
+        let mut got = 0u64;
+        while got < len {
+            let want = (len - got).min(buf.len() as u64) as usize;
+            let n = reader.read(&mut buf[..want]).await?;
+            if n == 0 {
+                tally.last_at = Some(Instant::now());
+                return Err(ReceiveError::Truncated {
+                    got: tally.bytes,
+                    want: total_bytes,
+                });
+            }
+            if tally.first_at.is_none() {
+                tally.first_at = Some(Instant::now());
+            }
+            tally.read_calls += 1;
+            got += n as u64;
+            tally.bytes += n as u64;
+        }
+        tally.messages += 1;
+        writer.write_all(&[ack_byte(index)]).await?;
+        writer.flush().await?;
+        tally.acks_sent += 1;
+    }
+    tally.last_at = Some(Instant::now());
+    Ok(())
+}
+
+/// A new histogram for round-trip times in nanoseconds (1 ns to 100 s, 3 significant digits).
+pub fn rtt_histogram() -> io::Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3)
+        .map_err(|e| io::Error::other(format!("cannot create the RTT histogram: {e}")))
+}
+
+/// Nanoseconds since `t`, saturating.
+pub fn elapsed_ns(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The acknowledgement byte for message `index`: its low byte, so an ack that belongs to another
+/// message is detected.
+fn ack_byte(index: u64) -> u8 {
+    (index & 0xff) as u8
+}
+
+/// Writes one message, counting the write calls it took.
+async fn write_message<W: AsyncWrite + Unpin>(writer: &mut W, msg: &[u8]) -> io::Result<u64> {
+    let mut off = 0;
+    let mut calls = 0;
+    while off < msg.len() {
+        let n = writer.write(&msg[off..]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        off += n;
+        calls += 1;
+    }
+    Ok(calls)
+}

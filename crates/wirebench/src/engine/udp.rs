@@ -1,0 +1,240 @@
+//! The UDP client data path: one message per datagram behind our 16-byte header. Streaming
+//! sends batches with GSO through `quinn::udp` (one `sendmsg` carries up to 64 datagrams);
+//! stop-and-wait drives the core `StopAndWaitSender` machine with real time.
+//!
+//! Every send error is counted; none is swallowed.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use quinn::udp::{Transmit, UdpSocketState};
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+use wirebench_core::plan::{message_count, message_len};
+use wirebench_core::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
+use wirebench_core::units::BitRate;
+use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
+
+use super::SendTally;
+
+/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max`.
+pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
+
+/// Largest UDP payload one GSO `sendmsg` may carry in total (IPv4 limit, the smaller one).
+const GSO_MAX_BYTES: usize = wire::MAX_UDP_PAYLOAD_V4;
+
+/// Consecutive errors or timeouts after which the client gives up on the server.
+const MAX_CONSECUTIVE_FAILURES: u32 = 40;
+
+/// A UDP socket connected to the server, with `quinn::udp`'s GSO-capable state.
+#[derive(Debug)]
+pub struct UdpClient {
+    socket: UdpSocket,
+    state: UdpSocketState,
+    server: SocketAddr,
+}
+
+impl UdpClient {
+    /// Opens a socket of the server's address family and connects it, so only the server's
+    /// datagrams are received.
+    pub async fn connect(server: SocketAddr) -> Result<Self> {
+        let std_socket = crate::net::udp_socket(server.is_ipv6(), None)?;
+        let socket = UdpSocket::from_std(std_socket).context("while registering the UDP socket")?;
+        socket
+            .connect(server)
+            .await
+            .with_context(|| format!("while connecting the UDP socket to {server}"))?;
+        let state = UdpSocketState::new((&socket).into())
+            .context("while preparing the UDP socket for GSO")?;
+        Ok(UdpClient {
+            socket,
+            state,
+            server,
+        })
+    }
+
+    /// Largest number of datagrams one `sendmsg` carries here (1 without GSO).
+    pub fn max_gso_segments(&self) -> usize {
+        self.state.max_gso_segments()
+    }
+
+    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`.
+    pub async fn send_stream(
+        &self,
+        session: u32,
+        total_bytes: u64,
+        msg_size: u32,
+        rate: Option<BitRate>,
+    ) -> Result<SendTally> {
+        let segment = HEADER_LEN + msg_size as usize;
+        let per_call = (GSO_MAX_BYTES / segment)
+            .min(self.state.max_gso_segments())
+            .max(1);
+        // One buffer for the whole run: headers are rewritten in place, payload stays zero.
+        let mut batch = vec![0u8; segment * per_call];
+        let count = message_count(total_bytes, msg_size);
+        let mut tally = SendTally::default();
+        let started = Instant::now();
+        let mut next = 0u64;
+        let mut failures = 0u32;
+        while next < count {
+            let n = (count - next).min(per_call as u64);
+            let mut len = 0usize;
+            let mut payload = 0u64;
+            for k in 0..n {
+                let seq = next + k;
+                let msg_len = message_len(seq, total_bytes, msg_size) as usize;
+                let at = k as usize * segment;
+                Header {
+                    kind: Kind::Data,
+                    retransmit: false,
+                    session,
+                    seq,
+                }
+                .write_to(&mut batch[at..])
+                .context("datagram buffer too small")?;
+                len = at + HEADER_LEN + msg_len;
+                payload += msg_len as u64;
+            }
+            let transmit = Transmit {
+                destination: self.server,
+                ecn: None,
+                contents: &batch[..len],
+                segment_size: (n > 1).then_some(segment),
+                src_ip: None,
+            };
+            tally.send_calls += 1;
+            match self.send(&transmit).await {
+                Ok(()) => {
+                    failures = 0;
+                    tally.messages += n;
+                    tally.datagrams += n;
+                    tally.bytes += payload;
+                    next += n;
+                }
+                Err(e) => {
+                    // Counted, then the same batch is tried again: a refused send is not a sent datagram.
+                    tally.send_errors += 1;
+                    failures += 1;
+                    if failures >= MAX_CONSECUTIVE_FAILURES {
+                        return Err(e).context("UDP sends keep failing");
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }
+            if let Some(rate) = rate {
+                pace(started, tally.bytes, rate).await;
+            }
+        }
+        Ok(tally)
+    }
+
+    /// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged.
+    pub async fn send_stop_and_wait(
+        &self,
+        session: u32,
+        total_bytes: u64,
+        msg_size: u32,
+        rto: RtoPolicy,
+        rtt_ns: &mut Histogram<u64>,
+    ) -> Result<SendTally> {
+        let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
+        let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
+        let mut ack = [0u8; 64];
+        let mut tally = SendTally::default();
+        let mut failures = 0u32;
+        loop {
+            while let Some(tx) = sender.poll_transmit(Instant::now()) {
+                Header {
+                    kind: Kind::Data,
+                    retransmit: tx.retransmit,
+                    session,
+                    seq: tx.seq,
+                }
+                .write_to(&mut datagram)
+                .context("datagram buffer too small")?;
+                tally.send_calls += 1;
+                match self
+                    .socket
+                    .send(&datagram[..HEADER_LEN + tx.len as usize])
+                    .await
+                {
+                    Ok(_) => tally.datagrams += 1,
+                    // The timer will retransmit it; the error is counted, not hidden.
+                    Err(_) => tally.send_errors += 1,
+                }
+            }
+            if sender.is_done() {
+                break;
+            }
+            let Some(deadline) = sender.poll_timeout() else {
+                bail!("stop-and-wait sender has nothing outstanding but is not done");
+            };
+            match tokio::time::timeout_at(deadline.into(), self.socket.recv(&mut ack)).await {
+                Ok(Ok(n)) => {
+                    let Ok(h) = Header::decode(&ack[..n]) else {
+                        continue;
+                    };
+                    if h.kind != Kind::Ack || h.session != session {
+                        continue;
+                    }
+                    if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, Instant::now()) {
+                        failures = 0;
+                        if let Some(rtt) = rtt {
+                            rtt_ns.saturating_record(duration_ns(rtt));
+                        }
+                    }
+                }
+                // ICMP "port unreachable" from an earlier datagram surfaces here on a connected socket.
+                Ok(Err(e)) => {
+                    tally.send_errors += 1;
+                    failures += 1;
+                    if failures >= MAX_CONSECUTIVE_FAILURES {
+                        return Err(e).context("the server does not answer UDP");
+                    }
+                }
+                Err(_) => {
+                    sender.handle_timeout(Instant::now());
+                    failures += 1;
+                    if failures >= MAX_CONSECUTIVE_FAILURES {
+                        bail!(
+                            "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
+                            sender.messages_acked() + 1,
+                            message_count(total_bytes, msg_size)
+                        );
+                    }
+                }
+            }
+        }
+        tally.messages = sender.messages_acked();
+        tally.bytes = sender.bytes_acked();
+        tally.retransmissions = sender.retransmissions();
+        tally.timeouts = sender.timeouts();
+        Ok(tally)
+    }
+
+    /// Sends one (possibly segmented) transmit, waiting for writability; returns real errors.
+    async fn send(&self, transmit: &Transmit<'_>) -> io::Result<()> {
+        self.socket
+            .async_io(Interest::WRITABLE, || {
+                self.state.try_send((&self.socket).into(), transmit)
+            })
+            .await
+    }
+}
+
+/// Sleeps until sending `bytes_sent` at `rate` since `started` is due.
+async fn pace(started: Instant, bytes_sent: u64, rate: BitRate) {
+    let due = Duration::from_secs_f64(bytes_sent as f64 * 8.0 / rate.0 as f64);
+    let at = started + due;
+    if at > Instant::now() {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

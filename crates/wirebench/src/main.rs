@@ -1,0 +1,23 @@
+//! The `wirebench` binary: parse flags, run, print the error chain on one line, map it to an
+//! exit status (0 ok, 1 a run failed, 2 bad usage).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use wirebench::cli::Cli;
+use wirebench::config::UsageError;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match wirebench::run_cli(cli) {
+        Ok(code) => code,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

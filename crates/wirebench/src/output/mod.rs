@@ -1,0 +1,5 @@
+//! Everything wirebench shows a person or a program: text blocks and tables, JSON documents.
+//! Formatting only: these functions return strings or serialisable values and never print.
+
+pub mod json;
+pub mod text;

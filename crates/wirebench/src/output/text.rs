@@ -1,0 +1,270 @@
+//! Human-readable output: one block per run, the server's per-session summary line, and the
+//! Min/Avg/Max tables in the shape our users paste into their reports. Formats only; the
+//! caller decides where it goes.
+
+use std::fmt::Write as _;
+
+use wirebench_core::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::proto::{ServerReport, SessionParams};
+use wirebench_core::stats::Summary;
+use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
+
+use crate::client::{ClientFigures, RttFigures};
+use crate::runner::RunRecord;
+
+/// Bits per second for `bytes` over `seconds`; 0 when no time passed.
+pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// The server's one-line summary of a session, as `wirebench server` prints it.
+pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &ServerReport) -> String {
+    let secs = r.elapsed_ns as f64 / 1e9;
+    let mut line = format!(
+        "session {session:08x} {} {} from {peer}: read {} messages, {} bytes in {secs:.4} s ({}), {} {}",
+        r.protocol,
+        r.mechanism,
+        r.messages,
+        r.bytes,
+        format_bitrate(bits_per_second(r.bytes, secs)),
+        r.read_calls,
+        if r.protocol == Protocol::Udp { "datagrams" } else { "read calls" },
+    );
+    if r.protocol == Protocol::Udp {
+        let _ = write!(
+            line,
+            ", lost {}, duplicates {}, out of order {}",
+            r.lost, r.duplicates, r.out_of_order
+        );
+    }
+    if r.mechanism == Mechanism::StopAndWait {
+        let _ = write!(line, ", acks sent {}", r.acks_sent);
+    }
+    let _ = write!(
+        line,
+        " [msg {} B, total {} B]",
+        params.msg_size, params.total_bytes
+    );
+    if r.aborted {
+        let _ = write!(
+            line,
+            " ABORTED: {}",
+            r.abort_reason.as_deref().unwrap_or("unknown reason")
+        );
+    }
+    line
+}
+
+/// The heading printed before a plan starts.
+pub fn plan_heading(
+    runs: usize,
+    combinations: usize,
+    repeat: u32,
+    msg_size: u32,
+    total: u64,
+) -> String {
+    format!(
+        "wirebench: {runs} run(s): {combinations} combination(s) × {repeat} repeat(s), {msg_size}-byte messages, {}",
+        ByteSize(total)
+    )
+}
+
+/// The block printed after each run.
+pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Option<&str>) -> String {
+    let c = &rec.outcome.client;
+    let s = &rec.outcome.server;
+    let mut out = format!(
+        "[{position}/{of}] {} {}, run {}\n",
+        rec.combination.protocol,
+        rec.combination.mechanism,
+        rec.repeat_index + 1
+    );
+    let _ = writeln!(out, "  client: {}", client_text(c));
+    match server_line {
+        Some(line) => {
+            let _ = writeln!(out, "  server: {line}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  server: {}",
+                session_line(rec.outcome.session, "this client", &rec.params, s)
+            );
+        }
+    }
+    if let Some(rtt) = &c.rtt {
+        let _ = writeln!(out, "  rtt:    {}", rtt_text(rtt));
+    }
+    out
+}
+
+fn client_text(c: &ClientFigures) -> String {
+    let secs = c.elapsed.as_secs_f64();
+    let t = &c.tally;
+    let mut s = format!(
+        "sent {} messages, {} bytes in {secs:.4} s ({}, {}), {} send calls",
+        t.messages,
+        t.bytes,
+        format_bitrate(bits_per_second(t.bytes, secs)),
+        format_byterate_iec(if secs > 0.0 {
+            t.bytes as f64 / secs
+        } else {
+            0.0
+        }),
+        t.send_calls
+    );
+    if t.datagrams > 0 {
+        let _ = write!(s, ", {} datagrams", t.datagrams);
+    }
+    if t.retransmissions > 0 || t.timeouts > 0 {
+        let _ = write!(
+            s,
+            ", retransmissions {}, timeouts {}",
+            t.retransmissions, t.timeouts
+        );
+    }
+    if t.send_errors > 0 {
+        let _ = write!(s, ", send errors {}", t.send_errors);
+    }
+    s
+}
+
+fn rtt_text(r: &RttFigures) -> String {
+    format!(
+        "min {} / avg {} / max {} (p50 {}, p99 {}, {} samples)",
+        micros(r.min_ns as f64),
+        micros(r.mean_ns),
+        micros(r.max_ns as f64),
+        micros(r.p50_ns as f64),
+        micros(r.p99_ns as f64),
+        r.samples
+    )
+}
+
+fn micros(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1000.0)
+}
+
+/// Min/Avg/Max tables, client view then server view, for every combination with runs.
+pub fn summary_tables(
+    combinations: &[Combination],
+    runs: &[RunRecord],
+    total_bytes: u64,
+) -> String {
+    let mut out = String::new();
+    for combo in combinations {
+        let these: Vec<&RunRecord> = runs.iter().filter(|r| r.combination == *combo).collect();
+        if these.is_empty() {
+            continue;
+        }
+        let name = format!(
+            "{} {}",
+            protocol_title(combo.protocol),
+            mechanism_title(combo.mechanism)
+        );
+        let size = ByteSize(total_bytes).to_string();
+        let client = Views {
+            messages: these
+                .iter()
+                .map(|r| r.outcome.client.tally.messages as f64)
+                .collect(),
+            bytes: these
+                .iter()
+                .map(|r| r.outcome.client.tally.bytes as f64)
+                .collect(),
+            seconds: these
+                .iter()
+                .map(|r| r.outcome.client.elapsed.as_secs_f64())
+                .collect(),
+        };
+        let server = Views {
+            messages: these
+                .iter()
+                .map(|r| r.outcome.server.messages as f64)
+                .collect(),
+            bytes: these
+                .iter()
+                .map(|r| r.outcome.server.bytes as f64)
+                .collect(),
+            seconds: these
+                .iter()
+                .map(|r| r.outcome.server.elapsed_ns as f64 / 1e9)
+                .collect(),
+        };
+        table(
+            &mut out,
+            &format!("Client {name} ({size}), {} runs", these.len()),
+            &client,
+        );
+        table(
+            &mut out,
+            &format!("Server {name} ({size}), {} runs", these.len()),
+            &server,
+        );
+    }
+    out
+}
+
+struct Views {
+    messages: Vec<f64>,
+    bytes: Vec<f64>,
+    seconds: Vec<f64>,
+}
+
+fn table(out: &mut String, title: &str, v: &Views) {
+    let _ = writeln!(out, "Statistics for {title}:\n-----");
+    if let Some(s) = Summary::of(&v.messages) {
+        let _ = writeln!(out, "Messages: {}", min_avg_max(&s, 0));
+    }
+    if let Some(s) = Summary::of(&v.bytes) {
+        let _ = writeln!(out, "Bytes: {}", min_avg_max(&s, 0));
+    }
+    if let Some(s) = Summary::of(&v.seconds) {
+        let _ = writeln!(
+            out,
+            "Time (s): Min = {:.4}, Avg = {:.4}, Max = {:.4}",
+            s.min, s.mean, s.max
+        );
+    }
+    let rates: Vec<f64> = v
+        .bytes
+        .iter()
+        .zip(&v.seconds)
+        .map(|(b, s)| if *s > 0.0 { b * 8.0 / s / 1e9 } else { 0.0 })
+        .collect();
+    if let Some(s) = Summary::of(&rates) {
+        let _ = writeln!(
+            out,
+            "Throughput (Gbit/s): Min = {:.3}, Avg = {:.3}, Max = {:.3}",
+            s.min, s.mean, s.max
+        );
+    }
+    let _ = writeln!(out, "-----");
+}
+
+/// Counts print as integers for Min and Max, the average with two decimals.
+fn min_avg_max(s: &Summary, _decimals: usize) -> String {
+    format!(
+        "Min = {:.0}, Avg = {:.2}, Max = {:.0}",
+        s.min, s.mean, s.max
+    )
+}
+
+fn protocol_title(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+        Protocol::Quic => "QUIC",
+    }
+}
+
+fn mechanism_title(m: Mechanism) -> &'static str {
+    match m {
+        Mechanism::Stream => "Streaming",
+        Mechanism::StopAndWait => "Stop and Wait",
+    }
+}

@@ -1,0 +1,96 @@
+//! Executes a run plan: every protocol × mechanism combination in the configured order, each
+//! repeated `--repeat` times, one session at a time. Each finished run is handed to the caller
+//! before the next starts, so nothing finished is lost if a later run fails.
+
+use std::net::SocketAddr;
+
+use wirebench_core::plan::Combination;
+use wirebench_core::proto::SessionParams;
+
+use crate::client::{self, SessionOutcome, SessionSpec};
+use crate::config::RunConfig;
+
+/// One finished run.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// Which combination it was.
+    pub combination: Combination,
+    /// 0-based repeat index within the combination.
+    pub repeat_index: u32,
+    /// What was asked of the server.
+    pub params: SessionParams,
+    /// Both sides' figures.
+    pub outcome: SessionOutcome,
+}
+
+/// Everything a campaign produced.
+#[derive(Debug, Clone, Default)]
+pub struct Campaign {
+    /// Finished runs, in the order they ran.
+    pub runs: Vec<RunRecord>,
+    /// The error that stopped the campaign early, if any.
+    pub failure: Option<String>,
+}
+
+/// The session parameters for one combination of a run configuration.
+pub fn session_spec(cfg: &RunConfig, combination: Combination) -> SessionSpec {
+    SessionSpec {
+        params: SessionParams {
+            protocol: combination.protocol,
+            mechanism: combination.mechanism,
+            msg_size: cfg.msg_size,
+            total_bytes: cfg.total_bytes,
+            rto_us: cfg
+                .rto
+                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            rate_bps: cfg.rate.map(|r| r.0),
+            grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
+        },
+        rate: cfg.rate,
+        rto: cfg.rto,
+    }
+}
+
+/// Number of runs the plan holds.
+pub fn planned_runs(cfg: &RunConfig) -> usize {
+    cfg.combinations.len() * cfg.repeat as usize
+}
+
+/// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
+/// 1-based position and the plan size. Stops at the first failed run.
+pub async fn run_campaign(
+    cfg: &RunConfig,
+    server: SocketAddr,
+    mut on_run: impl FnMut(usize, usize, &RunRecord),
+) -> Campaign {
+    let total = planned_runs(cfg);
+    let mut campaign = Campaign::default();
+    for &combination in &cfg.combinations {
+        let spec = session_spec(cfg, combination);
+        for repeat_index in 0..cfg.repeat {
+            match client::run_session(server, &spec).await {
+                Ok(outcome) => {
+                    let record = RunRecord {
+                        combination,
+                        repeat_index,
+                        params: spec.params.clone(),
+                        outcome,
+                    };
+                    on_run(campaign.runs.len() + 1, total, &record);
+                    campaign.runs.push(record);
+                }
+                Err(e) => {
+                    campaign.failure = Some(format!(
+                        "{} {} run {} of {} failed: {e:#}",
+                        combination.protocol,
+                        combination.mechanism,
+                        repeat_index + 1,
+                        cfg.repeat
+                    ));
+                    return campaign;
+                }
+            }
+        }
+    }
+    campaign
+}

@@ -1,0 +1,226 @@
+//! The table of live sessions: hands data connections (TCP, QUIC) to the session that waits for
+//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens; it does
+//! not count anything itself.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rand::Rng;
+use tokio::sync::oneshot;
+use wirebench_core::plan::Mechanism;
+use wirebench_core::proto::Preamble;
+use wirebench_core::wire::Header;
+
+use super::udp_session::UdpSession;
+use crate::engine::demux::DatagramHandler;
+use crate::net::canonical_ip;
+
+/// A data connection handed to its session.
+#[derive(Debug)]
+pub enum DataStream {
+    /// A TCP connection (its preamble already read).
+    Tcp(tokio::net::TcpStream),
+    /// A QUIC stream pair (its preamble already read) and the connection that carries it.
+    Quic {
+        /// The connection, kept alive for the session.
+        connection: quinn::Connection,
+        /// Server → client half (acknowledgements).
+        send: quinn::SendStream,
+        /// Client → server half (data).
+        recv: quinn::RecvStream,
+    },
+}
+
+#[derive(Debug)]
+enum SlotKind {
+    /// A TCP or QUIC session waiting for its data connection (taken once).
+    Stream(Mutex<Option<oneshot::Sender<DataStream>>>),
+    /// A UDP session receiving datagrams.
+    Udp(Arc<UdpSession>),
+}
+
+#[derive(Debug)]
+struct Slot {
+    token: u32,
+    peer_ip: IpAddr,
+    kind: SlotKind,
+}
+
+/// Why a data connection or datagram was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// No such session (ended, or never existed).
+    #[error("no session {0:#010x}")]
+    UnknownSession(u32),
+    /// The token does not match the session's.
+    #[error("wrong token for session {0:#010x}")]
+    BadToken(u32),
+    /// It came from another address than the session's control connection.
+    #[error("session {session:#010x} belongs to another client address, not {from}")]
+    WrongPeer {
+        /// The session.
+        session: u32,
+        /// Where the data came from.
+        from: IpAddr,
+    },
+    /// The session already has its data connection, or is no longer waiting.
+    #[error("session {0:#010x} is not waiting for a data connection")]
+    NotWaiting(u32),
+}
+
+/// Live sessions, by id.
+#[derive(Debug, Default)]
+pub struct Registry {
+    slots: RwLock<HashMap<u32, Slot>>,
+    /// UDP datagrams of ours that matched no session (or the wrong peer), dropped.
+    stray_datagrams: AtomicU64,
+}
+
+/// Removes its session from the registry when dropped, whatever path the session took.
+#[derive(Debug)]
+pub struct Registration {
+    registry: Arc<Registry>,
+    /// The session id.
+    pub id: u32,
+    /// The token the client must present.
+    pub token: u32,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut slots) = self.registry.slots.write() {
+            slots.remove(&self.id);
+        }
+    }
+}
+
+impl Registry {
+    /// Registers a TCP/QUIC session; the receiver yields its data connection.
+    pub fn register_stream(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (Registration, oneshot::Receiver<DataStream>) {
+        let (tx, rx) = oneshot::channel();
+        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::Stream(Mutex::new(Some(tx))), ()));
+        (reg, rx)
+    }
+
+    /// Registers a UDP session expecting `total_bytes` in messages of `msg_size`.
+    pub fn register_udp(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        mechanism: Mechanism,
+        total_bytes: u64,
+        msg_size: u32,
+    ) -> (Registration, Arc<UdpSession>) {
+        self.insert(peer_ip, |id| {
+            let session = Arc::new(UdpSession::new(id, mechanism, total_bytes, msg_size));
+            (SlotKind::Udp(session.clone()), session)
+        })
+    }
+
+    /// Hands a data connection that presented `preamble` to its session.
+    pub fn attach_stream(
+        &self,
+        preamble: &Preamble,
+        from: IpAddr,
+        data: DataStream,
+    ) -> Result<(), AttachError> {
+        let slots = self
+            .slots
+            .read()
+            .map_err(|_| AttachError::UnknownSession(preamble.session))?;
+        let slot = slots
+            .get(&preamble.session)
+            .ok_or(AttachError::UnknownSession(preamble.session))?;
+        check(slot, preamble.session, preamble.token, from)?;
+        let SlotKind::Stream(waiting) = &slot.kind else {
+            return Err(AttachError::NotWaiting(preamble.session));
+        };
+        let sender = waiting
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .ok_or(AttachError::NotWaiting(preamble.session))?;
+        sender
+            .send(data)
+            .map_err(|_| AttachError::NotWaiting(preamble.session))
+    }
+
+    /// Picks a fresh random id and token, and stores the slot `make` builds for that id.
+    fn insert<T>(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        make: impl FnOnce(u32) -> (SlotKind, T),
+    ) -> (Registration, T) {
+        let mut rng = rand::thread_rng();
+        let token: u32 = rng.gen();
+        let mut slots = match self.slots.write() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Ids are random so they are not guessable from outside; 0 is never used.
+        let id = loop {
+            let id: u32 = rng.gen();
+            if id != 0 && !slots.contains_key(&id) {
+                break id;
+            }
+        };
+        let (kind, extra) = make(id);
+        slots.insert(
+            id,
+            Slot {
+                token,
+                peer_ip: canonical_ip(peer_ip),
+                kind,
+            },
+        );
+        let reg = Registration {
+            registry: self.clone(),
+            id,
+            token,
+        };
+        (reg, extra)
+    }
+
+    fn udp_session(&self, id: u32, from: IpAddr) -> Option<Arc<UdpSession>> {
+        let slots = self.slots.read().ok()?;
+        let slot = slots.get(&id)?;
+        if slot.peer_ip != canonical_ip(from) {
+            return None;
+        }
+        match &slot.kind {
+            SlotKind::Udp(s) => Some(s.clone()),
+            SlotKind::Stream(_) => None,
+        }
+    }
+}
+
+fn check(slot: &Slot, session: u32, token: u32, from: IpAddr) -> Result<(), AttachError> {
+    if slot.token != token {
+        return Err(AttachError::BadToken(session));
+    }
+    if slot.peer_ip != canonical_ip(from) {
+        return Err(AttachError::WrongPeer {
+            session,
+            from: canonical_ip(from),
+        });
+    }
+    Ok(())
+}
+
+impl DatagramHandler for Registry {
+    fn handle(&self, datagram: &[u8], from: SocketAddr, reply: &mut dyn FnMut(&[u8]) -> bool) {
+        let session = Header::decode(datagram)
+            .ok()
+            .and_then(|h| self.udp_session(h.session, from.ip()).map(|s| (h, s)));
+        match session {
+            Some((header, s)) => s.on_datagram(&header, datagram.len(), reply),
+            None => {
+                self.stray_datagrams.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}

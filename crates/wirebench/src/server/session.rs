@@ -1,0 +1,373 @@
+//! One session on the server, from the session request on the control connection to the report
+//! sent back: validates the request, waits for the data connection (TCP, QUIC) or the client's
+//! "done" (UDP), counts through the engines, and always ends with one summary — aborted ones
+//! marked with the reason.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::io::AsyncRead;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::UnboundedSender;
+use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::proto::{ControlMessage, ServerReport, SessionParams};
+use wirebench_core::wire;
+
+use super::registry::{DataStream, Registry};
+use super::udp_session::UdpSession;
+use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
+use crate::control::{self, SETUP_TIMEOUT};
+use crate::engine::stream::{self, ReadTally, RECV_BUFFER};
+use crate::net::canonical_ip;
+
+/// Longest grace period a client may ask for.
+const MAX_GRACE: Duration = Duration::from_secs(60);
+
+/// How long the server keeps a finished QUIC connection open so its last acknowledgements
+/// reach the client, unless the client closes it first.
+const QUIC_LINGER: Duration = Duration::from_secs(5);
+
+/// Serves one control connection to its end; sends a summary (or a notice) to `events`.
+pub(super) async fn serve(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    events: &UnboundedSender<ServerEvent>,
+) {
+    let notice = |message: String| {
+        let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
+    };
+    let (mut rd, mut wr) = stream.split();
+    let params = match control::recv_setup(&mut rd).await {
+        Ok(ControlMessage::SessionRequest(p)) => p,
+        Ok(other) => {
+            let reason = format!("expected a session request, got {}", kind_name(&other));
+            let _ = control::send(
+                &mut wr,
+                &ControlMessage::Error {
+                    reason: reason.clone(),
+                },
+            )
+            .await;
+            notice(format!("connection closed: {reason}"));
+            return;
+        }
+        Err(e) => {
+            let reason = format!("{e:#}");
+            let _ = control::send(
+                &mut wr,
+                &ControlMessage::Error {
+                    reason: reason.clone(),
+                },
+            )
+            .await;
+            notice(format!("connection closed: {reason}"));
+            return;
+        }
+    };
+    if let Err(reason) = validate(&params, peer) {
+        let _ = control::send(
+            &mut wr,
+            &ControlMessage::Rejected {
+                reason: reason.clone(),
+            },
+        )
+        .await;
+        notice(format!("session refused: {reason}"));
+        return;
+    }
+    let (session, report) = match params.protocol {
+        Protocol::Tcp | Protocol::Quic => {
+            serve_stream(&mut rd, &mut wr, peer, shared, &params).await
+        }
+        Protocol::Udp => serve_udp(&mut rd, &mut wr, peer, &shared.registry, &params).await,
+    };
+    let Some(session) = session else {
+        return;
+    };
+    // The summary goes out before the report, so whoever prints both sees the server's first.
+    let _ = events.send(ServerEvent::Session(SessionSummary {
+        session,
+        peer,
+        params: params.clone(),
+        report: report.clone(),
+    }));
+    let _ = control::send(&mut wr, &ControlMessage::Report(report)).await;
+}
+
+/// Checks a session request against what this server allows; the error is for the user.
+fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
+    if p.total_bytes == 0 {
+        return Err("total must be at least 1 byte".into());
+    }
+    let max = match p.protocol {
+        Protocol::Tcp | Protocol::Quic => MAX_STREAM_MSG_SIZE,
+        Protocol::Udp => wire::max_message_size(canonical_ip(peer.ip()).is_ipv6()),
+    };
+    if p.msg_size < MIN_MSG_SIZE || p.msg_size > max {
+        return Err(format!(
+            "message size {} is out of range for {}: allowed {MIN_MSG_SIZE} to {max} bytes",
+            p.msg_size, p.protocol
+        ));
+    }
+    if Duration::from_micros(p.grace_us) > MAX_GRACE {
+        return Err(format!(
+            "grace period is out of range: allowed up to {MAX_GRACE:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A report that carries no figures yet.
+fn empty_report(p: &SessionParams) -> ServerReport {
+    ServerReport {
+        protocol: p.protocol,
+        mechanism: p.mechanism,
+        ..ServerReport::default()
+    }
+}
+
+/// TCP or QUIC: wait for the data connection, then receive through `engine::stream`.
+async fn serve_stream<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    peer: SocketAddr,
+    shared: &Shared,
+    p: &SessionParams,
+) -> (Option<u32>, ServerReport)
+where
+    R: AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut report = empty_report(p);
+    let (registration, attach) = shared.registry.register_stream(peer.ip());
+    let session = registration.id;
+    let accepted = ControlMessage::Accepted {
+        session,
+        token: registration.token,
+        quic_cert: (p.protocol == Protocol::Quic).then(|| shared.cert_der.clone()),
+    };
+    if control::send(wr, &accepted).await.is_err() {
+        return (None, report);
+    }
+    let data = tokio::select! {
+        r = tokio::time::timeout(SETUP_TIMEOUT, attach) => match r {
+            Ok(Ok(d)) => d,
+            _ => return (Some(session), abort(report, format!("the client opened no data connection within {SETUP_TIMEOUT:?}"))),
+        },
+        reason = watch_control(rd) => return (Some(session), abort(report, reason)),
+    };
+    drop(registration);
+    let buf_len = match p.mechanism {
+        Mechanism::Stream => RECV_BUFFER,
+        Mechanism::StopAndWait => (p.msg_size as usize).min(RECV_BUFFER),
+    };
+    let mut buf = vec![0u8; buf_len];
+    let mut tally = ReadTally::default();
+    let result = match data {
+        DataStream::Tcp(mut tcp) => {
+            if p.mechanism == Mechanism::StopAndWait {
+                // One small acknowledgement per message: Nagle would hold it back.
+                let _ = tcp.set_nodelay(true);
+            }
+            let (mut r, mut w) = tcp.split();
+            tokio::select! {
+                res = receive(&mut r, &mut w, p, &mut buf, &mut tally) => res.map_err(|e| e.to_string()),
+                reason = watch_control(rd) => Err(reason),
+            }
+        }
+        DataStream::Quic {
+            connection,
+            mut send,
+            mut recv,
+        } => {
+            let res = tokio::select! {
+                res = receive(&mut recv, &mut send, p, &mut buf, &mut tally) => res.map_err(|e| e.to_string()),
+                reason = watch_control(rd) => Err(reason),
+            };
+            // Let the last acknowledgements drain; the client closes the connection when done.
+            tokio::spawn(async move {
+                let _ = send.finish();
+                let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
+            });
+            res
+        }
+    };
+    report.messages = tally.messages;
+    report.bytes = tally.bytes;
+    report.read_calls = tally.read_calls;
+    report.acks_sent = tally.acks_sent;
+    report.elapsed_ns = span_ns(tally.first_at, tally.last_at);
+    report.idle_after_last_ns = tally.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
+    match result {
+        Ok(()) => (Some(session), report),
+        Err(reason) => (Some(session), abort(report, reason)),
+    }
+}
+
+async fn receive<R, W>(
+    r: &mut R,
+    w: &mut W,
+    p: &SessionParams,
+    buf: &mut [u8],
+    tally: &mut ReadTally,
+) -> Result<(), stream::ReceiveError>
+where
+    R: AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    match p.mechanism {
+        Mechanism::Stream => stream::receive_stream(r, p.total_bytes, p.msg_size, buf, tally).await,
+        Mechanism::StopAndWait => {
+            stream::receive_stop_and_wait(r, w, p.total_bytes, p.msg_size, buf, tally).await
+        }
+    }
+}
+
+/// UDP: datagrams are counted by the registry's handler; here we wait for the client's "done"
+/// and then for stragglers, at most a grace period of quiet.
+async fn serve_udp<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    peer: SocketAddr,
+    registry: &Arc<Registry>,
+    p: &SessionParams,
+) -> (Option<u32>, ServerReport)
+where
+    R: AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut report = empty_report(p);
+    let (registration, udp) =
+        registry.register_udp(peer.ip(), p.mechanism, p.total_bytes, p.msg_size);
+    let session = registration.id;
+    let accepted = ControlMessage::Accepted {
+        session,
+        token: registration.token,
+        quic_cert: None,
+    };
+    if control::send(wr, &accepted).await.is_err() {
+        return (None, report);
+    }
+    let sent = match wait_sender_done(rd).await {
+        Ok(sent) => sent,
+        Err(e) => {
+            fill_udp(&mut report, &udp, None);
+            return (Some(session), abort(report, format!("{e:#}")));
+        }
+    };
+    udp.sender_done(sent);
+    wait_for_stragglers(&udp, Duration::from_micros(p.grace_us)).await;
+    drop(registration);
+    fill_udp(&mut report, &udp, Some(sent));
+    (Some(session), report)
+}
+
+async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
+    match control::recv(rd).await? {
+        Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
+        Some(other) => bail!(
+            "expected the client's done message, got {}",
+            kind_name(&other)
+        ),
+        None => bail!("client closed the control connection before it was done"),
+    }
+}
+
+/// Returns when every message the client sent has arrived, or after `grace` without any
+/// arrival (counted from the later of the last arrival and now).
+async fn wait_for_stragglers(udp: &UdpSession, grace: Duration) {
+    let done_at = Instant::now();
+    loop {
+        if udp.is_complete() {
+            return;
+        }
+        let quiet_since = udp.counts().last_at.map_or(done_at, |t| t.max(done_at));
+        let deadline = quiet_since + grace;
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::select! {
+            _ = udp.changed() => {}
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+        }
+    }
+}
+
+fn fill_udp(report: &mut ServerReport, udp: &UdpSession, sent: Option<u64>) {
+    let c = udp.counts();
+    report.messages = c.messages;
+    report.bytes = c.bytes;
+    report.read_calls = c.datagrams;
+    report.duplicates = c.duplicates;
+    report.out_of_order = c.out_of_order;
+    report.acks_sent = c.acks_sent;
+    report.lost = sent.map_or(0, |s| s.saturating_sub(c.messages));
+    report.elapsed_ns = span_ns(c.first_at, c.last_at);
+    report.idle_after_last_ns = c.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
+}
+
+/// Waits until the control connection ends or carries something unexpected mid-session.
+async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
+    match control::recv(rd).await {
+        Ok(None) => "client closed the control connection".into(),
+        Ok(Some(m)) => format!("unexpected {} mid-session", kind_name(&m)),
+        Err(e) => format!("control connection failed: {e:#}"),
+    }
+}
+
+fn abort(mut report: ServerReport, reason: String) -> ServerReport {
+    report.aborted = true;
+    report.abort_reason = Some(reason);
+    report
+}
+
+fn kind_name(m: &ControlMessage) -> &'static str {
+    match m {
+        ControlMessage::SessionRequest(_) => "session request",
+        ControlMessage::Accepted { .. } => "accepted message",
+        ControlMessage::Rejected { .. } => "rejected message",
+        ControlMessage::SenderDone { .. } => "done message",
+        ControlMessage::Report(_) => "report",
+        ControlMessage::Error { .. } => "error message",
+    }
+}
+
+fn span_ns(first: Option<Instant>, last: Option<Instant>) -> u64 {
+    match (first, last) {
+        (Some(f), Some(l)) => ns(l.saturating_duration_since(f)),
+        _ => 0,
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Accepts one QUIC connection, reads the preamble of its first stream and hands the stream
+/// to its session.
+pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
+    let peer = incoming.remote_address();
+    let connection = incoming.await.context("QUIC handshake failed")?;
+    let (send, mut recv) = tokio::time::timeout(SETUP_TIMEOUT, connection.accept_bi())
+        .await
+        .context("the client opened no QUIC stream in time")?
+        .context("while accepting the QUIC stream")?;
+    let preamble = control::read_preamble(&mut recv).await?;
+    if preamble.kind != wirebench_core::proto::ConnKind::Data {
+        bail!("the QUIC stream did not open with a data preamble");
+    }
+    registry
+        .attach_stream(
+            &preamble,
+            peer.ip(),
+            DataStream::Quic {
+                connection,
+                send,
+                recv,
+            },
+        )
+        .map_err(anyhow::Error::from)
+}

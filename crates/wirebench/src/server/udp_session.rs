@@ -1,0 +1,180 @@
+//! The server side of one UDP session: counts arriving data datagrams (streaming: unique,
+//! duplicate, out-of-order through the core `SequenceTracker`; stop-and-wait: the core receiver
+//! machine, acknowledging every copy) and says when everything the client sent has arrived.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tokio::sync::Notify;
+use wirebench_core::plan::{message_count, message_len, Mechanism};
+use wirebench_core::saw::{Delivery, StopAndWaitReceiver};
+use wirebench_core::seq::{Arrival, SequenceTracker};
+use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+
+/// Counters of a UDP session, as of now.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UdpCounts {
+    /// Unique messages delivered.
+    pub messages: u64,
+    /// Unique payload bytes delivered.
+    pub bytes: u64,
+    /// Data datagrams received, duplicates included.
+    pub datagrams: u64,
+    /// Copies of messages already delivered.
+    pub duplicates: u64,
+    /// New messages that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams that arrived too far behind the newest to be classified.
+    pub too_late: u64,
+    /// Datagrams that did not fit the session (wrong length, sequence out of range, wrong kind).
+    pub malformed: u64,
+    /// Acknowledgements sent (stop-and-wait).
+    pub acks_sent: u64,
+    /// Acknowledgements the kernel refused to send.
+    pub ack_errors: u64,
+    /// First data arrival.
+    pub first_at: Option<Instant>,
+    /// Last data arrival.
+    pub last_at: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct State {
+    counts: UdpCounts,
+    tracker: SequenceTracker,
+    receiver: StopAndWaitReceiver,
+    /// Messages the client says it sent; known once it is done.
+    expected: Option<u64>,
+}
+
+/// One UDP session's receive side.
+#[derive(Debug)]
+pub struct UdpSession {
+    id: u32,
+    mechanism: Mechanism,
+    total_bytes: u64,
+    msg_size: u32,
+    count: u64,
+    state: Mutex<State>,
+    /// Signalled when every message the client sent has been delivered.
+    complete: Notify,
+}
+
+impl UdpSession {
+    /// A session expecting `total_bytes` in messages of `msg_size`.
+    pub fn new(id: u32, mechanism: Mechanism, total_bytes: u64, msg_size: u32) -> Self {
+        UdpSession {
+            id,
+            mechanism,
+            total_bytes,
+            msg_size,
+            count: message_count(total_bytes, msg_size),
+            state: Mutex::new(State {
+                counts: UdpCounts::default(),
+                tracker: SequenceTracker::new(),
+                receiver: StopAndWaitReceiver::new(),
+                expected: None,
+            }),
+            complete: Notify::new(),
+        }
+    }
+
+    /// Handles one data datagram of this session (already routed by id and peer).
+    pub fn on_datagram(&self, header: &Header, len: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
+        let now = Instant::now();
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let valid = header.kind == Kind::Data
+            && header.seq < self.count
+            && len
+                == HEADER_LEN + message_len(header.seq, self.total_bytes, self.msg_size) as usize;
+        if !valid {
+            state.counts.malformed += 1;
+            return;
+        }
+        let payload = (len - HEADER_LEN) as u64;
+        let c = &mut state.counts;
+        c.datagrams += 1;
+        c.first_at.get_or_insert(now);
+        c.last_at = Some(now);
+        let ack = match self.mechanism {
+            Mechanism::Stream => {
+                match state.tracker.record(header.seq) {
+                    Arrival::New { out_of_order } => {
+                        state.counts.messages += 1;
+                        state.counts.bytes += payload;
+                        state.counts.out_of_order += u64::from(out_of_order);
+                    }
+                    Arrival::Duplicate => state.counts.duplicates += 1,
+                    // Beyond the tracker's window: it cannot tell new from duplicate, so it is
+                    // neither delivered nor a duplicate (and so shows up as lost).
+                    Arrival::TooLate => state.counts.too_late += 1,
+                }
+                false
+            }
+            Mechanism::StopAndWait => match state.receiver.handle_data(header.seq) {
+                Delivery::New => {
+                    state.counts.messages += 1;
+                    state.counts.bytes += payload;
+                    true
+                }
+                // Its acknowledgement was lost or late: acknowledge again, count it once.
+                Delivery::Duplicate => {
+                    state.counts.duplicates += 1;
+                    true
+                }
+                Delivery::Unexpected => {
+                    state.counts.malformed += 1;
+                    false
+                }
+            },
+        };
+        if ack {
+            let mut out = [0u8; HEADER_LEN];
+            Header {
+                kind: Kind::Ack,
+                retransmit: false,
+                session: self.id,
+                seq: header.seq,
+            }
+            .encode(&mut out);
+            if reply(&out) {
+                state.counts.acks_sent += 1;
+            } else {
+                state.counts.ack_errors += 1;
+            }
+        }
+        if state.expected == Some(state.counts.messages) {
+            self.complete.notify_one();
+        }
+    }
+
+    /// Records that the client has sent `messages_sent` messages in all.
+    pub fn sender_done(&self, messages_sent: u64) {
+        if let Ok(mut state) = self.state.lock() {
+            state.expected = Some(messages_sent);
+            if state.counts.messages >= messages_sent {
+                self.complete.notify_one();
+            }
+        }
+    }
+
+    /// Whether every message the client reported sending has been delivered.
+    pub fn is_complete(&self) -> bool {
+        self.state
+            .lock()
+            .map(|s| s.expected.is_some_and(|e| s.counts.messages >= e))
+            .unwrap_or(false)
+    }
+
+    /// Waits until [`Self::is_complete`] may have become true.
+    pub async fn changed(&self) {
+        self.complete.notified().await;
+    }
+
+    /// A snapshot of the counters.
+    pub fn counts(&self) -> UdpCounts {
+        self.state.lock().map(|s| s.counts).unwrap_or_default()
+    }
+}

@@ -1,0 +1,169 @@
+//! TLS for QUIC: the server's certificate (self-signed at start, or loaded from PEM files) and
+//! the client's trust model, which pins the exact certificate the server announced on the
+//! control connection.
+//!
+//! Trust model, in short: the control connection is plain TCP, so a pinned certificate proves
+//! only that the QUIC peer is the same server process that answered the control connection. It
+//! does not authenticate the server against an on-path attacker; wirebench measures, it does
+//! not protect data. See docs/quic-trust.md.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use quinn::rustls;
+use quinn::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use quinn::rustls::crypto::CryptoProvider;
+use quinn::rustls::pki_types::pem::PemObject;
+use quinn::rustls::pki_types::{
+    CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime,
+};
+use quinn::rustls::{DigitallySignedStruct, SignatureScheme};
+
+/// ALPN protocol name of wirebench's QUIC data connections.
+pub const ALPN: &[u8] = b"wirebench/1";
+
+/// The name the client asks for in its TLS handshake (the self-signed certificate carries it).
+pub const SERVER_NAME: &str = "wirebench";
+
+/// The server's certificate chain and key.
+#[derive(Debug)]
+pub struct ServerIdentity {
+    /// Certificate chain, leaf first.
+    pub chain: Vec<CertificateDer<'static>>,
+    /// Private key of the leaf.
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl ServerIdentity {
+    /// A fresh self-signed certificate for the names `wirebench` and `localhost`.
+    pub fn self_signed() -> Result<Self> {
+        let certified = rcgen::generate_simple_self_signed(vec![
+            SERVER_NAME.to_string(),
+            "localhost".to_string(),
+        ])
+        .context("while making a self-signed certificate")?;
+        Ok(ServerIdentity {
+            chain: vec![certified.cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der())),
+        })
+    }
+
+    /// Loads a PEM certificate chain and private key.
+    pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self> {
+        let cert_pem = std::fs::read(cert)
+            .with_context(|| format!("while reading the certificate {}", cert.display()))?;
+        let chain = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("{} is not a PEM certificate chain", cert.display()))?;
+        if chain.is_empty() {
+            bail!("{} holds no PEM certificate", cert.display());
+        }
+        let key_pem = std::fs::read(key)
+            .with_context(|| format!("while reading the private key {}", key.display()))?;
+        let key = PrivateKeyDer::from_pem_slice(&key_pem)
+            .with_context(|| format!("{} is not a PEM private key", key.display()))?;
+        Ok(ServerIdentity { chain, key })
+    }
+
+    /// The leaf certificate, which clients pin.
+    pub fn leaf_der(&self) -> &[u8] {
+        self.chain.first().map(|c| c.as_ref()).unwrap_or(&[])
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The rustls server configuration for QUIC.
+pub fn server_crypto(identity: &ServerIdentity) -> Result<rustls::ServerConfig> {
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("while configuring TLS 1.3")?
+        .with_no_client_auth()
+        .with_single_cert(identity.chain.clone(), identity.key.clone_key())
+        .context("the certificate and key do not make a usable TLS identity")?;
+    cfg.alpn_protocols = vec![ALPN.to_vec()];
+    Ok(cfg)
+}
+
+/// The rustls client configuration that accepts exactly the certificate `pinned_der`.
+pub fn client_crypto(pinned_der: Vec<u8>) -> Result<rustls::ClientConfig> {
+    let provider = provider();
+    let verifier = Arc::new(PinnedCert {
+        der: pinned_der,
+        provider: provider.clone(),
+    });
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("while configuring TLS 1.3")?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![ALPN.to_vec()];
+    Ok(cfg)
+}
+
+/// Accepts the one certificate the server announced; signatures are still checked, so the peer
+/// must hold its private key.
+#[derive(Debug)]
+struct PinnedCert {
+    der: Vec<u8>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for PinnedCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.der.as_slice() {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General(
+                "QUIC certificate differs from the one announced on the control connection".into(),
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

@@ -1,0 +1,247 @@
+//! The binary as users run it: usage errors, the embedded server, text and JSON output
+//! (checked against the JSON Schema in docs/).
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::TEST_TIMEOUT;
+
+async fn wirebench(args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(TEST_TIMEOUT, child)
+        .await
+        .expect("wirebench finished in time")
+        .expect("wirebench ran")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn bad_input_gets_one_line_and_exit_status_2() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["run", "--proto", "udp", "-l", "65492"], "65491"),
+        (&["run", "--proto", "sctp"], "tcp, udp, quic"),
+        (&["run", "--mode", "fast"], "stop-and-wait"),
+        (&["run", "-n", "12XB"], "KiB"),
+        (&["run", "--repeat", "0"], "at least 1"),
+        (&["run", "-l", "0"], "allowed 1"),
+    ];
+    for (args, expect) in cases {
+        let out = wirebench(args).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn embedded_run_prints_both_views_and_the_repeat_summary() {
+    let out = wirebench(&[
+        "run",
+        "--proto",
+        "tcp,quic",
+        "--mode",
+        "stream,saw",
+        "-l",
+        "1000",
+        "-n",
+        "100001",
+        "--repeat",
+        "3",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{}", text, stderr(&out));
+    assert!(text.contains("12 run(s)"), "{text}");
+    // Every run block shows the embedded server's own session line.
+    assert_eq!(text.matches("  server: session ").count(), 12, "{text}");
+    for title in [
+        "Client TCP Streaming",
+        "Server TCP Streaming",
+        "Client QUIC Stop and Wait",
+        "Server QUIC Stop and Wait",
+    ] {
+        assert!(
+            text.contains(&format!("Statistics for {title}")),
+            "{title}: {text}"
+        );
+    }
+    assert_eq!(
+        text.matches("Messages: Min = 101, Avg = 101.00, Max = 101")
+            .count(),
+        8,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("Bytes: Min = 100001, Avg = 100001.00, Max = 100001")
+            .count(),
+        8,
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn json_output_matches_the_schema_and_the_counts() {
+    let out = wirebench(&[
+        "run",
+        "--json",
+        "--proto",
+        "tcp,udp,quic",
+        "--mode",
+        "saw,stream",
+        "-l",
+        "777",
+        "-n",
+        "50000",
+        "--repeat",
+        "2",
+        "--rate",
+        "100Mbit",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document on stdout");
+
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-output.schema.json"
+    );
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("run-output.schema.json", schema)
+        .unwrap();
+    let index = compiler
+        .compile("run-output.schema.json", &mut schemas)
+        .expect("the schema compiles");
+    if let Err(e) = schemas.validate(&doc, index) {
+        panic!("output does not match the schema: {e:#}");
+    }
+
+    assert_eq!(doc["schema_version"], 1);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 12);
+    // Documented order: protocols as given, then mechanisms as given, repeats innermost.
+    let order: Vec<(String, String, u64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["protocol"].as_str().unwrap().into(),
+                r["mechanism"].as_str().unwrap().into(),
+                r["repeat_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for p in ["tcp", "udp", "quic"] {
+        for m in ["saw", "stream"] {
+            for i in 0..2 {
+                expected.push((p.to_string(), m.to_string(), i));
+            }
+        }
+    }
+    assert_eq!(order, expected);
+    let count = 50000u64.div_ceil(777);
+    for r in runs {
+        assert_eq!(r["client"]["messages"], count);
+        assert_eq!(r["client"]["bytes"], 50000);
+        assert!(r["client"]["seconds"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["server"]["protocol"], r["protocol"]);
+        let lossy = r["protocol"] == "udp" && r["mechanism"] == "stream";
+        let (m, b, lost) = (
+            r["server"]["messages"].as_u64().unwrap(),
+            r["server"]["bytes"].as_u64().unwrap(),
+            r["server"]["lost"].as_u64().unwrap(),
+        );
+        if lossy {
+            assert_eq!(m + lost, count);
+        } else {
+            assert_eq!((m, b, lost), (count, 50000, 0), "{r}");
+        }
+    }
+    let summary = doc["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 6);
+    let tcp_saw = &summary[0];
+    assert_eq!(tcp_saw["runs"], 2);
+    for key in ["min", "mean", "median", "max"] {
+        assert_eq!(
+            tcp_saw["client"]["messages"][key].as_f64(),
+            Some(count as f64)
+        );
+        assert_eq!(tcp_saw["server"]["bytes"][key].as_f64(), Some(50000.0));
+    }
+    assert_eq!(tcp_saw["client"]["messages"]["stddev"].as_f64(), Some(0.0));
+}
+
+#[tokio::test]
+async fn server_subcommand_serves_a_remote_run() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    // Port 0 is not allowed to mean "any" for a server users connect to, so pick a free one.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait for the "listening" line rather than sleeping.
+    let mut err_lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line()).await;
+    assert!(
+        matches!(ready, Ok(Ok(Some(ref l))) if l.contains("listening")),
+        "{ready:?}"
+    );
+    let out = wirebench(&[
+        "run",
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--proto",
+        "udp",
+        "--mode",
+        "saw",
+        "-l",
+        "100",
+        "-n",
+        "10001",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("a session line")
+        .unwrap()
+        .unwrap();
+    let v: Value = serde_json::from_str(&line).expect("a JSON line per session");
+    assert_eq!(v["protocol"], "udp");
+    assert_eq!(v["mechanism"], "saw");
+    assert_eq!(v["messages"], 101);
+    assert_eq!(v["bytes"], 10001);
+    assert_eq!(v["aborted"], false);
+    server.kill().await.unwrap();
+}

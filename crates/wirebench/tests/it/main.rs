@@ -1,0 +1,7 @@
+//! Integration tests: real sockets on loopback, real servers started by each test. One test
+//! binary (see STYLE.md); modules by theme.
+
+mod cli;
+mod robustness;
+mod sessions;
+mod support;

@@ -1,0 +1,205 @@
+//! Exact counts for every protocol × mechanism, edge message sizes, lossy stop-and-wait.
+
+use std::time::Duration;
+
+use wirebench::client::{run_session, SessionOutcome, SessionSpec};
+use wirebench_core::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::proto::SessionParams;
+use wirebench_core::wire;
+
+use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
+
+fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total_bytes: u64) -> SessionSpec {
+    SessionSpec {
+        params: SessionParams {
+            protocol,
+            mechanism,
+            msg_size,
+            total_bytes,
+            rto_us: None,
+            rate_bps: None,
+            grace_us: 200_000,
+        },
+        rate: None,
+        rto: None,
+    }
+}
+
+/// Runs one session and checks the server's summary matches what the client got back.
+async fn run(server: &mut TestServer, spec: &SessionSpec) -> SessionOutcome {
+    let out = run_session(server.addr, spec).await.expect("session runs");
+    let summary = server.next_session().await;
+    assert_eq!(summary.session, out.session);
+    assert_eq!(
+        summary.report, out.server,
+        "printed summary equals the report sent"
+    );
+    out
+}
+
+/// Reliable paths: bytes and messages agree exactly on both sides.
+fn assert_exact(out: &SessionOutcome, msg_size: u32, total: u64) {
+    let count = message_count(total, msg_size);
+    let (c, s) = (&out.client.tally, &out.server);
+    assert!(!s.aborted, "aborted: {:?}", s.abort_reason);
+    assert_eq!(c.bytes, total, "client bytes");
+    assert_eq!(s.bytes, total, "server bytes");
+    assert_eq!(c.messages, count, "client messages");
+    assert_eq!(s.messages, count, "server messages");
+    assert_eq!(s.lost, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_six_combinations_count_exactly_with_a_remainder() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        // 1_000_003 is not a multiple of 1024: the last message carries 643 bytes.
+        let (size, total) = (1024, 1_000_003);
+        for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Quic] {
+            for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+                let mut sp = spec(protocol, mechanism, size, total);
+                // Pace UDP streaming so loopback receive buffers cannot overflow: exact here too.
+                if protocol == Protocol::Udp && mechanism == Mechanism::Stream {
+                    sp.rate = Some(wirebench_core::units::BitRate(200_000_000));
+                }
+                let out = run(&mut server, &sp).await;
+                assert_eq!(out.server.protocol, protocol);
+                assert_eq!(out.server.mechanism, mechanism);
+                if protocol == Protocol::Udp && mechanism == Mechanism::Stream {
+                    let s = &out.server;
+                    assert_eq!(
+                        s.messages + s.lost,
+                        message_count(total, size),
+                        "received + lost = sent"
+                    );
+                    assert_eq!(out.client.tally.messages, message_count(total, size));
+                    assert_eq!(out.client.tally.bytes, total);
+                } else {
+                    assert_exact(&out, size, total);
+                }
+                if mechanism == Mechanism::StopAndWait {
+                    let rtt = out.client.rtt.expect("stop-and-wait measures round trips");
+                    assert!(
+                        rtt.min_ns <= rtt.p50_ns
+                            && rtt.p50_ns <= rtt.p99_ns
+                            && rtt.p99_ns <= rtt.max_ns
+                    );
+                    assert!(out.server.acks_sent >= message_count(total, size));
+                } else {
+                    assert!(out.client.rtt.is_none());
+                }
+            }
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_and_quic_carry_one_byte_and_65535_byte_messages() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        for protocol in [Protocol::Tcp, Protocol::Quic] {
+            for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+                let out = run(&mut server, &spec(protocol, mechanism, 1, 3000)).await;
+                assert_exact(&out, 1, 3000);
+                let total = 65535 * 20 + 7;
+                let out = run(&mut server, &spec(protocol, mechanism, 65535, total)).await;
+                assert_exact(&out, 65535, total);
+            }
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_carries_the_largest_datagram() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let largest = wire::max_message_size(false);
+        assert_eq!(largest, 65507 - 16);
+        let total = u64::from(largest) * 10 + 1;
+        let out = run(
+            &mut server,
+            &spec(Protocol::Udp, Mechanism::StopAndWait, largest, total),
+        )
+        .await;
+        assert_exact(&out, largest, total);
+        let mut sp = spec(Protocol::Udp, Mechanism::Stream, largest, total);
+        sp.rate = Some(wirebench_core::units::BitRate(100_000_000));
+        let out = run(&mut server, &sp).await;
+        assert_eq!(out.server.messages + out.server.lost, 11);
+        assert!(out.server.bytes <= total);
+        assert_eq!(out.client.tally.bytes, total);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_refuses_a_udp_message_one_byte_too_big() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start().await;
+        let too_big = wire::max_message_size(false) + 1;
+        let err = run_session(
+            server.addr,
+            &spec(Protocol::Udp, Mechanism::Stream, too_big, 1_000_000),
+        )
+        .await
+        .expect_err("refused");
+        let msg = format!("{err:#}");
+        assert!(msg.contains("refused") && msg.contains("65491"), "{msg}");
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// Stop-and-wait through a forwarder dropping 10% of datagrams each way: every message is
+/// delivered exactly once, and every extra datagram is explained by a drop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_stop_and_wait_survives_loss_in_both_directions() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let fwd = Forwarder::start(server.addr, 0.10, 42, u64::MAX).await;
+        let (size, total) = (512u32, 300 * 512 + 100);
+        let count = message_count(total, size);
+        let mut sp = spec(Protocol::Udp, Mechanism::StopAndWait, size, total);
+        // A fixed, generous timeout keeps spurious retransmissions out of the arithmetic.
+        sp.rto = Some(Duration::from_millis(20));
+        sp.params.rto_us = Some(20_000);
+        let out = run_session(fwd.addr, &sp).await.expect("session runs");
+        let summary = server.next_session().await;
+        assert_eq!(summary.report, out.server);
+        assert_exact(&out, size, total);
+
+        let c = &out.client.tally;
+        let s = &out.server;
+        let f = &fwd.counts;
+        use std::sync::atomic::Ordering::SeqCst;
+        let (c2s_drop, s2c_drop) = (f.c2s_dropped.load(SeqCst), f.s2c_dropped.load(SeqCst));
+        assert!(
+            c2s_drop > 0 && s2c_drop > 0,
+            "the forwarder dropped both ways"
+        );
+        // Every datagram sent is a first copy or a retransmission.
+        assert_eq!(c.datagrams, count + c.retransmissions);
+        // What the server received is exactly what the forwarder let through.
+        assert_eq!(s.read_calls, c.datagrams - c2s_drop);
+        assert_eq!(s.read_calls, f.c2s_forwarded.load(SeqCst));
+        // Copies beyond the first are duplicates, each acknowledged again.
+        assert_eq!(s.duplicates, s.read_calls - count);
+        assert_eq!(s.acks_sent, s.read_calls);
+        // Each drop (data or ack) costs one timeout, and each timeout one retransmission.
+        assert!(
+            c.retransmissions >= c2s_drop + s2c_drop,
+            "{} < {} + {}",
+            c.retransmissions,
+            c2s_drop,
+            s2c_drop
+        );
+        assert_eq!(c.timeouts, c.retransmissions);
+    })
+    .await
+    .expect("test finished in time");
+}

@@ -1,0 +1,234 @@
+//! Test support: an in-process server on an ephemeral loopback port, and a small lossy
+//! forwarder (TCP relayed as is, UDP dropped with a seeded PRNG in each direction) that counts
+//! what it did.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+use wirebench::server::{Server, ServerEvent, SessionSummary};
+use wirebench::tls::ServerIdentity;
+
+/// Every test bounds its own time with this.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A server started by the test on 127.0.0.1:0; aborted when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub events: mpsc::UnboundedReceiver<ServerEvent>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let identity = ServerIdentity::self_signed().expect("self-signed certificate");
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity)
+            .await
+            .expect("bind test server");
+        let addr = server.local_addr();
+        let (tx, events) = mpsc::unbounded_channel();
+        let task = tokio::spawn(server.run(tx));
+        TestServer { addr, events, task }
+    }
+
+    /// The next session summary (skipping notices), waiting at most 30 s.
+    pub async fn next_session(&mut self) -> SessionSummary {
+        loop {
+            let ev = tokio::time::timeout(Duration::from_secs(30), self.events.recv())
+                .await
+                .expect("a session summary within 30 s")
+                .expect("server still running");
+            if let ServerEvent::Session(s) = ev {
+                return s;
+            }
+        }
+    }
+
+    /// Notices received so far (non-blocking).
+    pub fn drain_notices(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(ev) = self.events.try_recv() {
+            if let ServerEvent::Notice(n) = ev {
+                out.push(n.message);
+            }
+        }
+        out
+    }
+
+    pub fn is_running(&self) -> bool {
+        !self.task.is_finished()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the forwarder did, per direction.
+#[derive(Default, Debug)]
+pub struct ForwarderCounts {
+    pub c2s_forwarded: AtomicU64,
+    pub c2s_dropped: AtomicU64,
+    pub s2c_forwarded: AtomicU64,
+    pub s2c_dropped: AtomicU64,
+    /// TCP bytes relayed client → server.
+    pub tcp_c2s_bytes: AtomicU64,
+}
+
+/// A forwarder on one port (TCP and UDP) in front of `upstream`.
+pub struct Forwarder {
+    pub addr: SocketAddr,
+    pub counts: Arc<ForwarderCounts>,
+    /// Notified once `tcp_c2s_bytes` passes the threshold given at start.
+    pub tcp_threshold_reached: Arc<Notify>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// xorshift64*: a tiny seeded PRNG so drops are repeatable.
+struct Rng(u64);
+
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+impl Forwarder {
+    /// Drops UDP datagrams with probability `loss` in each direction (one client at a time).
+    pub async fn start(
+        upstream: SocketAddr,
+        loss: f64,
+        seed: u64,
+        tcp_threshold: u64,
+    ) -> Forwarder {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let front = Arc::new(
+            UdpSocket::bind(addr)
+                .await
+                .expect("UDP on the forwarder's TCP port"),
+        );
+        let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        back.connect(upstream).await.unwrap();
+        let counts = Arc::new(ForwarderCounts::default());
+        let notify = Arc::new(Notify::new());
+        let client_addr: Arc<tokio::sync::Mutex<Option<SocketAddr>>> = Default::default();
+        let mut tasks = Vec::new();
+
+        // TCP: relay each connection to the upstream, counting client → server bytes.
+        {
+            let counts = counts.clone();
+            let notify = notify.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Ok((down, _)) = listener.accept().await {
+                    let counts = counts.clone();
+                    let notify = notify.clone();
+                    tokio::spawn(async move {
+                        let Ok(up) = TcpStream::connect(upstream).await else {
+                            return;
+                        };
+                        relay_tcp(down, up, counts, notify, tcp_threshold).await;
+                    });
+                }
+            }));
+        }
+        // UDP client → server.
+        {
+            let (front, back, counts, client_addr) = (
+                front.clone(),
+                back.clone(),
+                counts.clone(),
+                client_addr.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng(seed | 1);
+                let mut buf = vec![0u8; 70_000];
+                while let Ok((n, from)) = front.recv_from(&mut buf).await {
+                    *client_addr.lock().await = Some(from);
+                    if rng.next_f64() < loss {
+                        counts.c2s_dropped.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    counts.c2s_forwarded.fetch_add(1, Ordering::SeqCst);
+                    let _ = back.send(&buf[..n]).await;
+                }
+            }));
+        }
+        // UDP server → client.
+        {
+            let counts = counts.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng(seed.rotate_left(17) | 1);
+                let mut buf = vec![0u8; 70_000];
+                while let Ok(n) = back.recv(&mut buf).await {
+                    let Some(to) = *client_addr.lock().await else {
+                        continue;
+                    };
+                    if rng.next_f64() < loss {
+                        counts.s2c_dropped.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    counts.s2c_forwarded.fetch_add(1, Ordering::SeqCst);
+                    let _ = front.send_to(&buf[..n], to).await;
+                }
+            }));
+        }
+        Forwarder {
+            addr,
+            counts,
+            tcp_threshold_reached: notify,
+            tasks,
+        }
+    }
+}
+
+async fn relay_tcp(
+    down: TcpStream,
+    up: TcpStream,
+    counts: Arc<ForwarderCounts>,
+    notify: Arc<Notify>,
+    threshold: u64,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut dr, mut dw) = down.into_split();
+    let (mut ur, mut uw) = up.into_split();
+    let c2s = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match dr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let before = counts.tcp_c2s_bytes.fetch_add(n as u64, Ordering::SeqCst);
+            if before < threshold && before + n as u64 >= threshold {
+                notify.notify_one();
+            }
+            if uw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+        let _ = uw.shutdown().await;
+    };
+    let s2c = async move {
+        let _ = tokio::io::copy(&mut ur, &mut dw).await;
+        let _ = dw.shutdown().await;
+    };
+    tokio::join!(c2s, s2c);
+}
