@@ -10,6 +10,19 @@ use clap::{Args, Parser, Subcommand};
 /// 5201, so both servers can run side by side.
 pub const DEFAULT_PORT: u16 = 5310;
 
+const RUN_AFTER_HELP: &str = "\
+Order: every protocol × mechanism combination runs, protocols in the order given, then
+mechanisms in the order given, repeats innermost.
+
+Each run prints the client's figures (transmission time, messages sent, bytes sent, throughput,
+send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
+line (messages read, bytes read, time, throughput, read calls; UDP lost, duplicate and
+out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / max with
+p50 and p99. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
+client view and the server view.
+
+Exit status: 0 every run finished, 1 a run failed (finished runs are still printed), 2 bad usage.";
+
 /// Measure how fast data moves over TCP, UDP and QUIC, by streaming or stop-and-wait.
 #[derive(Debug, Parser)]
 #[command(name = "wirebench", version, about, long_about = None)]
@@ -30,6 +43,7 @@ pub enum Command {
     /// Run a test against a server (or, without --server, against one started in-process on loopback).
     ///
     /// Example: wirebench run --proto tcp,udp,quic --mode stream,saw -l 1024 -n 500MiB --repeat 5
+    #[command(after_long_help = RUN_AFTER_HELP)]
     Run(RunArgs),
 }
 

@@ -16,7 +16,11 @@ use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
 
 use crate::control;
-use crate::engine::{quic, stream, udp::UdpClient, SendTally};
+use bytes::Bytes;
+
+use crate::engine::quic::{self, QuicSink};
+use crate::engine::stream::{self, MessageSink, WriteSink};
+use crate::engine::{udp::UdpClient, SendTally};
 
 /// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -108,6 +112,7 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
         _ => bail!("the server answered the session request with something unexpected"),
     };
     let p = &spec.params;
+    // One payload buffer per session; messages are slices of it.
     let payload = vec![0u8; p.msg_size as usize];
     let mut rtt = stream::rtt_histogram()?;
     let data_preamble = Preamble::data(session, token);
@@ -122,8 +127,12 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
             }
             control::write_preamble(&mut data, &data_preamble).await?;
             let (mut r, mut w) = data.split();
+            let mut sink = WriteSink {
+                writer: &mut w,
+                payload: &payload,
+            };
             let started = Instant::now();
-            let tally = send_on_stream(&mut r, &mut w, p, &payload, &mut rtt).await?;
+            let tally = send_on_stream(&mut r, &mut sink, p, &mut rtt).await?;
             let (elapsed, report) = finish_timing(p.mechanism, started, &mut ctrl).await?;
             (tally, elapsed, report)
         }
@@ -135,8 +144,12 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
                 .await
                 .context("while opening the QUIC stream")?;
             control::write_preamble(&mut send, &data_preamble).await?;
+            let mut sink = QuicSink {
+                stream: &mut send,
+                payload: Bytes::from(payload),
+            };
             let started = Instant::now();
-            let tally = send_on_stream(&mut recv, &mut send, p, &payload, &mut rtt).await?;
+            let tally = send_on_stream(&mut recv, &mut sink, p, &mut rtt).await?;
             let _ = send.finish();
             let result = finish_timing(p.mechanism, started, &mut ctrl).await;
             connection.close(0u32.into(), b"done");
@@ -197,21 +210,20 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
     })
 }
 
-async fn send_on_stream<R, W>(
-    r: &mut R,
-    w: &mut W,
+async fn send_on_stream<R, S>(
+    acks: &mut R,
+    sink: &mut S,
     p: &SessionParams,
-    payload: &[u8],
     rtt: &mut Histogram<u64>,
 ) -> Result<SendTally>
 where
     R: tokio::io::AsyncRead + Unpin,
-    W: tokio::io::AsyncWrite + Unpin,
+    S: MessageSink,
 {
     let result = match p.mechanism {
-        Mechanism::Stream => stream::send_stream(w, p.total_bytes, p.msg_size, payload).await,
+        Mechanism::Stream => stream::send_stream(sink, p.total_bytes, p.msg_size).await,
         Mechanism::StopAndWait => {
-            stream::send_stop_and_wait(r, w, p.total_bytes, p.msg_size, payload, rtt).await
+            stream::send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt).await
         }
     };
     result.context("the data transfer failed")

@@ -1,10 +1,11 @@
 //! Sender and receiver loops over a reliable byte stream (a TCP connection or one QUIC stream),
-//! for both mechanisms. Generic over tokio's `AsyncRead`/`AsyncWrite`, so TCP and QUIC share
-//! one implementation and one set of counting rules.
+//! for both mechanisms. Generic over [`MessageSink`] and [`ByteSource`], so TCP and QUIC share
+//! one implementation and one set of counting rules while each moves bytes its cheapest way.
 //!
 //! Stop-and-wait over a stream: the sender writes one message, the receiver reads until the whole
 //! message has arrived and answers with a one-byte acknowledgement, the sender waits for it.
 
+use std::future::Future;
 use std::io;
 use std::time::Instant;
 
@@ -51,46 +52,93 @@ pub enum ReceiveError {
     Io(#[from] io::Error),
 }
 
-/// Streaming sender: writes every message with its own write call, the last one carrying the
-/// remainder. `payload` must hold at least `msg_size` bytes.
-pub async fn send_stream<W: AsyncWrite + Unpin>(
-    writer: &mut W,
+/// Where a sender puts its messages.
+pub trait MessageSink {
+    /// Sends the first `len` bytes of the payload as one message; returns the send calls it took.
+    fn send_message(&mut self, len: usize) -> impl Future<Output = io::Result<u64>> + Send;
+    /// Pushes out anything buffered.
+    fn flush(&mut self) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// Where a receiver reads from.
+pub trait ByteSource {
+    /// Reads at most `max` bytes (≥ 1) and discards them; returns how many, 0 at end of stream.
+    fn read_some(&mut self, max: usize) -> impl Future<Output = io::Result<usize>> + Send;
+}
+
+/// A [`MessageSink`] over any `AsyncWrite` (TCP): one write call per message, more only when
+/// the kernel takes part of it.
+#[derive(Debug)]
+pub struct WriteSink<'a, W> {
+    /// The stream.
+    pub writer: &'a mut W,
+    /// At least `msg_size` bytes of payload.
+    pub payload: &'a [u8],
+}
+
+impl<W: AsyncWrite + Unpin + Send> MessageSink for WriteSink<'_, W> {
+    async fn send_message(&mut self, len: usize) -> io::Result<u64> {
+        write_message(self.writer, &self.payload[..len]).await
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush().await
+    }
+}
+
+/// A [`ByteSource`] over any `AsyncRead` (TCP), reading into a buffer it owns.
+#[derive(Debug)]
+pub struct ReadSource<'a, R> {
+    /// The stream.
+    pub reader: &'a mut R,
+    /// Scratch space; its length bounds one read.
+    pub buf: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin + Send> ByteSource for ReadSource<'_, R> {
+    async fn read_some(&mut self, max: usize) -> io::Result<usize> {
+        let n = max.min(self.buf.len());
+        self.reader.read(&mut self.buf[..n]).await
+    }
+}
+
+/// Streaming sender: sends every message once, the last one carrying the remainder.
+pub async fn send_stream<S: MessageSink>(
+    sink: &mut S,
     total_bytes: u64,
     msg_size: u32,
-    payload: &[u8],
 ) -> io::Result<SendTally> {
     let mut tally = SendTally::default();
     for index in 0..message_count(total_bytes, msg_size) {
-        let len = message_len(index, total_bytes, msg_size) as usize;
-        tally.send_calls += write_message(writer, &payload[..len]).await?;
+        let len = message_len(index, total_bytes, msg_size);
+        tally.send_calls += sink.send_message(len as usize).await?;
         tally.messages += 1;
-        tally.bytes += len as u64;
+        tally.bytes += u64::from(len);
     }
-    writer.flush().await?;
+    sink.flush().await?;
     Ok(tally)
 }
 
 /// Stop-and-wait sender: one message in flight; records each round trip (ns) in `rtt_ns`.
-pub async fn send_stop_and_wait<R, W>(
-    reader: &mut R,
-    writer: &mut W,
+pub async fn send_stop_and_wait<R, S>(
+    acks: &mut R,
+    sink: &mut S,
     total_bytes: u64,
     msg_size: u32,
-    payload: &[u8],
     rtt_ns: &mut Histogram<u64>,
 ) -> io::Result<SendTally>
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    S: MessageSink,
 {
     let mut tally = SendTally::default();
     let mut ack = [0u8; 1];
     for index in 0..message_count(total_bytes, msg_size) {
-        let len = message_len(index, total_bytes, msg_size) as usize;
+        let len = message_len(index, total_bytes, msg_size);
         let sent_at = Instant::now();
-        tally.send_calls += write_message(writer, &payload[..len]).await?;
-        writer.flush().await?;
-        reader.read_exact(&mut ack).await?;
+        tally.send_calls += sink.send_message(len as usize).await?;
+        sink.flush().await?;
+        acks.read_exact(&mut ack).await?;
         if ack[0] != ack_byte(index) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -99,23 +147,22 @@ where
         }
         rtt_ns.saturating_record(elapsed_ns(sent_at));
         tally.messages += 1;
-        tally.bytes += len as u64;
+        tally.bytes += u64::from(len);
     }
     Ok(tally)
 }
 
 /// Streaming receiver: reads until `total_bytes` have arrived, in large reads.
-pub async fn receive_stream<R: AsyncRead + Unpin>(
-    reader: &mut R,
+pub async fn receive_stream<S: ByteSource>(
+    source: &mut S,
     total_bytes: u64,
     msg_size: u32,
-    buf: &mut [u8],
     tally: &mut ReadTally,
 ) -> Result<(), ReceiveError> {
     while tally.bytes < total_bytes {
         // Never read past the requested total: what follows is not ours to count.
-        let want = (total_bytes - tally.bytes).min(buf.len() as u64) as usize;
-        let n = reader.read(&mut buf[..want]).await?;
+        let want = (total_bytes - tally.bytes).min(RECV_BUFFER as u64) as usize;
+        let n = source.read_some(want).await?;
         if n == 0 {
             tally.last_at = Some(Instant::now());
             tally.messages = tally.bytes / u64::from(msg_size);
@@ -136,24 +183,23 @@ pub async fn receive_stream<R: AsyncRead + Unpin>(
 }
 
 /// Stop-and-wait receiver: reads each whole message, then acknowledges it.
-pub async fn receive_stop_and_wait<R, W>(
-    reader: &mut R,
-    writer: &mut W,
+pub async fn receive_stop_and_wait<S, W>(
+    source: &mut S,
+    acks: &mut W,
     total_bytes: u64,
     msg_size: u32,
-    buf: &mut [u8],
     tally: &mut ReadTally,
 ) -> Result<(), ReceiveError>
 where
-    R: AsyncRead + Unpin,
+    S: ByteSource,
     W: AsyncWrite + Unpin,
 {
     for index in 0..message_count(total_bytes, msg_size) {
         let len = message_len(index, total_bytes, msg_size) as u64;
         let mut got = 0u64;
         while got < len {
-            let want = (len - got).min(buf.len() as u64) as usize;
-            let n = reader.read(&mut buf[..want]).await?;
+            let want = (len - got).min(RECV_BUFFER as u64) as usize;
+            let n = source.read_some(want).await?;
             if n == 0 {
                 tally.last_at = Some(Instant::now());
                 return Err(ReceiveError::Truncated {
@@ -169,8 +215,8 @@ where
             tally.bytes += n as u64;
         }
         tally.messages += 1;
-        writer.write_all(&[ack_byte(index)]).await?;
-        writer.flush().await?;
+        acks.write_all(&[ack_byte(index)]).await?;
+        acks.flush().await?;
         tally.acks_sent += 1;
     }
     tally.last_at = Some(Instant::now());

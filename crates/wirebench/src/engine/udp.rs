@@ -27,7 +27,7 @@ pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
 const GSO_MAX_BYTES: usize = wire::MAX_UDP_PAYLOAD_V4;
 
 /// Consecutive errors or timeouts after which the client gives up on the server.
-const MAX_CONSECUTIVE_FAILURES: u32 = 40;
+const MAX_CONSECUTIVE_FAILURES: u32 = 20;
 
 /// A UDP socket connected to the server, with `quinn::udp`'s GSO-capable state.
 #[derive(Debug)]

@@ -83,7 +83,7 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
         rec.combination.mechanism,
         rec.repeat_index + 1
     );
-    let _ = writeln!(out, "  client: {}", client_text(c));
+    let _ = writeln!(out, "  client: {}", client_text(c, rec.combination));
     match server_line {
         Some(line) => {
             let _ = writeln!(out, "  server: {line}");
@@ -102,7 +102,7 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
     out
 }
 
-fn client_text(c: &ClientFigures) -> String {
+fn client_text(c: &ClientFigures, combination: Combination) -> String {
     let secs = c.elapsed.as_secs_f64();
     let t = &c.tally;
     let mut s = format!(
@@ -120,7 +120,7 @@ fn client_text(c: &ClientFigures) -> String {
     if t.datagrams > 0 {
         let _ = write!(s, ", {} datagrams", t.datagrams);
     }
-    if t.retransmissions > 0 || t.timeouts > 0 {
+    if combination.protocol == Protocol::Udp && combination.mechanism == Mechanism::StopAndWait {
         let _ = write!(
             s,
             ", retransmissions {}, timeouts {}",
@@ -218,10 +218,10 @@ struct Views {
 fn table(out: &mut String, title: &str, v: &Views) {
     let _ = writeln!(out, "Statistics for {title}:\n-----");
     if let Some(s) = Summary::of(&v.messages) {
-        let _ = writeln!(out, "Messages: {}", min_avg_max(&s, 0));
+        let _ = writeln!(out, "Messages: {}", count_min_avg_max(&s));
     }
     if let Some(s) = Summary::of(&v.bytes) {
-        let _ = writeln!(out, "Bytes: {}", min_avg_max(&s, 0));
+        let _ = writeln!(out, "Bytes: {}", count_min_avg_max(&s));
     }
     if let Some(s) = Summary::of(&v.seconds) {
         let _ = writeln!(
@@ -247,7 +247,7 @@ fn table(out: &mut String, title: &str, v: &Views) {
 }
 
 /// Counts print as integers for Min and Max, the average with two decimals.
-fn min_avg_max(s: &Summary, _decimals: usize) -> String {
+fn count_min_avg_max(s: &Summary) -> String {
     format!(
         "Min = {:.0}, Avg = {:.2}, Max = {:.0}",
         s.min, s.mean, s.max

@@ -19,7 +19,8 @@ use super::registry::{DataStream, Registry};
 use super::udp_session::UdpSession;
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
-use crate::engine::stream::{self, ReadTally, RECV_BUFFER};
+use crate::engine::quic::QuicSource;
+use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
 use crate::net::canonical_ip;
 
 /// Longest grace period a client may ask for.
@@ -164,7 +165,6 @@ where
         Mechanism::Stream => RECV_BUFFER,
         Mechanism::StopAndWait => (p.msg_size as usize).min(RECV_BUFFER),
     };
-    let mut buf = vec![0u8; buf_len];
     let mut tally = ReadTally::default();
     let result = match data {
         DataStream::Tcp(mut tcp) => {
@@ -173,8 +173,12 @@ where
                 let _ = tcp.set_nodelay(true);
             }
             let (mut r, mut w) = tcp.split();
+            let mut source = ReadSource {
+                reader: &mut r,
+                buf: vec![0u8; buf_len],
+            };
             tokio::select! {
-                res = receive(&mut r, &mut w, p, &mut buf, &mut tally) => res.map_err(|e| e.to_string()),
+                res = receive(&mut source, &mut w, p, &mut tally) => res.map_err(|e| e.to_string()),
                 reason = watch_control(rd) => Err(reason),
             }
         }
@@ -183,8 +187,9 @@ where
             mut send,
             mut recv,
         } => {
+            let mut source = QuicSource { stream: &mut recv };
             let res = tokio::select! {
-                res = receive(&mut recv, &mut send, p, &mut buf, &mut tally) => res.map_err(|e| e.to_string()),
+                res = receive(&mut source, &mut send, p, &mut tally) => res.map_err(|e| e.to_string()),
                 reason = watch_control(rd) => Err(reason),
             };
             // Let the last acknowledgements drain; the client closes the connection when done.
@@ -207,21 +212,20 @@ where
     }
 }
 
-async fn receive<R, W>(
-    r: &mut R,
-    w: &mut W,
+async fn receive<S, W>(
+    source: &mut S,
+    acks: &mut W,
     p: &SessionParams,
-    buf: &mut [u8],
     tally: &mut ReadTally,
 ) -> Result<(), stream::ReceiveError>
 where
-    R: AsyncRead + Unpin,
+    S: ByteSource,
     W: tokio::io::AsyncWrite + Unpin,
 {
     match p.mechanism {
-        Mechanism::Stream => stream::receive_stream(r, p.total_bytes, p.msg_size, buf, tally).await,
+        Mechanism::Stream => stream::receive_stream(source, p.total_bytes, p.msg_size, tally).await,
         Mechanism::StopAndWait => {
-            stream::receive_stop_and_wait(r, w, p.total_bytes, p.msg_size, buf, tally).await
+            stream::receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally).await
         }
     }
 }

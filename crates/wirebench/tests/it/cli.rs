@@ -245,3 +245,92 @@ async fn server_subcommand_serves_a_remote_run() {
     assert_eq!(v["aborted"], false);
     server.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = std::env::temp_dir().join(format!("wirebench-cert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["wirebench".into()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
+
+    // A key file that is not PEM: a clear error, exit status 1.
+    let out = wirebench(&[
+        "server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--cert",
+        cert.to_str().unwrap(),
+        "--key",
+        cert.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not a PEM private key"),
+        "{}",
+        stderr(&out)
+    );
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut err_lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line()).await;
+    assert!(
+        matches!(ready, Ok(Ok(Some(ref l))) if l.contains("listening")),
+        "{ready:?}"
+    );
+    let out = wirebench(&[
+        "run",
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--proto",
+        "quic",
+        "--mode",
+        "stream,saw",
+        "-l",
+        "300",
+        "-n",
+        "30001",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    for mode in ["stream", "saw"] {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(
+            line.contains(&format!("quic {mode} from 127.0.0.1")),
+            "{line}"
+        );
+        assert!(line.contains("read 101 messages, 30001 bytes"), "{line}");
+    }
+    server.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
