@@ -18,6 +18,7 @@ use wirebench_core::units::BitRate;
 use crate::control;
 use bytes::Bytes;
 
+use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink};
 use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::{udp::UdpClient, SendTally};
@@ -126,14 +127,30 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
                 let _ = data.set_nodelay(true);
             }
             control::write_preamble(&mut data, &data_preamble).await?;
-            let (mut r, mut w) = data.split();
-            let mut sink = WriteSink {
-                writer: &mut w,
-                payload: &payload,
-            };
-            let started = Instant::now();
-            let tally = send_on_stream(&mut r, &mut sink, p, &mut rtt).await?;
-            let (elapsed, report) = finish_timing(p.mechanism, started, &mut ctrl).await?;
+            // The TCP data path runs on a blocking socket in a thread of its own (see
+            // engine::blocking for why); the loops are the same ones QUIC uses.
+            let data = blocking::into_blocking(data).context("while preparing the data socket")?;
+            let params = p.clone();
+            let (result, started, done_at, hist) = tokio::task::spawn_blocking(move || {
+                let mut writer = Blocking(&data);
+                let mut sink = WriteSink {
+                    writer: &mut writer,
+                    payload: &payload,
+                };
+                let started = Instant::now();
+                let result = block_on(send_on_stream(
+                    &mut Blocking(&data),
+                    &mut sink,
+                    &params,
+                    &mut rtt,
+                ));
+                (result, started, Instant::now(), rtt)
+            })
+            .await
+            .context("the TCP sender thread failed")?;
+            rtt = hist;
+            let tally = result?;
+            let (elapsed, report) = finish_timing(p.mechanism, started, done_at, &mut ctrl).await?;
             (tally, elapsed, report)
         }
         Protocol::Quic => {
@@ -150,8 +167,9 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
             };
             let started = Instant::now();
             let tally = send_on_stream(&mut recv, &mut sink, p, &mut rtt).await?;
+            let done_at = Instant::now();
             let _ = send.finish();
-            let result = finish_timing(p.mechanism, started, &mut ctrl).await;
+            let result = finish_timing(p.mechanism, started, done_at, &mut ctrl).await;
             connection.close(0u32.into(), b"done");
             endpoint.wait_idle().await;
             let (elapsed, report) = result?;
@@ -229,17 +247,17 @@ where
     result.context("the data transfer failed")
 }
 
-/// Stops the clock: stop-and-wait is done at its last acknowledgement; streaming when the
-/// server confirms it has read everything. Returns the elapsed time and the server's report.
+/// Stops the clock: stop-and-wait is done at its last acknowledgement (`done_at`); streaming
+/// when the server confirms it has read everything. Returns the elapsed time and the report.
 async fn finish_timing(
     mechanism: Mechanism,
     started: Instant,
+    done_at: Instant,
     ctrl: &mut TcpStream,
 ) -> Result<(Duration, ServerReport)> {
-    let acked = started.elapsed();
     let report = read_report(ctrl).await?;
     let elapsed = match mechanism {
-        Mechanism::StopAndWait => acked,
+        Mechanism::StopAndWait => done_at - started,
         Mechanism::Stream => started.elapsed(),
     };
     Ok((elapsed, report))

@@ -19,6 +19,7 @@ use super::registry::{DataStream, Registry};
 use super::udp_session::UdpSession;
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
+use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
 use crate::net::canonical_ip;
@@ -167,20 +168,12 @@ where
     };
     let mut tally = ReadTally::default();
     let result = match data {
-        DataStream::Tcp(mut tcp) => {
+        DataStream::Tcp(tcp) => {
             if p.mechanism == Mechanism::StopAndWait {
                 // One small acknowledgement per message: Nagle would hold it back.
                 let _ = tcp.set_nodelay(true);
             }
-            let (mut r, mut w) = tcp.split();
-            let mut source = ReadSource {
-                reader: &mut r,
-                buf: vec![0u8; buf_len],
-            };
-            tokio::select! {
-                res = receive(&mut source, &mut w, p, &mut tally) => res.map_err(|e| e.to_string()),
-                reason = watch_control(rd) => Err(reason),
-            }
+            receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally).await
         }
         DataStream::Quic {
             connection,
@@ -209,6 +202,47 @@ where
     match result {
         Ok(()) => (Some(session), report),
         Err(reason) => (Some(session), abort(report, reason)),
+    }
+}
+
+/// Receives a TCP session on a blocking socket in a thread of its own (see engine::blocking),
+/// while this task watches the control connection; if that ends first, shutting the socket
+/// down wakes the thread.
+async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
+    tcp: TcpStream,
+    rd: &mut R,
+    p: &SessionParams,
+    buf_len: usize,
+    tally: &mut ReadTally,
+) -> Result<(), String> {
+    let data = blocking::into_blocking(tcp).map_err(|e| format!("data socket: {e}"))?;
+    let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
+    let params = p.clone();
+    let mut worker = tokio::task::spawn_blocking(move || {
+        let mut t = ReadTally::default();
+        let mut reader = Blocking(&data);
+        let mut source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; buf_len],
+        };
+        let res = block_on(receive(&mut source, &mut Blocking(&data), &params, &mut t));
+        (t, res)
+    });
+    tokio::select! {
+        joined = &mut worker => match joined {
+            Ok((t, res)) => {
+                *tally = t;
+                res.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(format!("the receiver thread failed: {e}")),
+        },
+        reason = watch_control(rd) => {
+            let _ = waker.shutdown(std::net::Shutdown::Both);
+            if let Ok((t, _)) = worker.await {
+                *tally = t;
+            }
+            Err(reason)
+        }
     }
 }
 

@@ -1,0 +1,69 @@
+//! Runs the generic stream loops of `engine::stream` on a blocking socket, in a thread of its
+//! own. The TCP data path uses it: a blocking `write`/`read` sleeps in the kernel until the
+//! socket is ready, which costs fewer system calls and wake-ups than readiness polling through
+//! the async runtime (measured: about +25% at 128 KiB writes on loopback), and the same loop
+//! code still counts both transports.
+//!
+//! [`Blocking`] adapts `std::io::{Read, Write}` to tokio's traits by doing the blocking call
+//! inside `poll_*`; [`block_on`] drives such a future, which never waits on a waker.
+
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A blocking reader or writer seen through tokio's async traits.
+#[derive(Debug)]
+pub struct Blocking<T>(pub T);
+
+impl<T: Read + Unpin> AsyncRead for Blocking<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let n = self.0.read(buf.initialize_unfilled())?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: Write + Unpin> AsyncWrite for Blocking<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Poll::Ready(self.0.write(buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.0.flush())
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Drives a future whose I/O is all [`Blocking`] to completion on this thread.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        // Only reachable if something non-blocking slipped in: give the CPU away, then retry.
+        std::thread::yield_now();
+    }
+}
+
+/// Turns a tokio TCP stream into a blocking std stream for a data-path thread.
+pub fn into_blocking(stream: tokio::net::TcpStream) -> io::Result<std::net::TcpStream> {
+    let s = stream.into_std()?;
+    s.set_nonblocking(false)?;
+    Ok(s)
+}
