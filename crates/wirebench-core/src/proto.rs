@@ -95,6 +95,46 @@ pub struct SessionParams {
     pub rate_bps: Option<u64>,
     /// UDP streaming: how long the server waits for late datagrams after the sender is done, microseconds.
     pub grace_us: u64,
+    /// Data-path options both ends apply (absent fields mean defaults, so older peers interoperate).
+    #[serde(default)]
+    pub options: DataPathOptions,
+}
+
+/// Socket and scheduling options of a session's data path, requested by the user.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataPathOptions {
+    /// Socket send and receive buffer size in bytes for TCP data sockets on both ends and the
+    /// client's UDP socket (`-w`); None = the OS default (autotuning for TCP).
+    #[serde(default)]
+    pub window: Option<u32>,
+    /// TCP congestion control algorithm on both ends (`-C`); None = the system default.
+    #[serde(default)]
+    pub congestion: Option<String>,
+    /// TCP_NODELAY on TCP data sockets also when streaming (stop-and-wait always sets it).
+    #[serde(default)]
+    pub nodelay: bool,
+    /// Spin on non-blocking sockets instead of sleeping (stop-and-wait latency runs).
+    #[serde(default)]
+    pub busy_poll: bool,
+}
+
+/// What one end's data path actually ran with, as the OS reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataPathInfo {
+    /// Effective socket receive buffer, bytes (0 when not applicable).
+    pub recv_buffer: u64,
+    /// Effective socket send buffer, bytes (0 when not applicable).
+    pub send_buffer: u64,
+    /// TCP congestion control in use, if TCP.
+    pub congestion: Option<String>,
+    /// TCP_NODELAY set on the data socket.
+    pub nodelay: bool,
+    /// The data path spun instead of sleeping.
+    pub busy_poll: bool,
+    /// UDP GSO: most datagrams one send carried (1 = no segmentation offload); 0 when not UDP.
+    pub gso_segments: u32,
+    /// CPU the data path last ran on, if known.
+    pub cpu: Option<u32>,
 }
 
 /// What the server read in one session, sent in [`ControlMessage::Report`].
@@ -126,6 +166,9 @@ pub struct ServerReport {
     pub aborted: bool,
     /// Why the session was aborted, for the user.
     pub abort_reason: Option<String>,
+    /// What the server's data path ran with.
+    #[serde(default)]
+    pub data_path: DataPathInfo,
 }
 
 /// Why a preamble or control frame was refused; messages are one line, for users.
@@ -291,6 +334,7 @@ mod tests {
             rto_us: Some(5_000),
             rate_bps: None,
             grace_us: 250_000,
+            options: DataPathOptions::default(),
         }
     }
 
@@ -423,7 +467,13 @@ mod tests {
         let json = serde_json::to_string(&ControlMessage::SessionRequest(params())).unwrap();
         assert_eq!(
             json,
-            r#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000}"#
+            r#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000,"options":{"window":null,"congestion":null,"nodelay":false,"busy_poll":false}}"#
+        );
+        // A request from before the options existed still decodes, with default options.
+        let old = br#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000}"#;
+        assert_eq!(
+            decode_body(old).unwrap(),
+            ControlMessage::SessionRequest(params())
         );
     }
 

@@ -101,6 +101,21 @@ pub struct RunArgs {
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
     #[arg(long, default_value = "250ms")]
     pub grace: String,
+    /// Socket buffer size (SO_SNDBUF and SO_RCVBUF), e.g. 4MiB: TCP data sockets on both ends
+    /// and the client's UDP socket. Default: the OS's (autotuning for TCP).
+    #[arg(short = 'w', long = "window")]
+    pub window: Option<String>,
+    /// TCP congestion control on both ends, one of
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Set TCP_NODELAY on TCP data sockets when streaming too (stop-and-wait always sets it).
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Spin on non-blocking sockets instead of sleeping, for the lowest stop-and-wait latency at
+    /// the cost of a busy CPU: TCP on both ends, UDP on the client (not QUIC).
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,

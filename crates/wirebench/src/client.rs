@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, Preamble, ServerReport, SessionParams};
+use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
 use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
 
-use crate::control;
+use crate::{control, net};
 use bytes::Bytes;
 
 use crate::engine::blocking::{self, block_on, Blocking};
@@ -63,6 +63,8 @@ pub struct ClientFigures {
     pub elapsed: Duration,
     /// Stop-and-wait round trips.
     pub rtt: Option<RttFigures>,
+    /// What the client's data path ran with.
+    pub data_path: DataPathInfo,
 }
 
 /// Both sides of one session.
@@ -112,119 +114,205 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
         ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
         _ => bail!("the server answered the session request with something unexpected"),
     };
-    let p = &spec.params;
-    // One payload buffer per session; messages are slices of it.
-    let payload = vec![0u8; p.msg_size as usize];
+    let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
-    let data_preamble = Preamble::data(session, token);
-    let (tally, elapsed, report) = match p.protocol {
-        Protocol::Tcp => {
-            let mut data = TcpStream::connect(server)
-                .await
-                .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
-            if p.mechanism == Mechanism::StopAndWait {
-                // One message in flight: Nagle would hold back its tail waiting for an ack.
-                let _ = data.set_nodelay(true);
-            }
-            control::write_preamble(&mut data, &data_preamble).await?;
-            // The TCP data path runs on a blocking socket in a thread of its own (see
-            // engine::blocking for why); the loops are the same ones QUIC uses.
-            let data = blocking::into_blocking(data).context("while preparing the data socket")?;
-            let params = p.clone();
-            let (result, started, done_at, hist) = tokio::task::spawn_blocking(move || {
-                let mut writer = Blocking(&data);
-                let mut sink = WriteSink {
-                    writer: &mut writer,
-                    payload: &payload,
-                };
-                let started = Instant::now();
-                let result = block_on(send_on_stream(
-                    &mut Blocking(&data),
-                    &mut sink,
-                    &params,
-                    &mut rtt,
-                ));
-                (result, started, Instant::now(), rtt)
-            })
-            .await
-            .context("the TCP sender thread failed")?;
-            rtt = hist;
-            let tally = result?;
-            let (elapsed, report) = finish_timing(p.mechanism, started, done_at, &mut ctrl).await?;
-            (tally, elapsed, report)
-        }
+    let leg = match spec.params.protocol {
+        Protocol::Tcp => run_tcp(server, spec, &data, &mut ctrl, &mut rtt).await?,
         Protocol::Quic => {
             let cert = quic_cert.context("the server announced no QUIC certificate")?;
-            let (endpoint, connection) = quic::connect(server, cert).await?;
-            let (mut send, mut recv) = connection
-                .open_bi()
-                .await
-                .context("while opening the QUIC stream")?;
-            control::write_preamble(&mut send, &data_preamble).await?;
-            let mut sink = QuicSink {
-                stream: &mut send,
-                payload: Bytes::from(payload),
-            };
-            let started = Instant::now();
-            let tally = send_on_stream(&mut recv, &mut sink, p, &mut rtt).await?;
-            let done_at = Instant::now();
-            let _ = send.finish();
-            let result = finish_timing(p.mechanism, started, done_at, &mut ctrl).await;
-            connection.close(0u32.into(), b"done");
-            endpoint.wait_idle().await;
-            let (elapsed, report) = result?;
-            (tally, elapsed, report)
+            run_quic(server, spec, &data, cert, &mut ctrl, &mut rtt).await?
         }
-        Protocol::Udp => {
-            let udp = UdpClient::connect(server).await?;
-            let started = Instant::now();
-            let tally = match p.mechanism {
-                Mechanism::Stream => {
-                    udp.send_stream(session, p.total_bytes, p.msg_size, spec.rate)
-                        .await?
-                }
-                Mechanism::StopAndWait => {
-                    let policy = match spec.rto {
-                        Some(d) => RtoPolicy::Fixed(d),
-                        None => RtoPolicy::Adaptive(RtoEstimator::new(
-                            DEFAULT_INITIAL_RTO,
-                            DEFAULT_MIN_RTO,
-                            DEFAULT_MAX_RTO,
-                        )),
-                    };
-                    udp.send_stop_and_wait(session, p.total_bytes, p.msg_size, policy, &mut rtt)
-                        .await?
-                }
-            };
-            let acked_at = Instant::now();
-            control::send(
-                &mut ctrl,
-                &ControlMessage::SenderDone {
-                    messages_sent: tally.messages,
-                    bytes_sent: tally.bytes,
-                },
-            )
-            .await?;
-            let report = read_report(&mut ctrl).await?;
-            let elapsed = match p.mechanism {
-                Mechanism::StopAndWait => acked_at - started,
-                // Up to the server's confirmation, less the time the server then spent waiting
-                // for stragglers after the last datagram arrived (a duration on its own clock).
-                Mechanism::Stream => started
-                    .elapsed()
-                    .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
-            };
-            (tally, elapsed, report)
-        }
+        Protocol::Udp => run_udp(server, spec, session, &mut ctrl, &mut rtt).await?,
     };
     Ok(SessionOutcome {
         session,
         client: ClientFigures {
-            tally,
-            elapsed,
+            tally: leg.tally,
+            elapsed: leg.elapsed,
             rtt: RttFigures::of(&rtt),
+            data_path: leg.data_path,
         },
-        server: report,
+        server: leg.report,
+    })
+}
+
+/// What one data transfer produced on the client.
+struct Leg {
+    tally: SendTally,
+    elapsed: Duration,
+    report: ServerReport,
+    data_path: DataPathInfo,
+}
+
+/// TCP: a second connection to the same port, driven on a blocking (or spinning) socket in a
+/// thread of its own (see engine::blocking); the loops are the ones QUIC uses.
+async fn run_tcp(
+    server: SocketAddr,
+    spec: &SessionSpec,
+    preamble: &Preamble,
+    ctrl: &mut TcpStream,
+    rtt: &mut Histogram<u64>,
+) -> Result<Leg> {
+    let p = &spec.params;
+    let opts = &p.options;
+    let socket = if server.is_ipv6() {
+        TcpSocket::new_v6()
+    } else {
+        TcpSocket::new_v4()
+    }
+    .context("while creating the TCP data socket")?;
+    if let Some(w) = opts.window {
+        // Before connect, so the window scale offered in the SYN fits the buffer.
+        socket.set_send_buffer_size(w).context("while setting -w")?;
+        socket.set_recv_buffer_size(w).context("while setting -w")?;
+    }
+    let mut data = socket
+        .connect(server)
+        .await
+        .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
+    net::apply_tcp_options(&data, opts, p.mechanism).context("while setting TCP options")?;
+    control::write_preamble(&mut data, preamble).await?;
+    let data =
+        blocking::into_blocking(data, opts.busy_poll).context("while preparing the data socket")?;
+    let params = p.clone();
+    let payload = vec![0u8; p.msg_size as usize];
+    // The thread owns a copy of the histogram and hands it back.
+    let mut hist = rtt.clone();
+    let (result, started, done_at, data_path, hist) = tokio::task::spawn_blocking(move || {
+        let spin = params.options.busy_poll;
+        let mut writer = Blocking::new(&data, spin);
+        let mut sink = WriteSink {
+            writer: &mut writer,
+            payload: &payload,
+        };
+        let started = Instant::now();
+        let result = block_on(send_on_stream(
+            &mut Blocking::new(&data, spin),
+            &mut sink,
+            &params,
+            &mut hist,
+        ));
+        let done_at = Instant::now();
+        (
+            result,
+            started,
+            done_at,
+            net::tcp_data_path(&data, spin),
+            hist,
+        )
+    })
+    .await
+    .context("the TCP sender thread failed")?;
+    *rtt = hist;
+    let tally = result?;
+    let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
+    Ok(Leg {
+        tally,
+        elapsed,
+        report,
+        data_path,
+    })
+}
+
+/// QUIC: a connection to the same UDP port, one bidirectional stream; messages are slices of
+/// one shared payload buffer.
+async fn run_quic(
+    server: SocketAddr,
+    spec: &SessionSpec,
+    preamble: &Preamble,
+    cert: Vec<u8>,
+    ctrl: &mut TcpStream,
+    rtt: &mut Histogram<u64>,
+) -> Result<Leg> {
+    let p = &spec.params;
+    let (endpoint, connection, mut data_path) = quic::connect(server, cert).await?;
+    let (mut send, mut recv) = connection
+        .open_bi()
+        .await
+        .context("while opening the QUIC stream")?;
+    control::write_preamble(&mut send, preamble).await?;
+    let mut sink = QuicSink {
+        stream: &mut send,
+        payload: Bytes::from(vec![0u8; p.msg_size as usize]),
+    };
+    let started = Instant::now();
+    let tally = send_on_stream(&mut recv, &mut sink, p, rtt).await?;
+    let done_at = Instant::now();
+    data_path.cpu = net::current_cpu();
+    let _ = send.finish();
+    let result = finish_timing(p.mechanism, started, done_at, ctrl).await;
+    connection.close(0u32.into(), b"done");
+    endpoint.wait_idle().await;
+    let (elapsed, report) = result?;
+    Ok(Leg {
+        tally,
+        elapsed,
+        report,
+        data_path,
+    })
+}
+
+/// UDP: datagrams to the same port; the end is agreed on the control connection.
+async fn run_udp(
+    server: SocketAddr,
+    spec: &SessionSpec,
+    session: u32,
+    ctrl: &mut TcpStream,
+    rtt: &mut Histogram<u64>,
+) -> Result<Leg> {
+    let p = &spec.params;
+    let udp = UdpClient::connect(server, p.options.window).await?;
+    let started = Instant::now();
+    let tally = match p.mechanism {
+        Mechanism::Stream => {
+            udp.send_stream(session, p.total_bytes, p.msg_size, spec.rate)
+                .await?
+        }
+        Mechanism::StopAndWait => {
+            let policy = match spec.rto {
+                Some(d) => RtoPolicy::Fixed(d),
+                None => RtoPolicy::Adaptive(RtoEstimator::new(
+                    DEFAULT_INITIAL_RTO,
+                    DEFAULT_MIN_RTO,
+                    DEFAULT_MAX_RTO,
+                )),
+            };
+            udp.send_stop_and_wait(
+                session,
+                p.total_bytes,
+                p.msg_size,
+                policy,
+                p.options.busy_poll,
+                rtt,
+            )
+            .await?
+        }
+    };
+    let acked_at = Instant::now();
+    let mut data_path = udp.data_path(p.options.busy_poll);
+    data_path.cpu = net::current_cpu();
+    control::send(
+        ctrl,
+        &ControlMessage::SenderDone {
+            messages_sent: tally.messages,
+            bytes_sent: tally.bytes,
+        },
+    )
+    .await?;
+    let report = read_report(ctrl).await?;
+    let elapsed = match p.mechanism {
+        Mechanism::StopAndWait => acked_at - started,
+        // Up to the server's confirmation, less the time the server then spent waiting for
+        // stragglers after the last datagram arrived (a duration on its own clock).
+        Mechanism::Stream => started
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
+    };
+    Ok(Leg {
+        tally,
+        elapsed,
+        report,
+        data_path,
     })
 }
 

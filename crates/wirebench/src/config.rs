@@ -9,6 +9,7 @@ use wirebench_core::plan::{
     self, Combination, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE,
     MIN_MSG_SIZE,
 };
+use wirebench_core::proto::DataPathOptions;
 use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
@@ -66,6 +67,8 @@ pub struct RunConfig {
     pub rate: Option<BitRate>,
     /// How long the server waits for late UDP datagrams after the client is done.
     pub grace: Duration,
+    /// Data-path options both ends apply.
+    pub options: DataPathOptions,
     /// Print one JSON document instead of text.
     pub json: bool,
 }
@@ -142,7 +145,9 @@ impl RunConfig {
         if grace > Duration::from_secs(60) {
             return Err(usage("--grace is out of range: allowed 0s to 60s"));
         }
+        let options = parse_options(args, &protocols)?;
         Ok(RunConfig {
+            options,
             target,
             combinations: plan::matrix(&protocols, &mechanisms),
             msg_size,
@@ -154,6 +159,63 @@ impl RunConfig {
             json: args.json,
         })
     }
+}
+
+/// Smallest and largest `-w` accepted.
+const WINDOW_RANGE: (u64, u64) = (4 * 1024, 1 << 30);
+
+/// Parses the data-path options (`-w`, `-C`, `--nodelay`, `--busy-poll`).
+fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptions, UsageError> {
+    let window = match &args.window {
+        None => None,
+        Some(text) => {
+            let w: ByteSize = text
+                .parse()
+                .map_err(|e| usage(format!("-w/--window: {e}")))?;
+            if w.0 < WINDOW_RANGE.0 || w.0 > WINDOW_RANGE.1 {
+                return Err(usage(format!(
+                    "-w/--window {} is out of range: allowed {} to {} bytes",
+                    w.0, WINDOW_RANGE.0, WINDOW_RANGE.1
+                )));
+            }
+            u32::try_from(w.0).ok()
+        }
+    };
+    let congestion = match &args.congestion {
+        None => None,
+        Some(name) => {
+            let valid = !name.is_empty()
+                && name.len() < 16
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid {
+                return Err(usage(format!(
+                    "-C/--congestion {name:?} is not an algorithm name: expected e.g. cubic, bbr or reno"
+                )));
+            }
+            if let Some(available) = crate::net::available_congestion_controls() {
+                if !available.iter().any(|a| a == name) {
+                    return Err(usage(format!(
+                        "-C/--congestion {name} is not available here: allowed {}",
+                        available.join(", ")
+                    )));
+                }
+            }
+            Some(name.clone())
+        }
+    };
+    if args.busy_poll && protocols.contains(&Protocol::Quic) {
+        return Err(usage(
+            "--busy-poll applies to TCP and UDP; run QUIC without it",
+        ));
+    }
+    Ok(DataPathOptions {
+        window,
+        congestion,
+        nodelay: args.nodelay,
+        busy_poll: args.busy_poll,
+    })
 }
 
 /// Parses `-l`, checking it against the limits of every protocol that will run.

@@ -3,14 +3,22 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use std::io;
+
 use anyhow::{Context, Result};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use wirebench_core::plan::Mechanism;
+use wirebench_core::proto::{DataPathInfo, DataPathOptions};
 
 use crate::engine::udp::UDP_SOCKET_BUFFER;
 
 /// A non-blocking UDP socket bound to `bind` (or the unspecified address of the family, port 0),
-/// with large buffers. Binding `::` accepts IPv4 too.
-pub fn udp_socket(ipv6: bool, bind: Option<SocketAddr>) -> Result<std::net::UdpSocket> {
+/// with buffers of `buffer` bytes (default: large). Binding `::` accepts IPv4 too.
+pub fn udp_socket(
+    ipv6: bool,
+    bind: Option<SocketAddr>,
+    buffer: Option<u32>,
+) -> Result<std::net::UdpSocket> {
     let bind = bind.unwrap_or_else(|| unspecified(ipv6));
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
         .context("while creating a UDP socket")?;
@@ -19,8 +27,9 @@ pub fn udp_socket(ipv6: bool, bind: Option<SocketAddr>) -> Result<std::net::UdpS
         let _ = socket.set_only_v6(false);
     }
     // Best effort: the kernel caps these at net.core.{r,w}mem_max; the effective size is reported.
-    let _ = socket.set_recv_buffer_size(UDP_SOCKET_BUFFER);
-    let _ = socket.set_send_buffer_size(UDP_SOCKET_BUFFER);
+    let size = buffer.map_or(UDP_SOCKET_BUFFER, |b| b as usize);
+    let _ = socket.set_recv_buffer_size(size);
+    let _ = socket.set_send_buffer_size(size);
     socket
         .set_nonblocking(true)
         .context("while making a UDP socket non-blocking")?;
@@ -53,12 +62,70 @@ pub fn tcp_listener(bind: SocketAddr) -> Result<std::net::TcpListener> {
 }
 
 /// The effective receive and send buffer sizes of a socket, as the kernel reports them.
-pub fn buffer_sizes<'s>(socket: impl Into<SockRef<'s>>) -> (usize, usize) {
-    let s = socket.into();
+pub fn buffer_sizes(s: &SockRef<'_>) -> (usize, usize) {
     (
         s.recv_buffer_size().unwrap_or(0),
         s.send_buffer_size().unwrap_or(0),
     )
+}
+
+/// Where the kernel lists the TCP congestion controls it offers.
+const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// The TCP congestion control algorithms this kernel offers, when it says (Linux).
+pub fn available_congestion_controls() -> Option<Vec<String>> {
+    std::fs::read_to_string(AVAILABLE_CC)
+        .ok()
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+}
+
+/// Applies the requested options to a TCP data socket (either end). Stop-and-wait always
+/// sets TCP_NODELAY: with one message in flight, Nagle would hold back its tail.
+pub fn apply_tcp_options<'s>(
+    socket: impl Into<SockRef<'s>>,
+    opts: &DataPathOptions,
+    mechanism: Mechanism,
+) -> io::Result<()> {
+    let s = socket.into();
+    if let Some(w) = opts.window {
+        s.set_send_buffer_size(w as usize)?;
+        s.set_recv_buffer_size(w as usize)?;
+    }
+    if let Some(cc) = &opts.congestion {
+        s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot use congestion control {cc}: {e}"))
+        })?;
+    }
+    if opts.nodelay || mechanism == Mechanism::StopAndWait {
+        s.set_nodelay(true)?;
+    }
+    Ok(())
+}
+
+/// What a TCP data socket runs with, as the kernel reports it.
+pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> DataPathInfo {
+    let s = socket.into();
+    let (recv, send) = buffer_sizes(&s);
+    DataPathInfo {
+        recv_buffer: recv as u64,
+        send_buffer: send as u64,
+        congestion: s.tcp_congestion().ok().map(|name| {
+            String::from_utf8_lossy(&name)
+                .trim_end_matches('\0')
+                .to_string()
+        }),
+        nodelay: s.nodelay().unwrap_or(false),
+        busy_poll,
+        gso_segments: 0,
+        cpu: current_cpu(),
+    }
+}
+
+/// The CPU the calling thread runs on now, where the OS tells.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the caller's scheduling state.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
 }
 
 /// Maps an IPv4-mapped IPv6 address (from a dual-stack socket) back to IPv4, so peers compare equal.

@@ -45,6 +45,7 @@ pub fn session_spec(cfg: &RunConfig, combination: Combination) -> SessionSpec {
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             rate_bps: cfg.rate.map(|r| r.0),
             grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
+            options: cfg.options.clone(),
         },
         rate: cfg.rate,
         rto: cfg.rto,

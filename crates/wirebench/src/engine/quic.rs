@@ -13,6 +13,8 @@ use quinn::{
     AsyncUdpSocket, ClientConfig, Endpoint, EndpointConfig, IdleTimeout, RecvStream, SendStream,
     ServerConfig, TransportConfig, VarInt,
 };
+use socket2::SockRef;
+use wirebench_core::proto::DataPathInfo;
 
 use super::demux::{DatagramHandler, DemuxSocket};
 use super::stream::{ByteSource, MessageSink};
@@ -70,12 +72,19 @@ pub fn server_endpoint(
         .context("while starting the QUIC endpoint")
 }
 
-/// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`.
+/// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`; also
+/// returns what its UDP socket runs with.
 pub async fn connect(
     server: SocketAddr,
     pinned_cert_der: Vec<u8>,
-) -> Result<(Endpoint, quinn::Connection)> {
-    let socket = crate::net::udp_socket(server.is_ipv6(), None)?;
+) -> Result<(Endpoint, quinn::Connection, DataPathInfo)> {
+    let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
+    let (recv_buffer, send_buffer) = crate::net::buffer_sizes(&SockRef::from(&socket));
+    let info = DataPathInfo {
+        recv_buffer: recv_buffer as u64,
+        send_buffer: send_buffer as u64,
+        ..DataPathInfo::default()
+    };
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)
         .context("while starting a QUIC client endpoint")?;
@@ -88,7 +97,7 @@ pub async fn connect(
         .context("while starting the QUIC handshake")?
         .await
         .with_context(|| format!("QUIC handshake with {server} failed"))?;
-    Ok((endpoint, connection))
+    Ok((endpoint, connection, info))
 }
 
 /// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload

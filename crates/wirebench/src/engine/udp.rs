@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use quinn::udp::{Transmit, UdpSocketState};
+use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use wirebench_core::plan::{message_count, message_len};
+use wirebench_core::proto::DataPathInfo;
 use wirebench_core::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
 use wirebench_core::units::BitRate;
 use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
@@ -40,8 +42,8 @@ pub struct UdpClient {
 impl UdpClient {
     /// Opens a socket of the server's address family and connects it, so only the server's
     /// datagrams are received.
-    pub async fn connect(server: SocketAddr) -> Result<Self> {
-        let std_socket = crate::net::udp_socket(server.is_ipv6(), None)?;
+    pub async fn connect(server: SocketAddr, buffer: Option<u32>) -> Result<Self> {
+        let std_socket = crate::net::udp_socket(server.is_ipv6(), None, buffer)?;
         let socket = UdpSocket::from_std(std_socket).context("while registering the UDP socket")?;
         socket
             .connect(server)
@@ -56,9 +58,17 @@ impl UdpClient {
         })
     }
 
-    /// Largest number of datagrams one `sendmsg` carries here (1 without GSO).
-    pub fn max_gso_segments(&self) -> usize {
-        self.state.max_gso_segments()
+    /// What this socket runs with: buffers, and the most datagrams one `sendmsg` may carry
+    /// (1 without GSO).
+    pub fn data_path(&self, busy_poll: bool) -> DataPathInfo {
+        let (recv, send) = crate::net::buffer_sizes(&SockRef::from(&self.socket));
+        DataPathInfo {
+            recv_buffer: recv as u64,
+            send_buffer: send as u64,
+            busy_poll,
+            gso_segments: u32::try_from(self.state.max_gso_segments()).unwrap_or(u32::MAX),
+            ..DataPathInfo::default()
+        }
     }
 
     /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`.
@@ -139,6 +149,7 @@ impl UdpClient {
         total_bytes: u64,
         msg_size: u32,
         rto: RtoPolicy,
+        busy_poll: bool,
         rtt_ns: &mut Histogram<u64>,
     ) -> Result<SendTally> {
         let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
@@ -173,8 +184,15 @@ impl UdpClient {
             let Some(deadline) = sender.poll_timeout() else {
                 bail!("stop-and-wait sender has nothing outstanding but is not done");
             };
-            match tokio::time::timeout_at(deadline.into(), self.socket.recv(&mut ack)).await {
-                Ok(Ok(n)) => {
+            let received = if busy_poll {
+                self.spin_recv(&mut ack, deadline)
+            } else {
+                tokio::time::timeout_at(deadline.into(), self.socket.recv(&mut ack))
+                    .await
+                    .ok()
+            };
+            match received {
+                Some(Ok(n)) => {
                     let Ok(h) = Header::decode(&ack[..n]) else {
                         continue;
                     };
@@ -189,14 +207,14 @@ impl UdpClient {
                     }
                 }
                 // ICMP "port unreachable" from an earlier datagram surfaces here on a connected socket.
-                Ok(Err(e)) => {
+                Some(Err(e)) => {
                     tally.send_errors += 1;
                     failures += 1;
                     if failures >= MAX_CONSECUTIVE_FAILURES {
                         return Err(e).context("the server does not answer UDP");
                     }
                 }
-                Err(_) => {
+                None => {
                     sender.handle_timeout(Instant::now());
                     failures += 1;
                     if failures >= MAX_CONSECUTIVE_FAILURES {
@@ -214,6 +232,22 @@ impl UdpClient {
         tally.retransmissions = sender.retransmissions();
         tally.timeouts = sender.timeouts();
         Ok(tally)
+    }
+
+    /// Busy-poll receive: spins on the non-blocking socket until a datagram or `deadline`
+    /// (`None`). Holds this thread, which is the point: it never sleeps.
+    fn spin_recv(&self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        loop {
+            match self.socket.try_recv(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return Some(other),
+            }
+        }
     }
 
     /// Sends one (possibly segmented) transmit, waiting for writability; returns real errors.

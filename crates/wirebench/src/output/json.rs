@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
-use wirebench_core::proto::ServerReport;
+use wirebench_core::proto::{DataPathInfo, DataPathOptions, ServerReport};
 use wirebench_core::stats::Summary;
 
 use super::text::bits_per_second;
@@ -64,6 +64,8 @@ pub struct Parameters {
     pub rate_bps: Option<u64>,
     /// UDP grace period (µs).
     pub grace_us: u64,
+    /// Data-path options requested.
+    pub options: DataPathOptions,
 }
 
 /// One run, both sides.
@@ -108,6 +110,8 @@ pub struct ClientJson {
     pub send_errors: u64,
     /// Stop-and-wait round-trip times, null for streaming.
     pub rtt: Option<RttFigures>,
+    /// What the client's data path ran with.
+    pub data_path: DataPathInfo,
 }
 
 /// The server's figures of one run.
@@ -141,6 +145,8 @@ pub struct ServerJson {
     pub aborted: bool,
     /// Why, if it did.
     pub abort_reason: Option<String>,
+    /// What the server's data path ran with.
+    pub data_path: DataPathInfo,
 }
 
 /// Statistics of one combination over its repeats.
@@ -205,6 +211,7 @@ pub fn server_json(r: &ServerReport) -> ServerJson {
         acks_sent: r.acks_sent,
         aborted: r.aborted,
         abort_reason: r.abort_reason.clone(),
+        data_path: r.data_path.clone(),
     }
 }
 
@@ -239,6 +246,7 @@ fn run_json(r: &RunRecord) -> RunJson {
             timeouts: c.tally.timeouts,
             send_errors: c.tally.send_errors,
             rtt: c.rtt,
+            data_path: c.data_path.clone(),
         },
         server: server_json(&r.outcome.server),
     }
@@ -321,6 +329,7 @@ pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDo
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             rate_bps: cfg.rate.map(|r| r.0),
             grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
+            options: cfg.options.clone(),
         },
         summary: summaries(&cfg.combinations, &runs),
         runs,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
-use wirebench_core::proto::{ServerReport, SessionParams};
+use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::stats::Summary;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
 
@@ -99,7 +99,41 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
     if let Some(rtt) = &c.rtt {
         let _ = writeln!(out, "  rtt:    {}", rtt_text(rtt));
     }
+    let o = &rec.params.options;
+    if o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll {
+        let _ = writeln!(
+            out,
+            "  path:   client {}; server {}",
+            path_text(&c.data_path),
+            path_text(&s.data_path)
+        );
+    }
     out
+}
+
+/// Socket buffers, congestion control, flags and CPU of one end, as the OS reported them.
+fn path_text(p: &DataPathInfo) -> String {
+    let mut s = format!(
+        "rcvbuf {} sndbuf {}",
+        ByteSize(p.recv_buffer),
+        ByteSize(p.send_buffer)
+    );
+    if let Some(cc) = &p.congestion {
+        let _ = write!(s, ", {cc}");
+    }
+    if p.nodelay {
+        s.push_str(", nodelay");
+    }
+    if p.busy_poll {
+        s.push_str(", busy-poll");
+    }
+    if p.gso_segments > 1 {
+        let _ = write!(s, ", GSO {} segments", p.gso_segments);
+    }
+    if let Some(cpu) = p.cpu {
+        let _ = write!(s, ", cpu {cpu}");
+    }
+    s
 }
 
 fn client_text(c: &ClientFigures, combination: Combination) -> String {

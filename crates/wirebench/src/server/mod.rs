@@ -45,7 +45,7 @@ pub struct ServerNotice {
 #[derive(Debug, Clone)]
 pub enum ServerEvent {
     /// A session ended (completed or aborted).
-    Session(SessionSummary),
+    Session(Box<SessionSummary>),
     /// A connection was refused or dropped before it became a session.
     Notice(ServerNotice),
 }
@@ -64,6 +64,8 @@ pub struct Server {
 struct Shared {
     registry: Arc<Registry>,
     cert_der: Vec<u8>,
+    /// Effective receive and send buffers of the shared UDP socket.
+    udp_buffers: (u64, u64),
 }
 
 impl Server {
@@ -80,8 +82,10 @@ impl Server {
                 .context("while reading the TCP port")?
                 .port();
             let udp_addr = SocketAddr::new(listen.ip(), port);
-            match crate::net::udp_socket(listen.is_ipv6(), Some(udp_addr)) {
+            match crate::net::udp_socket(listen.is_ipv6(), Some(udp_addr), None) {
                 Ok(udp) => {
+                    let (udp_recv, udp_send) =
+                        crate::net::buffer_sizes(&socket2::SockRef::from(&udp));
                     let endpoint = quic::server_endpoint(udp, &identity, registry.clone())?;
                     let listener =
                         TcpListener::from_std(tcp).context("while registering the TCP listener")?;
@@ -94,6 +98,7 @@ impl Server {
                         shared: Arc::new(Shared {
                             registry,
                             cert_der: identity.leaf_der().to_vec(),
+                            udp_buffers: (udp_recv as u64, udp_send as u64),
                         }),
                         local,
                     });

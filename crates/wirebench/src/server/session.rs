@@ -4,7 +4,6 @@
 //! marked with the reason.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -12,7 +11,7 @@ use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
 use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
-use wirebench_core::proto::{ControlMessage, ServerReport, SessionParams};
+use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::wire;
 
 use super::registry::{DataStream, Registry};
@@ -22,7 +21,7 @@ use crate::control::{self, SETUP_TIMEOUT};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
-use crate::net::canonical_ip;
+use crate::net::{self, canonical_ip};
 
 /// Longest grace period a client may ask for.
 const MAX_GRACE: Duration = Duration::from_secs(60);
@@ -84,18 +83,18 @@ pub(super) async fn serve(
         Protocol::Tcp | Protocol::Quic => {
             serve_stream(&mut rd, &mut wr, peer, shared, &params).await
         }
-        Protocol::Udp => serve_udp(&mut rd, &mut wr, peer, &shared.registry, &params).await,
+        Protocol::Udp => serve_udp(&mut rd, &mut wr, peer, shared, &params).await,
     };
     let Some(session) = session else {
         return;
     };
     // The summary goes out before the report, so whoever prints both sees the server's first.
-    let _ = events.send(ServerEvent::Session(SessionSummary {
+    let _ = events.send(ServerEvent::Session(Box::new(SessionSummary {
         session,
         peer,
         params: params.clone(),
         report: report.clone(),
-    }));
+    })));
     let _ = control::send(&mut wr, &ControlMessage::Report(report)).await;
 }
 
@@ -113,6 +112,19 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
             "message size {} is out of range for {}: allowed {MIN_MSG_SIZE} to {max} bytes",
             p.msg_size, p.protocol
         ));
+    }
+    if let Some(cc) = &p.options.congestion {
+        if let Some(available) = net::available_congestion_controls() {
+            if !available.iter().any(|a| a == cc) {
+                return Err(format!(
+                    "congestion control {cc} is not available on the server: allowed {}",
+                    available.join(", ")
+                ));
+            }
+        }
+    }
+    if p.options.busy_poll && p.protocol == Protocol::Quic {
+        return Err("busy-poll applies to TCP and UDP, not QUIC".into());
     }
     if Duration::from_micros(p.grace_us) > MAX_GRACE {
         return Err(format!(
@@ -168,13 +180,12 @@ where
     };
     let mut tally = ReadTally::default();
     let result = match data {
-        DataStream::Tcp(tcp) => {
-            if p.mechanism == Mechanism::StopAndWait {
-                // One small acknowledgement per message: Nagle would hold it back.
-                let _ = tcp.set_nodelay(true);
+        DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
+            Ok(()) => {
+                receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report.data_path).await
             }
-            receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally).await
-        }
+            Err(e) => Err(format!("cannot set the TCP options: {e}")),
+        },
         DataStream::Quic {
             connection,
             mut send,
@@ -185,6 +196,7 @@ where
                 res = receive(&mut source, &mut send, p, &mut tally) => res.map_err(|e| e.to_string()),
                 reason = watch_control(rd) => Err(reason),
             };
+            report.data_path = shared_udp_data_path(shared);
             // Let the last acknowledgements drain; the client closes the connection when done.
             tokio::spawn(async move {
                 let _ = send.finish();
@@ -214,32 +226,41 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     p: &SessionParams,
     buf_len: usize,
     tally: &mut ReadTally,
+    info: &mut DataPathInfo,
 ) -> Result<(), String> {
-    let data = blocking::into_blocking(tcp).map_err(|e| format!("data socket: {e}"))?;
+    let spin = p.options.busy_poll;
+    let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
     let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
     let params = p.clone();
     let mut worker = tokio::task::spawn_blocking(move || {
         let mut t = ReadTally::default();
-        let mut reader = Blocking(&data);
+        let mut reader = Blocking::new(&data, spin);
         let mut source = ReadSource {
             reader: &mut reader,
             buf: vec![0u8; buf_len],
         };
-        let res = block_on(receive(&mut source, &mut Blocking(&data), &params, &mut t));
-        (t, res)
+        let res = block_on(receive(
+            &mut source,
+            &mut Blocking::new(&data, spin),
+            &params,
+            &mut t,
+        ));
+        (t, res, net::tcp_data_path(&data, spin))
     });
     tokio::select! {
         joined = &mut worker => match joined {
-            Ok((t, res)) => {
+            Ok((t, res, i)) => {
                 *tally = t;
+                *info = i;
                 res.map_err(|e| e.to_string())
             }
             Err(e) => Err(format!("the receiver thread failed: {e}")),
         },
         reason = watch_control(rd) => {
             let _ = waker.shutdown(std::net::Shutdown::Both);
-            if let Ok((t, _)) = worker.await {
+            if let Ok((t, _, i)) = worker.await {
                 *tally = t;
+                *info = i;
             }
             Err(reason)
         }
@@ -270,7 +291,7 @@ async fn serve_udp<R, W>(
     rd: &mut R,
     wr: &mut W,
     peer: SocketAddr,
-    registry: &Arc<Registry>,
+    shared: &Shared,
     p: &SessionParams,
 ) -> (Option<u32>, ServerReport)
 where
@@ -279,7 +300,9 @@ where
 {
     let mut report = empty_report(p);
     let (registration, udp) =
-        registry.register_udp(peer.ip(), p.mechanism, p.total_bytes, p.msg_size);
+        shared
+            .registry
+            .register_udp(peer.ip(), p.mechanism, p.total_bytes, p.msg_size);
     let session = registration.id;
     let accepted = ControlMessage::Accepted {
         session,
@@ -300,6 +323,7 @@ where
     wait_for_stragglers(&udp, Duration::from_micros(p.grace_us)).await;
     drop(registration);
     fill_udp(&mut report, &udp, Some(sent));
+    report.data_path = shared_udp_data_path(shared);
     (Some(session), report)
 }
 
@@ -331,6 +355,16 @@ async fn wait_for_stragglers(udp: &UdpSession, grace: Duration) {
             _ = udp.changed() => {}
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
+    }
+}
+
+/// What the shared UDP socket (UDP and QUIC sessions) runs with.
+fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
+    DataPathInfo {
+        recv_buffer: shared.udp_buffers.0,
+        send_buffer: shared.udp_buffers.1,
+        cpu: net::current_cpu(),
+        ..DataPathInfo::default()
     }
 }
 

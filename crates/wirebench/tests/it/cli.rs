@@ -25,7 +25,13 @@ fn stderr(o: &Output) -> String {
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
+        (&["run", "-C", "warpdrive"], "not available here: allowed"),
+        (
+            &["run", "--proto", "quic", "--busy-poll"],
+            "run QUIC without it",
+        ),
+        (&["run", "-w", "1k"], "allowed 4096 to"),
         (&["run", "--proto", "udp", "-l", "65492"], "65491"),
         (&["run", "--proto", "sctp"], "tcp, udp, quic"),
         (&["run", "--mode", "fast"], "stop-and-wait"),

@@ -22,6 +22,7 @@ fn small_tcp() -> SessionSpec {
             rto_us: None,
             rate_bps: None,
             grace_us: 100_000,
+            options: Default::default(),
         },
         rate: None,
         rto: None,

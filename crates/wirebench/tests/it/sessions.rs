@@ -19,6 +19,7 @@ fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total_bytes: u6
             rto_us: None,
             rate_bps: None,
             grace_us: 200_000,
+            options: Default::default(),
         },
         rate: None,
         rto: None,
@@ -199,6 +200,70 @@ async fn udp_stop_and_wait_survives_loss_in_both_directions() {
             s2c_drop
         );
         assert_eq!(c.timeouts, c.retransmissions);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// `-w`, `-C`, `--nodelay` and `--busy-poll` reach both ends, and the counts stay exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_path_options_apply_on_both_ends() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let cc = wirebench::net::available_congestion_controls()
+            .and_then(|list| list.into_iter().find(|c| c == "reno" || c == "cubic"));
+        for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+            let mut sp = spec(Protocol::Tcp, mechanism, 1000, 200_001);
+            sp.params.options.window = Some(256 * 1024);
+            sp.params.options.congestion = cc.clone();
+            sp.params.options.nodelay = true;
+            sp.params.options.busy_poll = mechanism == Mechanism::StopAndWait;
+            let out = run(&mut server, &sp).await;
+            assert_exact(&out, 1000, 200_001);
+            for (side, p) in [
+                ("client", &out.client.data_path),
+                ("server", &out.server.data_path),
+            ] {
+                // Linux reports twice the size asked for (it reserves room for bookkeeping).
+                assert!(
+                    p.recv_buffer >= 256 * 1024 && p.send_buffer >= 256 * 1024,
+                    "{side}: {p:?}"
+                );
+                assert!(p.nodelay, "{side}");
+                assert_eq!(p.busy_poll, mechanism == Mechanism::StopAndWait, "{side}");
+                if cc.is_some() {
+                    assert_eq!(p.congestion, cc, "{side}");
+                }
+            }
+        }
+        // UDP stop-and-wait, busy-polling client: still every message exactly once.
+        let mut sp = spec(Protocol::Udp, Mechanism::StopAndWait, 512, 100_000);
+        sp.params.options.busy_poll = true;
+        let out = run(&mut server, &sp).await;
+        assert_exact(&out, 512, 100_000);
+        assert!(out.client.data_path.busy_poll);
+        assert!(out.client.data_path.gso_segments >= 1);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_refuses_an_unknown_congestion_control() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        if wirebench::net::available_congestion_controls().is_none() {
+            eprintln!("skipped: this kernel does not list its congestion controls");
+            return;
+        }
+        let server = TestServer::start().await;
+        let mut sp = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
+        sp.params.options.congestion = Some("warpdrive".into());
+        let err = run_session(server.addr, &sp).await.expect_err("refused");
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("warpdrive is not available on the server: allowed"),
+            "{msg}"
+        );
     })
     .await
     .expect("test finished in time");

@@ -43,7 +43,7 @@ impl TestServer {
                 .expect("a session summary within 30 s")
                 .expect("server still running");
             if let ServerEvent::Session(s) = ev {
-                return s;
+                return *s;
             }
         }
     }
