@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: wirebench against iperf3, nuttcp and sockperf on loopback.
+"""Side-by-side benchmark: wirebench against iperf3, nuttcp, sockperf and xfr on loopback.
 
 Runs every workload for wirebench and its reference tool *alternately* (A B A B ...), so slow
 drifts of a noisy VM hit both equally, then prints medians with min-max and the ratio
@@ -97,12 +97,12 @@ def tcp_ready(port):
 
 # --- one measurement per tool -------------------------------------------------------------
 
-def wirebench_run(servers, proto, mode, size, total):
+def wirebench_run(servers, proto, mode, size, total, extra=()):
     port = servers.ports["wirebench"]
     pid = servers.pid("wirebench")
     srv0 = proc_cpu_seconds(pid)
     out, cpu = run_client([servers.wirebench, "run", "--server", f"{HOST}:{port}", "--proto", proto,
-                           "--mode", mode, "-l", str(size), "-n", str(total), "--json"])
+                           "--mode", mode, "-l", str(size), "-n", str(total), "--json", *extra])
     srv_cpu = proc_cpu_seconds(pid) - srv0
     run = json.loads(out)["runs"][0]
     c, s = run["client"], run["server"]
@@ -116,6 +116,33 @@ def wirebench_run(servers, proto, mode, size, total):
         res["gbit_s"] = s["throughput_bps"] / 1e9
     else:
         res["gbit_s"] = c["throughput_bps"] / 1e9
+    res["data_path"] = {"client": c["data_path"], "server": s["data_path"]}
+    return res
+
+
+def xfr_run(servers, mode, size, total, seconds=3):
+    """xfr client: QUIC for `total` bytes, or unpaced UDP of `size`-byte datagrams for `seconds`."""
+    port = servers.ports["xfr"]
+    pid = servers.pid("xfr")
+    srv0 = proc_cpu_seconds(pid)
+    cmd = ["xfr", f"{HOST}:{port}", "--json", "--no-tui", "-q"]
+    if mode == "quic":
+        cmd += ["-Q", "-n", str(total)]
+    else:
+        cmd += ["-u", "-l", str(size), "-b", "0", "-t", str(seconds)]
+    out, cpu = run_client(cmd)
+    srv_cpu = proc_cpu_seconds(pid) - srv0
+    d = json.loads(out)
+    secs = d["duration_ms"] / 1000
+    res = {"client_cpu_s": cpu, "server_cpu_s": srv_cpu, "gib": d["bytes_total"] / GiB}
+    if mode == "quic":
+        res["gbit_s"] = d["throughput_mbps"] / 1000
+    else:
+        u = d["udp_stats"]
+        delivered = u["packets_received"]
+        res["datagrams_per_s"] = delivered / secs
+        res["loss_pct"] = u["lost_percent"]
+        res["gbit_s"] = delivered * size * 8 / secs / 1e9
     return res
 
 
@@ -179,8 +206,18 @@ def workloads(total_tcp, total_udp, saw_msgs):
          [("sockperf", lambda s: sockperf_run(s, True, 1024))]),
         ("saw_udp_1k", "p50_us", False, lambda s: wirebench_run(s, "udp", "saw", 1024, 1024 * saw_msgs),
          [("sockperf", lambda s: sockperf_run(s, False, 1024))]),
+        ("saw_tcp_busy", "p50_us", False,
+         lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs, ["--busy-poll"]),
+         [("sockperf", lambda s: sockperf_run(s, True, 1024))]),
+        ("saw_udp_busy", "p50_us", False,
+         lambda s: wirebench_run(s, "udp", "saw", 1024, 1024 * saw_msgs, ["--busy-poll"]),
+         [("sockperf", lambda s: sockperf_run(s, False, 1024))]),
         ("quic1k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp),
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp))]),
+        ("quic128k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp),
+         [("xfr-quic", lambda s: xfr_run(s, "quic", 0, total_tcp))]),
+        ("udp1472xfr", "gbit_s", True, lambda s: wirebench_run(s, "udp", "stream", 1472, total_udp),
+         [("xfr-udp", lambda s: xfr_run(s, "udp", 1472, 0))]),
     ]
 
 
@@ -201,10 +238,10 @@ def main():
 
     if not os.access(args.wirebench, os.X_OK):
         sys.exit(f"{args.wirebench} not found: build it first with `cargo build --release`")
-    missing = [t for t in ("iperf3", "nuttcp", "sockperf") if shutil.which(t) is None]
+    missing = [t for t in ("iperf3", "nuttcp", "sockperf", "xfr") if shutil.which(t) is None]
     if missing:
-        print(f"reference tools missing (apt-get install {' '.join(missing)}); their comparisons are skipped",
-              file=sys.stderr)
+        print(f"reference tools missing: {' '.join(missing)} (apt-get install iperf3 nuttcp sockperf; "
+              "cargo install xfr); their comparisons are skipped", file=sys.stderr)
 
     servers = Servers(args.wirebench)
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "pairs": args.pairs, "workloads": []}
@@ -218,6 +255,10 @@ def main():
             p = servers.ports["nuttcp"] = free_port()
             # nuttcp's data port is its control port + 1.
             servers.start("nuttcp", ["nuttcp", "-S", "--nofork", f"-P{p}"], tcp_ready(p))
+        if "xfr" not in missing:
+            p = servers.ports["xfr"] = free_port()
+            os.environ["XFR_NO_UPDATE_CHECK"] = "1"  # no network lookups from the benchmark
+            servers.start("xfr", ["xfr", "serve", "-B", HOST, "-p", str(p), "--no-mdns"], tcp_ready(p))
         if "sockperf" not in missing:
             p = servers.ports["sockperf_tcp"] = free_port()
             servers.start("sockperf_tcp", ["sockperf", "server", "-i", HOST, "-p", str(p), "--tcp"], tcp_ready(p))

@@ -92,9 +92,7 @@ pub fn apply_tcp_options<'s>(
         s.set_recv_buffer_size(w as usize)?;
     }
     if let Some(cc) = &opts.congestion {
-        s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot use congestion control {cc}: {e}"))
-        })?;
+        set_congestion(&s, cc)?;
     }
     if opts.nodelay || mechanism == Mechanism::StopAndWait {
         s.set_nodelay(true)?;
@@ -109,11 +107,7 @@ pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> Dat
     DataPathInfo {
         recv_buffer: recv as u64,
         send_buffer: send as u64,
-        congestion: s.tcp_congestion().ok().map(|name| {
-            String::from_utf8_lossy(&name)
-                .trim_end_matches('\0')
-                .to_string()
-        }),
+        congestion: congestion(&s),
         nodelay: s.nodelay().unwrap_or(false),
         busy_poll,
         gso_segments: 0,
@@ -121,11 +115,46 @@ pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> Dat
     }
 }
 
-/// The CPU the calling thread runs on now, where the OS tells.
+#[cfg(target_os = "linux")]
+fn set_congestion(s: &SockRef<'_>, cc: &str) -> io::Result<()> {
+    s.set_tcp_congestion(cc.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot use congestion control {cc}: {e}")))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_congestion(_: &SockRef<'_>, cc: &str) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("cannot use congestion control {cc}: only Linux lets a socket choose one"),
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn congestion(s: &SockRef<'_>) -> Option<String> {
+    s.tcp_congestion().ok().map(|name| {
+        String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_string()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn congestion(_: &SockRef<'_>) -> Option<String> {
+    None
+}
+
+/// The CPU the calling thread runs on now, where the OS tells (Linux).
+#[cfg(target_os = "linux")]
 pub fn current_cpu() -> Option<u32> {
     // SAFETY: sched_getcpu takes no arguments and only reads the caller's scheduling state.
     let cpu = unsafe { libc::sched_getcpu() };
     u32::try_from(cpu).ok()
+}
+
+/// The CPU the calling thread runs on now, where the OS tells (not here).
+#[cfg(not(target_os = "linux"))]
+pub fn current_cpu() -> Option<u32> {
+    None
 }
 
 /// Maps an IPv4-mapped IPv6 address (from a dual-stack socket) back to IPv4, so peers compare equal.
