@@ -162,20 +162,11 @@ pub async fn receive_stream<S: ByteSource>(
     while tally.bytes < total_bytes {
         // Never read past the requested total: what follows is not ours to count.
         let want = (total_bytes - tally.bytes).min(RECV_BUFFER as u64) as usize;
-        let n = source.read_some(want).await?;
-        if n == 0 {
-            tally.last_at = Some(Instant::now());
+        if let Err(e) = read_counted(source, want, total_bytes, tally).await {
+            // Only complete messages count when the stream ends early.
             tally.messages = tally.bytes / u64::from(msg_size);
-            return Err(ReceiveError::Truncated {
-                got: tally.bytes,
-                want: total_bytes,
-            });
+            return Err(e);
         }
-        if tally.first_at.is_none() {
-            tally.first_at = Some(Instant::now());
-        }
-        tally.read_calls += 1;
-        tally.bytes += n as u64;
     }
     tally.last_at = Some(Instant::now());
     tally.messages = message_count(total_bytes, msg_size);
@@ -199,20 +190,7 @@ where
         let mut got = 0u64;
         while got < len {
             let want = (len - got).min(RECV_BUFFER as u64) as usize;
-            let n = source.read_some(want).await?;
-            if n == 0 {
-                tally.last_at = Some(Instant::now());
-                return Err(ReceiveError::Truncated {
-                    got: tally.bytes,
-                    want: total_bytes,
-                });
-            }
-            if tally.first_at.is_none() {
-                tally.first_at = Some(Instant::now());
-            }
-            tally.read_calls += 1;
-            got += n as u64;
-            tally.bytes += n as u64;
+            got += read_counted(source, want, total_bytes, tally).await? as u64;
         }
         tally.messages += 1;
         acks.write_all(&[ack_byte(index)]).await?;
@@ -221,6 +199,30 @@ where
     }
     tally.last_at = Some(Instant::now());
     Ok(())
+}
+
+/// One read of at most `want` bytes, counted in `tally`; the end of the stream before
+/// `total_bytes` is an error. The clock is read only for the first byte and at the end.
+async fn read_counted<S: ByteSource>(
+    source: &mut S,
+    want: usize,
+    total_bytes: u64,
+    tally: &mut ReadTally,
+) -> Result<usize, ReceiveError> {
+    let n = source.read_some(want).await?;
+    if n == 0 {
+        tally.last_at = Some(Instant::now());
+        return Err(ReceiveError::Truncated {
+            got: tally.bytes,
+            want: total_bytes,
+        });
+    }
+    if tally.first_at.is_none() {
+        tally.first_at = Some(Instant::now());
+    }
+    tally.read_calls += 1;
+    tally.bytes += n as u64;
+    Ok(n)
 }
 
 /// A new histogram for round-trip times in nanoseconds (1 ns to 100 s, 3 significant digits).

@@ -9,7 +9,7 @@ use wirebench_core::stats::Summary;
 use super::text::bits_per_second;
 use crate::client::RttFigures;
 use crate::config::{RunConfig, Target};
-use crate::runner::{Campaign, RunRecord};
+use crate::runner::{self, Campaign, RunRecord};
 use crate::server::SessionSummary;
 
 /// Version of the run document's layout; bumped on any incompatible change.
@@ -310,6 +310,12 @@ pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDo
         }
     }
     let runs: Vec<RunJson> = campaign.runs.iter().map(run_json).collect();
+    // What every session of the plan is asked for, whatever its combination.
+    let any = cfg.combinations.first().copied().unwrap_or(Combination {
+        protocol: Protocol::Tcp,
+        mechanism: Mechanism::Stream,
+    });
+    let session = runner::session_spec(cfg, any).params;
     RunDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
@@ -324,12 +330,10 @@ pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDo
             msg_size: cfg.msg_size,
             total_bytes: cfg.total_bytes,
             repeat: cfg.repeat,
-            rto_us: cfg
-                .rto
-                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            rate_bps: cfg.rate.map(|r| r.0),
-            grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
-            options: cfg.options.clone(),
+            rto_us: session.rto_us,
+            rate_bps: session.rate_bps,
+            grace_us: session.grace_us,
+            options: session.options,
         },
         summary: summaries(&cfg.combinations, &runs),
         runs,

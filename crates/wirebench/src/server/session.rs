@@ -14,7 +14,7 @@ use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZ
 use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::wire;
 
-use super::registry::{DataStream, Registry};
+use super::registry::{DataStream, Registration, Registry};
 use super::udp_session::UdpSession;
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
@@ -143,6 +143,21 @@ fn empty_report(p: &SessionParams) -> ServerReport {
     }
 }
 
+/// Tells the client its session exists (and, for QUIC, which certificate to expect); false
+/// when the client is already gone.
+async fn send_accepted<W: tokio::io::AsyncWrite + Unpin>(
+    wr: &mut W,
+    registration: &Registration,
+    quic_cert: Option<Vec<u8>>,
+) -> bool {
+    let accepted = ControlMessage::Accepted {
+        session: registration.id,
+        token: registration.token,
+        quic_cert,
+    };
+    control::send(wr, &accepted).await.is_ok()
+}
+
 /// TCP or QUIC: wait for the data connection, then receive through `engine::stream`.
 async fn serve_stream<R, W>(
     rd: &mut R,
@@ -158,12 +173,8 @@ where
     let mut report = empty_report(p);
     let (registration, attach) = shared.registry.register_stream(peer.ip());
     let session = registration.id;
-    let accepted = ControlMessage::Accepted {
-        session,
-        token: registration.token,
-        quic_cert: (p.protocol == Protocol::Quic).then(|| shared.cert_der.clone()),
-    };
-    if control::send(wr, &accepted).await.is_err() {
+    let cert = (p.protocol == Protocol::Quic).then(|| shared.cert_der.clone());
+    if !send_accepted(wr, &registration, cert).await {
         return (None, report);
     }
     let data = tokio::select! {
@@ -304,12 +315,7 @@ where
             .registry
             .register_udp(peer.ip(), p.mechanism, p.total_bytes, p.msg_size);
     let session = registration.id;
-    let accepted = ControlMessage::Accepted {
-        session,
-        token: registration.token,
-        quic_cert: None,
-    };
-    if control::send(wr, &accepted).await.is_err() {
+    if !send_accepted(wr, &registration, None).await {
         return (None, report);
     }
     let sent = match wait_sender_done(rd).await {

@@ -195,49 +195,12 @@ async fn json_output_matches_the_schema_and_the_counts() {
 
 #[tokio::test]
 async fn server_subcommand_serves_a_remote_run() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    // Port 0 is not allowed to mean "any" for a server users connect to, so pick a free one.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args([
-            "server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    // Wait for the "listening" line rather than sleeping.
-    let mut err_lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line()).await;
-    assert!(
-        matches!(ready, Ok(Ok(Some(ref l))) if l.contains("listening")),
-        "{ready:?}"
-    );
+    let (mut server, addr, mut lines) = start_server(&["--json"]).await;
     let out = wirebench(&[
-        "run",
-        "--server",
-        &format!("127.0.0.1:{port}"),
-        "--proto",
-        "udp",
-        "--mode",
-        "saw",
-        "-l",
-        "100",
-        "-n",
-        "10001",
+        "run", "--server", &addr, "--proto", "udp", "--mode", "saw", "-l", "100", "-n", "10001",
     ])
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
     let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
         .await
         .expect("a session line")
@@ -254,7 +217,6 @@ async fn server_subcommand_serves_a_remote_run() {
 
 #[tokio::test]
 async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let dir = std::env::temp_dir().join(format!("wirebench-cert-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let certified = rcgen::generate_simple_self_signed(vec!["wirebench".into()]).unwrap();
@@ -282,37 +244,17 @@ async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
         stderr(&out)
     );
 
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args([
-            "server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--cert",
-            cert.to_str().unwrap(),
-            "--key",
-            key.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut err_lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line()).await;
-    assert!(
-        matches!(ready, Ok(Ok(Some(ref l))) if l.contains("listening")),
-        "{ready:?}"
-    );
+    let (mut server, addr, mut lines) = start_server(&[
+        "--cert",
+        cert.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ])
+    .await;
     let out = wirebench(&[
         "run",
         "--server",
-        &format!("127.0.0.1:{port}"),
+        &addr,
         "--proto",
         "quic",
         "--mode",
@@ -324,7 +266,6 @@ async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
     ])
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
     for mode in ["stream", "saw"] {
         let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
             .await
@@ -339,4 +280,39 @@ async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
     }
     server.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `wirebench server` on 127.0.0.1 with an OS-chosen port (read back from its
+/// "listening" line, so there is no race for a free port) and `extra` flags. Returns the child
+/// (killed when dropped), its address, and its stdout lines.
+async fn start_server(
+    extra: &[&str],
+) -> (
+    tokio::process::Child,
+    String,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["server", "--bind", "127.0.0.1", "--port", "0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start wirebench server");
+    let mut err_lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line())
+        .await
+        .expect("the server starts in time")
+        .expect("stderr readable")
+        .expect("a listening line");
+    // "wirebench server listening on 127.0.0.1:PORT (TCP and UDP, one port)"
+    let addr = line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    let lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    (server, addr, lines)
 }
