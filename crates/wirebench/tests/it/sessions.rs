@@ -268,3 +268,47 @@ async fn server_refuses_an_unknown_congestion_control() {
     .await
     .expect("test finished in time");
 }
+
+/// Many sessions at once, every protocol and mechanism: each one's counts stay its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_keep_their_own_exact_counts() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let mut runs = tokio::task::JoinSet::new();
+        let mut expected = std::collections::HashMap::new();
+        for (i, (protocol, mechanism)) in [
+            (Protocol::Tcp, Mechanism::Stream),
+            (Protocol::Tcp, Mechanism::StopAndWait),
+            (Protocol::Udp, Mechanism::StopAndWait),
+            (Protocol::Quic, Mechanism::Stream),
+            (Protocol::Quic, Mechanism::StopAndWait),
+            (Protocol::Tcp, Mechanism::Stream),
+            (Protocol::Udp, Mechanism::StopAndWait),
+            (Protocol::Quic, Mechanism::Stream),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // Different sizes and totals, so a count that leaked between sessions would show.
+            let (size, total) = (100 + 37 * i as u32, 50_000 + 1_001 * i as u64);
+            let addr = server.addr;
+            runs.spawn(async move {
+                let out = run_session(addr, &spec(protocol, mechanism, size, total)).await;
+                (out, size, total)
+            });
+        }
+        while let Some(joined) = runs.join_next().await {
+            let (out, size, total) = joined.expect("task");
+            let out = out.expect("session runs");
+            assert_exact(&out, size, total);
+            expected.insert(out.session, out.server.clone());
+        }
+        for _ in 0..8 {
+            let summary = server.next_session().await;
+            assert_eq!(expected.remove(&summary.session), Some(summary.report));
+        }
+        assert!(expected.is_empty());
+    })
+    .await
+    .expect("test finished in time");
+}
