@@ -51,6 +51,11 @@ impl UdpClient {
             .with_context(|| format!("while connecting the UDP socket to {server}"))?;
         let state = UdpSocketState::new((&socket).into())
             .context("while preparing the UDP socket for GSO")?;
+        // quinn::udp sets "don't fragment" (QUIC probes the path MTU itself). Our messages are
+        // up to 64 KiB, one per datagram, and must cross any path the way iperf3's do: let the
+        // IP layer fragment what does not fit.
+        allow_fragmentation(&socket, server.is_ipv6())
+            .context("while allowing IP fragmentation on the UDP socket")?;
         Ok(UdpClient {
             socket,
             state,
@@ -80,17 +85,25 @@ impl UdpClient {
         rate: Option<BitRate>,
     ) -> Result<SendTally> {
         let segment = HEADER_LEN + msg_size as usize;
-        let per_call = (GSO_MAX_BYTES / segment)
-            .min(self.state.max_gso_segments())
-            .max(1);
+        let most_per_call = (GSO_MAX_BYTES / segment).max(1);
         // One buffer for the whole run: headers are rewritten in place, payload stays zero.
-        let mut batch = vec![0u8; segment * per_call];
+        let mut batch =
+            vec![0u8; segment * most_per_call.min(self.state.max_gso_segments().max(1))];
         let count = message_count(total_bytes, msg_size);
         let mut tally = SendTally::default();
         let started = Instant::now();
         let mut next = 0u64;
         let mut failures = 0u32;
+        // Segmentation offload needs each datagram to fit the path MTU; a larger one makes the
+        // kernel refuse the batch, and from then on we send one datagram per call (which the
+        // IP layer may fragment, as for any UDP sender).
+        let mut gso_cap = self.state.max_gso_segments().max(1);
         while next < count {
+            let per_call = most_per_call
+                .min(gso_cap)
+                .min(self.state.max_gso_segments())
+                .max(1)
+                .min(batch.len() / segment);
             let n = (count - next).min(per_call as u64);
             let mut len = 0usize;
             let mut payload = 0u64;
@@ -124,6 +137,10 @@ impl UdpClient {
                     tally.datagrams += n;
                     tally.bytes += payload;
                     next += n;
+                }
+                Err(e) if n > 1 && refuses_segmentation(&e) => {
+                    tally.send_errors += 1;
+                    gso_cap = 1;
                 }
                 Err(e) => {
                     // Counted, then the same batch is tried again: a refused send is not a sent datagram.
@@ -258,6 +275,56 @@ impl UdpClient {
             })
             .await
     }
+}
+
+/// Whether a send failed because the kernel will not segment this batch (a datagram larger
+/// than the path MTU, or no offload on the device).
+fn refuses_segmentation(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMSGSIZE) | Some(libc::EINVAL) | Some(libc::EIO)
+    )
+}
+
+/// Turns path-MTU discovery off on `socket`, so the kernel fragments datagrams larger than
+/// the path MTU instead of refusing them (Linux; elsewhere the OS default stays).
+#[cfg(target_os = "linux")]
+fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (level, name, value) = if ipv6 {
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DONT,
+        )
+    } else {
+        (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DONT,
+        )
+    };
+    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a valid c_int for the duration
+    // of the call, on a descriptor this socket owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
+    Ok(())
 }
 
 /// Sleeps until sending `bytes_sent` at `rate` since `started` is due.

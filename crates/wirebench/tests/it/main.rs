@@ -2,6 +2,7 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod cli;
+mod netns;
 mod robustness;
 mod sessions;
 mod support;
