@@ -24,6 +24,7 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut serving = tokio::spawn(server.run(tx));
+    let mut terminate = terminate_signal()?;
     loop {
         tokio::select! {
             event = rx.recv() => match event {
@@ -42,8 +43,19 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
                 eprintln!("wirebench server: interrupted, stopping");
                 return Ok(());
             }
+            _ = terminate.recv() => {
+                eprintln!("wirebench server: terminated, stopping");
+                return Ok(());
+            }
         }
     }
+}
+
+/// SIGTERM (how service managers stop a server) as a stream of events.
+#[cfg(unix)]
+fn terminate_signal() -> Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")
 }
 
 /// Prints one server event; returns false when stdout is closed.
