@@ -19,9 +19,16 @@ use wirebench_core::wire;
 
 /// Receives wirebench data-plane datagrams taken out of the shared UDP socket.
 pub trait DatagramHandler: Send + Sync + Debug + 'static {
-    /// One datagram from `from`; `reply` sends a datagram back to `from` (from the address it
-    /// arrived at) and reports whether the kernel took it.
-    fn handle(&self, datagram: &[u8], from: SocketAddr, reply: &mut dyn FnMut(&[u8]) -> bool);
+    /// The datagrams of one receive from `from`: with GRO several of one flow, each `stride`
+    /// bytes long (the last may be shorter). `reply` sends a datagram back to `from` (from the
+    /// address it arrived at) and reports whether the kernel took it.
+    fn handle(
+        &self,
+        data: &[u8],
+        stride: usize,
+        from: SocketAddr,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    );
 }
 
 /// The shared socket: quinn sees a normal `AsyncUdpSocket`.
@@ -49,10 +56,8 @@ impl DemuxSocket {
             self.inner.try_send(&t).is_ok()
         };
         // With GRO one receive can carry several datagrams of one flow, `stride` bytes apart.
-        let stride = meta.stride.max(1);
-        for segment in data.chunks(stride) {
-            self.handler.handle(segment, meta.addr, &mut reply);
-        }
+        self.handler
+            .handle(data, meta.stride.max(1), meta.addr, &mut reply);
     }
 }
 

@@ -212,14 +212,22 @@ fn check(slot: &Slot, session: u32, token: u32, from: IpAddr) -> Result<(), Atta
 }
 
 impl DatagramHandler for Registry {
-    fn handle(&self, datagram: &[u8], from: SocketAddr, reply: &mut dyn FnMut(&[u8]) -> bool) {
-        let session = Header::decode(datagram)
+    fn handle(
+        &self,
+        data: &[u8],
+        stride: usize,
+        from: SocketAddr,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        // One receive holds datagrams of one flow: route the batch by its first header.
+        let session = Header::decode(data)
             .ok()
-            .and_then(|h| self.udp_session(h.session, from.ip()).map(|s| (h, s)));
+            .and_then(|h| self.udp_session(h.session, from.ip()));
         match session {
-            Some((header, s)) => s.on_datagram(&header, datagram.len(), reply),
+            Some(s) => s.on_datagrams(data, stride, reply),
             None => {
-                self.stray_datagrams.fetch_add(1, Ordering::Relaxed);
+                let count = data.len().div_ceil(stride.max(1)) as u64;
+                self.stray_datagrams.fetch_add(count, Ordering::Relaxed);
             }
         }
     }

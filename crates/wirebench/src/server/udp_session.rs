@@ -79,12 +79,35 @@ impl UdpSession {
         }
     }
 
-    /// Handles one data datagram of this session (already routed by id and peer).
-    pub fn on_datagram(&self, header: &Header, len: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
+    /// Handles the data datagrams of one receive (with GRO, several of one flow, `stride` bytes
+    /// apart), already routed to this session: one lock and one clock read per batch.
+    pub fn on_datagrams(&self, data: &[u8], stride: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
         let now = Instant::now();
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        for datagram in data.chunks(stride.max(1)) {
+            match Header::decode(datagram) {
+                Ok(header) if header.session == self.id => {
+                    self.record(&mut state, &header, datagram.len(), now, reply);
+                }
+                _ => state.counts.malformed += 1,
+            }
+        }
+        if state.expected == Some(state.counts.messages) {
+            self.complete.notify_one();
+        }
+    }
+
+    /// Counts one datagram (and acknowledges it, for stop-and-wait).
+    fn record(
+        &self,
+        state: &mut State,
+        header: &Header,
+        len: usize,
+        now: Instant,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
         let valid = header.kind == Kind::Data
             && header.seq < self.count
             && len
@@ -144,9 +167,6 @@ impl UdpSession {
             } else {
                 state.counts.ack_errors += 1;
             }
-        }
-        if state.expected == Some(state.counts.messages) {
-            self.complete.notify_one();
         }
     }
 
