@@ -15,13 +15,13 @@ use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DE
 use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
 
-use crate::{control, net};
 use bytes::Bytes;
 
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink};
 use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::{udp::UdpClient, SendTally};
+use crate::{control, net};
 
 /// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -78,29 +78,14 @@ pub struct SessionOutcome {
     pub server: ServerReport,
 }
 
-/// How one session is run.
-#[derive(Debug, Clone)]
-pub struct SessionSpec {
-    /// What the server is told.
-    pub params: SessionParams,
-    /// UDP streaming pacing.
-    pub rate: Option<BitRate>,
-    /// Fixed UDP stop-and-wait timeout, or adaptive.
-    pub rto: Option<Duration>,
-}
-
 /// Runs one session against the server at `server`.
-pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<SessionOutcome> {
+pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<SessionOutcome> {
     let mut ctrl = TcpStream::connect(server)
         .await
         .with_context(|| format!("cannot connect to the server at {server}"))?;
     let _ = ctrl.set_nodelay(true);
     control::write_preamble(&mut ctrl, &Preamble::control()).await?;
-    control::send(
-        &mut ctrl,
-        &ControlMessage::SessionRequest(spec.params.clone()),
-    )
-    .await?;
+    control::send(&mut ctrl, &ControlMessage::SessionRequest(params.clone())).await?;
     let (session, token, quic_cert) = match control::recv_setup(&mut ctrl)
         .await
         .context("the server did not accept the session")?
@@ -116,13 +101,13 @@ pub async fn run_session(server: SocketAddr, spec: &SessionSpec) -> Result<Sessi
     };
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
-    let leg = match spec.params.protocol {
-        Protocol::Tcp => run_tcp(server, spec, &data, &mut ctrl, &mut rtt).await?,
+    let leg = match params.protocol {
+        Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt).await?,
         Protocol::Quic => {
             let cert = quic_cert.context("the server announced no QUIC certificate")?;
-            run_quic(server, spec, &data, cert, &mut ctrl, &mut rtt).await?
+            run_quic(server, params, &data, cert, &mut ctrl, &mut rtt).await?
         }
-        Protocol::Udp => run_udp(server, spec, session, &mut ctrl, &mut rtt).await?,
+        Protocol::Udp => run_udp(server, params, session, &mut ctrl, &mut rtt).await?,
     };
     Ok(SessionOutcome {
         session,
@@ -148,12 +133,11 @@ struct Leg {
 /// thread of its own (see engine::blocking); the loops are the ones QUIC uses.
 async fn run_tcp(
     server: SocketAddr,
-    spec: &SessionSpec,
+    p: &SessionParams,
     preamble: &Preamble,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
 ) -> Result<Leg> {
-    let p = &spec.params;
     let opts = &p.options;
     let socket = if server.is_ipv6() {
         TcpSocket::new_v6()
@@ -218,13 +202,12 @@ async fn run_tcp(
 /// one shared payload buffer.
 async fn run_quic(
     server: SocketAddr,
-    spec: &SessionSpec,
+    p: &SessionParams,
     preamble: &Preamble,
     cert: Vec<u8>,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
 ) -> Result<Leg> {
-    let p = &spec.params;
     let (endpoint, connection, mut data_path) = quic::connect(server, cert).await?;
     let (mut send, mut recv) = connection
         .open_bi()
@@ -255,22 +238,21 @@ async fn run_quic(
 /// UDP: datagrams to the same port; the end is agreed on the control connection.
 async fn run_udp(
     server: SocketAddr,
-    spec: &SessionSpec,
+    p: &SessionParams,
     session: u32,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
 ) -> Result<Leg> {
-    let p = &spec.params;
     let udp = UdpClient::connect(server, p.options.window).await?;
     let started = Instant::now();
     let tally = match p.mechanism {
         Mechanism::Stream => {
-            udp.send_stream(session, p.total_bytes, p.msg_size, spec.rate)
+            udp.send_stream(session, p.total_bytes, p.msg_size, p.rate_bps.map(BitRate))
                 .await?
         }
         Mechanism::StopAndWait => {
-            let policy = match spec.rto {
-                Some(d) => RtoPolicy::Fixed(d),
+            let policy = match p.rto_us {
+                Some(us) => RtoPolicy::Fixed(Duration::from_micros(us)),
                 None => RtoPolicy::Adaptive(RtoEstimator::new(
                     DEFAULT_INITIAL_RTO,
                     DEFAULT_MIN_RTO,

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use wirebench_core::plan::Combination;
 use wirebench_core::proto::SessionParams;
 
-use crate::client::{self, SessionOutcome, SessionSpec};
+use crate::client::{self, SessionOutcome};
 use crate::config::RunConfig;
 
 /// One finished run.
@@ -33,22 +33,18 @@ pub struct Campaign {
 }
 
 /// The session parameters for one combination of a run configuration.
-pub fn session_spec(cfg: &RunConfig, combination: Combination) -> SessionSpec {
-    SessionSpec {
-        params: SessionParams {
-            protocol: combination.protocol,
-            mechanism: combination.mechanism,
-            msg_size: cfg.msg_size,
-            total_bytes: cfg.total_bytes,
-            rto_us: cfg
-                .rto
-                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            rate_bps: cfg.rate.map(|r| r.0),
-            grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
-            options: cfg.options.clone(),
-        },
-        rate: cfg.rate,
-        rto: cfg.rto,
+pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParams {
+    SessionParams {
+        protocol: combination.protocol,
+        mechanism: combination.mechanism,
+        msg_size: cfg.msg_size,
+        total_bytes: cfg.total_bytes,
+        rto_us: cfg
+            .rto
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        rate_bps: cfg.rate.map(|r| r.0),
+        grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
+        options: cfg.options.clone(),
     }
 }
 
@@ -67,14 +63,14 @@ pub async fn run_campaign(
     let total = planned_runs(cfg);
     let mut campaign = Campaign::default();
     for &combination in &cfg.combinations {
-        let spec = session_spec(cfg, combination);
+        let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            match client::run_session(server, &spec).await {
+            match client::run_session(server, &params).await {
                 Ok(outcome) => {
                     let record = RunRecord {
                         combination,
                         repeat_index,
-                        params: spec.params.clone(),
+                        params: params.clone(),
                         outcome,
                     };
                     on_run(campaign.runs.len() + 1, total, &record);

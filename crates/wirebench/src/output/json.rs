@@ -315,7 +315,7 @@ pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDo
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
     });
-    let session = runner::session_spec(cfg, any).params;
+    let session = runner::session_params(cfg, any);
     RunDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool {

@@ -6,26 +6,22 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
-use wirebench::client::{run_session, SessionSpec};
+use wirebench::client::run_session;
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{self, ControlMessage, Preamble, SessionParams};
 
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 
-fn small_tcp() -> SessionSpec {
-    SessionSpec {
-        params: SessionParams {
-            protocol: Protocol::Tcp,
-            mechanism: Mechanism::Stream,
-            msg_size: 1000,
-            total_bytes: 123_457,
-            rto_us: None,
-            rate_bps: None,
-            grace_us: 100_000,
-            options: Default::default(),
-        },
-        rate: None,
-        rto: None,
+fn small_tcp() -> SessionParams {
+    SessionParams {
+        protocol: Protocol::Tcp,
+        mechanism: Mechanism::Stream,
+        msg_size: 1000,
+        total_bytes: 123_457,
+        rto_us: None,
+        rate_bps: None,
+        grace_us: 100_000,
+        options: Default::default(),
     }
 }
 
@@ -152,10 +148,7 @@ async fn a_client_that_never_attaches_data_is_aborted_after_the_setup_timeout() 
         let mut ctrl = TcpStream::connect(server.addr).await.unwrap();
         ctrl.write_all(&Preamble::control().encode()).await.unwrap();
         let mut frame = Vec::new();
-        proto::encode_frame(
-            &ControlMessage::SessionRequest(small_tcp().params),
-            &mut frame,
-        );
+        proto::encode_frame(&ControlMessage::SessionRequest(small_tcp()), &mut frame);
         ctrl.write_all(&frame).await.unwrap();
         // Hang up right after being accepted: the session must end, marked aborted.
         let mut header = [0u8; 4];

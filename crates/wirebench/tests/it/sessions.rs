@@ -1,33 +1,32 @@
 //! Exact counts for every protocol × mechanism, edge message sizes, lossy stop-and-wait.
 
-use std::time::Duration;
-
-use wirebench::client::{run_session, SessionOutcome, SessionSpec};
+use wirebench::client::{run_session, SessionOutcome};
 use wirebench_core::plan::{message_count, Mechanism, Protocol};
 use wirebench_core::proto::SessionParams;
 use wirebench_core::wire;
 
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 
-fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total_bytes: u64) -> SessionSpec {
-    SessionSpec {
-        params: SessionParams {
-            protocol,
-            mechanism,
-            msg_size,
-            total_bytes,
-            rto_us: None,
-            rate_bps: None,
-            grace_us: 200_000,
-            options: Default::default(),
-        },
-        rate: None,
-        rto: None,
+fn spec(
+    protocol: Protocol,
+    mechanism: Mechanism,
+    msg_size: u32,
+    total_bytes: u64,
+) -> SessionParams {
+    SessionParams {
+        protocol,
+        mechanism,
+        msg_size,
+        total_bytes,
+        rto_us: None,
+        rate_bps: None,
+        grace_us: 200_000,
+        options: Default::default(),
     }
 }
 
 /// Runs one session and checks the server's summary matches what the client got back.
-async fn run(server: &mut TestServer, spec: &SessionSpec) -> SessionOutcome {
+async fn run(server: &mut TestServer, spec: &SessionParams) -> SessionOutcome {
     let out = run_session(server.addr, spec).await.expect("session runs");
     let summary = server.next_session().await;
     assert_eq!(summary.session, out.session);
@@ -61,7 +60,7 @@ async fn all_six_combinations_count_exactly_with_a_remainder() {
                 let mut sp = spec(protocol, mechanism, size, total);
                 // Pace UDP streaming so loopback receive buffers cannot overflow: exact here too.
                 if protocol == Protocol::Udp && mechanism == Mechanism::Stream {
-                    sp.rate = Some(wirebench_core::units::BitRate(200_000_000));
+                    sp.rate_bps = Some(200_000_000);
                 }
                 let out = run(&mut server, &sp).await;
                 assert_eq!(out.server.protocol, protocol);
@@ -128,7 +127,7 @@ async fn udp_carries_the_largest_datagram() {
         .await;
         assert_exact(&out, largest, total);
         let mut sp = spec(Protocol::Udp, Mechanism::Stream, largest, total);
-        sp.rate = Some(wirebench_core::units::BitRate(100_000_000));
+        sp.rate_bps = Some(100_000_000);
         let out = run(&mut server, &sp).await;
         assert_eq!(out.server.messages + out.server.lost, 11);
         assert!(out.server.bytes <= total);
@@ -167,8 +166,7 @@ async fn udp_stop_and_wait_survives_loss_in_both_directions() {
         let count = message_count(total, size);
         let mut sp = spec(Protocol::Udp, Mechanism::StopAndWait, size, total);
         // A fixed, generous timeout keeps spurious retransmissions out of the arithmetic.
-        sp.rto = Some(Duration::from_millis(20));
-        sp.params.rto_us = Some(20_000);
+        sp.rto_us = Some(20_000);
         let out = run_session(fwd.addr, &sp).await.expect("session runs");
         let summary = server.next_session().await;
         assert_eq!(summary.report, out.server);
@@ -214,10 +212,10 @@ async fn data_path_options_apply_on_both_ends() {
             .and_then(|list| list.into_iter().find(|c| c == "reno" || c == "cubic"));
         for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
             let mut sp = spec(Protocol::Tcp, mechanism, 1000, 200_001);
-            sp.params.options.window = Some(256 * 1024);
-            sp.params.options.congestion = cc.clone();
-            sp.params.options.nodelay = true;
-            sp.params.options.busy_poll = mechanism == Mechanism::StopAndWait;
+            sp.options.window = Some(256 * 1024);
+            sp.options.congestion = cc.clone();
+            sp.options.nodelay = true;
+            sp.options.busy_poll = mechanism == Mechanism::StopAndWait;
             let out = run(&mut server, &sp).await;
             assert_exact(&out, 1000, 200_001);
             for (side, p) in [
@@ -238,7 +236,7 @@ async fn data_path_options_apply_on_both_ends() {
         }
         // UDP stop-and-wait, busy-polling client: still every message exactly once.
         let mut sp = spec(Protocol::Udp, Mechanism::StopAndWait, 512, 100_000);
-        sp.params.options.busy_poll = true;
+        sp.options.busy_poll = true;
         let out = run(&mut server, &sp).await;
         assert_exact(&out, 512, 100_000);
         assert!(out.client.data_path.busy_poll);
@@ -257,7 +255,7 @@ async fn server_refuses_an_unknown_congestion_control() {
         }
         let server = TestServer::start().await;
         let mut sp = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
-        sp.params.options.congestion = Some("warpdrive".into());
+        sp.options.congestion = Some("warpdrive".into());
         let err = run_session(server.addr, &sp).await.expect_err("refused");
         let msg = format!("{err:#}");
         assert!(
