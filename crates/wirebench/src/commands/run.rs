@@ -28,6 +28,7 @@ pub async fn execute(cfg: RunConfig) -> Result<bool> {
         }
     };
     let server_name = match &cfg.target {
+        Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };

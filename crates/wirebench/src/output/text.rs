@@ -21,6 +21,16 @@ pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
+/// A bit rate for `bytes` over `seconds`, or "n/a" when no measurable time passed (a single
+/// small message arrives within one clock reading).
+fn rate_text(bytes: u64, seconds: f64) -> String {
+    if seconds > 0.0 {
+        format_bitrate(bits_per_second(bytes, seconds))
+    } else {
+        "n/a".to_string()
+    }
+}
+
 /// The server's one-line summary of a session, as `wirebench server` prints it.
 pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &ServerReport) -> String {
     let secs = r.elapsed_ns as f64 / 1e9;
@@ -30,7 +40,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         r.mechanism,
         r.messages,
         r.bytes,
-        format_bitrate(bits_per_second(r.bytes, secs)),
+        rate_text(r.bytes, secs),
         r.read_calls,
         if r.protocol == Protocol::Udp { "datagrams" } else { "read calls" },
     );
