@@ -20,7 +20,8 @@ use bytes::Bytes;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink};
 use crate::engine::stream::{self, MessageSink, WriteSink};
-use crate::engine::{udp::UdpClient, SendTally};
+use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
+use crate::engine::SendTally;
 use crate::{control, net};
 
 /// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
@@ -244,11 +245,15 @@ async fn run_udp(
     rtt: &mut Histogram<u64>,
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
-    let started = Instant::now();
-    let tally = match p.mechanism {
+    let mut data_path = udp.data_path(p.options.busy_poll);
+    let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
-            udp.send_stream(session, p.total_bytes, p.msg_size, p.rate_bps.map(BitRate))
-                .await?
+            let started = Instant::now();
+            let tally = udp
+                .send_stream(session, p.total_bytes, p.msg_size, p.rate_bps.map(BitRate))
+                .await?;
+            data_path.cpu = net::current_cpu();
+            (tally, started, Instant::now())
         }
         Mechanism::StopAndWait => {
             let policy = match p.rto_us {
@@ -259,20 +264,34 @@ async fn run_udp(
                     DEFAULT_MAX_RTO,
                 )),
             };
-            udp.send_stop_and_wait(
-                session,
-                p.total_bytes,
-                p.msg_size,
-                policy,
-                p.options.busy_poll,
-                rtt,
-            )
-            .await?
+            let (total, size) = (p.total_bytes, p.msg_size);
+            if p.options.busy_poll {
+                let mut port = SpinPort(udp.into_std().context("while preparing the UDP socket")?);
+                // The thread owns a copy of the histogram and hands it back.
+                let mut hist = rtt.clone();
+                let (result, started, acked_at, cpu, hist) =
+                    tokio::task::spawn_blocking(move || {
+                        let started = Instant::now();
+                        let result = block_on(udp::send_stop_and_wait(
+                            &mut port, session, total, size, policy, &mut hist,
+                        ));
+                        (result, started, Instant::now(), net::current_cpu(), hist)
+                    })
+                    .await
+                    .context("the UDP sender thread failed")?;
+                *rtt = hist;
+                data_path.cpu = cpu;
+                (result?, started, acked_at)
+            } else {
+                let started = Instant::now();
+                let mut port = AsyncPort(udp.socket());
+                let tally =
+                    udp::send_stop_and_wait(&mut port, session, total, size, policy, rtt).await?;
+                data_path.cpu = net::current_cpu();
+                (tally, started, Instant::now())
+            }
         }
     };
-    let acked_at = Instant::now();
-    let mut data_path = udp.data_path(p.options.busy_poll);
-    data_path.cpu = net::current_cpu();
     control::send(
         ctrl,
         &ControlMessage::SenderDone {

@@ -30,7 +30,9 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Server(args) => {
             let cfg = ServerConfig::from_args(&args)?;
-            runtime.block_on(commands::server::execute(cfg))?;
+            let result = runtime.block_on(commands::server::execute(cfg));
+            shut_down(runtime);
+            result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
@@ -43,4 +45,10 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// Ends the runtime without waiting for ever on data-path threads still blocked in a socket
+/// call (a session cut by Ctrl-C): they die with the process.
+fn shut_down(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
 }

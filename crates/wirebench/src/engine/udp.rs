@@ -4,6 +4,7 @@
 //!
 //! Every send error is counted; none is swallowed.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -159,112 +160,15 @@ impl UdpClient {
         Ok(tally)
     }
 
-    /// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged.
-    pub async fn send_stop_and_wait(
-        &self,
-        session: u32,
-        total_bytes: u64,
-        msg_size: u32,
-        rto: RtoPolicy,
-        busy_poll: bool,
-        rtt_ns: &mut Histogram<u64>,
-    ) -> Result<SendTally> {
-        let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
-        let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
-        let mut ack = [0u8; 64];
-        let mut tally = SendTally::default();
-        let mut failures = 0u32;
-        loop {
-            while let Some(tx) = sender.poll_transmit(Instant::now()) {
-                Header {
-                    kind: Kind::Data,
-                    retransmit: tx.retransmit,
-                    session,
-                    seq: tx.seq,
-                }
-                .write_to(&mut datagram)
-                .context("datagram buffer too small")?;
-                tally.send_calls += 1;
-                match self
-                    .socket
-                    .send(&datagram[..HEADER_LEN + tx.len as usize])
-                    .await
-                {
-                    Ok(_) => tally.datagrams += 1,
-                    // The timer will retransmit it; the error is counted, not hidden.
-                    Err(_) => tally.send_errors += 1,
-                }
-            }
-            if sender.is_done() {
-                break;
-            }
-            let Some(deadline) = sender.poll_timeout() else {
-                bail!("stop-and-wait sender has nothing outstanding but is not done");
-            };
-            let received = if busy_poll {
-                self.spin_recv(&mut ack, deadline)
-            } else {
-                tokio::time::timeout_at(deadline.into(), self.socket.recv(&mut ack))
-                    .await
-                    .ok()
-            };
-            match received {
-                Some(Ok(n)) => {
-                    let Ok(h) = Header::decode(&ack[..n]) else {
-                        continue;
-                    };
-                    if h.kind != Kind::Ack || h.session != session {
-                        continue;
-                    }
-                    if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, Instant::now()) {
-                        failures = 0;
-                        if let Some(rtt) = rtt {
-                            rtt_ns.saturating_record(duration_ns(rtt));
-                        }
-                    }
-                }
-                // ICMP "port unreachable" from an earlier datagram surfaces here on a connected socket.
-                Some(Err(e)) => {
-                    tally.send_errors += 1;
-                    failures += 1;
-                    if failures >= MAX_CONSECUTIVE_FAILURES {
-                        return Err(e).context("the server does not answer UDP");
-                    }
-                }
-                None => {
-                    sender.handle_timeout(Instant::now());
-                    failures += 1;
-                    if failures >= MAX_CONSECUTIVE_FAILURES {
-                        bail!(
-                            "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
-                            sender.messages_acked() + 1,
-                            message_count(total_bytes, msg_size)
-                        );
-                    }
-                }
-            }
-        }
-        tally.messages = sender.messages_acked();
-        tally.bytes = sender.bytes_acked();
-        tally.retransmissions = sender.retransmissions();
-        tally.timeouts = sender.timeouts();
-        Ok(tally)
+    /// The async socket (stop-and-wait).
+    pub fn socket(&self) -> &UdpSocket {
+        &self.socket
     }
 
-    /// Busy-poll receive: spins on the non-blocking socket until a datagram or `deadline`
-    /// (`None`). Holds this thread, which is the point: it never sleeps.
-    fn spin_recv(&self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
-        loop {
-            match self.socket.try_recv(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        return None;
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return Some(other),
-            }
-        }
+    /// The socket, for a spinning data-path thread (busy-poll stop-and-wait); it stays
+    /// non-blocking.
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.socket.into_std()
     }
 
     /// Sends one (possibly segmented) transmit, waiting for writability; returns real errors.
@@ -275,6 +179,145 @@ impl UdpClient {
             })
             .await
     }
+}
+
+/// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
+/// deadline (`None` when the deadline passes first).
+pub trait DatagramPort {
+    /// Sends one datagram to the connected peer.
+    fn send(&mut self, datagram: &[u8]) -> impl Future<Output = io::Result<usize>> + Send;
+    /// Receives one datagram, or `None` at `deadline`.
+    fn recv_until(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+    ) -> impl Future<Output = Option<io::Result<usize>>> + Send;
+}
+
+/// The usual port: the async socket, sleeping until a datagram or the timer.
+#[derive(Debug)]
+pub struct AsyncPort<'a>(pub &'a UdpSocket);
+
+impl DatagramPort for AsyncPort<'_> {
+    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        self.0.send(datagram).await
+    }
+
+    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        tokio::time::timeout_at(deadline.into(), self.0.recv(buf))
+            .await
+            .ok()
+    }
+}
+
+/// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
+/// `engine::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
+#[derive(Debug)]
+pub struct SpinPort(pub std::net::UdpSocket);
+
+impl DatagramPort for SpinPort {
+    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.send(datagram) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                other => return other,
+            }
+        }
+    }
+
+    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        loop {
+            match self.0.recv(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return Some(other),
+            }
+        }
+    }
+}
+
+/// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged.
+pub async fn send_stop_and_wait<P: DatagramPort>(
+    port: &mut P,
+    session: u32,
+    total_bytes: u64,
+    msg_size: u32,
+    rto: RtoPolicy,
+    rtt_ns: &mut Histogram<u64>,
+) -> Result<SendTally> {
+    let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
+    let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
+    let mut ack = [0u8; 64];
+    let mut tally = SendTally::default();
+    let mut failures = 0u32;
+    loop {
+        while let Some(tx) = sender.poll_transmit(Instant::now()) {
+            Header {
+                kind: Kind::Data,
+                retransmit: tx.retransmit,
+                session,
+                seq: tx.seq,
+            }
+            .write_to(&mut datagram)
+            .context("datagram buffer too small")?;
+            tally.send_calls += 1;
+            match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
+                Ok(_) => tally.datagrams += 1,
+                // The timer will retransmit it; the error is counted, not hidden.
+                Err(_) => tally.send_errors += 1,
+            }
+        }
+        if sender.is_done() {
+            break;
+        }
+        let Some(deadline) = sender.poll_timeout() else {
+            bail!("stop-and-wait sender has nothing outstanding but is not done");
+        };
+        match port.recv_until(&mut ack, deadline).await {
+            Some(Ok(n)) => {
+                let Ok(h) = Header::decode(&ack[..n]) else {
+                    continue;
+                };
+                if h.kind != Kind::Ack || h.session != session {
+                    continue;
+                }
+                if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, Instant::now()) {
+                    failures = 0;
+                    if let Some(rtt) = rtt {
+                        rtt_ns.saturating_record(duration_ns(rtt));
+                    }
+                }
+            }
+            // ICMP "port unreachable" from an earlier datagram surfaces here on a connected socket.
+            Some(Err(e)) => {
+                tally.send_errors += 1;
+                failures += 1;
+                if failures >= MAX_CONSECUTIVE_FAILURES {
+                    return Err(e).context("the server does not answer UDP");
+                }
+            }
+            None => {
+                sender.handle_timeout(Instant::now());
+                failures += 1;
+                if failures >= MAX_CONSECUTIVE_FAILURES {
+                    bail!(
+                        "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
+                        sender.messages_acked() + 1,
+                        message_count(total_bytes, msg_size)
+                    );
+                }
+            }
+        }
+    }
+    tally.messages = sender.messages_acked();
+    tally.bytes = sender.bytes_acked();
+    tally.retransmissions = sender.retransmissions();
+    tally.timeouts = sender.timeouts();
+    Ok(tally)
 }
 
 /// Whether a send failed because the kernel will not segment this batch (a datagram larger
