@@ -113,7 +113,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub nodelay: bool,
     /// Spin on non-blocking sockets instead of sleeping, for the lowest stop-and-wait latency at
-    /// the cost of a busy CPU: TCP on both ends, UDP on the client (not QUIC).
+    /// the cost of a busy CPU: TCP on both ends, UDP on the client (the UDP server side still
+    /// sleeps); not QUIC.
     #[arg(long)]
     pub busy_poll: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
