@@ -45,6 +45,56 @@ pub enum Command {
     /// Example: wirebench run --proto tcp,udp,quic --mode stream,saw -l 1024 -n 500MiB --repeat 5
     #[command(after_long_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// List the campaigns in the results store: id, start time (UTC), what ran, runs stored, status.
+    Runs(DbArgs),
+    /// Show one stored campaign: its parameters, environment and every run with both views.
+    Show(ShowArgs),
+    /// Print one stored campaign as JSON on stdout: the `run --json` document plus a `campaign`
+    /// block (id, times, status, environment). `wirebench import` reads it back.
+    Export(ShowArgs),
+    /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
+    Import(ImportArgs),
+}
+
+/// Where the results database is (for the subcommands that read or write it).
+#[derive(Debug, Args, Clone, Default)]
+pub struct DbArgs {
+    /// Results database file. Default: $XDG_DATA_HOME/wirebench/results.sqlite3
+    /// (~/.local/share/wirebench/results.sqlite3 when XDG_DATA_HOME is unset).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Results-store flags of `wirebench run`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreArgs {
+    /// Results database file; every finished run is committed to it before the next starts.
+    /// Default: $XDG_DATA_HOME/wirebench/results.sqlite3 (~/.local/share/wirebench/...).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    pub db: Option<PathBuf>,
+    /// Do not store the results.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+/// Flags of `wirebench show` and `wirebench export`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    pub id: i64,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags of `wirebench import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// JSON file written by `wirebench export` or `wirebench run --json` (`-` reads stdin).
+    pub file: PathBuf,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// Flags of `wirebench server`.
@@ -104,4 +154,7 @@ pub struct RunArgs {
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Results store.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }

@@ -12,7 +12,8 @@ use wirebench_core::plan::{
 use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
-use crate::cli::{RunArgs, ServerArgs, DEFAULT_PORT};
+use crate::cli::{DbArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::store;
 
 /// A usage error: the user asked for something that is not allowed. Exit status 2.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +69,35 @@ pub struct RunConfig {
     pub grace: Duration,
     /// Print one JSON document instead of text.
     pub json: bool,
+}
+
+/// Where `run` stores its results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// `--no-store`.
+    Off,
+    /// This database file.
+    File(PathBuf),
+}
+
+impl StoreTarget {
+    /// `--no-store`, `--db PATH`, or the default database.
+    pub fn from_args(args: &StoreArgs) -> anyhow::Result<Self> {
+        if args.no_store {
+            return Ok(StoreTarget::Off);
+        }
+        Ok(StoreTarget::File(db_path(&DbArgs {
+            db: args.db.clone(),
+        })?))
+    }
+}
+
+/// The database file named by `--db`, or the default one.
+pub fn db_path(args: &DbArgs) -> anyhow::Result<PathBuf> {
+    match &args.db {
+        Some(path) => Ok(path.clone()),
+        None => store::default_path(),
+    }
 }
 
 /// Everything `wirebench server` needs, validated.

@@ -8,10 +8,12 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod engine;
+pub mod environment;
 pub mod net;
 pub mod output;
 pub mod runner;
 pub mod server;
+pub mod store;
 pub mod tls;
 
 use std::process::ExitCode;
@@ -19,7 +21,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use cli::{Cli, Command};
-use config::{RunConfig, ServerConfig};
+use config::{RunConfig, ServerConfig, StoreTarget};
 
 /// Runs a parsed command line to its end; usage errors come back as [`config::UsageError`].
 pub fn run_cli(cli: Cli) -> Result<ExitCode> {
@@ -35,12 +37,37 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Run(args) => {
             let cfg = RunConfig::from_args(&args)?;
-            let ok = runtime.block_on(commands::run::execute(cfg))?;
+            let store = StoreTarget::from_args(&args.store)?;
+            let ok = runtime.block_on(commands::run::execute(cfg, store))?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::Runs(db) => {
+            commands::history::list(&config::db_path(&db)?, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show(args) => {
+            let db = config::db_path(&args.db)?;
+            commands::history::show(&db, args.id, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let db = config::db_path(&args.db)?;
+            commands::history::export(&db, args.id, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import(args) => {
+            let db = config::db_path(&args.db)?;
+            let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;
+            println!(
+                "imported {} as campaign {id} in {}",
+                args.file.display(),
+                db.display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

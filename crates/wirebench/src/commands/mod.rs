@@ -1,4 +1,5 @@
 //! One module per subcommand: each turns a validated configuration into work and output.
 
+pub mod history;
 pub mod run;
 pub mod server;

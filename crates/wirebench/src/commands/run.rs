@@ -1,5 +1,7 @@
 //! `wirebench run`: starts the embedded server when no --server is given, runs the plan, and
-//! prints each run as it finishes, then the summary tables (text) or one JSON document.
+//! prints each run as it finishes, then the summary tables (text) or one JSON document. Each
+//! finished run is committed to the results store before the next starts; Ctrl-C marks the
+//! campaign aborted.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -7,14 +9,21 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
-use crate::config::{RunConfig, Target};
+use crate::config::{RunConfig, StoreTarget, Target};
+use crate::environment::Environment;
 use crate::output::{json, text};
-use crate::runner::{self, Campaign};
+use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
+use crate::store::{NewCampaign, Status, Store};
 use crate::tls::ServerIdentity;
 
 /// Runs the run command; `Ok(false)` means a run failed (exit status 1).
-pub async fn execute(cfg: RunConfig) -> Result<bool> {
+pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> {
+    // Open the store first: a database that cannot be opened stops us before any traffic.
+    let store = match &store_target {
+        StoreTarget::Off => None,
+        StoreTarget::File(path) => Some(Store::open(path)?),
+    };
     let (server_addr, mut events, _embedded) = match &cfg.target {
         Target::Remote { addr, .. } => (*addr, None, None),
         Target::Embedded(ip) => {
@@ -43,7 +52,15 @@ pub async fn execute(cfg: RunConfig) -> Result<bool> {
             )
         );
     }
-    let campaign: Campaign = runner::run_campaign(&cfg, server_addr, |position, of, record| {
+    let mut recorder = match store {
+        None => None,
+        Some(store) => Some(Recorder::begin(store, &cfg, &server_name)?),
+    };
+    let running = runner::run_campaign(&cfg, server_addr, |position, of, record| {
+        // Stored before it is printed: a run on the screen is a run in the database.
+        if let Some(r) = recorder.as_mut() {
+            r.record(position, record);
+        }
         let server_line = events
             .as_mut()
             .and_then(|rx| embedded_line(rx, record.outcome.session));
@@ -56,8 +73,33 @@ pub async fn execute(cfg: RunConfig) -> Result<bool> {
             );
             let _ = out.flush();
         }
-    })
-    .await;
+    });
+    let interrupted = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handling here: never report an interrupt.
+            std::future::pending::<()>().await;
+        }
+    };
+    let campaign: Campaign = tokio::select! {
+        campaign = running => campaign,
+        () = interrupted => {
+            let stored = recorder.as_ref().map_or(0, |r| r.stored);
+            if let Some(r) = recorder.take() {
+                r.finish(Status::Aborted, Some("interrupted (Ctrl-C)"), cfg.json);
+            }
+            eprintln!("interrupted: {stored} finished run(s) stored, the run in flight is lost");
+            return Ok(false);
+        }
+    };
+    let store_failed = recorder.as_ref().is_some_and(|r| r.error.is_some());
+    if let Some(r) = recorder.take() {
+        let status = if campaign.failure.is_some() {
+            Status::Failed
+        } else {
+            Status::Complete
+        };
+        r.finish(status, campaign.failure.as_deref(), cfg.json);
+    }
     if cfg.json {
         let doc = json::run_document(&cfg, &server_name, &campaign);
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
@@ -72,7 +114,90 @@ pub async fn execute(cfg: RunConfig) -> Result<bool> {
         eprintln!("error: {failure}");
         return Ok(false);
     }
-    Ok(true)
+    Ok(!store_failed)
+}
+
+/// Seconds since the Unix epoch, for the store's timestamps (0 if the clock is before 1970).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Writes a campaign into the store as it runs. A store failure is reported once and ends
+/// storing (the measurements go on and are still printed); the exit status is then 1.
+struct Recorder {
+    store: Store,
+    campaign: i64,
+    stored: u64,
+    error: Option<String>,
+}
+
+impl Recorder {
+    fn begin(mut store: Store, cfg: &RunConfig, server_name: &str) -> Result<Recorder> {
+        let campaign = store
+            .begin_campaign(&NewCampaign {
+                started_at_unix_s: unix_now(),
+                parameters: json::parameters(cfg, server_name),
+                planned_runs: runner::planned_runs(cfg) as u64,
+                environment: Environment::detect(),
+            })
+            .with_context(|| format!("cannot store in {}", store.path().display()))?;
+        Ok(Recorder {
+            store,
+            campaign,
+            stored: 0,
+            error: None,
+        })
+    }
+
+    fn record(&mut self, position: usize, record: &RunRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        match self
+            .store
+            .add_run(self.campaign, position as u64, &json::run_json(record))
+        {
+            Ok(()) => self.stored += 1,
+            Err(e) => {
+                let msg = format!(
+                    "cannot store run {position} in {}: {e:#}; later runs are not stored",
+                    self.store.path().display()
+                );
+                eprintln!("warning: {msg}");
+                self.error = Some(msg);
+            }
+        }
+    }
+
+    fn finish(mut self, status: Status, error: Option<&str>, json_output: bool) {
+        let error = error.or(self.error.as_deref());
+        match self
+            .store
+            .finish_campaign(self.campaign, status, unix_now(), error)
+        {
+            Ok(()) => {
+                let note = format!(
+                    "stored as campaign {} ({} run(s), {}) in {}",
+                    self.campaign,
+                    self.stored,
+                    status.as_str(),
+                    self.store.path().display()
+                );
+                if json_output {
+                    eprintln!("{note}");
+                } else {
+                    println!("{note}");
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: cannot mark campaign {} as {}: {e:#}",
+                self.campaign,
+                status.as_str()
+            ),
+        }
+    }
 }
 
 /// The embedded server's own summary line for `session` (it is sent before the client gets
