@@ -4,4 +4,5 @@
 mod cli;
 mod robustness;
 mod sessions;
+mod store;
 mod support;
