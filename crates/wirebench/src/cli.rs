@@ -54,6 +54,31 @@ pub enum Command {
     Export(ShowArgs),
     /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
     Import(ImportArgs),
+    /// Summarise one stored campaign: per configuration, min / avg / median / max / stddev of
+    /// time, throughput, messages and bytes, for the client and the server view.
+    ///
+    /// Example: wirebench report --last --format markdown -o results.md
+    Report(ReportArgs),
+}
+
+/// Flags of `wirebench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    #[arg(required_unless_present = "last", conflicts_with = "last")]
+    pub id: Option<i64>,
+    /// Report on the newest campaign.
+    #[arg(long)]
+    pub last: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// Where the results database is (for the subcommands that read or write it).

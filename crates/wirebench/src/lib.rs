@@ -11,6 +11,7 @@ pub mod engine;
 pub mod environment;
 pub mod net;
 pub mod output;
+pub mod report;
 pub mod runner;
 pub mod server;
 pub mod store;
@@ -57,6 +58,21 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         Command::Export(args) => {
             let db = config::db_path(&args.db)?;
             commands::history::export(&db, args.id, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report(args) => {
+            let db = config::db_path(&args.db)?;
+            let which = match args.id {
+                Some(id) => commands::report::Which::Id(id),
+                None => commands::report::Which::Last,
+            };
+            commands::report::execute(
+                &db,
+                which,
+                args.format,
+                args.output.as_deref(),
+                &mut std::io::stdout().lock(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => {

@@ -1,0 +1,220 @@
+//! Reports over one campaign: per configuration, min / avg / median / max / stddev of time,
+//! throughput, messages and bytes for the client and the server view, and the exporters that
+//! write them (one file per format). Owns the report model; must not open files, read clocks or
+//! know about the store: commands load campaigns and hand them in.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod table;
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use wirebench_core::plan::{self, Mechanism, Protocol};
+use wirebench_core::stats::Summary;
+
+use crate::output::json::{Parameters, RunJson};
+
+/// Version of the JSON report's layout.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Writes a report in one format.
+pub trait Exporter {
+    /// Writes `report` to `out`.
+    fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Plain-text tables ("Statistics for Client TCP Streaming ...").
+    Table,
+    /// Markdown tables, one per configuration.
+    Markdown,
+    /// One CSV row per configuration × view × metric.
+    Csv,
+    /// One JSON document.
+    Json,
+}
+
+/// The exporter for `format`.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(table::Table),
+        Format::Markdown => Box::new(markdown::Markdown),
+        Format::Csv => Box::new(csv::Csv),
+        Format::Json => Box::new(json::Json),
+    }
+}
+
+/// Which campaign a report is about (already formatted by the caller: no clocks here).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Heading {
+    /// Campaign id in the store.
+    pub campaign: i64,
+    /// Start time, as the caller formats it (UTC).
+    pub started: String,
+    /// How the campaign ended.
+    pub status: String,
+    /// Host the campaign ran on.
+    pub host: String,
+}
+
+/// A whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Layout version of the JSON form.
+    pub schema_version: u32,
+    /// Which campaign.
+    pub heading: Heading,
+    /// One entry per configuration with runs, in run order.
+    pub configurations: Vec<Configuration>,
+}
+
+/// The statistics of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Configuration {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Mechanism.
+    pub mechanism: Mechanism,
+    /// Message size, bytes.
+    pub msg_size: u32,
+    /// Bytes per run.
+    pub total_bytes: u64,
+    /// Runs summarised.
+    pub runs: usize,
+    /// What the client measured.
+    pub client: View,
+    /// What the server measured.
+    pub server: View,
+}
+
+/// One side's figures over the runs of a configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct View {
+    /// Transfer time, seconds.
+    pub seconds: Summary,
+    /// Goodput, bit/s.
+    pub throughput_bps: Summary,
+    /// Messages.
+    pub messages: Summary,
+    /// Bytes.
+    pub bytes: Summary,
+}
+
+impl Report {
+    /// Builds the report of a campaign from its parameters and runs.
+    pub fn build(heading: Heading, parameters: &Parameters, runs: &[RunJson]) -> Report {
+        let configurations = plan::matrix(&parameters.protocols, &parameters.mechanisms)
+            .into_iter()
+            .filter_map(|combo| {
+                let these: Vec<&RunJson> = runs
+                    .iter()
+                    .filter(|r| r.protocol == combo.protocol && r.mechanism == combo.mechanism)
+                    .collect();
+                Some(Configuration {
+                    protocol: combo.protocol,
+                    mechanism: combo.mechanism,
+                    msg_size: parameters.msg_size,
+                    total_bytes: parameters.total_bytes,
+                    runs: these.len(),
+                    client: view(&these, |r| {
+                        let c = &r.client;
+                        [
+                            c.seconds,
+                            c.throughput_bps,
+                            c.messages as f64,
+                            c.bytes as f64,
+                        ]
+                    })?,
+                    server: view(&these, |r| {
+                        let s = &r.server;
+                        [
+                            s.seconds,
+                            s.throughput_bps,
+                            s.messages as f64,
+                            s.bytes as f64,
+                        ]
+                    })?,
+                })
+            })
+            .collect();
+        Report {
+            schema_version: REPORT_SCHEMA_VERSION,
+            heading,
+            configurations,
+        }
+    }
+}
+
+impl Configuration {
+    /// "TCP Streaming", "UDP Stop and Wait", as in the text tables.
+    pub fn title(&self) -> String {
+        format!(
+            "{} {}",
+            match self.protocol {
+                Protocol::Tcp => "TCP",
+                Protocol::Udp => "UDP",
+                Protocol::Quic => "QUIC",
+            },
+            match self.mechanism {
+                Mechanism::Stream => "Streaming",
+                Mechanism::StopAndWait => "Stop and Wait",
+            }
+        )
+    }
+}
+
+/// One metric of a view, with how exporters name and print it.
+pub struct Metric<'a> {
+    /// Machine name: time, throughput, messages, bytes.
+    pub name: &'static str,
+    /// Base unit of the summary's values: s, bit/s, count, B.
+    pub unit: &'static str,
+    /// Human label with its display unit, as in the text tables.
+    pub label: &'static str,
+    /// Divide values by this for the display unit.
+    pub scale: f64,
+    /// Decimals in human formats.
+    pub digits: usize,
+    /// The values.
+    pub summary: &'a Summary,
+}
+
+/// The metrics of a view in the order exporters print them.
+pub fn metrics(v: &View) -> [Metric<'_>; 4] {
+    let m = |name, unit, label, scale, digits, summary| Metric {
+        name,
+        unit,
+        label,
+        scale,
+        digits,
+        summary,
+    };
+    [
+        m("time", "s", "Time (s)", 1.0, 4, &v.seconds),
+        m(
+            "throughput",
+            "bit/s",
+            "Throughput (Gbit/s)",
+            1e9,
+            3,
+            &v.throughput_bps,
+        ),
+        m("messages", "count", "Messages", 1.0, 1, &v.messages),
+        m("bytes", "B", "Bytes", 1.0, 1, &v.bytes),
+    ]
+}
+
+fn view(runs: &[&RunJson], pick: impl Fn(&RunJson) -> [f64; 4]) -> Option<View> {
+    let values: Vec<[f64; 4]> = runs.iter().map(|r| pick(r)).collect();
+    let column = |i: usize| Summary::of(&values.iter().map(|v| v[i]).collect::<Vec<_>>());
+    Some(View {
+        seconds: column(0)?,
+        throughput_bps: column(1)?,
+        messages: column(2)?,
+        bytes: column(3)?,
+    })
+}

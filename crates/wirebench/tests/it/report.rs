@@ -1,0 +1,123 @@
+//! Reports: every exporter's output for a fixed campaign (tests/fixtures/campaign-export.json)
+//! is compared byte for byte with its snapshot in tests/snapshots/. Set
+//! WIREBENCH_UPDATE_SNAPSHOTS=1 to rewrite the snapshots after an intended change, and review
+//! the diff.
+
+use std::path::PathBuf;
+
+use wirebench::commands::{history, report};
+use wirebench::report::Format;
+
+use crate::cli::{stderr, wirebench};
+use crate::support::TempPath;
+
+fn manifest_path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+const FORMATS: [(Format, &str); 4] = [
+    (Format::Table, "table"),
+    (Format::Markdown, "markdown"),
+    (Format::Csv, "csv"),
+    (Format::Json, "json"),
+];
+
+fn fixture_db() -> TempPath {
+    let db = TempPath::new(".sqlite3");
+    let id = history::import(
+        &db.0,
+        &manifest_path("tests/fixtures/campaign-export.json"),
+        0,
+    )
+    .expect("fixture imports");
+    assert_eq!(id, 1);
+    db
+}
+
+fn snapshot_name(name: &str) -> PathBuf {
+    let ext = match name {
+        "table" => "txt",
+        "markdown" => "md",
+        other => other,
+    };
+    manifest_path(&format!("tests/snapshots/report.{ext}"))
+}
+
+#[test]
+fn every_format_matches_its_snapshot() {
+    let db = fixture_db();
+    for (format, name) in FORMATS {
+        let mut out = Vec::new();
+        report::execute(&db.0, report::Which::Id(1), format, None, &mut out).expect(name);
+        let path = snapshot_name(name);
+        if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, &out).expect("snapshot written");
+        }
+        let expected = std::fs::read(&path).expect("snapshot exists");
+        assert!(
+            out == expected,
+            "{name} differs from {}:\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out)
+        );
+    }
+}
+
+#[test]
+fn the_report_covers_every_configuration_and_both_views() {
+    let db = fixture_db();
+    let mut out = Vec::new();
+    report::execute(&db.0, report::Which::Last, Format::Csv, None, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    // 4 configurations × 2 views × 4 metrics, plus the header.
+    assert_eq!(text.lines().count(), 1 + 4 * 2 * 4, "{text}");
+    for config in ["tcp,stream", "tcp,saw", "udp,stream", "udp,saw"] {
+        for row in [
+            "client,bytes,B,100000,100000,100000,100000,0",
+            "server,messages,count",
+        ] {
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(config) && l.contains(row)),
+                "{config} {row}: {text}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn report_to_a_file_twice_gives_the_same_bytes() {
+    let db = fixture_db();
+    let first = TempPath::new(".md");
+    let second = TempPath::new(".md");
+    for file in [&first, &second] {
+        let out = wirebench(&[
+            "report",
+            "--last",
+            "--format",
+            "markdown",
+            "-o",
+            file.arg(),
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+    }
+    let a = std::fs::read(&first.0).unwrap();
+    assert_eq!(a, std::fs::read(&second.0).unwrap());
+    assert_eq!(a, std::fs::read(snapshot_name("markdown")).unwrap());
+
+    let empty = TempPath::new(".sqlite3");
+    let out = wirebench(&["report", "--last", "--db", empty.arg()]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim_end().lines().count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    let out = wirebench(&["report", "--db", empty.arg()]).await;
+    assert_eq!(out.status.code(), Some(2), "an id or --last is required");
+}
