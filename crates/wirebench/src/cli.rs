@@ -59,6 +59,30 @@ pub enum Command {
     ///
     /// Example: wirebench report --last --format markdown -o results.md
     Report(ReportArgs),
+    /// Compare two stored campaigns per configuration: median client transfer time and
+    /// throughput, the ratio B/A, and a two-sided Mann–Whitney U test (normal approximation
+    /// with tie and continuity correction), significant when p < 0.05.
+    ///
+    /// Needs about 4 or more runs per configuration on each side (--repeat) for any difference
+    /// to be significant. Exit status 1 when --fail-on-regression is given and a configuration
+    /// is slower by more than that many percent and significantly so.
+    Compare(CompareArgs),
+}
+
+/// Flags of `wirebench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline campaign id.
+    pub a: i64,
+    /// Campaign to compare with the baseline.
+    pub b: i64,
+    /// Exit with status 1 when B's median time is more than PCT percent above A's and the
+    /// difference is significant (e.g. 10).
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// Flags of `wirebench report`.

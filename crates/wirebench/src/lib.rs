@@ -75,6 +75,29 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Compare(args) => {
+            let db = config::db_path(&args.db)?;
+            if let Some(pct) = args.fail_on_regression {
+                if !(pct.is_finite() && pct >= 0.0) {
+                    return Err(config::UsageError(format!(
+                        "--fail-on-regression {pct}: expected a percentage of 0 or more, e.g. 10"
+                    ))
+                    .into());
+                }
+            }
+            let ok = commands::compare::execute(
+                &db,
+                args.a,
+                args.b,
+                args.fail_on_regression,
+                &mut std::io::stdout().lock(),
+            )?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;

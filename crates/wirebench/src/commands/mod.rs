@@ -1,5 +1,6 @@
 //! One module per subcommand: each turns a validated configuration into work and output.
 
+pub mod compare;
 pub mod history;
 pub mod report;
 pub mod run;

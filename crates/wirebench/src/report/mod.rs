@@ -3,6 +3,7 @@
 //! write them (one file per format). Owns the report model; must not open files, read clocks or
 //! know about the store: commands load campaigns and hand them in.
 
+pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod markdown;

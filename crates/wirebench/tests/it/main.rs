@@ -2,6 +2,7 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod cli;
+mod compare;
 mod report;
 mod robustness;
 mod sessions;
