@@ -3,8 +3,10 @@
 //! write them (one file per format). Owns the report model; must not open files, read clocks or
 //! know about the store: commands load campaigns and hand them in.
 
+pub mod chart;
 pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
@@ -37,6 +39,8 @@ pub enum Format {
     Csv,
     /// One JSON document.
     Json,
+    /// One self-contained HTML file with SVG charts and the tables.
+    Html,
 }
 
 /// The exporter for `format`.
@@ -46,6 +50,7 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
         Format::Markdown => Box::new(markdown::Markdown),
         Format::Csv => Box::new(csv::Csv),
         Format::Json => Box::new(json::Json),
+        Format::Html => Box::new(html::Html),
     }
 }
 
@@ -90,6 +95,27 @@ pub struct Configuration {
     pub client: View,
     /// What the server measured.
     pub server: View,
+    /// Stop-and-wait round-trip times (medians over the runs), absent for streaming.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<RttView>,
+}
+
+/// Round-trip times of a stop-and-wait configuration: each figure is the median over its runs
+/// of that run's figure, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RttView {
+    /// Runs with round-trip figures.
+    pub runs: usize,
+    /// Smallest round trip.
+    pub min_ns: f64,
+    /// 50th percentile.
+    pub p50_ns: f64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Largest round trip.
+    pub max_ns: f64,
 }
 
 /// One side's figures over the runs of a configuration.
@@ -139,6 +165,7 @@ impl Report {
                             s.bytes as f64,
                         ]
                     })?,
+                    rtt: rtt_view(&these),
                 })
             })
             .collect();
@@ -207,6 +234,21 @@ pub fn metrics(v: &View) -> [Metric<'_>; 4] {
         m("messages", "count", "Messages", 1.0, 1, &v.messages),
         m("bytes", "B", "Bytes", 1.0, 1, &v.bytes),
     ]
+}
+
+fn rtt_view(runs: &[&RunJson]) -> Option<RttView> {
+    let rtts: Vec<_> = runs.iter().filter_map(|r| r.client.rtt).collect();
+    let median = |f: &dyn Fn(&crate::client::RttFigures) -> f64| {
+        Summary::of(&rtts.iter().map(f).collect::<Vec<_>>()).map(|s| s.median)
+    };
+    Some(RttView {
+        runs: rtts.len(),
+        min_ns: median(&|r| r.min_ns as f64)?,
+        p50_ns: median(&|r| r.p50_ns as f64)?,
+        mean_ns: median(&|r| r.mean_ns)?,
+        p99_ns: median(&|r| r.p99_ns as f64)?,
+        max_ns: median(&|r| r.max_ns as f64)?,
+    })
 }
 
 fn view(runs: &[&RunJson], pick: impl Fn(&RunJson) -> [f64; 4]) -> Option<View> {

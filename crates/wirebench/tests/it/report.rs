@@ -15,11 +15,12 @@ fn manifest_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-const FORMATS: [(Format, &str); 4] = [
+const FORMATS: [(Format, &str); 5] = [
     (Format::Table, "table"),
     (Format::Markdown, "markdown"),
     (Format::Csv, "csv"),
     (Format::Json, "json"),
+    (Format::Html, "html"),
 ];
 
 fn fixture_db() -> TempPath {
@@ -120,4 +121,66 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
     );
     let out = wirebench(&["report", "--db", empty.arg()]).await;
     assert_eq!(out.status.code(), Some(2), "an id or --last is required");
+}
+
+/// The HTML report is one self-contained file: two SVG charts with titles, axis descriptions
+/// with units and a legend, the tables, and nothing fetched from elsewhere.
+#[test]
+fn html_report_is_self_contained_with_labelled_charts() {
+    let db = fixture_db();
+    let mut first = Vec::new();
+    report::execute(&db.0, report::Which::Id(1), Format::Html, None, &mut first).unwrap();
+    let mut again = Vec::new();
+    report::execute(&db.0, report::Which::Id(1), Format::Html, None, &mut again).unwrap();
+    assert!(first == again, "the same campaign gives the same bytes");
+    let html = String::from_utf8(first).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<title>wirebench campaign 1</title>"));
+    assert_eq!(html.matches("<svg").count(), 2, "two charts");
+    assert_eq!(html.matches("</svg>").count(), 2);
+    assert_eq!(
+        html.matches("<table>").count(),
+        4,
+        "one table per configuration"
+    );
+    let texts: Vec<String> = html
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = t.split_once('>')?.1;
+            Some(body.split("</text>").next()?.trim().to_string())
+        })
+        .collect();
+    for expected in [
+        "Client throughput (median) against message size",
+        "Message size (bytes, log scale)",
+        "Stop-and-wait round-trip time (median over runs)",
+        "Round-trip time (µs)",
+        "TCP Streaming",
+        "UDP Stop and Wait",
+        "TCP Stop and Wait, 1000 B",
+        "p99",
+    ] {
+        assert!(texts.iter().any(|t| t == expected), "{expected}: {texts:?}");
+    }
+    assert!(texts
+        .iter()
+        .any(|t| t.starts_with("Throughput (") && t.ends_with("bit/s)")));
+    // Nothing external: no scripts, links, images or URLs except the SVG namespace name.
+    for banned in [
+        "<script", "<link", "<img", "src=", "href=", "url(", "@import",
+    ] {
+        assert!(!html.contains(banned), "{banned}");
+    }
+    let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(!without_ns.contains("http:") && !without_ns.contains("https:"));
+}
+
+#[test]
+fn html_escapes_what_the_store_holds() {
+    use wirebench::report::html::escape;
+    assert_eq!(
+        escape("<b>\"x\" & 'y'</b>"),
+        "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;"
+    );
 }

@@ -1,0 +1,192 @@
+//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: throughput
+//! against message size (log scale) per protocol × mechanism, and round-trip-time percentiles
+//! for stop-and-wait. Owns chart layout only; must not open files or read clocks.
+
+use std::io;
+
+use plotters::prelude::*;
+
+use super::Configuration;
+
+const SIZE: (u32, u32) = (760, 420);
+const FONT: &str = "sans-serif";
+
+/// The series colours, distinct in print as well (dark enough on white).
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+fn chart_error(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("cannot draw the chart: {e}"))
+}
+
+/// Median client throughput against message size, one series per protocol × mechanism.
+pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for c in configs {
+        let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
+        match series.iter_mut().find(|(name, _)| *name == c.title()) {
+            Some((_, points)) => points.push(point),
+            None => series.push((c.title(), vec![point])),
+        }
+    }
+    for (_, points) in &mut series {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x_lo, mut x_hi, mut y_hi) = (f64::MAX, 1.0f64, 0.0f64);
+    for &(x, y) in all {
+        x_lo = x_lo.min(x);
+        x_hi = x_hi.max(x);
+        y_hi = y_hi.max(y);
+    }
+    if x_lo == f64::MAX {
+        x_lo = 1.0;
+    }
+    // Room either side on the log axis, so single sizes are not drawn on the frame.
+    let (x_lo, x_hi) = ((x_lo / 2.0).max(0.5), x_hi * 2.0);
+    let (scale, unit) = if y_hi >= 1e9 {
+        (1e9, "Gbit/s")
+    } else {
+        (1e6, "Mbit/s")
+    };
+    let y_hi = (y_hi / scale * 1.15).max(1e-3);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Client throughput (median) against message size",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("Message size (bytes, log scale)")
+            .y_desc(format!("Throughput ({unit})"))
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .draw()
+            .map_err(chart_error)?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y / scale)).collect();
+            chart
+                .draw_series(LineSeries::new(scaled.clone(), colour.stroke_width(2)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(scaled.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(chart_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+const PERCENTILES: [&str; 5] = ["min", "p50", "mean", "p99", "max"];
+
+/// Round-trip-time figures of each stop-and-wait configuration (medians over runs), in µs;
+/// `None` when no configuration has any.
+pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> {
+    let series: Vec<(String, [f64; 5])> = configs
+        .iter()
+        .filter_map(|c| {
+            let r = c.rtt.as_ref()?;
+            Some((
+                format!("{}, {} B", c.title(), c.msg_size),
+                [r.min_ns, r.p50_ns, r.mean_ns, r.p99_ns, r.max_ns].map(|ns| ns / 1000.0),
+            ))
+        })
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let y_hi = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0f64, f64::max)
+        * 1.15;
+    let y_hi = y_hi.max(1e-3);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Stop-and-wait round-trip time (median over runs)",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(-1i32..5i32, 0f64..y_hi)
+            .map_err(chart_error)?;
+        let label = |x: &i32| {
+            usize::try_from(*x)
+                .ok()
+                .and_then(|i| PERCENTILES.get(i))
+                .map_or_else(String::new, |s| (*s).to_string())
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(7)
+            .x_label_formatter(&label)
+            .x_desc("Round-trip figure of each run")
+            .y_desc("Round-trip time (µs)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .draw()
+            .map_err(chart_error)?;
+        for (i, (name, values)) in series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let points: Vec<(i32, f64)> = (0i32..).zip(values.iter().copied()).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(chart_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(Some(svg))
+}
