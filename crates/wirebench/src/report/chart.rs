@@ -21,24 +21,31 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// The colour of a protocol × mechanism, the same in every chart.
+fn colour_of(c: &Configuration) -> RGBColor {
+    let p = c.protocol as usize;
+    let m = c.mechanism as usize;
+    COLOURS[(p * 2 + m) % COLOURS.len()]
+}
+
 fn chart_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("cannot draw the chart: {e}"))
 }
 
 /// Median client throughput against message size, one series per protocol × mechanism.
 pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Vec<(String, RGBColor, Vec<(f64, f64)>)> = Vec::new();
     for c in configs {
         let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
-        match series.iter_mut().find(|(name, _)| *name == c.title()) {
-            Some((_, points)) => points.push(point),
-            None => series.push((c.title(), vec![point])),
+        match series.iter_mut().find(|(name, _, _)| *name == c.title()) {
+            Some((_, _, points)) => points.push(point),
+            None => series.push((c.title(), colour_of(c), vec![point])),
         }
     }
-    for (_, points) in &mut series {
+    for (_, _, points) in &mut series {
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let all = series.iter().flat_map(|(_, _, p)| p.iter());
     let (mut x_lo, mut x_hi, mut y_hi) = (f64::MAX, 1.0f64, 0.0f64);
     for &(x, y) in all {
         x_lo = x_lo.min(x);
@@ -81,8 +88,8 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()
             .map_err(chart_error)?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
+        for (name, colour, points) in &series {
+            let colour = *colour;
             let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y / scale)).collect();
             chart
                 .draw_series(LineSeries::new(scaled.clone(), colour.stroke_width(2)))
@@ -110,15 +117,17 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
 
 const PERCENTILES: [&str; 5] = ["min", "p50", "mean", "p99", "max"];
 
-/// Round-trip-time figures of each stop-and-wait configuration (medians over runs), in µs;
+/// Round-trip-time figures of each stop-and-wait configuration (medians over runs), in µs on a
+/// log scale (values below its floor are drawn on it);
 /// `None` when no configuration has any.
 pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> {
-    let series: Vec<(String, [f64; 5])> = configs
+    let series: Vec<(String, RGBColor, [f64; 5])> = configs
         .iter()
         .filter_map(|c| {
             let r = c.rtt.as_ref()?;
             Some((
                 format!("{}, {} B", c.title(), c.msg_size),
+                colour_of(c),
                 [r.min_ns, r.p50_ns, r.mean_ns, r.p99_ns, r.max_ns].map(|ns| ns / 1000.0),
             ))
         })
@@ -126,12 +135,11 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> 
     if series.is_empty() {
         return Ok(None);
     }
-    let y_hi = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .fold(0.0f64, f64::max)
-        * 1.15;
-    let y_hi = y_hi.max(1e-3);
+    let values = || series.iter().flat_map(|(_, _, v)| v.iter().copied());
+    // Log scale: minimum and tail differ by orders of magnitude.
+    let y_hi = (values().fold(0.0f64, f64::max) * 2.0).max(1.0);
+    let y_lo =
+        (values().filter(|v| *v > 0.0).fold(f64::MAX, f64::min) / 2.0).clamp(0.01, y_hi / 10.0);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -144,7 +152,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> 
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d(-1i32..5i32, 0f64..y_hi)
+            .build_cartesian_2d(-1i32..5i32, (y_lo..y_hi).log_scale())
             .map_err(chart_error)?;
         let label = |x: &i32| {
             usize::try_from(*x)
@@ -158,15 +166,22 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> 
             .x_labels(7)
             .x_label_formatter(&label)
             .x_desc("Round-trip figure of each run")
-            .y_desc("Round-trip time (µs)")
+            .y_desc("Round-trip time (µs, log scale)")
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .y_label_formatter(&|y| format!("{y:.1}"))
+            .y_label_formatter(&|y| {
+                if *y >= 10.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
             .draw()
             .map_err(chart_error)?;
-        for (i, (name, values)) in series.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
-            let points: Vec<(i32, f64)> = (0i32..).zip(values.iter().copied()).collect();
+        for (name, colour, figures) in &series {
+            let colour = *colour;
+            let points: Vec<(i32, f64)> =
+                (0i32..).zip(figures.iter().map(|v| v.max(y_lo))).collect();
             chart
                 .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
                 .map_err(chart_error)?

@@ -155,7 +155,7 @@ fn html_report_is_self_contained_with_labelled_charts() {
         "Client throughput (median) against message size",
         "Message size (bytes, log scale)",
         "Stop-and-wait round-trip time (median over runs)",
-        "Round-trip time (µs)",
+        "Round-trip time (µs, log scale)",
         "TCP Streaming",
         "UDP Stop and Wait",
         "TCP Stop and Wait, 1000 B",
