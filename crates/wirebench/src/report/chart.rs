@@ -21,6 +21,9 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// A named, coloured line of (x, y) points.
+type Series = (String, RGBColor, Vec<(f64, f64)>);
+
 /// The colour of a protocol × mechanism, the same in every chart.
 fn colour_of(c: &Configuration) -> RGBColor {
     let p = c.protocol as usize;
@@ -34,7 +37,7 @@ fn chart_error(e: impl std::fmt::Display) -> io::Error {
 
 /// Median client throughput against message size, one series per protocol × mechanism.
 pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
-    let mut series: Vec<(String, RGBColor, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     for c in configs {
         let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
         match series.iter_mut().find(|(name, _, _)| *name == c.title()) {
