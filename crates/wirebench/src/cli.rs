@@ -21,6 +21,10 @@ out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / 
 p50 and p99. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
 client view and the server view.
 
+Every finished run is committed to the results store before the next starts (default
+$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store); Ctrl-C marks the campaign
+aborted. `wirebench runs`, `show`, `report`, `compare` and `export` read it back.
+
 Exit status: 0 every run finished, 1 a run failed (finished runs are still printed), 2 bad usage.";
 
 /// Measure how fast data moves over TCP, UDP and QUIC, by streaming or stop-and-wait.

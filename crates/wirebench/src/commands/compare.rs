@@ -19,7 +19,7 @@ pub fn execute(
     fail_pct: Option<f64>,
     out: &mut impl Write,
 ) -> Result<bool> {
-    let store = Store::open(db)?;
+    let store = Store::open_existing(db)?;
     let (info_a, runs_a) = history::load(&store, a)?;
     let (info_b, runs_b) = history::load(&store, b)?;
     let comparison = compare::compare(

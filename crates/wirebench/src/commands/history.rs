@@ -55,6 +55,14 @@ struct ImportDocument {
 
 /// `wirebench runs`.
 pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
+    if !db.exists() {
+        writeln!(
+            out,
+            "no campaigns in {} yet: `wirebench run` stores each run there",
+            db.display()
+        )?;
+        return Ok(());
+    }
     let store = Store::open(db)?;
     let campaigns = store.campaigns()?;
     if campaigns.is_empty() {
@@ -71,7 +79,7 @@ pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
 
 /// `wirebench show ID`.
 pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
-    let store = Store::open(db)?;
+    let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
     Ok(())
@@ -79,7 +87,7 @@ pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
 
 /// `wirebench export ID`.
 pub fn export(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
-    let store = Store::open(db)?;
+    let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     let doc = export_document(info, runs);
     serde_json::to_writer_pretty(&mut *out, &doc).context("while writing the export")?;

@@ -29,7 +29,7 @@ pub fn execute(
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
-    let store = Store::open(db)?;
+    let store = Store::open_existing(db)?;
     let id = match which {
         Which::Id(id) => id,
         Which::Last => store.last_campaign_id()?.ok_or_else(|| {

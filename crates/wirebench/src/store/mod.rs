@@ -138,6 +138,19 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing database for the commands that only read it: a missing file is an
+    /// error that says how one is made, and nothing is created.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(crate::config::UsageError(format!(
+                "there is no results database at {} yet: `wirebench run` creates it (or pass --db PATH)",
+                path.display()
+            ))
+            .into());
+        }
+        Store::open(path)
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         &self.path

@@ -119,6 +119,16 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out).contains("`wirebench run` creates it"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!empty.0.exists(), "reading commands create no database");
+    let out = wirebench(&["runs", "--db", empty.arg()]).await;
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("no campaigns"));
+    assert!(!empty.0.exists());
     let out = wirebench(&["report", "--db", empty.arg()]).await;
     assert_eq!(out.status.code(), Some(2), "an id or --last is required");
 }
