@@ -210,4 +210,16 @@ pub struct RunArgs {
     /// Results store.
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Progress display.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
+
+/// Progress flags of `wirebench run`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ProgressArgs {
+    /// Hide the progress bar (runs done, current configuration and repeat, time left) that
+    /// `run` draws on stderr when stderr is a terminal.
+    #[arg(short, long)]
+    pub quiet: bool,
 }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{RunConfig, StoreTarget, Target};
 use crate::environment::Environment;
+use crate::output::progress::Progress;
 use crate::output::{json, text};
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
@@ -18,7 +19,7 @@ use crate::store::{NewCampaign, Status, Store};
 use crate::tls::ServerIdentity;
 
 /// Runs the run command; `Ok(false)` means a run failed (exit status 1).
-pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> {
+pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<bool> {
     // Open the store first: a database that cannot be opened stops us before any traffic.
     let store = match &store_target {
         StoreTarget::Off => None,
@@ -56,6 +57,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> 
         None => None,
         Some(store) => Some(Recorder::begin(store, &cfg, &server_name)?),
     };
+    let progress = Progress::new(&cfg.combinations, cfg.repeat, quiet);
     let running = runner::run_campaign(&cfg, server_addr, |position, of, record| {
         // Stored before it is printed: a run on the screen is a run in the database.
         if let Some(r) = recorder.as_mut() {
@@ -64,15 +66,17 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> 
         let server_line = events
             .as_mut()
             .and_then(|rx| embedded_line(rx, record.outcome.session));
-        if !cfg.json {
-            let mut out = std::io::stdout().lock();
-            let _ = write!(
-                out,
-                "{}",
-                text::run_block(position, of, record, server_line.as_deref())
-            );
-            let _ = out.flush();
-        }
+        progress.finished(position, || {
+            if !cfg.json {
+                let mut out = std::io::stdout().lock();
+                let _ = write!(
+                    out,
+                    "{}",
+                    text::run_block(position, of, record, server_line.as_deref())
+                );
+                let _ = out.flush();
+            }
+        });
     });
     let interrupted = async {
         if tokio::signal::ctrl_c().await.is_err() {
@@ -83,6 +87,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> 
     let campaign: Campaign = tokio::select! {
         campaign = running => campaign,
         () = interrupted => {
+            progress.finish();
             let stored = recorder.as_ref().map_or(0, |r| r.stored);
             if let Some(r) = recorder.take() {
                 r.finish(Status::Aborted, Some("interrupted (Ctrl-C)"), cfg.json);
@@ -91,6 +96,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget) -> Result<bool> 
             return Ok(false);
         }
     };
+    progress.finish();
     let store_failed = recorder.as_ref().is_some_and(|r| r.error.is_some());
     if let Some(r) = recorder.take() {
         let status = if campaign.failure.is_some() {
