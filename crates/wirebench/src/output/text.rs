@@ -410,3 +410,21 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[RunJson]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_timestamps_match_the_calendar() {
+        for (t, expected) in [
+            (0, "1970-01-01 00:00:00"),
+            (1_763_800_000, "2025-11-22 08:26:40"),
+            (951_782_400, "2000-02-29 00:00:00"),
+            (4_107_542_399, "2100-02-28 23:59:59"),
+            (-86_400, "1969-12-31 00:00:00"),
+        ] {
+            assert_eq!(format_utc(t), expected, "{t}");
+        }
+    }
+}
