@@ -289,3 +289,31 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     assert_eq!(stored, printed, "every printed run is stored, nothing more");
     assert!((3..1000).contains(&stored));
 }
+
+/// A `run --json` document (no `campaign` block) imports as a complete campaign.
+#[tokio::test]
+async fn run_json_output_imports() {
+    let out = wirebench(&[
+        "run",
+        "--no-store",
+        "--json",
+        "--proto",
+        "udp",
+        "--mode",
+        "saw",
+        "-n",
+        "5000",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = TempPath::new(".json");
+    std::fs::write(&file.0, &out.stdout).unwrap();
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&["import", file.arg(), "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(runs_of(&db, 1), (Status::Complete, 1));
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(1).unwrap().unwrap();
+    assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
+    assert_eq!(store.runs(1).unwrap()[0].server.bytes, 5000);
+}
