@@ -9,6 +9,15 @@
 
 use crate::units::{ByteSize, UnitError};
 
+/// One point of a sweep: a message size with a total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Point {
+    /// Message size, bytes.
+    pub msg_size: u32,
+    /// Bytes per run.
+    pub total_bytes: u64,
+}
+
 /// The most values one list may expand to: a sweep is a plan people wait for.
 pub const MAX_VALUES: usize = 10_000;
 

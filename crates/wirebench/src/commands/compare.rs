@@ -20,17 +20,15 @@ pub fn execute(
     out: &mut impl Write,
 ) -> Result<bool> {
     let store = Store::open_existing(db)?;
-    let (info_a, runs_a) = history::load(&store, a)?;
-    let (info_b, runs_b) = history::load(&store, b)?;
+    let (_, runs_a) = history::load(&store, a)?;
+    let (_, runs_b) = history::load(&store, b)?;
     let comparison = compare::compare(
         Side {
             id: a,
-            parameters: &info_a.parameters,
             runs: &runs_a,
         },
         Side {
             id: b,
-            parameters: &info_b.parameters,
             runs: &runs_b,
         },
     );

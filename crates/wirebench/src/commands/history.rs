@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use wirebench_core::sweep::Point;
 
 use crate::config::UsageError;
 use crate::environment::Environment;
@@ -37,6 +38,15 @@ pub struct CampaignMeta {
     pub status: Status,
     /// Runs planned.
     pub planned_runs: u64,
+    /// Message sizes planned, in plan order (absent: the parameters' `msg_size`).
+    #[serde(default)]
+    pub msg_sizes: Vec<u32>,
+    /// Totals planned, in plan order (absent: the parameters' `total_bytes`).
+    #[serde(default)]
+    pub totals: Vec<u64>,
+    /// Message size and total of each run, parallel to `runs` (absent: the parameters').
+    #[serde(default)]
+    pub run_points: Vec<Point>,
     /// The host it ran on.
     pub environment: Environment,
 }
@@ -142,8 +152,40 @@ pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
             Status::Complete
         },
         planned_runs: doc.runs.len() as u64,
+        msg_sizes: Vec::new(),
+        totals: Vec::new(),
+        run_points: Vec::new(),
         environment: Environment::default(),
     });
+    let single = Point {
+        msg_size: doc.parameters.msg_size,
+        total_bytes: doc.parameters.total_bytes,
+    };
+    let points = if meta.run_points.is_empty() {
+        vec![single; doc.runs.len()]
+    } else if meta.run_points.len() == doc.runs.len() {
+        meta.run_points.clone()
+    } else {
+        bail!(
+            "{}: campaign.run_points has {} entries for {} runs",
+            file.display(),
+            meta.run_points.len(),
+            doc.runs.len()
+        );
+    };
+    let or_single = |v: Vec<u32>| {
+        if v.is_empty() {
+            vec![single.msg_size]
+        } else {
+            v
+        }
+    };
+    let msg_sizes = or_single(meta.msg_sizes);
+    let totals = if meta.totals.is_empty() {
+        vec![single.total_bytes]
+    } else {
+        meta.totals
+    };
     let info = CampaignInfo {
         id: 0,
         started_at_unix_s: meta.started_at_unix_s,
@@ -154,20 +196,27 @@ pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
         parameters: doc.parameters,
         planned_runs: meta.planned_runs,
         stored_runs: doc.runs.len() as u64,
+        msg_sizes,
+        totals,
         environment: meta.environment,
     };
+    let runs: Vec<(Point, RunJson)> = points.into_iter().zip(doc.runs).collect();
     let mut store = Store::open(db)?;
-    store.import(&info, &doc.runs)
+    store.import(&info, &runs)
 }
 
 /// The export document of a stored campaign.
-pub fn export_document(info: CampaignInfo, runs: Vec<RunJson>) -> ExportDocument {
+pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunJson)>) -> ExportDocument {
+    let (run_points, runs): (Vec<Point>, Vec<RunJson>) = runs.into_iter().unzip();
     let campaign = CampaignMeta {
         id: info.id,
         started_at_unix_s: info.started_at_unix_s,
         finished_at_unix_s: info.finished_at_unix_s,
         status: info.status,
         planned_runs: info.planned_runs,
+        msg_sizes: info.msg_sizes,
+        totals: info.totals,
+        run_points,
         environment: info.environment,
     };
     ExportDocument {
@@ -177,7 +226,7 @@ pub fn export_document(info: CampaignInfo, runs: Vec<RunJson>) -> ExportDocument
 }
 
 /// A campaign and its runs; an unknown id is a usage error that says how to find one.
-pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<RunJson>)> {
+pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<(Point, RunJson)>)> {
     let info = store.campaign(id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no campaign {id} in {}; `wirebench runs` lists them",

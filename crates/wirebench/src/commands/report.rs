@@ -63,5 +63,5 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
             .clone()
             .unwrap_or_else(|| "unknown".into()),
     };
-    Ok(Report::build(heading, &info.parameters, &runs))
+    Ok(Report::build(heading, &runs))
 }

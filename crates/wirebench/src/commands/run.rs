@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
+use wirebench_core::sweep::Point;
 
 use crate::config::{RunConfig, StoreTarget, Target};
 use crate::environment::Environment;
@@ -146,6 +147,8 @@ impl Recorder {
                 started_at_unix_s: unix_now(),
                 parameters: json::parameters(cfg, server_name),
                 planned_runs: runner::planned_runs(cfg) as u64,
+                msg_sizes: vec![cfg.msg_size],
+                totals: vec![cfg.total_bytes],
                 environment: Environment::detect(),
             })
             .with_context(|| format!("cannot store in {}", store.path().display()))?;
@@ -161,10 +164,15 @@ impl Recorder {
         if self.error.is_some() {
             return;
         }
-        match self
-            .store
-            .add_run(self.campaign, position as u64, &json::run_json(record))
-        {
+        match self.store.add_run(
+            self.campaign,
+            position as u64,
+            Point {
+                msg_size: record.params.msg_size,
+                total_bytes: record.params.total_bytes,
+            },
+            &json::run_json(record),
+        ) {
             Ok(()) => self.stored += 1,
             Err(e) => {
                 let msg = format!(

@@ -10,7 +10,9 @@ use wirebench_core::stats::Summary;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
 
 use crate::client::{ClientFigures, RttFigures};
-use crate::output::json::{Parameters, RunJson};
+use wirebench_core::sweep::Point;
+
+use crate::output::json::RunJson;
 use crate::runner::RunRecord;
 use crate::store::CampaignInfo;
 
@@ -294,14 +296,23 @@ pub fn format_utc(unix_s: i64) -> String {
 }
 
 /// What a campaign ran, in one phrase: `tcp,quic × stream,saw, 1000-byte messages, 97.7 KiB`.
-pub fn campaign_what(p: &Parameters) -> String {
-    let list = |items: Vec<&str>| items.join(",");
+pub fn campaign_what(c: &CampaignInfo) -> String {
+    let p = &c.parameters;
+    let list = |items: Vec<String>| items.join(",");
+    let sizes = match c.msg_sizes.as_slice() {
+        [one] => format!("{one}-byte messages"),
+        many => format!(
+            "{} message sizes ({}..{} B)",
+            many.len(),
+            many.iter().min().copied().unwrap_or(0),
+            many.iter().max().copied().unwrap_or(0)
+        ),
+    };
     format!(
-        "{} × {}, {}-byte messages, {} × {}",
-        list(p.protocols.iter().map(|p| p.as_str()).collect()),
-        list(p.mechanisms.iter().map(|m| m.as_str()).collect()),
-        p.msg_size,
-        ByteSize(p.total_bytes),
+        "{} × {}, {sizes}, {} × {}",
+        list(p.protocols.iter().map(|p| p.to_string()).collect()),
+        list(p.mechanisms.iter().map(|m| m.to_string()).collect()),
+        list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
         p.repeat
     )
 }
@@ -320,7 +331,7 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
             format_utc(c.started_at_unix_s),
             c.status.as_str(),
             format!("{}/{}", c.stored_runs, c.planned_runs),
-            campaign_what(&c.parameters),
+            campaign_what(c),
             if c.origin == "import" {
                 " (imported)"
             } else {
@@ -332,7 +343,7 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
 }
 
 /// The `wirebench show` text: the campaign, its host and every run with both views.
-pub fn campaign_detail(c: &CampaignInfo, runs: &[RunJson]) -> String {
+pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunJson)]) -> String {
     let p = &c.parameters;
     let e = &c.environment;
     let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
@@ -359,7 +370,7 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[RunJson]) -> String {
     if let Some(err) = &c.error {
         let _ = writeln!(out, "  stopped:  {err}");
     }
-    let _ = writeln!(out, "  what:     {}", campaign_what(p));
+    let _ = writeln!(out, "  what:     {}", campaign_what(c));
     let _ = writeln!(
         out,
         "  server:   {}{}",
@@ -385,13 +396,15 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[RunJson]) -> String {
         bytes(e.rmem_max_bytes),
         bytes(e.wmem_max_bytes)
     );
-    for (i, r) in runs.iter().enumerate() {
+    for (i, (point, r)) in runs.iter().enumerate() {
         let _ = writeln!(
             out,
-            "[{}] {} {}, run {}: client {} messages, {} bytes in {:.4} s ({}); server {} messages, {} bytes in {:.4} s ({}){}",
+            "[{}] {} {} {} B × {} B, run {}: client {} messages, {} bytes in {:.4} s ({}); server {} messages, {} bytes in {:.4} s ({}){}",
             i + 1,
             r.protocol,
             r.mechanism,
+            point.msg_size,
+            point.total_bytes,
             r.repeat_index + 1,
             r.client.messages,
             r.client.bytes,

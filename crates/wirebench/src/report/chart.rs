@@ -5,6 +5,7 @@
 use std::io;
 
 use plotters::prelude::*;
+use wirebench_core::units::ByteSize;
 
 use super::Configuration;
 
@@ -38,11 +39,29 @@ fn chart_error(e: impl std::fmt::Display) -> io::Error {
 /// Median client throughput against message size, one series per protocol × mechanism.
 pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
     let mut series: Vec<Series> = Vec::new();
+    // With several totals, each total is a series of its own.
+    let several_totals = configs.iter().any(|c| {
+        configs
+            .first()
+            .is_some_and(|f| f.total_bytes != c.total_bytes)
+    });
     for c in configs {
         let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
-        match series.iter_mut().find(|(name, _, _)| *name == c.title()) {
+        let name = if several_totals {
+            format!("{}, {}", c.title(), ByteSize(c.total_bytes))
+        } else {
+            c.title()
+        };
+        match series.iter_mut().find(|(n, _, _)| *n == name) {
             Some((_, _, points)) => points.push(point),
-            None => series.push((c.title(), colour_of(c), vec![point])),
+            None => {
+                let colour = if several_totals {
+                    COLOURS[series.len() % COLOURS.len()]
+                } else {
+                    colour_of(c)
+                };
+                series.push((name, colour, vec![point]));
+            }
         }
     }
     for (_, _, points) in &mut series {

@@ -5,24 +5,24 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
-use wirebench_core::plan::{self, Mechanism, Protocol};
+use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::stats::{MannWhitney, Summary};
+use wirebench_core::sweep::Point;
 use wirebench_core::units::format_bitrate;
 
-use crate::output::json::{Parameters, RunJson};
+use super::configuration_keys;
+use crate::output::json::RunJson;
 
 /// Significance level: a difference counts when the test's p-value is below this.
 pub const ALPHA: f64 = 0.05;
 
-/// One side of a comparison: a campaign's id, parameters and runs.
+/// One side of a comparison: a campaign's id and its runs with their sizes.
 #[derive(Debug, Clone, Copy)]
 pub struct Side<'a> {
     /// Campaign id.
     pub id: i64,
-    /// Its parameters.
-    pub parameters: &'a Parameters,
     /// Its runs.
-    pub runs: &'a [RunJson],
+    pub runs: &'a [(Point, RunJson)],
 }
 
 /// Two campaigns side by side.
@@ -86,42 +86,30 @@ fn config_name(p: Protocol, m: Mechanism, msg_size: u32, total: u64) -> String {
     format!("{p} {m}, {msg_size} B × {total} B")
 }
 
-/// Compares campaign `b` with the baseline `a`.
+/// Compares campaign `b` with the baseline `a`, per configuration (message size, total,
+/// protocol, mechanism), in A's order.
 pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
-    let configs = |s: &Side<'_>| {
-        plan::matrix(&s.parameters.protocols, &s.parameters.mechanisms)
-            .into_iter()
-            .map(|c| {
-                (
-                    c.protocol,
-                    c.mechanism,
-                    s.parameters.msg_size,
-                    s.parameters.total_bytes,
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    let (ca, cb) = (configs(&a), configs(&b));
-    let times = |s: &Side<'_>, p: Protocol, m: Mechanism| -> (Vec<f64>, Vec<f64>) {
+    let (ka, kb) = (configuration_keys(a.runs), configuration_keys(b.runs));
+    let samples = |s: &Side<'_>, key: (Point, Protocol, Mechanism)| -> (Vec<f64>, Vec<f64>) {
         s.runs
             .iter()
-            .filter(|r| r.protocol == p && r.mechanism == m)
-            .map(|r| (r.client.seconds, r.client.throughput_bps))
+            .filter(|(p, r)| (*p, r.protocol, r.mechanism) == key)
+            .map(|(_, r)| (r.client.seconds, r.client.throughput_bps))
             .unzip()
     };
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
-    for &key in &ca {
-        let (p, m, size, total) = key;
-        let (ta, ra) = times(&a, p, m);
-        let (tb, rb) = times(&b, p, m);
-        let row = cb.contains(&key).then_some(()).and_then(|()| {
+    for &key in &ka {
+        let (point, p, m) = key;
+        let (ta, ra) = samples(&a, key);
+        let (tb, rb) = samples(&b, key);
+        let row = kb.contains(&key).then_some(()).and_then(|()| {
             let (sa, sb) = (Summary::of(&ta)?, Summary::of(&tb)?);
             Some(Row {
                 protocol: p,
                 mechanism: m,
-                msg_size: size,
-                total_bytes: total,
+                msg_size: point.msg_size,
+                total_bytes: point.total_bytes,
                 runs: (sa.count, sb.count),
                 median_seconds: (sa.median, sb.median),
                 median_throughput_bps: (Summary::of(&ra)?.median, Summary::of(&rb)?.median),
@@ -135,11 +123,11 @@ pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
         });
         match row {
             Some(row) => rows.push(row),
-            None => unmatched.push(config_name(p, m, size, total)),
+            None => unmatched.push(config_name(p, m, point.msg_size, point.total_bytes)),
         }
     }
-    for &(p, m, size, total) in cb.iter().filter(|k| !ca.contains(k)) {
-        unmatched.push(config_name(p, m, size, total));
+    for &(point, p, m) in kb.iter().filter(|k| !ka.contains(k)) {
+        unmatched.push(config_name(p, m, point.msg_size, point.total_bytes));
     }
     Comparison {
         a: a.id,

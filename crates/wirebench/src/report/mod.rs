@@ -14,10 +14,11 @@ pub mod table;
 use std::io::{self, Write};
 
 use serde::Serialize;
-use wirebench_core::plan::{self, Mechanism, Protocol};
+use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::stats::Summary;
+use wirebench_core::sweep::Point;
 
-use crate::output::json::{Parameters, RunJson};
+use crate::output::json::RunJson;
 
 /// Version of the JSON report's layout.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -132,20 +133,24 @@ pub struct View {
 }
 
 impl Report {
-    /// Builds the report of a campaign from its parameters and runs.
-    pub fn build(heading: Heading, parameters: &Parameters, runs: &[RunJson]) -> Report {
-        let configurations = plan::matrix(&parameters.protocols, &parameters.mechanisms)
+    /// Builds the report of a campaign from its runs (each with its message size and total);
+    /// configurations come in the order their first run ran, which is the plan's order.
+    pub fn build(heading: Heading, runs: &[(Point, RunJson)]) -> Report {
+        let configurations = configuration_keys(runs)
             .into_iter()
-            .filter_map(|combo| {
+            .filter_map(|(point, protocol, mechanism)| {
                 let these: Vec<&RunJson> = runs
                     .iter()
-                    .filter(|r| r.protocol == combo.protocol && r.mechanism == combo.mechanism)
+                    .filter(|(p, r)| {
+                        *p == point && r.protocol == protocol && r.mechanism == mechanism
+                    })
+                    .map(|(_, r)| r)
                     .collect();
                 Some(Configuration {
-                    protocol: combo.protocol,
-                    mechanism: combo.mechanism,
-                    msg_size: parameters.msg_size,
-                    total_bytes: parameters.total_bytes,
+                    protocol,
+                    mechanism,
+                    msg_size: point.msg_size,
+                    total_bytes: point.total_bytes,
                     runs: these.len(),
                     client: view(&these, |r| {
                         let c = &r.client;
@@ -234,6 +239,18 @@ pub fn metrics(v: &View) -> [Metric<'_>; 4] {
         m("messages", "count", "Messages", 1.0, 1, &v.messages),
         m("bytes", "B", "Bytes", 1.0, 1, &v.bytes),
     ]
+}
+
+/// The distinct (point, protocol, mechanism) of `runs`, in order of first appearance.
+pub fn configuration_keys(runs: &[(Point, RunJson)]) -> Vec<(Point, Protocol, Mechanism)> {
+    let mut keys = Vec::new();
+    for (point, r) in runs {
+        let key = (*point, r.protocol, r.mechanism);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 fn rtt_view(runs: &[&RunJson]) -> Option<RttView> {

@@ -11,6 +11,8 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
+use wirebench_core::sweep::Point;
+
 use crate::environment::Environment;
 use crate::output::json::{Parameters, RunJson};
 
@@ -78,6 +80,10 @@ pub struct NewCampaign {
     pub parameters: Parameters,
     /// Runs planned.
     pub planned_runs: u64,
+    /// Message sizes planned, in plan order.
+    pub msg_sizes: Vec<u32>,
+    /// Totals planned, in plan order.
+    pub totals: Vec<u64>,
     /// The host it ran on.
     pub environment: Environment,
 }
@@ -103,6 +109,10 @@ pub struct CampaignInfo {
     pub planned_runs: u64,
     /// Runs stored.
     pub stored_runs: u64,
+    /// Message sizes planned, in plan order.
+    pub msg_sizes: Vec<u32>,
+    /// Totals planned, in plan order.
+    pub totals: Vec<u64>,
     /// The host it ran on.
     pub environment: Environment,
 }
@@ -168,13 +178,19 @@ impl Store {
         self.insert_campaign(c, Status::Running, None, None, "run")
     }
 
-    /// Commits one finished run of `campaign` (its 1-based `position` in the plan), in one
-    /// transaction.
-    pub fn add_run(&mut self, campaign: i64, position: u64, run: &RunJson) -> Result<()> {
+    /// Commits one finished run of `campaign` (its 1-based `position` in the plan, run with
+    /// `point`'s message size and total), in one transaction.
+    pub fn add_run(
+        &mut self,
+        campaign: i64,
+        position: u64,
+        point: Point,
+        run: &RunJson,
+    ) -> Result<()> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        insert_run(&tx, campaign, position, run)?;
+        insert_run(&tx, campaign, position, point, run)?;
         tx.commit().context("while committing a run")?;
         Ok(())
     }
@@ -199,7 +215,7 @@ impl Store {
 
     /// Stores a whole campaign read from a file, runs and all, in one transaction; returns its
     /// new id. Nothing is stored when anything is wrong.
-    pub fn import(&mut self, info: &CampaignInfo, runs: &[RunJson]) -> Result<i64> {
+    pub fn import(&mut self, info: &CampaignInfo, runs: &[(Point, RunJson)]) -> Result<i64> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -209,6 +225,8 @@ impl Store {
                 started_at_unix_s: info.started_at_unix_s,
                 parameters: info.parameters.clone(),
                 planned_runs: info.planned_runs,
+                msg_sizes: info.msg_sizes.clone(),
+                totals: info.totals.clone(),
                 environment: info.environment.clone(),
             },
             info.status,
@@ -216,8 +234,8 @@ impl Store {
             info.error.as_deref(),
             "import",
         )?;
-        for (i, run) in runs.iter().enumerate() {
-            insert_run(&tx, id, i as u64 + 1, run)?;
+        for (i, (point, run)) in runs.iter().enumerate() {
+            insert_run(&tx, id, i as u64 + 1, *point, run)?;
         }
         tx.commit().context("while committing the import")?;
         Ok(id)
@@ -250,18 +268,30 @@ impl Store {
             .query_row("SELECT max(id) FROM campaign", [], |row| row.get(0))?)
     }
 
-    /// The runs of one campaign, in the order they ran.
-    pub fn runs(&self, campaign: i64) -> Result<Vec<RunJson>> {
+    /// The runs of one campaign with their message size and total, in the order they ran.
+    pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunJson)>> {
         let mut stmt = self.conn.prepare(
-            "SELECT position, run_json FROM run WHERE campaign_id = ?1 ORDER BY position",
+            "SELECT position, msg_size, total_bytes, run_json FROM run
+             WHERE campaign_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([campaign], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, u32>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, String>(3)?,
+            ))
         })?;
         rows.map(|r| {
-            let (position, text) = r?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("run {position} of campaign {campaign} is not readable"))
+            let (position, msg_size, total, text) = r?;
+            let run = serde_json::from_str(&text).with_context(|| {
+                format!("run {position} of campaign {campaign} is not readable")
+            })?;
+            let point = Point {
+                msg_size,
+                total_bytes: u64::try_from(total).unwrap_or(0),
+            };
+            Ok((point, run))
         })
         .collect()
     }
@@ -324,7 +354,8 @@ const CAMPAIGN_SELECT: &str = "
 SELECT c.id, c.started_at_unix_s, c.finished_at_unix_s, c.status, c.error, c.origin,
        c.parameters_json, c.planned_runs,
        (SELECT count(*) FROM run r WHERE r.campaign_id = c.id),
-       c.host_name, c.kernel, c.cpu_model, c.wirebench_version, c.rmem_max_bytes, c.wmem_max_bytes
+       c.host_name, c.kernel, c.cpu_model, c.wirebench_version, c.rmem_max_bytes, c.wmem_max_bytes,
+       c.msg_sizes, c.totals
 FROM campaign c";
 
 struct RawCampaign {
@@ -337,13 +368,19 @@ struct RawCampaign {
     parameters_json: String,
     planned: i64,
     stored: i64,
+    msg_sizes: Option<String>,
+    totals: Option<String>,
     environment: Environment,
 }
 
 impl RawCampaign {
     fn into_info(self) -> Result<CampaignInfo> {
-        let parameters = serde_json::from_str(&self.parameters_json)
+        let parameters: Parameters = serde_json::from_str(&self.parameters_json)
             .with_context(|| format!("the parameters of campaign {} are not readable", self.id))?;
+        let msg_sizes = split_list(self.msg_sizes.as_deref(), self.id)?
+            .unwrap_or_else(|| vec![parameters.msg_size]);
+        let totals = split_list(self.totals.as_deref(), self.id)?
+            .unwrap_or_else(|| vec![parameters.total_bytes]);
         Ok(CampaignInfo {
             id: self.id,
             started_at_unix_s: self.started,
@@ -354,6 +391,8 @@ impl RawCampaign {
             parameters,
             planned_runs: u64::try_from(self.planned).unwrap_or(0),
             stored_runs: u64::try_from(self.stored).unwrap_or(0),
+            msg_sizes,
+            totals,
             environment: self.environment,
         })
     }
@@ -370,6 +409,8 @@ fn campaign_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawCampaign> {
         parameters_json: row.get(6)?,
         planned: row.get(7)?,
         stored: row.get(8)?,
+        msg_sizes: row.get(15)?,
+        totals: row.get(16)?,
         environment: Environment {
             host_name: row.get(9)?,
             kernel: row.get(10)?,
@@ -383,6 +424,19 @@ fn campaign_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawCampaign> {
                 .and_then(|v| u64::try_from(v).ok()),
         },
     })
+}
+
+/// A stored comma list (`None` for campaigns from before schema version 3).
+fn split_list<T: std::str::FromStr>(text: Option<&str>, campaign: i64) -> Result<Option<Vec<T>>> {
+    let Some(text) = text else { return Ok(None) };
+    text.split(',')
+        .map(|v| {
+            v.parse::<T>().map_err(|_| {
+                anyhow::anyhow!("campaign {campaign} has an unreadable size list {text:?}")
+            })
+        })
+        .collect::<Result<Vec<T>>>()
+        .map(Some)
 }
 
 /// SQLite integers are signed 64-bit; counts beyond that are refused rather than wrapped.
@@ -411,8 +465,9 @@ fn insert_campaign(
     tx.execute(
         "INSERT INTO campaign (started_at_unix_s, finished_at_unix_s, status, error, server,
              protocols, mechanisms, msg_size, total_bytes, repeat, planned_runs, parameters_json,
-             host_name, kernel, cpu_model, wirebench_version, rmem_max_bytes, wmem_max_bytes, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+             host_name, kernel, cpu_model, wirebench_version, rmem_max_bytes, wmem_max_bytes, origin,
+             msg_sizes, totals)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
         params![
             c.started_at_unix_s,
             finished,
@@ -433,6 +488,8 @@ fn insert_campaign(
             env.rmem_max_bytes.map(|v| int(v, "rmem_max")).transpose()?,
             env.wmem_max_bytes.map(|v| int(v, "wmem_max")).transpose()?,
             origin,
+            join(&c.msg_sizes),
+            join(&c.totals),
         ],
     )
     .context("while storing the campaign")?;
@@ -443,16 +500,10 @@ fn insert_run(
     tx: &rusqlite::Transaction<'_>,
     campaign: i64,
     position: u64,
+    point: Point,
     run: &RunJson,
 ) -> Result<()> {
-    let (msg_size, total_bytes): (u32, i64) = tx
-        .query_row(
-            "SELECT msg_size, total_bytes FROM campaign WHERE id = ?1",
-            [campaign],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()?
-        .with_context(|| format!("campaign {campaign} is not in the results database"))?;
+    let (msg_size, total_bytes) = (point.msg_size, int(point.total_bytes, "total bytes")?);
     tx.execute(
         "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
              repeat_index, session, client_messages, client_bytes, client_elapsed_ns,

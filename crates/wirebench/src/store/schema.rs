@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -57,4 +57,11 @@ CREATE TABLE run (
 const V2: &str = "
 ALTER TABLE campaign ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';
 CREATE INDEX run_by_configuration ON run (campaign_id, protocol, mechanism, msg_size, total_bytes);
+";
+
+/// Version 3: sweeps. The message sizes and totals a campaign planned, as comma lists in plan
+/// order (NULL for older campaigns: their one `msg_size` and `total_bytes`).
+const V3: &str = "
+ALTER TABLE campaign ADD COLUMN msg_sizes TEXT;
+ALTER TABLE campaign ADD COLUMN totals TEXT;
 ";

@@ -45,11 +45,15 @@ fn v1_fixture_is_migrated_and_still_readable() {
     let runs = store.runs(1).unwrap();
     let names: Vec<String> = runs
         .iter()
-        .map(|r| format!("{} {}", r.protocol, r.mechanism))
+        .map(|(p, r)| format!("{} {} {}", r.protocol, r.mechanism, p.msg_size))
         .collect();
-    assert_eq!(names, ["tcp saw", "udp saw"]);
-    assert_eq!(runs[0].client.bytes, 10_000);
-    assert_eq!(runs[1].server.bytes, 10_000);
+    assert_eq!(names, ["tcp saw 1000", "udp saw 1000"]);
+    assert_eq!(runs[0].1.client.bytes, 10_000);
+    assert_eq!(runs[1].1.server.bytes, 10_000);
+    assert_eq!(
+        (c.msg_sizes.as_slice(), c.totals.as_slice()),
+        (&[1000][..], &[10_000][..])
+    );
     drop(store);
     // Opening again is a no-op: nothing is migrated twice.
     let store = Store::open(&db.0).expect("reopens");
@@ -65,6 +69,8 @@ fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
             started_at_unix_s: 1_700_000_000,
             parameters: parameters(),
             planned_runs: 2,
+            msg_sizes: vec![1000],
+            totals: vec![10_000],
             environment: Environment::default(),
         })
         .unwrap();
@@ -79,14 +85,14 @@ fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
         copy
     })
     .unwrap();
-    let run = fixture.runs(1).unwrap().remove(0);
+    let (point, run) = fixture.runs(1).unwrap().remove(0);
     let _ = std::fs::remove_file(fixture.path());
-    store.add_run(id, 1, &run).unwrap();
+    store.add_run(id, 1, point, &run).unwrap();
     // A second run at the same position is refused and leaves the first as it was.
-    assert!(store.add_run(id, 1, &run).is_err());
+    assert!(store.add_run(id, 1, point, &run).is_err());
     // A run for a campaign that does not exist is refused.
-    assert!(store.add_run(id + 7, 1, &run).is_err());
-    assert_eq!(store.runs(id).unwrap(), vec![run.clone()]);
+    assert!(store.add_run(id + 7, 1, point, &run).is_err());
+    assert_eq!(store.runs(id).unwrap(), vec![(point, run.clone())]);
     store
         .finish_campaign(id, Status::Aborted, 1_700_000_100, Some("interrupted"))
         .unwrap();
@@ -178,7 +184,10 @@ async fn run_stores_every_run_and_history_reads_it_back() {
         8,
         "{shown}"
     );
-    assert!(shown.contains("[8] udp saw, run 2"), "{shown}");
+    assert!(
+        shown.contains("[8] udp saw 1000 B × 20000 B, run 2"),
+        "{shown}"
+    );
 
     let out = wirebench(&["show", "5", "--db", db.arg()]).await;
     assert_eq!(out.status.code(), Some(2));
@@ -315,5 +324,5 @@ async fn run_json_output_imports() {
     let store = Store::open(&db.0).unwrap();
     let c = store.campaign(1).unwrap().unwrap();
     assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
-    assert_eq!(store.runs(1).unwrap()[0].server.bytes, 5000);
+    assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
 }
