@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand};
 pub const DEFAULT_PORT: u16 = 5310;
 
 const RUN_AFTER_HELP: &str = "\
-Order: every protocol × mechanism combination runs, protocols in the order given, then
-mechanisms in the order given, repeats innermost.
+Order: message sizes (-l) in the order given, then totals (-n) in the order given, then every
+protocol × mechanism combination, protocols in the order given, then mechanisms in the order
+given, repeats innermost. -l and -n take sweep lists: comma lists and ranges FROM..TO[:xN|:+STEP]
+(default step x2; a range always ends at TO), e.g. -l 1..65535:x2 or -n 1MiB,10MiB.
 
 Each run prints the client's figures (transmission time, messages sent, bytes sent, throughput,
 send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
@@ -183,13 +185,13 @@ pub struct RunArgs {
     /// Transfer mechanism(s): stream (alias streaming) or saw (alias stop-and-wait); a comma list runs each.
     #[arg(long = "mode", default_value = "stream")]
     pub mechanisms: String,
-    /// Application message size in bytes: 1..65535 for every protocol (UDP: up to what one
+    /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
     /// Units allowed (64KiB).
     #[arg(short = 'l', long = "msg-size", default_value = "1024")]
     pub msg_size: String,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
-    /// kB/MB/GB decimal). The last message carries the remainder.
+    /// kB/MB/GB decimal), or a sweep list (1MiB,10MiB). The last message carries the remainder.
     #[arg(short = 'n', long = "total", default_value = "100MiB")]
     pub total: String,
     /// Run every combination this many times and print Min/Avg/Max summaries.
@@ -210,14 +212,18 @@ pub struct RunArgs {
     /// Results store.
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Progress display.
+    /// Warm-up and progress.
     #[command(flatten)]
-    pub progress: ProgressArgs,
+    pub plan: PlanArgs,
 }
 
-/// Progress flags of `wirebench run`.
+/// Warm-up and progress flags of `wirebench run`.
 #[derive(Debug, Args, Clone, Default)]
-pub struct ProgressArgs {
+pub struct PlanArgs {
+    /// Warm-up runs: before the measured runs of each message size × total, run every
+    /// protocol × mechanism this many times, unmeasured (not printed, not stored).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u32,
     /// Hide the progress bar (runs done, current configuration and repeat, time left) that
     /// `run` draws on stderr when stderr is a terminal.
     #[arg(short, long)]

@@ -9,6 +9,7 @@ use wirebench_core::plan::{
     self, Combination, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE,
     MIN_MSG_SIZE,
 };
+use wirebench_core::sweep::{self, Point};
 use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
@@ -69,6 +70,11 @@ pub struct RunConfig {
     pub grace: Duration,
     /// Print one JSON document instead of text.
     pub json: bool,
+    /// Message size × total points of a sweep in plan order (sizes outer); one for a plain run.
+    /// `msg_size` and `total_bytes` are the first point.
+    pub points: Vec<Point>,
+    /// Unmeasured warm-up runs of every combination before each point's measured runs.
+    pub warmup: u32,
 }
 
 /// Where `run` stores its results.
@@ -138,13 +144,35 @@ impl RunConfig {
             None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             Some(name) => resolve_server(name)?,
         };
-        let msg_size = parse_msg_size(&args.msg_size, &protocols, target.is_ipv6())?;
-        let total: ByteSize = args
-            .total
-            .parse()
-            .map_err(|e| usage(format!("-n/--total: {e}")))?;
-        if total.0 == 0 {
+        let msg_sizes = sweep::parse_sizes(&args.msg_size)
+            .map_err(|e| usage(format!("-l/--msg-size: {e}")))?
+            .into_iter()
+            .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
+            .collect::<Result<Vec<u32>, UsageError>>()?;
+        let totals =
+            sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?;
+        if totals.contains(&0) {
             return Err(usage("-n/--total must be at least 1 byte"));
+        }
+        let points: Vec<Point> = msg_sizes
+            .iter()
+            .flat_map(|&msg_size| {
+                totals.iter().map(move |&total_bytes| Point {
+                    msg_size,
+                    total_bytes,
+                })
+            })
+            .collect();
+        let Some(&first) = points.first() else {
+            return Err(usage(
+                "-l/--msg-size and -n/--total need at least one value each",
+            ));
+        };
+        if points.len() > 1 && args.json {
+            return Err(usage(
+                "--json prints one document for one message size and total; a sweep is stored: \
+                 run it without --json, then `wirebench export ID`",
+            ));
         }
         if args.repeat == 0 {
             return Err(usage("--repeat must be at least 1"));
@@ -175,22 +203,31 @@ impl RunConfig {
         Ok(RunConfig {
             target,
             combinations: plan::matrix(&protocols, &mechanisms),
-            msg_size,
-            total_bytes: total.0,
+            msg_size: first.msg_size,
+            total_bytes: first.total_bytes,
             repeat: args.repeat,
             rto,
             rate,
             grace,
             json: args.json,
+            points,
+            warmup: args.plan.warmup,
         })
     }
 }
 
-/// Parses `-l`, checking it against the limits of every protocol that will run.
+/// Parses one `-l` value, checking it against the limits of every protocol that will run.
+#[cfg(test)]
 fn parse_msg_size(text: &str, protocols: &[Protocol], ipv6: bool) -> Result<u32, UsageError> {
     let size: ByteSize = text
         .parse()
         .map_err(|e| usage(format!("-l/--msg-size: {e}")))?;
+    check_msg_size(size.0, protocols, ipv6)
+}
+
+/// Checks one message size against the limits of every protocol that will run.
+fn check_msg_size(size: u64, protocols: &[Protocol], ipv6: bool) -> Result<u32, UsageError> {
+    let size = ByteSize(size);
     let stream_only = protocols.iter().all(|p| *p != Protocol::Udp);
     let max = if stream_only {
         MAX_STREAM_MSG_SIZE

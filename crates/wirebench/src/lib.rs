@@ -39,7 +39,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => {
             let cfg = RunConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
-            let ok = runtime.block_on(commands::run::execute(cfg, store, args.progress.quiet))?;
+            let ok = runtime.block_on(commands::run::execute(cfg, store, args.plan.quiet))?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

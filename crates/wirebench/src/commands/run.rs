@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use wirebench_core::sweep::Point;
+use wirebench_core::units::ByteSize;
 
 use crate::config::{RunConfig, StoreTarget, Target};
 use crate::environment::Environment;
@@ -42,43 +43,91 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };
+    let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
-        println!(
-            "{} against {server_name}",
-            text::plan_heading(
-                runner::planned_runs(&cfg),
-                cfg.combinations.len(),
-                cfg.repeat,
-                cfg.msg_size,
-                cfg.total_bytes
-            )
-        );
+        if cfg.points.len() == 1 {
+            println!(
+                "{} against {server_name}",
+                text::plan_heading(
+                    runner::planned_runs(&cfg),
+                    cfg.combinations.len(),
+                    cfg.repeat,
+                    cfg.msg_size,
+                    cfg.total_bytes
+                )
+            );
+        } else {
+            println!("{} against {server_name}", sweep_heading(&cfg, total_runs));
+        }
+        if cfg.warmup > 0 {
+            println!(
+                "  plus {} unmeasured warm-up run(s) of every combination before each message size × total",
+                cfg.warmup
+            );
+        }
     }
     let mut recorder = match store {
         None => None,
         Some(store) => Some(Recorder::begin(store, &cfg, &server_name)?),
     };
-    let progress = Progress::new(&cfg.combinations, cfg.repeat, quiet);
-    let running = runner::run_campaign(&cfg, server_addr, |position, of, record| {
-        // Stored before it is printed: a run on the screen is a run in the database.
-        if let Some(r) = recorder.as_mut() {
-            r.record(position, record);
-        }
-        let server_line = events
-            .as_mut()
-            .and_then(|rx| embedded_line(rx, record.outcome.session));
-        progress.finished(position, || {
-            if !cfg.json {
-                let mut out = std::io::stdout().lock();
-                let _ = write!(
-                    out,
-                    "{}",
-                    text::run_block(position, of, record, server_line.as_deref())
-                );
-                let _ = out.flush();
+    let progress = Progress::new(run_labels(&cfg), quiet);
+    let running = async {
+        let mut campaign = Campaign::default();
+        for &point in &cfg.points {
+            let point_cfg = RunConfig {
+                msg_size: point.msg_size,
+                total_bytes: point.total_bytes,
+                points: vec![point],
+                ..cfg.clone()
+            };
+            if cfg.warmup > 0 {
+                progress.note(&format!(
+                    "warming up: {} B messages, {}",
+                    point.msg_size,
+                    ByteSize(point.total_bytes)
+                ));
+                let warmup_cfg = RunConfig {
+                    repeat: cfg.warmup,
+                    ..point_cfg.clone()
+                };
+                let warm = runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}).await;
+                if let Some(failure) = warm.failure {
+                    campaign.failure = Some(format!("warm-up: {failure}"));
+                    break;
+                }
+                progress.note_next(campaign.runs.len());
             }
-        });
-    });
+            let offset = campaign.runs.len();
+            let part = runner::run_campaign(&point_cfg, server_addr, |position, _, record| {
+                let position = offset + position;
+                // Stored before it is printed: a run on the screen is a run in the database.
+                if let Some(r) = recorder.as_mut() {
+                    r.record(position, record);
+                }
+                let server_line = events
+                    .as_mut()
+                    .and_then(|rx| embedded_line(rx, record.outcome.session));
+                progress.finished(position, || {
+                    if !cfg.json {
+                        let mut out = std::io::stdout().lock();
+                        let _ = write!(
+                            out,
+                            "{}",
+                            text::run_block(position, total_runs, record, server_line.as_deref())
+                        );
+                        let _ = out.flush();
+                    }
+                });
+            })
+            .await;
+            campaign.runs.extend(part.runs);
+            if part.failure.is_some() {
+                campaign.failure = part.failure;
+                break;
+            }
+        }
+        campaign
+    };
     let interrupted = async {
         if tokio::signal::ctrl_c().await.is_err() {
             // No signal handling here: never report an interrupt.
@@ -112,16 +161,89 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
     } else if cfg.repeat > 1 && !campaign.runs.is_empty() {
-        print!(
-            "\n{}",
-            text::summary_tables(&cfg.combinations, &campaign.runs, cfg.total_bytes)
-        );
+        for point in &cfg.points {
+            let these: Vec<RunRecord> = campaign
+                .runs
+                .iter()
+                .filter(|r| {
+                    r.params.msg_size == point.msg_size && r.params.total_bytes == point.total_bytes
+                })
+                .cloned()
+                .collect();
+            if these.is_empty() {
+                continue;
+            }
+            if cfg.points.len() > 1 {
+                print!(
+                    "\n{}-byte messages, {}:",
+                    point.msg_size,
+                    ByteSize(point.total_bytes)
+                );
+            }
+            print!(
+                "\n{}",
+                text::summary_tables(&cfg.combinations, &these, point.total_bytes)
+            );
+        }
     }
     if let Some(failure) = &campaign.failure {
         eprintln!("error: {failure}");
         return Ok(false);
     }
     Ok(!store_failed)
+}
+
+/// The values of `items` in first-seen order, without repeats.
+fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The plan line of a sweep: how many runs, which sizes and totals.
+fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
+    let sizes = distinct(cfg.points.iter().map(|p| p.msg_size));
+    let totals = distinct(cfg.points.iter().map(|p| p.total_bytes));
+    format!(
+        "wirebench: {total_runs} run(s): {} message size(s) × {} total(s) × {} combination(s) × {} repeat(s); \
+         sizes {} B; totals {}",
+        sizes.len(),
+        totals.len(),
+        cfg.combinations.len(),
+        cfg.repeat,
+        sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        totals
+            .iter()
+            .map(|t| ByteSize(*t).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// What the progress bar says for each run of the plan, in plan order.
+fn run_labels(cfg: &RunConfig) -> Vec<String> {
+    let mut labels = Vec::new();
+    for point in &cfg.points {
+        for c in &cfg.combinations {
+            for r in 0..cfg.repeat {
+                let mut label = format!("{} {}", c.protocol, c.mechanism);
+                if cfg.points.len() > 1 {
+                    label.push_str(&format!(
+                        ", {} B × {}",
+                        point.msg_size,
+                        ByteSize(point.total_bytes)
+                    ));
+                }
+                label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
+                labels.push(label);
+            }
+        }
+    }
+    labels
 }
 
 /// Seconds since the Unix epoch, for the store's timestamps (0 if the clock is before 1970).
@@ -146,9 +268,9 @@ impl Recorder {
             .begin_campaign(&NewCampaign {
                 started_at_unix_s: unix_now(),
                 parameters: json::parameters(cfg, server_name),
-                planned_runs: runner::planned_runs(cfg) as u64,
-                msg_sizes: vec![cfg.msg_size],
-                totals: vec![cfg.total_bytes],
+                planned_runs: (runner::planned_runs(cfg) * cfg.points.len()) as u64,
+                msg_sizes: distinct(cfg.points.iter().map(|p| p.msg_size)),
+                totals: distinct(cfg.points.iter().map(|p| p.total_bytes)),
                 environment: Environment::detect(),
             })
             .with_context(|| format!("cannot store in {}", store.path().display()))?;

@@ -6,19 +6,18 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use wirebench_core::plan::Combination;
 
 /// A progress bar over a plan of runs.
 pub struct Progress {
     bar: ProgressBar,
-    combinations: Vec<Combination>,
-    repeat: u32,
+    labels: Vec<String>,
 }
 
 impl Progress {
-    /// A bar for `combinations` × `repeat` runs; hidden when `quiet` or stderr is no terminal.
-    pub fn new(combinations: &[Combination], repeat: u32, quiet: bool) -> Progress {
-        let total = combinations.len() as u64 * u64::from(repeat);
+    /// A bar over runs labelled `labels` (plan order); hidden when `quiet` or stderr is no
+    /// terminal.
+    pub fn new(labels: Vec<String>, quiet: bool) -> Progress {
+        let total = labels.len() as u64;
         let bar = if quiet || !std::io::stderr().is_terminal() {
             ProgressBar::hidden()
         } else {
@@ -31,12 +30,8 @@ impl Progress {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style.progress_chars("=> "));
         bar.enable_steady_tick(Duration::from_millis(250));
-        let progress = Progress {
-            bar,
-            combinations: combinations.to_vec(),
-            repeat: repeat.max(1),
-        };
-        progress.show_next(0);
+        let progress = Progress { bar, labels };
+        progress.note_next(0);
         progress
     }
 
@@ -49,25 +44,23 @@ impl Progress {
     pub fn finished(&self, position: usize, print: impl FnOnce()) {
         self.bar.suspend(print);
         self.bar.set_position(position as u64);
-        self.show_next(position);
+        self.note_next(position);
+    }
+
+    /// Shows what is happening now (e.g. a warm-up).
+    pub fn note(&self, message: &str) {
+        self.bar.set_message(message.to_string());
+    }
+
+    /// Shows which run comes at 0-based plan index `index`.
+    pub fn note_next(&self, index: usize) {
+        if let Some(label) = self.labels.get(index) {
+            self.bar.set_message(format!("now: {label}"));
+        }
     }
 
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
-    }
-
-    /// Shows which run comes at 0-based plan index `index`.
-    fn show_next(&self, index: usize) {
-        let repeat = self.repeat as usize;
-        if let Some(c) = self.combinations.get(index / repeat) {
-            self.bar.set_message(format!(
-                "now: {} {}, repeat {}/{}",
-                c.protocol,
-                c.mechanism,
-                index % repeat + 1,
-                repeat
-            ));
-        }
     }
 }
