@@ -316,6 +316,48 @@ mod tests {
         assert!(parse_msg_size("0", &[Protocol::Tcp], false).is_err());
     }
 
+    fn run_args(l: &str, n: &str, json: bool) -> RunArgs {
+        use clap::Parser;
+        let mut argv = vec!["wirebench", "run", "--proto", "tcp,udp", "-l", l, "-n", n];
+        if json {
+            argv.push("--json");
+        }
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Run(args) => args,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sweeps_expand_sizes_outer_totals_inner() {
+        let cfg = RunConfig::from_args(&run_args("100..400:x2", "1KiB,2KiB", false)).unwrap();
+        let points: Vec<(u32, u64)> = cfg
+            .points
+            .iter()
+            .map(|p| (p.msg_size, p.total_bytes))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                (100, 1024),
+                (100, 2048),
+                (200, 1024),
+                (200, 2048),
+                (400, 1024),
+                (400, 2048)
+            ]
+        );
+        assert_eq!((cfg.msg_size, cfg.total_bytes), (100, 1024));
+        // Every size is checked against every protocol: UDP's limit applies to the whole list.
+        let err = RunConfig::from_args(&run_args("1000,65492", "1MiB", false)).unwrap_err();
+        assert!(err.0.contains("65491"), "{}", err.0);
+        let err = RunConfig::from_args(&run_args("100,200", "1MiB", true)).unwrap_err();
+        assert!(err.0.contains("wirebench export"), "{}", err.0);
+        assert!(RunConfig::from_args(&run_args("100", "1MiB", true)).is_ok());
+        let err = RunConfig::from_args(&run_args("100", "0,1", false)).unwrap_err();
+        assert!(err.0.contains("at least 1 byte"), "{}", err.0);
+    }
+
     #[test]
     fn server_names_get_the_default_port() {
         let t = resolve_server("127.0.0.1").unwrap();

@@ -326,3 +326,83 @@ async fn run_json_output_imports() {
     assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
     assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
 }
+
+/// A sweep runs in the documented order — message sizes, then totals, then protocols, then
+/// mechanisms, repeats innermost — and stores exactly the measured runs (no warm-ups).
+#[tokio::test]
+async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&[
+        "run",
+        "--db",
+        db.arg(),
+        "--proto",
+        "udp,tcp",
+        "--mode",
+        "saw,stream",
+        "-l",
+        "100..400:x4",
+        "-n",
+        "4000,2000",
+        "--repeat",
+        "2",
+        "--warmup",
+        "1",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("wirebench: 32 run(s): 2 message size(s) × 2 total(s)"),
+        "{text}"
+    );
+    assert!(text.contains("[32/32]"), "{text}");
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(1).unwrap().unwrap();
+    assert_eq!(
+        (c.msg_sizes.as_slice(), c.totals.as_slice()),
+        (&[100, 400][..], &[4000, 2000][..])
+    );
+    assert_eq!(
+        (c.planned_runs, c.stored_runs, c.status),
+        (32, 32, Status::Complete)
+    );
+    let got: Vec<String> = store
+        .runs(1)
+        .unwrap()
+        .iter()
+        .map(|(p, r)| {
+            format!(
+                "{} {} {} {} {}",
+                p.msg_size, p.total_bytes, r.protocol, r.mechanism, r.repeat_index
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for size in [100, 400] {
+        for total in [4000, 2000] {
+            for proto in ["udp", "tcp"] {
+                for mode in ["saw", "stream"] {
+                    for repeat in 0..2 {
+                        expected.push(format!("{size} {total} {proto} {mode} {repeat}"));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(got, expected);
+    for (p, r) in store.runs(1).unwrap() {
+        assert_eq!(
+            r.client.bytes, p.total_bytes,
+            "each run moved its own total"
+        );
+    }
+    // The report has one configuration per size × total × protocol × mechanism.
+    let out = wirebench(&["report", "1", "--format", "csv", "--db", db.arg()]).await;
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(csv.lines().count(), 1 + 16 * 8, "{csv}");
+    assert!(
+        csv.contains("\ntcp,stream,400,2000,2,client,bytes,B,2000,"),
+        "{csv}"
+    );
+}
