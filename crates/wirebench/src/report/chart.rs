@@ -129,7 +129,8 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .label_font((FONT, 13))
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
+            // Throughput grows with message size: the upper left is the emptiest corner.
+            .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .map_err(chart_error)?;
         root.present().map_err(chart_error)?;
@@ -137,12 +138,24 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
     Ok(svg)
 }
 
+const RTT_FIGURES_CAPTION: &str = "Minimum, median, mean, 99th percentile and maximum round-trip time; each the median over the runs.";
+const RTT_BY_SIZE_CAPTION: &str = "Median (thick, dots) and 99th percentile (thin, triangles) round-trip time against the message size; each the median over the runs.";
+
 const PERCENTILES: [&str; 5] = ["min", "p50", "mean", "p99", "max"];
 
 /// Round-trip-time figures of each stop-and-wait configuration (medians over runs), in µs on a
 /// log scale (values below its floor are drawn on it);
-/// `None` when no configuration has any.
-pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> {
+/// with a single message size; against message size when there are several. Returns the SVG and
+/// its caption; `None` when no configuration has any.
+pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, &'static str)>> {
+    let sizes = configs
+        .iter()
+        .filter(|c| c.rtt.is_some())
+        .map(|c| c.msg_size)
+        .collect::<std::collections::BTreeSet<u32>>();
+    if sizes.len() > 1 {
+        return rtt_by_size(configs).map(|svg| Some((svg, RTT_BY_SIZE_CAPTION)));
+    }
     let series: Vec<(String, RGBColor, [f64; 5])> = configs
         .iter()
         .filter_map(|c| {
@@ -225,5 +238,103 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<String>> 
             .map_err(chart_error)?;
         root.present().map_err(chart_error)?;
     }
-    Ok(Some(svg))
+    Ok(Some((svg, RTT_FIGURES_CAPTION)))
+}
+
+/// Stop-and-wait round-trip time (p50 and p99, medians over runs) against message size on log
+/// axes, one colour per protocol × mechanism: the form of the RTT chart for a size sweep.
+fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
+    // (name, colour, is_p99, points)
+    type RttSeries = (String, RGBColor, bool, Vec<(f64, f64)>);
+    let mut series: Vec<RttSeries> = Vec::new();
+    for c in configs {
+        let Some(r) = &c.rtt else { continue };
+        for (is_p99, ns) in [(false, r.p50_ns), (true, r.p99_ns)] {
+            let name = format!("{} {}", c.title(), if is_p99 { "p99" } else { "p50" });
+            let point = (f64::from(c.msg_size), ns / 1000.0);
+            match series.iter_mut().find(|s| s.0 == name) {
+                Some(s) => s.3.push(point),
+                None => series.push((name, colour_of(c), is_p99, vec![point])),
+            }
+        }
+    }
+    for s in &mut series {
+        s.3.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let all = || series.iter().flat_map(|s| s.3.iter().copied());
+    let x_lo = (all().map(|p| p.0).fold(f64::MAX, f64::min) / 2.0).max(0.5);
+    let x_hi = all().map(|p| p.0).fold(1.0, f64::max) * 2.0;
+    let y_hi = (all().map(|p| p.1).fold(0.0, f64::max) * 3.0).max(1.0);
+    let y_lo = (all()
+        .map(|p| p.1)
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min)
+        / 2.0)
+        .clamp(0.01, y_hi / 10.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Stop-and-wait round-trip time against message size",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("Message size (bytes, log scale)")
+            .y_desc("Round-trip time (µs, log scale)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| {
+                if *y >= 10.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, is_p99, points) in &series {
+            let colour = *colour;
+            // p50 solid and thick with dots; p99 thin with triangles.
+            let width = if *is_p99 { 1 } else { 2 };
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
+                });
+            if *is_p99 {
+                chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .map(|&p| TriangleMarker::new(p, 5, colour.filled())),
+                    )
+                    .map_err(chart_error)?;
+            } else {
+                chart
+                    .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                    .map_err(chart_error)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
 }

@@ -44,13 +44,9 @@ impl Exporter for Html {
             &chart::throughput_by_size(&report.configurations)?,
             "Median client throughput of each protocol × mechanism against the message size (log scale).",
         )?;
-        if let Some(svg) = chart::rtt_percentiles(&report.configurations)? {
+        if let Some((svg, caption)) = chart::rtt_percentiles(&report.configurations)? {
             writeln!(out, "<h2>Stop-and-wait round-trip time</h2>")?;
-            figure(
-                out,
-                &svg,
-                "Minimum, median, mean, 99th percentile and maximum round-trip time; each the median over the runs.",
-            )?;
+            figure(out, &svg, caption)?;
         }
         writeln!(out, "<h2>Statistics per configuration</h2>")?;
         for c in &report.configurations {
