@@ -55,19 +55,25 @@ pub enum Command {
     Runs(DbArgs),
     /// Show one stored campaign: its parameters, environment and every run with both views.
     Show(ShowArgs),
-    /// Print one stored campaign as JSON on stdout: the `run --json` document plus a `campaign`
-    /// block (id, times, status, environment). `wirebench import` reads it back.
+    /// Print one stored campaign as JSON on stdout, for `wirebench import` elsewhere.
+    ///
+    /// The document is the `run --json` document plus a `campaign` block (id, times, status,
+    /// planned sizes and totals, each run's size and total, environment).
     Export(ShowArgs),
     /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
     Import(ImportArgs),
-    /// Summarise one stored campaign: per configuration, min / avg / median / max / stddev of
-    /// time, throughput, messages and bytes, for the client and the server view.
+    /// Summarise one stored campaign as a table, Markdown, CSV, JSON or an HTML page with charts.
+    ///
+    /// Per configuration (message size × total × protocol × mechanism): min / avg / median / max
+    /// / stddev of time, throughput, messages and bytes, for the client and the server view.
     ///
     /// Example: wirebench report --last --format markdown -o results.md
     Report(ReportArgs),
-    /// Compare two stored campaigns per configuration: median client transfer time and
-    /// throughput, the ratio B/A, and a two-sided Mann–Whitney U test (normal approximation
-    /// with tie and continuity correction), significant when p < 0.05.
+    /// Compare two stored campaigns per configuration, with a significance test.
+    ///
+    /// Median client transfer time and throughput, the ratio B/A, and a two-sided Mann–Whitney
+    /// U test (normal approximation with tie and continuity correction), significant when
+    /// p < 0.05.
     ///
     /// Needs about 4 or more runs per configuration on each side (--repeat) for any difference
     /// to be significant. Exit status 1 when --fail-on-regression is given and a configuration
