@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
+use wirebench_core::plan::{self, Mechanism};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::ByteSize;
 
@@ -58,6 +59,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             );
         } else {
             println!("{} against {server_name}", sweep_heading(&cfg, total_runs));
+        }
+        if let Some(note) = long_stop_and_wait_note(&cfg) {
+            eprintln!("{note}");
         }
         if cfg.warmup > 0 {
             println!(
@@ -224,6 +228,34 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
     )
 }
 
+/// Stop-and-wait sends one message per round trip, so its time is the message count times the
+/// round-trip time. When the plan's stop-and-wait messages would take over an hour at a 1 ms
+/// round trip (a LAN), say so before starting.
+fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
+    let saw = cfg
+        .combinations
+        .iter()
+        .filter(|c| c.mechanism == Mechanism::StopAndWait)
+        .count() as u64;
+    let per_repeat: u64 = cfg
+        .points
+        .iter()
+        .map(|p| plan::message_count(p.total_bytes, p.msg_size))
+        .sum();
+    let round_trips = saw
+        .saturating_mul(u64::from(cfg.repeat + cfg.warmup))
+        .saturating_mul(per_repeat);
+    let hours = round_trips as f64 * 1e-3 / 3600.0;
+    (hours >= 1.0).then(|| {
+        format!(
+            "note: this plan's stop-and-wait runs make {round_trips} round trips: about {hours:.1} h \
+             at 1 ms per round trip (a LAN), {:.1} h at 100 µs (loopback); fewer bytes (-n) or larger \
+             messages (-l) shorten it",
+            hours / 10.0
+        )
+    })
+}
+
 /// What the progress bar says for each run of the plan, in plan order.
 fn run_labels(cfg: &RunConfig) -> Vec<String> {
     let mut labels = Vec::new();
@@ -361,5 +393,38 @@ struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn cfg(args: &[&str]) -> RunConfig {
+        let argv = ["wirebench", "run"].iter().chain(args).copied();
+        match Cli::parse_from(argv).command {
+            Command::Run(a) => RunConfig::from_args(&a).unwrap(),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn long_stop_and_wait_plans_are_announced() {
+        // 10 GiB in 1 KiB messages: 10,485,760 round trips, about 2.9 h at 1 ms.
+        let note = long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "10GiB"]));
+        let note = note.expect("announced");
+        assert!(note.contains("10485760 round trips"), "{note}");
+        assert!(note.contains("2.9 h"), "{note}");
+        // Streaming, or a short stop-and-wait plan, says nothing.
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "stream", "-l", "1KiB", "-n", "10GiB"])),
+            None
+        );
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "100MiB"])),
+            None
+        );
     }
 }
