@@ -236,10 +236,9 @@ async fn no_store_writes_nothing() {
     assert!(!db.0.exists());
 }
 
-/// Ctrl-C after k runs: exactly the runs printed (each is stored before it is printed) are in
-/// the store, and the campaign is marked aborted.
-#[tokio::test]
-async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
+/// Stops a running campaign with `signal` once three runs are printed; returns how many runs
+/// were printed in all, the exit code, and the store.
+async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) {
     let db = TempPath::new(".sqlite3");
     let data_home = TempPath::new("-data");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
@@ -277,25 +276,50 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     .expect("three runs in time");
     let pid = child.id().expect("running").to_string();
     let status = std::process::Command::new("kill")
-        .args(["-INT", &pid])
+        .args([signal, &pid])
         .status()
         .unwrap();
     assert!(status.success());
     let rest = tokio::time::timeout(TEST_TIMEOUT, async {
         let mut rest = Vec::new();
-        while let Some(line) = lines.next_line().await.unwrap() {
+        while let Ok(Some(line)) = lines.next_line().await {
             rest.push(line);
         }
         rest
     })
     .await
-    .expect("wirebench ends after Ctrl-C");
+    .expect("wirebench ends after the signal");
     printed += rest.iter().filter(|l| run_line(l)).count();
     let exit = child.wait().await.unwrap();
-    assert_eq!(exit.code(), Some(1), "{rest:?}");
+    (printed, exit.code(), db)
+}
+
+/// Ctrl-C after k runs: exactly the runs printed (each is stored before it is printed) are in
+/// the store, and the campaign is marked aborted.
+#[tokio::test]
+async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
+    let (printed, code, db) = interrupt_after_3_runs("-INT").await;
+    assert_eq!(code, Some(1));
     let (status, stored) = runs_of(&db, 1);
     assert_eq!(status, Status::Aborted);
     assert_eq!(stored, printed, "every printed run is stored, nothing more");
+    assert!((3..1000).contains(&stored));
+}
+
+/// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
+/// campaign stays `running`, which is how a crash shows.
+#[tokio::test]
+async fn a_killed_campaign_keeps_its_finished_runs() {
+    let (printed, code, db) = interrupt_after_3_runs("-KILL").await;
+    assert_eq!(code, None, "killed by a signal");
+    let (status, stored) = runs_of(&db, 1);
+    assert_eq!(status, Status::Running);
+    // The kill may land between a run's commit and its printing: at most one stored run was
+    // not printed yet.
+    assert!(
+        stored == printed || stored == printed + 1,
+        "{stored} stored, {printed} printed"
+    );
     assert!((3..1000).contains(&stored));
 }
 
