@@ -102,7 +102,7 @@ def wirebench_run(servers, proto, mode, size, total, extra=()):
     pid = servers.pid("wirebench")
     srv0 = proc_cpu_seconds(pid)
     out, cpu = run_client([servers.wirebench, "run", "--server", f"{HOST}:{port}", "--proto", proto,
-                           "--mode", mode, "-l", str(size), "-n", str(total), "--json", *extra])
+                           "--mode", mode, "-l", str(size), "-n", str(total), "--json", "--no-store", *extra])
     srv_cpu = proc_cpu_seconds(pid) - srv0
     run = json.loads(out)["runs"][0]
     c, s = run["client"], run["server"]

@@ -12,5 +12,6 @@ pub mod rto;
 pub mod saw;
 pub mod seq;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 pub mod wire;

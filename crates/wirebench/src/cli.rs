@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand};
 pub const DEFAULT_PORT: u16 = 5310;
 
 const RUN_AFTER_HELP: &str = "\
-Order: every protocol × mechanism combination runs, protocols in the order given, then
-mechanisms in the order given, repeats innermost.
+Order: message sizes (-l) in the order given, then totals (-n) in the order given, then every
+protocol × mechanism combination, protocols in the order given, then mechanisms in the order
+given, repeats innermost. -l and -n take sweep lists: comma lists and ranges FROM..TO[:xN|:+STEP]
+(default step x2; a range always ends at TO), e.g. -l 1..65535:x2 or -n 1MiB,10MiB.
 
 Each run prints the client's figures (transmission time, messages sent, bytes sent, throughput,
 send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
@@ -20,6 +22,10 @@ line (messages read, bytes read, time, throughput, read calls; UDP lost, duplica
 out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / max with
 p50 and p99. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
 client view and the server view.
+
+Every finished run is committed to the results store before the next starts (default
+$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store); Ctrl-C marks the campaign
+aborted. `wirebench runs`, `show`, `report`, `compare` and `export` read it back.
 
 Exit status: 0 every run finished, 1 a run failed (finished runs are still printed), 2 bad usage.";
 
@@ -44,7 +50,112 @@ pub enum Command {
     ///
     /// Example: wirebench run --proto tcp,udp,quic --mode stream,saw -l 1024 -n 500MiB --repeat 5
     #[command(after_long_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// List the campaigns in the results store: id, start time (UTC), what ran, runs stored, status.
+    Runs(DbArgs),
+    /// Show one stored campaign: its parameters, environment and every run with both views.
+    Show(ShowArgs),
+    /// Print one stored campaign as JSON on stdout, for `wirebench import` elsewhere.
+    ///
+    /// The document is the `run --json` document plus a `campaign` block (id, times, status,
+    /// planned sizes and totals, each run's size and total, environment).
+    Export(ShowArgs),
+    /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
+    Import(ImportArgs),
+    /// Summarise one stored campaign as a table, Markdown, CSV, JSON or an HTML page with charts.
+    ///
+    /// Per configuration (message size × total × protocol × mechanism): min / avg / median / max
+    /// / stddev of time, throughput, messages and bytes, for the client and the server view.
+    ///
+    /// Example: wirebench report --last --format markdown -o results.md
+    Report(ReportArgs),
+    /// Compare two stored campaigns per configuration, with a significance test.
+    ///
+    /// Median client transfer time and throughput, the ratio B/A, and a two-sided Mann–Whitney
+    /// U test (normal approximation with tie and continuity correction), significant when
+    /// p < 0.05.
+    ///
+    /// Needs about 4 or more runs per configuration on each side (--repeat) for any difference
+    /// to be significant. Exit status 1 when --fail-on-regression is given and a configuration
+    /// is slower by more than that many percent and significantly so.
+    Compare(CompareArgs),
+}
+
+/// Flags of `wirebench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline campaign id.
+    pub a: i64,
+    /// Campaign to compare with the baseline.
+    pub b: i64,
+    /// Exit with status 1 when B's median time is more than PCT percent above A's and the
+    /// difference is significant (e.g. 10).
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags of `wirebench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    #[arg(required_unless_present = "last", conflicts_with = "last")]
+    pub id: Option<i64>,
+    /// Report on the newest campaign.
+    #[arg(long)]
+    pub last: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Where the results database is (for the subcommands that read or write it).
+#[derive(Debug, Args, Clone, Default)]
+pub struct DbArgs {
+    /// Results database file. Default: $XDG_DATA_HOME/wirebench/results.sqlite3
+    /// (~/.local/share/wirebench/results.sqlite3 when XDG_DATA_HOME is unset).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Results-store flags of `wirebench run`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreArgs {
+    /// Results database file; every finished run is committed to it before the next starts.
+    /// Default: $XDG_DATA_HOME/wirebench/results.sqlite3 (~/.local/share/wirebench/...).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    pub db: Option<PathBuf>,
+    /// Do not store the results.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+/// Flags of `wirebench show` and `wirebench export`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    pub id: i64,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags of `wirebench import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// JSON file written by `wirebench export` or `wirebench run --json` (`-` reads stdin).
+    pub file: PathBuf,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// Flags of `wirebench server`.
@@ -80,13 +191,13 @@ pub struct RunArgs {
     /// Transfer mechanism(s): stream (alias streaming) or saw (alias stop-and-wait); a comma list runs each.
     #[arg(long = "mode", default_value = "stream")]
     pub mechanisms: String,
-    /// Application message size in bytes: 1..65535 for every protocol (UDP: up to what one
+    /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
     /// Units allowed (64KiB).
     #[arg(short = 'l', long = "msg-size", default_value = "1024")]
     pub msg_size: String,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
-    /// kB/MB/GB decimal). The last message carries the remainder.
+    /// kB/MB/GB decimal), or a sweep list (1MiB,10MiB). The last message carries the remainder.
     #[arg(short = 'n', long = "total", default_value = "100MiB")]
     pub total: String,
     /// Run every combination this many times and print Min/Avg/Max summaries.
@@ -120,4 +231,23 @@ pub struct RunArgs {
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Results store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Warm-up and progress.
+    #[command(flatten)]
+    pub plan: PlanArgs,
+}
+
+/// Warm-up and progress flags of `wirebench run`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PlanArgs {
+    /// Warm-up runs: before the measured runs of each message size × total, run every
+    /// protocol × mechanism this many times, unmeasured (not printed, not stored).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u32,
+    /// Hide the progress bar (runs done, current configuration and repeat, time left) that
+    /// `run` draws on stderr when stderr is a terminal.
+    #[arg(short, long)]
+    pub quiet: bool,
 }

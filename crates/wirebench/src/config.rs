@@ -10,10 +10,12 @@ use wirebench_core::plan::{
     MIN_MSG_SIZE,
 };
 use wirebench_core::proto::DataPathOptions;
+use wirebench_core::sweep::{self, Point};
 use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
-use crate::cli::{RunArgs, ServerArgs, DEFAULT_PORT};
+use crate::cli::{DbArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::store;
 
 /// A usage error: the user asked for something that is not allowed. Exit status 2.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +73,40 @@ pub struct RunConfig {
     pub options: DataPathOptions,
     /// Print one JSON document instead of text.
     pub json: bool,
+    /// Message size × total points of a sweep in plan order (sizes outer); one for a plain run.
+    /// `msg_size` and `total_bytes` are the first point.
+    pub points: Vec<Point>,
+    /// Unmeasured warm-up runs of every combination before each point's measured runs.
+    pub warmup: u32,
+}
+
+/// Where `run` stores its results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// `--no-store`.
+    Off,
+    /// This database file.
+    File(PathBuf),
+}
+
+impl StoreTarget {
+    /// `--no-store`, `--db PATH`, or the default database.
+    pub fn from_args(args: &StoreArgs) -> anyhow::Result<Self> {
+        if args.no_store {
+            return Ok(StoreTarget::Off);
+        }
+        Ok(StoreTarget::File(db_path(&DbArgs {
+            db: args.db.clone(),
+        })?))
+    }
+}
+
+/// The database file named by `--db`, or the default one.
+pub fn db_path(args: &DbArgs) -> anyhow::Result<PathBuf> {
+    match &args.db {
+        Some(path) => Ok(path.clone()),
+        None => store::default_path(),
+    }
 }
 
 /// Everything `wirebench server` needs, validated.
@@ -111,13 +147,35 @@ impl RunConfig {
             None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             Some(name) => resolve_server(name)?,
         };
-        let msg_size = parse_msg_size(&args.msg_size, &protocols, target.is_ipv6())?;
-        let total: ByteSize = args
-            .total
-            .parse()
-            .map_err(|e| usage(format!("-n/--total: {e}")))?;
-        if total.0 == 0 {
+        let msg_sizes = sweep::parse_sizes(&args.msg_size)
+            .map_err(|e| usage(format!("-l/--msg-size: {e}")))?
+            .into_iter()
+            .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
+            .collect::<Result<Vec<u32>, UsageError>>()?;
+        let totals =
+            sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?;
+        if totals.contains(&0) {
             return Err(usage("-n/--total must be at least 1 byte"));
+        }
+        let points: Vec<Point> = msg_sizes
+            .iter()
+            .flat_map(|&msg_size| {
+                totals.iter().map(move |&total_bytes| Point {
+                    msg_size,
+                    total_bytes,
+                })
+            })
+            .collect();
+        let Some(&first) = points.first() else {
+            return Err(usage(
+                "-l/--msg-size and -n/--total need at least one value each",
+            ));
+        };
+        if points.len() > 1 && args.json {
+            return Err(usage(
+                "--json prints one document for one message size and total; a sweep is stored: \
+                 run it without --json, then `wirebench export ID`",
+            ));
         }
         if args.repeat == 0 {
             return Err(usage("--repeat must be at least 1"));
@@ -150,13 +208,15 @@ impl RunConfig {
             options,
             target,
             combinations: plan::matrix(&protocols, &mechanisms),
-            msg_size,
-            total_bytes: total.0,
+            msg_size: first.msg_size,
+            total_bytes: first.total_bytes,
             repeat: args.repeat,
             rto,
             rate,
             grace,
             json: args.json,
+            points,
+            warmup: args.plan.warmup,
         })
     }
 }
@@ -219,10 +279,18 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
 }
 
 /// Parses `-l`, checking it against the limits of every protocol that will run.
+/// Parses one `-l` value, checking it against the limits of every protocol that will run.
+#[cfg(test)]
 fn parse_msg_size(text: &str, protocols: &[Protocol], ipv6: bool) -> Result<u32, UsageError> {
     let size: ByteSize = text
         .parse()
         .map_err(|e| usage(format!("-l/--msg-size: {e}")))?;
+    check_msg_size(size.0, protocols, ipv6)
+}
+
+/// Checks one message size against the limits of every protocol that will run.
+fn check_msg_size(size: u64, protocols: &[Protocol], ipv6: bool) -> Result<u32, UsageError> {
+    let size = ByteSize(size);
     let stream_only = protocols.iter().all(|p| *p != Protocol::Udp);
     let max = if stream_only {
         MAX_STREAM_MSG_SIZE
@@ -309,6 +377,48 @@ mod tests {
         );
         assert!(parse_msg_size("100000", &[Protocol::Tcp, Protocol::Udp], false).is_err());
         assert!(parse_msg_size("0", &[Protocol::Tcp], false).is_err());
+    }
+
+    fn run_args(l: &str, n: &str, json: bool) -> RunArgs {
+        use clap::Parser;
+        let mut argv = vec!["wirebench", "run", "--proto", "tcp,udp", "-l", l, "-n", n];
+        if json {
+            argv.push("--json");
+        }
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Run(args) => *args,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sweeps_expand_sizes_outer_totals_inner() {
+        let cfg = RunConfig::from_args(&run_args("100..400:x2", "1KiB,2KiB", false)).unwrap();
+        let points: Vec<(u32, u64)> = cfg
+            .points
+            .iter()
+            .map(|p| (p.msg_size, p.total_bytes))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                (100, 1024),
+                (100, 2048),
+                (200, 1024),
+                (200, 2048),
+                (400, 1024),
+                (400, 2048)
+            ]
+        );
+        assert_eq!((cfg.msg_size, cfg.total_bytes), (100, 1024));
+        // Every size is checked against every protocol: UDP's limit applies to the whole list.
+        let err = RunConfig::from_args(&run_args("1000,65492", "1MiB", false)).unwrap_err();
+        assert!(err.0.contains("65491"), "{}", err.0);
+        let err = RunConfig::from_args(&run_args("100,200", "1MiB", true)).unwrap_err();
+        assert!(err.0.contains("wirebench export"), "{}", err.0);
+        assert!(RunConfig::from_args(&run_args("100", "1MiB", true)).is_ok());
+        let err = RunConfig::from_args(&run_args("100", "0,1", false)).unwrap_err();
+        assert!(err.0.contains("at least 1 byte"), "{}", err.0);
     }
 
     #[test]

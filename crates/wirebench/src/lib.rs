@@ -8,10 +8,13 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod engine;
+pub mod environment;
 pub mod net;
 pub mod output;
+pub mod report;
 pub mod runner;
 pub mod server;
+pub mod store;
 pub mod tls;
 
 use std::process::ExitCode;
@@ -19,7 +22,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use cli::{Cli, Command};
-use config::{RunConfig, ServerConfig};
+use config::{RunConfig, ServerConfig, StoreTarget};
 
 /// Runs a parsed command line to its end; usage errors come back as [`config::UsageError`].
 pub fn run_cli(cli: Cli) -> Result<ExitCode> {
@@ -37,12 +40,76 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Run(args) => {
             let cfg = RunConfig::from_args(&args)?;
-            let ok = runtime.block_on(commands::run::execute(cfg))?;
+            let store = StoreTarget::from_args(&args.store)?;
+            let result = runtime.block_on(commands::run::execute(cfg, store, args.plan.quiet));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Runs(db) => {
+            commands::history::list(&config::db_path(&db)?, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show(args) => {
+            let db = config::db_path(&args.db)?;
+            commands::history::show(&db, args.id, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let db = config::db_path(&args.db)?;
+            commands::history::export(&db, args.id, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report(args) => {
+            let db = config::db_path(&args.db)?;
+            let which = match args.id {
+                Some(id) => commands::report::Which::Id(id),
+                None => commands::report::Which::Last,
+            };
+            commands::report::execute(
+                &db,
+                which,
+                args.format,
+                args.output.as_deref(),
+                &mut std::io::stdout().lock(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare(args) => {
+            let db = config::db_path(&args.db)?;
+            if let Some(pct) = args.fail_on_regression {
+                if !(pct.is_finite() && pct >= 0.0) {
+                    return Err(config::UsageError(format!(
+                        "--fail-on-regression {pct}: expected a percentage of 0 or more, e.g. 10"
+                    ))
+                    .into());
+                }
+            }
+            let ok = commands::compare::execute(
+                &db,
+                args.a,
+                args.b,
+                args.fail_on_regression,
+                &mut std::io::stdout().lock(),
+            )?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::Import(args) => {
+            let db = config::db_path(&args.db)?;
+            let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;
+            println!(
+                "imported {} as campaign {id} in {}",
+                args.file.display(),
+                db.display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

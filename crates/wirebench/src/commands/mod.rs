@@ -1,4 +1,7 @@
 //! One module per subcommand: each turns a validated configuration into work and output.
 
+pub mod compare;
+pub mod history;
+pub mod report;
 pub mod run;
 pub mod server;

@@ -1,20 +1,33 @@
 //! `wirebench run`: starts the embedded server when no --server is given, runs the plan, and
-//! prints each run as it finishes, then the summary tables (text) or one JSON document.
+//! prints each run as it finishes, then the summary tables (text) or one JSON document. Each
+//! finished run is committed to the results store before the next starts; Ctrl-C marks the
+//! campaign aborted.
 
 use std::io::Write;
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
+use wirebench_core::plan::{self, Mechanism};
+use wirebench_core::sweep::Point;
+use wirebench_core::units::ByteSize;
 
-use crate::config::{RunConfig, Target};
+use crate::config::{RunConfig, StoreTarget, Target};
+use crate::environment::Environment;
+use crate::output::progress::Progress;
 use crate::output::{json, text};
-use crate::runner::{self, Campaign};
+use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
+use crate::store::{NewCampaign, Status, Store};
 use crate::tls::ServerIdentity;
 
 /// Runs the run command; `Ok(false)` means a run failed (exit status 1).
-pub async fn execute(cfg: RunConfig) -> Result<bool> {
+pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<bool> {
+    // Open the store first: a database that cannot be opened stops us before any traffic.
+    let store = match &store_target {
+        StoreTarget::Off => None,
+        StoreTarget::File(path) => Some(Store::open(path)?),
+    };
     let (server_addr, mut events, _embedded) = match &cfg.target {
         Target::Remote { addr, .. } => (*addr, None, None),
         Target::Embedded(ip) => {
@@ -32,48 +45,328 @@ pub async fn execute(cfg: RunConfig) -> Result<bool> {
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };
+    let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
-        println!(
-            "{} against {server_name}",
-            text::plan_heading(
-                runner::planned_runs(&cfg),
-                cfg.combinations.len(),
-                cfg.repeat,
-                cfg.msg_size,
-                cfg.total_bytes
-            )
-        );
-    }
-    let campaign: Campaign = runner::run_campaign(&cfg, server_addr, |position, of, record| {
-        let server_line = events
-            .as_mut()
-            .and_then(|rx| embedded_line(rx, record.outcome.session));
-        if !cfg.json {
-            let mut out = std::io::stdout().lock();
-            let _ = write!(
-                out,
-                "{}",
-                text::run_block(position, of, record, server_line.as_deref())
+        if cfg.points.len() == 1 {
+            println!(
+                "{} against {server_name}",
+                text::plan_heading(
+                    runner::planned_runs(&cfg),
+                    cfg.combinations.len(),
+                    cfg.repeat,
+                    cfg.msg_size,
+                    cfg.total_bytes
+                )
             );
-            let _ = out.flush();
+        } else {
+            println!("{} against {server_name}", sweep_heading(&cfg, total_runs));
         }
-    })
-    .await;
+        if let Some(note) = long_stop_and_wait_note(&cfg) {
+            eprintln!("{note}");
+        }
+        if cfg.warmup > 0 {
+            println!(
+                "  plus {} unmeasured warm-up run(s) of every combination before each message size × total",
+                cfg.warmup
+            );
+        }
+    }
+    let mut recorder = match store {
+        None => None,
+        Some(store) => Some(Recorder::begin(store, &cfg, &server_name)?),
+    };
+    let progress = Progress::new(run_labels(&cfg), quiet);
+    let running = async {
+        let mut campaign = Campaign::default();
+        for &point in &cfg.points {
+            let point_cfg = RunConfig {
+                msg_size: point.msg_size,
+                total_bytes: point.total_bytes,
+                points: vec![point],
+                ..cfg.clone()
+            };
+            if cfg.warmup > 0 {
+                progress.note(&format!(
+                    "warming up: {} B messages, {}",
+                    point.msg_size,
+                    ByteSize(point.total_bytes)
+                ));
+                let warmup_cfg = RunConfig {
+                    repeat: cfg.warmup,
+                    ..point_cfg.clone()
+                };
+                let warm = runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}).await;
+                if let Some(failure) = warm.failure {
+                    campaign.failure = Some(format!("warm-up: {failure}"));
+                    break;
+                }
+                progress.note_next(campaign.runs.len());
+            }
+            let offset = campaign.runs.len();
+            let part = runner::run_campaign(&point_cfg, server_addr, |position, _, record| {
+                let position = offset + position;
+                // Stored before it is printed: a run on the screen is a run in the database.
+                if let Some(r) = recorder.as_mut() {
+                    r.record(position, record);
+                }
+                let server_line = events
+                    .as_mut()
+                    .and_then(|rx| embedded_line(rx, record.outcome.session));
+                progress.finished(position, || {
+                    if !cfg.json {
+                        let mut out = std::io::stdout().lock();
+                        let _ = write!(
+                            out,
+                            "{}",
+                            text::run_block(position, total_runs, record, server_line.as_deref())
+                        );
+                        let _ = out.flush();
+                    }
+                });
+            })
+            .await;
+            campaign.runs.extend(part.runs);
+            if part.failure.is_some() {
+                campaign.failure = part.failure;
+                break;
+            }
+        }
+        campaign
+    };
+    let interrupted = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handling here: never report an interrupt.
+            std::future::pending::<()>().await;
+        }
+    };
+    let campaign: Campaign = tokio::select! {
+        campaign = running => campaign,
+        () = interrupted => {
+            progress.finish();
+            let stored = recorder.as_ref().map_or(0, |r| r.stored);
+            if let Some(r) = recorder.take() {
+                r.finish(Status::Aborted, Some("interrupted (Ctrl-C)"), cfg.json);
+            }
+            eprintln!("interrupted: {stored} finished run(s) stored, the run in flight is lost");
+            return Ok(false);
+        }
+    };
+    progress.finish();
+    let store_failed = recorder.as_ref().is_some_and(|r| r.error.is_some());
+    if let Some(r) = recorder.take() {
+        let status = if campaign.failure.is_some() {
+            Status::Failed
+        } else {
+            Status::Complete
+        };
+        r.finish(status, campaign.failure.as_deref(), cfg.json);
+    }
     if cfg.json {
         let doc = json::run_document(&cfg, &server_name, &campaign);
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
     } else if cfg.repeat > 1 && !campaign.runs.is_empty() {
-        print!(
-            "\n{}",
-            text::summary_tables(&cfg.combinations, &campaign.runs, cfg.total_bytes)
-        );
+        for point in &cfg.points {
+            let these: Vec<RunRecord> = campaign
+                .runs
+                .iter()
+                .filter(|r| {
+                    r.params.msg_size == point.msg_size && r.params.total_bytes == point.total_bytes
+                })
+                .cloned()
+                .collect();
+            if these.is_empty() {
+                continue;
+            }
+            if cfg.points.len() > 1 {
+                print!(
+                    "\n{}-byte messages, {}:",
+                    point.msg_size,
+                    ByteSize(point.total_bytes)
+                );
+            }
+            print!(
+                "\n{}",
+                text::summary_tables(&cfg.combinations, &these, point.total_bytes)
+            );
+        }
     }
     if let Some(failure) = &campaign.failure {
         eprintln!("error: {failure}");
         return Ok(false);
     }
-    Ok(true)
+    Ok(!store_failed)
+}
+
+/// The values of `items` in first-seen order, without repeats.
+fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The plan line of a sweep: how many runs, which sizes and totals.
+fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
+    let sizes = distinct(cfg.points.iter().map(|p| p.msg_size));
+    let totals = distinct(cfg.points.iter().map(|p| p.total_bytes));
+    format!(
+        "wirebench: {total_runs} run(s): {} message size(s) × {} total(s) × {} combination(s) × {} repeat(s); \
+         sizes {} B; totals {}",
+        sizes.len(),
+        totals.len(),
+        cfg.combinations.len(),
+        cfg.repeat,
+        sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        totals
+            .iter()
+            .map(|t| ByteSize(*t).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Stop-and-wait sends one message per round trip, so its time is the message count times the
+/// round-trip time. When the plan's stop-and-wait messages would take over an hour at a 1 ms
+/// round trip (a LAN), say so before starting.
+fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
+    let saw = cfg
+        .combinations
+        .iter()
+        .filter(|c| c.mechanism == Mechanism::StopAndWait)
+        .count() as u64;
+    let per_repeat: u64 = cfg
+        .points
+        .iter()
+        .map(|p| plan::message_count(p.total_bytes, p.msg_size))
+        .sum();
+    let round_trips = saw
+        .saturating_mul(u64::from(cfg.repeat + cfg.warmup))
+        .saturating_mul(per_repeat);
+    let hours = round_trips as f64 * 1e-3 / 3600.0;
+    (hours >= 1.0).then(|| {
+        format!(
+            "note: this plan's stop-and-wait runs make {round_trips} round trips: about {hours:.1} h \
+             at 1 ms per round trip (a LAN), {:.1} h at 100 µs (loopback); fewer bytes (-n) or larger \
+             messages (-l) shorten it",
+            hours / 10.0
+        )
+    })
+}
+
+/// What the progress bar says for each run of the plan, in plan order.
+fn run_labels(cfg: &RunConfig) -> Vec<String> {
+    let mut labels = Vec::new();
+    for point in &cfg.points {
+        for c in &cfg.combinations {
+            for r in 0..cfg.repeat {
+                let mut label = format!("{} {}", c.protocol, c.mechanism);
+                if cfg.points.len() > 1 {
+                    label.push_str(&format!(
+                        ", {} B × {}",
+                        point.msg_size,
+                        ByteSize(point.total_bytes)
+                    ));
+                }
+                label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
+                labels.push(label);
+            }
+        }
+    }
+    labels
+}
+
+/// Seconds since the Unix epoch, for the store's timestamps (0 if the clock is before 1970).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Writes a campaign into the store as it runs. A store failure is reported once and ends
+/// storing (the measurements go on and are still printed); the exit status is then 1.
+struct Recorder {
+    store: Store,
+    campaign: i64,
+    stored: u64,
+    error: Option<String>,
+}
+
+impl Recorder {
+    fn begin(mut store: Store, cfg: &RunConfig, server_name: &str) -> Result<Recorder> {
+        let campaign = store
+            .begin_campaign(&NewCampaign {
+                started_at_unix_s: unix_now(),
+                parameters: json::parameters(cfg, server_name),
+                planned_runs: (runner::planned_runs(cfg) * cfg.points.len()) as u64,
+                msg_sizes: distinct(cfg.points.iter().map(|p| p.msg_size)),
+                totals: distinct(cfg.points.iter().map(|p| p.total_bytes)),
+                environment: Environment::detect(),
+            })
+            .with_context(|| format!("cannot store in {}", store.path().display()))?;
+        Ok(Recorder {
+            store,
+            campaign,
+            stored: 0,
+            error: None,
+        })
+    }
+
+    fn record(&mut self, position: usize, record: &RunRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.store.add_run(
+            self.campaign,
+            position as u64,
+            Point {
+                msg_size: record.params.msg_size,
+                total_bytes: record.params.total_bytes,
+            },
+            &json::run_json(record),
+        ) {
+            Ok(()) => self.stored += 1,
+            Err(e) => {
+                let msg = format!(
+                    "cannot store run {position} in {}: {e:#}; later runs are not stored",
+                    self.store.path().display()
+                );
+                eprintln!("warning: {msg}");
+                self.error = Some(msg);
+            }
+        }
+    }
+
+    fn finish(mut self, status: Status, error: Option<&str>, json_output: bool) {
+        let error = error.or(self.error.as_deref());
+        match self
+            .store
+            .finish_campaign(self.campaign, status, unix_now(), error)
+        {
+            Ok(()) => {
+                let note = format!(
+                    "stored as campaign {} ({} run(s), {}) in {}",
+                    self.campaign,
+                    self.stored,
+                    status.as_str(),
+                    self.store.path().display()
+                );
+                if json_output {
+                    eprintln!("{note}");
+                } else {
+                    println!("{note}");
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: cannot mark campaign {} as {}: {e:#}",
+                self.campaign,
+                status.as_str()
+            ),
+        }
+    }
 }
 
 /// The embedded server's own summary line for `session` (it is sent before the client gets
@@ -101,5 +394,38 @@ struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn cfg(args: &[&str]) -> RunConfig {
+        let argv = ["wirebench", "run"].iter().chain(args).copied();
+        match Cli::parse_from(argv).command {
+            Command::Run(a) => RunConfig::from_args(&a).unwrap(),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn long_stop_and_wait_plans_are_announced() {
+        // 10 GiB in 1 KiB messages: 10,485,760 round trips, about 2.9 h at 1 ms.
+        let note = long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "10GiB"]));
+        let note = note.expect("announced");
+        assert!(note.contains("10485760 round trips"), "{note}");
+        assert!(note.contains("2.9 h"), "{note}");
+        // Streaming, or a short stop-and-wait plan, says nothing.
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "stream", "-l", "1KiB", "-n", "10GiB"])),
+            None
+        );
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "100MiB"])),
+            None
+        );
     }
 }

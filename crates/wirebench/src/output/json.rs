@@ -1,8 +1,8 @@
 //! The JSON document `wirebench run --json` prints (schema: docs/run-output.schema.json) and
 //! the JSON line `wirebench server --json` prints per session. Field names carry their units.
 
-use serde::Serialize;
-use wirebench_core::plan::{Combination, Mechanism, Protocol};
+use serde::{Deserialize, Serialize};
+use wirebench_core::plan::{self, Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, DataPathOptions, ServerReport};
 use wirebench_core::stats::Summary;
 
@@ -42,7 +42,7 @@ pub struct Tool {
 }
 
 /// The run parameters.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Parameters {
     /// Server address used.
     pub server: String,
@@ -65,11 +65,13 @@ pub struct Parameters {
     /// UDP grace period (µs).
     pub grace_us: u64,
     /// Data-path options requested.
+    /// (Absent in results stored before it existed: defaults.)
+    #[serde(default)]
     pub options: DataPathOptions,
 }
 
 /// One run, both sides.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunJson {
     /// Protocol.
     pub protocol: Protocol,
@@ -86,7 +88,7 @@ pub struct RunJson {
 }
 
 /// The client's figures of one run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientJson {
     /// Messages sent (each once).
     pub messages: u64,
@@ -111,11 +113,13 @@ pub struct ClientJson {
     /// Stop-and-wait round-trip times, null for streaming.
     pub rtt: Option<RttFigures>,
     /// What the client's data path ran with.
+    /// (Absent in results stored before it existed: defaults.)
+    #[serde(default)]
     pub data_path: DataPathInfo,
 }
 
 /// The server's figures of one run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerJson {
     /// Protocol the server saw.
     pub protocol: Protocol,
@@ -146,6 +150,8 @@ pub struct ServerJson {
     /// Why, if it did.
     pub abort_reason: Option<String>,
     /// What the server's data path ran with.
+    /// (Absent in results stored before it existed: defaults.)
+    #[serde(default)]
     pub data_path: DataPathInfo,
 }
 
@@ -226,7 +232,8 @@ pub fn session_line(s: &SessionSummary) -> SessionLine {
     }
 }
 
-fn run_json(r: &RunRecord) -> RunJson {
+/// Converts one finished run into its JSON form (as stored and exported).
+pub fn run_json(r: &RunRecord) -> RunJson {
     let c = &r.outcome.client;
     let seconds = c.elapsed.as_secs_f64();
     RunJson {
@@ -262,7 +269,9 @@ fn view(runs: &[&RunJson], pick: impl Fn(&RunJson) -> (f64, f64, f64, f64)) -> O
     })
 }
 
-fn summaries(combinations: &[Combination], runs: &[RunJson]) -> Vec<CombinationSummary> {
+/// Min/mean/median/max/stddev per combination, in the order of `combinations`; a combination
+/// without runs is left out.
+pub fn summaries(combinations: &[Combination], runs: &[RunJson]) -> Vec<CombinationSummary> {
     combinations
         .iter()
         .filter_map(|combo| {
@@ -299,6 +308,12 @@ fn summaries(combinations: &[Combination], runs: &[RunJson]) -> Vec<CombinationS
 
 /// Builds the run document from a configuration and what the campaign produced.
 pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDocument {
+    let runs: Vec<RunJson> = campaign.runs.iter().map(run_json).collect();
+    document(parameters(cfg, server), runs, campaign.failure.clone())
+}
+
+/// The parameters block of a run configuration.
+pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
     let mut protocols = Vec::new();
     let mut mechanisms = Vec::new();
     for c in &cfg.combinations {
@@ -309,34 +324,39 @@ pub fn run_document(cfg: &RunConfig, server: &str, campaign: &Campaign) -> RunDo
             mechanisms.push(c.mechanism);
         }
     }
-    let runs: Vec<RunJson> = campaign.runs.iter().map(run_json).collect();
     // What every session of the plan is asked for, whatever its combination.
     let any = cfg.combinations.first().copied().unwrap_or(Combination {
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
     });
     let session = runner::session_params(cfg, any);
+    Parameters {
+        server: server.to_string(),
+        embedded_server: matches!(cfg.target, Target::Embedded(_)),
+        protocols,
+        mechanisms,
+        msg_size: cfg.msg_size,
+        total_bytes: cfg.total_bytes,
+        repeat: cfg.repeat,
+        rto_us: session.rto_us,
+        rate_bps: session.rate_bps,
+        grace_us: session.grace_us,
+        options: session.options,
+    }
+}
+
+/// Builds a run document from its parts (a live campaign, or one loaded from the store).
+pub fn document(parameters: Parameters, runs: Vec<RunJson>, error: Option<String>) -> RunDocument {
+    let combinations = plan::matrix(&parameters.protocols, &parameters.mechanisms);
     RunDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
             name: "wirebench",
             version: env!("CARGO_PKG_VERSION"),
         },
-        parameters: Parameters {
-            server: server.to_string(),
-            embedded_server: matches!(cfg.target, Target::Embedded(_)),
-            protocols,
-            mechanisms,
-            msg_size: cfg.msg_size,
-            total_bytes: cfg.total_bytes,
-            repeat: cfg.repeat,
-            rto_us: session.rto_us,
-            rate_bps: session.rate_bps,
-            grace_us: session.grace_us,
-            options: session.options,
-        },
-        summary: summaries(&cfg.combinations, &runs),
+        summary: summaries(&combinations, &runs),
+        parameters,
         runs,
-        error: campaign.failure.clone(),
+        error,
     }
 }

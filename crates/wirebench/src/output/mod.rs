@@ -2,4 +2,5 @@
 //! Formatting only: these functions return strings or serialisable values and never print.
 
 pub mod json;
+pub mod progress;
 pub mod text;

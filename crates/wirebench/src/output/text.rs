@@ -10,7 +10,11 @@ use wirebench_core::stats::Summary;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
 
 use crate::client::{ClientFigures, RttFigures};
+use wirebench_core::sweep::Point;
+
+use crate::output::json::RunJson;
 use crate::runner::RunRecord;
+use crate::store::CampaignInfo;
 
 /// Bits per second for `bytes` over `seconds`; 0 when no time passed.
 pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
@@ -310,5 +314,174 @@ fn mechanism_title(m: Mechanism) -> &'static str {
     match m {
         Mechanism::Stream => "Streaming",
         Mechanism::StopAndWait => "Stop and Wait",
+    }
+}
+
+/// A Unix time as `YYYY-MM-DD HH:MM:SS` UTC (proleptic Gregorian calendar).
+pub fn format_utc(unix_s: i64) -> String {
+    let days = unix_s.div_euclid(86_400);
+    let secs = unix_s.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// What a campaign ran, in one phrase: `tcp,quic × stream,saw, 1000-byte messages, 97.7 KiB`.
+pub fn campaign_what(c: &CampaignInfo) -> String {
+    let p = &c.parameters;
+    let list = |items: Vec<String>| items.join(",");
+    let sizes = match c.msg_sizes.as_slice() {
+        [one] => format!("{one}-byte messages"),
+        many => format!(
+            "{} message sizes ({}..{} B)",
+            many.len(),
+            many.iter().min().copied().unwrap_or(0),
+            many.iter().max().copied().unwrap_or(0)
+        ),
+    };
+    format!(
+        "{} × {}, {sizes}, {} × {}",
+        list(p.protocols.iter().map(|p| p.to_string()).collect()),
+        list(p.mechanisms.iter().map(|m| m.to_string()).collect()),
+        list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
+        p.repeat
+    )
+}
+
+/// The `wirebench runs` table: one line per campaign.
+pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
+    let mut out = format!(
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "ID", "STARTED (UTC)", "STATUS", "RUNS", "WHAT"
+    );
+    for c in campaigns {
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}",
+            c.id,
+            format_utc(c.started_at_unix_s),
+            c.status.as_str(),
+            format!("{}/{}", c.stored_runs, c.planned_runs),
+            campaign_what(c),
+            if c.origin == "import" {
+                " (imported)"
+            } else {
+                ""
+            }
+        );
+    }
+    out
+}
+
+/// The `wirebench show` text: the campaign, its host and every run with both views.
+pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunJson)]) -> String {
+    let p = &c.parameters;
+    let e = &c.environment;
+    let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let mut out = format!(
+        "campaign {}: {}, {} of {} run(s) stored{}\n",
+        c.id,
+        c.status.as_str(),
+        c.stored_runs,
+        c.planned_runs,
+        if c.origin == "import" {
+            ", imported"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  started:  {} UTC{}",
+        format_utc(c.started_at_unix_s),
+        c.finished_at_unix_s
+            .map(|f| format!(", finished {} UTC", format_utc(f)))
+            .unwrap_or_default()
+    );
+    if let Some(err) = &c.error {
+        let _ = writeln!(out, "  stopped:  {err}");
+    }
+    let _ = writeln!(out, "  what:     {}", campaign_what(c));
+    let _ = writeln!(
+        out,
+        "  server:   {}{}",
+        p.server,
+        if p.embedded_server && !p.server.starts_with("embedded") {
+            " (embedded)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  host:     {}, kernel {}, CPU {}, wirebench {}",
+        unknown(&e.host_name),
+        unknown(&e.kernel),
+        unknown(&e.cpu_model),
+        e.wirebench_version
+    );
+    let bytes = |v: Option<u64>| v.map_or_else(|| "unknown".to_string(), |b| format!("{b} B"));
+    let _ = writeln!(
+        out,
+        "  sockets:  rmem_max {}, wmem_max {}",
+        bytes(e.rmem_max_bytes),
+        bytes(e.wmem_max_bytes)
+    );
+    for (i, (point, r)) in runs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "[{}] {} {} {} B × {} B, run {}: client {} messages, {} bytes in {:.4} s ({}); server {} messages, {} bytes in {:.4} s ({}){}",
+            i + 1,
+            r.protocol,
+            r.mechanism,
+            point.msg_size,
+            point.total_bytes,
+            r.repeat_index + 1,
+            r.client.messages,
+            r.client.bytes,
+            r.client.seconds,
+            format_bitrate(r.client.throughput_bps),
+            r.server.messages,
+            r.server.bytes,
+            r.server.seconds,
+            format_bitrate(r.server.throughput_bps),
+            if r.server.protocol == Protocol::Udp {
+                format!(", lost {}", r.server.lost)
+            } else {
+                String::new()
+            }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_timestamps_match_the_calendar() {
+        for (t, expected) in [
+            (0, "1970-01-01 00:00:00"),
+            (1_763_800_000, "2025-11-22 08:26:40"),
+            (951_782_400, "2000-02-29 00:00:00"),
+            (4_107_542_399, "2100-02-28 23:59:59"),
+            (-86_400, "1969-12-31 00:00:00"),
+        ] {
+            assert_eq!(format_utc(t), expected, "{t}");
+        }
     }
 }

@@ -6,11 +6,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::TEST_TIMEOUT;
+use crate::support::{TempPath, TEST_TIMEOUT};
 
-async fn wirebench(args: &[&str]) -> Output {
+/// Runs the binary with its data directory (the default results store) in a temp directory
+/// that is removed afterwards, so tests never write to the user's store.
+pub async fn wirebench(args: &[&str]) -> Output {
+    let data_home = TempPath::new("-data");
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
         .args(args)
+        .env("XDG_DATA_HOME", &data_home.0)
         .kill_on_drop(true)
         .output();
     tokio::time::timeout(TEST_TIMEOUT, child)
@@ -19,7 +23,7 @@ async fn wirebench(args: &[&str]) -> Output {
         .expect("wirebench ran")
 }
 
-fn stderr(o: &Output) -> String {
+pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 

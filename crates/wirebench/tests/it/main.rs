@@ -2,7 +2,10 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod cli;
+mod compare;
 mod netns;
+mod report;
 mod robustness;
 mod sessions;
+mod store;
 mod support;

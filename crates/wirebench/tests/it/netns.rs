@@ -112,6 +112,7 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link() {
                 &lab.a,
                 env!("CARGO_BIN_EXE_wirebench"),
                 "run",
+                "--no-store",
                 "--server",
                 &addr,
             ])

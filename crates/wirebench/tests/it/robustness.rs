@@ -112,6 +112,7 @@ async fn a_client_killed_mid_session_ends_only_its_session() {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
             .args([
                 "run",
+                "--no-store",
                 "--server",
                 &fwd.addr.to_string(),
                 "--proto",

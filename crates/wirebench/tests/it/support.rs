@@ -232,3 +232,42 @@ async fn relay_tcp(
     };
     tokio::join!(c2s, s2c);
 }
+
+/// A path under the system temp directory with a unique name, removed (with SQLite's side
+/// files, or as a directory) when dropped.
+pub struct TempPath(pub std::path::PathBuf);
+
+impl TempPath {
+    /// A fresh, unused path ending in `suffix`.
+    pub fn new(suffix: &str) -> TempPath {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        TempPath(std::env::temp_dir().join(format!(
+            "wirebench-test-{}-{}-{nanos}{suffix}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )))
+    }
+
+    /// The path as a string, for command lines.
+    pub fn arg(&self) -> &str {
+        self.0.to_str().expect("temp paths are UTF-8")
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        if self.0.is_dir() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        } else {
+            let _ = std::fs::remove_file(&self.0);
+            for side in ["-journal", "-wal", "-shm"] {
+                let mut p = self.0.clone().into_os_string();
+                p.push(side);
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! `wirebench runs`, `show`, `export` and `import`: read campaigns from the results store, print
+//! them, and move them between machines as JSON. Never measures anything.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use wirebench_core::sweep::Point;
+
+use crate::config::UsageError;
+use crate::environment::Environment;
+use crate::output::json::{self, Parameters, RunDocument, RunJson, SCHEMA_VERSION};
+use crate::output::text;
+use crate::store::{CampaignInfo, Status, Store};
+
+/// The document `wirebench export` prints: the `run --json` document plus the campaign's
+/// metadata.
+#[derive(Debug, Serialize)]
+pub struct ExportDocument {
+    /// The run document, as `run --json` prints it.
+    #[serde(flatten)]
+    pub document: RunDocument,
+    /// Where and when the campaign ran, and how it ended.
+    pub campaign: CampaignMeta,
+}
+
+/// A campaign's metadata in an export file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignMeta {
+    /// Id in the exporting store (a new id is given on import).
+    pub id: i64,
+    /// Start time, seconds since the Unix epoch.
+    pub started_at_unix_s: i64,
+    /// End time, seconds since the Unix epoch; null if it never ended cleanly.
+    pub finished_at_unix_s: Option<i64>,
+    /// How it ended.
+    pub status: Status,
+    /// Runs planned.
+    pub planned_runs: u64,
+    /// Message sizes planned, in plan order (absent: the parameters' `msg_size`).
+    #[serde(default)]
+    pub msg_sizes: Vec<u32>,
+    /// Totals planned, in plan order (absent: the parameters' `total_bytes`).
+    #[serde(default)]
+    pub totals: Vec<u64>,
+    /// Message size and total of each run, parallel to `runs` (absent: the parameters').
+    #[serde(default)]
+    pub run_points: Vec<Point>,
+    /// The host it ran on.
+    pub environment: Environment,
+}
+
+/// What `import` reads: an export file, or a `run --json` document (no `campaign` block).
+#[derive(Debug, Deserialize)]
+struct ImportDocument {
+    schema_version: u32,
+    parameters: Parameters,
+    runs: Vec<RunJson>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    campaign: Option<CampaignMeta>,
+}
+
+/// `wirebench runs`.
+pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
+    if !db.exists() {
+        writeln!(
+            out,
+            "no campaigns in {} yet: `wirebench run` stores each run there",
+            db.display()
+        )?;
+        return Ok(());
+    }
+    let store = Store::open(db)?;
+    let campaigns = store.campaigns()?;
+    if campaigns.is_empty() {
+        writeln!(
+            out,
+            "no campaigns in {} yet: `wirebench run` stores each run there",
+            db.display()
+        )?;
+        return Ok(());
+    }
+    write!(out, "{}", text::campaign_list(&campaigns))?;
+    Ok(())
+}
+
+/// `wirebench show ID`.
+pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
+    let store = Store::open_existing(db)?;
+    let (info, runs) = load(&store, id)?;
+    write!(out, "{}", text::campaign_detail(&info, &runs))?;
+    Ok(())
+}
+
+/// `wirebench export ID`.
+pub fn export(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
+    let store = Store::open_existing(db)?;
+    let (info, runs) = load(&store, id)?;
+    let doc = export_document(info, runs);
+    serde_json::to_writer_pretty(&mut *out, &doc).context("while writing the export")?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `wirebench import FILE` (`-` for stdin); returns the new campaign id.
+pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
+    let mut text = String::new();
+    if file == Path::new("-") {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("while reading stdin")?;
+    } else {
+        text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+    }
+    let doc: ImportDocument = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a wirebench export or run --json document",
+            file.display()
+        )
+    })?;
+    if doc.schema_version != SCHEMA_VERSION {
+        bail!(
+            "{} has schema_version {}; this wirebench reads version {SCHEMA_VERSION}",
+            file.display(),
+            doc.schema_version
+        );
+    }
+    for (i, run) in doc.runs.iter().enumerate() {
+        if !doc.parameters.protocols.contains(&run.protocol)
+            || !doc.parameters.mechanisms.contains(&run.mechanism)
+        {
+            bail!(
+                "{}: run {} ({} {}) is not part of the campaign's parameters",
+                file.display(),
+                i + 1,
+                run.protocol,
+                run.mechanism
+            );
+        }
+    }
+    let meta = doc.campaign.unwrap_or(CampaignMeta {
+        id: 0,
+        started_at_unix_s: now_unix_s,
+        finished_at_unix_s: None,
+        status: if doc.error.is_some() {
+            Status::Failed
+        } else {
+            Status::Complete
+        },
+        planned_runs: doc.runs.len() as u64,
+        msg_sizes: Vec::new(),
+        totals: Vec::new(),
+        run_points: Vec::new(),
+        environment: Environment::default(),
+    });
+    let single = Point {
+        msg_size: doc.parameters.msg_size,
+        total_bytes: doc.parameters.total_bytes,
+    };
+    let points = if meta.run_points.is_empty() {
+        vec![single; doc.runs.len()]
+    } else if meta.run_points.len() == doc.runs.len() {
+        meta.run_points.clone()
+    } else {
+        bail!(
+            "{}: campaign.run_points has {} entries for {} runs",
+            file.display(),
+            meta.run_points.len(),
+            doc.runs.len()
+        );
+    };
+    let or_single = |v: Vec<u32>| {
+        if v.is_empty() {
+            vec![single.msg_size]
+        } else {
+            v
+        }
+    };
+    let msg_sizes = or_single(meta.msg_sizes);
+    let totals = if meta.totals.is_empty() {
+        vec![single.total_bytes]
+    } else {
+        meta.totals
+    };
+    let info = CampaignInfo {
+        id: 0,
+        started_at_unix_s: meta.started_at_unix_s,
+        finished_at_unix_s: meta.finished_at_unix_s,
+        status: meta.status,
+        error: doc.error,
+        origin: "import".into(),
+        parameters: doc.parameters,
+        planned_runs: meta.planned_runs,
+        stored_runs: doc.runs.len() as u64,
+        msg_sizes,
+        totals,
+        environment: meta.environment,
+    };
+    let runs: Vec<(Point, RunJson)> = points.into_iter().zip(doc.runs).collect();
+    let mut store = Store::open(db)?;
+    store.import(&info, &runs)
+}
+
+/// The export document of a stored campaign.
+pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunJson)>) -> ExportDocument {
+    let (run_points, runs): (Vec<Point>, Vec<RunJson>) = runs.into_iter().unzip();
+    let campaign = CampaignMeta {
+        id: info.id,
+        started_at_unix_s: info.started_at_unix_s,
+        finished_at_unix_s: info.finished_at_unix_s,
+        status: info.status,
+        planned_runs: info.planned_runs,
+        msg_sizes: info.msg_sizes,
+        totals: info.totals,
+        run_points,
+        environment: info.environment,
+    };
+    ExportDocument {
+        document: json::document(info.parameters, runs, info.error),
+        campaign,
+    }
+}
+
+/// A campaign and its runs; an unknown id is a usage error that says how to find one.
+pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<(Point, RunJson)>)> {
+    let info = store.campaign(id)?.ok_or_else(|| {
+        UsageError(format!(
+            "there is no campaign {id} in {}; `wirebench runs` lists them",
+            store.path().display()
+        ))
+    })?;
+    let runs = store.runs(id)?;
+    Ok((info, runs))
+}

@@ -1,0 +1,67 @@
+//! `wirebench report`: loads one campaign from the store and writes it through an exporter, to
+//! stdout or a file (written only once the report is complete).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::commands::history;
+use crate::config::UsageError;
+use crate::output::text;
+use crate::report::{self, Format, Heading, Report};
+use crate::store::Store;
+
+/// Which campaign to report on.
+#[derive(Debug, Clone, Copy)]
+pub enum Which {
+    /// This id.
+    Id(i64),
+    /// The newest campaign.
+    Last,
+}
+
+/// Runs `wirebench report`.
+pub fn execute(
+    db: &Path,
+    which: Which,
+    format: Format,
+    output: Option<&Path>,
+    stdout: &mut impl Write,
+) -> Result<()> {
+    let store = Store::open_existing(db)?;
+    let id = match which {
+        Which::Id(id) => id,
+        Which::Last => store.last_campaign_id()?.ok_or_else(|| {
+            UsageError(format!(
+                "there are no campaigns in {} yet: `wirebench run` stores them",
+                db.display()
+            ))
+        })?,
+    };
+    let report = load(&store, id)?;
+    let mut body = Vec::new();
+    report::exporter(format).write(&report, &mut body)?;
+    match output {
+        None => stdout.write_all(&body)?,
+        Some(path) => std::fs::write(path, &body)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+    }
+    Ok(())
+}
+
+/// The report of a stored campaign.
+pub fn load(store: &Store, id: i64) -> Result<Report> {
+    let (info, runs) = history::load(store, id)?;
+    let heading = Heading {
+        campaign: info.id,
+        started: text::format_utc(info.started_at_unix_s),
+        status: info.status.as_str().to_string(),
+        host: info
+            .environment
+            .host_name
+            .clone()
+            .unwrap_or_else(|| "unknown".into()),
+    };
+    Ok(Report::build(heading, &runs))
+}

@@ -1,0 +1,340 @@
+//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: throughput
+//! against message size (log scale) per protocol × mechanism, and round-trip-time percentiles
+//! for stop-and-wait. Owns chart layout only; must not open files or read clocks.
+
+use std::io;
+
+use plotters::prelude::*;
+use wirebench_core::units::ByteSize;
+
+use super::Configuration;
+
+const SIZE: (u32, u32) = (760, 420);
+const FONT: &str = "sans-serif";
+
+/// The series colours, distinct in print as well (dark enough on white).
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// A named, coloured line of (x, y) points.
+type Series = (String, RGBColor, Vec<(f64, f64)>);
+
+/// The colour of a protocol × mechanism, the same in every chart.
+fn colour_of(c: &Configuration) -> RGBColor {
+    let p = c.protocol as usize;
+    let m = c.mechanism as usize;
+    COLOURS[(p * 2 + m) % COLOURS.len()]
+}
+
+fn chart_error(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("cannot draw the chart: {e}"))
+}
+
+/// Median client throughput against message size, one series per protocol × mechanism.
+pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
+    let mut series: Vec<Series> = Vec::new();
+    // With several totals, each total is a series of its own.
+    let several_totals = configs.iter().any(|c| {
+        configs
+            .first()
+            .is_some_and(|f| f.total_bytes != c.total_bytes)
+    });
+    for c in configs {
+        let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
+        let name = if several_totals {
+            format!("{}, {}", c.title(), ByteSize(c.total_bytes))
+        } else {
+            c.title()
+        };
+        match series.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, points)) => points.push(point),
+            None => {
+                let colour = if several_totals {
+                    COLOURS[series.len() % COLOURS.len()]
+                } else {
+                    colour_of(c)
+                };
+                series.push((name, colour, vec![point]));
+            }
+        }
+    }
+    for (_, _, points) in &mut series {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let all = series.iter().flat_map(|(_, _, p)| p.iter());
+    let (mut x_lo, mut x_hi, mut y_hi) = (f64::MAX, 1.0f64, 0.0f64);
+    for &(x, y) in all {
+        x_lo = x_lo.min(x);
+        x_hi = x_hi.max(x);
+        y_hi = y_hi.max(y);
+    }
+    if x_lo == f64::MAX {
+        x_lo = 1.0;
+    }
+    // Room either side on the log axis, so single sizes are not drawn on the frame.
+    let (x_lo, x_hi) = ((x_lo / 2.0).max(0.5), x_hi * 2.0);
+    let (scale, unit) = if y_hi >= 1e9 {
+        (1e9, "Gbit/s")
+    } else {
+        (1e6, "Mbit/s")
+    };
+    let y_hi = (y_hi / scale * 1.15).max(1e-3);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Client throughput (median) against message size",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("Message size (bytes, log scale)")
+            .y_desc(format!("Throughput ({unit})"))
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, points) in &series {
+            let colour = *colour;
+            let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y / scale)).collect();
+            chart
+                .draw_series(LineSeries::new(scaled.clone(), colour.stroke_width(2)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(scaled.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(chart_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            // Throughput grows with message size: the upper left is the emptiest corner.
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+const RTT_FIGURES_CAPTION: &str = "Minimum, median, mean, 99th percentile and maximum round-trip time; each the median over the runs.";
+const RTT_BY_SIZE_CAPTION: &str = "Median (thick, dots) and 99th percentile (thin, triangles) round-trip time against the message size; each the median over the runs.";
+
+const PERCENTILES: [&str; 5] = ["min", "p50", "mean", "p99", "max"];
+
+/// Round-trip-time figures of each stop-and-wait configuration (medians over runs), in µs on a
+/// log scale (values below its floor are drawn on it);
+/// with a single message size; against message size when there are several. Returns the SVG and
+/// its caption; `None` when no configuration has any.
+pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, &'static str)>> {
+    let sizes = configs
+        .iter()
+        .filter(|c| c.rtt.is_some())
+        .map(|c| c.msg_size)
+        .collect::<std::collections::BTreeSet<u32>>();
+    if sizes.len() > 1 {
+        return rtt_by_size(configs).map(|svg| Some((svg, RTT_BY_SIZE_CAPTION)));
+    }
+    let series: Vec<(String, RGBColor, [f64; 5])> = configs
+        .iter()
+        .filter_map(|c| {
+            let r = c.rtt.as_ref()?;
+            Some((
+                format!("{}, {} B", c.title(), c.msg_size),
+                colour_of(c),
+                [r.min_ns, r.p50_ns, r.mean_ns, r.p99_ns, r.max_ns].map(|ns| ns / 1000.0),
+            ))
+        })
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let values = || series.iter().flat_map(|(_, _, v)| v.iter().copied());
+    // Log scale: minimum and tail differ by orders of magnitude.
+    let y_hi = (values().fold(0.0f64, f64::max) * 2.0).max(1.0);
+    let y_lo =
+        (values().filter(|v| *v > 0.0).fold(f64::MAX, f64::min) / 2.0).clamp(0.01, y_hi / 10.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Stop-and-wait round-trip time (median over runs)",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(-1i32..5i32, (y_lo..y_hi).log_scale())
+            .map_err(chart_error)?;
+        let label = |x: &i32| {
+            usize::try_from(*x)
+                .ok()
+                .and_then(|i| PERCENTILES.get(i))
+                .map_or_else(String::new, |s| (*s).to_string())
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(7)
+            .x_label_formatter(&label)
+            .x_desc("Round-trip figure of each run")
+            .y_desc("Round-trip time (µs, log scale)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .y_label_formatter(&|y| {
+                if *y >= 10.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, figures) in &series {
+            let colour = *colour;
+            let points: Vec<(i32, f64)> =
+                (0i32..).zip(figures.iter().map(|v| v.max(y_lo))).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(chart_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(Some((svg, RTT_FIGURES_CAPTION)))
+}
+
+/// Stop-and-wait round-trip time (p50 and p99, medians over runs) against message size on log
+/// axes, one colour per protocol × mechanism: the form of the RTT chart for a size sweep.
+fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
+    // (name, colour, is_p99, points)
+    type RttSeries = (String, RGBColor, bool, Vec<(f64, f64)>);
+    let mut series: Vec<RttSeries> = Vec::new();
+    for c in configs {
+        let Some(r) = &c.rtt else { continue };
+        for (is_p99, ns) in [(false, r.p50_ns), (true, r.p99_ns)] {
+            let name = format!("{} {}", c.title(), if is_p99 { "p99" } else { "p50" });
+            let point = (f64::from(c.msg_size), ns / 1000.0);
+            match series.iter_mut().find(|s| s.0 == name) {
+                Some(s) => s.3.push(point),
+                None => series.push((name, colour_of(c), is_p99, vec![point])),
+            }
+        }
+    }
+    for s in &mut series {
+        s.3.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let all = || series.iter().flat_map(|s| s.3.iter().copied());
+    let x_lo = (all().map(|p| p.0).fold(f64::MAX, f64::min) / 2.0).max(0.5);
+    let x_hi = all().map(|p| p.0).fold(1.0, f64::max) * 2.0;
+    let y_hi = (all().map(|p| p.1).fold(0.0, f64::max) * 3.0).max(1.0);
+    let y_lo = (all()
+        .map(|p| p.1)
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min)
+        / 2.0)
+        .clamp(0.01, y_hi / 10.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Stop-and-wait round-trip time against message size",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("Message size (bytes, log scale)")
+            .y_desc("Round-trip time (µs, log scale)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| {
+                if *y >= 10.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.2}")
+                }
+            })
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, is_p99, points) in &series {
+            let colour = *colour;
+            // p50 solid and thick with dots; p99 thin with triangles.
+            let width = if *is_p99 { 1 } else { 2 };
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
+                .map_err(chart_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
+                });
+            if *is_p99 {
+                chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .map(|&p| TriangleMarker::new(p, 5, colour.filled())),
+                    )
+                    .map_err(chart_error)?;
+            } else {
+                chart
+                    .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                    .map_err(chart_error)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}

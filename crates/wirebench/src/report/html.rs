@@ -1,0 +1,113 @@
+//! HTML report: one self-contained file (inline CSS and SVG, no scripts, no external resources)
+//! with the charts and the per-configuration tables, readable on screen and in print. Writes
+//! only to the writer given.
+
+use std::io::{self, Write};
+
+use wirebench_core::units::ByteSize;
+
+use super::{chart, metrics, Exporter, Report};
+
+/// The HTML exporter.
+pub struct Html;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:60em;color:#111}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em}\
+th,td{border:1px solid #999;padding:0.2em 0.6em}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+figure{margin:1em 0;page-break-inside:avoid}svg{max-width:100%;height:auto}\
+@media print{body{margin:0}h2{page-break-after:avoid}}";
+
+impl Exporter for Html {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        let h = &report.heading;
+        let title = format!("wirebench campaign {}", h.campaign);
+        writeln!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
+        )?;
+        writeln!(
+            out,
+            "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+            escape(&title)
+        )?;
+        writeln!(
+            out,
+            "<h1>{}</h1>\n<p>{}, started {} UTC, host {}.</p>",
+            escape(&title),
+            escape(&h.status),
+            escape(&h.started),
+            escape(&h.host)
+        )?;
+        writeln!(out, "<h2>Throughput against message size</h2>")?;
+        figure(
+            out,
+            &chart::throughput_by_size(&report.configurations)?,
+            "Median client throughput of each protocol × mechanism against the message size (log scale).",
+        )?;
+        if let Some((svg, caption)) = chart::rtt_percentiles(&report.configurations)? {
+            writeln!(out, "<h2>Stop-and-wait round-trip time</h2>")?;
+            figure(out, &svg, caption)?;
+        }
+        writeln!(out, "<h2>Statistics per configuration</h2>")?;
+        for c in &report.configurations {
+            writeln!(
+                out,
+                "<h3>{}, {}-byte messages, {}, {} runs</h3>",
+                escape(&c.title()),
+                c.msg_size,
+                escape(&ByteSize(c.total_bytes).to_string()),
+                c.runs
+            )?;
+            writeln!(
+                out,
+                "<table>\n<tr><th>View</th><th>Metric</th><th>Min</th><th>Avg</th><th>Median</th><th>Max</th><th>Stddev</th></tr>"
+            )?;
+            for (side, v) in [("Client", &c.client), ("Server", &c.server)] {
+                for m in metrics(v) {
+                    let s = m.summary;
+                    let cell =
+                        |x: f64| format!("<td class=\"n\">{:.d$}</td>", x / m.scale, d = m.digits);
+                    writeln!(
+                        out,
+                        "<tr><td>{side}</td><td>{}</td>{}{}{}{}{}</tr>",
+                        escape(m.label),
+                        cell(s.min),
+                        cell(s.mean),
+                        cell(s.median),
+                        cell(s.max),
+                        cell(s.stddev)
+                    )?;
+                }
+            }
+            writeln!(out, "</table>")?;
+        }
+        writeln!(out, "</body>\n</html>")
+    }
+}
+
+fn figure(out: &mut dyn Write, svg: &str, caption: &str) -> io::Result<()> {
+    writeln!(out, "<figure>")?;
+    // plotters starts with an XML-less <svg ...> element; it is embedded as is.
+    writeln!(out, "{}", svg.trim())?;
+    writeln!(
+        out,
+        "<figcaption>{}</figcaption>\n</figure>",
+        escape(caption)
+    )
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

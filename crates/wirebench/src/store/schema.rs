@@ -1,0 +1,67 @@
+//! The store's schema as numbered migrations, applied in order inside one transaction each and
+//! recorded in `PRAGMA user_version`. Owns the SQL text of the schema; must never edit a
+//! migration once released (add a new one instead).
+
+/// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+
+/// The schema version this build writes.
+pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Version 1: campaigns and their runs.
+const V1: &str = "
+CREATE TABLE campaign (
+    id                INTEGER PRIMARY KEY,
+    started_at_unix_s INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status            TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'aborted')),
+    error             TEXT,
+    server            TEXT NOT NULL,
+    protocols         TEXT NOT NULL,
+    mechanisms        TEXT NOT NULL,
+    msg_size          INTEGER NOT NULL,
+    total_bytes       INTEGER NOT NULL,
+    repeat            INTEGER NOT NULL,
+    planned_runs      INTEGER NOT NULL,
+    parameters_json   TEXT NOT NULL,
+    host_name         TEXT,
+    kernel            TEXT,
+    cpu_model         TEXT,
+    wirebench_version TEXT NOT NULL,
+    rmem_max_bytes    INTEGER,
+    wmem_max_bytes    INTEGER
+);
+CREATE TABLE run (
+    id                 INTEGER PRIMARY KEY,
+    campaign_id        INTEGER NOT NULL REFERENCES campaign (id) ON DELETE CASCADE,
+    position           INTEGER NOT NULL,
+    protocol           TEXT NOT NULL,
+    mechanism          TEXT NOT NULL,
+    msg_size           INTEGER NOT NULL,
+    total_bytes        INTEGER NOT NULL,
+    repeat_index       INTEGER NOT NULL,
+    session            INTEGER NOT NULL,
+    client_messages    INTEGER NOT NULL,
+    client_bytes       INTEGER NOT NULL,
+    client_elapsed_ns  INTEGER NOT NULL,
+    server_messages    INTEGER NOT NULL,
+    server_bytes       INTEGER NOT NULL,
+    server_elapsed_ns  INTEGER NOT NULL,
+    run_json           TEXT NOT NULL,
+    UNIQUE (campaign_id, position)
+);
+";
+
+/// Version 2: where a campaign came from (`run`, or `import` of a file), and an index for
+/// per-configuration queries.
+const V2: &str = "
+ALTER TABLE campaign ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';
+CREATE INDEX run_by_configuration ON run (campaign_id, protocol, mechanism, msg_size, total_bytes);
+";
+
+/// Version 3: sweeps. The message sizes and totals a campaign planned, as comma lists in plan
+/// order (NULL for older campaigns: their one `msg_size` and `total_bytes`).
+const V3: &str = "
+ALTER TABLE campaign ADD COLUMN msg_sizes TEXT;
+ALTER TABLE campaign ADD COLUMN totals TEXT;
+";

@@ -1,0 +1,432 @@
+//! The results store: migrations from an old-version fixture, refusal of foreign or newer
+//! databases without changing them, every finished run stored by `run`, Ctrl-C after k runs,
+//! and the history commands (runs, show, export, import).
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use wirebench::environment::Environment;
+use wirebench::output::json::Parameters;
+use wirebench::store::{schema, NewCampaign, Status, Store};
+
+use crate::cli::{stderr, wirebench};
+use crate::support::{TempPath, TEST_TIMEOUT};
+
+const V1_FIXTURE: &str = include_str!("../fixtures/store-v1.sql");
+
+fn parameters() -> Parameters {
+    serde_json::from_value(serde_json::json!({
+        "server": "embedded 127.0.0.1:1", "embedded_server": true,
+        "protocols": ["tcp"], "mechanisms": ["stream"], "msg_size": 1000,
+        "total_bytes": 10000, "repeat": 2, "rto_us": null, "rate_bps": null, "grace_us": 250000
+    }))
+    .expect("parameters")
+}
+
+#[test]
+fn v1_fixture_is_migrated_and_still_readable() {
+    let db = TempPath::new(".sqlite3");
+    rusqlite::Connection::open(&db.0)
+        .and_then(|c| c.execute_batch(V1_FIXTURE))
+        .expect("fixture loads");
+    let store = Store::open(&db.0).expect("v1 store opens");
+    assert_eq!(store.schema_version().unwrap(), schema::CURRENT_VERSION);
+    let campaigns = store.campaigns().unwrap();
+    assert_eq!(campaigns.len(), 1);
+    let c = &campaigns[0];
+    assert_eq!(
+        (c.id, c.status, c.stored_runs, c.planned_runs),
+        (1, Status::Complete, 2, 2)
+    );
+    assert_eq!(c.origin, "run", "v2 fills in the origin of old campaigns");
+    assert_eq!(c.environment.host_name.as_deref(), Some("fixture-host"));
+    assert_eq!(c.environment.rmem_max_bytes, Some(212_992));
+    let runs = store.runs(1).unwrap();
+    let names: Vec<String> = runs
+        .iter()
+        .map(|(p, r)| format!("{} {} {}", r.protocol, r.mechanism, p.msg_size))
+        .collect();
+    assert_eq!(names, ["tcp saw 1000", "udp saw 1000"]);
+    assert_eq!(runs[0].1.client.bytes, 10_000);
+    assert_eq!(runs[1].1.server.bytes, 10_000);
+    assert_eq!(
+        (c.msg_sizes.as_slice(), c.totals.as_slice()),
+        (&[1000][..], &[10_000][..])
+    );
+    drop(store);
+    // Opening again is a no-op: nothing is migrated twice.
+    let store = Store::open(&db.0).expect("reopens");
+    assert_eq!(store.campaigns().unwrap().len(), 1);
+}
+
+#[test]
+fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
+    let db = TempPath::new(".sqlite3");
+    let mut store = Store::open(&db.0).unwrap();
+    let id = store
+        .begin_campaign(&NewCampaign {
+            started_at_unix_s: 1_700_000_000,
+            parameters: parameters(),
+            planned_runs: 2,
+            msg_sizes: vec![1000],
+            totals: vec![10_000],
+            environment: Environment::default(),
+        })
+        .unwrap();
+    assert_eq!(store.campaign(id).unwrap().unwrap().status, Status::Running);
+    let fixture = Store::open(&{
+        let f = TempPath::new(".sqlite3");
+        rusqlite::Connection::open(&f.0)
+            .and_then(|c| c.execute_batch(V1_FIXTURE))
+            .unwrap();
+        let copy = db.0.with_extension("fixture");
+        std::fs::copy(&f.0, &copy).unwrap();
+        copy
+    })
+    .unwrap();
+    let (point, run) = fixture.runs(1).unwrap().remove(0);
+    let _ = std::fs::remove_file(fixture.path());
+    store.add_run(id, 1, point, &run).unwrap();
+    // A second run at the same position is refused and leaves the first as it was.
+    assert!(store.add_run(id, 1, point, &run).is_err());
+    // A run for a campaign that does not exist is refused.
+    assert!(store.add_run(id + 7, 1, point, &run).is_err());
+    assert_eq!(store.runs(id).unwrap(), vec![(point, run.clone())]);
+    store
+        .finish_campaign(id, Status::Aborted, 1_700_000_100, Some("interrupted"))
+        .unwrap();
+    drop(store);
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(id).unwrap().unwrap();
+    assert_eq!((c.status, c.stored_runs), (Status::Aborted, 1));
+    assert_eq!(c.error.as_deref(), Some("interrupted"));
+    assert_eq!(c.finished_at_unix_s, Some(1_700_000_100));
+    assert_eq!(store.last_campaign_id().unwrap(), Some(id));
+    assert!(store.campaign(id + 1).unwrap().is_none());
+}
+
+#[test]
+fn foreign_newer_and_broken_databases_are_refused_unchanged() {
+    let newer = TempPath::new(".sqlite3");
+    rusqlite::Connection::open(&newer.0)
+        .and_then(|c| c.execute_batch("PRAGMA user_version = 99; CREATE TABLE x (y);"))
+        .unwrap();
+    let foreign = TempPath::new(".sqlite3");
+    rusqlite::Connection::open(&foreign.0)
+        .and_then(|c| c.execute_batch("CREATE TABLE notes (text TEXT);"))
+        .unwrap();
+    let garbage = TempPath::new(".sqlite3");
+    std::fs::write(&garbage.0, b"this is not a database, it is a text file\n").unwrap();
+    for (db, expect) in [
+        (&newer, "newer than this wirebench"),
+        (&foreign, "not a wirebench results store"),
+        (&garbage, "not a database"),
+    ] {
+        let before = std::fs::read(&db.0).unwrap();
+        let err = format!("{:#}", Store::open(&db.0).err().expect("refused"));
+        assert!(err.contains("cannot open results database"), "{err}");
+        assert!(err.contains(expect), "{err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+        assert_eq!(
+            std::fs::read(&db.0).unwrap(),
+            before,
+            "{err}: file unchanged"
+        );
+    }
+}
+
+fn runs_of(db: &TempPath, id: i64) -> (Status, usize) {
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(id).unwrap().expect("campaign stored");
+    (c.status, store.runs(id).unwrap().len())
+}
+
+#[tokio::test]
+async fn run_stores_every_run_and_history_reads_it_back() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&[
+        "run",
+        "--db",
+        db.arg(),
+        "--proto",
+        "tcp,udp",
+        "--mode",
+        "stream,saw",
+        "-l",
+        "1000",
+        "-n",
+        "20000",
+        "--repeat",
+        "2",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("stored as campaign 1 (8 run(s), complete)"),
+        "{text}"
+    );
+    assert_eq!(runs_of(&db, 1), (Status::Complete, 8));
+
+    let out = wirebench(&["runs", "--db", db.arg()]).await;
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(list.contains("complete"), "{list}");
+    assert!(list.contains("8/8"), "{list}");
+    assert!(list.contains("tcp,udp × stream,saw"), "{list}");
+
+    let out = wirebench(&["show", "1", "--db", db.arg()]).await;
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        shown.lines().filter(|l| l.starts_with('[')).count(),
+        8,
+        "{shown}"
+    );
+    assert!(
+        shown.contains("[8] udp saw 1000 B × 20000 B, run 2"),
+        "{shown}"
+    );
+
+    let out = wirebench(&["show", "5", "--db", db.arg()]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("wirebench runs"), "{}", stderr(&out));
+
+    // export -> import -> export gives the same document, apart from the campaign id.
+    let out = wirebench(&["export", "1", "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut first: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+    assert_eq!(first["runs"].as_array().map(Vec::len), Some(8));
+    assert_eq!(first["summary"].as_array().map(Vec::len), Some(4));
+    assert_eq!(first["campaign"]["status"], "complete");
+    let file = TempPath::new(".json");
+    std::fs::write(&file.0, &out.stdout).unwrap();
+    let other = TempPath::new(".sqlite3");
+    let out = wirebench(&["import", file.arg(), "--db", other.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = wirebench(&["export", "1", "--db", other.arg()]).await;
+    let mut second: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+    first["campaign"]["id"] = Value::Null;
+    second["campaign"]["id"] = Value::Null;
+    assert_eq!(first, second);
+
+    // A broken file is refused and the store keeps what it had.
+    std::fs::write(&file.0, b"{\"schema_version\": 1, \"runs\": [").unwrap();
+    let out = wirebench(&["import", file.arg(), "--db", other.arg()]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a wirebench export"),
+        "{}",
+        stderr(&out)
+    );
+    let out = wirebench(&["runs", "--db", other.arg()]).await;
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(list.lines().count(), 2, "header and one campaign: {list}");
+}
+
+#[tokio::test]
+async fn no_store_writes_nothing() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&["run", "--no-store", "-n", "10000"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("stored as"));
+    let out = wirebench(&["run", "--no-store", "--db", db.arg()]).await;
+    assert_eq!(out.status.code(), Some(2), "--db and --no-store conflict");
+    assert!(!db.0.exists());
+}
+
+/// Stops a running campaign with `signal` once three runs are printed; returns how many runs
+/// were printed in all, the exit code, and the store.
+async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) {
+    let db = TempPath::new(".sqlite3");
+    let data_home = TempPath::new("-data");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "run",
+            "--db",
+            db.arg(),
+            "--proto",
+            "tcp",
+            "--mode",
+            "saw",
+            "-l",
+            "1000",
+            "-n",
+            "2MB",
+            "--repeat",
+            "1000",
+        ])
+        .env("XDG_DATA_HOME", &data_home.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("wirebench starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = 0;
+    let run_line = |l: &str| l.starts_with('[') && l.contains("/1000] tcp saw");
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        while printed < 3 {
+            let line = lines.next_line().await.unwrap().expect("runs are printed");
+            printed += usize::from(run_line(&line));
+        }
+    })
+    .await
+    .expect("three runs in time");
+    let pid = child.id().expect("running").to_string();
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest = tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut rest = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push(line);
+        }
+        rest
+    })
+    .await
+    .expect("wirebench ends after the signal");
+    printed += rest.iter().filter(|l| run_line(l)).count();
+    let exit = child.wait().await.unwrap();
+    (printed, exit.code(), db)
+}
+
+/// Ctrl-C after k runs: exactly the runs printed (each is stored before it is printed) are in
+/// the store, and the campaign is marked aborted.
+#[tokio::test]
+async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
+    let (printed, code, db) = interrupt_after_3_runs("-INT").await;
+    assert_eq!(code, Some(1));
+    let (status, stored) = runs_of(&db, 1);
+    assert_eq!(status, Status::Aborted);
+    assert_eq!(stored, printed, "every printed run is stored, nothing more");
+    assert!((3..1000).contains(&stored));
+}
+
+/// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
+/// campaign stays `running`, which is how a crash shows.
+#[tokio::test]
+async fn a_killed_campaign_keeps_its_finished_runs() {
+    let (printed, code, db) = interrupt_after_3_runs("-KILL").await;
+    assert_eq!(code, None, "killed by a signal");
+    let (status, stored) = runs_of(&db, 1);
+    assert_eq!(status, Status::Running);
+    // The kill may land between a run's commit and its printing: at most one stored run was
+    // not printed yet.
+    assert!(
+        stored == printed || stored == printed + 1,
+        "{stored} stored, {printed} printed"
+    );
+    assert!((3..1000).contains(&stored));
+}
+
+/// A `run --json` document (no `campaign` block) imports as a complete campaign.
+#[tokio::test]
+async fn run_json_output_imports() {
+    let out = wirebench(&[
+        "run",
+        "--no-store",
+        "--json",
+        "--proto",
+        "udp",
+        "--mode",
+        "saw",
+        "-n",
+        "5000",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = TempPath::new(".json");
+    std::fs::write(&file.0, &out.stdout).unwrap();
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&["import", file.arg(), "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(runs_of(&db, 1), (Status::Complete, 1));
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(1).unwrap().unwrap();
+    assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
+    assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
+}
+
+/// A sweep runs in the documented order — message sizes, then totals, then protocols, then
+/// mechanisms, repeats innermost — and stores exactly the measured runs (no warm-ups).
+#[tokio::test]
+async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&[
+        "run",
+        "--db",
+        db.arg(),
+        "--proto",
+        "udp,tcp",
+        "--mode",
+        "saw,stream",
+        "-l",
+        "100..400:x4",
+        "-n",
+        "4000,2000",
+        "--repeat",
+        "2",
+        "--warmup",
+        "1",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("wirebench: 32 run(s): 2 message size(s) × 2 total(s)"),
+        "{text}"
+    );
+    assert!(text.contains("[32/32]"), "{text}");
+    let store = Store::open(&db.0).unwrap();
+    let c = store.campaign(1).unwrap().unwrap();
+    assert_eq!(
+        (c.msg_sizes.as_slice(), c.totals.as_slice()),
+        (&[100, 400][..], &[4000, 2000][..])
+    );
+    assert_eq!(
+        (c.planned_runs, c.stored_runs, c.status),
+        (32, 32, Status::Complete)
+    );
+    let got: Vec<String> = store
+        .runs(1)
+        .unwrap()
+        .iter()
+        .map(|(p, r)| {
+            format!(
+                "{} {} {} {} {}",
+                p.msg_size, p.total_bytes, r.protocol, r.mechanism, r.repeat_index
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for size in [100, 400] {
+        for total in [4000, 2000] {
+            for proto in ["udp", "tcp"] {
+                for mode in ["saw", "stream"] {
+                    for repeat in 0..2 {
+                        expected.push(format!("{size} {total} {proto} {mode} {repeat}"));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(got, expected);
+    for (p, r) in store.runs(1).unwrap() {
+        assert_eq!(
+            r.client.bytes, p.total_bytes,
+            "each run moved its own total"
+        );
+    }
+    // The report has one configuration per size × total × protocol × mechanism.
+    let out = wirebench(&["report", "1", "--format", "csv", "--db", db.arg()]).await;
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(csv.lines().count(), 1 + 16 * 8, "{csv}");
+    assert!(
+        csv.contains("\ntcp,stream,400,2000,2,client,bytes,B,2000,"),
+        "{csv}"
+    );
+}
