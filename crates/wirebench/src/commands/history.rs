@@ -65,16 +65,12 @@ struct ImportDocument {
 
 /// `wirebench runs`.
 pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
-    if !db.exists() {
-        writeln!(
-            out,
-            "no campaigns in {} yet: `wirebench run` stores each run there",
-            db.display()
-        )?;
-        return Ok(());
-    }
-    let store = Store::open(db)?;
-    let campaigns = store.campaigns()?;
+    // Listing never creates a database: a missing one is just an empty history.
+    let campaigns = if db.exists() {
+        Store::open(db)?.campaigns()?
+    } else {
+        Vec::new()
+    };
     if campaigns.is_empty() {
         writeln!(
             out,

@@ -32,6 +32,51 @@ fn colour_of(c: &Configuration) -> RGBColor {
     COLOURS[(p * 2 + m) % COLOURS.len()]
 }
 
+/// Draws one series as a line with a dot on each point, and gives it a legend entry.
+fn line_with_dots<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    name: &str,
+    colour: RGBColor,
+    points: &[(X::ValueType, Y::ValueType)],
+) -> io::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: Copy + 'static,
+    Y::ValueType: Copy + 'static,
+{
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().copied(),
+            colour.stroke_width(2),
+        ))
+        .map_err(chart_error)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+        .map_err(chart_error)?;
+    Ok(())
+}
+
+/// The legend box, in the upper left (the emptiest corner of every chart here).
+fn legend<'a, DB, X, Y>(chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>) -> io::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(chart_error)
+}
+
 fn chart_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("cannot draw the chart: {e}"))
 }
@@ -111,28 +156,11 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .draw()
             .map_err(chart_error)?;
         for (name, colour, points) in &series {
-            let colour = *colour;
             let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y / scale)).collect();
-            chart
-                .draw_series(LineSeries::new(scaled.clone(), colour.stroke_width(2)))
-                .map_err(chart_error)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-            chart
-                .draw_series(scaled.iter().map(|&p| Circle::new(p, 4, colour.filled())))
-                .map_err(chart_error)?;
+            line_with_dots(&mut chart, name, *colour, &scaled)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            // Throughput grows with message size: the upper left is the emptiest corner.
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(chart_error)?;
+        // Throughput grows with message size: the upper left is the emptiest corner.
+        legend(&mut chart)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
@@ -214,28 +242,11 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
             .draw()
             .map_err(chart_error)?;
         for (name, colour, figures) in &series {
-            let colour = *colour;
             let points: Vec<(i32, f64)> =
                 (0i32..).zip(figures.iter().map(|v| v.max(y_lo))).collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
-                .map_err(chart_error)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
-                .map_err(chart_error)?;
+            line_with_dots(&mut chart, name, *colour, &points)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(chart_error)?;
+        legend(&mut chart)?;
         root.present().map_err(chart_error)?;
     }
     Ok(Some((svg, RTT_FIGURES_CAPTION)))
