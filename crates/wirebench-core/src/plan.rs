@@ -192,6 +192,34 @@ pub fn message_len(index: u64, total_bytes: u64, msg_size: u32) -> u32 {
     u32::try_from(remaining).map_or(size, |r| r.min(size))
 }
 
+/// Splits one run's `total_bytes` of `msg_size`-byte messages across `flows` parallel flows by
+/// whole messages: flow i gets ⌊M/flows⌋ messages, the first M mod flows one more, and only the
+/// last flow's last message carries the remainder. So the flows' totals add up to `total_bytes`
+/// and their message counts to M = [`message_count`], exactly. `None` when there are more flows
+/// than messages (a flow would carry nothing) or `flows` is 0.
+pub fn split_flows(total_bytes: u64, msg_size: u32, flows: u32) -> Option<Vec<u64>> {
+    let messages = message_count(total_bytes, msg_size);
+    let n = u64::from(flows);
+    if n == 0 || n > messages {
+        return None;
+    }
+    let size = u64::from(msg_size.max(MIN_MSG_SIZE));
+    let short_by = messages * size - total_bytes;
+    Some(
+        (0..n)
+            .map(|i| {
+                let count = messages / n + u64::from(i < messages % n);
+                let bytes = count * size;
+                if i == n - 1 {
+                    bytes - short_by
+                } else {
+                    bytes
+                }
+            })
+            .collect(),
+    )
+}
+
 /// The run matrix: protocols in the order given (outer loop), mechanisms in the order given (inner loop).
 pub fn matrix(protocols: &[Protocol], mechanisms: &[Mechanism]) -> Vec<Combination> {
     protocols
@@ -377,5 +405,32 @@ mod tests {
         assert_eq!(MIN_MSG_SIZE, 1);
         assert_eq!(MAX_DATAGRAM_MSG_SIZE, 65_535);
         assert_eq!(MAX_STREAM_MSG_SIZE, 16_777_216);
+    }
+
+    #[test]
+    fn flows_split_the_total_exactly_by_whole_messages() {
+        for (total, size, flows) in [
+            (1_000_003u64, 1024u32, 4u32),
+            (10, 3, 4),
+            (4096, 1024, 4),
+            (7, 1, 7),
+        ] {
+            let split = split_flows(total, size, flows).expect("enough messages");
+            assert_eq!(split.len(), flows as usize);
+            assert_eq!(split.iter().sum::<u64>(), total, "{total}/{size}/{flows}");
+            let messages: u64 = split.iter().map(|&t| message_count(t, size)).sum();
+            assert_eq!(messages, message_count(total, size));
+            // Every flow but the last carries whole messages only.
+            for t in &split[..split.len() - 1] {
+                assert_eq!(t % u64::from(size), 0);
+            }
+        }
+        assert_eq!(split_flows(10, 3, 4), Some(vec![3, 3, 3, 1]));
+        assert_eq!(
+            split_flows(10, 3, 5),
+            None,
+            "4 messages cannot make 5 flows"
+        );
+        assert_eq!(split_flows(10, 3, 0), None);
     }
 }

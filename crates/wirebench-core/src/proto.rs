@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::{CpuUsage, TransportStats};
 use crate::plan::{Mechanism, Protocol};
 
 /// First four bytes of every wirebench connection.
@@ -169,6 +170,13 @@ pub struct ServerReport {
     /// What the server's data path ran with.
     #[serde(default)]
     pub data_path: DataPathInfo,
+    /// What the server's transport reported (TCP_INFO of the data socket, QUIC connection
+    /// stats); None for UDP, whose loss the figures above already give.
+    #[serde(default)]
+    pub transport: Option<TransportStats>,
+    /// CPU time the server process spent while the session ran (getrusage).
+    #[serde(default)]
+    pub cpu: Option<CpuUsage>,
 }
 
 /// Why a preamble or control frame was refused; messages are one line, for users.

@@ -228,6 +228,16 @@ pub struct RunArgs {
     /// sleeps); not QUIC.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and
+    /// server session; -n is split exactly across them by whole messages. Prints the summed
+    /// figures and one line per flow.
+    #[arg(short = 'P', long, value_name = "N", default_value_t = 1)]
+    pub parallel: u32,
+    /// Print an interval line every D while a run goes (e.g. 1s, 500ms): bytes and bit/s the
+    /// client sent in it, and the server's bytes, bit/s and UDP loss in it. The JSON output keeps
+    /// both series. At least 10ms.
+    #[arg(short = 'i', long, value_name = "D")]
+    pub interval: Option<String>,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
+use wirebench_core::metrics::{CpuUsage, TransportStats};
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
@@ -17,6 +18,7 @@ use wirebench_core::units::BitRate;
 
 use bytes::Bytes;
 
+use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink};
 use crate::engine::stream::{self, MessageSink, WriteSink};
@@ -60,12 +62,20 @@ impl RttFigures {
 pub struct ClientFigures {
     /// What the sender did.
     pub tally: SendTally,
+    /// When the first byte was sent, on this host's monotonic clock (to line flows up).
+    pub started: Instant,
     /// Transmission time.
     pub elapsed: Duration,
     /// Stop-and-wait round trips.
     pub rtt: Option<RttFigures>,
+    /// Every stop-and-wait round trip, nanoseconds (empty when streaming), so flows can merge.
+    pub rtt_histogram: Histogram<u64>,
     /// What the client's data path ran with.
     pub data_path: DataPathInfo,
+    /// What the client's transport reported (TCP_INFO, QUIC stats, UDP tallies).
+    pub transport: Option<TransportStats>,
+    /// CPU time the client process spent on the session, connection set-up included.
+    pub cpu: Option<CpuUsage>,
 }
 
 /// Both sides of one session.
@@ -79,8 +89,21 @@ pub struct SessionOutcome {
     pub server: ServerReport,
 }
 
+impl SessionOutcome {
+    /// Marks both CPU figures as covering one process: the client and an embedded server.
+    pub fn mark_shared_process(&mut self) {
+        for cpu in [&mut self.client.cpu, &mut self.server.cpu]
+            .into_iter()
+            .flatten()
+        {
+            cpu.shared_process = true;
+        }
+    }
+}
+
 /// Runs one session against the server at `server`.
 pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<SessionOutcome> {
+    let cpu = CpuMeter::start();
     let mut ctrl = TcpStream::connect(server)
         .await
         .with_context(|| format!("cannot connect to the server at {server}"))?;
@@ -114,9 +137,13 @@ pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<S
         session,
         client: ClientFigures {
             tally: leg.tally,
+            started: leg.started,
             elapsed: leg.elapsed,
             rtt: RttFigures::of(&rtt),
+            rtt_histogram: rtt,
             data_path: leg.data_path,
+            transport: leg.transport,
+            cpu: cpu.stop(),
         },
         server: leg.report,
     })
@@ -125,9 +152,11 @@ pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<S
 /// What one data transfer produced on the client.
 struct Leg {
     tally: SendTally,
+    started: Instant,
     elapsed: Duration,
     report: ServerReport,
     data_path: DataPathInfo,
+    transport: Option<TransportStats>,
 }
 
 /// TCP: a second connection to the same port, driven on a blocking (or spinning) socket in a
@@ -163,39 +192,46 @@ async fn run_tcp(
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = rtt.clone();
-    let (result, started, done_at, data_path, hist) = tokio::task::spawn_blocking(move || {
-        let spin = params.options.busy_poll;
-        let mut writer = Blocking::new(&data, spin);
-        let mut sink = WriteSink {
-            writer: &mut writer,
-            payload: &payload,
-        };
-        let started = Instant::now();
-        let result = block_on(send_on_stream(
-            &mut Blocking::new(&data, spin),
-            &mut sink,
-            &params,
-            &mut hist,
-        ));
-        let done_at = Instant::now();
-        (
-            result,
-            started,
-            done_at,
-            net::tcp_data_path(&data, spin),
-            hist,
-        )
-    })
-    .await
-    .context("the TCP sender thread failed")?;
+    let (result, started, done_at, data_path, hist, data) =
+        tokio::task::spawn_blocking(move || {
+            let spin = params.options.busy_poll;
+            let mut writer = Blocking::new(&data, spin);
+            let mut sink = WriteSink {
+                writer: &mut writer,
+                payload: &payload,
+            };
+            let started = Instant::now();
+            let result = block_on(send_on_stream(
+                &mut Blocking::new(&data, spin),
+                &mut sink,
+                &params,
+                &mut hist,
+            ));
+            let done_at = Instant::now();
+            (
+                result,
+                started,
+                done_at,
+                net::tcp_data_path(&data, spin),
+                hist,
+                data,
+            )
+        })
+        .await
+        .context("the TCP sender thread failed")?;
     *rtt = hist;
     let tally = result?;
     let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
+    // Read after the server's report: by then every segment is acknowledged, so the count of
+    // retransmissions is final.
+    let transport = counters::tcp_stats(&data);
     Ok(Leg {
         tally,
+        started,
         elapsed,
         report,
         data_path,
+        transport,
     })
 }
 
@@ -225,14 +261,17 @@ async fn run_quic(
     data_path.cpu = net::current_cpu();
     let _ = send.finish();
     let result = finish_timing(p.mechanism, started, done_at, ctrl).await;
+    let transport = Some(counters::quic_stats(&connection));
     connection.close(0u32.into(), b"done");
     endpoint.wait_idle().await;
     let (elapsed, report) = result?;
     Ok(Leg {
         tally,
+        started,
         elapsed,
         report,
         data_path,
+        transport,
     })
 }
 
@@ -309,11 +348,17 @@ async fn run_udp(
             .elapsed()
             .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
     };
+    let resent_or_lost = match p.mechanism {
+        Mechanism::StopAndWait => tally.retransmissions,
+        Mechanism::Stream => report.lost,
+    };
     Ok(Leg {
         tally,
+        started,
         elapsed,
         report,
         data_path,
+        transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
     })
 }
 

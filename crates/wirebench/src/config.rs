@@ -78,6 +78,10 @@ pub struct RunConfig {
     pub points: Vec<Point>,
     /// Unmeasured warm-up runs of every combination before each point's measured runs.
     pub warmup: u32,
+    /// Concurrent flows per run (≥ 1), each its own session; the total is split across them.
+    pub parallel: u32,
+    /// Period of the interval reports; `None` prints none.
+    pub interval: Option<Duration>,
 }
 
 /// Where `run` stores its results.
@@ -204,7 +208,40 @@ impl RunConfig {
             return Err(usage("--grace is out of range: allowed 0s to 60s"));
         }
         let options = parse_options(args, &protocols)?;
+        if !(1..=MAX_PARALLEL).contains(&args.parallel) {
+            return Err(usage(format!(
+                "-P/--parallel {} is out of range: allowed 1 to {MAX_PARALLEL}",
+                args.parallel
+            )));
+        }
+        if let Some(p) = points
+            .iter()
+            .find(|p| plan::split_flows(p.total_bytes, p.msg_size, args.parallel).is_none())
+        {
+            return Err(usage(format!(
+                "-P/--parallel {} needs at least one message per flow, but {} B in {} B messages is {} message(s): \
+                 lower -P or raise -n",
+                args.parallel,
+                p.total_bytes,
+                p.msg_size,
+                plan::message_count(p.total_bytes, p.msg_size)
+            )));
+        }
+        let interval = match &args.interval {
+            None => None,
+            Some(s) => {
+                let d = parse_duration(s).map_err(|e| usage(format!("-i/--interval: {e}")))?;
+                if d < MIN_INTERVAL {
+                    return Err(usage(format!(
+                        "-i/--interval {s} is too short: allowed 10ms or more"
+                    )));
+                }
+                Some(d)
+            }
+        };
         Ok(RunConfig {
+            parallel: args.parallel,
+            interval,
             options,
             target,
             combinations: plan::matrix(&protocols, &mechanisms),
@@ -220,6 +257,12 @@ impl RunConfig {
         })
     }
 }
+
+/// Most flows `-P` accepts.
+const MAX_PARALLEL: u32 = 128;
+
+/// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Smallest and largest `-w` accepted.
 const WINDOW_RANGE: (u64, u64) = (4 * 1024, 1 << 30);

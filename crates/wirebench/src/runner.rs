@@ -8,7 +8,8 @@ use wirebench_core::plan::Combination;
 use wirebench_core::proto::SessionParams;
 
 use crate::client::{self, SessionOutcome};
-use crate::config::RunConfig;
+use crate::config::{RunConfig, Target};
+use crate::parallel;
 
 /// One finished run.
 #[derive(Debug, Clone)]
@@ -19,8 +20,10 @@ pub struct RunRecord {
     pub repeat_index: u32,
     /// What was asked of the server.
     pub params: SessionParams,
-    /// Both sides' figures.
+    /// Both sides' figures (with -P, summed over the flows).
     pub outcome: SessionOutcome,
+    /// With -P N > 1, each flow's figures in flow order; empty for a single flow.
+    pub flows: Vec<SessionOutcome>,
 }
 
 /// Everything a campaign produced.
@@ -65,13 +68,27 @@ pub async fn run_campaign(
     for &combination in &cfg.combinations {
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            match client::run_session(server, &params).await {
-                Ok(outcome) => {
+            let result = if cfg.parallel > 1 {
+                parallel::run_flows(server, &params, cfg.parallel).await
+            } else {
+                client::run_session(server, &params)
+                    .await
+                    .map(|o| (o, Vec::new()))
+            };
+            match result {
+                Ok((mut outcome, mut flows)) => {
+                    if matches!(cfg.target, Target::Embedded(_)) {
+                        outcome.mark_shared_process();
+                        flows
+                            .iter_mut()
+                            .for_each(SessionOutcome::mark_shared_process);
+                    }
                     let record = RunRecord {
                         combination,
                         repeat_index,
                         params: params.clone(),
                         outcome,
+                        flows,
                     };
                     on_run(campaign.runs.len() + 1, total, &record);
                     campaign.runs.push(record);

@@ -2,12 +2,13 @@
 //! the JSON line `wirebench server --json` prints per session. Field names carry their units.
 
 use serde::{Deserialize, Serialize};
+use wirebench_core::metrics::{CpuUsage, TransportStats};
 use wirebench_core::plan::{self, Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, DataPathOptions, ServerReport};
 use wirebench_core::stats::Summary;
 
 use super::text::bits_per_second;
-use crate::client::RttFigures;
+use crate::client::{ClientFigures, RttFigures};
 use crate::config::{RunConfig, Target};
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::SessionSummary;
@@ -68,6 +69,13 @@ pub struct Parameters {
     /// (Absent in results stored before it existed: defaults.)
     #[serde(default)]
     pub options: DataPathOptions,
+    /// Concurrent flows per run (-P); 1 in results stored before it existed.
+    #[serde(default = "one")]
+    pub parallel: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One run, both sides.
@@ -84,6 +92,20 @@ pub struct RunJson {
     /// The client's figures.
     pub client: ClientJson,
     /// The server's figures.
+    pub server: ServerJson,
+    /// With -P N > 1: each flow's figures (the ones above are their sums); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowJson>,
+}
+
+/// One flow of a parallel run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowJson {
+    /// The server's session id for this flow.
+    pub session: u32,
+    /// The client's figures of this flow.
+    pub client: ClientJson,
+    /// The server's figures of this flow.
     pub server: ServerJson,
 }
 
@@ -116,6 +138,55 @@ pub struct ClientJson {
     /// (Absent in results stored before it existed: defaults.)
     #[serde(default)]
     pub data_path: DataPathInfo,
+    /// Share of the data packets sent again or lost (`transport.retrans_rate`), comparable
+    /// across TCP, QUIC and UDP; null when unknown.
+    #[serde(default)]
+    pub retrans_rate: Option<f64>,
+    /// The client's transport counters.
+    #[serde(default)]
+    pub transport: Option<TransportJson>,
+    /// CPU time of the client process during the session.
+    #[serde(default)]
+    pub cpu: Option<CpuJson>,
+}
+
+/// One end's transport counters with the derived retransmission rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransportJson {
+    /// The counters as read.
+    #[serde(flatten)]
+    pub stats: TransportStats,
+    /// `packets_retransmitted / packets_sent`; null when nothing was sent.
+    pub retrans_rate: Option<f64>,
+}
+
+/// CPU time of one process during a session, with its cost per GiB moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuJson {
+    /// User and system microseconds, and whether client and server shared the process.
+    #[serde(flatten)]
+    pub usage: CpuUsage,
+    /// User plus system, seconds.
+    pub seconds: f64,
+    /// CPU seconds per GiB (2^30 bytes) of payload moved; null when no byte moved.
+    pub seconds_per_gib: Option<f64>,
+}
+
+/// The JSON form of transport counters.
+pub fn transport_json(t: &TransportStats) -> TransportJson {
+    TransportJson {
+        stats: t.clone(),
+        retrans_rate: t.retrans_rate(),
+    }
+}
+
+/// The JSON form of a CPU figure for a session that moved `bytes` of payload.
+pub fn cpu_json(c: &CpuUsage, bytes: u64) -> CpuJson {
+    CpuJson {
+        usage: *c,
+        seconds: c.total_seconds(),
+        seconds_per_gib: c.seconds_per_gib(bytes),
+    }
 }
 
 /// The server's figures of one run.
@@ -153,6 +224,15 @@ pub struct ServerJson {
     /// (Absent in results stored before it existed: defaults.)
     #[serde(default)]
     pub data_path: DataPathInfo,
+    /// Share of the data packets the server sent again (TCP, QUIC); null for UDP and when unknown.
+    #[serde(default)]
+    pub retrans_rate: Option<f64>,
+    /// The server's transport counters (TCP, QUIC).
+    #[serde(default)]
+    pub transport: Option<TransportJson>,
+    /// CPU time of the server process during the session.
+    #[serde(default)]
+    pub cpu: Option<CpuJson>,
 }
 
 /// Statistics of one combination over its repeats.
@@ -218,6 +298,9 @@ pub fn server_json(r: &ServerReport) -> ServerJson {
         aborted: r.aborted,
         abort_reason: r.abort_reason.clone(),
         data_path: r.data_path.clone(),
+        retrans_rate: r.transport.as_ref().and_then(TransportStats::retrans_rate),
+        transport: r.transport.as_ref().map(transport_json),
+        cpu: r.cpu.as_ref().map(|c| cpu_json(c, r.bytes)),
     }
 }
 
@@ -234,28 +317,44 @@ pub fn session_line(s: &SessionSummary) -> SessionLine {
 
 /// Converts one finished run into its JSON form (as stored and exported).
 pub fn run_json(r: &RunRecord) -> RunJson {
-    let c = &r.outcome.client;
-    let seconds = c.elapsed.as_secs_f64();
     RunJson {
         protocol: r.combination.protocol,
         mechanism: r.combination.mechanism,
         repeat_index: r.repeat_index,
         session: r.outcome.session,
-        client: ClientJson {
-            messages: c.tally.messages,
-            bytes: c.tally.bytes,
-            seconds,
-            elapsed_ns: u64::try_from(c.elapsed.as_nanos()).unwrap_or(u64::MAX),
-            throughput_bps: bits_per_second(c.tally.bytes, seconds),
-            send_calls: c.tally.send_calls,
-            datagrams: c.tally.datagrams,
-            retransmissions: c.tally.retransmissions,
-            timeouts: c.tally.timeouts,
-            send_errors: c.tally.send_errors,
-            rtt: c.rtt,
-            data_path: c.data_path.clone(),
-        },
+        client: client_json(&r.outcome.client),
         server: server_json(&r.outcome.server),
+        flows: r
+            .flows
+            .iter()
+            .map(|f| FlowJson {
+                session: f.session,
+                client: client_json(&f.client),
+                server: server_json(&f.server),
+            })
+            .collect(),
+    }
+}
+
+/// Converts the client's figures.
+pub fn client_json(c: &ClientFigures) -> ClientJson {
+    let seconds = c.elapsed.as_secs_f64();
+    ClientJson {
+        messages: c.tally.messages,
+        bytes: c.tally.bytes,
+        seconds,
+        elapsed_ns: u64::try_from(c.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        throughput_bps: bits_per_second(c.tally.bytes, seconds),
+        send_calls: c.tally.send_calls,
+        datagrams: c.tally.datagrams,
+        retransmissions: c.tally.retransmissions,
+        timeouts: c.tally.timeouts,
+        send_errors: c.tally.send_errors,
+        rtt: c.rtt,
+        data_path: c.data_path.clone(),
+        retrans_rate: c.transport.as_ref().and_then(TransportStats::retrans_rate),
+        transport: c.transport.as_ref().map(transport_json),
+        cpu: c.cpu.as_ref().map(|u| cpu_json(u, c.tally.bytes)),
     }
 }
 
@@ -342,6 +441,7 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         rate_bps: session.rate_bps,
         grace_us: session.grace_us,
         options: session.options,
+        parallel: cfg.parallel,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use wirebench_core::metrics::{CpuUsage, StatsSource, TransportStats};
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::stats::Summary;
@@ -99,10 +100,27 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
     );
     let _ = writeln!(out, "  client: {}", client_text(c, rec.combination));
     match server_line {
-        Some(line) => {
+        Some(line) if rec.flows.is_empty() => {
             let _ = writeln!(out, "  server: {line}");
         }
-        None => {
+        _ if !rec.flows.is_empty() => {
+            let _ = writeln!(
+                out,
+                "  server: {} sessions: {}",
+                rec.flows.len(),
+                server_sum_text(s)
+            );
+            for (i, f) in rec.flows.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "  flow {}: client {}; server {}",
+                    i + 1,
+                    flow_client_text(&f.client),
+                    server_sum_text(&f.server)
+                );
+            }
+        }
+        _ => {
             let _ = writeln!(
                 out,
                 "  server: {}",
@@ -112,6 +130,17 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
     }
     if let Some(rtt) = &c.rtt {
         let _ = writeln!(out, "  rtt:    {}", rtt_text(rtt));
+    }
+    if c.transport.is_some() || s.transport.is_some() {
+        let _ = writeln!(
+            out,
+            "  transport: client {}; server {}",
+            transport_text(c.transport.as_ref()),
+            transport_text(s.transport.as_ref())
+        );
+    }
+    if let Some(line) = cpu_line(c.cpu.as_ref(), c.tally.bytes, s.cpu.as_ref(), s.bytes) {
+        let _ = writeln!(out, "  cpu:    {line}");
     }
     let o = &rec.params.options;
     if o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll {
@@ -123,6 +152,105 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
         );
     }
     out
+}
+
+/// The short form of a server's figures, for summed flows and per-flow lines.
+fn server_sum_text(r: &ServerReport) -> String {
+    let secs = r.elapsed_ns as f64 / 1e9;
+    let mut s = format!(
+        "read {} messages, {} bytes in {secs:.4} s ({})",
+        r.messages,
+        r.bytes,
+        format_bitrate(bits_per_second(r.bytes, secs))
+    );
+    if r.protocol == Protocol::Udp {
+        let _ = write!(
+            s,
+            ", lost {}, duplicates {}, out of order {}",
+            r.lost, r.duplicates, r.out_of_order
+        );
+    }
+    if r.aborted {
+        let _ = write!(
+            s,
+            " ABORTED: {}",
+            r.abort_reason.as_deref().unwrap_or("unknown reason")
+        );
+    }
+    s
+}
+
+/// The short form of one flow's client figures.
+fn flow_client_text(c: &ClientFigures) -> String {
+    let secs = c.elapsed.as_secs_f64();
+    format!(
+        "sent {} messages, {} bytes in {secs:.4} s ({})",
+        c.tally.messages,
+        c.tally.bytes,
+        format_bitrate(bits_per_second(c.tally.bytes, secs))
+    )
+}
+
+/// One end's transport counters: retransmissions over packets sent, then RTT and window.
+fn transport_text(t: Option<&TransportStats>) -> String {
+    let Some(t) = t else {
+        return "n/a".into();
+    };
+    let (what, unit) = match t.source {
+        StatsSource::TcpInfo => ("retransmitted", "segments"),
+        StatsSource::Quic => ("lost", "packets"),
+        StatsSource::Udp => ("resent or lost", "datagrams"),
+    };
+    let mut s = format!(
+        "{what} {} of {} {unit}",
+        t.packets_retransmitted, t.packets_sent
+    );
+    if let Some(rate) = t.retrans_rate() {
+        let _ = write!(s, " (retrans_rate {:.4} %)", rate * 100.0);
+    }
+    if let Some(srtt) = t.srtt_us {
+        let _ = write!(s, ", srtt {srtt} µs");
+    }
+    if let Some(cwnd) = t.cwnd_bytes {
+        let _ = write!(s, ", cwnd {}", ByteSize(cwnd));
+    }
+    if let Some(events) = t.congestion_events {
+        let _ = write!(s, ", {events} congestion events");
+    }
+    s
+}
+
+/// CPU seconds (user + system) and seconds per GiB of each end; one figure when the client and
+/// an embedded server share the process.
+fn cpu_line(
+    client: Option<&CpuUsage>,
+    client_bytes: u64,
+    server: Option<&CpuUsage>,
+    server_bytes: u64,
+) -> Option<String> {
+    let one = |c: &CpuUsage, bytes: u64| {
+        let mut s = format!(
+            "{:.3} s user + {:.3} s sys",
+            c.user_us as f64 / 1e6,
+            c.system_us as f64 / 1e6
+        );
+        if let Some(per_gib) = c.seconds_per_gib(bytes) {
+            let _ = write!(s, " ({per_gib:.3} s/GiB)");
+        }
+        s
+    };
+    match (client, server) {
+        (Some(c), _) if c.shared_process => Some(format!(
+            "client and embedded server (one process) {}",
+            one(c, client_bytes)
+        )),
+        (None, None) => None,
+        (c, s) => Some(format!(
+            "client {}; server {}",
+            c.map_or("n/a".into(), |c| one(c, client_bytes)),
+            s.map_or("n/a".into(), |s| one(s, server_bytes))
+        )),
+    }
 }
 
 /// Socket buffers, congestion control, flags and CPU of one end, as the OS reported them.

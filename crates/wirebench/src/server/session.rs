@@ -18,6 +18,7 @@ use super::registry::{DataStream, Registration, Registry};
 use super::udp_session::UdpSession;
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
+use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
@@ -79,7 +80,8 @@ pub(super) async fn serve(
         notice(format!("session refused: {reason}"));
         return;
     }
-    let (session, report) = match params.protocol {
+    let cpu = CpuMeter::start();
+    let (session, mut report) = match params.protocol {
         Protocol::Tcp | Protocol::Quic => {
             serve_stream(&mut rd, &mut wr, peer, shared, &params).await
         }
@@ -88,6 +90,7 @@ pub(super) async fn serve(
     let Some(session) = session else {
         return;
     };
+    report.cpu = cpu.stop();
     // The summary goes out before the report, so whoever prints both sees the server's first.
     let _ = events.send(ServerEvent::Session(Box::new(SessionSummary {
         session,
@@ -192,9 +195,7 @@ where
     let mut tally = ReadTally::default();
     let result = match data {
         DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
-            Ok(()) => {
-                receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report.data_path).await
-            }
+            Ok(()) => receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report).await,
             Err(e) => Err(format!("cannot set the TCP options: {e}")),
         },
         DataStream::Quic {
@@ -208,6 +209,7 @@ where
                 reason = watch_control(rd) => Err(reason),
             };
             report.data_path = shared_udp_data_path(shared);
+            report.transport = Some(counters::quic_stats(&connection));
             // Let the last acknowledgements drain; the client closes the connection when done.
             tokio::spawn(async move {
                 let _ = send.finish();
@@ -237,7 +239,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     p: &SessionParams,
     buf_len: usize,
     tally: &mut ReadTally,
-    info: &mut DataPathInfo,
+    report: &mut ServerReport,
 ) -> Result<(), String> {
     let spin = p.options.busy_poll;
     let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
@@ -256,22 +258,23 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             &params,
             &mut t,
         ));
-        (t, res, net::tcp_data_path(&data, spin))
+        let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
+        (t, res, ends)
     });
     tokio::select! {
         joined = &mut worker => match joined {
-            Ok((t, res, i)) => {
+            Ok((t, res, (info, transport))) => {
                 *tally = t;
-                *info = i;
+                (report.data_path, report.transport) = (info, transport);
                 res.map_err(|e| e.to_string())
             }
             Err(e) => Err(format!("the receiver thread failed: {e}")),
         },
         reason = watch_control(rd) => {
             let _ = waker.shutdown(std::net::Shutdown::Both);
-            if let Ok((t, _, i)) = worker.await {
+            if let Ok((t, _, (info, transport))) = worker.await {
                 *tally = t;
-                *info = i;
+                (report.data_path, report.transport) = (info, transport);
             }
             Err(reason)
         }

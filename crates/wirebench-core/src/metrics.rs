@@ -1,0 +1,173 @@
+//! Transport counters and CPU usage as each end of a session reports them, and the rates derived
+//! from them; must not read sockets or clocks (the app fills these records from TCP_INFO, quinn's
+//! connection stats, the UDP tallies and getrusage).
+//!
+//! One figure is comparable across TCP, QUIC and UDP: [`TransportStats::retrans_rate`], the
+//! share of the data packets an end sent that the transport had to send again (or, where nothing
+//! is ever sent again, that were lost):
+//! - TCP: `(tcpi_total_retrans − tcpi_dsack_dups) / tcpi_data_segs_out` — retransmitted
+//!   segments less those the receiver reported as needless duplicates (D-SACK), over data
+//!   segments sent;
+//! - QUIC: `lost_packets / sent_packets` from quinn's path statistics (a lost packet's frames
+//!   are sent again in a new packet);
+//! - UDP stop-and-wait: `retransmissions / datagrams sent`; UDP streaming (nothing is resent):
+//!   `datagrams lost / datagrams sent`.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a [`TransportStats`] record comes from.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StatsSource {
+    /// The kernel's TCP_INFO for the data socket.
+    #[default]
+    TcpInfo,
+    /// quinn's connection statistics.
+    Quic,
+    /// wirebench's own UDP tallies (datagrams sent, retransmitted, lost).
+    Udp,
+}
+
+/// What one end's transport did in a session.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct TransportStats {
+    /// Where the figures come from.
+    pub source: StatsSource,
+    /// Data packets this end sent: TCP data segments (`tcpi_data_segs_out`), QUIC packets,
+    /// UDP datagrams (with retransmissions).
+    pub packets_sent: u64,
+    /// Of those, packets sent again or lost (see the module documentation per transport).
+    pub packets_retransmitted: u64,
+    /// TCP only: `tcpi_total_retrans`, every retransmitted segment (spurious ones too).
+    #[serde(default)]
+    pub tcp_total_retrans: Option<u64>,
+    /// TCP only: `tcpi_dsack_dups`, retransmissions the peer reported as duplicates.
+    #[serde(default)]
+    pub tcp_dsack_dups: Option<u64>,
+    /// Smoothed round-trip time the transport estimated, microseconds.
+    #[serde(default)]
+    pub srtt_us: Option<u64>,
+    /// Congestion window at the end, bytes.
+    #[serde(default)]
+    pub cwnd_bytes: Option<u64>,
+    /// QUIC: congestion events (the window was cut).
+    #[serde(default)]
+    pub congestion_events: Option<u64>,
+}
+
+impl TransportStats {
+    /// Packets retransmitted (or lost) per data packet sent; `None` when nothing was sent.
+    pub fn retrans_rate(&self) -> Option<f64> {
+        (self.packets_sent > 0)
+            .then(|| self.packets_retransmitted as f64 / self.packets_sent as f64)
+    }
+
+    /// TCP: the record for TCP_INFO's counters; spurious retransmissions (D-SACK duplicates)
+    /// are not counted as retransmitted, and never make the count negative.
+    pub fn from_tcp(
+        data_segs_out: u64,
+        total_retrans: u64,
+        dsack_dups: u64,
+        srtt_us: u64,
+        cwnd_bytes: u64,
+    ) -> Self {
+        TransportStats {
+            source: StatsSource::TcpInfo,
+            packets_sent: data_segs_out,
+            packets_retransmitted: total_retrans.saturating_sub(dsack_dups),
+            tcp_total_retrans: Some(total_retrans),
+            tcp_dsack_dups: Some(dsack_dups),
+            srtt_us: Some(srtt_us),
+            cwnd_bytes: Some(cwnd_bytes),
+            congestion_events: None,
+        }
+    }
+
+    /// UDP: `datagrams` sent, of which `retransmitted_or_lost` were sent again (stop-and-wait)
+    /// or never arrived (streaming).
+    pub fn from_udp(datagrams: u64, retransmitted_or_lost: u64) -> Self {
+        TransportStats {
+            source: StatsSource::Udp,
+            packets_sent: datagrams,
+            packets_retransmitted: retransmitted_or_lost,
+            ..TransportStats::default()
+        }
+    }
+}
+
+/// CPU time a process spent during a session (getrusage), microseconds.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuUsage {
+    /// User-mode CPU time, microseconds.
+    pub user_us: u64,
+    /// Kernel-mode CPU time, microseconds.
+    pub system_us: u64,
+    /// The figure covers the client and an in-process (embedded) server together, which share
+    /// one process.
+    #[serde(default)]
+    pub shared_process: bool,
+}
+
+impl CpuUsage {
+    /// User plus system time, seconds.
+    pub fn total_seconds(&self) -> f64 {
+        (self.user_us + self.system_us) as f64 / 1e6
+    }
+
+    /// CPU seconds per GiB (2^30 bytes) moved; `None` when no byte moved.
+    pub fn seconds_per_gib(&self, bytes: u64) -> Option<f64> {
+        (bytes > 0).then(|| self.total_seconds() / (bytes as f64 / (1u64 << 30) as f64))
+    }
+
+    /// The usage between two cumulative readings (`self` the later); a counter that went
+    /// backwards counts as zero.
+    pub fn since(&self, earlier: &CpuUsage) -> CpuUsage {
+        CpuUsage {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            system_us: self.system_us.saturating_sub(earlier.system_us),
+            shared_process: self.shared_process,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_rate_leaves_out_spurious_retransmissions() {
+        let s = TransportStats::from_tcp(1000, 30, 10, 25, 64_000);
+        assert_eq!(s.packets_retransmitted, 20);
+        assert_eq!(s.retrans_rate(), Some(0.02));
+        // More D-SACKs than retransmissions (counters read at different moments) is not negative.
+        assert_eq!(
+            TransportStats::from_tcp(10, 1, 3, 0, 0).packets_retransmitted,
+            0
+        );
+    }
+
+    #[test]
+    fn nothing_sent_has_no_rate() {
+        assert_eq!(TransportStats::from_udp(0, 0).retrans_rate(), None);
+        assert_eq!(TransportStats::from_udp(200, 5).retrans_rate(), Some(0.025));
+    }
+
+    #[test]
+    fn cpu_per_gib_and_deltas() {
+        let later = CpuUsage {
+            user_us: 1_500_000,
+            system_us: 700_000,
+            shared_process: false,
+        };
+        let earlier = CpuUsage {
+            user_us: 500_000,
+            system_us: 200_000,
+            shared_process: false,
+        };
+        let d = later.since(&earlier);
+        assert_eq!((d.user_us, d.system_us), (1_000_000, 500_000));
+        assert_eq!(d.seconds_per_gib(1 << 29), Some(3.0));
+        assert_eq!(d.seconds_per_gib(0), None);
+        assert_eq!(earlier.since(&later).user_us, 0);
+    }
+}
