@@ -130,9 +130,134 @@ impl CpuUsage {
     }
 }
 
+/// What one end had moved by some moment of a session: cumulative counts an interval series
+/// is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cumulative {
+    /// Payload bytes so far.
+    pub bytes: u64,
+    /// UDP receiver: datagrams missing so far (below the highest sequence number seen).
+    pub lost: Option<u64>,
+}
+
+/// One interval of a run (`-i`): what moved between `start_ns` and `end_ns`, counted from the
+/// start of the session on the reporting end's clock.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IntervalSample {
+    /// Interval start, nanoseconds since the session started.
+    pub start_ns: u64,
+    /// Interval end, nanoseconds since the session started.
+    pub end_ns: u64,
+    /// Payload bytes moved in the interval.
+    pub bytes: u64,
+    /// UDP receiver: datagrams found missing in the interval (may be negative in effect when
+    /// late ones arrive: then 0 here and fewer later); None elsewhere.
+    #[serde(default)]
+    pub lost: Option<u64>,
+}
+
+impl IntervalSample {
+    /// Bits per second over the interval; 0 for an empty interval.
+    pub fn bits_per_second(&self) -> f64 {
+        let ns = self.end_ns.saturating_sub(self.start_ns);
+        if ns == 0 {
+            0.0
+        } else {
+            self.bytes as f64 * 8.0 * 1e9 / ns as f64
+        }
+    }
+}
+
+/// Turns cumulative readings taken at moments into an interval series.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalSeries {
+    last_ns: u64,
+    last: Cumulative,
+    samples: Vec<IntervalSample>,
+}
+
+impl IntervalSeries {
+    /// An empty series starting at 0 ns with nothing moved.
+    pub fn new() -> Self {
+        IntervalSeries::default()
+    }
+
+    /// Records the reading `now` taken `at_ns` after the start; returns the new interval.
+    /// A reading earlier than the last one, or counters that went backwards, count as zero.
+    pub fn push(&mut self, at_ns: u64, now: Cumulative) -> IntervalSample {
+        let sample = IntervalSample {
+            start_ns: self.last_ns,
+            end_ns: at_ns.max(self.last_ns),
+            bytes: now.bytes.saturating_sub(self.last.bytes),
+            lost: now
+                .lost
+                .map(|l| l.saturating_sub(self.last.lost.unwrap_or(0))),
+        };
+        self.last_ns = sample.end_ns;
+        self.last = Cumulative {
+            bytes: now.bytes.max(self.last.bytes),
+            lost: match (now.lost, self.last.lost) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+        };
+        self.samples.push(sample);
+        sample
+    }
+
+    /// Where the last interval ended (0 before the first), nanoseconds since the start.
+    pub fn end_ns(&self) -> u64 {
+        self.last_ns
+    }
+
+    /// The intervals recorded so far.
+    pub fn into_samples(self) -> Vec<IntervalSample> {
+        self.samples
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interval_series_are_deltas_of_cumulative_readings() {
+        let mut series = IntervalSeries::new();
+        let a = series.push(
+            1_000_000_000,
+            Cumulative {
+                bytes: 125_000_000,
+                lost: Some(3),
+            },
+        );
+        assert_eq!(
+            (a.start_ns, a.end_ns, a.bytes, a.lost),
+            (0, 1_000_000_000, 125_000_000, Some(3))
+        );
+        assert_eq!(a.bits_per_second(), 1e9);
+        let b = series.push(
+            1_500_000_000,
+            Cumulative {
+                bytes: 150_000_000,
+                lost: Some(2),
+            },
+        );
+        // A datagram counted missing arrived late: no negative loss, and it is not counted twice.
+        assert_eq!(
+            (b.start_ns, b.bytes, b.lost),
+            (1_000_000_000, 25_000_000, Some(0))
+        );
+        let c = series.push(
+            2_000_000_000,
+            Cumulative {
+                bytes: 150_000_000,
+                lost: Some(5),
+            },
+        );
+        assert_eq!((c.bytes, c.lost), (0, Some(2)));
+        let samples = series.into_samples();
+        assert_eq!(samples.iter().map(|s| s.bytes).sum::<u64>(), 150_000_000);
+    }
 
     #[test]
     fn tcp_rate_leaves_out_spurious_retransmissions() {

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{CpuUsage, TransportStats};
+use crate::metrics::{CpuUsage, IntervalSample, TransportStats};
 use crate::plan::{Mechanism, Protocol};
 
 /// First four bytes of every wirebench connection.
@@ -99,6 +99,10 @@ pub struct SessionParams {
     /// Data-path options both ends apply (absent fields mean defaults, so older peers interoperate).
     #[serde(default)]
     pub options: DataPathOptions,
+    /// Period of the interval series (`-i`) the server keeps and reports, microseconds; None
+    /// keeps none.
+    #[serde(default)]
+    pub interval_us: Option<u64>,
 }
 
 /// Socket and scheduling options of a session's data path, requested by the user.
@@ -177,6 +181,9 @@ pub struct ServerReport {
     /// CPU time the server process spent while the session ran (getrusage).
     #[serde(default)]
     pub cpu: Option<CpuUsage>,
+    /// What the server read per interval, when the client asked for intervals (`-i`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalSample>,
 }
 
 /// Why a preamble or control frame was refused; messages are one line, for users.
@@ -343,6 +350,7 @@ mod tests {
             rate_bps: None,
             grace_us: 250_000,
             options: DataPathOptions::default(),
+            interval_us: None,
         }
     }
 

@@ -20,8 +20,13 @@ Each run prints the client's figures (transmission time, messages sent, bytes se
 send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
 line (messages read, bytes read, time, throughput, read calls; UDP lost, duplicate and
 out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / max with
-p50 and p99. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
-client view and the server view.
+p50 and p99, then the transport counters of both ends (TCP_INFO; QUIC stats; UDP tallies) with
+retrans_rate — the share of data packets sent again or lost, comparable across protocols: TCP
+(total_retrans - dsack_dups) / data_segs_out, QUIC lost / sent packets, UDP stop-and-wait
+retransmissions / datagrams, UDP streaming lost / sent — and the CPU seconds (user + system,
+getrusage) of the client and server processes, with CPU seconds per GiB moved (one figure for
+both with the embedded server, which shares the client's process). With --repeat N > 1 it
+ends with Min / Avg / Max tables per combination, for the client view and the server view.
 
 Every finished run is committed to the results store before the next starts (default
 $XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store); Ctrl-C marks the campaign

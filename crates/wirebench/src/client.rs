@@ -4,12 +4,14 @@
 //! (streaming); connection set-up is not part of it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
-use wirebench_core::metrics::{CpuUsage, TransportStats};
+use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
@@ -76,6 +78,8 @@ pub struct ClientFigures {
     pub transport: Option<TransportStats>,
     /// CPU time the client process spent on the session, connection set-up included.
     pub cpu: Option<CpuUsage>,
+    /// What the client sent per interval (`-i`; the runner samples it), oldest first.
+    pub intervals: Vec<IntervalSample>,
 }
 
 /// Both sides of one session.
@@ -103,6 +107,16 @@ impl SessionOutcome {
 
 /// Runs one session against the server at `server`.
 pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<SessionOutcome> {
+    run_session_with(server, params, &Arc::new(AtomicU64::new(0))).await
+}
+
+/// Like [`run_session`], storing the payload bytes sent (or acknowledged) so far in `progress`
+/// as the transfer goes, for interval reports read on another task.
+pub async fn run_session_with(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<AtomicU64>,
+) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let mut ctrl = TcpStream::connect(server)
         .await
@@ -126,12 +140,12 @@ pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<S
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
     let leg = match params.protocol {
-        Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt).await?,
+        Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt, progress).await?,
         Protocol::Quic => {
             let cert = quic_cert.context("the server announced no QUIC certificate")?;
-            run_quic(server, params, &data, cert, &mut ctrl, &mut rtt).await?
+            run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await?
         }
-        Protocol::Udp => run_udp(server, params, session, &mut ctrl, &mut rtt).await?,
+        Protocol::Udp => run_udp(server, params, session, &mut ctrl, &mut rtt, progress).await?,
     };
     Ok(SessionOutcome {
         session,
@@ -144,6 +158,7 @@ pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<S
             data_path: leg.data_path,
             transport: leg.transport,
             cpu: cpu.stop(),
+            intervals: Vec::new(),
         },
         server: leg.report,
     })
@@ -167,6 +182,7 @@ async fn run_tcp(
     preamble: &Preamble,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
+    progress: &Arc<AtomicU64>,
 ) -> Result<Leg> {
     let opts = &p.options;
     let socket = if server.is_ipv6() {
@@ -192,6 +208,7 @@ async fn run_tcp(
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = rtt.clone();
+    let progress = Arc::clone(progress);
     let (result, started, done_at, data_path, hist, data) =
         tokio::task::spawn_blocking(move || {
             let spin = params.options.busy_poll;
@@ -206,6 +223,7 @@ async fn run_tcp(
                 &mut sink,
                 &params,
                 &mut hist,
+                &progress,
             ));
             let done_at = Instant::now();
             (
@@ -244,6 +262,7 @@ async fn run_quic(
     cert: Vec<u8>,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
+    progress: &AtomicU64,
 ) -> Result<Leg> {
     let (endpoint, connection, mut data_path) = quic::connect(server, cert).await?;
     let (mut send, mut recv) = connection
@@ -256,7 +275,7 @@ async fn run_quic(
         payload: Bytes::from(vec![0u8; p.msg_size as usize]),
     };
     let started = Instant::now();
-    let tally = send_on_stream(&mut recv, &mut sink, p, rtt).await?;
+    let tally = send_on_stream(&mut recv, &mut sink, p, rtt, progress).await?;
     let done_at = Instant::now();
     data_path.cpu = net::current_cpu();
     let _ = send.finish();
@@ -282,6 +301,7 @@ async fn run_udp(
     session: u32,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
+    progress: &Arc<AtomicU64>,
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
     let mut data_path = udp.data_path(p.options.busy_poll);
@@ -289,7 +309,13 @@ async fn run_udp(
         Mechanism::Stream => {
             let started = Instant::now();
             let tally = udp
-                .send_stream(session, p.total_bytes, p.msg_size, p.rate_bps.map(BitRate))
+                .send_stream(
+                    session,
+                    p.total_bytes,
+                    p.msg_size,
+                    p.rate_bps.map(BitRate),
+                    progress,
+                )
                 .await?;
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())
@@ -308,11 +334,12 @@ async fn run_udp(
                 let mut port = SpinPort(udp.into_std().context("while preparing the UDP socket")?);
                 // The thread owns a copy of the histogram and hands it back.
                 let mut hist = rtt.clone();
+                let progress = Arc::clone(progress);
                 let (result, started, acked_at, cpu, hist) =
                     tokio::task::spawn_blocking(move || {
                         let started = Instant::now();
                         let result = block_on(udp::send_stop_and_wait(
-                            &mut port, session, total, size, policy, &mut hist,
+                            &mut port, session, total, size, policy, &mut hist, &progress,
                         ));
                         (result, started, Instant::now(), net::current_cpu(), hist)
                     })
@@ -325,7 +352,8 @@ async fn run_udp(
                 let started = Instant::now();
                 let mut port = AsyncPort(udp.socket());
                 let tally =
-                    udp::send_stop_and_wait(&mut port, session, total, size, policy, rtt).await?;
+                    udp::send_stop_and_wait(&mut port, session, total, size, policy, rtt, progress)
+                        .await?;
                 data_path.cpu = net::current_cpu();
                 (tally, started, Instant::now())
             }
@@ -367,15 +395,16 @@ async fn send_on_stream<R, S>(
     sink: &mut S,
     p: &SessionParams,
     rtt: &mut Histogram<u64>,
+    progress: &AtomicU64,
 ) -> Result<SendTally>
 where
     R: tokio::io::AsyncRead + Unpin,
     S: MessageSink,
 {
     let result = match p.mechanism {
-        Mechanism::Stream => stream::send_stream(sink, p.total_bytes, p.msg_size).await,
+        Mechanism::Stream => stream::send_stream(sink, p.total_bytes, p.msg_size, progress).await,
         Mechanism::StopAndWait => {
-            stream::send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt).await
+            stream::send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt, progress).await
         }
     };
     result.context("the data transfer failed")

@@ -10,6 +10,7 @@ pub mod control;
 pub mod counters;
 pub mod engine;
 pub mod environment;
+pub mod interval;
 pub mod net;
 pub mod output;
 pub mod parallel;

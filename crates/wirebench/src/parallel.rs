@@ -6,6 +6,8 @@
 //! first flow's first byte to the last flow's end, on this host's clock.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use tokio::task::JoinSet;
@@ -17,13 +19,15 @@ use crate::client::{self, ClientFigures, RttFigures, SessionOutcome};
 use crate::counters::CpuMeter;
 use crate::engine::SendTally;
 
-/// Runs `flows` sessions at once against `server`, splitting `params.total_bytes` across them;
-/// returns the summed outcome and each flow's, in flow order.
+/// Runs one session per `progress` counter at once against `server`, splitting
+/// `params.total_bytes` across them; each flow stores its bytes sent so far in its counter.
+/// Returns the summed outcome and each flow's, in flow order.
 pub async fn run_flows(
     server: SocketAddr,
     params: &SessionParams,
-    flows: u32,
+    progress: &[Arc<AtomicU64>],
 ) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
+    let flows = u32::try_from(progress.len()).context("too many flows")?;
     let totals =
         plan::split_flows(params.total_bytes, params.msg_size, flows).ok_or_else(|| {
             anyhow!(
@@ -34,12 +38,16 @@ pub async fn run_flows(
         })?;
     let cpu = CpuMeter::start();
     let mut set = JoinSet::new();
-    for (index, total_bytes) in totals.into_iter().enumerate() {
+    for (index, (total_bytes, counter)) in totals.into_iter().zip(progress).enumerate() {
         let flow_params = SessionParams {
             total_bytes,
             ..params.clone()
         };
-        set.spawn(async move { (index, client::run_session(server, &flow_params).await) });
+        let counter = Arc::clone(counter);
+        set.spawn(async move {
+            let result = client::run_session_with(server, &flow_params, &counter).await;
+            (index, result)
+        });
     }
     let mut done: Vec<Option<SessionOutcome>> = vec![None; flows as usize];
     while let Some(joined) = set.join_next().await {
@@ -86,6 +94,7 @@ pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
         data_path: first.client.data_path.clone(),
         transport: sum_transport(flows.iter().map(|f| f.client.transport.as_ref())),
         cpu: None,
+        intervals: Vec::new(),
     };
     let server = flows
         .iter()
@@ -123,6 +132,16 @@ fn add_report(mut a: ServerReport, b: &ServerReport) -> ServerReport {
     if b.aborted && !a.aborted {
         a.aborted = true;
         a.abort_reason.clone_from(&b.abort_reason);
+    }
+    // Interval k of every session, summed (each session's series starts at its own start).
+    for (k, sample) in b.intervals.iter().enumerate() {
+        match a.intervals.get_mut(k) {
+            Some(x) => {
+                x.bytes += sample.bytes;
+                x.lost = add_opt(x.lost, sample.lost);
+            }
+            None => a.intervals.push(*sample),
+        }
     }
     a.transport = sum_transport([a.transport.as_ref(), b.transport.as_ref()].into_iter());
     // Every session's figure covers the whole server process over its own span; the longest

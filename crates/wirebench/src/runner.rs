@@ -3,13 +3,16 @@
 //! before the next starts, so nothing finished is lost if a later run fails.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use wirebench_core::metrics::{Cumulative, IntervalSample};
 use wirebench_core::plan::Combination;
 use wirebench_core::proto::SessionParams;
 
 use crate::client::{self, SessionOutcome};
 use crate::config::{RunConfig, Target};
-use crate::parallel;
+use crate::{interval, parallel};
 
 /// One finished run.
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
         rate_bps: cfg.rate.map(|r| r.0),
         grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
         options: cfg.options.clone(),
+        interval_us: cfg
+            .interval
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -57,26 +63,40 @@ pub fn planned_runs(cfg: &RunConfig) -> usize {
 }
 
 /// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
-/// 1-based position and the plan size. Stops at the first failed run.
+/// 1-based position and the plan size; with `-i`, `on_interval` sees each interval of the
+/// client's sending (all flows together) as it closes. Stops at the first failed run.
 pub async fn run_campaign(
     cfg: &RunConfig,
     server: SocketAddr,
     mut on_run: impl FnMut(usize, usize, &RunRecord),
+    mut on_interval: impl FnMut(&IntervalSample),
 ) -> Campaign {
     let total = planned_runs(cfg);
     let mut campaign = Campaign::default();
     for &combination in &cfg.combinations {
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            let result = if cfg.parallel > 1 {
-                parallel::run_flows(server, &params, cfg.parallel).await
-            } else {
-                client::run_session(server, &params)
-                    .await
-                    .map(|o| (o, Vec::new()))
+            let progress: Vec<Arc<AtomicU64>> = (0..cfg.parallel)
+                .map(|_| Arc::new(AtomicU64::new(0)))
+                .collect();
+            let work = async {
+                if cfg.parallel > 1 {
+                    parallel::run_flows(server, &params, &progress).await
+                } else {
+                    client::run_session_with(server, &params, &progress[0])
+                        .await
+                        .map(|o| (o, Vec::new()))
+                }
             };
+            let sent_so_far = || Cumulative {
+                bytes: progress.iter().map(|p| p.load(Ordering::Relaxed)).sum(),
+                lost: None,
+            };
+            let (result, intervals) =
+                interval::sampled(work, cfg.interval, sent_so_far, &mut on_interval).await;
             match result {
                 Ok((mut outcome, mut flows)) => {
+                    outcome.client.intervals = intervals;
                     if matches!(cfg.target, Target::Embedded(_)) {
                         outcome.mark_shared_process();
                         flows

@@ -95,7 +95,8 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     repeat: cfg.warmup,
                     ..point_cfg.clone()
                 };
-                let warm = runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}).await;
+                let warm =
+                    runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}, |_| {}).await;
                 if let Some(failure) = warm.failure {
                     campaign.failure = Some(format!("warm-up: {failure}"));
                     break;
@@ -103,27 +104,42 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 progress.note_next(campaign.runs.len());
             }
             let offset = campaign.runs.len();
-            let part = runner::run_campaign(&point_cfg, server_addr, |position, _, record| {
-                let position = offset + position;
-                // Stored before it is printed: a run on the screen is a run in the database.
-                if let Some(r) = recorder.as_mut() {
-                    r.record(position, record);
-                }
-                let server_line = events
-                    .as_mut()
-                    .and_then(|rx| embedded_line(rx, record.outcome.session));
-                progress.finished(position, || {
-                    if !cfg.json {
-                        let mut out = std::io::stdout().lock();
-                        let _ = write!(
-                            out,
-                            "{}",
-                            text::run_block(position, total_runs, record, server_line.as_deref())
-                        );
-                        let _ = out.flush();
+            let part = runner::run_campaign(
+                &point_cfg,
+                server_addr,
+                |position, _, record| {
+                    let position = offset + position;
+                    // Stored before it is printed: a run on the screen is a run in the database.
+                    if let Some(r) = recorder.as_mut() {
+                        r.record(position, record);
                     }
-                });
-            })
+                    let server_line = events
+                        .as_mut()
+                        .and_then(|rx| embedded_line(rx, record.outcome.session));
+                    progress.finished(position, || {
+                        if !cfg.json {
+                            let mut out = std::io::stdout().lock();
+                            let _ = write!(
+                                out,
+                                "{}",
+                                text::run_block(
+                                    position,
+                                    total_runs,
+                                    record,
+                                    server_line.as_deref()
+                                )
+                            );
+                            let _ = out.flush();
+                        }
+                    });
+                },
+                |sample| {
+                    if !cfg.json {
+                        progress
+                            .print_above(|| println!("  {}", text::interval_line("sent", sample)));
+                    }
+                },
+            )
             .await;
             campaign.runs.extend(part.runs);
             if part.failure.is_some() {

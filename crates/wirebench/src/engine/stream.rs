@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -102,11 +103,13 @@ impl<R: AsyncRead + Unpin + Send> ByteSource for ReadSource<'_, R> {
     }
 }
 
-/// Streaming sender: sends every message once, the last one carrying the remainder.
+/// Streaming sender: sends every message once, the last one carrying the remainder; stores
+/// its running byte count in `progress` (for interval reports).
 pub async fn send_stream<S: MessageSink>(
     sink: &mut S,
     total_bytes: u64,
     msg_size: u32,
+    progress: &AtomicU64,
 ) -> io::Result<SendTally> {
     let mut tally = SendTally::default();
     for index in 0..message_count(total_bytes, msg_size) {
@@ -114,6 +117,8 @@ pub async fn send_stream<S: MessageSink>(
         tally.send_calls += sink.send_message(len as usize).await?;
         tally.messages += 1;
         tally.bytes += u64::from(len);
+        // A plain store, no read-modify-write: only this loop writes it.
+        progress.store(tally.bytes, Ordering::Relaxed);
     }
     sink.flush().await?;
     Ok(tally)
@@ -126,6 +131,7 @@ pub async fn send_stop_and_wait<R, S>(
     total_bytes: u64,
     msg_size: u32,
     rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
 ) -> io::Result<SendTally>
 where
     R: AsyncRead + Unpin,
@@ -148,6 +154,7 @@ where
         rtt_ns.saturating_record(elapsed_ns(sent_at));
         tally.messages += 1;
         tally.bytes += u64::from(len);
+        progress.store(tally.bytes, Ordering::Relaxed);
     }
     Ok(tally)
 }
@@ -158,11 +165,12 @@ pub async fn receive_stream<S: ByteSource>(
     total_bytes: u64,
     msg_size: u32,
     tally: &mut ReadTally,
+    progress: &AtomicU64,
 ) -> Result<(), ReceiveError> {
     while tally.bytes < total_bytes {
         // Never read past the requested total: what follows is not ours to count.
         let want = (total_bytes - tally.bytes).min(RECV_BUFFER as u64) as usize;
-        if let Err(e) = read_counted(source, want, total_bytes, tally).await {
+        if let Err(e) = read_counted(source, want, total_bytes, tally, progress).await {
             // Only complete messages count when the stream ends early.
             tally.messages = tally.bytes / u64::from(msg_size);
             return Err(e);
@@ -180,6 +188,7 @@ pub async fn receive_stop_and_wait<S, W>(
     total_bytes: u64,
     msg_size: u32,
     tally: &mut ReadTally,
+    progress: &AtomicU64,
 ) -> Result<(), ReceiveError>
 where
     S: ByteSource,
@@ -190,7 +199,7 @@ where
         let mut got = 0u64;
         while got < len {
             let want = (len - got).min(RECV_BUFFER as u64) as usize;
-            got += read_counted(source, want, total_bytes, tally).await? as u64;
+            got += read_counted(source, want, total_bytes, tally, progress).await? as u64;
         }
         tally.messages += 1;
         acks.write_all(&[ack_byte(index)]).await?;
@@ -208,6 +217,7 @@ async fn read_counted<S: ByteSource>(
     want: usize,
     total_bytes: u64,
     tally: &mut ReadTally,
+    progress: &AtomicU64,
 ) -> Result<usize, ReceiveError> {
     let n = source.read_some(want).await?;
     if n == 0 {
@@ -222,6 +232,7 @@ async fn read_counted<S: ByteSource>(
     }
     tally.read_calls += 1;
     tally.bytes += n as u64;
+    progress.store(tally.bytes, Ordering::Relaxed);
     Ok(n)
 }
 

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -84,6 +85,7 @@ impl UdpClient {
         total_bytes: u64,
         msg_size: u32,
         rate: Option<BitRate>,
+        progress: &AtomicU64,
     ) -> Result<SendTally> {
         let segment = HEADER_LEN + msg_size as usize;
         let most_per_call = (GSO_MAX_BYTES / segment).max(1);
@@ -137,6 +139,7 @@ impl UdpClient {
                     tally.messages += n;
                     tally.datagrams += n;
                     tally.bytes += payload;
+                    progress.store(tally.bytes, Ordering::Relaxed);
                     next += n;
                 }
                 Err(e) if n > 1 && refuses_segmentation(&e) => {
@@ -248,6 +251,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
     msg_size: u32,
     rto: RtoPolicy,
     rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
 ) -> Result<SendTally> {
     let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
     let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
@@ -287,6 +291,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                 }
                 if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, Instant::now()) {
                     failures = 0;
+                    progress.store(sender.bytes_acked(), Ordering::Relaxed);
                     if let Some(rtt) = rtt {
                         rtt_ns.saturating_record(duration_ns(rtt));
                     }

@@ -2,7 +2,7 @@
 //! the JSON line `wirebench server --json` prints per session. Field names carry their units.
 
 use serde::{Deserialize, Serialize};
-use wirebench_core::metrics::{CpuUsage, TransportStats};
+use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::plan::{self, Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, DataPathOptions, ServerReport};
 use wirebench_core::stats::Summary;
@@ -148,6 +148,29 @@ pub struct ClientJson {
     /// CPU time of the client process during the session.
     #[serde(default)]
     pub cpu: Option<CpuJson>,
+    /// With `-i`: what the client sent per interval (all flows together).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalJson>,
+}
+
+/// One interval of a run, with its rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalJson {
+    /// Start, end, bytes and (UDP receiver) loss.
+    #[serde(flatten)]
+    pub sample: IntervalSample,
+    /// bytes × 8 / (end − start), bit/s.
+    pub bits_per_second: f64,
+}
+
+fn intervals_json(samples: &[IntervalSample]) -> Vec<IntervalJson> {
+    samples
+        .iter()
+        .map(|s| IntervalJson {
+            sample: *s,
+            bits_per_second: s.bits_per_second(),
+        })
+        .collect()
 }
 
 /// One end's transport counters with the derived retransmission rate.
@@ -233,6 +256,9 @@ pub struct ServerJson {
     /// CPU time of the server process during the session.
     #[serde(default)]
     pub cpu: Option<CpuJson>,
+    /// With `-i`: what the server read per interval, and for UDP what it found missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalJson>,
 }
 
 /// Statistics of one combination over its repeats.
@@ -301,6 +327,7 @@ pub fn server_json(r: &ServerReport) -> ServerJson {
         retrans_rate: r.transport.as_ref().and_then(TransportStats::retrans_rate),
         transport: r.transport.as_ref().map(transport_json),
         cpu: r.cpu.as_ref().map(|c| cpu_json(c, r.bytes)),
+        intervals: intervals_json(&r.intervals),
     }
 }
 
@@ -355,6 +382,7 @@ pub fn client_json(c: &ClientFigures) -> ClientJson {
         retrans_rate: c.transport.as_ref().and_then(TransportStats::retrans_rate),
         transport: c.transport.as_ref().map(transport_json),
         cpu: c.cpu.as_ref().map(|u| cpu_json(u, c.tally.bytes)),
+        intervals: intervals_json(&c.intervals),
     }
 }
 

@@ -47,6 +47,11 @@ impl Progress {
         self.note_next(position);
     }
 
+    /// Prints a line (`print`) above the bar while a run goes, e.g. an interval line.
+    pub fn print_above(&self, print: impl FnOnce()) {
+        self.bar.suspend(print);
+    }
+
     /// Shows what is happening now (e.g. a warm-up).
     pub fn note(&self, message: &str) {
         self.bar.set_message(message.to_string());

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use wirebench_core::metrics::{CpuUsage, StatsSource, TransportStats};
+use wirebench_core::metrics::{CpuUsage, IntervalSample, StatsSource, TransportStats};
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::stats::Summary;
@@ -128,6 +128,12 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
             );
         }
     }
+    if !s.intervals.is_empty() {
+        let _ = writeln!(out, "  server intervals:");
+        for sample in &s.intervals {
+            let _ = writeln!(out, "    {}", interval_line("read", sample));
+        }
+    }
     if let Some(rtt) = &c.rtt {
         let _ = writeln!(out, "  rtt:    {}", rtt_text(rtt));
     }
@@ -152,6 +158,22 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
         );
     }
     out
+}
+
+/// One interval line: `[  1.00-  2.00 s] sent 119.21 MiB (1.00 Gbit/s)`, with the UDP loss
+/// in the interval where the receiver counted it.
+pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
+    let mut line = format!(
+        "[{:>7.2}-{:>7.2} s] {verb} {} ({})",
+        s.start_ns as f64 / 1e9,
+        s.end_ns as f64 / 1e9,
+        ByteSize(s.bytes),
+        format_bitrate(s.bits_per_second())
+    );
+    if let Some(lost) = s.lost {
+        let _ = write!(line, ", lost {lost}");
+    }
+    line
 }
 
 /// The short form of a server's figures, for summed flows and per-flow lines.

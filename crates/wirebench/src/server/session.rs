@@ -4,6 +4,8 @@
 //! marked with the reason.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -22,6 +24,7 @@ use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
+use crate::interval;
 use crate::net::{self, canonical_ip};
 
 /// Longest grace period a client may ask for.
@@ -193,31 +196,41 @@ where
         Mechanism::StopAndWait => (p.msg_size as usize).min(RECV_BUFFER),
     };
     let mut tally = ReadTally::default();
-    let result = match data {
-        DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
-            Ok(()) => receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report).await,
-            Err(e) => Err(format!("cannot set the TCP options: {e}")),
-        },
-        DataStream::Quic {
-            connection,
-            mut send,
-            mut recv,
-        } => {
-            let mut source = QuicSource { stream: &mut recv };
-            let res = tokio::select! {
-                res = receive(&mut source, &mut send, p, &mut tally) => res.map_err(|e| e.to_string()),
-                reason = watch_control(rd) => Err(reason),
-            };
-            report.data_path = shared_udp_data_path(shared);
-            report.transport = Some(counters::quic_stats(&connection));
-            // Let the last acknowledgements drain; the client closes the connection when done.
-            tokio::spawn(async move {
-                let _ = send.finish();
-                let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
-            });
-            res
+    let progress = Arc::new(AtomicU64::new(0));
+    let period = p.interval_us.map(Duration::from_micros);
+    let receiving = async {
+        match data {
+            DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
+                Ok(()) => {
+                    receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report, &progress)
+                        .await
+                }
+                Err(e) => Err(format!("cannot set the TCP options: {e}")),
+            },
+            DataStream::Quic {
+                connection,
+                mut send,
+                mut recv,
+            } => {
+                let mut source = QuicSource { stream: &mut recv };
+                let res = tokio::select! {
+                    res = receive(&mut source, &mut send, p, &mut tally, &progress) => res.map_err(|e| e.to_string()),
+                    reason = watch_control(rd) => Err(reason),
+                };
+                report.data_path = shared_udp_data_path(shared);
+                report.transport = Some(counters::quic_stats(&connection));
+                // Let the last acknowledgements drain; the client closes the connection when done.
+                tokio::spawn(async move {
+                    let _ = send.finish();
+                    let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
+                });
+                res
+            }
         }
     };
+    let (result, intervals) =
+        interval::sampled(receiving, period, || interval::bytes_of(&progress), |_| {}).await;
+    report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
     report.read_calls = tally.read_calls;
@@ -240,11 +253,13 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     buf_len: usize,
     tally: &mut ReadTally,
     report: &mut ServerReport,
+    progress: &Arc<AtomicU64>,
 ) -> Result<(), String> {
     let spin = p.options.busy_poll;
     let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
     let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
     let params = p.clone();
+    let progress = Arc::clone(progress);
     let mut worker = tokio::task::spawn_blocking(move || {
         let mut t = ReadTally::default();
         let mut reader = Blocking::new(&data, spin);
@@ -257,6 +272,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             &mut Blocking::new(&data, spin),
             &params,
             &mut t,
+            &progress,
         ));
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
         (t, res, ends)
@@ -286,15 +302,19 @@ async fn receive<S, W>(
     acks: &mut W,
     p: &SessionParams,
     tally: &mut ReadTally,
+    progress: &AtomicU64,
 ) -> Result<(), stream::ReceiveError>
 where
     S: ByteSource,
     W: tokio::io::AsyncWrite + Unpin,
 {
     match p.mechanism {
-        Mechanism::Stream => stream::receive_stream(source, p.total_bytes, p.msg_size, tally).await,
+        Mechanism::Stream => {
+            stream::receive_stream(source, p.total_bytes, p.msg_size, tally, progress).await
+        }
         Mechanism::StopAndWait => {
-            stream::receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally).await
+            stream::receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally, progress)
+                .await
         }
     }
 }
@@ -321,15 +341,23 @@ where
     if !send_accepted(wr, &registration, None).await {
         return (None, report);
     }
-    let sent = match wait_sender_done(rd).await {
+    let period = p.interval_us.map(Duration::from_micros);
+    // Stragglers belong to the series too: it ends when the session's counting does.
+    let receiving = async {
+        let sent = wait_sender_done(rd).await?;
+        udp.sender_done(sent);
+        wait_for_stragglers(&udp, Duration::from_micros(p.grace_us)).await;
+        anyhow::Ok(sent)
+    };
+    let (done, intervals) = interval::sampled(receiving, period, || udp.progress(), |_| {}).await;
+    report.intervals = intervals;
+    let sent = match done {
         Ok(sent) => sent,
         Err(e) => {
             fill_udp(&mut report, &udp, None);
             return (Some(session), abort(report, format!("{e:#}")));
         }
     };
-    udp.sender_done(sent);
-    wait_for_stragglers(&udp, Duration::from_micros(p.grace_us)).await;
     drop(registration);
     fill_udp(&mut report, &udp, Some(sent));
     report.data_path = shared_udp_data_path(shared);

@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 use std::time::Instant;
+use wirebench_core::metrics::Cumulative;
 
 use tokio::sync::Notify;
 use wirebench_core::plan::{message_count, message_len, Mechanism};
@@ -196,5 +197,21 @@ impl UdpSession {
     /// A snapshot of the counters.
     pub fn counts(&self) -> UdpCounts {
         self.state.lock().map(|s| s.counts).unwrap_or_default()
+    }
+
+    /// Bytes delivered so far and datagrams missing below the highest sequence number seen
+    /// (they may still arrive late), for interval reports.
+    pub fn progress(&self) -> Cumulative {
+        self.state
+            .lock()
+            .map(|s| Cumulative {
+                bytes: s.counts.bytes,
+                lost: Some(
+                    s.tracker
+                        .highest()
+                        .map_or(0, |h| (h + 1).saturating_sub(s.counts.messages)),
+                ),
+            })
+            .unwrap_or_default()
     }
 }

@@ -23,13 +23,40 @@ pub async fn wirebench(args: &[&str]) -> Output {
         .expect("wirebench ran")
 }
 
+/// Panics unless `doc` is valid against docs/run-output.schema.json.
+pub fn assert_matches_schema(doc: &Value) {
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-output.schema.json"
+    );
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("run-output.schema.json", schema)
+        .unwrap();
+    let index = compiler
+        .compile("run-output.schema.json", &mut schemas)
+        .expect("the schema compiles");
+    if let Err(e) = schemas.validate(&doc, index) {
+        panic!("output does not match the schema: {e:#}");
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 12] = [
+        (&["run", "-P", "0"], "allowed 1 to 128"),
+        (
+            &["run", "-P", "4", "-l", "1000", "-n", "3000"],
+            "at least one message per flow",
+        ),
+        (&["run", "-i", "1ms"], "allowed 10ms or more"),
         (&["run", "-C", "warpdrive"], "not available here: allowed"),
         (
             &["run", "--proto", "quic", "--busy-poll"],
@@ -124,23 +151,7 @@ async fn json_output_matches_the_schema_and_the_counts() {
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document on stdout");
 
-    let schema_path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/run-output.schema.json"
-    );
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("run-output.schema.json", schema)
-        .unwrap();
-    let index = compiler
-        .compile("run-output.schema.json", &mut schemas)
-        .expect("the schema compiles");
-    if let Err(e) = schemas.validate(&doc, index) {
-        panic!("output does not match the schema: {e:#}");
-    }
+    assert_matches_schema(&doc);
 
     assert_eq!(doc["schema_version"], 1);
     let runs = doc["runs"].as_array().unwrap();

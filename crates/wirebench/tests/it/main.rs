@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare;
+mod measurements;
 mod netns;
 mod report;
 mod robustness;

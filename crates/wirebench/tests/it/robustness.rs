@@ -22,6 +22,7 @@ fn small_tcp() -> SessionParams {
         rate_bps: None,
         grace_us: 100_000,
         options: Default::default(),
+        interval_us: None,
     }
 }
 

@@ -22,6 +22,7 @@ fn spec(
         rate_bps: None,
         grace_us: 200_000,
         options: Default::default(),
+        interval_us: None,
     }
 }
 

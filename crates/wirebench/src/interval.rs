@@ -1,0 +1,98 @@
+//! Interval series (`-i`): drives a session's work while reading its cumulative counters every
+//! period, on the same task, so the data path itself never reads a clock or takes a lock for
+//! it (engines only store their running byte count in an atomic). Never prints: each interval
+//! goes to a callback.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use wirebench_core::metrics::{Cumulative, IntervalSample, IntervalSeries};
+
+/// Runs `work` to its end; with a `period`, calls `read` every period and once at the end and
+/// turns the readings into intervals, each passed to `on_sample` as it closes. Returns the
+/// work's output and the series (empty without a period).
+pub async fn sampled<F: Future>(
+    work: F,
+    period: Option<Duration>,
+    mut read: impl FnMut() -> Cumulative,
+    mut on_sample: impl FnMut(&IntervalSample),
+) -> (F::Output, Vec<IntervalSample>) {
+    let Some(period) = period else {
+        return (work.await, Vec::new());
+    };
+    let started = Instant::now();
+    let mut series = IntervalSeries::new();
+    let mut ticker = tokio::time::interval_at((started + period).into(), period);
+    // A late tick is taken late, not bunched: intervals stay one period long where possible.
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut work = std::pin::pin!(work);
+    let output = loop {
+        tokio::select! {
+            output = &mut work => break output,
+            _ = ticker.tick() => {
+                on_sample(&series.push(ns_since(started), read()));
+            }
+        }
+    };
+    // The last, partial interval, unless the work ended right on a tick.
+    let at = ns_since(started);
+    if at > series.end_ns() {
+        on_sample(&series.push(at, read()));
+    }
+    (output, series.into_samples())
+}
+
+/// Bytes a data path has moved so far, stored by the engine as it goes and read by [`sampled`].
+pub fn bytes_of(counter: &AtomicU64) -> Cumulative {
+    Cumulative {
+        bytes: counter.load(Ordering::Relaxed),
+        lost: None,
+    }
+}
+
+fn ns_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[tokio::test(start_paused = true)]
+    async fn samples_every_period_and_the_tail() {
+        let moved = Arc::new(AtomicU64::new(0));
+        let writer = Arc::clone(&moved);
+        // Work that moves 1000 bytes every 100 ms for 1.05 s, on the paused (virtual) clock.
+        let work = async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                writer.fetch_add(1000, Ordering::Relaxed);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            7
+        };
+        let mut seen = 0;
+        let (out, samples) = sampled(
+            work,
+            Some(Duration::from_millis(250)),
+            || bytes_of(&moved),
+            |_| seen += 1,
+        )
+        .await;
+        assert_eq!(out, 7);
+        assert_eq!(seen, samples.len());
+        // Ticks at 250, 500, 750, 1000 ms, then the tail to 1050 ms.
+        assert_eq!(samples.len(), 5, "{samples:?}");
+        assert_eq!(samples.iter().map(|s| s.bytes).sum::<u64>(), 10_000);
+        assert_eq!(samples[4].start_ns, samples[3].end_ns);
+        assert!(samples.windows(2).all(|w| w[0].end_ns == w[1].start_ns));
+    }
+
+    #[tokio::test]
+    async fn no_period_no_series() {
+        let (out, samples) = sampled(async { 1 }, None, Cumulative::default, |_| {}).await;
+        assert_eq!((out, samples.len()), (1, 0));
+    }
+}

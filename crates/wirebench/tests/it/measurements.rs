@@ -1,0 +1,204 @@
+//! Transport counters, CPU time, parallel flows and interval series, checked against what is
+//! known on loopback: exact sums, no retransmissions on an idle link, series that add up.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use serde_json::Value;
+use wirebench::client::run_session;
+use wirebench::parallel::run_flows;
+use wirebench_core::metrics::StatsSource;
+use wirebench_core::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::proto::SessionParams;
+
+use crate::cli::{assert_matches_schema, stderr, wirebench};
+use crate::support::{TestServer, TEST_TIMEOUT};
+
+fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> SessionParams {
+    SessionParams {
+        protocol,
+        mechanism,
+        msg_size,
+        total_bytes: total,
+        rto_us: None,
+        rate_bps: (protocol == Protocol::Udp).then_some(200_000_000),
+        grace_us: 200_000,
+        options: Default::default(),
+        interval_us: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_and_cpu() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start().await;
+        let total = 32 << 20;
+        let out = run_session(
+            server.addr,
+            &spec(Protocol::Tcp, Mechanism::Stream, 1024, total),
+        )
+        .await
+        .expect("session runs");
+        let t = out.client.transport.expect("TCP_INFO on Linux");
+        assert_eq!(t.source, StatsSource::TcpInfo);
+        // 32 MiB cannot leave in fewer segments than 64 KiB GSO super-segments carry.
+        assert!(t.packets_sent >= total / 65536, "{t:?}");
+        assert_eq!(t.packets_retransmitted, 0, "idle loopback: {t:?}");
+        assert_eq!(t.retrans_rate(), Some(0.0));
+        assert!(
+            out.server.transport.is_some(),
+            "the receiver reads TCP_INFO too"
+        );
+        let cpu = out.client.cpu.expect("getrusage");
+        assert!(cpu.user_us + cpu.system_us > 0, "moving 32 MiB costs CPU");
+        assert!(out.server.cpu.is_some());
+
+        let quic = run_session(
+            server.addr,
+            &spec(Protocol::Quic, Mechanism::Stream, 1024, 4 << 20),
+        )
+        .await
+        .expect("session runs");
+        let q = quic.client.transport.expect("quinn's stats");
+        assert_eq!(q.source, StatsSource::Quic);
+        assert!(q.packets_sent >= (4 << 20) / 1500, "{q:?}");
+        assert!(q.srtt_us.is_some() && q.cwnd_bytes.is_some());
+
+        let udp = run_session(
+            server.addr,
+            &spec(Protocol::Udp, Mechanism::StopAndWait, 1024, 100_000),
+        )
+        .await
+        .expect("session runs");
+        let u = udp.client.transport.expect("UDP tallies");
+        assert_eq!(u.source, StatsSource::Udp);
+        assert_eq!(u.packets_sent, udp.client.tally.datagrams);
+        assert_eq!(u.packets_retransmitted, udp.client.tally.retransmissions);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        // 1_000_003 B in 1000 B messages: 1001 messages, the last one 3 B.
+        let (size, total) = (1000, 1_000_003);
+        for (protocol, mechanism) in [
+            (Protocol::Tcp, Mechanism::Stream),
+            (Protocol::Quic, Mechanism::Stream),
+            (Protocol::Udp, Mechanism::StopAndWait),
+            (Protocol::Tcp, Mechanism::StopAndWait),
+        ] {
+            let progress: Vec<Arc<AtomicU64>> =
+                (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
+            let (sum, flows) = run_flows(
+                server.addr,
+                &spec(protocol, mechanism, size, total),
+                &progress,
+            )
+            .await
+            .expect("flows run");
+            let what = format!("{protocol} {mechanism}");
+            assert_eq!(flows.len(), 3, "{what}");
+            assert_eq!(sum.client.tally.bytes, total, "{what}");
+            assert_eq!(sum.server.bytes, total, "{what}");
+            assert_eq!(sum.client.tally.messages, message_count(total, size));
+            assert_eq!(sum.server.messages, message_count(total, size));
+            // 1001 messages over 3 flows: 334, 334, 333 (the last carries the 3-byte tail).
+            let per_flow: Vec<u64> = flows.iter().map(|f| f.server.bytes).collect();
+            assert_eq!(per_flow, vec![334_000, 334_000, 332_003], "{what}");
+            for f in &flows {
+                assert_eq!(f.client.tally.bytes, f.server.bytes, "{what}");
+                assert!(!f.server.aborted, "{what}: {:?}", f.server.abort_reason);
+            }
+            // The server saw three sessions, one per flow.
+            let mut sessions: Vec<u32> = Vec::new();
+            for _ in 0..3 {
+                sessions.push(server.next_session().await.session);
+            }
+            sessions.sort_unstable();
+            let mut expected: Vec<u32> = flows.iter().map(|f| f.session).collect();
+            expected.sort_unstable();
+            assert_eq!(sessions, expected, "{what}");
+            if mechanism == Mechanism::StopAndWait {
+                let rtt = sum.client.rtt.expect("merged round trips");
+                let flow_samples: u64 = flows
+                    .iter()
+                    .map(|f| f.client.rtt.map_or(0, |r| r.samples))
+                    .sum();
+                assert_eq!(
+                    rtt.samples, flow_samples,
+                    "{what}: every flow's samples merged"
+                );
+                if protocol == Protocol::Tcp {
+                    // Reliable stream: one round trip per message (UDP drops retransmitted
+                    // messages' samples, Karn's rule).
+                    assert_eq!(rtt.samples, message_count(total, size), "{what}");
+                }
+            }
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_series_add_up_to_the_run_and_match_the_schema() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let total: u64 = 24 << 20;
+        let out = wirebench(&[
+            "run",
+            "--json",
+            "--no-store",
+            "--proto",
+            "tcp,udp",
+            "--rate",
+            "400Mbit",
+            "-l",
+            "1024",
+            "-n",
+            &total.to_string(),
+            "-P",
+            "2",
+            "-i",
+            "10ms",
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_matches_schema(&doc);
+        assert_eq!(doc["parameters"]["parallel"], 2);
+        for run in doc["runs"].as_array().expect("runs") {
+            let proto = run["protocol"].as_str().unwrap_or("?").to_string();
+            let sum = |side: &str| -> u64 {
+                run[side]["intervals"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{proto}: {side} intervals"))
+                    .iter()
+                    .map(|i| i["bytes"].as_u64().unwrap_or(0))
+                    .sum()
+            };
+            // The client's series covers every byte it sent, the server's every byte it read
+            // before the client said it was done (all of them on a lossless loopback).
+            assert_eq!(sum("client"), total, "{proto}");
+            assert_eq!(
+                sum("server"),
+                run["server"]["bytes"].as_u64().unwrap_or(0),
+                "{proto}"
+            );
+            let flows = run["flows"].as_array().expect("two flows");
+            assert_eq!(flows.len(), 2);
+            let flow_bytes: u64 = flows
+                .iter()
+                .map(|f| f["server"]["bytes"].as_u64().unwrap_or(0))
+                .sum();
+            assert_eq!(flow_bytes, run["server"]["bytes"].as_u64().unwrap_or(0));
+            assert!(run["client"]["retrans_rate"].is_number(), "{proto}");
+            assert!(run["client"]["cpu"]["shared_process"].as_bool() == Some(true));
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
