@@ -39,7 +39,7 @@ pub fn assert_matches_schema(doc: &Value) {
     let index = compiler
         .compile("run-output.schema.json", &mut schemas)
         .expect("the schema compiles");
-    if let Err(e) = schemas.validate(&doc, index) {
+    if let Err(e) = schemas.validate(doc, index) {
         panic!("output does not match the schema: {e:#}");
     }
 }
