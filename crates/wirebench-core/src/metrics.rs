@@ -216,6 +216,43 @@ impl IntervalSeries {
     }
 }
 
+/// Interarrival jitter as RFC 3550 (section 6.4.1, appendix A.8) estimates it: for each
+/// datagram, in arrival order, the transit time is arrival time minus the sender's timestamp
+/// (the clocks' offset cancels out); D is the change of transit time from the previous
+/// datagram; J += (|D| − J) / 16. Times in microseconds; timestamps wrap at 2^32 µs (71 min),
+/// which only the difference of two consecutive transits needs to survive.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JitterEstimator {
+    last_transit_us: Option<u32>,
+    differences: u64,
+    jitter_us: f64,
+}
+
+impl JitterEstimator {
+    /// A new estimator with no datagram seen.
+    pub fn new() -> Self {
+        JitterEstimator::default()
+    }
+
+    /// Records a datagram the sender stamped `sent_us` that arrived at `arrived_us` (receiver's
+    /// clock, any origin).
+    pub fn record(&mut self, sent_us: u32, arrived_us: u64) {
+        // Both clocks taken modulo 2^32: their difference is the transit plus a constant offset.
+        let transit = (arrived_us as u32).wrapping_sub(sent_us);
+        if let Some(last) = self.last_transit_us {
+            let d = f64::from((transit.wrapping_sub(last) as i32).unsigned_abs());
+            self.jitter_us += (d - self.jitter_us) / 16.0;
+            self.differences += 1;
+        }
+        self.last_transit_us = Some(transit);
+    }
+
+    /// The estimate, microseconds; `None` before two datagrams were seen.
+    pub fn jitter_us(&self) -> Option<f64> {
+        (self.differences > 0).then_some(self.jitter_us)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +331,24 @@ mod tests {
         assert_eq!(d.seconds_per_gib(1 << 29), Some(3.0));
         assert_eq!(d.seconds_per_gib(0), None);
         assert_eq!(earlier.since(&later).user_us, 0);
+    }
+
+    #[test]
+    fn jitter_follows_rfc_3550() {
+        let mut j = JitterEstimator::new();
+        assert_eq!(j.jitter_us(), None);
+        // Constant transit (any clock offset, even across the 2^32 wrap): no jitter.
+        for k in 0..10u32 {
+            j.record(
+                (u32::MAX - 5).wrapping_add(k * 10),
+                1_000_000 + u64::from(k) * 10,
+            );
+        }
+        assert_eq!(j.jitter_us(), Some(0.0));
+        // One datagram 160 µs late: J = 160/16 = 10; then back on time: |D| = 160 again.
+        j.record(94, 1_000_260);
+        assert_eq!(j.jitter_us(), Some(10.0));
+        j.record(104, 1_000_110);
+        assert_eq!(j.jitter_us(), Some(10.0 + (160.0 - 10.0) / 16.0));
     }
 }

@@ -100,8 +100,8 @@ pub struct SessionParams {
     #[serde(default)]
     pub options: DataPathOptions,
     /// Period of the interval series (`-i`) the server keeps and reports, microseconds; None
-    /// keeps none.
-    #[serde(default)]
+    /// keeps none. Omitted on the wire when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_us: Option<u64>,
 }
 
@@ -165,6 +165,10 @@ pub struct ServerReport {
     pub duplicates: u64,
     /// New messages that arrived after a higher one (UDP).
     pub out_of_order: u64,
+    /// Interarrival jitter of the data datagrams, RFC 3550 estimator, microseconds (UDP, with
+    /// messages of 4 bytes or more, which carry the sender's timestamp).
+    #[serde(default)]
+    pub jitter_us: Option<f64>,
     /// Acknowledgements the server sent (stop-and-wait).
     pub acks_sent: u64,
     /// The session ended before all data arrived.

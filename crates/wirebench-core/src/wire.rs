@@ -143,6 +143,24 @@ impl Header {
     }
 }
 
+/// Bytes of a data payload that carry the sender's timestamp (when the payload has that many).
+pub const TIMESTAMP_LEN: usize = 4;
+
+/// Writes the sender's timestamp (microseconds since its session started, modulo 2^32) at the
+/// start of a data payload, for the receiver's jitter estimate; a payload shorter than
+/// [`TIMESTAMP_LEN`] carries none.
+pub fn write_timestamp(payload: &mut [u8], sent_us: u32) {
+    if let Some(slot) = payload.get_mut(..TIMESTAMP_LEN) {
+        slot.copy_from_slice(&sent_us.to_be_bytes());
+    }
+}
+
+/// The sender's timestamp at the start of a data payload; `None` for a shorter payload.
+pub fn read_timestamp(payload: &[u8]) -> Option<u32> {
+    let bytes: [u8; TIMESTAMP_LEN] = payload.get(..TIMESTAMP_LEN)?.try_into().ok()?;
+    Some(u32::from_be_bytes(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +263,16 @@ mod tests {
     fn message_size_limits() {
         assert_eq!(max_message_size(false), 65_491);
         assert_eq!(max_message_size(true), 65_511);
+    }
+
+    #[test]
+    fn timestamps_ride_in_payloads_of_four_bytes_or_more() {
+        let mut payload = [0u8; 6];
+        write_timestamp(&mut payload, 0xDEAD_BEEF);
+        assert_eq!(read_timestamp(&payload), Some(0xDEAD_BEEF));
+        let mut short = [0u8; 3];
+        write_timestamp(&mut short, 7);
+        assert_eq!(short, [0; 3], "too short: left alone");
+        assert_eq!(read_timestamp(&short), None);
     }
 }

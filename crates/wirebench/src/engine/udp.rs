@@ -110,6 +110,8 @@ impl UdpClient {
             let n = (count - next).min(per_call as u64);
             let mut len = 0usize;
             let mut payload = 0u64;
+            // One timestamp per batch: the datagrams of one sendmsg leave together.
+            let sent_us = micros_since(started);
             for k in 0..n {
                 let seq = next + k;
                 let msg_len = message_len(seq, total_bytes, msg_size) as usize;
@@ -122,6 +124,10 @@ impl UdpClient {
                 }
                 .write_to(&mut batch[at..])
                 .context("datagram buffer too small")?;
+                wire::write_timestamp(
+                    &mut batch[at + HEADER_LEN..at + HEADER_LEN + msg_len],
+                    sent_us,
+                );
                 len = at + HEADER_LEN + msg_len;
                 payload += msg_len as u64;
             }
@@ -258,6 +264,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
     let mut ack = [0u8; 64];
     let mut tally = SendTally::default();
     let mut failures = 0u32;
+    let started = Instant::now();
     loop {
         while let Some(tx) = sender.poll_transmit(Instant::now()) {
             Header {
@@ -268,6 +275,10 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
             }
             .write_to(&mut datagram)
             .context("datagram buffer too small")?;
+            wire::write_timestamp(
+                &mut datagram[HEADER_LEN..HEADER_LEN + tx.len as usize],
+                micros_since(started),
+            );
             tally.send_calls += 1;
             match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
                 Ok(_) => tally.datagrams += 1,
@@ -323,6 +334,12 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
     tally.retransmissions = sender.retransmissions();
     tally.timeouts = sender.timeouts();
     Ok(tally)
+}
+
+/// Microseconds since `t`, modulo 2^32: the timestamp data datagrams carry.
+fn micros_since(t: Instant) -> u32 {
+    // Truncation is the point: the receiver only takes differences of consecutive stamps.
+    t.elapsed().as_micros() as u32
 }
 
 /// Whether a send failed because the kernel will not segment this batch (a datagram larger

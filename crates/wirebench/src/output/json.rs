@@ -237,6 +237,9 @@ pub struct ServerJson {
     pub duplicates: u64,
     /// UDP: new messages that arrived after a later one.
     pub out_of_order: u64,
+    /// UDP: interarrival jitter (RFC 3550), microseconds.
+    #[serde(default)]
+    pub jitter_us: Option<f64>,
     /// Stop-and-wait acknowledgements sent.
     pub acks_sent: u64,
     /// Whether the session ended early.
@@ -320,6 +323,7 @@ pub fn server_json(r: &ServerReport) -> ServerJson {
         lost: r.lost,
         duplicates: r.duplicates,
         out_of_order: r.out_of_order,
+        jitter_us: r.jitter_us,
         acks_sent: r.acks_sent,
         aborted: r.aborted,
         abort_reason: r.abort_reason.clone(),

@@ -55,6 +55,9 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
             ", lost {}, duplicates {}, out of order {}",
             r.lost, r.duplicates, r.out_of_order
         );
+        if let Some(jitter) = r.jitter_us {
+            let _ = write!(line, ", jitter {jitter:.1} µs");
+        }
     }
     if r.mechanism == Mechanism::StopAndWait {
         let _ = write!(line, ", acks sent {}", r.acks_sent);

@@ -413,6 +413,7 @@ fn fill_udp(report: &mut ServerReport, udp: &UdpSession, sent: Option<u64>) {
     report.duplicates = c.duplicates;
     report.out_of_order = c.out_of_order;
     report.acks_sent = c.acks_sent;
+    report.jitter_us = c.jitter_us;
     report.lost = sent.map_or(0, |s| s.saturating_sub(c.messages));
     report.elapsed_ns = span_ns(c.first_at, c.last_at);
     report.idle_after_last_ns = c.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);

@@ -4,13 +4,13 @@
 
 use std::sync::Mutex;
 use std::time::Instant;
-use wirebench_core::metrics::Cumulative;
 
 use tokio::sync::Notify;
+use wirebench_core::metrics::{Cumulative, JitterEstimator};
 use wirebench_core::plan::{message_count, message_len, Mechanism};
 use wirebench_core::saw::{Delivery, StopAndWaitReceiver};
 use wirebench_core::seq::{Arrival, SequenceTracker};
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
 
 /// Counters of a UDP session, as of now.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,6 +37,9 @@ pub struct UdpCounts {
     pub first_at: Option<Instant>,
     /// Last data arrival.
     pub last_at: Option<Instant>,
+    /// Interarrival jitter (RFC 3550) of the data datagrams, microseconds; None before two
+    /// datagrams with a timestamp arrived.
+    pub jitter_us: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -44,6 +47,7 @@ struct State {
     counts: UdpCounts,
     tracker: SequenceTracker,
     receiver: StopAndWaitReceiver,
+    jitter: JitterEstimator,
     /// Messages the client says it sent; known once it is done.
     expected: Option<u64>,
 }
@@ -59,6 +63,8 @@ pub struct UdpSession {
     state: Mutex<State>,
     /// Signalled when every message the client sent has been delivered.
     complete: Notify,
+    /// The origin of the arrival times the jitter estimate uses.
+    created: Instant,
 }
 
 impl UdpSession {
@@ -74,8 +80,10 @@ impl UdpSession {
                 counts: UdpCounts::default(),
                 tracker: SequenceTracker::new(),
                 receiver: StopAndWaitReceiver::new(),
+                jitter: JitterEstimator::new(),
                 expected: None,
             }),
+            created: Instant::now(),
             complete: Notify::new(),
         }
     }
@@ -90,7 +98,7 @@ impl UdpSession {
         for datagram in data.chunks(stride.max(1)) {
             match Header::decode(datagram) {
                 Ok(header) if header.session == self.id => {
-                    self.record(&mut state, &header, datagram.len(), now, reply);
+                    self.record(&mut state, &header, datagram, now, reply);
                 }
                 _ => state.counts.malformed += 1,
             }
@@ -105,10 +113,11 @@ impl UdpSession {
         &self,
         state: &mut State,
         header: &Header,
-        len: usize,
+        datagram: &[u8],
         now: Instant,
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
+        let len = datagram.len();
         let valid = header.kind == Kind::Data
             && header.seq < self.count
             && len
@@ -118,6 +127,10 @@ impl UdpSession {
             return;
         }
         let payload = (len - HEADER_LEN) as u64;
+        if let Some(sent_us) = wire::read_timestamp(&datagram[HEADER_LEN..]) {
+            let arrived_us = u64::try_from(now.duration_since(self.created).as_micros());
+            state.jitter.record(sent_us, arrived_us.unwrap_or(u64::MAX));
+        }
         let c = &mut state.counts;
         c.datagrams += 1;
         c.first_at.get_or_insert(now);
@@ -196,7 +209,13 @@ impl UdpSession {
 
     /// A snapshot of the counters.
     pub fn counts(&self) -> UdpCounts {
-        self.state.lock().map(|s| s.counts).unwrap_or_default()
+        self.state
+            .lock()
+            .map(|s| UdpCounts {
+                jitter_us: s.jitter.jitter_us(),
+                ..s.counts
+            })
+            .unwrap_or_default()
     }
 
     /// Bytes delivered so far and datagrams missing below the highest sequence number seen

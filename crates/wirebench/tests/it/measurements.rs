@@ -202,3 +202,29 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
     .await
     .expect("test finished in time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start().await;
+        let stamped = run_session(
+            server.addr,
+            &spec(Protocol::Udp, Mechanism::Stream, 1024, 2 << 20),
+        )
+        .await
+        .expect("session runs");
+        let jitter = stamped.server.jitter_us.expect("2048 stamped datagrams");
+        assert!(jitter.is_finite() && jitter >= 0.0, "{jitter}");
+        // Three-byte messages have no room for the four-byte stamp: no estimate, not a zero.
+        let unstamped = run_session(
+            server.addr,
+            &spec(Protocol::Udp, Mechanism::Stream, 3, 3000),
+        )
+        .await
+        .expect("session runs");
+        assert_eq!(unstamped.server.messages + unstamped.server.lost, 1000);
+        assert_eq!(unstamped.server.jitter_us, None);
+    })
+    .await
+    .expect("test finished in time");
+}
