@@ -71,7 +71,7 @@ pub enum ControlMessage {
         bytes_sent: u64,
     },
     /// Server → client: what the server read in this session.
-    Report(ServerReport),
+    Report(Box<ServerReport>),
     /// Either side: a protocol error, for the user.
     Error {
         /// What went wrong, in words for the user.
@@ -473,7 +473,7 @@ mod tests {
                 messages_sent: 834,
                 bytes_sent: 1_000_000,
             },
-            ControlMessage::Report(report),
+            ControlMessage::Report(Box::new(report)),
             ControlMessage::Error {
                 reason: "unexpected message".into(),
             },

@@ -431,7 +431,7 @@ async fn read_report(ctrl: &mut TcpStream) -> Result<ServerReport> {
         .await
         .context("while waiting for the server's report")?
     {
-        Some(ControlMessage::Report(r)) => Ok(r),
+        Some(ControlMessage::Report(r)) => Ok(*r),
         Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
         Some(_) => bail!("the server sent something other than its report"),
         None => bail!("the server closed the control connection without a report"),

@@ -101,7 +101,7 @@ pub(super) async fn serve(
         params: params.clone(),
         report: report.clone(),
     })));
-    let _ = control::send(&mut wr, &ControlMessage::Report(report)).await;
+    let _ = control::send(&mut wr, &ControlMessage::Report(Box::new(report))).await;
 }
 
 /// Checks a session request against what this server allows; the error is for the user.
