@@ -401,13 +401,9 @@ where
     R: tokio::io::AsyncRead + Unpin,
     S: MessageSink,
 {
-    let result = match p.mechanism {
-        Mechanism::Stream => stream::send_stream(sink, p.total_bytes, p.msg_size, progress).await,
-        Mechanism::StopAndWait => {
-            stream::send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt, progress).await
-        }
-    };
-    result.context("the data transfer failed")
+    stream::send_role(acks, sink, p, rtt, progress)
+        .await
+        .context("the data transfer failed")
 }
 
 /// Stops the clock: stop-and-wait is done at its last acknowledgement (`done_at`); streaming

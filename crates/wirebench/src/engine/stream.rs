@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use wirebench_core::plan::{message_count, message_len};
+use wirebench_core::plan::{message_count, message_len, Mechanism};
+use wirebench_core::proto::SessionParams;
 
 use super::SendTally;
 
@@ -234,6 +235,50 @@ async fn read_counted<S: ByteSource>(
     tally.bytes += n as u64;
     progress.store(tally.bytes, Ordering::Relaxed);
     Ok(n)
+}
+
+/// The sending role of a session, whichever end plays it (the client; the server with
+/// `--reverse`): streams, or sends stop-and-wait reading acknowledgements from `acks`.
+pub async fn send_role<R, S>(
+    acks: &mut R,
+    sink: &mut S,
+    p: &SessionParams,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> io::Result<SendTally>
+where
+    R: AsyncRead + Unpin,
+    S: MessageSink,
+{
+    match p.mechanism {
+        Mechanism::Stream => send_stream(sink, p.total_bytes, p.msg_size, progress).await,
+        Mechanism::StopAndWait => {
+            send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt_ns, progress).await
+        }
+    }
+}
+
+/// The receiving role of a session, whichever end plays it (the server; the client with
+/// `--reverse`): reads the stream, acknowledging each message on `acks` for stop-and-wait.
+pub async fn receive_role<S, W>(
+    source: &mut S,
+    acks: &mut W,
+    p: &SessionParams,
+    tally: &mut ReadTally,
+    progress: &AtomicU64,
+) -> Result<(), ReceiveError>
+where
+    S: ByteSource,
+    W: AsyncWrite + Unpin,
+{
+    match p.mechanism {
+        Mechanism::Stream => {
+            receive_stream(source, p.total_bytes, p.msg_size, tally, progress).await
+        }
+        Mechanism::StopAndWait => {
+            receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally, progress).await
+        }
+    }
 }
 
 /// A new histogram for round-trip times in nanoseconds (1 ns to 100 s, 3 significant digits).

@@ -23,7 +23,7 @@ use crate::control::{self, SETUP_TIMEOUT};
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
-use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, RECV_BUFFER};
+use crate::engine::stream::{self, ReadSource, ReadTally, RECV_BUFFER};
 use crate::interval;
 use crate::net::{self, canonical_ip};
 
@@ -214,7 +214,7 @@ where
             } => {
                 let mut source = QuicSource { stream: &mut recv };
                 let res = tokio::select! {
-                    res = receive(&mut source, &mut send, p, &mut tally, &progress) => res.map_err(|e| e.to_string()),
+                    res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress) => res.map_err(|e| e.to_string()),
                     reason = watch_control(rd) => Err(reason),
                 };
                 report.data_path = shared_udp_data_path(shared);
@@ -267,7 +267,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             reader: &mut reader,
             buf: vec![0u8; buf_len],
         };
-        let res = block_on(receive(
+        let res = block_on(stream::receive_role(
             &mut source,
             &mut Blocking::new(&data, spin),
             &params,
@@ -293,28 +293,6 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
                 (report.data_path, report.transport) = (info, transport);
             }
             Err(reason)
-        }
-    }
-}
-
-async fn receive<S, W>(
-    source: &mut S,
-    acks: &mut W,
-    p: &SessionParams,
-    tally: &mut ReadTally,
-    progress: &AtomicU64,
-) -> Result<(), stream::ReceiveError>
-where
-    S: ByteSource,
-    W: tokio::io::AsyncWrite + Unpin,
-{
-    match p.mechanism {
-        Mechanism::Stream => {
-            stream::receive_stream(source, p.total_bytes, p.msg_size, tally, progress).await
-        }
-        Mechanism::StopAndWait => {
-            stream::receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally, progress)
-                .await
         }
     }
 }
