@@ -103,6 +103,10 @@ pub struct SessionParams {
     /// keeps none. Omitted on the wire when None.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_us: Option<u64>,
+    /// The server sends and the client receives (`-R`; TCP and QUIC). Omitted on the wire when
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reverse: bool,
 }
 
 /// Socket and scheduling options of a session's data path, requested by the user.
@@ -355,6 +359,7 @@ mod tests {
             grace_us: 250_000,
             options: DataPathOptions::default(),
             interval_us: None,
+            reverse: false,
         }
     }
 

@@ -22,8 +22,8 @@ use bytes::Bytes;
 
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
-use crate::engine::quic::{self, QuicSink};
-use crate::engine::stream::{self, MessageSink, WriteSink};
+use crate::engine::quic::{self, QuicSink, QuicSource};
+use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::SendTally;
 use crate::{control, net};
@@ -204,6 +204,9 @@ async fn run_tcp(
     control::write_preamble(&mut data, preamble).await?;
     let data =
         blocking::into_blocking(data, opts.busy_poll).context("while preparing the data socket")?;
+    if p.reverse {
+        return receive_tcp(data, p, ctrl, progress).await;
+    }
     let params = p.clone();
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
@@ -253,6 +256,68 @@ async fn run_tcp(
     })
 }
 
+/// TCP with `--reverse`: the client plays the receiving role in a thread of its own, then
+/// closes the data connection, which tells the server everything arrived.
+async fn receive_tcp(
+    data: std::net::TcpStream,
+    p: &SessionParams,
+    ctrl: &mut TcpStream,
+    progress: &Arc<AtomicU64>,
+) -> Result<Leg> {
+    let params = p.clone();
+    let progress = Arc::clone(progress);
+    let (result, tally, data_path, transport) = tokio::task::spawn_blocking(move || {
+        let spin = params.options.busy_poll;
+        let mut tally = ReadTally::default();
+        let mut reader = Blocking::new(&data, spin);
+        let mut source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; stream::receive_buffer_len(params.mechanism, params.msg_size)],
+        };
+        let result = block_on(stream::receive_role(
+            &mut source,
+            &mut Blocking::new(&data, spin),
+            &params,
+            &mut tally,
+            &progress,
+        ));
+        let transport = counters::tcp_stats(&data);
+        (result, tally, net::tcp_data_path(&data, spin), transport)
+        // `data` is closed here, before the report is awaited.
+    })
+    .await
+    .context("the TCP receiver thread failed")?;
+    result.context("the data transfer failed")?;
+    let report = read_report(ctrl).await?;
+    Ok(received_leg(&tally, report, data_path, transport))
+}
+
+/// What a client that received (`--reverse`) reports: messages and bytes read, read calls in
+/// place of send calls, and the time from the first byte read to the last.
+fn received_leg(
+    t: &ReadTally,
+    report: ServerReport,
+    data_path: DataPathInfo,
+    transport: Option<TransportStats>,
+) -> Leg {
+    let started = t.first_at.unwrap_or_else(Instant::now);
+    Leg {
+        tally: SendTally {
+            messages: t.messages,
+            bytes: t.bytes,
+            send_calls: t.read_calls,
+            ..SendTally::default()
+        },
+        started,
+        elapsed: t
+            .last_at
+            .map_or(Duration::ZERO, |l| l.saturating_duration_since(started)),
+        report,
+        data_path,
+        transport,
+    }
+}
+
 /// QUIC: a connection to the same UDP port, one bidirectional stream; messages are slices of
 /// one shared payload buffer.
 async fn run_quic(
@@ -270,6 +335,19 @@ async fn run_quic(
         .await
         .context("while opening the QUIC stream")?;
     control::write_preamble(&mut send, preamble).await?;
+    if p.reverse {
+        let mut source = QuicSource { stream: &mut recv };
+        let mut tally = ReadTally::default();
+        stream::receive_role(&mut source, &mut send, p, &mut tally, progress)
+            .await
+            .context("the data transfer failed")?;
+        data_path.cpu = net::current_cpu();
+        let report = read_report(ctrl).await;
+        let transport = Some(counters::quic_stats(&connection));
+        connection.close(0u32.into(), b"done");
+        endpoint.wait_idle().await;
+        return Ok(received_leg(&tally, report?, data_path, transport));
+    }
     let mut sink = QuicSink {
         stream: &mut send,
         payload: Bytes::from(vec![0u8; p.msg_size as usize]),

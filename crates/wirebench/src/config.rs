@@ -82,6 +82,8 @@ pub struct RunConfig {
     pub parallel: u32,
     /// Period of the interval reports; `None` prints none.
     pub interval: Option<Duration>,
+    /// The server sends, the client receives (TCP and QUIC).
+    pub reverse: bool,
 }
 
 /// Where `run` stores its results.
@@ -239,7 +241,13 @@ impl RunConfig {
                 Some(d)
             }
         };
+        if args.reverse && protocols.contains(&Protocol::Udp) {
+            return Err(usage(
+                "-R/--reverse is built for tcp and quic, not udp yet: drop udp from --proto",
+            ));
+        }
         Ok(RunConfig {
+            reverse: args.reverse,
             parallel: args.parallel,
             interval,
             options,

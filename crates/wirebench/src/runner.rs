@@ -54,6 +54,7 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
         interval_us: cfg
             .interval
             .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        reverse: cfg.reverse,
     }
 }
 

@@ -281,6 +281,15 @@ where
     }
 }
 
+/// Largest read of a receiver: [`RECV_BUFFER`] when streaming, one message for stop-and-wait
+/// (whose sender never has more than one in flight).
+pub fn receive_buffer_len(mechanism: Mechanism, msg_size: u32) -> usize {
+    match mechanism {
+        Mechanism::Stream => RECV_BUFFER,
+        Mechanism::StopAndWait => (msg_size as usize).min(RECV_BUFFER),
+    }
+}
+
 /// A new histogram for round-trip times in nanoseconds (1 ns to 100 s, 3 significant digits).
 pub fn rtt_histogram() -> io::Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 100_000_000_000, 3)

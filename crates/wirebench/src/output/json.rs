@@ -72,6 +72,10 @@ pub struct Parameters {
     /// Concurrent flows per run (-P); 1 in results stored before it existed.
     #[serde(default = "one")]
     pub parallel: u32,
+    /// The server sent and the client received (-R): the client's figures are then what it
+    /// read, the server's what it sent. False in results stored before it existed.
+    #[serde(default)]
+    pub reverse: bool,
 }
 
 fn one() -> u32 {
@@ -474,6 +478,7 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         grace_us: session.grace_us,
         options: session.options,
         parallel: cfg.parallel,
+        reverse: cfg.reverse,
     }
 }
 

@@ -39,15 +39,21 @@ fn rate_text(bytes: u64, seconds: f64) -> String {
 /// The server's one-line summary of a session, as `wirebench server` prints it.
 pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &ServerReport) -> String {
     let secs = r.elapsed_ns as f64 / 1e9;
+    // Reversed (-R), the server is the sender: what it reports is what it sent.
+    let (verb, calls) = match (params.reverse, r.protocol) {
+        (true, _) => ("sent", "send calls"),
+        (false, Protocol::Udp) => ("read", "datagrams"),
+        (false, _) => ("read", "read calls"),
+    };
     let mut line = format!(
-        "session {session:08x} {} {} from {peer}: read {} messages, {} bytes in {secs:.4} s ({}), {} {}",
+        "session {session:08x} {} {}{} from {peer}: {verb} {} messages, {} bytes in {secs:.4} s ({}), {} {calls}",
         r.protocol,
         r.mechanism,
+        if params.reverse { " reverse" } else { "" },
         r.messages,
         r.bytes,
         rate_text(r.bytes, secs),
         r.read_calls,
-        if r.protocol == Protocol::Udp { "datagrams" } else { "read calls" },
     );
     if r.protocol == Protocol::Udp {
         let _ = write!(
@@ -59,7 +65,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
             let _ = write!(line, ", jitter {jitter:.1} µs");
         }
     }
-    if r.mechanism == Mechanism::StopAndWait {
+    if r.mechanism == Mechanism::StopAndWait && !params.reverse {
         let _ = write!(line, ", acks sent {}", r.acks_sent);
     }
     let _ = write!(
@@ -101,7 +107,11 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
         rec.combination.mechanism,
         rec.repeat_index + 1
     );
-    let _ = writeln!(out, "  client: {}", client_text(c, rec.combination));
+    let _ = writeln!(
+        out,
+        "  client: {}",
+        client_text(c, rec.combination, rec.params.reverse)
+    );
     match server_line {
         Some(line) if rec.flows.is_empty() => {
             let _ = writeln!(out, "  server: {line}");
@@ -303,11 +313,17 @@ fn path_text(p: &DataPathInfo) -> String {
     s
 }
 
-fn client_text(c: &ClientFigures, combination: Combination) -> String {
+fn client_text(c: &ClientFigures, combination: Combination, reverse: bool) -> String {
     let secs = c.elapsed.as_secs_f64();
     let t = &c.tally;
+    // Reversed (-R), the client is the receiver: what it reports is what it read.
+    let (verb, calls) = if reverse {
+        ("received", "read calls")
+    } else {
+        ("sent", "send calls")
+    };
     let mut s = format!(
-        "sent {} messages, {} bytes in {secs:.4} s ({}, {}), {} send calls",
+        "{verb} {} messages, {} bytes in {secs:.4} s ({}, {}), {} {calls}",
         t.messages,
         t.bytes,
         format_bitrate(bits_per_second(t.bytes, secs)),

@@ -3,6 +3,7 @@
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
 mod registry;
+mod reverse;
 mod session;
 mod udp_session;
 

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
-use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::plan::{Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::wire;
 
@@ -23,7 +23,7 @@ use crate::control::{self, SETUP_TIMEOUT};
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
-use crate::engine::stream::{self, ReadSource, ReadTally, RECV_BUFFER};
+use crate::engine::stream::{self, ReadSource, ReadTally};
 use crate::interval;
 use crate::net::{self, canonical_ip};
 
@@ -32,7 +32,7 @@ const MAX_GRACE: Duration = Duration::from_secs(60);
 
 /// How long the server keeps a finished QUIC connection open so its last acknowledgements
 /// reach the client, unless the client closes it first.
-const QUIC_LINGER: Duration = Duration::from_secs(5);
+pub(super) const QUIC_LINGER: Duration = Duration::from_secs(5);
 
 /// Serves one control connection to its end; sends a summary (or a notice) to `events`.
 pub(super) async fn serve(
@@ -129,6 +129,9 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
             }
         }
     }
+    if p.reverse && p.protocol == Protocol::Udp {
+        return Err("reverse (-R) is built for tcp and quic, not udp yet".into());
+    }
     if p.options.busy_poll && p.protocol == Protocol::Quic {
         return Err("busy-poll applies to TCP and UDP, not QUIC".into());
     }
@@ -191,10 +194,14 @@ where
         reason = watch_control(rd) => return (Some(session), abort(report, reason)),
     };
     drop(registration);
-    let buf_len = match p.mechanism {
-        Mechanism::Stream => RECV_BUFFER,
-        Mechanism::StopAndWait => (p.msg_size as usize).min(RECV_BUFFER),
-    };
+    if p.reverse {
+        let result = super::reverse::send_to_client(data, rd, shared, p, &mut report).await;
+        return match result {
+            Ok(()) => (Some(session), report),
+            Err(reason) => (Some(session), abort(report, reason)),
+        };
+    }
+    let buf_len = stream::receive_buffer_len(p.mechanism, p.msg_size);
     let mut tally = ReadTally::default();
     let progress = Arc::new(AtomicU64::new(0));
     let period = p.interval_us.map(Duration::from_micros);
@@ -374,7 +381,7 @@ async fn wait_for_stragglers(udp: &UdpSession, grace: Duration) {
 }
 
 /// What the shared UDP socket (UDP and QUIC sessions) runs with.
-fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
+pub(super) fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
     DataPathInfo {
         recv_buffer: shared.udp_buffers.0,
         send_buffer: shared.udp_buffers.1,
@@ -398,7 +405,7 @@ fn fill_udp(report: &mut ServerReport, udp: &UdpSession, sent: Option<u64>) {
 }
 
 /// Waits until the control connection ends or carries something unexpected mid-session.
-async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
+pub(super) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
     match control::recv(rd).await {
         Ok(None) => "client closed the control connection".into(),
         Ok(Some(m)) => format!("unexpected {} mid-session", kind_name(&m)),
@@ -430,7 +437,7 @@ fn span_ns(first: Option<Instant>, last: Option<Instant>) -> u64 {
     }
 }
 
-fn ns(d: Duration) -> u64 {
+pub(super) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

@@ -25,6 +25,7 @@ fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> 
         grace_us: 200_000,
         options: Default::default(),
         interval_us: None,
+        reverse: false,
     }
 }
 
@@ -224,6 +225,54 @@ async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
         .expect("session runs");
         assert_eq!(unstamped.server.messages + unstamped.server.lost, 1000);
         assert_eq!(unstamped.server.jitter_us, None);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reverse_delivers_the_exact_total_from_server_to_client() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let (size, total) = (1000, 1_000_003);
+        for protocol in [Protocol::Tcp, Protocol::Quic] {
+            for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+                let params = SessionParams {
+                    reverse: true,
+                    ..spec(protocol, mechanism, size, total)
+                };
+                let out = run_session(server.addr, &params)
+                    .await
+                    .expect("session runs");
+                let what = format!("{protocol} {mechanism} reverse");
+                let summary = server.next_session().await;
+                assert_eq!(summary.report, out.server, "{what}: printed = reported");
+                assert!(!out.server.aborted, "{what}: {:?}", out.server.abort_reason);
+                // The client received, the server sent: both exact.
+                assert_eq!(out.client.tally.bytes, total, "{what}: client received");
+                assert_eq!(
+                    out.client.tally.messages,
+                    message_count(total, size),
+                    "{what}"
+                );
+                assert_eq!(out.server.bytes, total, "{what}: server sent");
+                assert_eq!(out.server.messages, message_count(total, size), "{what}");
+                assert!(out.client.elapsed > std::time::Duration::ZERO, "{what}");
+            }
+        }
+        let refused = run_session(
+            server.addr,
+            &SessionParams {
+                reverse: true,
+                ..spec(Protocol::Udp, Mechanism::Stream, size, total)
+            },
+        )
+        .await
+        .expect_err("UDP reverse is refused");
+        assert!(
+            format!("{refused:#}").contains("not udp yet"),
+            "{refused:#}"
+        );
     })
     .await
     .expect("test finished in time");

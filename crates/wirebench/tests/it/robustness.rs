@@ -23,6 +23,7 @@ fn small_tcp() -> SessionParams {
         grace_us: 100_000,
         options: Default::default(),
         interval_us: None,
+        reverse: false,
     }
 }
 

@@ -23,6 +23,7 @@ fn spec(
         grace_us: 200_000,
         options: Default::default(),
         interval_us: None,
+        reverse: false,
     }
 }
 
