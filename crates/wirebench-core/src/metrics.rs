@@ -138,6 +138,8 @@ pub struct Cumulative {
     pub bytes: u64,
     /// UDP receiver: datagrams missing so far (below the highest sequence number seen).
     pub lost: Option<u64>,
+    /// TCP sender: segments retransmitted so far (TCP_INFO, less D-SACK duplicates).
+    pub retransmitted: Option<u64>,
 }
 
 /// One interval of a run (`-i`): what moved between `start_ns` and `end_ns`, counted from the
@@ -154,6 +156,9 @@ pub struct IntervalSample {
     /// late ones arrive: then 0 here and fewer later); None elsewhere.
     #[serde(default)]
     pub lost: Option<u64>,
+    /// TCP sender: segments retransmitted in the interval (TCP_INFO); None elsewhere.
+    #[serde(default)]
+    pub retransmitted: Option<u64>,
 }
 
 impl IntervalSample {
@@ -192,14 +197,15 @@ impl IntervalSeries {
             lost: now
                 .lost
                 .map(|l| l.saturating_sub(self.last.lost.unwrap_or(0))),
+            retransmitted: now
+                .retransmitted
+                .map(|r| r.saturating_sub(self.last.retransmitted.unwrap_or(0))),
         };
         self.last_ns = sample.end_ns;
         self.last = Cumulative {
             bytes: now.bytes.max(self.last.bytes),
-            lost: match (now.lost, self.last.lost) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            },
+            lost: later(now.lost, self.last.lost),
+            retransmitted: later(now.retransmitted, self.last.retransmitted),
         };
         self.samples.push(sample);
         sample
@@ -253,6 +259,14 @@ impl JitterEstimator {
     }
 }
 
+/// The larger of two cumulative readings, either of which may be missing.
+fn later(now: Option<u64>, before: Option<u64>) -> Option<u64> {
+    match (now, before) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +279,7 @@ mod tests {
             Cumulative {
                 bytes: 125_000_000,
                 lost: Some(3),
+                retransmitted: None,
             },
         );
         assert_eq!(
@@ -277,6 +292,7 @@ mod tests {
             Cumulative {
                 bytes: 150_000_000,
                 lost: Some(2),
+                retransmitted: None,
             },
         );
         // A datagram counted missing arrived late: no negative loss, and it is not counted twice.
@@ -289,6 +305,7 @@ mod tests {
             Cumulative {
                 bytes: 150_000_000,
                 lost: Some(5),
+                retransmitted: None,
             },
         );
         assert_eq!((c.bytes, c.lost), (0, Some(2)));

@@ -4,7 +4,6 @@
 //! (streaming); connection set-up is not part of it.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +25,7 @@ use crate::engine::quic::{self, QuicSink, QuicSource};
 use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::SendTally;
+use crate::interval::Progress;
 use crate::{control, net};
 
 /// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
@@ -107,7 +107,7 @@ impl SessionOutcome {
 
 /// Runs one session against the server at `server`.
 pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<SessionOutcome> {
-    run_session_with(server, params, &Arc::new(AtomicU64::new(0))).await
+    run_session_with(server, params, &Progress::new()).await
 }
 
 /// Like [`run_session`], storing the payload bytes sent (or acknowledged) so far in `progress`
@@ -115,7 +115,7 @@ pub async fn run_session(server: SocketAddr, params: &SessionParams) -> Result<S
 pub async fn run_session_with(
     server: SocketAddr,
     params: &SessionParams,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let mut ctrl = TcpStream::connect(server)
@@ -182,7 +182,7 @@ async fn run_tcp(
     preamble: &Preamble,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<Leg> {
     let opts = &p.options;
     let socket = if server.is_ipv6() {
@@ -207,6 +207,7 @@ async fn run_tcp(
     if p.reverse {
         return receive_tcp(data, p, ctrl, progress).await;
     }
+    progress.watch_tcp_sender(&data);
     let params = p.clone();
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
@@ -262,7 +263,7 @@ async fn receive_tcp(
     data: std::net::TcpStream,
     p: &SessionParams,
     ctrl: &mut TcpStream,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<Leg> {
     let params = p.clone();
     let progress = Arc::clone(progress);
@@ -279,7 +280,7 @@ async fn receive_tcp(
             &mut Blocking::new(&data, spin),
             &params,
             &mut tally,
-            &progress,
+            &progress.bytes,
         ));
         let transport = counters::tcp_stats(&data);
         (result, tally, net::tcp_data_path(&data, spin), transport)
@@ -327,7 +328,7 @@ async fn run_quic(
     cert: Vec<u8>,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
-    progress: &AtomicU64,
+    progress: &Progress,
 ) -> Result<Leg> {
     let (endpoint, connection, mut data_path) = quic::connect(server, cert).await?;
     let (mut send, mut recv) = connection
@@ -338,7 +339,7 @@ async fn run_quic(
     if p.reverse {
         let mut source = QuicSource { stream: &mut recv };
         let mut tally = ReadTally::default();
-        stream::receive_role(&mut source, &mut send, p, &mut tally, progress)
+        stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes)
             .await
             .context("the data transfer failed")?;
         data_path.cpu = net::current_cpu();
@@ -379,7 +380,7 @@ async fn run_udp(
     session: u32,
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
     let mut data_path = udp.data_path(p.options.busy_poll);
@@ -392,7 +393,7 @@ async fn run_udp(
                     p.total_bytes,
                     p.msg_size,
                     p.rate_bps.map(BitRate),
-                    progress,
+                    &progress.bytes,
                 )
                 .await?;
             data_path.cpu = net::current_cpu();
@@ -417,7 +418,13 @@ async fn run_udp(
                     tokio::task::spawn_blocking(move || {
                         let started = Instant::now();
                         let result = block_on(udp::send_stop_and_wait(
-                            &mut port, session, total, size, policy, &mut hist, &progress,
+                            &mut port,
+                            session,
+                            total,
+                            size,
+                            policy,
+                            &mut hist,
+                            &progress.bytes,
                         ));
                         (result, started, Instant::now(), net::current_cpu(), hist)
                     })
@@ -429,9 +436,16 @@ async fn run_udp(
             } else {
                 let started = Instant::now();
                 let mut port = AsyncPort(udp.socket());
-                let tally =
-                    udp::send_stop_and_wait(&mut port, session, total, size, policy, rtt, progress)
-                        .await?;
+                let tally = udp::send_stop_and_wait(
+                    &mut port,
+                    session,
+                    total,
+                    size,
+                    policy,
+                    rtt,
+                    &progress.bytes,
+                )
+                .await?;
                 data_path.cpu = net::current_cpu();
                 (tally, started, Instant::now())
             }
@@ -473,13 +487,13 @@ async fn send_on_stream<R, S>(
     sink: &mut S,
     p: &SessionParams,
     rtt: &mut Histogram<u64>,
-    progress: &AtomicU64,
+    progress: &Progress,
 ) -> Result<SendTally>
 where
     R: tokio::io::AsyncRead + Unpin,
     S: MessageSink,
 {
-    stream::send_role(acks, sink, p, rtt, progress)
+    stream::send_role(acks, sink, p, rtt, &progress.bytes)
         .await
         .context("the data transfer failed")
 }

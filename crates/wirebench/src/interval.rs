@@ -5,9 +5,12 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wirebench_core::metrics::{Cumulative, IntervalSample, IntervalSeries};
+
+use crate::counters;
 
 /// Runs `work` to its end; with a `period`, calls `read` every period and once at the end and
 /// turns the readings into intervals, each passed to `on_sample` as it closes. Returns the
@@ -43,11 +46,42 @@ pub async fn sampled<F: Future>(
     (output, series.into_samples())
 }
 
-/// Bytes a data path has moved so far, stored by the engine as it goes and read by [`sampled`].
-pub fn bytes_of(counter: &AtomicU64) -> Cumulative {
-    Cumulative {
-        bytes: counter.load(Ordering::Relaxed),
-        lost: None,
+/// What one end of a session has moved so far, shared between its data path (which stores
+/// its running byte count in `bytes`) and [`sampled`] on another task.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Payload bytes sent (stop-and-wait: acknowledged) or read so far.
+    pub bytes: AtomicU64,
+    /// A second handle on a TCP sender's data socket, so each interval can read its
+    /// retransmissions from TCP_INFO without the data path doing anything.
+    tcp_sender: Mutex<Option<std::net::TcpStream>>,
+}
+
+impl Progress {
+    /// Nothing moved yet.
+    pub fn new() -> Arc<Progress> {
+        Arc::new(Progress::default())
+    }
+
+    /// Reads TCP_INFO of `socket` (a TCP sender's data socket) at every interval from now on.
+    pub fn watch_tcp_sender(&self, socket: &std::net::TcpStream) {
+        if let (Ok(handle), Ok(mut slot)) = (socket.try_clone(), self.tcp_sender.lock()) {
+            *slot = Some(handle);
+        }
+    }
+
+    /// The cumulative reading now: bytes, and a watched TCP sender's retransmissions.
+    pub fn read(&self) -> Cumulative {
+        let retransmitted = self.tcp_sender.lock().ok().and_then(|slot| {
+            slot.as_ref()
+                .and_then(counters::tcp_stats)
+                .map(|t| t.packets_retransmitted)
+        });
+        Cumulative {
+            bytes: self.bytes.load(Ordering::Relaxed),
+            lost: None,
+            retransmitted,
+        }
     }
 }
 
@@ -58,17 +92,16 @@ fn ns_since(t: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[tokio::test(start_paused = true)]
     async fn samples_every_period_and_the_tail() {
-        let moved = Arc::new(AtomicU64::new(0));
+        let moved = Progress::new();
         let writer = Arc::clone(&moved);
         // Work that moves 1000 bytes every 100 ms for 1.05 s, on the paused (virtual) clock.
         let work = async move {
             for _ in 0..10 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                writer.fetch_add(1000, Ordering::Relaxed);
+                writer.bytes.fetch_add(1000, Ordering::Relaxed);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
             7
@@ -77,7 +110,7 @@ mod tests {
         let (out, samples) = sampled(
             work,
             Some(Duration::from_millis(250)),
-            || bytes_of(&moved),
+            || moved.read(),
             |_| seen += 1,
         )
         .await;

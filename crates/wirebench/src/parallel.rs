@@ -6,7 +6,6 @@
 //! first flow's first byte to the last flow's end, on this host's clock.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
@@ -18,6 +17,7 @@ use wirebench_core::proto::{ServerReport, SessionParams};
 use crate::client::{self, ClientFigures, RttFigures, SessionOutcome};
 use crate::counters::CpuMeter;
 use crate::engine::SendTally;
+use crate::interval::Progress;
 
 /// Runs one session per `progress` counter at once against `server`, splitting
 /// `params.total_bytes` across them; each flow stores its bytes sent so far in its counter.
@@ -25,7 +25,7 @@ use crate::engine::SendTally;
 pub async fn run_flows(
     server: SocketAddr,
     params: &SessionParams,
-    progress: &[Arc<AtomicU64>],
+    progress: &[Arc<Progress>],
 ) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
     let flows = u32::try_from(progress.len()).context("too many flows")?;
     let totals =

@@ -3,7 +3,6 @@
 //! before the next starts, so nothing finished is lost if a later run fails.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use wirebench_core::metrics::{Cumulative, IntervalSample};
@@ -12,7 +11,8 @@ use wirebench_core::proto::SessionParams;
 
 use crate::client::{self, SessionOutcome};
 use crate::config::{RunConfig, Target};
-use crate::{interval, parallel};
+use crate::interval::{self, Progress};
+use crate::parallel;
 
 /// One finished run.
 #[derive(Debug, Clone)]
@@ -77,9 +77,7 @@ pub async fn run_campaign(
     for &combination in &cfg.combinations {
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            let progress: Vec<Arc<AtomicU64>> = (0..cfg.parallel)
-                .map(|_| Arc::new(AtomicU64::new(0)))
-                .collect();
+            let progress: Vec<Arc<Progress>> = (0..cfg.parallel).map(|_| Progress::new()).collect();
             let work = async {
                 if cfg.parallel > 1 {
                     parallel::run_flows(server, &params, &progress).await
@@ -89,9 +87,18 @@ pub async fn run_campaign(
                         .map(|o| (o, Vec::new()))
                 }
             };
-            let sent_so_far = || Cumulative {
-                bytes: progress.iter().map(|p| p.load(Ordering::Relaxed)).sum(),
-                lost: None,
+            let sent_so_far = || {
+                progress
+                    .iter()
+                    .map(|p| p.read())
+                    .fold(Cumulative::default(), |a, b| Cumulative {
+                        bytes: a.bytes + b.bytes,
+                        lost: None,
+                        retransmitted: match (a.retransmitted, b.retransmitted) {
+                            (Some(x), Some(y)) => Some(x + y),
+                            (x, y) => x.or(y),
+                        },
+                    })
             };
             let (result, intervals) =
                 interval::sampled(work, cfg.interval, sent_so_far, &mut on_interval).await;

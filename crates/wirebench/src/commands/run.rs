@@ -104,6 +104,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 progress.note_next(campaign.runs.len());
             }
             let offset = campaign.runs.len();
+            let interval_verb = if cfg.reverse { "received" } else { "sent" };
             let part = runner::run_campaign(
                 &point_cfg,
                 server_addr,
@@ -135,8 +136,14 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 },
                 |sample| {
                     if !cfg.json {
-                        progress
-                            .print_above(|| println!("  {}", text::interval_line("sent", sample)));
+                        progress.print_above(|| {
+                            // A closed stdout (| head) is not worth a panic.
+                            let _ = writeln!(
+                                std::io::stdout().lock(),
+                                "  {}",
+                                text::interval_line(interval_verb, sample)
+                            );
+                        });
                     }
                 },
             )

@@ -177,12 +177,16 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
 /// in the interval where the receiver counted it.
 pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
     let mut line = format!(
-        "[{:>7.2}-{:>7.2} s] {verb} {} ({})",
+        "[{:>7.2}-{:>7.2} s] {verb} {} B ({}, {})",
         s.start_ns as f64 / 1e9,
         s.end_ns as f64 / 1e9,
-        ByteSize(s.bytes),
-        format_bitrate(s.bits_per_second())
+        s.bytes,
+        format_bitrate(s.bits_per_second()),
+        format_byterate_iec(s.bits_per_second() / 8.0)
     );
+    if let Some(retransmitted) = s.retransmitted {
+        let _ = write!(line, ", retransmitted {retransmitted}");
+    }
     if let Some(lost) = s.lost {
         let _ = write!(line, ", lost {lost}");
     }

@@ -6,7 +6,6 @@
 //! TCP until the client closes the data connection (after the server's FIN), over QUIC until
 //! the client has read the stream to its end. So the report never overtakes the data.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,8 @@ use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSink;
 use crate::engine::stream::{self, WriteSink};
 use crate::engine::SendTally;
-use crate::{interval, net};
+use crate::interval::{self, Progress};
+use crate::net;
 
 /// What the sending role produced.
 struct Sent {
@@ -41,7 +41,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
     p: &SessionParams,
     report: &mut ServerReport,
 ) -> Result<(), String> {
-    let progress = Arc::new(AtomicU64::new(0));
+    let progress = Progress::new();
     let period = p.interval_us.map(Duration::from_micros);
     let sending = async {
         match data {
@@ -58,7 +58,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                 let mut rtt = stream::rtt_histogram().map_err(|e| e.to_string())?;
                 let started = Instant::now();
                 let res = tokio::select! {
-                    res = stream::send_role(&mut recv, &mut sink, p, &mut rtt, &progress) => res.map_err(|e| e.to_string()),
+                    res = stream::send_role(&mut recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
                     reason = watch_control(rd) => Err(reason),
                 };
                 let res = match res {
@@ -90,8 +90,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
             }
         }
     };
-    let (result, intervals) =
-        interval::sampled(sending, period, || interval::bytes_of(&progress), |_| {}).await;
+    let (result, intervals) = interval::sampled(sending, period, || progress.read(), |_| {}).await;
     report.intervals = intervals;
     match result {
         Ok(sent) => {
@@ -103,7 +102,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
         }
         Err(reason) => {
             // What left before the failure, as far as the sender knows.
-            report.bytes = interval::bytes_of(&progress).bytes;
+            report.bytes = progress.read().bytes;
             Err(reason)
         }
     }
@@ -116,7 +115,7 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     rd: &mut R,
     p: &SessionParams,
     report: &mut ServerReport,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<Sent, String> {
     net::apply_tcp_options(&tcp, &p.options, p.mechanism)
         .map_err(|e| format!("cannot set the TCP options: {e}"))?;
@@ -124,6 +123,7 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
     let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
     let params = p.clone();
+    progress.watch_tcp_sender(&data);
     let progress = Arc::clone(progress);
     let mut worker = tokio::task::spawn_blocking(move || {
         let payload = vec![0u8; params.msg_size as usize];
@@ -139,7 +139,7 @@ async fn send_tcp<R: AsyncRead + Unpin>(
                 &mut sink,
                 &params,
                 &mut rtt,
-                &progress,
+                &progress.bytes,
             ))
         });
         // Our FIN, then wait for the client's: it closes once it has read everything.

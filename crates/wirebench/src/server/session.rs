@@ -4,7 +4,6 @@
 //! marked with the reason.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,7 @@ use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally};
-use crate::interval;
+use crate::interval::{self, Progress};
 use crate::net::{self, canonical_ip};
 
 /// Longest grace period a client may ask for.
@@ -203,7 +202,7 @@ where
     }
     let buf_len = stream::receive_buffer_len(p.mechanism, p.msg_size);
     let mut tally = ReadTally::default();
-    let progress = Arc::new(AtomicU64::new(0));
+    let progress = Progress::new();
     let period = p.interval_us.map(Duration::from_micros);
     let receiving = async {
         match data {
@@ -221,7 +220,7 @@ where
             } => {
                 let mut source = QuicSource { stream: &mut recv };
                 let res = tokio::select! {
-                    res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress) => res.map_err(|e| e.to_string()),
+                    res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
                     reason = watch_control(rd) => Err(reason),
                 };
                 report.data_path = shared_udp_data_path(shared);
@@ -236,7 +235,7 @@ where
         }
     };
     let (result, intervals) =
-        interval::sampled(receiving, period, || interval::bytes_of(&progress), |_| {}).await;
+        interval::sampled(receiving, period, || progress.read(), |_| {}).await;
     report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
@@ -260,7 +259,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     buf_len: usize,
     tally: &mut ReadTally,
     report: &mut ServerReport,
-    progress: &Arc<AtomicU64>,
+    progress: &Arc<Progress>,
 ) -> Result<(), String> {
     let spin = p.options.busy_poll;
     let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
@@ -279,7 +278,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             &mut Blocking::new(&data, spin),
             &params,
             &mut t,
-            &progress,
+            &progress.bytes,
         ));
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
         (t, res, ends)

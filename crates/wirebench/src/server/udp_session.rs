@@ -230,6 +230,7 @@ impl UdpSession {
                         .highest()
                         .map_or(0, |h| (h + 1).saturating_sub(s.counts.messages)),
                 ),
+                retransmitted: None,
             })
             .unwrap_or_default()
     }

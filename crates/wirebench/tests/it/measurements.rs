@@ -1,11 +1,11 @@
 //! Transport counters, CPU time, parallel flows and interval series, checked against what is
 //! known on loopback: exact sums, no retransmissions on an idle link, series that add up.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use serde_json::Value;
 use wirebench::client::run_session;
+use wirebench::interval::Progress;
 use wirebench::parallel::run_flows;
 use wirebench_core::metrics::StatsSource;
 use wirebench_core::plan::{message_count, Mechanism, Protocol};
@@ -92,8 +92,7 @@ async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
             (Protocol::Udp, Mechanism::StopAndWait),
             (Protocol::Tcp, Mechanism::StopAndWait),
         ] {
-            let progress: Vec<Arc<AtomicU64>> =
-                (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
+            let progress: Vec<Arc<Progress>> = (0..3).map(|_| Progress::new()).collect();
             let (sum, flows) = run_flows(
                 server.addr,
                 &spec(protocol, mechanism, size, total),
