@@ -272,6 +272,7 @@ async fn server_refuses_an_unknown_congestion_control() {
 /// Many sessions at once, every protocol and mechanism: each one's counts stay its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_sessions_keep_their_own_exact_counts() {
+    const SESSIONS: usize = 32;
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
         let mut runs = tokio::task::JoinSet::new();
@@ -287,6 +288,9 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
             (Protocol::Quic, Mechanism::Stream),
         ]
         .into_iter()
+        .cycle()
+        // The bar: at least 32 clients at once, each counted exactly.
+        .take(SESSIONS)
         .enumerate()
         {
             // Different sizes and totals, so a count that leaked between sessions would show.
@@ -303,7 +307,7 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
             assert_exact(&out, size, total);
             expected.insert(out.session, out.server.clone());
         }
-        for _ in 0..8 {
+        for _ in 0..SESSIONS {
             let summary = server.next_session().await;
             assert_eq!(expected.remove(&summary.session), Some(summary.report));
         }
