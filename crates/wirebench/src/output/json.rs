@@ -142,19 +142,45 @@ pub struct ClientJson {
     /// (Absent in results stored before it existed: defaults.)
     #[serde(default)]
     pub data_path: DataPathInfo,
-    /// Share of the data packets sent again or lost (`transport.retrans_rate`), comparable
-    /// across TCP, QUIC and UDP; null when unknown.
+    /// Transport counters, CPU time and interval series of the client.
+    #[serde(flatten)]
+    pub measured: EndMetrics,
+}
+
+/// What one end measured besides its counts: the same fields for the client and the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndMetrics {
+    /// Share of the data packets this end sent again or lost (`transport.retrans_rate`),
+    /// comparable across TCP, QUIC and UDP; null when unknown (and for a UDP server).
     #[serde(default)]
     pub retrans_rate: Option<f64>,
-    /// The client's transport counters.
+    /// This end's transport counters.
     #[serde(default)]
     pub transport: Option<TransportJson>,
-    /// CPU time of the client process during the session.
+    /// CPU time of this end's process during the session.
     #[serde(default)]
     pub cpu: Option<CpuJson>,
-    /// With `-i`: what the client sent per interval (all flows together).
+    /// With `-i`: what this end sent (client, all flows together) or read (server) per
+    /// interval, and for a UDP server what it found missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalJson>,
+}
+
+impl EndMetrics {
+    /// The metrics of an end that moved `bytes` of payload.
+    fn of(
+        transport: Option<&TransportStats>,
+        cpu: Option<&CpuUsage>,
+        bytes: u64,
+        intervals: &[IntervalSample],
+    ) -> Self {
+        EndMetrics {
+            retrans_rate: transport.and_then(TransportStats::retrans_rate),
+            transport: transport.map(transport_json),
+            cpu: cpu.map(|c| cpu_json(c, bytes)),
+            intervals: intervals_json(intervals),
+        }
+    }
 }
 
 /// One interval of a run, with its rate.
@@ -254,18 +280,9 @@ pub struct ServerJson {
     /// (Absent in results stored before it existed: defaults.)
     #[serde(default)]
     pub data_path: DataPathInfo,
-    /// Share of the data packets the server sent again (TCP, QUIC); null for UDP and when unknown.
-    #[serde(default)]
-    pub retrans_rate: Option<f64>,
-    /// The server's transport counters (TCP, QUIC).
-    #[serde(default)]
-    pub transport: Option<TransportJson>,
-    /// CPU time of the server process during the session.
-    #[serde(default)]
-    pub cpu: Option<CpuJson>,
-    /// With `-i`: what the server read per interval, and for UDP what it found missing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<IntervalJson>,
+    /// Transport counters, CPU time and interval series of the server.
+    #[serde(flatten)]
+    pub measured: EndMetrics,
 }
 
 /// Statistics of one combination over its repeats.
@@ -332,10 +349,7 @@ pub fn server_json(r: &ServerReport) -> ServerJson {
         aborted: r.aborted,
         abort_reason: r.abort_reason.clone(),
         data_path: r.data_path.clone(),
-        retrans_rate: r.transport.as_ref().and_then(TransportStats::retrans_rate),
-        transport: r.transport.as_ref().map(transport_json),
-        cpu: r.cpu.as_ref().map(|c| cpu_json(c, r.bytes)),
-        intervals: intervals_json(&r.intervals),
+        measured: EndMetrics::of(r.transport.as_ref(), r.cpu.as_ref(), r.bytes, &r.intervals),
     }
 }
 
@@ -387,10 +401,12 @@ pub fn client_json(c: &ClientFigures) -> ClientJson {
         send_errors: c.tally.send_errors,
         rtt: c.rtt,
         data_path: c.data_path.clone(),
-        retrans_rate: c.transport.as_ref().and_then(TransportStats::retrans_rate),
-        transport: c.transport.as_ref().map(transport_json),
-        cpu: c.cpu.as_ref().map(|u| cpu_json(u, c.tally.bytes)),
-        intervals: intervals_json(&c.intervals),
+        measured: EndMetrics::of(
+            c.transport.as_ref(),
+            c.cpu.as_ref(),
+            c.tally.bytes,
+            &c.intervals,
+        ),
     }
 }
 
