@@ -36,6 +36,9 @@ pub enum Kind {
     Data,
     /// An acknowledgement of the data datagram with the same seq; no payload (0x02).
     Ack,
+    /// A reversed session's client announcing where to send the data (its source address);
+    /// no payload (0x03).
+    Hello,
 }
 
 /// The decoded header of one wirebench UDP datagram.
@@ -61,7 +64,9 @@ pub enum WireError {
         len: usize,
     },
     /// The kind byte is neither 0x01 (data) nor 0x02 (ack).
-    #[error("datagram kind 0x{0:02x} is not a wirebench kind (expected 0x01 data or 0x02 ack)")]
+    #[error(
+        "datagram kind 0x{0:02x} is not a wirebench kind (expected 0x01 data, 0x02 ack or 0x03 hello)"
+    )]
     UnknownKind(u8),
 }
 
@@ -71,6 +76,7 @@ impl Kind {
         match self {
             Kind::Data => 0x01,
             Kind::Ack => 0x02,
+            Kind::Hello => 0x03,
         }
     }
 
@@ -79,6 +85,7 @@ impl Kind {
         match byte {
             0x01 => Ok(Kind::Data),
             0x02 => Ok(Kind::Ack),
+            0x03 => Ok(Kind::Hello),
             other => Err(WireError::UnknownKind(other)),
         }
     }
@@ -245,7 +252,7 @@ mod tests {
         );
         assert_eq!(
             WireError::UnknownKind(0xC3).to_string(),
-            "datagram kind 0xc3 is not a wirebench kind (expected 0x01 data or 0x02 ack)"
+            "datagram kind 0xc3 is not a wirebench kind (expected 0x01 data, 0x02 ack or 0x03 hello)"
         );
     }
 

@@ -243,8 +243,9 @@ pub struct RunArgs {
     /// both series. At least 10ms.
     #[arg(short = 'i', long, value_name = "D")]
     pub interval: Option<String>,
-    /// Reverse: the server sends and the client receives (TCP and QUIC). The client then
-    /// reports what it received and the server what it sent.
+    /// Reverse: the server sends and the client receives (every protocol and mechanism). The
+    /// client then reports what it received (UDP: with loss, duplicates, reordering, jitter)
+    /// and the server what it sent.
     #[arg(short = 'R', long)]
     pub reverse: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.

@@ -24,6 +24,7 @@ use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink, QuicSource};
 use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
+use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::interval::Progress;
 use crate::{control, net};
@@ -80,6 +81,22 @@ pub struct ClientFigures {
     pub cpu: Option<CpuUsage>,
     /// What the client sent per interval (`-i`; the runner samples it), oldest first.
     pub intervals: Vec<IntervalSample>,
+    /// UDP with `--reverse`: what the client, as the receiver, found missing, repeated and
+    /// out of order, and the jitter.
+    pub udp_received: Option<UdpReceipt>,
+}
+
+/// What a client receiving UDP (`--reverse`) counted beyond messages and bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct UdpReceipt {
+    /// Messages the server sent that never arrived.
+    pub lost: u64,
+    /// Copies of messages already received.
+    pub duplicates: u64,
+    /// New messages that arrived after a later one.
+    pub out_of_order: u64,
+    /// Interarrival jitter (RFC 3550), microseconds.
+    pub jitter_us: Option<f64>,
 }
 
 /// Both sides of one session.
@@ -159,6 +176,7 @@ pub async fn run_session_with(
             transport: leg.transport,
             cpu: cpu.stop(),
             intervals: Vec::new(),
+            udp_received: leg.udp_received,
         },
         server: leg.report,
     })
@@ -172,6 +190,7 @@ struct Leg {
     report: ServerReport,
     data_path: DataPathInfo,
     transport: Option<TransportStats>,
+    udp_received: Option<UdpReceipt>,
 }
 
 /// TCP: a second connection to the same port, driven on a blocking (or spinning) socket in a
@@ -254,6 +273,7 @@ async fn run_tcp(
         report,
         data_path,
         transport,
+        udp_received: None,
     })
 }
 
@@ -316,6 +336,7 @@ fn received_leg(
         report,
         data_path,
         transport,
+        udp_received: None,
     }
 }
 
@@ -370,6 +391,7 @@ async fn run_quic(
         report,
         data_path,
         transport,
+        udp_received: None,
     })
 }
 
@@ -384,6 +406,50 @@ async fn run_udp(
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
     let mut data_path = udp.data_path(p.options.busy_poll);
+    if p.reverse {
+        let wait_done = async {
+            match control::recv(&mut *ctrl).await? {
+                Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
+                Some(ControlMessage::Report(r)) => bail!(
+                    "the server ended the session: {}",
+                    r.abort_reason.as_deref().unwrap_or("no reason given")
+                ),
+                Some(ControlMessage::Error { reason }) => {
+                    bail!("the server reported an error: {reason}")
+                }
+                Some(_) => bail!("the server sent something other than its done message"),
+                None => bail!("the server closed the control connection before it was done"),
+            }
+        };
+        let (counts, sent) = udp_reverse::receive(&udp, session, p, progress, wait_done).await?;
+        data_path.cpu = net::current_cpu();
+        let report = read_report(ctrl).await?;
+        let lost = sent.saturating_sub(counts.messages);
+        let started = counts.first_at.unwrap_or_else(Instant::now);
+        return Ok(Leg {
+            tally: SendTally {
+                messages: counts.messages,
+                bytes: counts.bytes,
+                send_calls: counts.datagrams,
+                ..SendTally::default()
+            },
+            started,
+            elapsed: counts
+                .last_at
+                .map_or(Duration::ZERO, |l| l.saturating_duration_since(started)),
+            report,
+            data_path,
+            // As forward: what the sender put on the wire that had to be resent or was lost.
+            transport: (p.mechanism == Mechanism::Stream)
+                .then(|| TransportStats::from_udp(sent, lost)),
+            udp_received: Some(UdpReceipt {
+                lost,
+                duplicates: counts.duplicates,
+                out_of_order: counts.out_of_order,
+                jitter_us: counts.jitter_us,
+            }),
+        });
+    }
     let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
             let started = Instant::now();
@@ -479,6 +545,7 @@ async fn run_udp(
         report,
         data_path,
         transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
+        udp_received: None,
     })
 }
 

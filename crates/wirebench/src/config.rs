@@ -241,11 +241,6 @@ impl RunConfig {
                 Some(d)
             }
         };
-        if args.reverse && protocols.contains(&Protocol::Udp) {
-            return Err(usage(
-                "-R/--reverse is built for tcp and quic, not udp yet: drop udp from --proto",
-            ));
-        }
         Ok(RunConfig {
             reverse: args.reverse,
             parallel: args.parallel,

@@ -14,7 +14,7 @@ use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan;
 use wirebench_core::proto::{ServerReport, SessionParams};
 
-use crate::client::{self, ClientFigures, RttFigures, SessionOutcome};
+use crate::client::{self, ClientFigures, RttFigures, SessionOutcome, UdpReceipt};
 use crate::counters::CpuMeter;
 use crate::engine::SendTally;
 use crate::interval::Progress;
@@ -95,6 +95,7 @@ pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
         transport: sum_transport(flows.iter().map(|f| f.client.transport.as_ref())),
         cpu: None,
         intervals: Vec::new(),
+        udp_received: sum_receipts(flows.iter().map(|f| f.client.udp_received)),
     };
     let server = flows
         .iter()
@@ -177,6 +178,26 @@ fn sum_transport<'a>(
                 tcp_dsack_dups: add_opt(acc.tcp_dsack_dups, t.tcp_dsack_dups),
                 congestion_events: add_opt(acc.congestion_events, t.congestion_events),
                 ..acc
+            })
+        },
+    )
+}
+
+/// Receiver counts of reversed UDP flows add up; jitter has no sum and is left out.
+fn sum_receipts(mut each: impl Iterator<Item = Option<UdpReceipt>>) -> Option<UdpReceipt> {
+    let first = each.next()??;
+    each.try_fold(
+        UdpReceipt {
+            jitter_us: None,
+            ..first
+        },
+        |acc, r| {
+            let r = r?;
+            Some(UdpReceipt {
+                lost: acc.lost + r.lost,
+                duplicates: acc.duplicates + r.duplicates,
+                out_of_order: acc.out_of_order + r.out_of_order,
+                jitter_us: None,
             })
         },
     )

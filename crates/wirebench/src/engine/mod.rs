@@ -6,6 +6,8 @@ pub mod demux;
 pub mod quic;
 pub mod stream;
 pub mod udp;
+pub mod udp_receiver;
+pub mod udp_reverse;
 
 /// What a sender did, counted as it happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

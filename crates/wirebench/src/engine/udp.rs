@@ -87,6 +87,54 @@ impl UdpClient {
         rate: Option<BitRate>,
         progress: &AtomicU64,
     ) -> Result<SendTally> {
+        let to = DatagramSender {
+            socket: &self.socket,
+            state: &self.state,
+            destination: self.server,
+        };
+        to.send_stream(session, total_bytes, msg_size, rate, progress)
+            .await
+    }
+
+    /// The async socket (stop-and-wait).
+    pub fn socket(&self) -> &UdpSocket {
+        &self.socket
+    }
+
+    /// The socket, for a spinning data-path thread (busy-poll stop-and-wait); it stays
+    /// non-blocking.
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.socket.into_std()
+    }
+
+    /// The GSO/GRO state of the socket.
+    pub fn state(&self) -> &UdpSocketState {
+        &self.state
+    }
+}
+
+/// A UDP socket with `quinn::udp`'s GSO-capable state and where its datagrams go: the client's
+/// connected socket, or the server's shared socket sending to a reversed session's client.
+#[derive(Debug, Clone, Copy)]
+pub struct DatagramSender<'a> {
+    /// The socket.
+    pub socket: &'a UdpSocket,
+    /// Its GSO/GRO state.
+    pub state: &'a UdpSocketState,
+    /// Where the datagrams go.
+    pub destination: SocketAddr,
+}
+
+impl DatagramSender<'_> {
+    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`.
+    pub async fn send_stream(
+        &self,
+        session: u32,
+        total_bytes: u64,
+        msg_size: u32,
+        rate: Option<BitRate>,
+        progress: &AtomicU64,
+    ) -> Result<SendTally> {
         let segment = HEADER_LEN + msg_size as usize;
         let most_per_call = (GSO_MAX_BYTES / segment).max(1);
         // One buffer for the whole run: headers are rewritten in place, payload stays zero.
@@ -132,7 +180,7 @@ impl UdpClient {
                 payload += msg_len as u64;
             }
             let transmit = Transmit {
-                destination: self.server,
+                destination: self.destination,
                 ecn: None,
                 contents: &batch[..len],
                 segment_size: (n > 1).then_some(segment),
@@ -169,22 +217,12 @@ impl UdpClient {
         Ok(tally)
     }
 
-    /// The async socket (stop-and-wait).
-    pub fn socket(&self) -> &UdpSocket {
-        &self.socket
-    }
-
-    /// The socket, for a spinning data-path thread (busy-poll stop-and-wait); it stays
-    /// non-blocking.
-    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
-        self.socket.into_std()
-    }
-
-    /// Sends one (possibly segmented) transmit, waiting for writability; returns real errors.
+    /// Sends one (possibly segmented) transmit, waiting for writability; returns real errors
+    /// (`try_send`, unlike quinn's `send`, swallows none).
     async fn send(&self, transmit: &Transmit<'_>) -> io::Result<()> {
         self.socket
             .async_io(Interest::WRITABLE, || {
-                self.state.try_send((&self.socket).into(), transmit)
+                self.state.try_send(self.socket.into(), transmit)
             })
             .await
     }

@@ -8,7 +8,7 @@ use wirebench_core::proto::{DataPathInfo, DataPathOptions, ServerReport};
 use wirebench_core::stats::Summary;
 
 use super::text::bits_per_second;
-use crate::client::{ClientFigures, RttFigures};
+use crate::client::{ClientFigures, RttFigures, UdpReceipt};
 use crate::config::{RunConfig, Target};
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::SessionSummary;
@@ -145,6 +145,10 @@ pub struct ClientJson {
     /// Transport counters, CPU time and interval series of the client.
     #[serde(flatten)]
     pub measured: EndMetrics,
+    /// UDP with -R: what the client, as the receiver, found missing, repeated and out of
+    /// order, and the jitter; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_received: Option<UdpReceipt>,
 }
 
 /// What one end measured besides its counts: the same fields for the client and the server.
@@ -407,6 +411,7 @@ pub fn client_json(c: &ClientFigures) -> ClientJson {
             c.tally.bytes,
             &c.intervals,
         ),
+        udp_received: c.udp_received,
     }
 }
 

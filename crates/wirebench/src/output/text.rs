@@ -55,15 +55,14 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         rate_text(r.bytes, secs),
         r.read_calls,
     );
-    if r.protocol == Protocol::Udp {
-        let _ = write!(
-            line,
-            ", lost {}, duplicates {}, out of order {}",
-            r.lost, r.duplicates, r.out_of_order
-        );
-        if let Some(jitter) = r.jitter_us {
-            let _ = write!(line, ", jitter {jitter:.1} µs");
-        }
+    // The receiver's view of UDP; reversed, the client has it.
+    if r.protocol == Protocol::Udp && !params.reverse {
+        line.push_str(&udp_receipt_text(
+            r.lost,
+            r.duplicates,
+            r.out_of_order,
+            r.jitter_us,
+        ));
     }
     if r.mechanism == Mechanism::StopAndWait && !params.reverse {
         let _ = write!(line, ", acks sent {}", r.acks_sent);
@@ -191,6 +190,20 @@ pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
         let _ = write!(line, ", lost {lost}");
     }
     line
+}
+
+/// What a UDP receiver counted beyond messages and bytes.
+fn udp_receipt_text(
+    lost: u64,
+    duplicates: u64,
+    out_of_order: u64,
+    jitter_us: Option<f64>,
+) -> String {
+    let mut s = format!(", lost {lost}, duplicates {duplicates}, out of order {out_of_order}");
+    if let Some(jitter) = jitter_us {
+        let _ = write!(s, ", jitter {jitter:.1} µs");
+    }
+    s
 }
 
 /// The short form of a server's figures, for summed flows and per-flow lines.
@@ -341,7 +354,18 @@ fn client_text(c: &ClientFigures, combination: Combination, reverse: bool) -> St
     if t.datagrams > 0 {
         let _ = write!(s, ", {} datagrams", t.datagrams);
     }
-    if combination.protocol == Protocol::Udp && combination.mechanism == Mechanism::StopAndWait {
+    if let Some(u) = &c.udp_received {
+        s.push_str(&udp_receipt_text(
+            u.lost,
+            u.duplicates,
+            u.out_of_order,
+            u.jitter_us,
+        ));
+    }
+    if combination.protocol == Protocol::Udp
+        && combination.mechanism == Mechanism::StopAndWait
+        && !reverse
+    {
         let _ = write!(
             s,
             ", retransmissions {}, timeouts {}",

@@ -4,8 +4,8 @@
 
 mod registry;
 mod reverse;
+mod reverse_udp;
 mod session;
-mod udp_session;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,6 +67,8 @@ struct Shared {
     cert_der: Vec<u8>,
     /// Effective receive and send buffers of the shared UDP socket.
     udp_buffers: (u64, u64),
+    /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
+    udp_tx: reverse_udp::UdpTx,
 }
 
 impl Server {
@@ -87,6 +89,10 @@ impl Server {
                 Ok(udp) => {
                     let (udp_recv, udp_send) =
                         crate::net::buffer_sizes(&socket2::SockRef::from(&udp));
+                    let udp_tx = udp
+                        .try_clone()
+                        .and_then(reverse_udp::UdpTx::new)
+                        .context("while preparing the UDP socket for sending")?;
                     let endpoint = quic::server_endpoint(udp, &identity, registry.clone())?;
                     let listener =
                         TcpListener::from_std(tcp).context("while registering the TCP listener")?;
@@ -100,6 +106,7 @@ impl Server {
                             registry,
                             cert_der: identity.leaf_der().to_vec(),
                             udp_buffers: (udp_recv as u64, udp_send as u64),
+                            udp_tx,
                         }),
                         local,
                     });

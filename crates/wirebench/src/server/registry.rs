@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rand::Rng;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use wirebench_core::plan::Mechanism;
 use wirebench_core::proto::Preamble;
 use wirebench_core::wire::Header;
 
-use super::udp_session::UdpSession;
+use super::reverse_udp::ReverseUdp;
 use crate::engine::demux::DatagramHandler;
+use crate::engine::udp_receiver::UdpReceiver;
 use crate::net::canonical_ip;
 
 /// A data connection handed to its session.
@@ -33,12 +34,20 @@ pub enum DataStream {
     },
 }
 
+/// Where a session's datagrams go.
+enum UdpTarget {
+    Forward(Arc<UdpReceiver>),
+    Reverse(Arc<ReverseUdp>),
+}
+
 #[derive(Debug)]
 enum SlotKind {
     /// A TCP or QUIC session waiting for its data connection (taken once).
     Stream(Mutex<Option<oneshot::Sender<DataStream>>>),
     /// A UDP session receiving datagrams.
-    Udp(Arc<UdpSession>),
+    Udp(Arc<UdpReceiver>),
+    /// A reversed UDP session: the server sends, hellos and acknowledgements arrive.
+    UdpReverse(Arc<ReverseUdp>),
 }
 
 #[derive(Debug)]
@@ -114,11 +123,25 @@ impl Registry {
         mechanism: Mechanism,
         total_bytes: u64,
         msg_size: u32,
-    ) -> (Registration, Arc<UdpSession>) {
+    ) -> (Registration, Arc<UdpReceiver>) {
         self.insert(peer_ip, |id| {
-            let session = Arc::new(UdpSession::new(id, mechanism, total_bytes, msg_size));
+            let session = Arc::new(UdpReceiver::new(id, mechanism, total_bytes, msg_size));
             (SlotKind::Udp(session.clone()), session)
         })
+    }
+
+    /// Registers a reversed UDP session (the server sends); the receiver yields the
+    /// acknowledgements that arrive for it.
+    pub fn register_udp_reverse(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (Registration, Arc<ReverseUdp>, mpsc::UnboundedReceiver<u64>) {
+        let (reg, (slot, acks)) = self.insert(peer_ip, |id| {
+            let (slot, acks) = ReverseUdp::new(id);
+            let slot = Arc::new(slot);
+            (SlotKind::UdpReverse(slot.clone()), (slot, acks))
+        });
+        (reg, slot, acks)
     }
 
     /// Hands a data connection that presented `preamble` to its session.
@@ -185,14 +208,15 @@ impl Registry {
         (reg, extra)
     }
 
-    fn udp_session(&self, id: u32, from: IpAddr) -> Option<Arc<UdpSession>> {
+    fn udp_target(&self, id: u32, from: IpAddr) -> Option<UdpTarget> {
         let slots = self.slots.read().ok()?;
         let slot = slots.get(&id)?;
         if slot.peer_ip != canonical_ip(from) {
             return None;
         }
         match &slot.kind {
-            SlotKind::Udp(s) => Some(s.clone()),
+            SlotKind::Udp(s) => Some(UdpTarget::Forward(s.clone())),
+            SlotKind::UdpReverse(s) => Some(UdpTarget::Reverse(s.clone())),
             SlotKind::Stream(_) => None,
         }
     }
@@ -222,9 +246,10 @@ impl DatagramHandler for Registry {
         // One receive holds datagrams of one flow: route the batch by its first header.
         let session = Header::decode(data)
             .ok()
-            .and_then(|h| self.udp_session(h.session, from.ip()));
+            .and_then(|h| self.udp_target(h.session, from.ip()));
         match session {
-            Some(s) => s.on_datagrams(data, stride, reply),
+            Some(UdpTarget::Forward(s)) => s.on_datagrams(data, stride, reply),
+            Some(UdpTarget::Reverse(s)) => s.on_datagrams(data, stride, from),
             None => {
                 let count = data.len().div_ceil(stride.max(1)) as u64;
                 self.stray_datagrams.fetch_add(count, Ordering::Relaxed);

@@ -16,13 +16,13 @@ use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionP
 use wirebench_core::wire;
 
 use super::registry::{DataStream, Registration, Registry};
-use super::udp_session::UdpSession;
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally};
+use crate::engine::udp_receiver::UdpReceiver;
 use crate::interval::{self, Progress};
 use crate::net::{self, canonical_ip};
 
@@ -87,6 +87,9 @@ pub(super) async fn serve(
         Protocol::Tcp | Protocol::Quic => {
             serve_stream(&mut rd, &mut wr, peer, shared, &params).await
         }
+        Protocol::Udp if params.reverse => {
+            serve_udp_reverse(&mut rd, &mut wr, peer, shared, &params).await
+        }
         Protocol::Udp => serve_udp(&mut rd, &mut wr, peer, shared, &params).await,
     };
     let Some(session) = session else {
@@ -127,9 +130,6 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
                 ));
             }
         }
-    }
-    if p.reverse && p.protocol == Protocol::Udp {
-        return Err("reverse (-R) is built for tcp and quic, not udp yet".into());
     }
     if p.options.busy_poll && p.protocol == Protocol::Quic {
         return Err("busy-poll applies to TCP and UDP, not QUIC".into());
@@ -330,7 +330,8 @@ where
     let receiving = async {
         let sent = wait_sender_done(rd).await?;
         udp.sender_done(sent);
-        wait_for_stragglers(&udp, Duration::from_micros(p.grace_us)).await;
+        udp.wait_for_stragglers(Duration::from_micros(p.grace_us))
+            .await;
         anyhow::Ok(sent)
     };
     let (done, intervals) = interval::sampled(receiving, period, || udp.progress(), |_| {}).await;
@@ -348,6 +349,32 @@ where
     (Some(session), report)
 }
 
+/// UDP reversed: the server sends from the shared port to where the client's hello came from.
+async fn serve_udp_reverse<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    peer: SocketAddr,
+    shared: &Shared,
+    p: &SessionParams,
+) -> (Option<u32>, ServerReport)
+where
+    R: AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut report = empty_report(p);
+    let (registration, slot, mut acks) = shared.registry.register_udp_reverse(peer.ip());
+    let session = registration.id;
+    if !send_accepted(wr, &registration, None).await {
+        return (None, report);
+    }
+    let result =
+        super::reverse_udp::send_to_client(&slot, &mut acks, rd, wr, shared, p, &mut report).await;
+    match result {
+        Ok(()) => (Some(session), report),
+        Err(reason) => (Some(session), abort(report, reason)),
+    }
+}
+
 async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
     match control::recv(rd).await? {
         Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
@@ -356,26 +383,6 @@ async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
             kind_name(&other)
         ),
         None => bail!("client closed the control connection before it was done"),
-    }
-}
-
-/// Returns when every message the client sent has arrived, or after `grace` without any
-/// arrival (counted from the later of the last arrival and now).
-async fn wait_for_stragglers(udp: &UdpSession, grace: Duration) {
-    let done_at = Instant::now();
-    loop {
-        if udp.is_complete() {
-            return;
-        }
-        let quiet_since = udp.counts().last_at.map_or(done_at, |t| t.max(done_at));
-        let deadline = quiet_since + grace;
-        if Instant::now() >= deadline {
-            return;
-        }
-        tokio::select! {
-            _ = udp.changed() => {}
-            _ = tokio::time::sleep_until(deadline.into()) => {}
-        }
     }
 }
 
@@ -389,7 +396,7 @@ pub(super) fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
     }
 }
 
-fn fill_udp(report: &mut ServerReport, udp: &UdpSession, sent: Option<u64>) {
+fn fill_udp(report: &mut ServerReport, udp: &UdpReceiver, sent: Option<u64>) {
     let c = udp.counts();
     report.messages = c.messages;
     report.bytes = c.bytes;

@@ -1,9 +1,10 @@
-//! The server side of one UDP session: counts arriving data datagrams (streaming: unique,
-//! duplicate, out-of-order through the core `SequenceTracker`; stop-and-wait: the core receiver
-//! machine, acknowledging every copy) and says when everything the client sent has arrived.
+//! The receiving side of one UDP session (the server; the client with `--reverse`): counts
+//! arriving data datagrams (streaming: unique, duplicate, out-of-order through the core
+//! `SequenceTracker`; stop-and-wait: the core receiver machine, acknowledging every copy),
+//! estimates jitter, and says when everything the sender sent has arrived. Never sends data.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use wirebench_core::metrics::{Cumulative, JitterEstimator};
@@ -54,7 +55,7 @@ struct State {
 
 /// One UDP session's receive side.
 #[derive(Debug)]
-pub struct UdpSession {
+pub struct UdpReceiver {
     id: u32,
     mechanism: Mechanism,
     total_bytes: u64,
@@ -67,10 +68,10 @@ pub struct UdpSession {
     created: Instant,
 }
 
-impl UdpSession {
+impl UdpReceiver {
     /// A session expecting `total_bytes` in messages of `msg_size`.
     pub fn new(id: u32, mechanism: Mechanism, total_bytes: u64, msg_size: u32) -> Self {
-        UdpSession {
+        UdpReceiver {
             id,
             mechanism,
             total_bytes,
@@ -205,6 +206,26 @@ impl UdpSession {
     /// Waits until [`Self::is_complete`] may have become true.
     pub async fn changed(&self) {
         self.complete.notified().await;
+    }
+
+    /// Returns when every message the sender sent has arrived, or after `grace` without any
+    /// arrival (counted from the later of the last arrival and now).
+    pub async fn wait_for_stragglers(&self, grace: Duration) {
+        let done_at = Instant::now();
+        loop {
+            if self.is_complete() {
+                return;
+            }
+            let quiet_since = self.counts().last_at.map_or(done_at, |t| t.max(done_at));
+            let deadline = quiet_since + grace;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                _ = self.changed() => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
     }
 
     /// A snapshot of the counters.

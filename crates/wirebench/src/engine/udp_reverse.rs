@@ -1,0 +1,98 @@
+//! The client's side of a reversed UDP session (`--reverse`): says where to send (hello
+//! datagrams, repeated until data arrives), receives with GRO, counts and acknowledges through
+//! the same [`UdpReceiver`] the server uses forward, and stops when the server has said on the
+//! control connection how much it sent and the stragglers are in (or a grace period passed).
+
+use std::future::Future;
+use std::io::IoSliceMut;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use quinn::udp::RecvMeta;
+use tokio::io::Interest;
+use wirebench_core::proto::SessionParams;
+use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+
+use super::udp::UdpClient;
+use super::udp_receiver::{UdpCounts, UdpReceiver};
+use crate::interval::Progress;
+
+/// How often the client repeats its hello until the first datagram arrives.
+const HELLO_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Hellos sent without any datagram coming back before the client gives up.
+const MAX_HELLOS: u32 = 100;
+
+/// Receives a reversed session on `udp` until `sender_done` (the server's "sent N messages"
+/// on the control connection) resolves and the stragglers are in; returns the counts and N.
+pub async fn receive<D>(
+    udp: &UdpClient,
+    session: u32,
+    p: &SessionParams,
+    progress: &Progress,
+    sender_done: D,
+) -> Result<(UdpCounts, u64)>
+where
+    D: Future<Output = Result<u64>>,
+{
+    let receiver = UdpReceiver::new(session, p.mechanism, p.total_bytes, p.msg_size);
+    let mut hello = [0u8; HEADER_LEN];
+    Header {
+        kind: Kind::Hello,
+        retransmit: false,
+        session,
+        seq: 0,
+    }
+    .encode(&mut hello);
+    let socket = udp.socket();
+    let segment = HEADER_LEN + p.msg_size as usize;
+    // One receive may hold a whole GRO batch of this session's datagrams.
+    let mut buf = vec![0u8; (segment * udp.state().gro_segments().max(1)).max(1 << 16)];
+    // Receives and counts one batch (or one error, which is left to the next batch or hello).
+    let mut receive_batch = async || {
+        let mut meta = [RecvMeta::default()];
+        let got = socket
+            .async_io(Interest::READABLE, || {
+                udp.state()
+                    .recv(socket.into(), &mut [IoSliceMut::new(&mut buf)], &mut meta)
+            })
+            .await;
+        // An ICMP error from an earlier hello surfaces here as an error; the next hello or
+        // datagram decides.
+        if let Ok(n) = got {
+            if n > 0 {
+                let len = meta[0].len.min(buf.len());
+                let mut ack = |bytes: &[u8]| socket.try_send(bytes).is_ok();
+                receiver.on_datagrams(&buf[..len], meta[0].stride, &mut ack);
+                progress
+                    .bytes
+                    .store(receiver.counts().bytes, Ordering::Relaxed);
+            }
+        }
+    };
+    let mut hellos = tokio::time::interval(HELLO_INTERVAL);
+    let mut sent_hellos = 0u32;
+    let mut sender_done = std::pin::pin!(sender_done);
+    let sent = loop {
+        tokio::select! {
+            () = receive_batch() => {}
+            _ = hellos.tick(), if receiver.counts().datagrams == 0 => {
+                if sent_hellos == MAX_HELLOS {
+                    bail!("the server sent no data after {MAX_HELLOS} hello datagrams: is UDP to and from its port blocked?");
+                }
+                // A lost hello is sent again at the next tick; an error here is no different.
+                let _ = socket.send(&hello).await;
+                sent_hellos += 1;
+            }
+            done = &mut sender_done => break done?,
+        }
+    };
+    receiver.sender_done(sent);
+    // Stop-and-wait must keep acknowledging while it waits: its last ack may have been lost.
+    tokio::select! {
+        () = receiver.wait_for_stragglers(Duration::from_micros(p.grace_us)) => {}
+        () = async { loop { receive_batch().await } } => {}
+    }
+    Ok((receiver.counts(), sent))
+}
