@@ -325,7 +325,7 @@ pub struct Impairer<P> {
     last_release: Option<Instant>,
     line: VecDeque<Pending<P>>,
     /// A packet picked for reordering, with the time it gives up waiting.
-    held: Option<(Pending<P>, Instant)>,
+    held: Option<(Pending<P>, Instant, Option<P>)>,
     counts: Counts,
 }
 
@@ -383,35 +383,53 @@ impl<P: Clone> Impairer<P> {
         };
         let copy = (self.spec.duplicate > 0.0 && self.rng.gen_bool(self.spec.duplicate))
             .then(|| entry.packet.clone());
+        if copy.is_some() {
+            // The copy travels right behind its original (also when that one is held back).
+            self.counts.duplicated += 1;
+        }
         if self.held.is_none() && self.spec.reorder > 0.0 && self.rng.gen_bool(self.spec.reorder) {
             // Held back: it leaves right after the next packet (or alone after the longest hold).
-            self.held = Some((entry, release + REORDER_MAX_HOLD));
-        } else {
-            self.line.push_back(entry);
-            if let Some((mut held, _)) = self.held.take() {
-                held.release = release;
-                self.counts.reordered += 1;
-                self.line.push_back(held);
+            self.held = Some((entry, release + REORDER_MAX_HOLD, copy));
+            return;
+        }
+        self.line.push_back(entry);
+        if let Some(packet) = copy {
+            self.push_copy(release, len, packet);
+        }
+        if let Some((mut held, _, held_copy)) = self.held.take() {
+            held.release = release;
+            let held_len = held.len;
+            self.counts.reordered += 1;
+            self.line.push_back(held);
+            if let Some(packet) = held_copy {
+                self.push_copy(release, held_len, packet);
             }
         }
-        if let Some(packet) = copy {
-            self.counts.duplicated += 1;
-            self.line.push_back(Pending {
-                release: self.last_release.unwrap_or(release),
-                len,
-                delayed: false,
-                packet,
-            });
-        }
+    }
+
+    /// Queues a duplicate right behind its original.
+    fn push_copy(&mut self, release: Instant, len: usize, packet: P) {
+        self.line.push_back(Pending {
+            release,
+            len,
+            delayed: false,
+            packet,
+        });
     }
 
     /// The next packet whose time has come, if any.
     pub fn poll_release(&mut self, now: Instant) -> Option<P> {
-        if let Some((_, deadline)) = &self.held {
-            if *deadline <= now {
-                if let Some((mut held, deadline)) = self.held.take() {
-                    held.release = deadline;
-                    self.line.push_back(held);
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|(_, deadline, _)| *deadline <= now)
+        {
+            if let Some((mut held, deadline, copy)) = self.held.take() {
+                held.release = deadline;
+                let len = held.len;
+                self.line.push_back(held);
+                if let Some(packet) = copy {
+                    self.push_copy(deadline, len, packet);
                 }
             }
         }
@@ -430,7 +448,7 @@ impl<P: Clone> Impairer<P> {
     /// When [`Impairer::poll_release`] next has something to give.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let front = self.line.front().map(|p| p.release);
-        let held = self.held.as_ref().map(|(_, d)| *d);
+        let held = self.held.as_ref().map(|(_, d, _)| *d);
         match (front, held) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod environment;
 pub mod net;
 pub mod output;
+pub mod relay;
 pub mod report;
 pub mod runner;
 pub mod server;

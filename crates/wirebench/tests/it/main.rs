@@ -4,6 +4,7 @@
 mod cli;
 mod compare;
 mod netns;
+mod relay;
 mod report;
 mod robustness;
 mod sessions;
