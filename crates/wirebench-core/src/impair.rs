@@ -90,6 +90,64 @@ impl Impairment {
     }
 }
 
+impl std::fmt::Display for Impairment {
+    /// `loss 5%, delay 10ms, rate 100 Mbit/s (queue 262144 B)`, or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        match self.loss {
+            Loss::None => {}
+            Loss::Random(p) => parts.push(format!("loss {}%", p * 100.0)),
+            Loss::GilbertElliott {
+                p,
+                r,
+                loss_bad,
+                loss_good,
+            } => parts.push(format!(
+                "loss ge:{}%/{}%/{}%/{}%",
+                p * 100.0,
+                r * 100.0,
+                loss_bad * 100.0,
+                loss_good * 100.0
+            )),
+        }
+        if !self.delay.is_zero() {
+            parts.push(format!("delay {:?}", self.delay));
+        }
+        if !self.jitter.is_zero() {
+            parts.push(format!("jitter {:?}", self.jitter));
+        }
+        if self.reorder > 0.0 {
+            parts.push(format!("reorder {}%", self.reorder * 100.0));
+        }
+        if self.duplicate > 0.0 {
+            parts.push(format!("duplicate {}%", self.duplicate * 100.0));
+        }
+        if let Some(rate) = self.rate {
+            let q = match self.queue_limit.0 {
+                0 => DEFAULT_QUEUE_LIMIT.0,
+                q => q,
+            };
+            parts.push(format!("rate {rate} (queue {q} B)"));
+        }
+        if parts.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+impl std::fmt::Display for Impairments {
+    /// `up: …; down: …`, or one description when both directions are the same.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.up == self.down {
+            write!(f, "{} each way", self.up)
+        } else {
+            write!(f, "up: {}; down: {}", self.up, self.down)
+        }
+    }
+}
+
 /// Both directions: `up` is client → server, `down` server → client.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Impairments {

@@ -102,6 +102,13 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Relay(args) => {
+            let cfg = config::relay_config(&args)?;
+            let result = runtime.block_on(commands::relay::execute(cfg, args.json));
+            shut_down(runtime);
+            result?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;

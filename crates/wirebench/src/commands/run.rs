@@ -16,6 +16,7 @@ use crate::config::{RunConfig, StoreTarget, Target};
 use crate::environment::Environment;
 use crate::output::progress::Progress;
 use crate::output::{json, text};
+use crate::relay::RunRelay;
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
 use crate::store::{NewCampaign, Status, Store};
@@ -40,11 +41,20 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             (addr, Some(rx), Some(AbortOnDrop(task)))
         }
     };
-    let server_name = match &cfg.target {
+    let mut server_name = match &cfg.target {
         Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };
+    // --impair: the client talks to an in-process relay in front of the server.
+    let mut relay = match cfg.impair {
+        None => None,
+        Some((impairments, seed)) => Some(RunRelay::start(impairments, seed, server_addr).await?),
+    };
+    if let Some(r) = &relay {
+        server_name = format!("{server_name} {}", r.description());
+    }
+    let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
     let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
         if cfg.points.len() == 1 {
@@ -101,6 +111,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     break;
                 }
                 progress.note_next(campaign.runs.len());
+                if let Some(r) = relay.as_mut() {
+                    r.skip();
+                }
             }
             let offset = campaign.runs.len();
             let part = runner::run_campaign(&point_cfg, server_addr, |position, _, record| {
@@ -109,9 +122,16 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 if let Some(r) = recorder.as_mut() {
                     r.record(position, record);
                 }
-                let server_line = events
+                let mut server_line = events
                     .as_mut()
                     .and_then(|rx| embedded_line(rx, record.outcome.session));
+                if let Some(r) = relay.as_mut() {
+                    let line = crate::output::relay::run_line(&r.finish_run());
+                    server_line = Some(match server_line {
+                        Some(s) => format!("{s}\n  {line}"),
+                        None => line,
+                    });
+                }
                 progress.finished(position, || {
                     if !cfg.json {
                         let mut out = std::io::stdout().lock();
@@ -163,6 +183,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     }
     if cfg.json {
         let doc = json::run_document(&cfg, &server_name, &campaign);
+        let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
+        if let Some(r) = &relay {
+            r.annotate(&mut doc);
+        }
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
     } else if cfg.repeat > 1 && !campaign.runs.is_empty() {

@@ -6,8 +6,11 @@
 //! server sees one peer per client; TCP is relayed as a byte stream, one upstream connection per
 //! accepted one, with delay, jitter and rate only.
 
+mod inline;
 mod tcp;
 mod udp;
+
+pub use inline::RunRelay;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
