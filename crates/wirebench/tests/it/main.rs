@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare;
+mod lab;
 mod netns;
 mod relay;
 mod report;
