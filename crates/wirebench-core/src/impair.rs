@@ -762,6 +762,32 @@ mod tests {
     }
 
     #[test]
+    fn a_duplicated_reordered_packet_travels_with_its_copy() {
+        let spec = Impairment {
+            reorder: 0.2,
+            duplicate: 0.2,
+            ..Default::default()
+        };
+        let (out, c) = drive(spec, 13, 2000, 100, Duration::from_micros(100));
+        assert_eq!(out.len() as u64, 2000 + c.duplicated);
+        // Receiver's view: first copies that arrive after a higher seq are out of order;
+        // later copies are duplicates. Those must be the machine's own counts.
+        let (mut seen, mut highest) = (std::collections::HashSet::new(), None);
+        let (mut dups, mut ooo) = (0, 0);
+        for (p, _) in &out {
+            if !seen.insert(*p) {
+                dups += 1;
+            } else if highest.is_some_and(|h| h > *p) {
+                ooo += 1;
+            } else {
+                highest = Some(*p);
+            }
+        }
+        assert_eq!((dups, ooo), (c.duplicated, c.reordered));
+        assert!(c.duplicated > 0 && c.reordered > 0);
+    }
+
+    #[test]
     fn duplicates_are_extra_copies() {
         let spec = Impairment {
             duplicate: 0.2,

@@ -193,3 +193,44 @@ async fn udp_loss_through_a_shaped_router_is_the_routers_drop_count() {
     );
     assert_eq!(stats["server_udp_in_datagrams"], received);
 }
+
+/// A client that fails (here: bad usage) still leaves no namespace behind, and the lab exits
+/// with the client's status.
+#[tokio::test]
+async fn the_lab_tears_down_after_a_failure() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let child = tokio::process::Command::new("bash")
+        .arg(SCRIPT)
+        .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
+        .args(["wirebench", "--no-store", "--proto", "sctp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("lab script runs");
+    let pid = child.id().expect("pid");
+    let out = tokio::time::timeout(TEST_TIMEOUT, child.wait_with_output())
+        .await
+        .expect("lab finished in time")
+        .expect("lab ran");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list
+            .lines()
+            .any(|l| l.starts_with("wblab") && l.contains(&pid.to_string())),
+        "namespaces of lab {pid} remain: {list}"
+    );
+}
