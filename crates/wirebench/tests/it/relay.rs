@@ -109,6 +109,11 @@ async fn udp_streaming_counts_duplicates_and_reordering_as_made_and_not_as_loss(
         let s = &out.server;
         let count = message_count(total, size);
         assert!(r.udp_up.duplicated > 0 && r.udp_up.reordered > 0, "{r:?}");
+        eprintln!(
+            "duplicate 3%, reorder 3% up: relay made {} duplicates, {} reordered; server counts \
+             {} duplicates, {} out of order, lost {}",
+            r.udp_up.duplicated, r.udp_up.reordered, s.duplicates, s.out_of_order, s.lost
+        );
         assert_eq!(s.lost, 0, "duplicates and reordering are not loss");
         assert_eq!(s.messages, count);
         assert_eq!(s.duplicates, r.udp_up.duplicated);
@@ -145,6 +150,16 @@ async fn udp_stop_and_wait_through_5_percent_loss_each_way_is_exact_and_explaine
         assert_eq!((s.messages, s.bytes), (count, total), "every message once");
         assert_eq!((c.messages, c.bytes), (count, total));
         assert!(r.udp_up.dropped > 0 && r.udp_down.dropped > 0, "{r:?}");
+        eprintln!(
+            "saw, loss 5% each way: {count} messages, {} delivered once; relay dropped {} up + {} \
+             down; client retransmissions {}, timeouts {}; server duplicates {}",
+            s.messages,
+            r.udp_up.dropped,
+            r.udp_down.dropped,
+            c.retransmissions,
+            c.timeouts,
+            s.duplicates
+        );
         assert_eq!(c.datagrams, count + c.retransmissions);
         assert_eq!(r.udp_up.received, c.datagrams);
         assert_eq!(s.read_calls, r.udp_up.forwarded);
@@ -162,19 +177,20 @@ async fn udp_stop_and_wait_through_5_percent_loss_each_way_is_exact_and_explaine
     .expect("test finished in time");
 }
 
-/// With a one-way delay D = 10 ms each way, every stop-and-wait round trip takes at least 2·D,
-/// and the median is within 2 ms (10%) of it, for UDP and TCP. What comes on top is the round
-/// trip through the relay itself (loopback, a debug build: about 0.3–0.6 ms measured) and the
-/// relay's release precision (it yields for the last 2 ms before a release rather than trusting
-/// tokio's millisecond timer).
+/// With a one-way delay D = 25 ms each way, every stop-and-wait round trip takes at least 2·D,
+/// and the median is within 10% (5 ms) of it, for UDP and TCP. What comes on top is the round
+/// trip through the relay itself (loopback, a debug build: about 0.3–0.6 ms measured on an idle
+/// machine) and the relay's release precision (it yields for the last 2 ms before a release
+/// rather than trusting tokio's millisecond timer); on a loaded machine (load 8 on 2 vCPUs) we
+/// measured up to +2.5 ms, hence a margin of 10% of a 50 ms round trip.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_wait_round_trips_include_twice_the_delay() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        let d = Duration::from_millis(10);
-        let relay = relay(&server, "delay=10ms", 1).await;
+        let d = Duration::from_millis(25);
+        let relay = relay(&server, "delay=25ms", 1).await;
         for protocol in [Protocol::Udp, Protocol::Tcp] {
-            let mut sp = spec(protocol, Mechanism::StopAndWait, 100, 100 * 60);
+            let mut sp = spec(protocol, Mechanism::StopAndWait, 100, 100 * 40);
             sp.rto_us = Some(500_000);
             let (out, r) = through(&mut server, &relay, &sp).await;
             let rtt = out.client.rtt.expect("round trips measured");
@@ -190,8 +206,8 @@ async fn stop_and_wait_round_trips_include_twice_the_delay() {
                 rtt.min_ns
             );
             assert!(
-                rtt.p50_ns <= two_d + 2_000_000,
-                "{protocol}: median {} ns is more than 2 ms above 2·D",
+                rtt.p50_ns <= two_d + two_d / 10,
+                "{protocol}: median {} ns is more than 10% above 2·D",
                 rtt.p50_ns
             );
             if protocol == Protocol::Udp {
