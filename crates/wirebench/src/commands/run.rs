@@ -118,20 +118,15 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             let offset = campaign.runs.len();
             let part = runner::run_campaign(&point_cfg, server_addr, |position, _, record| {
                 let position = offset + position;
+                // What the relay (--impair) did during this run, stored and printed with it.
+                let relay_counts = relay.as_mut().map(RunRelay::finish_run);
                 // Stored before it is printed: a run on the screen is a run in the database.
                 if let Some(r) = recorder.as_mut() {
-                    r.record(position, record);
+                    r.record(position, record, relay_counts);
                 }
-                let mut server_line = events
+                let server_line = events
                     .as_mut()
                     .and_then(|rx| embedded_line(rx, record.outcome.session));
-                if let Some(r) = relay.as_mut() {
-                    let line = crate::output::relay::run_line(&r.finish_run());
-                    server_line = Some(match server_line {
-                        Some(s) => format!("{s}\n  {line}"),
-                        None => line,
-                    });
-                }
                 progress.finished(position, || {
                     if !cfg.json {
                         let mut out = std::io::stdout().lock();
@@ -140,6 +135,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                             "{}",
                             text::run_block(position, total_runs, record, server_line.as_deref())
                         );
+                        if let Some(counts) = &relay_counts {
+                            let _ = writeln!(out, "  {}", crate::output::relay::run_line(counts));
+                        }
                         let _ = out.flush();
                     }
                 });
@@ -339,7 +337,12 @@ impl Recorder {
         })
     }
 
-    fn record(&mut self, position: usize, record: &RunRecord) {
+    fn record(
+        &mut self,
+        position: usize,
+        record: &RunRecord,
+        relay: Option<crate::relay::RelayCounts>,
+    ) {
         if self.error.is_some() {
             return;
         }
@@ -350,7 +353,10 @@ impl Recorder {
                 msg_size: record.params.msg_size,
                 total_bytes: record.params.total_bytes,
             },
-            &json::run_json(record),
+            &json::RunJson {
+                relay,
+                ..json::run_json(record)
+            },
         ) {
             Ok(()) => self.stored += 1,
             Err(e) => {

@@ -85,6 +85,9 @@ pub struct RunJson {
     pub client: ClientJson,
     /// The server's figures.
     pub server: ServerJson,
+    /// `run --impair`: what the impairment relay did during this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<crate::relay::RelayCounts>,
 }
 
 /// The client's figures of one run.
@@ -256,6 +259,7 @@ pub fn run_json(r: &RunRecord) -> RunJson {
             data_path: c.data_path.clone(),
         },
         server: server_json(&r.outcome.server),
+        relay: None,
     }
 }
 

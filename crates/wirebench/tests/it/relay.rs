@@ -244,9 +244,11 @@ async fn quic_crosses_a_lossy_relay_with_exact_counts() {
 /// each run; the JSON still matches the schema, and the server's loss is the relay's drops.
 #[tokio::test]
 async fn run_impair_records_the_relays_counts_with_each_run() {
+    let db = crate::support::TempPath::new(".sqlite3");
     let out = crate::cli::wirebench(&[
         "run",
-        "--no-store",
+        "--db",
+        db.arg(),
         "--json",
         "--proto",
         "udp",
