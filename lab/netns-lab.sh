@@ -25,7 +25,7 @@
 set -euo pipefail
 
 rate="" burst="32kb" limit="256kb" netem="" mtu=1500 bin="${WIREBENCH:-}" stats=""
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate="$2"; shift 2 ;;
@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
     --mtu) mtu="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --stats) stats="$2"; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     wirebench|iperf3) break ;;
     *) echo "netns-lab: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac

@@ -25,6 +25,12 @@ pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {
         cfg.upstream,
         cfg.seed
     );
+    if cfg.tcp && cfg.impairments.has_packet_only() {
+        eprintln!(
+            "note: loss, reorder and duplicate apply to UDP only; TCP is relayed as a byte stream \
+             (delay, jitter and rate apply)"
+        );
+    }
     let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch for SIGUSR1")?;
     let mut term = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
     loop {
