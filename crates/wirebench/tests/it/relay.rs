@@ -418,3 +418,42 @@ fn assert_matches_schema(doc: &serde_json::Value) {
         panic!("output does not match the schema: {e:#}");
     }
 }
+
+/// The relay's rate limiter: UDP sent at twice the rate loses exactly what the full queue
+/// dropped, and what gets through arrives at the configured rate (the relay counts UDP
+/// payload, our 16-byte header included, so the goodput is rate × 1000 / 1016); TCP, which
+/// the relay paces instead of dropping, runs at the rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let relay = relay(&server, "rate=up:20Mbit,queue=up:128KiB", 1).await;
+        let mut sp = spec(Protocol::Udp, Mechanism::Stream, 1000, 4_000_000);
+        sp.rate_bps = Some(40_000_000);
+        let (out, r) = through(&mut server, &relay, &sp).await;
+        let s = &out.server;
+        assert!(r.udp_up.queue_drops > 0, "{r:?}");
+        assert_eq!(r.udp_up.dropped, r.udp_up.queue_drops);
+        assert_eq!(s.lost, r.udp_up.queue_drops, "loss == queue drops");
+        let expected = 20e6 * 1000.0 / 1016.0;
+        let got = s.bytes as f64 * 8.0 / (s.elapsed_ns as f64 / 1e9);
+        eprintln!(
+            "rate 20Mbit, UDP at 40Mbit: queue drops {}, server lost {}, server goodput {:.2} Mbit/s (truth {:.2})",
+            r.udp_up.queue_drops,
+            s.lost,
+            got / 1e6,
+            expected / 1e6
+        );
+        assert!((got - expected).abs() / expected < 0.05, "{got} vs {expected}");
+
+        let sp = spec(Protocol::Tcp, Mechanism::Stream, 64 * 1024, 2_500_000);
+        let (out, r) = through(&mut server, &relay, &sp).await;
+        assert_eq!(out.server.bytes, 2_500_000);
+        assert_eq!(r.tcp_up.dropped, 0);
+        let got = 2_500_000.0 * 8.0 / out.client.elapsed.as_secs_f64();
+        eprintln!("rate 20Mbit, TCP: client goodput {:.2} Mbit/s", got / 1e6);
+        assert!((got - 20e6).abs() / 20e6 < 0.05, "TCP {got} bit/s vs 20 Mbit/s");
+    })
+    .await
+    .expect("test finished in time");
+}
