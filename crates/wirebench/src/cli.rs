@@ -126,7 +126,8 @@ pub struct RelayArgs {
     /// Share of packets sent twice (e.g. 1%).
     #[arg(long, value_name = "[up:|down:]P", action = clap::ArgAction::Append)]
     pub duplicate: Vec<String>,
-    /// Bottleneck rate, a token bucket (e.g. 100Mbit).
+    /// Bottleneck rate (e.g. 100Mbit): a token bucket one packet deep, so nothing leaves faster
+    /// than the rate.
     #[arg(long, value_name = "[up:|down:]RATE", action = clap::ArgAction::Append)]
     pub rate: Vec<String>,
     /// Bytes the rate queue holds before it drops (default 256KiB).

@@ -58,7 +58,8 @@ pub struct Impairment {
     pub reorder: f64,
     /// Probability that a packet is sent twice.
     pub duplicate: f64,
-    /// Bottleneck rate; `None` is unlimited.
+    /// Bottleneck rate (a token bucket one packet deep: no burst above the rate); `None` is
+    /// unlimited.
     pub rate: Option<BitRate>,
     /// Bytes the bottleneck queue holds before it drops (only with `rate`).
     pub queue_limit: ByteSize,
