@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod impair;
 pub mod metrics;
 pub mod plan;
 pub mod proto;

@@ -84,6 +84,69 @@ pub enum Command {
     /// to be significant. Exit status 1 when --fail-on-regression is given and a configuration
     /// is slower by more than that many percent and significantly so.
     Compare(CompareArgs),
+    /// Forward UDP (so also QUIC) and TCP from --listen to --to, impairing what passes.
+    ///
+    /// Example: wirebench relay --listen 127.0.0.1:5311 --to 127.0.0.1:5310 --loss 5% --delay 10ms
+    #[command(after_long_help = RELAY_AFTER_HELP)]
+    Relay(RelayArgs),
+}
+
+const RELAY_AFTER_HELP: &str = "\
+Directions: every impairment flag takes VALUE for both directions, or up:VALUE (client → server)
+or down:VALUE (server → client); repeat the flag for both, e.g. --loss up:5% --loss down:1%.
+
+Order per packet: loss, then the rate limiter (a FIFO bottleneck; a packet that finds more than
+--queue bytes waiting is dropped), then delay ± jitter. Jitter never reorders; --reorder holds a
+packet back until the next one has left (at most 50 ms). UDP gets one socket toward the server
+per client address. TCP is relayed as a byte stream: delay, jitter and rate apply (a full rate
+queue stops reading instead of dropping); loss, reorder and duplicate apply to UDP only, and
+--proto tcp refuses them.
+
+Counts per direction (received, forwarded, dropped, queue drops, duplicated, reordered, delayed)
+are printed on SIGUSR1 and at exit (Ctrl-C or SIGTERM); --json prints them as one JSON object
+per line. The same --seed with the same traffic makes the same decisions.";
+
+/// Flags of `wirebench relay`.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Address to accept clients on, TCP and UDP on one port (e.g. 127.0.0.1:5311).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The server to forward to, HOST:PORT.
+    #[arg(long, value_name = "ADDR")]
+    pub to: String,
+    /// Packet loss: P% at random, or ge:P/R[/H[/K]] for Gilbert–Elliott bursts (P good→bad,
+    /// R bad→good, H loss in the bad state, default 100%, K in the good state, default 0%).
+    #[arg(long, value_name = "[up:|down:]P", action = clap::ArgAction::Append)]
+    pub loss: Vec<String>,
+    /// One-way delay added to every packet (e.g. 10ms).
+    #[arg(long, value_name = "[up:|down:]D", action = clap::ArgAction::Append)]
+    pub delay: Vec<String>,
+    /// Each packet's delay varies uniformly within ±D (never reordering).
+    #[arg(long, value_name = "[up:|down:]D", action = clap::ArgAction::Append)]
+    pub jitter: Vec<String>,
+    /// Share of packets held back until the next one has left (e.g. 1%).
+    #[arg(long, value_name = "[up:|down:]P", action = clap::ArgAction::Append)]
+    pub reorder: Vec<String>,
+    /// Share of packets sent twice (e.g. 1%).
+    #[arg(long, value_name = "[up:|down:]P", action = clap::ArgAction::Append)]
+    pub duplicate: Vec<String>,
+    /// Bottleneck rate (e.g. 100Mbit): a token bucket one packet deep, so nothing leaves faster
+    /// than the rate.
+    #[arg(long, value_name = "[up:|down:]RATE", action = clap::ArgAction::Append)]
+    pub rate: Vec<String>,
+    /// Bytes the rate queue holds before it drops (default 256KiB).
+    #[arg(long, value_name = "[up:|down:]SIZE", action = clap::ArgAction::Append)]
+    pub queue: Vec<String>,
+    /// Seed of the random decisions.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Which transports to relay: tcp, udp or both (tcp,udp).
+    #[arg(long, default_value = "tcp,udp")]
+    pub proto: String,
+    /// Print the counts as one JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `wirebench compare`.
@@ -251,6 +314,15 @@ pub struct RunArgs {
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Put the impairment relay between client and server (started in-process on loopback):
+    /// KEY=VALUE list of loss, delay, jitter, reorder, duplicate, rate, queue, each VALUE
+    /// optionally up: or down:, e.g. loss=5%,delay=10ms or loss=up:2%,rate=down:50Mbit.
+    /// Loss, reorder and duplicate apply to UDP and QUIC only.
+    #[arg(long, value_name = "SPEC")]
+    pub impair: Option<String>,
+    /// Seed of the relay's random decisions (with --impair).
+    #[arg(long, value_name = "S", default_value_t = 1, requires = "impair")]
+    pub impair_seed: u64,
     /// Results store.
     #[command(flatten)]
     pub store: StoreArgs,

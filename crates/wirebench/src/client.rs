@@ -263,9 +263,9 @@ async fn run_tcp(
     *rtt = hist;
     let tally = result?;
     let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
-    // Read after the server's report: by then every segment is acknowledged, so the count of
-    // retransmissions is final.
-    let transport = counters::tcp_stats(&data);
+    // Read after the server's report, once the last acknowledgements (and the D-SACKs that
+    // unmask spurious retransmissions) are in.
+    let transport = counters::tcp_sender_stats(&data).await;
     Ok(Leg {
         tally,
         started,

@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use wirebench_core::impair::Impairments;
 use wirebench_core::plan::{
     self, Combination, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE,
     MIN_MSG_SIZE,
@@ -14,7 +15,7 @@ use wirebench_core::sweep::{self, Point};
 use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
-use crate::cli::{DbArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
 use crate::store;
 
 /// A usage error: the user asked for something that is not allowed. Exit status 2.
@@ -82,8 +83,10 @@ pub struct RunConfig {
     pub parallel: u32,
     /// Period of the interval reports; `None` prints none.
     pub interval: Option<Duration>,
-    /// The server sends, the client receives (TCP and QUIC).
+    /// The server sends, the client receives.
     pub reverse: bool,
+    /// `--impair`: the impairments and seed of an in-process relay between client and server.
+    pub impair: Option<(Impairments, u64)>,
 }
 
 /// Where `run` stores its results.
@@ -257,6 +260,7 @@ impl RunConfig {
             json: args.json,
             points,
             warmup: args.plan.warmup,
+            impair: parse_impair(args, &protocols)?,
         })
     }
 }
@@ -394,6 +398,81 @@ fn resolve_server(name: &str) -> Result<Target, UsageError> {
     Ok(Target::Remote {
         name: name.to_string(),
         addr,
+    })
+}
+
+/// What `--impair` does to TCP, for the refusal message.
+const TCP_IMPAIR_NOTE: &str = "loss, reorder and duplicate apply to UDP and QUIC only: TCP is \
+     relayed as a byte stream (delay, jitter and rate apply)";
+
+/// Parses `run --impair`; refuses packet impairments when TCP runs.
+fn parse_impair(
+    args: &RunArgs,
+    protocols: &[Protocol],
+) -> Result<Option<(Impairments, u64)>, UsageError> {
+    let Some(text) = &args.impair else {
+        return Ok(None);
+    };
+    let impairments = Impairments::parse_list(text).map_err(|e| usage(format!("--impair: {e}")))?;
+    if impairments.has_packet_only() && protocols.contains(&Protocol::Tcp) {
+        return Err(usage(format!(
+            "--impair {text} with --proto tcp: {TCP_IMPAIR_NOTE}; run TCP without them"
+        )));
+    }
+    Ok(Some((impairments, args.impair_seed)))
+}
+
+/// Validates `wirebench relay` flags.
+pub fn relay_config(args: &RelayArgs) -> Result<crate::relay::RelayConfig, UsageError> {
+    let listen: SocketAddr = args.listen.parse().map_err(|_| {
+        usage(format!(
+            "--listen {}: expected ADDR:PORT, e.g. 127.0.0.1:5311 or [::1]:5311",
+            args.listen
+        ))
+    })?;
+    let upstream =
+        match resolve_server(&args.to).map_err(|e| usage(e.0.replacen("--server", "--to", 1)))? {
+            Target::Remote { addr, .. } => addr,
+            Target::Embedded(_) => return Err(usage("--to: expected HOST:PORT")),
+        };
+    let mut impairments = Impairments::default();
+    for (key, values) in [
+        ("loss", &args.loss),
+        ("delay", &args.delay),
+        ("jitter", &args.jitter),
+        ("reorder", &args.reorder),
+        ("duplicate", &args.duplicate),
+        ("rate", &args.rate),
+        ("queue", &args.queue),
+    ] {
+        for value in values {
+            impairments
+                .set(key, value)
+                .map_err(|e| usage(format!("--{e}")))?;
+        }
+    }
+    let (mut tcp, mut udp) = (false, false);
+    for p in args.proto.split(',').map(str::trim) {
+        match p {
+            "tcp" => tcp = true,
+            "udp" => udp = true,
+            other => {
+                return Err(usage(format!(
+                    "--proto {other}: expected tcp, udp or tcp,udp"
+                )))
+            }
+        }
+    }
+    if tcp && !udp && impairments.has_packet_only() {
+        return Err(usage(format!("--proto tcp: {TCP_IMPAIR_NOTE}")));
+    }
+    Ok(crate::relay::RelayConfig {
+        listen,
+        upstream,
+        impairments,
+        seed: args.seed,
+        tcp,
+        udp,
     })
 }
 

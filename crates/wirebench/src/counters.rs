@@ -3,13 +3,42 @@
 //! the records and the rates derived from them live in `wirebench_core::metrics`.
 
 use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
 
 use wirebench_core::metrics::{CpuUsage, StatsSource, TransportStats};
+
+/// Longest a sender waits for its last segments to be acknowledged before reading TCP_INFO.
+const SETTLE_LIMIT: Duration = Duration::from_millis(250);
+
+/// TCP_INFO of a sender's socket once every segment it sent is acknowledged (at most
+/// [`SETTLE_LIMIT`] later): the acknowledgements carry the receiver's D-SACK reports, so only
+/// then are spurious retransmissions (a tail-loss probe on a busy machine) told apart from
+/// real ones.
+pub async fn tcp_sender_stats(socket: &impl AsRawFd) -> Option<TransportStats> {
+    let deadline = Instant::now() + SETTLE_LIMIT;
+    while unacked_segments(socket).is_some_and(|n| n > 0) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tcp_stats(socket)
+}
 
 /// TCP_INFO of a connected TCP socket; `None` where the OS has no TCP_INFO or refuses it, and
 /// where the kernel is too old to fill the counters the retransmission rate needs.
 #[cfg(target_os = "linux")]
 pub fn tcp_stats(socket: &impl AsRawFd) -> Option<TransportStats> {
+    let info = tcp_info(socket)?;
+    Some(TransportStats::from_tcp(
+        u64::from(info.tcpi_data_segs_out),
+        u64::from(info.tcpi_total_retrans),
+        u64::from(info.tcpi_dsack_dups),
+        u64::from(info.tcpi_rtt),
+        u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+    ))
+}
+
+/// The kernel's TCP_INFO, when it fills at least the fields we use (D-SACK counts: Linux 5.0).
+#[cfg(target_os = "linux")]
+fn tcp_info(socket: &impl AsRawFd) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain old data, so all-zero bytes are a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -26,21 +55,24 @@ pub fn tcp_stats(socket: &impl AsRawFd) -> Option<TransportStats> {
     };
     // Older kernels fill a shorter struct; the D-SACK counter (Linux 5.0) is the last one used.
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_dsack_dups) + 4;
-    if rc != 0 || (len as usize) < needed {
-        return None;
-    }
-    Some(TransportStats::from_tcp(
-        u64::from(info.tcpi_data_segs_out),
-        u64::from(info.tcpi_total_retrans),
-        u64::from(info.tcpi_dsack_dups),
-        u64::from(info.tcpi_rtt),
-        u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
-    ))
+    (rc == 0 && (len as usize) >= needed).then_some(info)
 }
 
 /// TCP_INFO is Linux's; elsewhere there is nothing to read.
 #[cfg(not(target_os = "linux"))]
 pub fn tcp_stats(_socket: &impl AsRawFd) -> Option<TransportStats> {
+    None
+}
+
+/// Segments sent and not yet acknowledged; `None` where the OS does not say.
+#[cfg(target_os = "linux")]
+fn unacked_segments(socket: &impl AsRawFd) -> Option<u32> {
+    tcp_info(socket).map(|info| info.tcpi_unacked)
+}
+
+/// TCP_INFO is Linux's; elsewhere there is nothing to wait for.
+#[cfg(not(target_os = "linux"))]
+fn unacked_segments(_socket: &impl AsRawFd) -> Option<u32> {
     None
 }
 

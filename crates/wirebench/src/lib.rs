@@ -14,6 +14,7 @@ pub mod interval;
 pub mod net;
 pub mod output;
 pub mod parallel;
+pub mod relay;
 pub mod report;
 pub mod runner;
 pub mod server;
@@ -103,6 +104,13 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Command::Relay(args) => {
+            let cfg = config::relay_config(&args)?;
+            let result = runtime.block_on(commands::relay::execute(cfg, args.json));
+            shut_down(runtime);
+            result?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;

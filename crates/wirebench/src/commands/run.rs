@@ -16,6 +16,7 @@ use crate::config::{RunConfig, StoreTarget, Target};
 use crate::environment::Environment;
 use crate::output::progress::Progress;
 use crate::output::{json, text};
+use crate::relay::RunRelay;
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
 use crate::store::{NewCampaign, Status, Store};
@@ -40,11 +41,20 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             (addr, Some(rx), Some(AbortOnDrop(task)))
         }
     };
-    let server_name = match &cfg.target {
+    let mut server_name = match &cfg.target {
         Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };
+    // --impair: the client talks to an in-process relay in front of the server.
+    let mut relay = match cfg.impair {
+        None => None,
+        Some((impairments, seed)) => Some(RunRelay::start(impairments, seed, server_addr).await?),
+    };
+    if let Some(r) = &relay {
+        server_name = format!("{server_name} {}", r.description());
+    }
+    let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
     let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
         if cfg.points.len() == 1 {
@@ -102,6 +112,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     break;
                 }
                 progress.note_next(campaign.runs.len());
+                if let Some(r) = relay.as_mut() {
+                    r.skip();
+                }
             }
             let offset = campaign.runs.len();
             let interval_verb = if cfg.reverse { "received" } else { "sent" };
@@ -110,9 +123,11 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 server_addr,
                 |position, _, record| {
                     let position = offset + position;
+                    // What the relay (--impair) did during this run, stored and printed with it.
+                    let relay_counts = relay.as_mut().map(RunRelay::finish_run);
                     // Stored before it is printed: a run on the screen is a run in the database.
                     if let Some(r) = recorder.as_mut() {
-                        r.record(position, record);
+                        r.record(position, record, relay_counts);
                     }
                     let server_line = events
                         .as_mut()
@@ -130,6 +145,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                                     server_line.as_deref()
                                 )
                             );
+                            if let Some(counts) = &relay_counts {
+                                let _ =
+                                    writeln!(out, "  {}", crate::output::relay::run_line(counts));
+                            }
                             let _ = out.flush();
                         }
                     });
@@ -186,6 +205,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     }
     if cfg.json {
         let doc = json::run_document(&cfg, &server_name, &campaign);
+        let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
+        if let Some(r) = &relay {
+            r.annotate(&mut doc);
+        }
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
     } else if cfg.repeat > 1 && !campaign.runs.is_empty() {
@@ -338,7 +361,12 @@ impl Recorder {
         })
     }
 
-    fn record(&mut self, position: usize, record: &RunRecord) {
+    fn record(
+        &mut self,
+        position: usize,
+        record: &RunRecord,
+        relay: Option<crate::relay::RelayCounts>,
+    ) {
         if self.error.is_some() {
             return;
         }
@@ -349,7 +377,10 @@ impl Recorder {
                 msg_size: record.params.msg_size,
                 total_bytes: record.params.total_bytes,
             },
-            &json::run_json(record),
+            &json::RunJson {
+                relay,
+                ..json::run_json(record)
+            },
         ) {
             Ok(()) => self.stored += 1,
             Err(e) => {

@@ -97,6 +97,9 @@ pub struct RunJson {
     pub client: ClientJson,
     /// The server's figures.
     pub server: ServerJson,
+    /// `run --impair`: what the impairment relay did during this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<crate::relay::RelayCounts>,
     /// With -P N > 1: each flow's figures (the ones above are their sums); absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowJson>,
@@ -377,6 +380,7 @@ pub fn run_json(r: &RunRecord) -> RunJson {
         session: r.outcome.session,
         client: client_json(&r.outcome.client),
         server: server_json(&r.outcome.server),
+        relay: None,
         flows: r
             .flows
             .iter()

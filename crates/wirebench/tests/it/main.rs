@@ -3,8 +3,10 @@
 
 mod cli;
 mod compare;
+mod lab;
 mod measurements;
 mod netns;
+mod relay;
 mod report;
 mod robustness;
 mod sessions;

@@ -1,0 +1,236 @@
+//! The two-host namespace lab (lab/netns-lab.sh) against known truth: a router shaping its
+//! egress toward the server with `tc tbf rate 100mbit`. TCP goodput must be the rate less the
+//! header overhead, iperf3 must read the same, and UDP sent faster than the rate must report
+//! exactly the loss the router's own drop counter shows. Needs root, iproute2 and tc; skips with
+//! a message where they are missing. Addresses exist only inside the lab's namespaces.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{TempPath, TEST_TIMEOUT};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
+
+/// Goodput the tbf rate allows, in bit/s. tbf counts each frame as it leaves the router: IP
+/// packet plus the 14-byte Ethernet header (no preamble or FCS on a veth). A full TCP segment
+/// on a 1500-byte MTU with timestamps carries 1500 − 20 (IP) − 20 (TCP) − 12 (timestamp option)
+/// = 1448 bytes of payload in a 1514-byte frame, so 100 Mbit/s × 1448 / 1514 ≈ 95.64 Mbit/s.
+const TCP_GOODPUT_BPS: f64 = 100e6 * 1448.0 / 1514.0;
+
+/// Why the lab cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root for ip netns".into());
+    }
+    for (tool, arg) in [("ip", "-V"), ("tc", "-V")] {
+        let ok = Command::new(tool)
+            .arg(arg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Some(format!("`{tool}` is missing (apt-get install iproute2)"));
+        }
+    }
+    None
+}
+
+/// Runs the lab script with `args`; returns stdout (checked for success) and the stats file.
+async fn lab(args: &[&str]) -> (Vec<u8>, HashMap<String, u64>) {
+    let stats = TempPath::new("-lab-stats");
+    let out = tokio::time::timeout(
+        TEST_TIMEOUT,
+        tokio::process::Command::new("bash")
+            .arg(SCRIPT)
+            .args([
+                "--bin",
+                env!("CARGO_BIN_EXE_wirebench"),
+                "--stats",
+                stats.arg(),
+            ])
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("lab finished in time")
+    .expect("lab script runs");
+    assert!(
+        out.status.success(),
+        "lab {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&stats.0).expect("stats file");
+    let stats = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim().parse().unwrap_or(u64::MAX)))
+        .collect();
+    (out.stdout, stats)
+}
+
+fn congestion_args() -> Vec<&'static str> {
+    // Cubic when the kernel has it: a loss-based control keeps the tbf queue from running dry,
+    // and it is what iperf3 is given too.
+    let available = wirebench::net::available_congestion_controls().unwrap_or_default();
+    if available.iter().any(|c| c == "cubic") {
+        vec!["-C", "cubic"]
+    } else {
+        vec![]
+    }
+}
+
+/// TCP streaming through the shaped router: goodput within 1% of 95.64 Mbit/s, and iperf3 over
+/// the same lab reads the same.
+#[tokio::test]
+async fn tcp_goodput_through_a_100mbit_router_is_the_rate_less_the_headers() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cc = congestion_args();
+    let mut args = vec!["--rate", "100mbit", "wirebench", "--no-store", "--json"];
+    args.extend(["--proto", "tcp", "-l", "128KiB", "-n", "25MB"]);
+    args.extend(cc.iter().copied());
+    let (stdout, stats) = lab(&args).await;
+    let doc: Value = serde_json::from_slice(&stdout).expect("run --json");
+    let run = &doc["runs"][0];
+    assert_eq!(run["server"]["bytes"], 25_000_000);
+    let wb = run["client"]["throughput_bps"]
+        .as_f64()
+        .expect("throughput");
+    eprintln!(
+        "tbf 100mbit: TCP goodput truth {:.2} Mbit/s, wirebench {:.2} Mbit/s; router {stats:?}",
+        TCP_GOODPUT_BPS / 1e6,
+        wb / 1e6
+    );
+    assert!(
+        (wb - TCP_GOODPUT_BPS).abs() / TCP_GOODPUT_BPS < 0.01,
+        "wirebench {wb} bit/s is not within 1% of {TCP_GOODPUT_BPS}"
+    );
+
+    let has_iperf3 = Command::new("iperf3")
+        .arg("-v")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_iperf3 {
+        eprintln!("iperf3 part skipped: iperf3 is not installed (apt-get install iperf3)");
+        return;
+    }
+    let mut args = vec!["--rate", "100mbit", "iperf3", "-n", "25M", "-J"];
+    args.extend(cc.iter().copied());
+    let (stdout, _) = lab(&args).await;
+    let doc: Value = serde_json::from_slice(&stdout).expect("iperf3 -J");
+    let ip = doc["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .expect("iperf3 receiver rate");
+    eprintln!("iperf3 over the same lab: {:.2} Mbit/s", ip / 1e6);
+    assert!(
+        (ip - TCP_GOODPUT_BPS).abs() / TCP_GOODPUT_BPS < 0.01,
+        "iperf3 {ip} bit/s is not within 1% of {TCP_GOODPUT_BPS}"
+    );
+    // Same truth, same lab: the two tools agree within their combined 1% margins.
+    assert!(
+        (wb - ip).abs() / TCP_GOODPUT_BPS < 0.02,
+        "wirebench {wb} vs iperf3 {ip}"
+    );
+}
+
+/// UDP at 120 Mbit/s into a 100 Mbit/s router: the loss the server reports is the router's
+/// tbf drop counter. The counter also counts any dropped segment of the TCP control
+/// connection, each of which the client's kernel retransmits, so the router's drops minus the
+/// client's TCP retransmissions bound the UDP drops from below (equal when there were none).
+#[tokio::test]
+async fn udp_loss_through_a_shaped_router_is_the_routers_drop_count() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let (stdout, stats) = lab(&[
+        "--rate",
+        "100mbit",
+        "wirebench",
+        "--no-store",
+        "--json",
+        "--proto",
+        "udp",
+        "-l",
+        "1400",
+        "-n",
+        "20MB",
+        "--rate",
+        "120Mbit",
+    ])
+    .await;
+    let doc: Value = serde_json::from_slice(&stdout).expect("run --json");
+    let run = &doc["runs"][0];
+    let lost = run["server"]["lost"].as_u64().expect("lost");
+    let drops = stats["tc_drops"];
+    let retrans = stats["client_tcp_retrans_segs"];
+    eprintln!("UDP 120 Mbit/s into tbf 100mbit: server lost {lost}, router drops {drops}, TCP retransmissions {retrans}");
+    assert_eq!(
+        stats["server_udp_rcvbuf_errors"], 0,
+        "the server's socket dropped nothing"
+    );
+    assert!(lost > 0, "the router had to drop: {stats:?}");
+    assert!(
+        lost <= drops && drops - lost <= retrans,
+        "lost {lost}, {stats:?}"
+    );
+    if retrans == 0 {
+        assert_eq!(lost, drops);
+    }
+    // Every datagram the server counted crossed the router.
+    let received = run["server"]["messages"].as_u64().unwrap();
+    assert_eq!(
+        received + lost,
+        run["client"]["datagrams"].as_u64().unwrap()
+    );
+    assert_eq!(stats["server_udp_in_datagrams"], received);
+}
+
+/// A client that fails (here: bad usage) still leaves no namespace behind, and the lab exits
+/// with the client's status.
+#[tokio::test]
+async fn the_lab_tears_down_after_a_failure() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let child = tokio::process::Command::new("bash")
+        .arg(SCRIPT)
+        .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
+        .args(["wirebench", "--no-store", "--proto", "sctp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("lab script runs");
+    let pid = child.id().expect("pid");
+    let out = tokio::time::timeout(TEST_TIMEOUT, child.wait_with_output())
+        .await
+        .expect("lab finished in time")
+        .expect("lab ran");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list
+            .lines()
+            .any(|l| l.starts_with("wblab") && l.contains(&pid.to_string())),
+        "namespaces of lab {pid} remain: {list}"
+    );
+}
