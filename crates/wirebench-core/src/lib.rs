@@ -15,3 +15,5 @@ pub mod stats;
 pub mod sweep;
 pub mod units;
 pub mod wire;
+pub mod iperf3;
+pub mod perf;
