@@ -16,6 +16,8 @@ pub mod runner;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod iperf3;
+pub mod perf;
 
 use std::process::ExitCode;
 
@@ -39,6 +41,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
+            if let Some(cfg) = config::iperf3_client(&args)? {
+                let result = runtime.block_on(commands::interop::run_iperf3(cfg));
+                shut_down(runtime);
+                return result.map(|()| ExitCode::SUCCESS);
+            }
+            if let Some(cfg) = config::perf_client(&args)? {
+                let result = runtime.block_on(commands::interop::run_perf(cfg));
+                shut_down(runtime);
+                return result.map(|()| ExitCode::SUCCESS);
+            }
             let cfg = RunConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
             let result = runtime.block_on(commands::run::execute(cfg, store, args.plan.quiet));
