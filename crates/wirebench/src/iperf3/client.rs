@@ -135,6 +135,11 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
             _ => u64::MAX,
         }),
         moved: AtomicU64::new(0),
+        target: match cfg.limit {
+            Limit::Bytes(n) if cfg.reverse => n,
+            _ => u64::MAX,
+        },
+        reached: tokio::sync::Notify::new(),
         finished: AtomicUsize::new(0),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -166,6 +171,7 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = shared.reached.notified() => {}
             state = recv_state(&mut ctrl) => match state? {
                 None => bail!("the iperf3 server closed the control connection during the test"),
                 Some(other) => return Err(refusal(&mut ctrl, other).await),
@@ -196,7 +202,11 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     let mut ours = if cfg.reverse {
         Vec::new()
     } else {
-        join(&mut tasks).await?
+        let tallies = join(&mut tasks).await?;
+        if !cfg.udp {
+            tokio::time::sleep(SETTLE).await;
+        }
+        tallies
     };
     send_state(&mut ctrl, State::TestEnd).await?;
     match expect_state(&mut ctrl, "after TEST_END").await? {
@@ -354,6 +364,9 @@ struct Shared {
     budget: AtomicU64,
     /// Bytes moved over all streams so far.
     moved: AtomicU64,
+    /// Receivers wake the coordinator when `moved` reaches this (reverse, byte-limited).
+    target: u64,
+    reached: tokio::sync::Notify,
     /// Tasks that ran out of budget.
     finished: AtomicUsize,
 }
@@ -400,7 +413,11 @@ impl TaskCtx {
         }
         tally.bytes += n as u64;
         tally.last_s = self.now_s();
-        self.shared.moved.fetch_add(n as u64, Ordering::Relaxed);
+        let before = self.shared.moved.fetch_add(n as u64, Ordering::Relaxed);
+        if before < self.shared.target && before + n as u64 >= self.shared.target {
+            // notify_one keeps the wake-up even if the coordinator is not waiting yet.
+            self.shared.reached.notify_one();
+        }
     }
 
     /// When the next datagram may leave to keep `rate_bps`.
@@ -444,7 +461,40 @@ async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
             .context("while sending on an iperf3 TCP stream")?;
         ctx.moved(&mut tally, n);
     }
+    wait_acked(&s).await;
     Ok(tally)
+}
+
+/// Waits (up to a few seconds) until the peer acknowledged everything written to `s`.
+///
+/// An iperf3 server stops counting the moment it reads TEST_END, even with data still in its
+/// socket buffers; waiting for the acknowledgements (and [`SETTLE`] after them) lets it read
+/// what we sent, so its byte count matches ours.
+async fn wait_acked(s: &TcpStream) {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Time the server gets to read acknowledged data before TEST_END.
+const SETTLE: Duration = Duration::from_millis(10);
+
+/// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
+#[cfg(target_os = "linux")]
+fn unacked(s: &TcpStream) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
+    // the descriptor stays open while `s` is borrowed.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+}
+
+/// Not measurable here: do not wait.
+#[cfg(not(target_os = "linux"))]
+fn unacked(_s: &TcpStream) -> Option<u64> {
+    None
 }
 
 async fn recv_tcp(mut s: TcpStream, mut ctx: TaskCtx) -> Result<StreamTally> {
