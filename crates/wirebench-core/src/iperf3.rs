@@ -220,10 +220,18 @@ pub struct TestParams {
     #[serde(deserialize_with = "lenient_u32")]
     pub len: u32,
     /// Target rate of each stream in bit/s (0 = unlimited; UDP clients send 1 Mbit/s by default).
-    #[serde(default, deserialize_with = "lenient_u64", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
     pub bandwidth: u64,
     /// UDP datagrams carry a 64-bit counter (1) instead of a 32-bit one.
-    #[serde(default, deserialize_with = "lenient_u64", skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
     pub udp_counters_64bit: u64,
     /// How often the sender re-checks its pacing, microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -541,7 +549,7 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         return Ok(u);
     }
     let f = number(value).ok_or_else(|| serde::de::Error::custom("expected a number"))?;
-    if f.is_finite() && f >= 0.0 && f < 1.8e19 {
+    if (0.0..1.8e19).contains(&f) {
         Ok(f as u64)
     } else {
         Err(serde::de::Error::custom("expected a non-negative number"))

@@ -6,6 +6,8 @@
 
 #![warn(missing_docs)]
 
+pub mod iperf3;
+pub mod perf;
 pub mod plan;
 pub mod proto;
 pub mod rto;
@@ -15,5 +17,3 @@ pub mod stats;
 pub mod sweep;
 pub mod units;
 pub mod wire;
-pub mod iperf3;
-pub mod perf;

@@ -73,7 +73,10 @@ mod tests {
         assert_eq!(r.feed(&[0, 0, 0]), (3, None));
         assert!(!r.is_complete());
         // The rest of the request and the first upload bytes in one read.
-        assert_eq!(r.feed(&[0, 0, 0x10, 0, 0, 0xaa, 0xbb]), (5, Some(0x10_0000)));
+        assert_eq!(
+            r.feed(&[0, 0, 0x10, 0, 0, 0xaa, 0xbb]),
+            (5, Some(0x10_0000))
+        );
         assert!(r.is_complete());
         // Later reads are all upload.
         assert_eq!(r.feed(&[1, 2, 3]), (0, Some(0x10_0000)));

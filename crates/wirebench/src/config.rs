@@ -372,23 +372,25 @@ pub fn iperf3_client(
         return Ok(None);
     };
     if args.perf.perf_server.is_some() {
-        return Err(usage("--iperf3 and --perf-server are two kinds of test: give one"));
+        return Err(usage(
+            "--iperf3 and --perf-server are two kinds of test: give one",
+        ));
     }
     let protocols: Vec<Protocol> =
         plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
     let udp = match protocols.as_slice() {
         [Protocol::Tcp] => false,
         [Protocol::Udp] => true,
-        _ => {
-            return Err(usage(
-                "--iperf3 runs one test over --proto tcp or --proto udp (iperf3 does not speak QUIC)",
-            ))
-        }
+        _ => return Err(usage(
+            "--iperf3 runs one test over --proto tcp or --proto udp (iperf3 does not speak QUIC)",
+        )),
     };
     let mechanisms: Vec<Mechanism> =
         plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
     if mechanisms != [Mechanism::Stream] {
-        return Err(usage("--iperf3 streams; drop --mode (stop-and-wait is wirebench's own)"));
+        return Err(usage(
+            "--iperf3 streams; drop --mode (stop-and-wait is wirebench's own)",
+        ));
     }
     if args.repeat != 1 || args.plan.warmup != 0 {
         return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
@@ -406,12 +408,17 @@ pub fn iperf3_client(
             .as_slice()
         {
             [one] => Ok(*one),
-            _ => Err(usage(format!("{flag}: --iperf3 takes one value, not a sweep"))),
+            _ => Err(usage(format!(
+                "{flag}: --iperf3 takes one value, not a sweep"
+            ))),
         }
     };
     let len = single(&args.msg_size, "-l/--msg-size")?;
     let (min, max) = if udp {
-        (ip3::udp_header_len(false) as u64, u64::from(ip3::MAX_UDP_BLOCK))
+        (
+            ip3::udp_header_len(false) as u64,
+            u64::from(ip3::MAX_UDP_BLOCK),
+        )
     } else {
         (1, u64::from(ip3::MAX_TCP_BLOCK))
     };
@@ -425,7 +432,9 @@ pub fn iperf3_client(
         Some(t) => {
             let d = parse_duration(t).map_err(|e| usage(format!("-t/--time: {e}")))?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
-                return Err(usage(format!("-t/--time {t} is out of range: allowed 1s to 24h")));
+                return Err(usage(format!(
+                    "-t/--time {t} is out of range: allowed 1s to 24h"
+                )));
             }
             Limit::Time(d)
         }
@@ -504,12 +513,10 @@ pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfCon
             server_name: p.perf_server_name.clone().unwrap_or_else(|| host.clone()),
         },
         (None, true) => Trust::Insecure,
-        _ => {
-            return Err(usage(
-                "--perf-server needs a trust choice: --perf-ca FILE (verify the server's certificate) \
+        _ => return Err(usage(
+            "--perf-server needs a trust choice: --perf-ca FILE (verify the server's certificate) \
                  or --perf-insecure (accept any certificate)",
-            ))
-        }
+        )),
     };
     let server = resolve_with_port(name, DEFAULT_PORT, "--perf-server")?;
     Ok(Some(PerfConfig {
@@ -530,9 +537,7 @@ fn host_part(name: &str) -> String {
     if let Some(rest) = name.strip_prefix('[') {
         return rest.split(']').next().unwrap_or(rest).to_string();
     }
-    name.rsplit_once(':')
-        .map_or(name, |(h, _)| h)
-        .to_string()
+    name.rsplit_once(':').map_or(name, |(h, _)| h).to_string()
 }
 
 /// Resolves HOST, HOST:PORT or [V6]:PORT with `default_port`.

@@ -9,15 +9,15 @@ pub mod config;
 pub mod control;
 pub mod engine;
 pub mod environment;
+pub mod iperf3;
 pub mod net;
 pub mod output;
+pub mod perf;
 pub mod report;
 pub mod runner;
 pub mod server;
 pub mod store;
 pub mod tls;
-pub mod iperf3;
-pub mod perf;
 
 use std::process::ExitCode;
 

@@ -24,7 +24,9 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _iperf3 = match cfg.iperf3 {
-        Some(addr) => Some(crate::commands::interop::spawn_iperf3_listener(addr, tx.clone()).await?),
+        Some(addr) => {
+            Some(crate::commands::interop::spawn_iperf3_listener(addr, tx.clone()).await?)
+        }
         None => None,
     };
     let mut serving = tokio::spawn(server.run(tx));

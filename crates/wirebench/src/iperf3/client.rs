@@ -203,9 +203,9 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
         Vec::new()
     } else {
         let tallies = join(&mut tasks).await?;
-        if !cfg.udp {
-            tokio::time::sleep(SETTLE).await;
-        }
+        // UDP has no acknowledgements: the settle alone gives the server time to read the
+        // last datagrams before TEST_END.
+        tokio::time::sleep(SETTLE).await;
         tallies
     };
     send_state(&mut ctrl, State::TestEnd).await?;
@@ -441,7 +441,9 @@ async fn join(tasks: &mut JoinSet<Result<StreamTally>>) -> Result<Vec<StreamTall
 
 fn payload(len: usize) -> Vec<u8> {
     // Not all zeros, so compressing links do not flatter the figures.
-    (0..len).map(|i| (i as u8).wrapping_mul(31) ^ 0x5a).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
+        .collect()
 }
 
 async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {

@@ -30,7 +30,9 @@ pub async fn send_state<W: AsyncWrite + Unpin>(w: &mut W, state: State) -> Resul
     w.write_all(&[state.to_byte()])
         .await
         .context("while sending an iperf3 state byte")?;
-    w.flush().await.context("while sending an iperf3 state byte")
+    w.flush()
+        .await
+        .context("while sending an iperf3 state byte")
 }
 
 /// Reads one state byte; `Ok(None)` when the peer closed the connection.

@@ -138,12 +138,19 @@ pub fn text(cfg: &ClientConfig, o: &ClientOutcome) -> String {
     let mut out = format!(
         "iperf3 {} {} test with {}: {} stream(s), {}-byte blocks, {limit}\n",
         d.protocol.to_uppercase(),
-        if cfg.reverse { "reverse (-R)" } else { "forward" },
+        if cfg.reverse {
+            "reverse (-R)"
+        } else {
+            "forward"
+        },
         cfg.name,
         cfg.parallel,
         cfg.len,
     );
-    for (who, s) in [("wirebench", &d.wirebench), ("iperf3 server", &d.iperf3_server)] {
+    for (who, s) in [
+        ("wirebench", &d.wirebench),
+        ("iperf3 server", &d.iperf3_server),
+    ] {
         out.push_str(&format!(
             "  {who:<13} {:<8} {} bytes in {:.4} s ({})",
             s.role,

@@ -44,7 +44,10 @@ impl Iperf3Server {
         let mut last_err = None;
         for _ in 0..attempts {
             let tcp = crate::net::tcp_listener(listen)?;
-            let port = tcp.local_addr().context("while reading the TCP port")?.port();
+            let port = tcp
+                .local_addr()
+                .context("while reading the TCP port")?
+                .port();
             match crate::net::udp_socket(
                 listen.is_ipv6(),
                 Some(SocketAddr::new(listen.ip(), port)),
@@ -238,7 +241,10 @@ impl Test {
                         rate_bps: plan.rate_bps,
                     };
                     tasks.spawn(async move {
-                        Ok((index, send_udp(socket, addr, len, budget, pace, stop).await?))
+                        Ok((
+                            index,
+                            send_udp(socket, addr, len, budget, pace, stop).await?,
+                        ))
                     });
                 }
                 // Forward UDP is counted by the hub.
@@ -246,16 +252,16 @@ impl Test {
             }
         }
         // Wait for the client's TEST_END.
-        let end = loop {
-            match recv_state(ctrl).await {
-                Ok(Some(State::TestEnd)) => break Ok(()),
-                Ok(Some(State::ClientTerminate)) => break Err(anyhow::anyhow!("the client stopped the test (CLIENT_TERMINATE)")),
-                Ok(Some(State::IperfDone)) | Ok(None) => {
-                    break Err(anyhow::anyhow!("the client closed the control connection during the test"))
-                }
-                Ok(Some(other)) => break Err(anyhow::anyhow!("the client sent {other:?} during the test")),
-                Err(e) => break Err(e),
-            }
+        let end = match recv_state(ctrl).await {
+            Ok(Some(State::TestEnd)) => Ok(()),
+            Ok(Some(State::ClientTerminate)) => Err(anyhow::anyhow!(
+                "the client stopped the test (CLIENT_TERMINATE)"
+            )),
+            Ok(Some(State::IperfDone)) | Ok(None) => Err(anyhow::anyhow!(
+                "the client closed the control connection during the test"
+            )),
+            Ok(Some(other)) => Err(anyhow::anyhow!("the client sent {other:?} during the test")),
+            Err(e) => Err(e),
         };
         let _ = stop_tx.send(true);
         let mut per_stream: Vec<(usize, Counted)> = Vec::new();
@@ -360,7 +366,11 @@ impl Test {
         let mut report = ServerReport {
             protocol,
             mechanism: Mechanism::Stream,
-            messages: if plan.udp { udp.datagrams - udp.out_of_order.min(udp.datagrams) } else { counted.reads },
+            messages: if plan.udp {
+                udp.datagrams - udp.out_of_order.min(udp.datagrams)
+            } else {
+                counted.reads
+            },
             bytes: counted.bytes,
             read_calls: counted.reads,
             elapsed_ns,
@@ -463,16 +473,16 @@ fn results(per_stream: &[(usize, Counted)], plan: &TestPlan, start: Instant) -> 
                     None => 0,
                 },
                 start_time: 0.0,
-                end_time: c
-                    .last
-                    .map_or(0.0, |l| super::seconds_since(start, l)),
+                end_time: c.last.map_or(0.0, |l| super::seconds_since(start, l)),
             })
             .collect(),
     }
 }
 
 fn payload(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31) ^ 0x5a).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
+        .collect()
 }
 
 /// Takes up to `want` bytes from a shared budget; 0 when spent.
@@ -569,8 +579,8 @@ async fn send_udp(
             break;
         }
         if pace.rate_bps > 0 {
-            let due = pace.start
-                + Duration::from_secs_f64(c.bytes as f64 * 8.0 / pace.rate_bps as f64);
+            let due =
+                pace.start + Duration::from_secs_f64(c.bytes as f64 * 8.0 / pace.rate_bps as f64);
             tokio::select! {
                 _ = tokio::time::sleep_until(due.into()) => {}
                 _ = stop.changed() => break,
@@ -614,11 +624,14 @@ enum HubCmd {
     /// stream order, and forget the streams.
     Finish {
         test: u64,
-        reply: oneshot::Sender<Vec<(Option<(Instant, Instant)>, UdpReceiver)>>,
+        reply: oneshot::Sender<Vec<HubCount>>,
     },
     /// Forget everything about a test.
     Forget { test: u64 },
 }
+
+/// One stream's accounting handed back by the hub: first and last arrival, and the counts.
+type HubCount = (Option<(Instant, Instant)>, UdpReceiver);
 
 /// One UDP stream the hub knows.
 struct HubStream {
@@ -691,7 +704,7 @@ async fn on_datagram(
     socket: &UdpSocket,
     data: &[u8],
     from: SocketAddr,
-    expecting: &mut Vec<Expecting>,
+    expecting: &mut [Expecting],
     streams: &mut HashMap<SocketAddr, HubStream>,
     epoch: Instant,
 ) {
@@ -719,7 +732,11 @@ async fn on_datagram(
         return;
     };
     let e = &mut expecting[pos];
-    if socket.send_to(&wire::UDP_CONNECT_REPLY, from).await.is_err() {
+    if socket
+        .send_to(&wire::UDP_CONNECT_REPLY, from)
+        .await
+        .is_err()
+    {
         return;
     }
     streams.insert(

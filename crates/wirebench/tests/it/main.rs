@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare;
+mod interop;
 mod netns;
 mod report;
 mod robustness;
