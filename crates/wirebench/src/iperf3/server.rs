@@ -28,6 +28,12 @@ use crate::server::{ServerEvent, ServerNotice, SessionSummary};
 /// something this listener does not serve (the reason is printed on our side).
 const IE_UNIMPLEMENTED: i32 = 13;
 
+/// After TEST_END, a data stream counts as drained once nothing arrived for this long.
+const QUIET: Duration = Duration::from_millis(20);
+
+/// Longest time spent draining after TEST_END.
+const MAX_DRAIN: Duration = Duration::from_secs(2);
+
 /// A bound iperf3 listener (TCP and UDP on one port), ready to run.
 #[derive(Debug)]
 pub struct Iperf3Server {
@@ -239,6 +245,7 @@ impl Test {
                     let pace = Pace {
                         start,
                         rate_bps: plan.rate_bps,
+                        counters_64bit: plan.counters_64bit,
                     };
                     tasks.spawn(async move {
                         Ok((
@@ -269,6 +276,8 @@ impl Test {
             per_stream.push(done.context("a data task failed")??);
         }
         if plan.udp && !plan.reverse {
+            // Datagrams sent just before TEST_END may still be on their way.
+            tokio::time::sleep(QUIET).await;
             let (reply, answer) = oneshot::channel();
             let _ = self.shared.hub.send(HubCmd::Finish {
                 test: self.id,
@@ -515,12 +524,20 @@ async fn recv_tcp(mut s: TcpStream, mut stop: watch::Receiver<bool>) -> Result<C
             _ = stop.changed() => break,
         }
     }
-    // TEST_END overtook data already in our socket buffer: count it too.
-    while let Ok(n) = s.try_read(&mut buf) {
-        if n == 0 {
+    // An iperf3 client sends TEST_END as soon as its last write returns, while that data may
+    // still be queued on its side or in ours: read on until the stream stays quiet.
+    let give_up = Instant::now() + MAX_DRAIN;
+    loop {
+        tokio::select! {
+            r = s.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => count(n, &mut c),
+            },
+            _ = tokio::time::sleep(QUIET) => break,
+        }
+        if Instant::now() >= give_up {
             break;
         }
-        count(n, &mut c);
     }
     Ok(c)
 }
@@ -561,6 +578,7 @@ async fn send_tcp(
 struct Pace {
     start: Instant,
     rate_bps: u64,
+    counters_64bit: bool,
 }
 
 async fn send_udp(
@@ -573,7 +591,7 @@ async fn send_udp(
 ) -> Result<Counted> {
     let mut buf = payload(len);
     let mut c = Counted::default();
-    let header_len = wire::udp_header_len(false);
+    let header_len = wire::udp_header_len(pace.counters_64bit);
     loop {
         if *stop.borrow() {
             break;
@@ -597,7 +615,7 @@ async fn send_udp(
             usec,
             count: c.reads + 1,
         };
-        header.encode(false, &mut buf);
+        header.encode(pace.counters_64bit, &mut buf);
         // A full queue drops this datagram; the client counts it as lost.
         if socket.send_to(&buf[..n], to).await.is_ok() {
             let now = Instant::now();

@@ -353,12 +353,14 @@ async fn real_client_tcp_forward_and_parallel() {
         return;
     }
     let mut ours = OurIperf3::start().await;
-    let doc = real_client(ours.addr, &["-n", "4M", "-l", "128K", "-P", "2"]).await;
+    let doc = real_client(ours.addr, &["-n", "8M", "-l", "128K", "-P", "3"]).await;
     let s = ours.next_session().await;
     assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
-    assert_eq!(doc["end"]["sum_sent"]["bytes"], 4 << 20);
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], 8 << 20);
     assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
-    assert_eq!(s.report.bytes, 4 << 20);
+    // Data the client had not yet delivered when it sent TEST_END is still counted.
+    assert_eq!(s.report.bytes, 8 << 20);
+    assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(3));
     assert_eq!(s.params.msg_size, 128 * 1024);
 }
 
@@ -402,6 +404,44 @@ async fn real_client_udp_forward_and_reverse() {
     assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
     assert_eq!(doc["end"]["sum_sent"]["bytes"], 30_000);
     assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+
+    // 64-bit datagram counters, both directions.
+    let doc = real_client(
+        ours.addr,
+        &[
+            "-u",
+            "--udp-counters-64bit",
+            "-n",
+            "20000",
+            "-l",
+            "1000",
+            "-b",
+            "10M",
+        ],
+    )
+    .await;
+    let s = ours.next_session().await;
+    assert_eq!(doc["end"]["sum_received"]["packets"], 20);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    let doc = real_client(
+        ours.addr,
+        &[
+            "-u",
+            "-R",
+            "--udp-counters-64bit",
+            "-n",
+            "20000",
+            "-l",
+            "1000",
+            "-b",
+            "10M",
+        ],
+    )
+    .await;
+    let s = ours.next_session().await;
+    assert_eq!(doc["end"]["sum_received"]["lost_packets"], 0);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    assert_eq!(s.report.bytes, 20_000);
 }
 
 #[tokio::test]
