@@ -480,7 +480,7 @@ async fn wait_acked(s: &TcpStream) {
 }
 
 /// Time the server gets to read acknowledged data before TEST_END.
-const SETTLE: Duration = Duration::from_millis(10);
+const SETTLE: Duration = Duration::from_millis(50);
 
 /// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
 #[cfg(target_os = "linux")]

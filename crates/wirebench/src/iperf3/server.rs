@@ -259,7 +259,15 @@ impl Test {
             }
         }
         // Wait for the client's TEST_END.
-        let end = match recv_state(ctrl).await {
+        // A time-limited test whose client vanished without closing ends here too.
+        let patience = match (plan.bytes, plan.blocks) {
+            (None, None) => Duration::from_secs(plan.time_s.saturating_add(60)),
+            _ => Duration::MAX,
+        };
+        let end = match tokio::time::timeout(patience, recv_state(ctrl))
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("no TEST_END within the test's time + 60 s")))
+        {
             Ok(Some(State::TestEnd)) => Ok(()),
             Ok(Some(State::ClientTerminate)) => Err(anyhow::anyhow!(
                 "the client stopped the test (CLIENT_TERMINATE)"
