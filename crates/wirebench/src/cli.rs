@@ -258,7 +258,7 @@ pub struct Iperf3Args {
     /// Test against a real iperf3 server at HOST[:PORT] (default port 5201) instead of a
     /// wirebench server: --proto tcp or udp, -l block length, -n bytes or -t time, -P, -R,
     /// --rate (UDP, per stream; default 1Mbit as iperf3's). Prints our figures next to the
-    /// server's; not stored.
+    /// server's and stores the test as a one-run campaign (--db, --no-store).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub iperf3: Option<String>,
     /// Parallel streams (iperf3's -P); with --iperf3.

@@ -42,7 +42,8 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Run(args) => {
             if let Some(cfg) = config::iperf3_client(&args)? {
-                let result = runtime.block_on(commands::interop::run_iperf3(cfg));
+                let store = StoreTarget::from_args(&args.store)?;
+                let result = runtime.block_on(commands::interop::run_iperf3(cfg, store));
                 shut_down(runtime);
                 return result.map(|()| ExitCode::SUCCESS);
             }

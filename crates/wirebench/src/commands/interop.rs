@@ -8,13 +8,14 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
+use crate::config::StoreTarget;
 use crate::iperf3::client::ClientConfig;
 use crate::iperf3::server::Iperf3Server;
 use crate::perf::client::PerfConfig;
 use crate::server::ServerEvent;
 
-/// Runs one test against an iperf3 server and prints both views.
-pub async fn run_iperf3(cfg: ClientConfig) -> Result<()> {
+/// Runs one test against an iperf3 server, prints both views and stores the run.
+pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
     let outcome = crate::iperf3::client::run(&cfg)
         .await
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
@@ -24,7 +25,20 @@ pub async fn run_iperf3(cfg: ClientConfig) -> Result<()> {
     } else {
         crate::iperf3::report::text(&cfg, &outcome)
     };
-    print(&text)
+    print(&text)?;
+    if let StoreTarget::File(path) = store {
+        let id = crate::iperf3::store::store(&path, &cfg, &outcome, super::run::unix_now())?;
+        let note = format!(
+            "stored as campaign {id} (1 run, complete) in {}",
+            path.display()
+        );
+        if cfg.json {
+            eprintln!("{note}");
+        } else {
+            print(&format!("{note}\n"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs the QUIC perf transfers and prints them.

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod report;
 pub mod server;
+pub mod store;
 
 use std::time::Duration;
 

@@ -256,8 +256,21 @@ async fn run_iperf3_prints_both_views_as_json() {
     }
     let server = RealServer::start().await;
     let target = server.addr.to_string();
+    let db = TempPath::new(".sqlite3");
     let out = wirebench(&[
-        "run", "--iperf3", &target, "-n", "1MiB", "-l", "64KiB", "-R", "-P", "2", "--json",
+        "run",
+        "--iperf3",
+        &target,
+        "-n",
+        "1MiB",
+        "-l",
+        "64KiB",
+        "-R",
+        "-P",
+        "2",
+        "--json",
+        "--db",
+        db.arg(),
     ])
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -271,6 +284,13 @@ async fn run_iperf3_prints_both_views_as_json() {
         doc["iperf3_server"]["streams"].as_array().map(Vec::len),
         Some(2)
     );
+    // Stored as a one-run campaign: sender (the iperf3 server) as the client view.
+    let export = wirebench(&["export", "1", "--db", db.arg()]).await;
+    assert!(export.status.success(), "{}", stderr(&export));
+    let stored: Value = serde_json::from_slice(&export.stdout).expect("export is JSON");
+    assert_eq!(stored["parameters"]["server"], format!("iperf3://{target}"));
+    assert_eq!(stored["runs"][0]["client"]["bytes"], 1 << 20);
+    assert_eq!(stored["runs"][0]["server"]["bytes"], 1 << 20);
 }
 
 /// Our iperf3 listener on a free loopback port, serving until dropped.
