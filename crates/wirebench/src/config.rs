@@ -395,6 +395,16 @@ pub fn iperf3_client(
     if args.repeat != 1 || args.plan.warmup != 0 {
         return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
     }
+    if args.window.is_some()
+        || args.congestion.is_some()
+        || args.nodelay
+        || args.busy_poll
+        || args.rto.is_some()
+    {
+        return Err(usage(
+            "-w, -C, --nodelay, --busy-poll and --rto apply to wirebench servers, not --iperf3",
+        ));
+    }
     if i.parallel == 0 || i.parallel > ip3::MAX_PARALLEL {
         return Err(usage(format!(
             "-P/--parallel {} is out of range: allowed 1 to {}",

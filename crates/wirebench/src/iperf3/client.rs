@@ -168,6 +168,12 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     };
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     let mut last_progress = (0u64, Instant::now());
+    // A paced UDP stream may be quiet for a few datagram intervals; TCP never should be.
+    let stall_limit = SETUP_TIMEOUT
+        + match cfg.rate_bps {
+            0 => Duration::ZERO,
+            r => Duration::from_secs_f64(3.0 * f64::from(cfg.len) * 8.0 / r as f64),
+        };
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -191,8 +197,8 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
         }
         if moved != last_progress.0 {
             last_progress = (moved, now);
-        } else if now.duration_since(last_progress.1) > SETUP_TIMEOUT {
-            bail!("no data moved for {SETUP_TIMEOUT:?}: the iperf3 test stalled");
+        } else if now.duration_since(last_progress.1) > stall_limit {
+            bail!("no data moved for {stall_limit:?}: the iperf3 test stalled");
         }
     }
     if !cfg.reverse {
@@ -239,7 +245,8 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
 pub fn params(cfg: &ClientConfig) -> TestParams {
     let (time, num) = match cfg.limit {
         Limit::Bytes(n) => (0, n),
-        Limit::Time(d) => (d.as_secs().max(1), 0),
+        // iperf3 takes whole seconds; we stop on our own clock, so round up.
+        Limit::Time(d) => ((d.as_secs_f64().ceil() as u64).max(1), 0),
     };
     TestParams {
         tcp: !cfg.udp,
