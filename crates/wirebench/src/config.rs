@@ -656,4 +656,89 @@ mod tests {
         let t = resolve_server("[::1]:9000").unwrap();
         assert!(matches!(t, Target::Remote { addr, .. } if addr.port() == 9000));
     }
+
+    fn parse_run(argv: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let mut all = vec!["wirebench", "run"];
+        all.extend_from_slice(argv);
+        match crate::cli::Cli::parse_from(all).command {
+            crate::cli::Command::Run(args) => *args,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn iperf3_tests_take_iperf3_defaults() {
+        use crate::iperf3::client::Limit;
+        let c = iperf3_client(&parse_run(&["--iperf3", "127.0.0.1", "--proto", "udp"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.server, SocketAddr::from(([127, 0, 0, 1], 5201)));
+        assert!(c.udp && !c.reverse);
+        assert_eq!((c.parallel, c.len, c.rate_bps), (1, 1024, 1_000_000));
+        assert_eq!(c.limit, Limit::Bytes(100 << 20));
+        let c = iperf3_client(&parse_run(&[
+            "--iperf3",
+            "[::1]:5202",
+            "-t",
+            "1500ms",
+            "-P",
+            "3",
+            "-R",
+            "-l",
+            "128KiB",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.server.port(), 5202);
+        assert!(!c.udp && c.reverse);
+        assert_eq!((c.parallel, c.len, c.rate_bps), (3, 128 * 1024, 0));
+        assert_eq!(c.limit, Limit::Time(Duration::from_millis(1500)));
+        assert!(iperf3_client(&parse_run(&[])).unwrap().is_none());
+        let err = iperf3_client(&parse_run(&["--iperf3", "h", "--rate", "1Mbit"])).unwrap_err();
+        assert!(err.0.contains("paces UDP"), "{}", err.0);
+        let err = iperf3_client(&parse_run(&["--iperf3", "h", "-P", "0"])).unwrap_err();
+        assert!(err.0.contains("allowed 1 to 128"), "{}", err.0);
+    }
+
+    #[test]
+    fn perf_tests_need_a_trust_choice_and_default_to_both_directions() {
+        use crate::perf::client::Trust;
+        let c = perf_client(&parse_run(&[
+            "--proto",
+            "quic",
+            "--perf-server",
+            "localhost:4433",
+            "--perf-ca",
+            "ca.pem",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((c.upload, c.download), (Some(10 << 20), Some(10 << 20)));
+        assert_eq!(
+            c.trust,
+            Trust::Ca {
+                file: "ca.pem".into(),
+                server_name: "localhost".into()
+            }
+        );
+        let c = perf_client(&parse_run(&[
+            "--proto",
+            "quic",
+            "--perf-server",
+            "127.0.0.1:4433",
+            "--perf-insecure",
+            "--download",
+            "1MiB",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (c.upload, c.download, c.trust),
+            (None, Some(1 << 20), Trust::Insecure)
+        );
+        assert_eq!(host_part("[::1]:4433"), "::1");
+        assert_eq!(host_part("example.org:4433"), "example.org");
+        assert_eq!(host_part("::1"), "::1");
+    }
 }
