@@ -7,7 +7,9 @@
 #![warn(missing_docs)]
 
 pub mod impair;
+pub mod iperf3;
 pub mod metrics;
+pub mod perf;
 pub mod plan;
 pub mod proto;
 pub mod rto;

@@ -244,6 +244,13 @@ pub struct ServerArgs {
     /// PEM private key for --cert.
     #[arg(long, requires = "cert")]
     pub key: Option<PathBuf>,
+    /// Also serve real iperf3 clients (`iperf3 -c HOST -p PORT`, TCP and UDP, forward and -R)
+    /// on --iperf3-port, with one session line per test.
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Port of the iperf3 listener (TCP and UDP).
+    #[arg(long, value_name = "PORT", default_value_t = wirebench_core::iperf3::DEFAULT_PORT, requires = "iperf3")]
+    pub iperf3_port: u16,
 }
 
 /// Flags of `wirebench run`.
@@ -329,6 +336,54 @@ pub struct RunArgs {
     /// Warm-up and progress.
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// Tests against iperf3 servers.
+    #[command(flatten)]
+    pub iperf3: Iperf3Args,
+    /// Tests against QUIC perf servers.
+    #[command(flatten)]
+    pub perf: PerfArgs,
+}
+
+/// Flags of `wirebench run` for testing against a real iperf3 server (`--iperf3`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct Iperf3Args {
+    /// Test against a real iperf3 server at HOST[:PORT] (default port 5201) instead of a
+    /// wirebench server: --proto tcp or udp, -l block length, -n bytes or -t time, -P, -R,
+    /// --rate (UDP, per stream; default 1Mbit as iperf3's). Prints our figures next to the
+    /// server's and stores the test as a one-run campaign (--db, --no-store). -P and -R mean
+    /// iperf3's -P (parallel streams) and -R (the server sends).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub iperf3: Option<String>,
+    /// Run for this long instead of sending -n bytes (e.g. 10s; iperf3's -t); with --iperf3.
+    #[arg(short = 't', long = "time", value_name = "DURATION")]
+    pub time: Option<String>,
+}
+
+/// Flags of `wirebench run` for testing against a QUIC perf server (`--perf-server`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PerfArgs {
+    /// Test against a QUIC perf server (draft-banks-quic-performance-00, ALPN "perf") at
+    /// HOST:PORT, e.g. a wirebench server's port; needs --proto quic and a trust choice
+    /// (--perf-ca or --perf-insecure).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub perf_server: Option<String>,
+    /// Bytes to upload on one stream (e.g. 100MiB). Default: 10MiB when --download is not given.
+    #[arg(long, value_name = "BYTES")]
+    pub upload: Option<String>,
+    /// Bytes to request from the server on one stream (e.g. 100MiB). Default: 10MiB when
+    /// --upload is not given. With both, the upload runs first, then the download.
+    #[arg(long, value_name = "BYTES")]
+    pub download: Option<String>,
+    /// Verify the perf server's certificate against this PEM CA (or self-signed) certificate.
+    #[arg(long, value_name = "FILE", conflicts_with = "perf_insecure")]
+    pub perf_ca: Option<PathBuf>,
+    /// Name to verify in the server's certificate (default: the HOST of --perf-server).
+    #[arg(long, value_name = "NAME", requires = "perf_ca")]
+    pub perf_server_name: Option<String>,
+    /// Accept any certificate from the perf server, unverified: anyone on the path can
+    /// impersonate it. For lab use against servers with throw-away certificates.
+    #[arg(long)]
+    pub perf_insecure: bool,
 }
 
 /// Warm-up and progress flags of `wirebench run`.

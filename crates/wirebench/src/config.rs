@@ -127,6 +127,8 @@ pub struct ServerConfig {
     pub json: bool,
     /// Certificate and key files for QUIC; `None` makes a self-signed one.
     pub cert_and_key: Option<(PathBuf, PathBuf)>,
+    /// Where the iperf3 listener listens (`--iperf3`), if at all.
+    pub iperf3: Option<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -141,6 +143,9 @@ impl ServerConfig {
             listen: SocketAddr::new(args.bind, args.port),
             json: args.json,
             cert_and_key,
+            iperf3: args
+                .iperf3
+                .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
         })
     }
 }
@@ -476,6 +481,224 @@ pub fn relay_config(args: &RelayArgs) -> Result<crate::relay::RelayConfig, Usage
     })
 }
 
+/// `run --iperf3`: the validated iperf3 client test, or None without `--iperf3`.
+pub fn iperf3_client(
+    args: &RunArgs,
+) -> Result<Option<crate::iperf3::client::ClientConfig>, UsageError> {
+    use crate::iperf3::client::{ClientConfig, Limit};
+    use wirebench_core::iperf3 as ip3;
+    let i = &args.iperf3;
+    let Some(name) = &i.iperf3 else {
+        if i.time.is_some() {
+            return Err(usage(
+                "-t/--time applies to --iperf3 HOST tests; add --iperf3 or drop it",
+            ));
+        }
+        return Ok(None);
+    };
+    if args.perf.perf_server.is_some() {
+        return Err(usage(
+            "--iperf3 and --perf-server are two kinds of test: give one",
+        ));
+    }
+    let protocols: Vec<Protocol> =
+        plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+    let udp = match protocols.as_slice() {
+        [Protocol::Tcp] => false,
+        [Protocol::Udp] => true,
+        _ => return Err(usage(
+            "--iperf3 runs one test over --proto tcp or --proto udp (iperf3 does not speak QUIC)",
+        )),
+    };
+    let mechanisms: Vec<Mechanism> =
+        plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
+    if mechanisms != [Mechanism::Stream] {
+        return Err(usage(
+            "--iperf3 streams; drop --mode (stop-and-wait is wirebench's own)",
+        ));
+    }
+    if args.repeat != 1 || args.plan.warmup != 0 {
+        return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
+    }
+    if args.window.is_some()
+        || args.congestion.is_some()
+        || args.nodelay
+        || args.busy_poll
+        || args.rto.is_some()
+        || args.interval.is_some()
+        || args.impair.is_some()
+    {
+        return Err(usage(
+            "-w, -C, --nodelay, --busy-poll, --rto, -i and --impair apply to wirebench servers, \
+             not --iperf3",
+        ));
+    }
+    if args.parallel == 0 || args.parallel > ip3::MAX_PARALLEL {
+        return Err(usage(format!(
+            "-P/--parallel {} is out of range: allowed 1 to {}",
+            args.parallel,
+            ip3::MAX_PARALLEL
+        )));
+    }
+    let single = |text: &str, flag: &str| -> Result<u64, UsageError> {
+        match sweep::parse_sizes(text)
+            .map_err(|e| usage(format!("{flag}: {e}")))?
+            .as_slice()
+        {
+            [one] => Ok(*one),
+            _ => Err(usage(format!(
+                "{flag}: --iperf3 takes one value, not a sweep"
+            ))),
+        }
+    };
+    let len = single(&args.msg_size, "-l/--msg-size")?;
+    let (min, max) = if udp {
+        (
+            ip3::udp_header_len(false) as u64,
+            u64::from(ip3::MAX_UDP_BLOCK),
+        )
+    } else {
+        (1, u64::from(ip3::MAX_TCP_BLOCK))
+    };
+    if len < min || len > max {
+        return Err(usage(format!(
+            "-l/--msg-size {len} is out of range for an iperf3 {} test: allowed {min} to {max} bytes",
+            if udp { "UDP" } else { "TCP" }
+        )));
+    }
+    let limit = match &i.time {
+        Some(t) => {
+            let d = parse_duration(t).map_err(|e| usage(format!("-t/--time: {e}")))?;
+            if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
+                return Err(usage(format!(
+                    "-t/--time {t} is out of range: allowed 1s to 24h"
+                )));
+            }
+            Limit::Time(d)
+        }
+        None => {
+            let n = single(&args.total, "-n/--total")?;
+            if n == 0 {
+                return Err(usage("-n/--total must be at least 1 byte"));
+            }
+            Limit::Bytes(n)
+        }
+    };
+    let rate_bps = match &args.rate {
+        Some(_) if !udp => {
+            return Err(usage("--rate paces UDP; an iperf3 TCP test runs unpaced"));
+        }
+        Some(s) => {
+            s.parse::<BitRate>()
+                .map_err(|e| usage(format!("--rate: {e}")))?
+                .0
+        }
+        // iperf3's own default for UDP.
+        None if udp => 1_000_000,
+        None => 0,
+    };
+    let server = resolve_with_port(name, ip3::DEFAULT_PORT, "--iperf3")?;
+    Ok(Some(ClientConfig {
+        name: name.clone(),
+        server,
+        udp,
+        reverse: args.reverse,
+        parallel: args.parallel,
+        // Range-checked above against limits below u32::MAX.
+        len: len as u32,
+        limit,
+        rate_bps,
+        json: args.json,
+    }))
+}
+
+/// `run --perf-server`: the validated QUIC perf test, or None without `--perf-server`.
+pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfConfig>, UsageError> {
+    use crate::perf::client::{PerfConfig, Trust};
+    let p = &args.perf;
+    let Some(name) = &p.perf_server else {
+        if p.upload.is_some() || p.download.is_some() || p.perf_insecure || p.perf_ca.is_some() {
+            return Err(usage(
+                "--upload, --download, --perf-ca and --perf-insecure apply to --perf-server tests",
+            ));
+        }
+        return Ok(None);
+    };
+    let protocols: Vec<Protocol> =
+        plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+    if protocols != [Protocol::Quic] {
+        return Err(usage("--perf-server speaks QUIC: add --proto quic"));
+    }
+    let bytes = |text: &Option<String>, flag: &str| -> Result<Option<u64>, UsageError> {
+        text.as_deref()
+            .map(|t| {
+                t.parse::<ByteSize>()
+                    .map(|b| b.0)
+                    .map_err(|e| usage(format!("{flag}: {e}")))
+            })
+            .transpose()
+    };
+    let mut upload = bytes(&p.upload, "--upload")?;
+    let mut download = bytes(&p.download, "--download")?;
+    if upload.is_none() && download.is_none() {
+        upload = Some(10 << 20);
+        download = Some(10 << 20);
+    }
+    let host = host_part(name);
+    let trust = match (&p.perf_ca, p.perf_insecure) {
+        (Some(ca), false) => Trust::Ca {
+            file: ca.clone(),
+            server_name: p.perf_server_name.clone().unwrap_or_else(|| host.clone()),
+        },
+        (None, true) => Trust::Insecure,
+        _ => return Err(usage(
+            "--perf-server needs a trust choice: --perf-ca FILE (verify the server's certificate) \
+                 or --perf-insecure (accept any certificate)",
+        )),
+    };
+    let server = resolve_with_port(name, DEFAULT_PORT, "--perf-server")?;
+    Ok(Some(PerfConfig {
+        name: name.clone(),
+        server,
+        upload,
+        download,
+        trust,
+        json: args.json,
+    }))
+}
+
+/// The HOST of HOST, HOST:PORT or [V6]:PORT.
+fn host_part(name: &str) -> String {
+    if name.parse::<IpAddr>().is_ok() {
+        return name.to_string();
+    }
+    if let Some(rest) = name.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest).to_string();
+    }
+    name.rsplit_once(':').map_or(name, |(h, _)| h).to_string()
+}
+
+/// Resolves HOST, HOST:PORT or [V6]:PORT with `default_port`.
+fn resolve_with_port(name: &str, default_port: u16, flag: &str) -> Result<SocketAddr, UsageError> {
+    let with_port = if name.parse::<IpAddr>().is_ok() || !name.contains(':') {
+        match name.parse::<IpAddr>() {
+            Ok(IpAddr::V6(v6)) => format!("[{v6}]:{default_port}"),
+            _ => format!("{name}:{default_port}"),
+        }
+    } else {
+        name.to_string()
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| {
+            usage(format!(
+                "{flag} {name}: cannot resolve ({e}); expected HOST, HOST:PORT or [IPv6]:PORT"
+            ))
+        })?
+        .next()
+        .ok_or_else(|| usage(format!("{flag} {name}: the name resolves to no address")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,5 +783,90 @@ mod tests {
         assert!(t.is_ipv6());
         let t = resolve_server("[::1]:9000").unwrap();
         assert!(matches!(t, Target::Remote { addr, .. } if addr.port() == 9000));
+    }
+
+    fn parse_run(argv: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let mut all = vec!["wirebench", "run"];
+        all.extend_from_slice(argv);
+        match crate::cli::Cli::parse_from(all).command {
+            crate::cli::Command::Run(args) => *args,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn iperf3_tests_take_iperf3_defaults() {
+        use crate::iperf3::client::Limit;
+        let c = iperf3_client(&parse_run(&["--iperf3", "127.0.0.1", "--proto", "udp"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.server, SocketAddr::from(([127, 0, 0, 1], 5201)));
+        assert!(c.udp && !c.reverse);
+        assert_eq!((c.parallel, c.len, c.rate_bps), (1, 1024, 1_000_000));
+        assert_eq!(c.limit, Limit::Bytes(100 << 20));
+        let c = iperf3_client(&parse_run(&[
+            "--iperf3",
+            "[::1]:5202",
+            "-t",
+            "1500ms",
+            "-P",
+            "3",
+            "-R",
+            "-l",
+            "128KiB",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.server.port(), 5202);
+        assert!(!c.udp && c.reverse);
+        assert_eq!((c.parallel, c.len, c.rate_bps), (3, 128 * 1024, 0));
+        assert_eq!(c.limit, Limit::Time(Duration::from_millis(1500)));
+        assert!(iperf3_client(&parse_run(&[])).unwrap().is_none());
+        let err = iperf3_client(&parse_run(&["--iperf3", "h", "--rate", "1Mbit"])).unwrap_err();
+        assert!(err.0.contains("paces UDP"), "{}", err.0);
+        let err = iperf3_client(&parse_run(&["--iperf3", "h", "-P", "0"])).unwrap_err();
+        assert!(err.0.contains("allowed 1 to 128"), "{}", err.0);
+    }
+
+    #[test]
+    fn perf_tests_need_a_trust_choice_and_default_to_both_directions() {
+        use crate::perf::client::Trust;
+        let c = perf_client(&parse_run(&[
+            "--proto",
+            "quic",
+            "--perf-server",
+            "localhost:4433",
+            "--perf-ca",
+            "ca.pem",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((c.upload, c.download), (Some(10 << 20), Some(10 << 20)));
+        assert_eq!(
+            c.trust,
+            Trust::Ca {
+                file: "ca.pem".into(),
+                server_name: "localhost".into()
+            }
+        );
+        let c = perf_client(&parse_run(&[
+            "--proto",
+            "quic",
+            "--perf-server",
+            "127.0.0.1:4433",
+            "--perf-insecure",
+            "--download",
+            "1MiB",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (c.upload, c.download, c.trust),
+            (None, Some(1 << 20), Trust::Insecure)
+        );
+        assert_eq!(host_part("[::1]:4433"), "::1");
+        assert_eq!(host_part("example.org:4433"), "example.org");
+        assert_eq!(host_part("::1"), "::1");
     }
 }

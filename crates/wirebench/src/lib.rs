@@ -11,9 +11,11 @@ pub mod counters;
 pub mod engine;
 pub mod environment;
 pub mod interval;
+pub mod iperf3;
 pub mod net;
 pub mod output;
 pub mod parallel;
+pub mod perf;
 pub mod relay;
 pub mod report;
 pub mod runner;
@@ -43,6 +45,17 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
+            if let Some(cfg) = config::iperf3_client(&args)? {
+                let store = StoreTarget::from_args(&args.store)?;
+                let result = runtime.block_on(commands::interop::run_iperf3(cfg, store));
+                shut_down(runtime);
+                return result.map(|()| ExitCode::SUCCESS);
+            }
+            if let Some(cfg) = config::perf_client(&args)? {
+                let result = runtime.block_on(commands::interop::run_perf(cfg));
+                shut_down(runtime);
+                return result.map(|()| ExitCode::SUCCESS);
+            }
             let cfg = RunConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
             let result = runtime.block_on(commands::run::execute(cfg, store, args.plan.quiet));

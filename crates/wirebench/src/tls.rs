@@ -87,6 +87,8 @@ pub fn server_crypto(identity: &ServerIdentity) -> Result<rustls::ServerConfig> 
         .with_single_cert(identity.chain.clone(), identity.key.clone_key())
         .context("the certificate and key do not make a usable TLS identity")?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
+    // QUIC perf clients (draft-banks-quic-performance) are served on the same endpoint.
+    cfg.alpn_protocols.push(wirebench_core::perf::ALPN.to_vec());
     Ok(cfg)
 }
 

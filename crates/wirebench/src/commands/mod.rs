@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod history;
+pub mod interop;
 pub mod relay;
 pub mod report;
 pub mod run;

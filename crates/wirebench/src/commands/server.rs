@@ -23,6 +23,12 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
         server.local_addr()
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let _iperf3 = match cfg.iperf3 {
+        Some(addr) => {
+            Some(crate::commands::interop::spawn_iperf3_listener(addr, tx.clone()).await?)
+        }
+        None => None,
+    };
     let mut serving = tokio::spawn(server.run(tx));
     let mut terminate = terminate_signal()?;
     loop {

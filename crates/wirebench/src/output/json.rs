@@ -155,7 +155,7 @@ pub struct ClientJson {
 }
 
 /// What one end measured besides its counts: the same fields for the client and the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct EndMetrics {
     /// Share of the data packets this end sent again or lost (`transport.retrans_rate`),
     /// comparable across TCP, QUIC and UDP; null when unknown (and for a UDP server).

@@ -452,6 +452,9 @@ pub(super) fn ns(d: Duration) -> u64 {
 pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
     let peer = incoming.remote_address();
     let connection = incoming.await.context("QUIC handshake failed")?;
+    if crate::perf::server::is_perf(&connection) {
+        return crate::perf::server::serve(connection).await;
+    }
     let (send, mut recv) = tokio::time::timeout(SETUP_TIMEOUT, connection.accept_bi())
         .await
         .context("the client opened no QUIC stream in time")?

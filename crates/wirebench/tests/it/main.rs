@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare;
+mod interop;
 mod lab;
 mod measurements;
 mod netns;

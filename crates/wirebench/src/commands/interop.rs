@@ -1,0 +1,91 @@
+//! The interoperability commands: `run --iperf3` and `run --perf-server` (one test each, printed
+//! as text or JSON), and starting the iperf3 listener of `server --iperf3`. Owns printing those
+//! results; must not speak the protocols itself (`iperf3`, `perf` do).
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+
+use crate::config::StoreTarget;
+use crate::iperf3::client::ClientConfig;
+use crate::iperf3::server::Iperf3Server;
+use crate::perf::client::PerfConfig;
+use crate::server::ServerEvent;
+
+/// Runs one test against an iperf3 server, prints both views and stores the run.
+pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
+    let outcome = crate::iperf3::client::run(&cfg)
+        .await
+        .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
+    let text = if cfg.json {
+        let doc = crate::iperf3::report::document(&cfg, &outcome);
+        serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
+    } else {
+        crate::iperf3::report::text(&cfg, &outcome)
+    };
+    print(&text)?;
+    if let StoreTarget::File(path) = store {
+        let id = crate::iperf3::store::store(&path, &cfg, &outcome, super::run::unix_now())?;
+        let note = format!(
+            "stored as campaign {id} (1 run, complete) in {}",
+            path.display()
+        );
+        if cfg.json {
+            eprintln!("{note}");
+        } else {
+            print(&format!("{note}\n"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the QUIC perf transfers and prints them.
+pub async fn run_perf(cfg: PerfConfig) -> Result<()> {
+    let doc = crate::perf::client::run(&cfg)
+        .await
+        .with_context(|| format!("QUIC perf test with {} failed", cfg.name))?;
+    let text = if cfg.json {
+        serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
+    } else {
+        crate::perf::client::text(&doc)
+    };
+    print(&text)
+}
+
+/// Binds the iperf3 listener and serves it in the background until the handle is dropped.
+pub async fn spawn_iperf3_listener(
+    addr: SocketAddr,
+    events: mpsc::UnboundedSender<ServerEvent>,
+) -> Result<AbortOnDrop> {
+    let server = Iperf3Server::bind(addr).await?;
+    eprintln!(
+        "wirebench server: iperf3 listener on {} (TCP and UDP, one port)",
+        server.local_addr()
+    );
+    Ok(AbortOnDrop(tokio::spawn(async move {
+        let _ = server.run(events).await;
+    })))
+}
+
+/// Stops a background task when dropped.
+#[derive(Debug)]
+pub struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Writes to stdout; a closed stdout (a pipe to `head`) is not an error.
+fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::from(e).context("while writing to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
