@@ -54,8 +54,13 @@ impl Exporter for Html {
                 out,
                 &chart::throughput_over_time(t)?,
                 &format!(
-                    "Bit rate per interval of {}: what the client sent and what the server read (wirebench report --run N picks another run).",
-                    t.label
+                    "Bit rate per interval of {}: what the client sent and what the server read{} (wirebench report --run N picks another run).",
+                    t.label,
+                    if t.udp_stream {
+                        "; the intervals at zero after the last datagram are the grace period, while the server waits for late datagrams (--grace)"
+                    } else {
+                        ""
+                    }
                 ),
             )?;
         }

@@ -21,6 +21,9 @@ pub struct Timeline {
     pub client: Vec<Interval>,
     /// What the server read, in the same form.
     pub server: Vec<Interval>,
+    /// Whether it is a UDP streaming run, whose last intervals are the grace period (nothing
+    /// sent while the server waits for late datagrams).
+    pub udp_stream: bool,
 }
 
 /// One interval of a series.
@@ -87,6 +90,7 @@ pub fn timeline(
         ),
         client: intervals(&run.client.intervals),
         server: intervals(&run.server.intervals),
+        udp_stream: run.protocol == Protocol::Udp && run.mechanism == Mechanism::Stream,
     }))
 }
 

@@ -345,6 +345,7 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
     // One dot per client interval of run 1 (36 in the fixture).
     assert_eq!(charts[1].matches("<circle").count(), 36);
     assert!(html.contains("run 1: TCP Streaming, 1000 B × 104857600 B (100 MiB), repeat 1"));
+    assert!(!html.contains("grace period"), "only UDP streaming has one");
     let loss = texts(charts[2]);
     for expected in [
         "UDP streaming: server loss against offered load",
@@ -364,6 +365,10 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
     let html = html_report(&db, Some(4));
     assert!(texts(svgs(&html)[1]).contains(&"Throughput over time, run 4".to_string()));
     assert!(html.contains("run 4: UDP Streaming, 8000 B × 104857600 B (100 MiB), repeat 1"));
+    assert!(
+        html.contains("are the grace period"),
+        "UDP streaming runs explain their tail"
+    );
 
     // Bad choices are usage errors that say what is allowed.
     for (args, says) in [
