@@ -385,7 +385,11 @@ pub fn throughput_over_time(t: &Timeline) -> io::Result<String> {
     let (t_scale, t_unit) = if t_hi < 2.0 { (1e3, "ms") } else { (1.0, "s") };
     let x_hi = (t_hi * t_scale * 1.02).max(1e-3);
     // Headroom above the highest interval keeps the legend (upper right) off the lines.
-    let y_hi = (y_max / scale * 1.4).max(1e-3);
+    let y_hi = if y_max > 0.0 {
+        (y_max / scale * 1.4).max(1e-3)
+    } else {
+        1.0 // nothing moved: an axis of 0..1 rather than a degenerate one
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -513,4 +517,42 @@ pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
         root.present().map_err(chart_error)?;
     }
     Ok(Some(svg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::series::Interval;
+
+    #[test]
+    fn degenerate_run_charts_still_draw() {
+        // Nothing moved in any interval, and the server kept no series: an axis of 0..1.
+        let t = Timeline {
+            run: 2,
+            label: "run 2".into(),
+            client: vec![Interval {
+                start_s: 0.0,
+                end_s: 0.05,
+                bits_per_second: 0.0,
+            }],
+            server: Vec::new(),
+            udp_stream: false,
+        };
+        let svg = throughput_over_time(&t).unwrap();
+        assert!(svg.contains("Throughput over time, run 2"));
+        assert!(svg.contains("Client sent") && !svg.contains("Server read"));
+        assert!(svg.contains("Time since the session started (ms)"));
+        // No UDP streaming run: no loss chart.
+        assert_eq!(loss_against_load(&[]).unwrap(), None);
+        let one = LossPoint {
+            msg_size: 1000,
+            offered_bps: 2e8,
+            loss_pct: 0.0,
+        };
+        let svg = loss_against_load(&[one])
+            .unwrap()
+            .expect("one point, one chart");
+        assert!(svg.contains("Offered load: client throughput (Mbit/s)"));
+        assert!(svg.contains("1000 B messages"));
+    }
 }

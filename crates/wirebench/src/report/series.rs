@@ -101,9 +101,11 @@ pub fn loss_points(runs: &[(Point, RunJson)]) -> Vec<LossPoint> {
         .filter(|(_, r)| r.protocol == Protocol::Udp && r.mechanism == Mechanism::Stream)
         .filter_map(|(point, r)| {
             let seen = r.server.messages.checked_add(r.server.lost)?;
-            (seen > 0).then(|| LossPoint {
+            // A hand-made import could hold any number; only a real rate is drawable.
+            let offered = r.client.throughput_bps;
+            (seen > 0 && offered.is_finite() && offered >= 0.0).then(|| LossPoint {
                 msg_size: point.msg_size,
-                offered_bps: r.client.throughput_bps,
+                offered_bps: offered,
                 loss_pct: r.server.lost as f64 * 100.0 / seen as f64,
             })
         })
@@ -113,6 +115,7 @@ pub fn loss_points(runs: &[(Point, RunJson)]) -> Vec<LossPoint> {
 fn intervals(samples: &[IntervalJson]) -> Vec<Interval> {
     samples
         .iter()
+        .filter(|s| s.bits_per_second.is_finite() && s.bits_per_second >= 0.0)
         .map(|s| Interval {
             start_s: s.sample.start_ns as f64 / 1e9,
             end_s: s.sample.end_ns as f64 / 1e9,
