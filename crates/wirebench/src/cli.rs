@@ -180,6 +180,10 @@ pub struct ReportArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// HTML: the run whose interval series (measured with `run -i D`) the throughput-over-time
+    /// chart shows, numbered as `wirebench show` lists them. Default: the first run that has them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: Option<u64>,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,

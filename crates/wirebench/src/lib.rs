@@ -90,6 +90,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 &db,
                 which,
                 args.format,
+                args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 args.output.as_deref(),
                 &mut std::io::stdout().lock(),
             )?;

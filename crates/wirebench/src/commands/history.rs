@@ -88,6 +88,19 @@ pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
     let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
+    for a in store.aborted_runs(id)? {
+        let p = &a.params;
+        writeln!(
+            out,
+            "[{}] {} {} {} B × {} B, run {}: aborted in flight (interrupted), no figures",
+            a.position,
+            p.protocol,
+            p.mechanism,
+            p.msg_size,
+            p.total_bytes,
+            a.repeat_index + 1
+        )?;
+    }
     Ok(())
 }
 
@@ -192,6 +205,7 @@ pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
         parameters: doc.parameters,
         planned_runs: meta.planned_runs,
         stored_runs: doc.runs.len() as u64,
+        aborted_runs: 0,
         msg_sizes,
         totals,
         environment: meta.environment,

@@ -21,14 +21,23 @@ pub enum Which {
     Last,
 }
 
-/// Runs `wirebench report`.
+/// Runs `wirebench report`; `run` picks the run of the HTML throughput-over-time chart
+/// (1-based, as `wirebench show` numbers them).
 pub fn execute(
     db: &Path,
     which: Which,
     format: Format,
+    run: Option<usize>,
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
+    if run.is_some() && format != Format::Html {
+        return Err(UsageError(
+            "--run picks the run of the HTML throughput-over-time chart: use it with --format html"
+                .into(),
+        )
+        .into());
+    }
     let store = Store::open_existing(db)?;
     let id = match which {
         Which::Id(id) => id,
@@ -39,7 +48,7 @@ pub fn execute(
             ))
         })?,
     };
-    let report = load(&store, id)?;
+    let report = load_choosing(&store, id, run)?;
     let mut body = Vec::new();
     report::exporter(format).write(&report, &mut body)?;
     match output {
@@ -52,6 +61,11 @@ pub fn execute(
 
 /// The report of a stored campaign.
 pub fn load(store: &Store, id: i64) -> Result<Report> {
+    load_choosing(store, id, None)
+}
+
+/// The report of a stored campaign, with run `run` on the throughput-over-time chart when given.
+fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
     let (info, runs) = history::load(store, id)?;
     let heading = Heading {
         campaign: info.id,
@@ -63,5 +77,9 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
             .clone()
             .unwrap_or_else(|| "unknown".into()),
     };
-    Ok(Report::build(heading, &runs))
+    let mut report = Report::build(heading, &runs);
+    if let Some(n) = run {
+        report.choose_run(&runs, n).map_err(UsageError)?;
+    }
+    Ok(report)
 }

@@ -1,10 +1,11 @@
 //! `wirebench run`: starts the embedded server when no --server is given, runs the plan, and
 //! prints each run as it finishes, then the summary tables (text) or one JSON document. Each
 //! finished run is committed to the results store before the next starts; Ctrl-C marks the
-//! campaign aborted.
+//! campaign aborted and stores the run in flight as an aborted run (its parameters only).
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
@@ -19,7 +20,7 @@ use crate::output::{json, text};
 use crate::relay::RunRelay;
 use crate::runner::{self, Campaign, RunRecord};
 use crate::server::{Server, ServerEvent};
-use crate::store::{NewCampaign, Status, Store};
+use crate::store::{AbortedRun, NewCampaign, Status, Store};
 use crate::tls::ServerIdentity;
 
 /// Runs the run command; `Ok(false)` means a run failed (exit status 1).
@@ -86,6 +87,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         Some(store) => Some(Recorder::begin(store, &cfg, &server_name)?),
     };
     let progress = Progress::new(run_labels(&cfg), quiet);
+    // What is in flight, for Ctrl-C: the plan position of the last finished measured run, and
+    // whether an (unmeasured, never stored) warm-up is running instead of the next one.
+    let finished = AtomicUsize::new(0);
+    let warming = AtomicBool::new(false);
     let running = async {
         let mut campaign = Campaign::default();
         for &point in &cfg.points {
@@ -105,8 +110,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     repeat: cfg.warmup,
                     ..point_cfg.clone()
                 };
+                warming.store(true, Ordering::Relaxed);
                 let warm =
                     runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}, |_| {}).await;
+                warming.store(false, Ordering::Relaxed);
                 if let Some(failure) = warm.failure {
                     campaign.failure = Some(format!("warm-up: {failure}"));
                     break;
@@ -125,6 +132,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     let position = offset + position;
                     // What the relay (--impair) did during this run, stored and printed with it.
                     let relay_counts = relay.as_mut().map(RunRelay::finish_run);
+                    finished.store(position, Ordering::Relaxed);
                     // Stored before it is printed: a run on the screen is a run in the database.
                     if let Some(r) = recorder.as_mut() {
                         r.record(position, record, relay_counts);
@@ -185,11 +193,28 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         campaign = running => campaign,
         () = interrupted => {
             progress.finish();
+            let in_flight = if warming.load(Ordering::Relaxed) {
+                None
+            } else {
+                in_flight_run(&cfg, finished.load(Ordering::Relaxed) + 1)
+            };
             let stored = recorder.as_ref().map_or(0, |r| r.stored);
-            if let Some(r) = recorder.take() {
+            let mut aborted_stored = false;
+            if let Some(mut r) = recorder.take() {
+                if let Some(run) = &in_flight {
+                    aborted_stored = r.record_aborted(run);
+                }
                 r.finish(Status::Aborted, Some("interrupted (Ctrl-C)"), cfg.json);
             }
-            eprintln!("interrupted: {stored} finished run(s) stored, the run in flight is lost");
+            let what = match (&in_flight, aborted_stored) {
+                (Some(run), true) => format!(
+                    "the run in flight ({}) is stored as aborted",
+                    run.position
+                ),
+                (Some(run), false) => format!("the run in flight ({}) is not stored", run.position),
+                (None, _) => "no measured run was in flight".to_string(),
+            };
+            eprintln!("interrupted: {stored} finished run(s) stored, {what}");
             return Ok(false);
         }
     };
@@ -325,6 +350,25 @@ fn run_labels(cfg: &RunConfig) -> Vec<String> {
     labels
 }
 
+/// The run at 1-based `position` of the plan (the order `run_labels` describes), as the client
+/// knows it before any figure: `None` past the end of the plan.
+fn in_flight_run(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
+    let per_point = runner::planned_runs(cfg);
+    let index = position.checked_sub(1)?;
+    let point = cfg.points.get(index / per_point.max(1))?;
+    let within = index % per_point.max(1);
+    let repeat = cfg.repeat.max(1) as usize;
+    let combination = *cfg.combinations.get(within / repeat)?;
+    let mut params = runner::session_params(cfg, combination);
+    params.msg_size = point.msg_size;
+    params.total_bytes = point.total_bytes;
+    Some(AbortedRun {
+        position: position as u64,
+        repeat_index: (within % repeat) as u32,
+        params,
+    })
+}
+
 /// Seconds since the Unix epoch, for the store's timestamps (0 if the clock is before 1970).
 pub fn unix_now() -> i64 {
     std::time::SystemTime::now()
@@ -338,6 +382,7 @@ struct Recorder {
     store: Store,
     campaign: i64,
     stored: u64,
+    aborted: u64,
     error: Option<String>,
 }
 
@@ -357,6 +402,7 @@ impl Recorder {
             store,
             campaign,
             stored: 0,
+            aborted: 0,
             error: None,
         })
     }
@@ -394,6 +440,27 @@ impl Recorder {
         }
     }
 
+    /// Stores the run in flight at an interrupt as aborted; whether it was stored.
+    fn record_aborted(&mut self, run: &AbortedRun) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        match self.store.add_aborted_run(self.campaign, run) {
+            Ok(()) => {
+                self.aborted += 1;
+                true
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: cannot store the aborted run {} in {}: {e:#}",
+                    run.position,
+                    self.store.path().display()
+                );
+                false
+            }
+        }
+    }
+
     fn finish(mut self, status: Status, error: Option<&str>, json_output: bool) {
         let error = error.or(self.error.as_deref());
         match self
@@ -401,8 +468,13 @@ impl Recorder {
             .finish_campaign(self.campaign, status, unix_now(), error)
         {
             Ok(()) => {
+                let aborted = if self.aborted > 0 {
+                    format!(" + {} aborted in flight", self.aborted)
+                } else {
+                    String::new()
+                };
                 let note = format!(
-                    "stored as campaign {} ({} run(s), {}) in {}",
+                    "stored as campaign {} ({} run(s){aborted}, {}) in {}",
                     self.campaign,
                     self.stored,
                     status.as_str(),
@@ -463,6 +535,49 @@ mod tests {
             Command::Run(a) => RunConfig::from_args(&a).unwrap(),
             other => panic!("not run: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_run_in_flight_is_found_in_plan_order() {
+        let c = cfg(&[
+            "--proto", "tcp,udp", "--mode", "stream", "-l", "100,200", "-n", "1000", "--repeat",
+            "2", "--rate", "1G",
+        ]);
+        // Plan: 100 B: tcp ×2, udp ×2; then 200 B: tcp ×2, udp ×2.
+        let names: Vec<String> = (1..=8)
+            .map(|i| {
+                let r = in_flight_run(&c, i).expect("in the plan");
+                assert_eq!(r.position, i as u64);
+                format!(
+                    "{} {} {}",
+                    r.params.protocol, r.params.msg_size, r.repeat_index
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tcp 100 0",
+                "tcp 100 1",
+                "udp 100 0",
+                "udp 100 1",
+                "tcp 200 0",
+                "tcp 200 1",
+                "udp 200 0",
+                "udp 200 1"
+            ]
+        );
+        let r = in_flight_run(&c, 7).unwrap();
+        assert_eq!(
+            (r.params.total_bytes, r.params.rate_bps),
+            (1000, Some(1_000_000_000))
+        );
+        assert_eq!(in_flight_run(&c, 0), None);
+        assert_eq!(
+            in_flight_run(&c, 9),
+            None,
+            "past the end: nothing in flight"
+        );
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: throughput
-//! against message size (log scale) per protocol × mechanism, and round-trip-time percentiles
-//! for stop-and-wait. Owns chart layout only; must not open files or read clocks.
+//! against message size (log scale) per protocol × mechanism, round-trip-time percentiles for
+//! stop-and-wait, throughput over time of one run, and UDP loss against offered load. Owns
+//! chart layout only; must not open files or read clocks.
 
 use std::io;
 
 use plotters::prelude::*;
 use wirebench_core::units::ByteSize;
 
+use super::series::{LossPoint, Timeline};
 use super::Configuration;
 
 const SIZE: (u32, u32) = (760, 420);
@@ -348,4 +350,209 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// The unit a bit-rate axis reads in, chosen by its largest value: (divisor, name).
+fn rate_unit(max_bps: f64) -> (f64, &'static str) {
+    if max_bps >= 1e9 {
+        (1e9, "Gbit/s")
+    } else if max_bps >= 1e6 {
+        (1e6, "Mbit/s")
+    } else {
+        (1e3, "kbit/s")
+    }
+}
+
+/// Tick labels with as many decimals as the axis range needs.
+fn tick(v: f64, range: f64) -> String {
+    if range >= 20.0 {
+        format!("{v:.0}")
+    } else if range >= 2.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// What the client sent and the server read per interval of one run, against time since the
+/// session started (each interval drawn at its middle).
+pub fn throughput_over_time(t: &Timeline) -> io::Result<String> {
+    let all = || t.client.iter().chain(t.server.iter());
+    let t_hi = all().map(|i| i.end_s).fold(0.0f64, f64::max);
+    let y_max = all().map(|i| i.bits_per_second).fold(0.0f64, f64::max);
+    let (scale, unit) = rate_unit(y_max);
+    // Short runs read better in milliseconds.
+    let (t_scale, t_unit) = if t_hi < 2.0 { (1e3, "ms") } else { (1.0, "s") };
+    let x_hi = (t_hi * t_scale * 1.02).max(1e-3);
+    // Headroom above the highest interval keeps the legend (upper right) off the lines.
+    let y_hi = if y_max > 0.0 {
+        (y_max / scale * 1.4).max(1e-3)
+    } else {
+        1.0 // nothing moved: an axis of 0..1 rather than a degenerate one
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("Throughput over time, run {}", t.run), (FONT, 20))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("Time since the session started ({t_unit})"))
+            .y_desc(format!("Throughput per interval ({unit})"))
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| tick(*x, x_hi))
+            .y_label_formatter(&|y| tick(*y, y_hi))
+            .draw()
+            .map_err(chart_error)?;
+        let points = |series: &[super::series::Interval]| -> Vec<(f64, f64)> {
+            series
+                .iter()
+                .map(|i| {
+                    (
+                        (i.start_s + i.end_s) / 2.0 * t_scale,
+                        i.bits_per_second / scale,
+                    )
+                })
+                .collect()
+        };
+        if !t.client.is_empty() {
+            line_with_dots(&mut chart, "Client sent", COLOURS[0], &points(&t.client))?;
+        }
+        if !t.server.is_empty() {
+            // Triangles, so a server line lying on the client's stays visible.
+            let colour = COLOURS[1];
+            let server = points(&t.server);
+            chart
+                .draw_series(LineSeries::new(server.clone(), colour.stroke_width(2)))
+                .map_err(chart_error)?
+                .label("Server read")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    server
+                        .iter()
+                        .map(|&p| TriangleMarker::new(p, 5, colour.filled())),
+                )
+                .map_err(chart_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// Server loss (percent of the messages sent) against offered load (what the client sent) of
+/// every UDP streaming run, one series per message size; `None` when there are no such runs.
+pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for p in points {
+        let name = format!("{} B messages", p.msg_size);
+        let point = (p.offered_bps, p.loss_pct);
+        match series.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, pts)) => pts.push(point),
+            None => {
+                let colour = COLOURS[series.len() % COLOURS.len()];
+                series.push((name, colour, vec![point]));
+            }
+        }
+    }
+    for (_, _, pts) in &mut series {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let x_max = points.iter().map(|p| p.offered_bps).fold(0.0f64, f64::max);
+    let (scale, unit) = rate_unit(x_max);
+    let x_hi = (x_max / scale * 1.1).max(1e-3);
+    let y_max = points.iter().map(|p| p.loss_pct).fold(0.0f64, f64::max);
+    // Headroom keeps the legend (upper left) off the points; a floor of 0.1 % keeps loss-free
+    // campaigns from stretching noise over the whole height.
+    let y_hi = (y_max * 1.5).max(0.1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "UDP streaming: server loss against offered load",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("Offered load: client throughput ({unit})"))
+            .y_desc("Server loss (% of messages sent)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| tick(*x, x_hi))
+            .y_label_formatter(&|y| tick(*y, y_hi))
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, pts) in &series {
+            let scaled: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x / scale, y)).collect();
+            line_with_dots(&mut chart, name, *colour, &scaled)?;
+        }
+        legend(&mut chart)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(Some(svg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::series::Interval;
+
+    #[test]
+    fn degenerate_run_charts_still_draw() {
+        // Nothing moved in any interval, and the server kept no series: an axis of 0..1.
+        let t = Timeline {
+            run: 2,
+            label: "run 2".into(),
+            client: vec![Interval {
+                start_s: 0.0,
+                end_s: 0.05,
+                bits_per_second: 0.0,
+            }],
+            server: Vec::new(),
+            udp_stream: false,
+        };
+        let svg = throughput_over_time(&t).unwrap();
+        assert!(svg.contains("Throughput over time, run 2"));
+        assert!(svg.contains("Client sent") && !svg.contains("Server read"));
+        assert!(svg.contains("Time since the session started (ms)"));
+        // No UDP streaming run: no loss chart.
+        assert_eq!(loss_against_load(&[]).unwrap(), None);
+        let one = LossPoint {
+            msg_size: 1000,
+            offered_bps: 2e8,
+            loss_pct: 0.0,
+        };
+        let svg = loss_against_load(&[one])
+            .unwrap()
+            .expect("one point, one chart");
+        assert!(svg.contains("Offered load: client throughput (Mbit/s)"));
+        assert!(svg.contains("1000 B messages"));
+    }
 }

@@ -48,6 +48,30 @@ impl Exporter for Html {
             writeln!(out, "<h2>Stop-and-wait round-trip time</h2>")?;
             figure(out, &svg, caption)?;
         }
+        if let Some(t) = &report.timeline {
+            writeln!(out, "<h2>Throughput over time</h2>")?;
+            figure(
+                out,
+                &chart::throughput_over_time(t)?,
+                &format!(
+                    "Bit rate per interval of {}: what the client sent and what the server read{} (wirebench report --run N picks another run).",
+                    t.label,
+                    if t.udp_stream {
+                        "; the intervals at zero after the last datagram are the grace period, while the server waits for late datagrams (--grace)"
+                    } else {
+                        ""
+                    }
+                ),
+            )?;
+        }
+        if let Some(svg) = chart::loss_against_load(&report.loss)? {
+            writeln!(out, "<h2>UDP loss against load</h2>")?;
+            figure(
+                out,
+                &svg,
+                "Each UDP streaming run: messages the server never received, as a share of those sent (lost / (read + lost)), against the client's sending rate; one series per message size.",
+            )?;
+        }
         writeln!(out, "<h2>Statistics per configuration</h2>")?;
         for c in &report.configurations {
             writeln!(

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod series;
 pub mod table;
 
 use std::io::{self, Write};
@@ -77,6 +78,13 @@ pub struct Report {
     pub heading: Heading,
     /// One entry per configuration with runs, in run order.
     pub configurations: Vec<Configuration>,
+    /// The run the throughput-over-time chart shows (HTML only; `None` when no run has
+    /// interval series).
+    #[serde(skip)]
+    pub timeline: Option<series::Timeline>,
+    /// UDP streaming runs for the loss-against-load chart (HTML only; empty without any).
+    #[serde(skip)]
+    pub loss: Vec<series::LossPoint>,
 }
 
 /// The statistics of one configuration.
@@ -178,21 +186,36 @@ impl Report {
             schema_version: REPORT_SCHEMA_VERSION,
             heading,
             configurations,
+            // With no run chosen this cannot fail: no run with series is simply no chart.
+            timeline: series::timeline(runs, None).ok().flatten(),
+            loss: series::loss_points(runs),
         }
+    }
+
+    /// Shows run `n` (1-based, as `wirebench show` numbers the runs) on the throughput-over-time
+    /// chart; an error names what is allowed when there is no such run or it has no series.
+    pub fn choose_run(&mut self, runs: &[(Point, RunJson)], n: usize) -> Result<(), String> {
+        self.timeline = series::timeline(runs, Some(n))?;
+        Ok(())
     }
 }
 
 impl Configuration {
     /// "TCP Streaming", "UDP Stop and Wait", as in the text tables.
     pub fn title(&self) -> String {
+        Configuration::title_of(self.protocol, self.mechanism)
+    }
+
+    /// The title of a protocol × mechanism: "TCP Streaming", "UDP Stop and Wait".
+    pub fn title_of(protocol: Protocol, mechanism: Mechanism) -> String {
         format!(
             "{} {}",
-            match self.protocol {
+            match protocol {
                 Protocol::Tcp => "TCP",
                 Protocol::Udp => "UDP",
                 Protocol::Quic => "QUIC",
             },
-            match self.mechanism {
+            match mechanism {
                 Mechanism::Stream => "Streaming",
                 Mechanism::StopAndWait => "Stop and Wait",
             }

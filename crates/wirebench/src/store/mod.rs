@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
+use wirebench_core::proto::SessionParams;
 use wirebench_core::sweep::Point;
 
 use crate::environment::Environment;
@@ -107,14 +108,28 @@ pub struct CampaignInfo {
     pub parameters: Parameters,
     /// Runs planned.
     pub planned_runs: u64,
-    /// Runs stored.
+    /// Finished runs stored.
     pub stored_runs: u64,
+    /// Runs stored as aborted: in flight when the campaign was interrupted (at most one).
+    #[serde(default)]
+    pub aborted_runs: u64,
     /// Message sizes planned, in plan order.
     pub msg_sizes: Vec<u32>,
     /// Totals planned, in plan order.
     pub totals: Vec<u64>,
     /// The host it ran on.
     pub environment: Environment,
+}
+
+/// A run that was in flight when its campaign was interrupted: what the client knew of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbortedRun {
+    /// 1-based position in the plan.
+    pub position: u64,
+    /// 0-based repeat index within its combination.
+    pub repeat_index: u32,
+    /// What was asked of the server (protocol, mechanism, message size, total, ...).
+    pub params: SessionParams,
 }
 
 /// An open results database.
@@ -195,6 +210,63 @@ impl Store {
         Ok(())
     }
 
+    /// Commits the run that was in flight when `campaign` was interrupted, as `aborted`: its
+    /// parameters only, no figures (reports and comparisons leave it out).
+    pub fn add_aborted_run(&mut self, campaign: i64, run: &AbortedRun) -> Result<()> {
+        let p = &run.params;
+        self.conn
+            .execute(
+                "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
+                     repeat_index, status, params_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'aborted', ?8)",
+                params![
+                    campaign,
+                    int(run.position, "run position")?,
+                    p.protocol.as_str(),
+                    p.mechanism.as_str(),
+                    p.msg_size,
+                    int(p.total_bytes, "total bytes")?,
+                    run.repeat_index,
+                    serde_json::to_string(p)?,
+                ],
+            )
+            .with_context(|| {
+                format!(
+                    "while storing aborted run {} of campaign {campaign}",
+                    run.position
+                )
+            })?;
+        Ok(())
+    }
+
+    /// The runs of one campaign stored as aborted, in plan order.
+    pub fn aborted_runs(&self, campaign: i64) -> Result<Vec<AbortedRun>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT position, repeat_index, params_json FROM run
+             WHERE campaign_id = ?1 AND status = 'aborted' ORDER BY position",
+        )?;
+        let rows = stmt.query_map([campaign], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, u32>(1)?,
+                row.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        rows.map(|r| {
+            let (position, repeat_index, text) = r?;
+            let params =
+                serde_json::from_str(text.as_deref().unwrap_or("")).with_context(|| {
+                    format!("aborted run {position} of campaign {campaign} is not readable")
+                })?;
+            Ok(AbortedRun {
+                position: u64::try_from(position).unwrap_or(0),
+                repeat_index,
+                params,
+            })
+        })
+        .collect()
+    }
+
     /// Marks a campaign as ended.
     pub fn finish_campaign(
         &mut self,
@@ -268,11 +340,12 @@ impl Store {
             .query_row("SELECT max(id) FROM campaign", [], |row| row.get(0))?)
     }
 
-    /// The runs of one campaign with their message size and total, in the order they ran.
+    /// The finished runs of one campaign with their message size and total, in the order they
+    /// ran (aborted runs are left out: see [`Store::aborted_runs`]).
     pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunJson)>> {
         let mut stmt = self.conn.prepare(
             "SELECT position, msg_size, total_bytes, run_json FROM run
-             WHERE campaign_id = ?1 ORDER BY position",
+             WHERE campaign_id = ?1 AND status = 'complete' ORDER BY position",
         )?;
         let rows = stmt.query_map([campaign], |row| {
             Ok((
@@ -353,9 +426,10 @@ impl Store {
 const CAMPAIGN_SELECT: &str = "
 SELECT c.id, c.started_at_unix_s, c.finished_at_unix_s, c.status, c.error, c.origin,
        c.parameters_json, c.planned_runs,
-       (SELECT count(*) FROM run r WHERE r.campaign_id = c.id),
+       (SELECT count(*) FROM run r WHERE r.campaign_id = c.id AND r.status = 'complete'),
        c.host_name, c.kernel, c.cpu_model, c.wirebench_version, c.rmem_max_bytes, c.wmem_max_bytes,
-       c.msg_sizes, c.totals
+       c.msg_sizes, c.totals,
+       (SELECT count(*) FROM run r WHERE r.campaign_id = c.id AND r.status = 'aborted')
 FROM campaign c";
 
 struct RawCampaign {
@@ -368,6 +442,7 @@ struct RawCampaign {
     parameters_json: String,
     planned: i64,
     stored: i64,
+    aborted: i64,
     msg_sizes: Option<String>,
     totals: Option<String>,
     environment: Environment,
@@ -391,6 +466,7 @@ impl RawCampaign {
             parameters,
             planned_runs: u64::try_from(self.planned).unwrap_or(0),
             stored_runs: u64::try_from(self.stored).unwrap_or(0),
+            aborted_runs: u64::try_from(self.aborted).unwrap_or(0),
             msg_sizes,
             totals,
             environment: self.environment,
@@ -409,6 +485,7 @@ fn campaign_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawCampaign> {
         parameters_json: row.get(6)?,
         planned: row.get(7)?,
         stored: row.get(8)?,
+        aborted: row.get(17)?,
         msg_sizes: row.get(15)?,
         totals: row.get(16)?,
         environment: Environment {

@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -64,4 +64,43 @@ CREATE INDEX run_by_configuration ON run (campaign_id, protocol, mechanism, msg_
 const V3: &str = "
 ALTER TABLE campaign ADD COLUMN msg_sizes TEXT;
 ALTER TABLE campaign ADD COLUMN totals TEXT;
+";
+
+/// Version 4: runs interrupted in flight (Ctrl-C) are kept as `aborted` rows holding what the
+/// client knew when it stopped: the session parameters (`params_json`), no figures. SQLite
+/// cannot drop NOT NULL from a column, so the run table is rebuilt with the figures nullable;
+/// every older row is a finished run (`complete`).
+const V4: &str = "
+CREATE TABLE run_v4 (
+    id                 INTEGER PRIMARY KEY,
+    campaign_id        INTEGER NOT NULL REFERENCES campaign (id) ON DELETE CASCADE,
+    position           INTEGER NOT NULL,
+    protocol           TEXT NOT NULL,
+    mechanism          TEXT NOT NULL,
+    msg_size           INTEGER NOT NULL,
+    total_bytes        INTEGER NOT NULL,
+    repeat_index       INTEGER NOT NULL,
+    session            INTEGER,
+    client_messages    INTEGER,
+    client_bytes       INTEGER,
+    client_elapsed_ns  INTEGER,
+    server_messages    INTEGER,
+    server_bytes       INTEGER,
+    server_elapsed_ns  INTEGER,
+    run_json           TEXT,
+    status             TEXT NOT NULL DEFAULT 'complete' CHECK (status IN ('complete', 'aborted')),
+    params_json        TEXT,
+    UNIQUE (campaign_id, position),
+    CHECK ((status = 'complete') = (run_json IS NOT NULL))
+);
+INSERT INTO run_v4 (id, campaign_id, position, protocol, mechanism, msg_size, total_bytes,
+    repeat_index, session, client_messages, client_bytes, client_elapsed_ns, server_messages,
+    server_bytes, server_elapsed_ns, run_json, status)
+SELECT id, campaign_id, position, protocol, mechanism, msg_size, total_bytes, repeat_index,
+    session, client_messages, client_bytes, client_elapsed_ns, server_messages, server_bytes,
+    server_elapsed_ns, run_json, 'complete'
+FROM run;
+DROP TABLE run;
+ALTER TABLE run_v4 RENAME TO run;
+CREATE INDEX run_by_configuration ON run (campaign_id, protocol, mechanism, msg_size, total_bytes);
 ";

@@ -36,8 +36,14 @@ fn v1_fixture_is_migrated_and_still_readable() {
     assert_eq!(campaigns.len(), 1);
     let c = &campaigns[0];
     assert_eq!(
-        (c.id, c.status, c.stored_runs, c.planned_runs),
-        (1, Status::Complete, 2, 2)
+        (
+            c.id,
+            c.status,
+            c.stored_runs,
+            c.planned_runs,
+            c.aborted_runs
+        ),
+        (1, Status::Complete, 2, 2, 0)
     );
     assert_eq!(c.origin, "run", "v2 fills in the origin of old campaigns");
     assert_eq!(c.environment.host_name.as_deref(), Some("fixture-host"));
@@ -304,6 +310,41 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     assert_eq!(status, Status::Aborted);
     assert_eq!(stored, printed, "every printed run is stored, nothing more");
     assert!((3..1000).contains(&stored));
+    // The run in flight is stored too, as aborted: the next position of the plan, with the
+    // parameters it was started with and no figures.
+    let store = Store::open(&db.0).unwrap();
+    let aborted = store.aborted_runs(1).unwrap();
+    assert_eq!(aborted.len(), 1, "{aborted:?}");
+    let a = &aborted[0];
+    assert_eq!(a.position, stored as u64 + 1);
+    assert_eq!(
+        a.repeat_index, stored as u32,
+        "one combination: repeat index = position - 1"
+    );
+    assert_eq!(
+        (a.params.protocol.as_str(), a.params.mechanism.as_str()),
+        ("tcp", "saw")
+    );
+    assert_eq!((a.params.msg_size, a.params.total_bytes), (1000, 2_000_000));
+    let c = store.campaign(1).unwrap().unwrap();
+    assert_eq!((c.stored_runs, c.aborted_runs), (stored as u64, 1));
+    drop(store);
+    // Reports and exports hold the finished runs only; `show` lists the aborted one last.
+    let out = wirebench(&["export", "1", "--db", db.arg()]).await;
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(stored));
+    let out = wirebench(&["show", "1", "--db", db.arg()]).await;
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let last = shown.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!(
+            "[{}] tcp saw 1000 B × 2000000 B, run {}: aborted in flight (interrupted), no figures",
+            stored + 1,
+            stored + 1
+        ),
+        "{shown}"
+    );
 }
 
 /// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
@@ -314,6 +355,12 @@ async fn a_killed_campaign_keeps_its_finished_runs() {
     assert_eq!(code, None, "killed by a signal");
     let (status, stored) = runs_of(&db, 1);
     assert_eq!(status, Status::Running);
+    let store = Store::open(&db.0).unwrap();
+    assert!(
+        store.aborted_runs(1).unwrap().is_empty(),
+        "a crash has no chance to store the run in flight"
+    );
+    drop(store);
     // The kill may land between a run's commit and its printing: at most one stored run was
     // not printed yet.
     assert!(
