@@ -8,6 +8,7 @@
 
 pub mod plan;
 pub mod proto;
+pub mod rr;
 pub mod rto;
 pub mod saw;
 pub mod seq;
