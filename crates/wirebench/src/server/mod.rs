@@ -3,6 +3,7 @@
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
 mod registry;
+mod rr_session;
 mod session;
 mod udp_session;
 

@@ -13,6 +13,7 @@ use wirebench_core::plan::Mechanism;
 use wirebench_core::proto::Preamble;
 use wirebench_core::wire::Header;
 
+use super::rr_session::RrUdpSession;
 use super::udp_session::UdpSession;
 use crate::engine::demux::DatagramHandler;
 use crate::net::canonical_ip;
@@ -39,6 +40,16 @@ enum SlotKind {
     Stream(Mutex<Option<oneshot::Sender<DataStream>>>),
     /// A UDP session receiving datagrams.
     Udp(Arc<UdpSession>),
+    /// A TCP or QUIC request-response session: takes any number of data connections.
+    RrStream(tokio::sync::mpsc::UnboundedSender<DataStream>),
+    /// A UDP request-response session answering request datagrams.
+    RrUdp(Arc<RrUdpSession>),
+}
+
+/// Where a wirebench datagram goes.
+enum UdpTarget {
+    Transfer(Arc<UdpSession>),
+    Rr(Arc<RrUdpSession>),
 }
 
 #[derive(Debug)]
@@ -121,6 +132,34 @@ impl Registry {
         })
     }
 
+    /// Registers a TCP/QUIC request-response session; the receiver yields every data connection
+    /// that presents its id and token, for as long as the registration lives.
+    pub fn register_rr_stream(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (
+        Registration,
+        tokio::sync::mpsc::UnboundedReceiver<DataStream>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::RrStream(tx), ()));
+        (reg, rx)
+    }
+
+    /// Registers a UDP request-response session answering `request`-byte requests with
+    /// `response`-byte responses.
+    pub fn register_rr_udp(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        request: u32,
+        response: u32,
+    ) -> (Registration, Arc<RrUdpSession>) {
+        self.insert(peer_ip, |id| {
+            let session = Arc::new(RrUdpSession::new(id, request, response));
+            (SlotKind::RrUdp(session.clone()), session)
+        })
+    }
+
     /// Hands a data connection that presented `preamble` to its session.
     pub fn attach_stream(
         &self,
@@ -136,6 +175,11 @@ impl Registry {
             .get(&preamble.session)
             .ok_or(AttachError::UnknownSession(preamble.session))?;
         check(slot, preamble.session, preamble.token, from)?;
+        if let SlotKind::RrStream(sessions) = &slot.kind {
+            return sessions
+                .send(data)
+                .map_err(|_| AttachError::NotWaiting(preamble.session));
+        }
         let SlotKind::Stream(waiting) = &slot.kind else {
             return Err(AttachError::NotWaiting(preamble.session));
         };
@@ -185,15 +229,16 @@ impl Registry {
         (reg, extra)
     }
 
-    fn udp_session(&self, id: u32, from: IpAddr) -> Option<Arc<UdpSession>> {
+    fn udp_session(&self, id: u32, from: IpAddr) -> Option<UdpTarget> {
         let slots = self.slots.read().ok()?;
         let slot = slots.get(&id)?;
         if slot.peer_ip != canonical_ip(from) {
             return None;
         }
         match &slot.kind {
-            SlotKind::Udp(s) => Some(s.clone()),
-            SlotKind::Stream(_) => None,
+            SlotKind::Udp(s) => Some(UdpTarget::Transfer(s.clone())),
+            SlotKind::RrUdp(s) => Some(UdpTarget::Rr(s.clone())),
+            SlotKind::Stream(_) | SlotKind::RrStream(_) => None,
         }
     }
 }
@@ -224,7 +269,8 @@ impl DatagramHandler for Registry {
             .ok()
             .and_then(|h| self.udp_session(h.session, from.ip()));
         match session {
-            Some(s) => s.on_datagrams(data, stride, reply),
+            Some(UdpTarget::Transfer(s)) => s.on_datagrams(data, stride, reply),
+            Some(UdpTarget::Rr(s)) => s.on_datagrams(data, stride, reply),
             None => {
                 let count = data.len().div_ceil(stride.max(1)) as u64;
                 self.stray_datagrams.fetch_add(count, Ordering::Relaxed);

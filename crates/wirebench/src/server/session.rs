@@ -43,6 +43,10 @@ pub(super) async fn serve(
     let (mut rd, mut wr) = stream.split();
     let params = match control::recv_setup(&mut rd).await {
         Ok(ControlMessage::SessionRequest(p)) => p,
+        Ok(ControlMessage::RrRequest(rr)) => {
+            super::rr_session::serve(&mut rd, &mut wr, peer, shared, events, rr).await;
+            return;
+        }
         Ok(other) => {
             let reason = format!("expected a session request, got {}", kind_name(&other));
             let _ = control::send(
@@ -145,7 +149,7 @@ fn empty_report(p: &SessionParams) -> ServerReport {
 
 /// Tells the client its session exists (and, for QUIC, which certificate to expect); false
 /// when the client is already gone.
-async fn send_accepted<W: tokio::io::AsyncWrite + Unpin>(
+pub(super) async fn send_accepted<W: tokio::io::AsyncWrite + Unpin>(
     wr: &mut W,
     registration: &Registration,
     quic_cert: Option<Vec<u8>>,
@@ -333,7 +337,7 @@ where
     (Some(session), report)
 }
 
-async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
+pub(super) async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
     match control::recv(rd).await? {
         Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
         Some(other) => bail!(
@@ -365,7 +369,7 @@ async fn wait_for_stragglers(udp: &UdpSession, grace: Duration) {
 }
 
 /// What the shared UDP socket (UDP and QUIC sessions) runs with.
-fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
+pub(super) fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
     DataPathInfo {
         recv_buffer: shared.udp_buffers.0,
         send_buffer: shared.udp_buffers.1,
@@ -396,7 +400,7 @@ async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
     }
 }
 
-fn abort(mut report: ServerReport, reason: String) -> ServerReport {
+pub(super) fn abort(mut report: ServerReport, reason: String) -> ServerReport {
     report.aborted = true;
     report.abort_reason = Some(reason);
     report
@@ -410,6 +414,7 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::SenderDone { .. } => "done message",
         ControlMessage::Report(_) => "report",
         ControlMessage::Error { .. } => "error message",
+        ControlMessage::RrRequest(_) => "request-response session request",
     }
 }
 
@@ -420,7 +425,7 @@ fn span_ns(first: Option<Instant>, last: Option<Instant>) -> u64 {
     }
 }
 
-fn ns(d: Duration) -> u64 {
+pub(super) fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
