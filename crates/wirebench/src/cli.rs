@@ -20,7 +20,7 @@ Each run prints the client's figures (transmission time, messages sent, bytes se
 send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
 line (messages read, bytes read, time, throughput, read calls; UDP lost, duplicate and
 out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / max with
-p50 and p99. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
+stddev, p50, p90, p99 and p99.9. With --repeat N > 1 it ends with Min / Avg / Max tables per combination, for the
 client view and the server view.
 
 Every finished run is committed to the results store before the next starts (default

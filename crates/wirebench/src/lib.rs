@@ -12,6 +12,7 @@ pub mod environment;
 pub mod net;
 pub mod output;
 pub mod report;
+pub mod rr_client;
 pub mod runner;
 pub mod server;
 pub mod store;
