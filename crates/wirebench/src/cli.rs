@@ -79,6 +79,94 @@ pub enum Command {
     /// to be significant. Exit status 1 when --fail-on-regression is given and a configuration
     /// is slower by more than that many percent and significantly so.
     Compare(CompareArgs),
+    /// Ping-pong over an open connection: round-trip time percentiles, lost and late probes (UDP),
+    /// and connection set-up time (TCP connect, QUIC handshake, QUIC resumed with 0-RTT).
+    ///
+    /// One flow, one probe outstanding; each probe is SIZE bytes and so is its answer. Prints
+    /// min / avg / max / stddev and p50, p90, p99, p99.9 of the round trip (HDR histogram, 3
+    /// significant digits). A UDP probe not answered within --timeout is sent again up to
+    /// --retries times, then lost; an answer that comes after that is counted as late, never as
+    /// a sample.
+    ///
+    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 --count 20000
+    Ping(PingArgs),
+    /// Request-response load (DNS-like): T flows with K requests outstanding each; requests/s,
+    /// response-time percentiles, UDP requests lost (timeout and retries) and late.
+    ///
+    /// A comma list for --concurrency sweeps K in one command, one line per K (loss grows with
+    /// load). With --new-connection every request opens a fresh TCP or QUIC connection (as
+    /// netperf TCP_CRR does) and the handshake time per request is reported apart from the
+    /// response time.
+    ///
+    /// Example: wirebench rr --proto udp --request 64 --response 512 --concurrency 10,20,40,80 --flows 4
+    Rr(RrArgs),
+}
+
+/// Flags `ping` and `rr` share: where, how long, timeouts and output.
+#[derive(Debug, Args, Clone)]
+pub struct ExchangeArgs {
+    /// Server to test against, HOST or HOST:PORT (IPv6 as [ADDR]:PORT). Without it, a server is
+    /// started in-process on 127.0.0.1 on a free port.
+    #[arg(short = 'c', long)]
+    pub server: Option<String>,
+    /// Transport protocol(s): tcp, udp, quic; a comma list runs each in turn.
+    #[arg(long = "proto", default_value = "tcp")]
+    pub protocols: String,
+    /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
+    #[arg(long, conflicts_with = "duration")]
+    pub count: Option<u64>,
+    /// Issue new requests for this long (e.g. 5s, 500ms), then wait for the outstanding ones.
+    /// Default for rr: 5s.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none.
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// UDP: how long a request waits for its response before it is sent again or lost (100us to 60s).
+    #[arg(long, default_value = "1s")]
+    pub timeout: String,
+    /// UDP: times a request is sent again after a timeout before it counts as lost (0 to 100).
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `wirebench ping`.
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// Probe size in bytes (request and answer alike): 1..16MiB for TCP and QUIC, up to 65491
+    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB).
+    #[arg(short = 'l', long = "size", default_value = "64")]
+    pub size: String,
+    /// Where, how long, timeouts and output.
+    #[command(flatten)]
+    pub common: ExchangeArgs,
+}
+
+/// Flags of `wirebench rr`.
+#[derive(Debug, Args)]
+pub struct RrArgs {
+    /// Request size in bytes (same limits as ping's -l).
+    #[arg(long, default_value = "64")]
+    pub request: String,
+    /// Response size in bytes (same limits as ping's -l).
+    #[arg(long, default_value = "512")]
+    pub response: String,
+    /// Requests outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in turn.
+    #[arg(long, default_value = "1")]
+    pub concurrency: String,
+    /// Flows (T), 1 to 1024: each its own TCP connection, QUIC connection or UDP socket.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Open a fresh TCP or QUIC connection for every request (not UDP) and report the handshake
+    /// time per request apart from the response time.
+    #[arg(long)]
+    pub new_connection: bool,
+    /// Where, how long, timeouts and output.
+    #[command(flatten)]
+    pub common: ExchangeArgs,
 }
 
 /// Flags of `wirebench compare`.

@@ -102,6 +102,26 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Ping(args) => {
+            let cfg = config::rr::RrConfig::from_ping(&args)?;
+            let result = runtime.block_on(commands::rr::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Rr(args) => {
+            let cfg = config::rr::RrConfig::from_rr(&args)?;
+            let result = runtime.block_on(commands::rr::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;

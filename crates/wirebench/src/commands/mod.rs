@@ -3,5 +3,6 @@
 pub mod compare;
 pub mod history;
 pub mod report;
+pub mod rr;
 pub mod run;
 pub mod server;

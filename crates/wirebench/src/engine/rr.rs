@@ -66,9 +66,7 @@ where
         partial = total % request;
         while complete > 0 {
             let now = complete.min(per_write);
-            counters
-                .answered
-                .fetch_add(now as u64, Ordering::Relaxed);
+            counters.answered.fetch_add(now as u64, Ordering::Relaxed);
             wr.write_all(&zeros[..now * response]).await?;
             complete -= now;
         }

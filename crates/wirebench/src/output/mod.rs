@@ -3,4 +3,5 @@
 
 pub mod json;
 pub mod progress;
+pub mod rr;
 pub mod text;

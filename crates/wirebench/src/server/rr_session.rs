@@ -69,7 +69,9 @@ pub(super) async fn serve<R, W>(
         ..ServerReport::default()
     };
     let outcome = match rr.protocol {
-        Protocol::Tcp | Protocol::Quic => serve_streams(rd, wr, peer, shared, &rr, &mut report).await,
+        Protocol::Tcp | Protocol::Quic => {
+            serve_streams(rd, wr, peer, shared, &rr, &mut report).await
+        }
         Protocol::Udp => serve_udp(rd, wr, peer, shared, &rr, &mut report).await,
     };
     let Some((session, result)) = outcome else {
@@ -194,10 +196,9 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let (registration, udp) =
-        shared
-            .registry
-            .register_rr_udp(peer.ip(), rr.request, rr.response);
+    let (registration, udp) = shared
+        .registry
+        .register_rr_udp(peer.ip(), rr.request, rr.response);
     let session = registration.id;
     if !send_accepted(wr, &registration, None).await {
         return None;
