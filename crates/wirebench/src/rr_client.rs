@@ -21,7 +21,7 @@ use wirebench_core::rr::{RequestTracker, RrCounts};
 
 use crate::client::RttFigures;
 use crate::engine::quic;
-use crate::engine::rr::{self, FlowTally, Plan};
+use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
 use crate::{control, tls};
@@ -237,6 +237,14 @@ fn histograms() -> Result<(Histogram<u64>, Histogram<u64>)> {
     Ok((rtt_histogram()?, rtt_histogram()?))
 }
 
+fn shape(p: &RrParams) -> Shape {
+    Shape {
+        request: p.request as usize,
+        response: p.response as usize,
+        concurrency: p.concurrency as usize,
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -261,9 +269,7 @@ async fn tcp_flow(
     let tally = rr::stream_flow(
         &mut rd,
         &mut wr,
-        p.request as usize,
-        p.response as usize,
-        p.concurrency as usize,
+        shape(&p),
         plan,
         &mut hist,
     )
@@ -305,9 +311,7 @@ async fn quic_flow(
     let tally = rr::stream_flow(
         &mut recv,
         &mut send,
-        p.request as usize,
-        p.response as usize,
-        p.concurrency as usize,
+        shape(&p),
         plan,
         &mut hist,
     )
@@ -397,9 +401,7 @@ async fn udp_flow(
     let tally = rr::udp_flow(
         udp.socket(),
         session,
-        p.request as usize,
-        p.response as usize,
-        p.concurrency as usize,
+        shape(&p),
         plan,
         &mut tracker,
         &mut hist,

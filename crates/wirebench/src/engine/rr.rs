@@ -92,6 +92,17 @@ impl Plan {
     }
 }
 
+/// The shape of a client flow's exchanges.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Request size, bytes (UDP: after the header).
+    pub request: usize,
+    /// Response size, bytes (UDP: after the header).
+    pub response: usize,
+    /// Requests outstanding at most.
+    pub concurrency: usize,
+}
+
 /// What one client flow did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlowTally {
@@ -106,9 +117,7 @@ pub struct FlowTally {
 pub async fn stream_flow<R, W>(
     rd: &mut R,
     wr: &mut W,
-    request: usize,
-    response: usize,
-    concurrency: usize,
+    shape: Shape,
     plan: Plan,
     hist: &mut Histogram<u64>,
 ) -> io::Result<FlowTally>
@@ -116,6 +125,11 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let Shape {
+        request,
+        response,
+        concurrency,
+    } = shape;
     // The channel holds the send time of every outstanding request: its capacity is the window.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Instant>(concurrency.max(1));
     let payload = vec![0u8; request];
@@ -182,13 +196,16 @@ where
 pub async fn udp_flow(
     socket: &UdpSocket,
     session: u32,
-    request: usize,
-    response: usize,
-    concurrency: usize,
+    shape: Shape,
     plan: Plan,
     tracker: &mut RequestTracker,
     hist: &mut Histogram<u64>,
 ) -> io::Result<FlowTally> {
+    let Shape {
+        request,
+        response,
+        concurrency,
+    } = shape;
     let mut out = vec![0u8; HEADER_LEN + request];
     let mut buf = vec![0u8; HEADER_LEN + response + 1];
     let mut send_errors = 0u64;
