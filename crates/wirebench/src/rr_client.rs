@@ -266,15 +266,9 @@ async fn tcp_flow(
         .context("while setting TCP_NODELAY on the data connection")?;
     control::write_preamble(&mut tcp, &preamble).await?;
     let (mut rd, mut wr) = tcp.into_split();
-    let tally = rr::stream_flow(
-        &mut rd,
-        &mut wr,
-        shape(&p),
-        plan,
-        &mut hist,
-    )
-    .await
-    .context("the TCP request-response flow failed")?;
+    let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist)
+        .await
+        .context("the TCP request-response flow failed")?;
     let _ = wr.shutdown().await;
     Ok(FlowResult {
         tally,
@@ -308,15 +302,9 @@ async fn quic_flow(
         .await
         .context("while opening the QUIC stream")?;
     control::write_preamble(&mut send, &preamble).await?;
-    let tally = rr::stream_flow(
-        &mut recv,
-        &mut send,
-        shape(&p),
-        plan,
-        &mut hist,
-    )
-    .await
-    .context("the QUIC request-response flow failed")?;
+    let tally = rr::stream_flow(&mut recv, &mut send, shape(&p), plan, &mut hist)
+        .await
+        .context("the QUIC request-response flow failed")?;
     let _ = send.finish();
     connection.close(0u32.into(), b"done");
     let resumed = if probe {

@@ -6,6 +6,7 @@ mod compare;
 mod netns;
 mod report;
 mod robustness;
+mod rr;
 mod sessions;
 mod store;
 mod support;
