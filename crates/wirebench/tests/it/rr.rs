@@ -296,7 +296,8 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
     use wirebench_core::proto::SessionParams;
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        for protocol in [Protocol::Tcp, Protocol::Udp] {
+        // TCP and QUIC: every message is sampled (UDP's retransmitted ones are not, by Karn's rule).
+        for protocol in [Protocol::Tcp, Protocol::Quic] {
             let params = SessionParams {
                 protocol,
                 mechanism: Mechanism::StopAndWait,
