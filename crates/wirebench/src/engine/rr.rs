@@ -24,6 +24,9 @@ pub struct AnswerCounters {
     pub read_calls: AtomicU64,
 }
 
+/// How long a TCP or QUIC client waits for any one response before it gives up on the server.
+pub const STALL_LIMIT: Duration = Duration::from_secs(30);
+
 /// Most bytes of responses written by one call when several requests arrived together.
 const RESPONSE_BATCH_BYTES: usize = 64 * 1024;
 
@@ -154,7 +157,15 @@ where
         let mut answered = 0u64;
         let mut buf = vec![0u8; response];
         while let Some(sent_at) = rx.recv().await {
-            rd.read_exact(&mut buf).await?;
+            // A server that stops answering ends the flow with an error instead of a hang.
+            tokio::time::timeout(STALL_LIMIT, rd.read_exact(&mut buf))
+                .await
+                .map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no response within {STALL_LIMIT:?}"),
+                    )
+                })??;
             hist.saturating_record(elapsed_ns(sent_at));
             answered += 1;
         }
@@ -187,7 +198,14 @@ where
     let at = Instant::now();
     wr.write_all(first).await?;
     wr.flush().await?;
-    rd.read_exact(response).await?;
+    tokio::time::timeout(STALL_LIMIT, rd.read_exact(response))
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no response within {STALL_LIMIT:?}"),
+            )
+        })??;
     Ok(at.elapsed())
 }
 
