@@ -20,6 +20,8 @@ pub const DEFAULT_RR_DURATION: Duration = Duration::from_secs(5);
 pub const MAX_CONCURRENCY: u32 = 10_000;
 /// Largest --flows.
 pub const MAX_FLOWS: u32 = 1024;
+/// Most connections opening at once with --new-connection (flows x concurrency).
+pub const MAX_CONNECTIONS: u64 = 4096;
 /// Largest --retries.
 pub const MAX_RETRIES: u32 = 100;
 
@@ -98,6 +100,14 @@ impl RrConfig {
             return Err(usage(format!(
                 "--flows {} is out of range: allowed 1 to {MAX_FLOWS}",
                 args.flows
+            )));
+        }
+        let most_k = concurrency.iter().copied().max().unwrap_or(1);
+        if args.new_connection && u64::from(args.flows) * u64::from(most_k) > MAX_CONNECTIONS {
+            return Err(usage(format!(
+                "--new-connection with --flows {} x --concurrency {most_k} would keep {} connections opening at once: allowed up to {MAX_CONNECTIONS}",
+                args.flows,
+                u64::from(args.flows) * u64::from(most_k)
             )));
         }
         if args.new_connection && protocols.contains(&Protocol::Udp) {

@@ -269,7 +269,11 @@ pub async fn udp_flow(
                 };
                 match Header::decode(&buf[..n]) {
                     Ok(h) if h.kind == Kind::Response && h.session == session && n == HEADER_LEN + response => {
-                        if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, Instant::now()) {
+                        // Deadlines that passed before we got to this response come first, so
+                        // no sample is ever longer than the timeout: such a response is late.
+                        let now = Instant::now();
+                        send_errors += expire(socket, &mut out, session, tracker, now).await;
+                        if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, now) {
                             hist.saturating_record(duration_ns(response_time));
                         }
                     }
@@ -279,11 +283,7 @@ pub async fn udp_flow(
                 }
             }
             _ = sleep => {
-                while let Some(expiry) = tracker.handle_timeout(Instant::now()) {
-                    if let Expiry::Retry { seq } = expiry {
-                        send_errors += u64::from(!send_request(socket, &mut out, session, seq, true).await);
-                    }
-                }
+                send_errors += expire(socket, &mut out, session, tracker, Instant::now()).await;
             }
         }
     }
@@ -291,6 +291,24 @@ pub async fn udp_flow(
         counts: tracker.counts(),
         send_errors,
     })
+}
+
+/// Handles every deadline at or before `now`: sends the retries, lets the tracker declare the
+/// rest lost. Returns the sends the OS refused.
+async fn expire(
+    socket: &UdpSocket,
+    out: &mut [u8],
+    session: u32,
+    tracker: &mut RequestTracker,
+    now: Instant,
+) -> u64 {
+    let mut refused = 0;
+    while let Some(expiry) = tracker.handle_timeout(now) {
+        if let Expiry::Retry { seq } = expiry {
+            refused += u64::from(!send_request(socket, out, session, seq, true).await);
+        }
+    }
+    refused
 }
 
 /// Sends request `seq`; false when the OS refused it (counted by the caller, never swallowed).

@@ -316,3 +316,34 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
     .await
     .expect("within the test timeout");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_samples_never_exceed_the_timeout_and_every_request_ends_once() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        // A timeout short enough that a loaded loopback misses it now and then.
+        let mut sp = spec(Protocol::Udp, (64, 512), 2, 64, 2000);
+        sp.timeout = Duration::from_micros(300);
+        sp.retries = 0;
+        let out = run(&mut server, &sp).await;
+        let c = out.counts;
+        assert_eq!(c.sent, 4000);
+        assert_eq!(
+            c.sent,
+            c.answered + c.lost,
+            "every request answered or lost, once"
+        );
+        assert_eq!(c.retries, 0);
+        assert!(c.late <= c.lost, "a late answer belongs to a lost request");
+        if let Some(r) = &out.response {
+            assert_eq!(r.samples, c.answered);
+            // Expired deadlines are handled before each response is classified, so a sample
+            // never exceeds the timeout (the histogram keeps 3 significant digits).
+            assert!(r.max_ns <= 300_000 * 1001 / 1000, "{r:?}");
+        }
+        // The server answered every datagram it got: at most every copy sent.
+        assert!(out.server.messages <= c.sent);
+    })
+    .await
+    .expect("within the test timeout");
+}
