@@ -67,7 +67,8 @@ pub struct RrOutcome {
     pub counts: RrCounts,
     /// Sends the OS refused (UDP).
     pub send_errors: u64,
-    /// First request → last answer (or loss), all flows.
+    /// First request → last answer (or loss), all flows; connection set-up before the first
+    /// request and the 0-RTT probe after the last are not part of it.
     pub elapsed: Duration,
     /// Response time of every answered request (ns): request sent → response read.
     pub response: Option<RttFigures>,
@@ -85,6 +86,9 @@ pub struct RrOutcome {
 /// What one flow (or worker) brings back.
 struct FlowResult {
     tally: FlowTally,
+    /// First request sent → last request done (connection set-up before it excluded, except
+    /// with a new connection per request, where each handshake is part of its request).
+    span: (Instant, Instant),
     hist: Histogram<u64>,
     connect: Histogram<u64>,
     resumed: Option<ResumedFigures>,
@@ -177,9 +181,14 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
     let mut connect = rtt_histogram()?;
     let mut resumed = None;
     let mut failure = None;
+    let mut span: Option<(Instant, Instant)> = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(Ok(r)) => {
+                span = Some(match span {
+                    None => r.span,
+                    Some((a, b)) => (a.min(r.span.0), b.max(r.span.1)),
+                });
                 add_counts(&mut counts, &r.tally.counts);
                 send_errors += r.tally.send_errors;
                 hist.add(&r.hist).context("while merging response times")?;
@@ -196,7 +205,7 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
             }
         }
     }
-    let elapsed = started.elapsed();
+    let elapsed = span.map_or(Duration::ZERO, |(a, b)| b.saturating_duration_since(a));
     if let Some(e) = failure {
         return Err(e.context("the request-response run failed"));
     }
@@ -266,12 +275,15 @@ async fn tcp_flow(
         .context("while setting TCP_NODELAY on the data connection")?;
     control::write_preamble(&mut tcp, &preamble).await?;
     let (mut rd, mut wr) = tcp.into_split();
+    let begun = Instant::now();
     let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist)
         .await
         .context("the TCP request-response flow failed")?;
+    let span = (begun, Instant::now());
     let _ = wr.shutdown().await;
     Ok(FlowResult {
         tally,
+        span,
         hist,
         connect,
         resumed: None,
@@ -302,9 +314,11 @@ async fn quic_flow(
         .await
         .context("while opening the QUIC stream")?;
     control::write_preamble(&mut send, &preamble).await?;
+    let begun = Instant::now();
     let tally = rr::stream_flow(&mut recv, &mut send, shape(&p), plan, &mut hist)
         .await
         .context("the QUIC request-response flow failed")?;
+    let span = (begun, Instant::now());
     let _ = send.finish();
     connection.close(0u32.into(), b"done");
     let resumed = if probe {
@@ -315,6 +329,7 @@ async fn quic_flow(
     endpoint.wait_idle().await;
     Ok(FlowResult {
         tally,
+        span,
         hist,
         connect,
         resumed,
@@ -386,6 +401,7 @@ async fn udp_flow(
     let (mut hist, connect) = histograms()?;
     let udp = UdpClient::connect(server, None).await?;
     let mut tracker = RequestTracker::new(timeout, retries);
+    let begun = Instant::now();
     let tally = rr::udp_flow(
         udp.socket(),
         session,
@@ -396,8 +412,10 @@ async fn udp_flow(
     )
     .await
     .context("the UDP request-response flow failed")?;
+    let span = (begun, Instant::now());
     Ok(FlowResult {
         tally,
+        span,
         hist,
         connect,
         resumed: None,
@@ -423,6 +441,7 @@ async fn new_connection_worker(
         _ => None,
     };
     let mut tally = FlowTally::default();
+    let begun = Instant::now();
     loop {
         let claim = claims.fetch_add(1, Ordering::Relaxed);
         if !plan.more(claim, Instant::now()) {
@@ -470,11 +489,13 @@ async fn new_connection_worker(
             tokio::time::sleep(pause).await;
         }
     }
+    let span = (begun, Instant::now());
     if let Some(endpoint) = endpoint {
         endpoint.wait_idle().await;
     }
     Ok(FlowResult {
         tally,
+        span,
         hist,
         connect,
         resumed: None,
