@@ -115,7 +115,8 @@ pub struct ExchangeArgs {
     /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
     #[arg(long, conflicts_with = "duration")]
     pub count: Option<u64>,
-    /// Issue new requests for this long (e.g. 5s, 500ms), then wait for the outstanding ones.
+    /// Issue new requests for this long (e.g. 5s, 500ms), counted from the session start
+    /// (connection set-up included), then wait for the outstanding ones.
     /// Default for rr: 5s.
     #[arg(long)]
     pub duration: Option<String>,

@@ -347,3 +347,36 @@ async fn udp_samples_never_exceed_the_timeout_and_every_request_ends_once() {
     .await
     .expect("within the test timeout");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_impossible_sessions_and_keeps_serving() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        // Past the client's own checks: the server must say no by itself.
+        for (size, expect) in [
+            (
+                (0, 64),
+                "request size 0 is out of range for tcp: allowed 1 to",
+            ),
+            (
+                (64, 65_492),
+                "response size 65492 is out of range for udp: allowed 1 to 65491",
+            ),
+        ] {
+            let protocol = if size.1 > 65_491 {
+                Protocol::Udp
+            } else {
+                Protocol::Tcp
+            };
+            let err = run_rr(server.addr, &spec(protocol, size, 1, 1, 1))
+                .await
+                .expect_err("refused");
+            assert!(format!("{err:#}").contains(expect), "{err:#}");
+        }
+        let out = run(&mut server, &spec(Protocol::Tcp, (8, 8), 1, 1, 10)).await;
+        assert_eq!(out.server.messages, 10, "still serving");
+        assert!(server.is_running());
+    })
+    .await
+    .expect("within the test timeout");
+}
