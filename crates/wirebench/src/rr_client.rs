@@ -20,10 +20,10 @@ use wirebench_core::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 use wirebench_core::rr::{RequestTracker, RrCounts};
 
 use crate::client::RttFigures;
-use crate::engine::quic;
 use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
+use crate::engine::{blocking, quic};
 use crate::{control, tls};
 
 /// What to run: the session's parameters and when each flow stops.
@@ -274,6 +274,28 @@ async fn tcp_flow(
     tcp.set_nodelay(true)
         .context("while setting TCP_NODELAY on the data connection")?;
     control::write_preamble(&mut tcp, &preamble).await?;
+    if p.concurrency <= 1 {
+        // One request outstanding: a blocking socket in a thread of its own.
+        let tcp = blocking::into_blocking(tcp, false).context("while preparing the data socket")?;
+        let shape = shape(&p);
+        let (tally, span, hist) = tokio::task::spawn_blocking(move || {
+            let begun = Instant::now();
+            let tally = rr::blocking_flow(&tcp, shape, plan, &mut hist);
+            let span = (begun, Instant::now());
+            let _ = tcp.shutdown(std::net::Shutdown::Write);
+            (tally, span, hist)
+        })
+        .await
+        .context("the TCP request-response thread failed")?;
+        let tally = tally.context("the TCP request-response flow failed")?;
+        return Ok(FlowResult {
+            tally,
+            span,
+            hist,
+            connect,
+            resumed: None,
+        });
+    }
     let (mut rd, mut wr) = tcp.into_split();
     let begun = Instant::now();
     let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist)

@@ -182,6 +182,40 @@ where
     })
 }
 
+/// Client, TCP with one request outstanding (ping): the same exchange as [`stream_flow`] with
+/// K = 1, on a blocking socket in the calling thread (see engine::blocking for why: one
+/// wake-up less per round trip than readiness polling through the runtime).
+pub fn blocking_flow(
+    stream: &std::net::TcpStream,
+    shape: Shape,
+    plan: Plan,
+    hist: &mut Histogram<u64>,
+) -> io::Result<FlowTally> {
+    use std::io::{Read, Write};
+    stream.set_read_timeout(Some(STALL_LIMIT))?;
+    let payload = vec![0u8; shape.request];
+    let mut buf = vec![0u8; shape.response];
+    let mut sent = 0u64;
+    while plan.more(sent, Instant::now()) {
+        let at = Instant::now();
+        (&*stream).write_all(&payload)?;
+        (&*stream).read_exact(&mut buf)?;
+        hist.saturating_record(elapsed_ns(at));
+        sent += 1;
+        if let Some(pause) = plan.interval {
+            std::thread::sleep(pause);
+        }
+    }
+    Ok(FlowTally {
+        counts: RrCounts {
+            sent,
+            answered: sent,
+            ..RrCounts::default()
+        },
+        send_errors: 0,
+    })
+}
+
 /// Client, TCP or QUIC on a fresh connection: writes `first` (preamble and request in one
 /// write), reads one response of `response` bytes; returns the time from the write to the last
 /// response byte.
