@@ -19,12 +19,19 @@ use super::registry::DataStream;
 use super::session::{abort, ns, send_accepted, shared_udp_data_path, wait_sender_done};
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control;
+use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
 use crate::net::canonical_ip;
 
 /// How long the server keeps a QUIC connection whose requests are done open, so its last
 /// responses are acknowledged, unless the client closes it first.
 const QUIC_LINGER: Duration = Duration::from_secs(5);
+
+/// TCP connections of one session answered on a blocking socket in a thread of their own (one
+/// wake-up less per request, as for transfers); further ones, and every connection of a
+/// new-connection-per-request session, run on the runtime, so many flows cannot exhaust the
+/// blocking thread pool.
+const BLOCKING_CONNECTIONS: usize = 4;
 
 /// Serves a request-response session to its end and reports it like any other session.
 pub(super) async fn serve<R, W>(
@@ -135,18 +142,32 @@ where
     let counters = Arc::new(AnswerCounters::default());
     // Dropping the set (when the session ends) aborts connections still open.
     let mut tasks = JoinSet::new();
+    // Clones of the sockets answered on blocking threads: shutting them down wakes the threads.
+    let mut blocking_sockets: Vec<std::net::TcpStream> = Vec::new();
     let done = wait_sender_done(rd);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {
             r = &mut done => break r.map(|_| ()).map_err(|e| format!("{e:#}")),
             Some(data) = connections.recv() => {
-                tasks.spawn(answer_connection(data, rr.clone(), counters.clone()));
+                match data {
+                    DataStream::Tcp(tcp) if !rr.new_connection && blocking_sockets.len() < BLOCKING_CONNECTIONS => {
+                        if let Ok(waker) = answer_on_thread(tcp, rr, counters.clone()) {
+                            blocking_sockets.push(waker);
+                        }
+                    }
+                    other => {
+                        tasks.spawn(answer_connection(other, rr.clone(), counters.clone()));
+                    }
+                }
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     };
     drop(registration);
+    for socket in &blocking_sockets {
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+    }
     report.messages = counters.answered.load(Ordering::Relaxed);
     report.bytes = counters.request_bytes.load(Ordering::Relaxed);
     report.read_calls = counters.read_calls.load(Ordering::Relaxed);
@@ -180,6 +201,30 @@ async fn answer_connection(data: DataStream, rr: RrParams, counters: Arc<AnswerC
             let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
         }
     }
+}
+
+/// Answers a TCP connection on a blocking socket in a thread of its own; returns a clone of the
+/// socket whose shutdown ends the thread. On an error (the OS refused to convert the socket)
+/// the connection is closed, and the client's flow fails with that.
+fn answer_on_thread(
+    tcp: tokio::net::TcpStream,
+    rr: &RrParams,
+    counters: Arc<AnswerCounters>,
+) -> std::io::Result<std::net::TcpStream> {
+    let _ = tcp.set_nodelay(true);
+    let socket = blocking::into_blocking(tcp, false)?;
+    let waker = socket.try_clone()?;
+    let (req, resp) = (rr.request as usize, rr.response as usize);
+    tokio::task::spawn_blocking(move || {
+        let _ = block_on(answer_stream(
+            &mut Blocking::new(&socket, false),
+            &mut Blocking::new(&socket, false),
+            req,
+            resp,
+            &counters,
+        ));
+    });
+    Ok(waker)
 }
 
 /// UDP: the registry hands request datagrams to the [`RrUdpSession`], which answers them; here
