@@ -380,3 +380,53 @@ async fn the_server_refuses_impossible_sessions_and_keeps_serving() {
     .await
     .expect("within the test timeout");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_mid_request_aborts_only_its_session() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    use wirebench::control;
+    use wirebench_core::proto::{ControlMessage, Preamble};
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let mut ctrl = TcpStream::connect(server.addr).await.unwrap();
+        control::write_preamble(&mut ctrl, &Preamble::control())
+            .await
+            .unwrap();
+        let params = spec(Protocol::Tcp, (100, 100), 1, 1, 1).params;
+        control::send(&mut ctrl, &ControlMessage::RrRequest(params))
+            .await
+            .unwrap();
+        let ControlMessage::Accepted { session, token, .. } =
+            control::recv_setup(&mut ctrl).await.unwrap()
+        else {
+            panic!("not accepted");
+        };
+        let mut data = TcpStream::connect(server.addr).await.unwrap();
+        control::write_preamble(&mut data, &Preamble::data(session, token))
+            .await
+            .unwrap();
+        // Half a request, then gone.
+        data.write_all(&[0u8; 50]).await.unwrap();
+        drop(data);
+        drop(ctrl);
+        let summary = server.next_session().await;
+        assert_eq!(summary.session, session);
+        assert!(summary.report.aborted);
+        assert_eq!(summary.report.messages, 0, "half a request is not answered");
+        assert!(
+            summary
+                .report
+                .abort_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("closed the control connection")),
+            "{:?}",
+            summary.report.abort_reason
+        );
+        // Everyone else is still served.
+        let out = run(&mut server, &spec(Protocol::Tcp, (8, 8), 1, 1, 10)).await;
+        assert_eq!(out.server.messages, 10);
+    })
+    .await
+    .expect("within the test timeout");
+}
