@@ -433,7 +433,14 @@ pub(super) fn ns(d: Duration) -> u64 {
 /// to its session.
 pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
     let peer = incoming.remote_address();
-    let connection = incoming.await.context("QUIC handshake failed")?;
+    let connecting = incoming.accept().context("QUIC handshake failed")?;
+    // Take the stream as soon as the client's first flight is in (0.5-RTT): a resumed client
+    // that sent its preamble and first request as 0-RTT data is answered without waiting for
+    // the rest of the handshake. Without early data the stream arrives after the handshake.
+    let connection = match connecting.into_0rtt() {
+        Ok((connection, _accepted)) => connection,
+        Err(connecting) => connecting.await.context("QUIC handshake failed")?,
+    };
     let (send, mut recv) = tokio::time::timeout(SETUP_TIMEOUT, connection.accept_bi())
         .await
         .context("the client opened no QUIC stream in time")?
