@@ -327,6 +327,106 @@ pub async fn udp_flow(
     })
 }
 
+/// Client, UDP with one request outstanding (ping): the same rules as [`udp_flow`] on a
+/// blocking socket in the calling thread, waiting in `recv` with the request's deadline as the
+/// socket's read timeout (one wake-up less per round trip than the runtime's timers and
+/// readiness polling).
+pub fn blocking_udp_flow(
+    socket: &std::net::UdpSocket,
+    session: u32,
+    shape: Shape,
+    plan: Plan,
+    tracker: &mut RequestTracker,
+    hist: &mut Histogram<u64>,
+) -> io::Result<FlowTally> {
+    socket.set_nonblocking(false)?;
+    let mut out = vec![0u8; HEADER_LEN + shape.request];
+    let mut buf = vec![0u8; HEADER_LEN + shape.response + 1];
+    let mut send_errors = 0u64;
+    let send = |out: &mut [u8], seq: u64, retransmit: bool| -> bool {
+        let header = Header {
+            kind: Kind::Request,
+            retransmit,
+            session,
+            seq,
+        };
+        header.write_to(out).is_ok() && socket.send(out).is_ok()
+    };
+    let expire = |tracker: &mut RequestTracker, out: &mut [u8], now: Instant| -> u64 {
+        let mut refused = 0;
+        while let Some(expiry) = tracker.handle_timeout(now) {
+            if let Expiry::Retry { seq } = expiry {
+                refused += u64::from(!send(out, seq, true));
+            }
+        }
+        refused
+    };
+    loop {
+        if tracker.outstanding() == 0 {
+            if !plan.more(tracker.counts().sent, Instant::now()) {
+                break;
+            }
+            let seq = tracker.send_new(Instant::now());
+            send_errors += u64::from(!send(&mut out, seq, false));
+        }
+        let Some(deadline) = tracker.poll_timeout() else {
+            continue;
+        };
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            send_errors += expire(tracker, &mut out, Instant::now());
+            if tracker.outstanding() == 0 {
+                pause(plan);
+            }
+            continue;
+        }
+        socket.set_read_timeout(Some(wait))?;
+        let n = match socket.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                        | io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        match Header::decode(&buf[..n]) {
+            Ok(h)
+                if h.kind == Kind::Response
+                    && h.session == session
+                    && n == HEADER_LEN + shape.response =>
+            {
+                let now = Instant::now();
+                send_errors += expire(tracker, &mut out, now);
+                if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, now) {
+                    hist.saturating_record(duration_ns(response_time));
+                }
+                if tracker.outstanding() == 0 {
+                    pause(plan);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(FlowTally {
+        counts: tracker.counts(),
+        send_errors,
+    })
+}
+
+/// Sleeps the plan's interval, if any (blocking flows).
+fn pause(plan: Plan) {
+    if let Some(pause) = plan.interval {
+        std::thread::sleep(pause);
+    }
+}
+
 /// Handles every deadline at or before `now`: sends the retries, lets the tracker declare the
 /// rest lost. Returns the sends the OS refused.
 async fn expire(

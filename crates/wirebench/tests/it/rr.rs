@@ -144,39 +144,43 @@ async fn new_connection_per_request_answers_every_request() {
 async fn udp_losses_equal_what_the_forwarder_dropped() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        let fwd = Forwarder::start(server.addr, 0.1, 0x5eed, u64::MAX).await;
-        let mut sp = spec(Protocol::Udp, (64, 512), 1, 8, 500);
-        sp.timeout = Duration::from_millis(400);
-        let out = run_rr(fwd.addr, &sp).await.expect("session runs");
-        let summary = server.next_session().await;
-        assert_eq!(summary.report, out.server);
-        let n = &fwd.counts;
-        let (c2s_dropped, c2s_fwd) = (
-            n.c2s_dropped.load(Ordering::SeqCst),
-            n.c2s_forwarded.load(Ordering::SeqCst),
-        );
-        let (s2c_dropped, s2c_fwd) = (
-            n.s2c_dropped.load(Ordering::SeqCst),
-            n.s2c_forwarded.load(Ordering::SeqCst),
-        );
-        let c = out.counts;
-        // With --retries 0 every request is one datagram each way: a request dropped on the way
-        // in, or its response dropped on the way back, is one lost request; nothing else is.
-        assert!(
-            c2s_dropped + s2c_dropped > 0,
-            "the forwarder dropped something"
-        );
-        assert_eq!(c.sent, 500);
-        assert_eq!(c2s_dropped + c2s_fwd, 500, "one datagram per request");
-        assert_eq!(c.lost, c2s_dropped + s2c_dropped);
-        assert_eq!(c.answered, s2c_fwd);
-        assert_eq!(c.sent, c.answered + c.lost);
-        assert_eq!((c.late, c.retries), (0, 0));
-        assert_eq!(
-            out.server.messages, c2s_fwd,
-            "the server answered all it got"
-        );
-        assert_ladder(out.response.as_ref().unwrap(), c.answered);
+        // K = 1 runs the blocking ping loop, K = 8 the asynchronous one: the same rules.
+        for (k, count, seed) in [(1u32, 200u64, 0x5eedu64), (8, 500, 0xfeed)] {
+            let fwd = Forwarder::start(server.addr, 0.1, seed, u64::MAX).await;
+            let mut sp = spec(Protocol::Udp, (64, 512), 1, k, count);
+            sp.timeout = Duration::from_millis(150);
+            let out = run_rr(fwd.addr, &sp).await.expect("session runs");
+            let summary = server.next_session().await;
+            assert_eq!(summary.report, out.server);
+            let n = &fwd.counts;
+            let (c2s_dropped, c2s_fwd) = (
+                n.c2s_dropped.load(Ordering::SeqCst),
+                n.c2s_forwarded.load(Ordering::SeqCst),
+            );
+            let (s2c_dropped, s2c_fwd) = (
+                n.s2c_dropped.load(Ordering::SeqCst),
+                n.s2c_forwarded.load(Ordering::SeqCst),
+            );
+            let c = out.counts;
+            // With --retries 0 every request is one datagram each way: a request dropped on the
+            // way in, or its response dropped on the way back, is one lost request; nothing
+            // else is.
+            assert!(
+                c2s_dropped + s2c_dropped > 0,
+                "the forwarder dropped something"
+            );
+            assert_eq!(c.sent, count, "K={k}");
+            assert_eq!(c2s_dropped + c2s_fwd, count, "one datagram per request");
+            assert_eq!(c.lost, c2s_dropped + s2c_dropped, "K={k}");
+            assert_eq!(c.answered, s2c_fwd);
+            assert_eq!(c.sent, c.answered + c.lost);
+            assert_eq!((c.late, c.retries), (0, 0));
+            assert_eq!(
+                out.server.messages, c2s_fwd,
+                "the server answered all it got"
+            );
+            assert_ladder(out.response.as_ref().unwrap(), c.answered);
+        }
     })
     .await
     .expect("within the test timeout");
@@ -426,6 +430,40 @@ async fn a_client_that_vanishes_mid_request_aborts_only_its_session() {
         // Everyone else is still served.
         let out = run(&mut server, &spec(Protocol::Tcp, (8, 8), 1, 1, 10)).await;
         assert_eq!(out.server.messages, 10);
+    })
+    .await
+    .expect("within the test timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_retries_account_for_every_datagram_through_a_lossy_forwarder() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        for (k, seed) in [(1u32, 0xabcu64), (8, 0xdef)] {
+            let fwd = Forwarder::start(server.addr, 0.15, seed, u64::MAX).await;
+            let mut sp = spec(Protocol::Udp, (32, 32), 1, k, 150);
+            sp.timeout = Duration::from_millis(100);
+            sp.retries = 2;
+            let out = run_rr(fwd.addr, &sp).await.expect("session runs");
+            server.next_session().await;
+            let n = &fwd.counts;
+            let c2s = n.c2s_dropped.load(Ordering::SeqCst) + n.c2s_forwarded.load(Ordering::SeqCst);
+            let s2c_fwd = n.s2c_forwarded.load(Ordering::SeqCst);
+            let c = out.counts;
+            assert!(c.retries > 0, "K={k}: something was retried");
+            assert_eq!(c.sent, 150);
+            assert_eq!(c.sent, c.answered + c.lost, "K={k}");
+            // Every copy is one datagram in; every response that got through is the first
+            // answer, a duplicate (a retry and its original both answered) or late.
+            assert_eq!(c2s, c.sent + c.retries, "K={k}");
+            assert_eq!(s2c_fwd, c.answered + c.duplicates + c.late, "K={k}");
+            assert_eq!(
+                out.server.messages,
+                n.c2s_forwarded.load(Ordering::SeqCst),
+                "K={k}: the server answered every copy it got"
+            );
+            assert_eq!(c.unknown, 0);
+        }
     })
     .await
     .expect("within the test timeout");
