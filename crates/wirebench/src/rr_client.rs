@@ -423,27 +423,6 @@ async fn udp_flow(
     let (mut hist, connect) = histograms()?;
     let udp = UdpClient::connect(server, None).await?;
     let mut tracker = RequestTracker::new(timeout, retries);
-    if p.concurrency <= 1 {
-        // One request outstanding: a blocking socket in a thread of its own.
-        let socket = udp.into_std().context("while preparing the UDP socket")?;
-        let shape = shape(&p);
-        let (tally, span, hist) = tokio::task::spawn_blocking(move || {
-            let begun = Instant::now();
-            let tally =
-                rr::blocking_udp_flow(&socket, session, shape, plan, &mut tracker, &mut hist);
-            (tally, (begun, Instant::now()), hist)
-        })
-        .await
-        .context("the UDP request-response thread failed")?;
-        let tally = tally.context("the UDP request-response flow failed")?;
-        return Ok(FlowResult {
-            tally,
-            span,
-            hist,
-            connect,
-            resumed: None,
-        });
-    }
     let begun = Instant::now();
     let tally = rr::udp_flow(
         udp.socket(),

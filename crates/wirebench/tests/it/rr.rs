@@ -144,7 +144,7 @@ async fn new_connection_per_request_answers_every_request() {
 async fn udp_losses_equal_what_the_forwarder_dropped() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        // K = 1 runs the blocking ping loop, K = 8 the asynchronous one: the same rules.
+        // One request outstanding (ping) and eight: the same rules.
         for (k, count, seed) in [(1u32, 200u64, 0x5eedu64), (8, 500, 0xfeed)] {
             let fwd = Forwarder::start(server.addr, 0.1, seed, u64::MAX).await;
             let mut sp = spec(Protocol::Udp, (64, 512), 1, k, count);
