@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod perf;
 pub mod plan;
 pub mod proto;
+pub mod rr;
 pub mod rto;
 pub mod saw;
 pub mod seq;

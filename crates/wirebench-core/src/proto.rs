@@ -77,6 +77,30 @@ pub enum ControlMessage {
         /// What went wrong, in words for the user.
         reason: String,
     },
+    /// Client → server: start a request-response session (`wirebench ping` and `rr`) instead of a
+    /// transfer. Answered like [`ControlMessage::SessionRequest`] (`accepted` or `rejected`); the client
+    /// ends it with [`ControlMessage::SenderDone`] and gets a [`ControlMessage::Report`]. A server from
+    /// before this variant cannot decode it and answers with an error frame.
+    RrRequest(RrParams),
+}
+
+/// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`]: for every request of
+/// `request` bytes the server answers with `response` bytes (on the same stream, or one datagram each).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct RrParams {
+    /// Transport protocol of the requests.
+    pub protocol: Protocol,
+    /// Request size in bytes (UDP: the payload after the 16-byte header).
+    pub request: u32,
+    /// Response size in bytes (UDP: the payload after the 16-byte header).
+    pub response: u32,
+    /// Flows (connections or sockets) the client opens; for the server's summary only.
+    pub flows: u32,
+    /// Requests outstanding per flow; for the server's summary only.
+    pub concurrency: u32,
+    /// Each request on a fresh TCP or QUIC connection (the server then accepts many data connections).
+    #[serde(default)]
+    pub new_connection: bool,
 }
 
 /// Parameters of one session, sent by the client in [`ControlMessage::SessionRequest`].
@@ -482,6 +506,14 @@ mod tests {
             ControlMessage::Error {
                 reason: "unexpected message".into(),
             },
+            ControlMessage::RrRequest(RrParams {
+                protocol: Protocol::Udp,
+                request: 64,
+                response: 512,
+                flows: 2,
+                concurrency: 10,
+                new_connection: false,
+            }),
         ] {
             assert_eq!(round_trip(&msg), msg);
         }
@@ -521,6 +553,34 @@ mod tests {
                 token: 5,
                 quic_cert: None
             })
+        );
+    }
+
+    #[test]
+    fn rr_request_json_shape() {
+        let msg = ControlMessage::RrRequest(RrParams {
+            protocol: Protocol::Tcp,
+            request: 1,
+            response: 2,
+            flows: 3,
+            concurrency: 4,
+            new_connection: true,
+        });
+        assert_eq!(
+            serde_json::to_string(&msg).unwrap(),
+            r#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4,"new_connection":true}"#
+        );
+        // new_connection may be left out.
+        assert_eq!(
+            decode_body(br#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4}"#),
+            Ok(ControlMessage::RrRequest(RrParams {
+                protocol: Protocol::Tcp,
+                request: 1,
+                response: 2,
+                flows: 3,
+                concurrency: 4,
+                new_connection: false,
+            }))
         );
     }
 

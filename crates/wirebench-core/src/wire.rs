@@ -36,8 +36,12 @@ pub enum Kind {
     Data,
     /// An acknowledgement of the data datagram with the same seq; no payload (0x02).
     Ack,
+    /// A request-response session's request: the header is followed by the request bytes (0x03).
+    Request,
+    /// The answer to the request with the same seq: the header is followed by the response bytes (0x04).
+    Response,
     /// A reversed session's client announcing where to send the data (its source address);
-    /// no payload (0x03).
+    /// no payload (0x05).
     Hello,
 }
 
@@ -63,9 +67,10 @@ pub enum WireError {
         /// The length that was available.
         len: usize,
     },
-    /// The kind byte is neither 0x01 (data) nor 0x02 (ack).
+    /// The kind byte is none of 0x01 (data), 0x02 (ack), 0x03 (request), 0x04 (response),
+    /// 0x05 (hello).
     #[error(
-        "datagram kind 0x{0:02x} is not a wirebench kind (expected 0x01 data, 0x02 ack or 0x03 hello)"
+        "datagram kind 0x{0:02x} is not a wirebench kind (expected 0x01 data, 0x02 ack, 0x03 request, 0x04 response or 0x05 hello)"
     )]
     UnknownKind(u8),
 }
@@ -76,7 +81,9 @@ impl Kind {
         match self {
             Kind::Data => 0x01,
             Kind::Ack => 0x02,
-            Kind::Hello => 0x03,
+            Kind::Request => 0x03,
+            Kind::Response => 0x04,
+            Kind::Hello => 0x05,
         }
     }
 
@@ -85,7 +92,9 @@ impl Kind {
         match byte {
             0x01 => Ok(Kind::Data),
             0x02 => Ok(Kind::Ack),
-            0x03 => Ok(Kind::Hello),
+            0x03 => Ok(Kind::Request),
+            0x04 => Ok(Kind::Response),
+            0x05 => Ok(Kind::Hello),
             other => Err(WireError::UnknownKind(other)),
         }
     }
@@ -252,7 +261,7 @@ mod tests {
         );
         assert_eq!(
             WireError::UnknownKind(0xC3).to_string(),
-            "datagram kind 0xc3 is not a wirebench kind (expected 0x01 data, 0x02 ack or 0x03 hello)"
+            "datagram kind 0xc3 is not a wirebench kind (expected 0x01 data, 0x02 ack, 0x03 request, 0x04 response or 0x05 hello)"
         );
     }
 
@@ -264,6 +273,25 @@ mod tests {
         assert!(!looks_like_ours(0xC0));
         assert!(!looks_like_ours(0x80));
         assert!(looks_like_ours(0x3F));
+    }
+
+    #[test]
+    fn request_and_response_kinds() {
+        let mut out = [0u8; HEADER_LEN];
+        let request = Header {
+            kind: Kind::Request,
+            retransmit: true,
+            session: 5,
+            seq: 9,
+        };
+        request.encode(&mut out);
+        assert_eq!(out, [0x03, 0x01, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 9]);
+        assert_eq!(Header::decode(&out), Ok(request));
+        out[0] = 0x04;
+        assert_eq!(Header::decode(&out).map(|h| h.kind), Ok(Kind::Response));
+        assert!(looks_like_ours(Kind::Request.to_byte()));
+        assert!(looks_like_ours(Kind::Response.to_byte()));
+        assert_eq!(Kind::from_byte(0x05), Err(WireError::UnknownKind(0x05)));
     }
 
     #[test]

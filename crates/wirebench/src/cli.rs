@@ -20,13 +20,14 @@ Each run prints the client's figures (transmission time, messages sent, bytes se
 send calls; UDP stop-and-wait also retransmissions and timeouts), the server's per-session
 line (messages read, bytes read, time, throughput, read calls; UDP lost, duplicate and
 out-of-order datagrams) and, for stop-and-wait, the round-trip time min / avg / max with
-p50 and p99, then the transport counters of both ends (TCP_INFO; QUIC stats; UDP tallies) with
-retrans_rate — the share of data packets sent again or lost, comparable across protocols: TCP
-(total_retrans - dsack_dups) / data_segs_out, QUIC lost / sent packets, UDP stop-and-wait
-retransmissions / datagrams, UDP streaming lost / sent — and the CPU seconds (user + system,
-getrusage) of the client and server processes, with CPU seconds per GiB moved (one figure for
-both with the embedded server, which shares the client's process). With --repeat N > 1 it
-ends with Min / Avg / Max tables per combination, for the client view and the server view.
+stddev, p50, p90, p99 and p99.9, then the transport counters of both ends (TCP_INFO; QUIC
+stats; UDP tallies) with retrans_rate — the share of data packets sent again or lost, comparable
+across protocols: TCP (total_retrans - dsack_dups) / data_segs_out, QUIC lost / sent packets,
+UDP stop-and-wait retransmissions / datagrams, UDP streaming lost / sent — and the CPU seconds
+(user + system, getrusage) of the client and server processes, with CPU seconds per GiB moved
+(one figure for both with the embedded server, which shares the client's process). With
+--repeat N > 1 it ends with Min / Avg / Max tables per combination, for the client view and
+the server view.
 
 Every finished run is committed to the results store before the next starts (default
 $XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store); Ctrl-C marks the campaign
@@ -89,6 +90,27 @@ pub enum Command {
     /// Example: wirebench relay --listen 127.0.0.1:5311 --to 127.0.0.1:5310 --loss 5% --delay 10ms
     #[command(after_long_help = RELAY_AFTER_HELP)]
     Relay(RelayArgs),
+    /// Ping-pong over an open connection: round-trip time percentiles, lost and late probes (UDP),
+    /// and connection set-up time (TCP connect, QUIC handshake, QUIC resumed with 0-RTT).
+    ///
+    /// One flow, one probe outstanding; each probe is SIZE bytes and so is its answer. Prints
+    /// min / avg / max / stddev and p50, p90, p99, p99.9 of the round trip (HDR histogram, 3
+    /// significant digits). A UDP probe not answered within --timeout is sent again up to
+    /// --retries times, then lost; an answer that comes after that is counted as late, never as
+    /// a sample.
+    ///
+    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 --count 20000
+    Ping(PingArgs),
+    /// Request-response load (DNS-like): T flows with K requests outstanding each; requests/s,
+    /// response-time percentiles, UDP requests lost (timeout and retries) and late.
+    ///
+    /// A comma list for --concurrency sweeps K in one command, one line per K (loss grows with
+    /// load). With --new-connection every request opens a fresh TCP or QUIC connection (as
+    /// netperf TCP_CRR does) and the handshake time per request is reported apart from the
+    /// response time.
+    ///
+    /// Example: wirebench rr --proto udp --request 64 --response 512 --concurrency 10,20,40,80 --flows 4
+    Rr(RrArgs),
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -147,6 +169,74 @@ pub struct RelayArgs {
     /// Print the counts as one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Flags `ping` and `rr` share: where, how long, timeouts and output.
+#[derive(Debug, Args, Clone)]
+pub struct ExchangeArgs {
+    /// Server to test against, HOST or HOST:PORT (IPv6 as [ADDR]:PORT). Without it, a server is
+    /// started in-process on 127.0.0.1 on a free port.
+    #[arg(short = 'c', long)]
+    pub server: Option<String>,
+    /// Transport protocol(s): tcp, udp, quic; a comma list runs each in turn.
+    #[arg(long = "proto", default_value = "tcp")]
+    pub protocols: String,
+    /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
+    #[arg(long, conflicts_with = "duration")]
+    pub count: Option<u64>,
+    /// Issue new requests for this long (e.g. 5s, 500ms), counted from the session start
+    /// (connection set-up included), then wait for the outstanding ones.
+    /// Default for rr: 5s.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none.
+    #[arg(long)]
+    pub interval: Option<String>,
+    /// UDP: how long a request waits for its response before it is sent again or lost (100us to 60s).
+    #[arg(long, default_value = "1s")]
+    pub timeout: String,
+    /// UDP: times a request is sent again after a timeout before it counts as lost (0 to 100).
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `wirebench ping`.
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// Probe size in bytes (request and answer alike): 1..16MiB for TCP and QUIC, up to 65491
+    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB).
+    #[arg(short = 'l', long = "size", default_value = "64")]
+    pub size: String,
+    /// Where, how long, timeouts and output.
+    #[command(flatten)]
+    pub common: ExchangeArgs,
+}
+
+/// Flags of `wirebench rr`.
+#[derive(Debug, Args)]
+pub struct RrArgs {
+    /// Request size in bytes (same limits as ping's -l).
+    #[arg(long, default_value = "64")]
+    pub request: String,
+    /// Response size in bytes (same limits as ping's -l).
+    #[arg(long, default_value = "512")]
+    pub response: String,
+    /// Requests outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in turn.
+    #[arg(long, default_value = "1")]
+    pub concurrency: String,
+    /// Flows (T), 1 to 1024: each its own TCP connection, QUIC connection or UDP socket.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Open a fresh TCP or QUIC connection for every request (not UDP) and report the handshake
+    /// time per request apart from the response time.
+    #[arg(long)]
+    pub new_connection: bool,
+    /// Where, how long, timeouts and output.
+    #[command(flatten)]
+    pub common: ExchangeArgs,
 }
 
 /// Flags of `wirebench compare`.

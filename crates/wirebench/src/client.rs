@@ -38,10 +38,19 @@ pub struct RttFigures {
     pub min_ns: u64,
     /// Mean.
     pub mean_ns: f64,
+    /// Population standard deviation (0 when absent from records made before it existed).
+    #[serde(default)]
+    pub stddev_ns: f64,
     /// Median.
     pub p50_ns: u64,
+    /// 90th percentile (0 when absent from older records).
+    #[serde(default)]
+    pub p90_ns: u64,
     /// 99th percentile.
     pub p99_ns: u64,
+    /// 99.9th percentile (0 when absent from older records).
+    #[serde(default)]
+    pub p999_ns: u64,
     /// Largest.
     pub max_ns: u64,
 }
@@ -53,8 +62,11 @@ impl RttFigures {
             samples: h.len(),
             min_ns: h.min(),
             mean_ns: h.mean(),
+            stddev_ns: h.stdev(),
             p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
             p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
             max_ns: h.max(),
         })
     }

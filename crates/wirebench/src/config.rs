@@ -18,6 +18,8 @@ use wirebench_core::wire;
 use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
 use crate::store;
 
+pub mod rr;
+
 /// A usage error: the user asked for something that is not allowed. Exit status 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -18,6 +18,7 @@ pub mod parallel;
 pub mod perf;
 pub mod relay;
 pub mod report;
+pub mod rr_client;
 pub mod runner;
 pub mod server;
 pub mod store;
@@ -125,6 +126,26 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             shut_down(runtime);
             result?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Ping(args) => {
+            let cfg = config::rr::RrConfig::from_ping(&args)?;
+            let result = runtime.block_on(commands::rr::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Rr(args) => {
+            let cfg = config::rr::RrConfig::from_rr(&args)?;
+            let result = runtime.block_on(commands::rr::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;

@@ -5,5 +5,6 @@ pub mod history;
 pub mod interop;
 pub mod relay;
 pub mod report;
+pub mod rr;
 pub mod run;
 pub mod server;

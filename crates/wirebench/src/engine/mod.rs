@@ -4,6 +4,7 @@
 pub mod blocking;
 pub mod demux;
 pub mod quic;
+pub mod rr;
 pub mod stream;
 pub mod udp;
 pub mod udp_receiver;

@@ -28,7 +28,7 @@ const STREAM_WINDOW: u32 = 16 << 20;
 const CONNECTION_WINDOW: u32 = 32 << 20;
 
 /// Transport settings shared by client and server.
-fn transport() -> Arc<TransportConfig> {
+pub fn transport() -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
     t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))

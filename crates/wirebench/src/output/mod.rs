@@ -4,4 +4,5 @@
 pub mod json;
 pub mod progress;
 pub mod relay;
+pub mod rr;
 pub mod text;

@@ -378,14 +378,18 @@ fn client_text(c: &ClientFigures, combination: Combination, reverse: bool) -> St
     s
 }
 
-fn rtt_text(r: &RttFigures) -> String {
+/// One line of round-trip (or response) times: min / avg / max, stddev and the percentile ladder.
+pub fn rtt_text(r: &RttFigures) -> String {
     format!(
-        "min {} / avg {} / max {} (p50 {}, p99 {}, {} samples)",
+        "min {} / avg {} / max {} / stddev {} (p50 {}, p90 {}, p99 {}, p99.9 {}, {} samples)",
         micros(r.min_ns as f64),
         micros(r.mean_ns),
         micros(r.max_ns as f64),
+        micros(r.stddev_ns),
         micros(r.p50_ns as f64),
+        micros(r.p90_ns as f64),
         micros(r.p99_ns as f64),
+        micros(r.p999_ns as f64),
         r.samples
     )
 }

@@ -5,6 +5,7 @@
 mod registry;
 mod reverse;
 mod reverse_udp;
+mod rr_session;
 mod session;
 
 use std::net::SocketAddr;

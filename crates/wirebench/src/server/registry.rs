@@ -14,6 +14,7 @@ use wirebench_core::proto::Preamble;
 use wirebench_core::wire::Header;
 
 use super::reverse_udp::ReverseUdp;
+use super::rr_session::RrUdpSession;
 use crate::engine::demux::DatagramHandler;
 use crate::engine::udp_receiver::UdpReceiver;
 use crate::net::canonical_ip;
@@ -38,6 +39,7 @@ pub enum DataStream {
 enum UdpTarget {
     Forward(Arc<UdpReceiver>),
     Reverse(Arc<ReverseUdp>),
+    Rr(Arc<RrUdpSession>),
 }
 
 #[derive(Debug)]
@@ -48,6 +50,10 @@ enum SlotKind {
     Udp(Arc<UdpReceiver>),
     /// A reversed UDP session: the server sends, hellos and acknowledgements arrive.
     UdpReverse(Arc<ReverseUdp>),
+    /// A TCP or QUIC request-response session: takes any number of data connections.
+    RrStream(tokio::sync::mpsc::UnboundedSender<DataStream>),
+    /// A UDP request-response session answering request datagrams.
+    RrUdp(Arc<RrUdpSession>),
 }
 
 #[derive(Debug)]
@@ -144,6 +150,34 @@ impl Registry {
         (reg, slot, acks)
     }
 
+    /// Registers a TCP/QUIC request-response session; the receiver yields every data connection
+    /// that presents its id and token, for as long as the registration lives.
+    pub fn register_rr_stream(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (
+        Registration,
+        tokio::sync::mpsc::UnboundedReceiver<DataStream>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::RrStream(tx), ()));
+        (reg, rx)
+    }
+
+    /// Registers a UDP request-response session answering `request`-byte requests with
+    /// `response`-byte responses.
+    pub fn register_rr_udp(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        request: u32,
+        response: u32,
+    ) -> (Registration, Arc<RrUdpSession>) {
+        self.insert(peer_ip, |id| {
+            let session = Arc::new(RrUdpSession::new(id, request, response));
+            (SlotKind::RrUdp(session.clone()), session)
+        })
+    }
+
     /// Hands a data connection that presented `preamble` to its session.
     pub fn attach_stream(
         &self,
@@ -159,6 +193,11 @@ impl Registry {
             .get(&preamble.session)
             .ok_or(AttachError::UnknownSession(preamble.session))?;
         check(slot, preamble.session, preamble.token, from)?;
+        if let SlotKind::RrStream(sessions) = &slot.kind {
+            return sessions
+                .send(data)
+                .map_err(|_| AttachError::NotWaiting(preamble.session));
+        }
         let SlotKind::Stream(waiting) = &slot.kind else {
             return Err(AttachError::NotWaiting(preamble.session));
         };
@@ -217,7 +256,8 @@ impl Registry {
         match &slot.kind {
             SlotKind::Udp(s) => Some(UdpTarget::Forward(s.clone())),
             SlotKind::UdpReverse(s) => Some(UdpTarget::Reverse(s.clone())),
-            SlotKind::Stream(_) => None,
+            SlotKind::RrUdp(s) => Some(UdpTarget::Rr(s.clone())),
+            SlotKind::Stream(_) | SlotKind::RrStream(_) => None,
         }
     }
 }
@@ -250,6 +290,7 @@ impl DatagramHandler for Registry {
         match session {
             Some(UdpTarget::Forward(s)) => s.on_datagrams(data, stride, reply),
             Some(UdpTarget::Reverse(s)) => s.on_datagrams(data, stride, from),
+            Some(UdpTarget::Rr(s)) => s.on_datagrams(data, stride, reply),
             None => {
                 let count = data.len().div_ceil(stride.max(1)) as u64;
                 self.stray_datagrams.fetch_add(count, Ordering::Relaxed);

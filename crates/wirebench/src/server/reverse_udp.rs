@@ -72,7 +72,7 @@ impl ReverseUdp {
                 Kind::Ack => {
                     let _ = self.acks.send(header.seq);
                 }
-                Kind::Data => {}
+                Kind::Data | Kind::Request | Kind::Response => {}
             }
         }
     }

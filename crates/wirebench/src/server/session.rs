@@ -46,6 +46,10 @@ pub(super) async fn serve(
     let (mut rd, mut wr) = stream.split();
     let params = match control::recv_setup(&mut rd).await {
         Ok(ControlMessage::SessionRequest(p)) => p,
+        Ok(ControlMessage::RrRequest(rr)) => {
+            super::rr_session::serve(&mut rd, &mut wr, peer, shared, events, rr).await;
+            return;
+        }
         Ok(other) => {
             let reason = format!("expected a session request, got {}", kind_name(&other));
             let _ = control::send(
@@ -153,7 +157,7 @@ fn empty_report(p: &SessionParams) -> ServerReport {
 
 /// Tells the client its session exists (and, for QUIC, which certificate to expect); false
 /// when the client is already gone.
-async fn send_accepted<W: tokio::io::AsyncWrite + Unpin>(
+pub(super) async fn send_accepted<W: tokio::io::AsyncWrite + Unpin>(
     wr: &mut W,
     registration: &Registration,
     quic_cert: Option<Vec<u8>>,
@@ -375,7 +379,7 @@ where
     }
 }
 
-async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
+pub(super) async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
     match control::recv(rd).await? {
         Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
         Some(other) => bail!(
@@ -419,7 +423,7 @@ pub(super) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
     }
 }
 
-fn abort(mut report: ServerReport, reason: String) -> ServerReport {
+pub(super) fn abort(mut report: ServerReport, reason: String) -> ServerReport {
     report.aborted = true;
     report.abort_reason = Some(reason);
     report
@@ -433,6 +437,7 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::SenderDone { .. } => "done message",
         ControlMessage::Report(_) => "report",
         ControlMessage::Error { .. } => "error message",
+        ControlMessage::RrRequest(_) => "request-response session request",
     }
 }
 
@@ -451,7 +456,14 @@ pub(super) fn ns(d: Duration) -> u64 {
 /// to its session.
 pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
     let peer = incoming.remote_address();
-    let connection = incoming.await.context("QUIC handshake failed")?;
+    let connecting = incoming.accept().context("QUIC handshake failed")?;
+    // Take the stream as soon as the client's first flight is in (0.5-RTT): a resumed client
+    // that sent its preamble and first request as 0-RTT data is answered without waiting for
+    // the rest of the handshake. Without early data the stream arrives after the handshake.
+    let connection = match connecting.into_0rtt() {
+        Ok((connection, _accepted)) => connection,
+        Err(connecting) => connecting.await.context("QUIC handshake failed")?,
+    };
     if crate::perf::server::is_perf(&connection) {
         return crate::perf::server::serve(connection).await;
     }

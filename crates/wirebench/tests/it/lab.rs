@@ -100,7 +100,10 @@ async fn tcp_goodput_through_a_100mbit_router_is_the_rate_less_the_headers() {
     let doc: Value = serde_json::from_slice(&stdout).expect("run --json");
     let run = &doc["runs"][0];
     assert_eq!(run["server"]["bytes"], 25_000_000);
-    let wb = run["client"]["throughput_bps"]
+    // Goodput is what the receiver got per second: the server's view, first byte to last
+    // (the client's time also holds the report's trip back, a few ms that a loaded machine
+    // can stretch past 1%).
+    let wb = run["server"]["throughput_bps"]
         .as_f64()
         .expect("throughput");
     eprintln!(

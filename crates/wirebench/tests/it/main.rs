@@ -10,6 +10,7 @@ mod netns;
 mod relay;
 mod report;
 mod robustness;
+mod rr;
 mod sessions;
 mod store;
 mod support;

@@ -1,0 +1,115 @@
+//! `wirebench ping` and `wirebench rr`: start the embedded server when no --server is given,
+//! run every protocol × concurrency in order, print each run as it finishes (text) or one JSON
+//! document at the end. Results are not stored in the results database.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+use wirebench_core::plan::Protocol;
+use wirebench_core::proto::RrParams;
+
+use crate::config::rr::{ExchangeKind, RrConfig};
+use crate::config::Target;
+use crate::output::rr::{self as out, RrDocument, RrResult};
+use crate::rr_client::{run_rr, RrSpec};
+use crate::server::Server;
+use crate::tls::ServerIdentity;
+
+/// Runs ping or rr; `Ok(false)` means a run failed (exit status 1), after printing the others.
+pub async fn execute(cfg: RrConfig) -> Result<bool> {
+    let (server_addr, _embedded) = match &cfg.target {
+        Target::Remote { addr, .. } => (*addr, None),
+        Target::Embedded(ip) => {
+            let server = Server::bind(SocketAddr::new(*ip, 0), ServerIdentity::self_signed()?)
+                .await
+                .context("while starting the embedded server")?;
+            let addr = server.local_addr();
+            // The embedded server's session lines are not printed: the client shows its report.
+            let (tx, rx) = mpsc::unbounded_channel();
+            let task = tokio::spawn(async move {
+                let _keep = rx;
+                server.run(tx).await
+            });
+            (addr, Some(AbortOnDrop(task)))
+        }
+    };
+    let server_name = match &cfg.target {
+        Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
+        Target::Remote { name, addr } => format!("{name} ({addr})"),
+        Target::Embedded(_) => format!("embedded {server_addr}"),
+    };
+    let mut results = Vec::new();
+    let mut ok = true;
+    for &protocol in &cfg.protocols {
+        if !cfg.json {
+            println!("{}", out::heading(&cfg, protocol, &server_name));
+        }
+        for &k in &cfg.concurrency {
+            let spec = spec(&cfg, protocol, k);
+            match run_rr(server_addr, &spec).await {
+                Ok(outcome) => {
+                    let result = RrResult::new(&cfg, protocol, k, &outcome);
+                    if !cfg.json {
+                        let text = match cfg.kind {
+                            ExchangeKind::Ping => out::ping_block(&result),
+                            ExchangeKind::Rr => out::rr_block(&result, cfg.concurrency.len() == 1),
+                        };
+                        let mut stdout = std::io::stdout().lock();
+                        let _ = write!(stdout, "{text}");
+                        let _ = stdout.flush();
+                    }
+                    results.push(result);
+                }
+                Err(e) => {
+                    eprintln!("error: {protocol} with concurrency {k}: {e:#}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    if cfg.json {
+        let doc = RrDocument {
+            schema_version: out::SCHEMA_VERSION,
+            command: match cfg.kind {
+                ExchangeKind::Ping => "ping",
+                ExchangeKind::Rr => "rr",
+            },
+            server: server_name,
+            results,
+        };
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut stdout, &doc).context("while writing the JSON")?;
+        let _ = writeln!(stdout);
+    }
+    Ok(ok)
+}
+
+/// The session and stop rule of one protocol × concurrency run.
+fn spec(cfg: &RrConfig, protocol: Protocol, concurrency: u32) -> RrSpec {
+    RrSpec {
+        params: RrParams {
+            protocol,
+            request: cfg.request,
+            response: cfg.response,
+            flows: cfg.flows,
+            concurrency,
+            new_connection: cfg.new_connection,
+        },
+        count: cfg.count,
+        duration: cfg.duration,
+        interval: cfg.interval,
+        timeout: cfg.timeout,
+        retries: cfg.retries,
+        resumption_probe: cfg.kind == ExchangeKind::Ping && protocol == Protocol::Quic,
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

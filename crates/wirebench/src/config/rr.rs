@@ -1,0 +1,245 @@
+//! Validates the flags of `wirebench ping` and `wirebench rr` into an [`RrConfig`]; rejects
+//! impossible combinations once, with a message that says what is allowed. No I/O beyond
+//! resolving the server name.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use wirebench_core::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::units::{parse_duration, ByteSize};
+use wirebench_core::wire;
+
+use super::{resolve_server, usage, Target, UsageError};
+use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
+
+/// Probes a ping sends when neither --count nor --duration is given.
+pub const DEFAULT_PING_COUNT: u64 = 100;
+/// How long rr runs when neither --count nor --duration is given.
+pub const DEFAULT_RR_DURATION: Duration = Duration::from_secs(5);
+/// Largest --concurrency.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+/// Largest --flows.
+pub const MAX_FLOWS: u32 = 1024;
+/// Most connections opening at once with --new-connection (flows x concurrency).
+pub const MAX_CONNECTIONS: u64 = 4096;
+/// Largest --retries.
+pub const MAX_RETRIES: u32 = 100;
+
+/// Which subcommand: they differ in defaults, output and the 0-RTT probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeKind {
+    /// `wirebench ping`.
+    Ping,
+    /// `wirebench rr`.
+    Rr,
+}
+
+/// Everything `ping` and `rr` need, validated.
+#[derive(Debug, Clone)]
+pub struct RrConfig {
+    /// Ping or rr.
+    pub kind: ExchangeKind,
+    /// Server to test against.
+    pub target: Target,
+    /// Protocols, in the order they run.
+    pub protocols: Vec<Protocol>,
+    /// Request size, bytes.
+    pub request: u32,
+    /// Response size, bytes.
+    pub response: u32,
+    /// Requests outstanding per flow; one run per value, in order.
+    pub concurrency: Vec<u32>,
+    /// Flows.
+    pub flows: u32,
+    /// A fresh connection per request.
+    pub new_connection: bool,
+    /// Requests per flow; `None` runs for `duration`.
+    pub count: Option<u64>,
+    /// How long to issue requests; `None` runs `count`.
+    pub duration: Option<Duration>,
+    /// Pause after each request, per flow.
+    pub interval: Option<Duration>,
+    /// UDP request timeout.
+    pub timeout: Duration,
+    /// UDP retries per request.
+    pub retries: u32,
+    /// One JSON document instead of text.
+    pub json: bool,
+}
+
+impl RrConfig {
+    /// Validates `wirebench ping` flags.
+    pub fn from_ping(args: &PingArgs) -> Result<Self, UsageError> {
+        let (target, protocols) = target_and_protocols(&args.common)?;
+        let size = parse_size("-l/--size", &args.size, &protocols, target.is_ipv6())?;
+        finish(
+            ExchangeKind::Ping,
+            &args.common,
+            target,
+            protocols,
+            (size, size),
+            vec![1],
+            1,
+            false,
+        )
+    }
+
+    /// Validates `wirebench rr` flags.
+    pub fn from_rr(args: &RrArgs) -> Result<Self, UsageError> {
+        let (target, protocols) = target_and_protocols(&args.common)?;
+        let ipv6 = target.is_ipv6();
+        let request = parse_size("--request", &args.request, &protocols, ipv6)?;
+        let response = parse_size("--response", &args.response, &protocols, ipv6)?;
+        let concurrency = parse_concurrency(&args.concurrency)?;
+        if let Some(bad) = concurrency.iter().find(|&&k| k == 0 || k > MAX_CONCURRENCY) {
+            return Err(usage(format!(
+                "--concurrency {bad} is out of range: allowed 1 to {MAX_CONCURRENCY} (or a comma list of such)"
+            )));
+        }
+        if args.flows == 0 || args.flows > MAX_FLOWS {
+            return Err(usage(format!(
+                "--flows {} is out of range: allowed 1 to {MAX_FLOWS}",
+                args.flows
+            )));
+        }
+        let most_k = concurrency.iter().copied().max().unwrap_or(1);
+        if args.new_connection && u64::from(args.flows) * u64::from(most_k) > MAX_CONNECTIONS {
+            return Err(usage(format!(
+                "--new-connection with --flows {} x --concurrency {most_k} would keep {} connections opening at once: allowed up to {MAX_CONNECTIONS}",
+                args.flows,
+                u64::from(args.flows) * u64::from(most_k)
+            )));
+        }
+        if args.new_connection && protocols.contains(&Protocol::Udp) {
+            return Err(usage(
+                "--new-connection applies to TCP and QUIC, not UDP (UDP has no connection to open)",
+            ));
+        }
+        finish(
+            ExchangeKind::Rr,
+            &args.common,
+            target,
+            protocols,
+            (request, response),
+            concurrency,
+            args.flows,
+            args.new_connection,
+        )
+    }
+}
+
+/// Parses `--concurrency`: one whole number or a comma list of them.
+fn parse_concurrency(text: &str) -> Result<Vec<u32>, UsageError> {
+    text.split(',')
+        .map(|item| {
+            item.trim().parse::<u32>().map_err(|_| {
+                usage(format!(
+                    "--concurrency {text:?}: expected whole numbers separated by commas, e.g. 10,20,40"
+                ))
+            })
+        })
+        .collect()
+}
+
+fn target_and_protocols(common: &ExchangeArgs) -> Result<(Target, Vec<Protocol>), UsageError> {
+    let protocols: Vec<Protocol> =
+        plan::parse_list(&common.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+    let target = match &common.server {
+        None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        Some(name) => resolve_server(name)?,
+    };
+    Ok((target, protocols))
+}
+
+/// Parses a request or response size and checks it against every protocol that will run.
+fn parse_size(
+    flag: &str,
+    text: &str,
+    protocols: &[Protocol],
+    ipv6: bool,
+) -> Result<u32, UsageError> {
+    let size: ByteSize = text.parse().map_err(|e| usage(format!("{flag}: {e}")))?;
+    let max = if protocols.contains(&Protocol::Udp) {
+        wire::max_message_size(ipv6)
+    } else {
+        MAX_STREAM_MSG_SIZE
+    };
+    if size.0 < u64::from(MIN_MSG_SIZE) || size.0 > u64::from(max) {
+        let why = if protocols.contains(&Protocol::Udp) {
+            " (one UDP datagram after the 16-byte header)"
+        } else {
+            ""
+        };
+        return Err(usage(format!(
+            "{flag} {} is out of range: allowed {MIN_MSG_SIZE} to {max} bytes{why}",
+            size.0
+        )));
+    }
+    // Checked against max above, which fits u32.
+    Ok(size.0 as u32)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    kind: ExchangeKind,
+    common: &ExchangeArgs,
+    target: Target,
+    protocols: Vec<Protocol>,
+    (request, response): (u32, u32),
+    concurrency: Vec<u32>,
+    flows: u32,
+    new_connection: bool,
+) -> Result<RrConfig, UsageError> {
+    if common.count == Some(0) {
+        return Err(usage("--count must be at least 1"));
+    }
+    let duration = match &common.duration {
+        None => None,
+        Some(s) => {
+            let d = parse_duration(s).map_err(|e| usage(format!("--duration: {e}")))?;
+            if d.is_zero() {
+                return Err(usage("--duration must be more than 0 (e.g. 5s)"));
+            }
+            Some(d)
+        }
+    };
+    let interval = match &common.interval {
+        None => None,
+        Some(s) => Some(parse_duration(s).map_err(|e| usage(format!("--interval: {e}")))?),
+    }
+    .filter(|d| !d.is_zero());
+    let timeout = parse_duration(&common.timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
+    if timeout < Duration::from_micros(100) || timeout > Duration::from_secs(60) {
+        return Err(usage(format!(
+            "--timeout {} is out of range: allowed 100us to 60s",
+            common.timeout
+        )));
+    }
+    if common.retries > MAX_RETRIES {
+        return Err(usage(format!(
+            "--retries {} is out of range: allowed 0 to {MAX_RETRIES}",
+            common.retries
+        )));
+    }
+    let (count, duration) = match (common.count, duration, kind) {
+        (None, None, ExchangeKind::Ping) => (Some(DEFAULT_PING_COUNT), None),
+        (None, None, ExchangeKind::Rr) => (None, Some(DEFAULT_RR_DURATION)),
+        (c, d, _) => (c, d),
+    };
+    Ok(RrConfig {
+        kind,
+        target,
+        protocols,
+        request,
+        response,
+        concurrency,
+        flows,
+        new_connection,
+        count,
+        duration,
+        interval,
+        timeout,
+        retries: common.retries,
+        json: common.json,
+    })
+}
