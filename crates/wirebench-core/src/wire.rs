@@ -291,7 +291,9 @@ mod tests {
         assert_eq!(Header::decode(&out).map(|h| h.kind), Ok(Kind::Response));
         assert!(looks_like_ours(Kind::Request.to_byte()));
         assert!(looks_like_ours(Kind::Response.to_byte()));
-        assert_eq!(Kind::from_byte(0x05), Err(WireError::UnknownKind(0x05)));
+        assert_eq!(Kind::from_byte(0x05), Ok(Kind::Hello));
+        assert!(looks_like_ours(Kind::Hello.to_byte()));
+        assert_eq!(Kind::from_byte(0x06), Err(WireError::UnknownKind(0x06)));
     }
 
     #[test]
