@@ -15,6 +15,7 @@ use quinn::{ClientConfig, Endpoint, EndpointConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
+use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan::Protocol;
 use wirebench_core::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 use wirebench_core::rr::{RequestTracker, RrCounts};
@@ -24,7 +25,7 @@ use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
 use crate::engine::{blocking, quic};
-use crate::{control, tls};
+use crate::{control, counters, tls};
 
 /// What to run: the session's parameters and when each flow stops.
 #[derive(Debug, Clone)]
@@ -81,6 +82,9 @@ pub struct RrOutcome {
     pub setup_requests: u64,
     /// The server's figures (`messages` = requests it answered).
     pub server: ServerReport,
+    /// The client's transport counters over all its connections (TCP_INFO, QUIC stats; UDP:
+    /// request datagrams sent and retried), summed.
+    pub transport: Option<TransportStats>,
 }
 
 /// What one flow (or worker) brings back.
@@ -92,6 +96,8 @@ struct FlowResult {
     hist: Histogram<u64>,
     connect: Histogram<u64>,
     resumed: Option<ResumedFigures>,
+    /// What the transport counted on this flow's connections (TCP_INFO, QUIC stats).
+    transport: Option<TransportStats>,
 }
 
 /// Runs one request-response session against the server at `server`.
@@ -182,6 +188,7 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
     let mut resumed = None;
     let mut failure = None;
     let mut span: Option<(Instant, Instant)> = None;
+    let mut transport: Option<TransportStats> = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(Ok(r)) => {
@@ -196,6 +203,7 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
                     .add(&r.connect)
                     .context("while merging connection times")?;
                 resumed = resumed.or(r.resumed);
+                transport = sum_transport(transport, r.transport);
             }
             Ok(Err(e)) => {
                 failure.get_or_insert(e);
@@ -229,7 +237,32 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
         resumed,
         setup_requests,
         server: server_report,
+        transport,
     })
+}
+
+/// Packet counts of connections add up; per-connection figures (RTT, window) are left out of a
+/// sum of more than one.
+fn sum_transport(a: Option<TransportStats>, b: Option<TransportStats>) -> Option<TransportStats> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(TransportStats {
+            packets_sent: a.packets_sent + b.packets_sent,
+            packets_retransmitted: a.packets_retransmitted + b.packets_retransmitted,
+            tcp_total_retrans: a
+                .tcp_total_retrans
+                .zip(b.tcp_total_retrans)
+                .map(|(x, y)| x + y),
+            tcp_dsack_dups: a.tcp_dsack_dups.zip(b.tcp_dsack_dups).map(|(x, y)| x + y),
+            congestion_events: a
+                .congestion_events
+                .zip(b.congestion_events)
+                .map(|(x, y)| x + y),
+            srtt_us: None,
+            cwnd_bytes: None,
+            ..a
+        }),
+        (a, b) => a.or(b),
+    }
 }
 
 fn add_counts(sum: &mut RrCounts, c: &RrCounts) {
@@ -278,12 +311,13 @@ async fn tcp_flow(
         // One request outstanding: a blocking socket in a thread of its own.
         let tcp = blocking::into_blocking(tcp, false).context("while preparing the data socket")?;
         let shape = shape(&p);
-        let (tally, span, hist) = tokio::task::spawn_blocking(move || {
+        let (tally, span, hist, transport) = tokio::task::spawn_blocking(move || {
             let begun = Instant::now();
             let tally = rr::blocking_flow(&tcp, shape, plan, &mut hist);
             let span = (begun, Instant::now());
+            let transport = counters::tcp_stats(&tcp);
             let _ = tcp.shutdown(std::net::Shutdown::Write);
-            (tally, span, hist)
+            (tally, span, hist, transport)
         })
         .await
         .context("the TCP request-response thread failed")?;
@@ -294,6 +328,7 @@ async fn tcp_flow(
             hist,
             connect,
             resumed: None,
+            transport,
         });
     }
     let (mut rd, mut wr) = tcp.into_split();
@@ -302,6 +337,7 @@ async fn tcp_flow(
         .await
         .context("the TCP request-response flow failed")?;
     let span = (begun, Instant::now());
+    let transport = counters::tcp_stats(wr.as_ref());
     let _ = wr.shutdown().await;
     Ok(FlowResult {
         tally,
@@ -309,6 +345,7 @@ async fn tcp_flow(
         hist,
         connect,
         resumed: None,
+        transport,
     })
 }
 
@@ -341,6 +378,7 @@ async fn quic_flow(
         .await
         .context("the QUIC request-response flow failed")?;
     let span = (begun, Instant::now());
+    let transport = Some(counters::quic_stats(&connection));
     let _ = send.finish();
     connection.close(0u32.into(), b"done");
     let resumed = if probe {
@@ -355,6 +393,7 @@ async fn quic_flow(
         hist,
         connect,
         resumed,
+        transport,
     })
 }
 
@@ -441,6 +480,11 @@ async fn udp_flow(
         hist,
         connect,
         resumed: None,
+        // As for UDP stop-and-wait runs: datagrams sent again over datagrams sent.
+        transport: Some(TransportStats::from_udp(
+            tally.counts.sent + tally.counts.retries,
+            tally.counts.retries,
+        )),
     })
 }
 
@@ -463,6 +507,7 @@ async fn new_connection_worker(
         _ => None,
     };
     let mut tally = FlowTally::default();
+    let mut transport: Option<TransportStats> = None;
     let begun = Instant::now();
     loop {
         let claim = claims.fetch_add(1, Ordering::Relaxed);
@@ -486,6 +531,7 @@ async fn new_connection_worker(
                 let took = rr::single_exchange(&mut recv, &mut send, &first, &mut response)
                     .await
                     .context("a QUIC request on a new connection failed")?;
+                transport = sum_transport(transport, Some(counters::quic_stats(&connection)));
                 let _ = send.finish();
                 connection.close(0u32.into(), b"done");
                 took
@@ -501,7 +547,8 @@ async fn new_connection_worker(
                 let took = rr::single_exchange(&mut rd, &mut wr, &first, &mut response)
                     .await
                     .context("a TCP request on a new connection failed")?;
-                let _ = wr.shutdown().await;
+                transport = sum_transport(transport, counters::tcp_stats(&tcp));
+                let _ = tcp.shutdown().await;
                 took
             }
         };
@@ -521,6 +568,7 @@ async fn new_connection_worker(
         hist,
         connect,
         resumed: None,
+        transport,
     })
 }
 

@@ -4,8 +4,10 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan::Protocol;
 
+use super::json::{transport_json, TransportJson};
 use super::text::rtt_text;
 use crate::client::RttFigures;
 use crate::config::rr::{ExchangeKind, RrConfig};
@@ -78,6 +80,12 @@ pub struct RrResult {
     pub resumed: Option<ResumedFigures>,
     /// Requests outside the measured ones that the server answered (the 0-RTT probe).
     pub setup_requests: u64,
+    /// Share of the client's packets sent again or lost, as in `run`: TCP from TCP_INFO
+    /// ((total_retrans - dsack_dups) / data_segs_out, summed over connections), QUIC lost /
+    /// sent packets, UDP retries / request datagrams; null when unknown.
+    pub retrans_rate: Option<f64>,
+    /// The client's transport counters, summed over its connections.
+    pub transport: Option<TransportJson>,
     /// The server's view.
     pub server: ServerRr,
 }
@@ -140,6 +148,11 @@ impl RrResult {
             connect: out.connect,
             resumed: out.resumed,
             setup_requests: out.setup_requests,
+            retrans_rate: out
+                .transport
+                .as_ref()
+                .and_then(TransportStats::retrans_rate),
+            transport: out.transport.as_ref().map(transport_json),
             server: ServerRr {
                 answered: out.server.messages,
                 request_bytes: out.server.bytes,
@@ -199,6 +212,16 @@ pub fn ping_block(r: &RrResult) -> String {
         }
         None => s.push_str("  rtt:    no probe answered\n"),
     }
+    if let Some(t) = &r.transport {
+        let _ = writeln!(
+            s,
+            "  transport: {} of {} packets sent again or lost (retrans_rate {})",
+            t.stats.packets_retransmitted,
+            t.stats.packets_sent,
+            t.retrans_rate
+                .map_or("n/a".into(), |r| format!("{:.4}%", r * 100.0))
+        );
+    }
     let _ = writeln!(s, "  server: {}", server_text(&r.server));
     s
 }
@@ -222,6 +245,9 @@ pub fn rr_block(r: &RrResult, detail: bool) -> String {
             micros(rtt.p999_ns as f64),
             micros(rtt.max_ns as f64)
         );
+    }
+    if let Some(rate) = r.retrans_rate {
+        let _ = write!(s, "; retrans_rate {:.4}%", rate * 100.0);
     }
     let _ = writeln!(s, "; server answered {}", r.server.answered);
     if detail {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wirebench::client::RttFigures;
 use wirebench::rr_client::{run_rr, RrOutcome, RrSpec};
+use wirebench_core::metrics::StatsSource;
 use wirebench_core::plan::Protocol;
 use wirebench_core::proto::RrParams;
 
@@ -109,6 +110,16 @@ async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
             );
             assert_ladder(out.response.as_ref().unwrap(), 1200);
             assert_eq!(out.connect.unwrap().samples, 3, "one connection per flow");
+            // The transport's own counters, summed over the three connections: every request
+            // left in some packet, and a retransmission rate is there to compare.
+            let t = out.transport.expect("TCP_INFO / QUIC stats");
+            let source = match protocol {
+                Protocol::Quic => StatsSource::Quic,
+                _ => StatsSource::TcpInfo,
+            };
+            assert_eq!(t.source, source);
+            assert!(t.packets_sent >= 3, "{t:?}");
+            assert!(t.retrans_rate().is_some_and(|r| r < 1.0), "{t:?}");
         }
     })
     .await
