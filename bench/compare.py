@@ -120,6 +120,15 @@ def wirebench_run(servers, proto, mode, size, total, extra=()):
     return res
 
 
+def wirebench_ping(servers, proto, size, count):
+    """`wirebench ping`: one flow, one probe outstanding, SIZE-byte probes and answers."""
+    port = servers.ports["wirebench"]
+    out, cpu = run_client([servers.wirebench, "ping", "--server", f"{HOST}:{port}", "--proto", proto,
+                           "-l", str(size), "--count", str(count), "--json"])
+    r = json.loads(out)["results"][0]["response"]
+    return {"p50_us": r["p50_ns"] / 1000, "p99_us": r["p99_ns"] / 1000, "client_cpu_s": cpu}
+
+
 def xfr_run(servers, mode, size, total, seconds=3):
     """xfr client: QUIC for `total` bytes, or unpaced UDP of `size`-byte datagrams for `seconds`."""
     port = servers.ports["xfr"]
@@ -221,6 +230,14 @@ def workloads(total_tcp, total_udp, saw_msgs):
         ("saw_udp_busy", "p50_us", False,
          lambda s: wirebench_run(s, "udp", "saw", 1024, 1024 * saw_msgs, ["--busy-poll"]),
          [("sockperf", lambda s: sockperf_run(s, False, 1024))]),
+        # `wirebench ping` (a ping-pong of equal-sized probe and answer, as sockperf's);
+        # QUIC has no sockperf peer, so its reference is sockperf over TCP.
+        ("ping_tcp_1k", "p50_us", False, lambda s: wirebench_ping(s, "tcp", 1024, saw_msgs),
+         [("sockperf", lambda s: sockperf_run(s, True, 1024))]),
+        ("ping_udp_1k", "p50_us", False, lambda s: wirebench_ping(s, "udp", 1024, saw_msgs),
+         [("sockperf", lambda s: sockperf_run(s, False, 1024))]),
+        ("ping_quic_1k", "p50_us", False, lambda s: wirebench_ping(s, "quic", 1024, saw_msgs),
+         [("sockperf-tcp", lambda s: sockperf_run(s, True, 1024))]),
         ("quic1k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp),
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp))]),
         ("quic128k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp),
