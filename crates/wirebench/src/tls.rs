@@ -74,7 +74,8 @@ impl ServerIdentity {
     }
 }
 
-fn provider() -> Arc<CryptoProvider> {
+/// The crypto provider of every TLS configuration here: ring (quinn's default, built with `cc` only).
+pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -98,8 +99,8 @@ pub fn server_crypto(identity: &ServerIdentity) -> Result<rustls::ServerConfig> 
 /// The rustls client configuration that accepts exactly the certificate `pinned_der`.
 pub fn client_crypto(pinned_der: Vec<u8>) -> Result<rustls::ClientConfig> {
     let provider = provider();
-    let verifier = Arc::new(PinnedCert {
-        der: pinned_der,
+    let verifier = Arc::new(CertCheck {
+        accept: Accept::Pinned(pinned_der),
         provider: provider.clone(),
     });
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
@@ -112,15 +113,27 @@ pub fn client_crypto(pinned_der: Vec<u8>) -> Result<rustls::ClientConfig> {
     Ok(cfg)
 }
 
-/// Accepts the one certificate the server announced; signatures are still checked, so the peer
-/// must hold its private key.
+/// A verifier for TLS 1.3 connections that do not go by the Web PKI: whichever certificate it
+/// accepts, the handshake signatures are still checked against it, so the peer must hold the
+/// certificate's private key.
 #[derive(Debug)]
-struct PinnedCert {
-    der: Vec<u8>,
-    provider: Arc<CryptoProvider>,
+pub struct CertCheck {
+    /// Which certificates pass.
+    pub accept: Accept,
+    /// The crypto provider that checks signatures.
+    pub provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for PinnedCert {
+/// Which server certificates a [`CertCheck`] accepts.
+#[derive(Debug)]
+pub enum Accept {
+    /// Exactly this one (DER): what a wirebench server announced on the control connection.
+    Pinned(Vec<u8>),
+    /// Any (`--perf-insecure`): anyone on the path can pose as the server.
+    Any,
+}
+
+impl ServerCertVerifier for CertCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -129,7 +142,11 @@ impl ServerCertVerifier for PinnedCert {
         _ocsp_response: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        if end_entity.as_ref() == self.der.as_slice() {
+        let accepted = match &self.accept {
+            Accept::Pinned(der) => end_entity.as_ref() == der.as_slice(),
+            Accept::Any => true,
+        };
+        if accepted {
             Ok(ServerCertVerified::assertion())
         } else {
             Err(rustls::Error::General(

@@ -16,16 +16,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::rustls;
-use quinn::rustls::client::danger::{
-    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
-};
-use quinn::rustls::crypto::CryptoProvider;
 use quinn::rustls::pki_types::pem::PemObject;
-use quinn::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use quinn::rustls::{DigitallySignedStruct, SignatureScheme};
+use quinn::rustls::pki_types::CertificateDer;
 use quinn::{Endpoint, EndpointConfig, TransportConfig, VarInt};
 use serde::Serialize;
 use wirebench_core::perf;
+
+use crate::tls::{self, Accept, CertCheck};
 
 /// How the client decides to trust the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,13 +194,9 @@ fn transport() -> Arc<TransportConfig> {
     Arc::new(t)
 }
 
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The rustls client configuration for `trust`, and the server name to ask for.
 fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, String)> {
-    let provider = provider();
+    let provider = tls::provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .context("while configuring TLS 1.3")?;
@@ -230,7 +223,10 @@ fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, String)> {
         Trust::Insecure => {
             let cfg = builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyCert { provider }))
+                .with_custom_certificate_verifier(Arc::new(CertCheck {
+                    accept: Accept::Any,
+                    provider,
+                }))
                 .with_no_client_auth();
             // Any name: the certificate is not checked.
             (cfg, "perf".to_string())
@@ -238,58 +234,4 @@ fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, String)> {
     };
     cfg.alpn_protocols = vec![perf::ALPN.to_vec()];
     Ok((cfg, name))
-}
-
-/// `--perf-insecure`: any certificate passes; handshake signatures are still checked against
-/// the certificate presented.
-#[derive(Debug)]
-struct AnyCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
