@@ -147,25 +147,9 @@ pub async fn run_session_with(
     progress: &Arc<Progress>,
 ) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
-    let mut ctrl = TcpStream::connect(server)
-        .await
-        .with_context(|| format!("cannot connect to the server at {server}"))?;
-    let _ = ctrl.set_nodelay(true);
-    control::write_preamble(&mut ctrl, &Preamble::control()).await?;
-    control::send(&mut ctrl, &ControlMessage::SessionRequest(params.clone())).await?;
-    let (session, token, quic_cert) = match control::recv_setup(&mut ctrl)
-        .await
-        .context("the server did not accept the session")?
-    {
-        ControlMessage::Accepted {
-            session,
-            token,
-            quic_cert,
-        } => (session, token, quic_cert),
-        ControlMessage::Rejected { reason } => bail!("the server refused the session: {reason}"),
-        ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
-        _ => bail!("the server answered the session request with something unexpected"),
-    };
+    let (mut ctrl, granted) =
+        control::request_session(server, &ControlMessage::SessionRequest(params.clone())).await?;
+    let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
     let leg = match params.protocol {
@@ -321,7 +305,7 @@ async fn receive_tcp(
     .await
     .context("the TCP receiver thread failed")?;
     result.context("the data transfer failed")?;
-    let report = read_report(ctrl).await?;
+    let report = control::read_report(ctrl).await?;
     Ok(received_leg(&tally, report, data_path, transport))
 }
 
@@ -376,7 +360,7 @@ async fn run_quic(
             .await
             .context("the data transfer failed")?;
         data_path.cpu = net::current_cpu();
-        let report = read_report(ctrl).await;
+        let report = control::read_report(ctrl).await;
         let transport = Some(counters::quic_stats(&connection));
         connection.close(0u32.into(), b"done");
         endpoint.wait_idle().await;
@@ -435,7 +419,7 @@ async fn run_udp(
         };
         let (counts, sent) = udp_reverse::receive(&udp, session, p, progress, wait_done).await?;
         data_path.cpu = net::current_cpu();
-        let report = read_report(ctrl).await?;
+        let report = control::read_report(ctrl).await?;
         let lost = sent.saturating_sub(counts.messages);
         let started = counts.first_at.unwrap_or_else(Instant::now);
         return Ok(Leg {
@@ -537,7 +521,7 @@ async fn run_udp(
         },
     )
     .await?;
-    let report = read_report(ctrl).await?;
+    let report = control::read_report(ctrl).await?;
     let elapsed = match p.mechanism {
         Mechanism::StopAndWait => acked_at - started,
         // Up to the server's confirmation, less the time the server then spent waiting for
@@ -585,22 +569,10 @@ async fn finish_timing(
     done_at: Instant,
     ctrl: &mut TcpStream,
 ) -> Result<(Duration, ServerReport)> {
-    let report = read_report(ctrl).await?;
+    let report = control::read_report(ctrl).await?;
     let elapsed = match mechanism {
         Mechanism::StopAndWait => done_at - started,
         Mechanism::Stream => started.elapsed(),
     };
     Ok((elapsed, report))
-}
-
-async fn read_report(ctrl: &mut TcpStream) -> Result<ServerReport> {
-    match control::recv(ctrl)
-        .await
-        .context("while waiting for the server's report")?
-    {
-        Some(ControlMessage::Report(r)) => Ok(*r),
-        Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
-        Some(_) => bail!("the server sent something other than its report"),
-        None => bail!("the server closed the control connection without a report"),
-    }
 }

@@ -99,3 +99,63 @@ pub async fn close_gracefully(mut stream: TcpStream) {
     })
     .await;
 }
+
+/// What the server answered to a session request: the session's id and token, and for QUIC the
+/// certificate to pin.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    /// The session id, for data preambles and UDP headers.
+    pub session: u32,
+    /// The token data connections present.
+    pub token: u32,
+    /// QUIC: the server's certificate (DER).
+    pub quic_cert: Option<Vec<u8>>,
+}
+
+/// Opens a control connection to `server` and asks for a session with `request`; returns the
+/// connection and what the server granted, or the server's refusal as the error.
+pub async fn request_session(
+    server: std::net::SocketAddr,
+    request: &ControlMessage,
+) -> Result<(TcpStream, Accepted)> {
+    let mut ctrl = TcpStream::connect(server)
+        .await
+        .with_context(|| format!("cannot connect to the server at {server}"))?;
+    // Control messages are small and answered at once: Nagle would only delay them.
+    let _ = ctrl.set_nodelay(true);
+    write_preamble(&mut ctrl, &Preamble::control()).await?;
+    send(&mut ctrl, request).await?;
+    match recv_setup(&mut ctrl)
+        .await
+        .context("the server did not accept the session")?
+    {
+        ControlMessage::Accepted {
+            session,
+            token,
+            quic_cert,
+        } => Ok((
+            ctrl,
+            Accepted {
+                session,
+                token,
+                quic_cert,
+            },
+        )),
+        ControlMessage::Rejected { reason } => bail!("the server refused the session: {reason}"),
+        ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
+        _ => bail!("the server answered the session request with something unexpected"),
+    }
+}
+
+/// Waits for the server's report that ends a session.
+pub async fn read_report(ctrl: &mut TcpStream) -> Result<proto::ServerReport> {
+    match recv(ctrl)
+        .await
+        .context("while waiting for the server's report")?
+    {
+        Some(ControlMessage::Report(r)) => Ok(*r),
+        Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
+        Some(_) => bail!("the server sent something other than its report"),
+        None => bail!("the server closed the control connection without a report"),
+    }
+}

@@ -106,25 +106,9 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
     if p.new_connection && p.protocol == Protocol::Udp {
         bail!("--new-connection applies to TCP and QUIC, not UDP");
     }
-    let mut ctrl = TcpStream::connect(server)
-        .await
-        .with_context(|| format!("cannot connect to the server at {server}"))?;
-    let _ = ctrl.set_nodelay(true);
-    control::write_preamble(&mut ctrl, &Preamble::control()).await?;
-    control::send(&mut ctrl, &ControlMessage::RrRequest(p.clone())).await?;
-    let (session, token, quic_cert) = match control::recv_setup(&mut ctrl)
-        .await
-        .context("the server did not accept the session")?
-    {
-        ControlMessage::Accepted {
-            session,
-            token,
-            quic_cert,
-        } => (session, token, quic_cert),
-        ControlMessage::Rejected { reason } => bail!("the server refused the session: {reason}"),
-        ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
-        _ => bail!("the server answered the session request with something unexpected"),
-    };
+    let (mut ctrl, granted) =
+        control::request_session(server, &ControlMessage::RrRequest(p.clone())).await?;
+    let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let preamble = Preamble::data(session, token);
     let quic_cfg = match p.protocol {
         Protocol::Quic => Some(quic_client_config(
@@ -226,7 +210,7 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
         },
     )
     .await?;
-    let server_report = read_report(&mut ctrl).await?;
+    let server_report = control::read_report(&mut ctrl).await?;
     Ok(RrOutcome {
         session,
         counts,
@@ -589,16 +573,4 @@ fn quic_endpoint(server: SocketAddr) -> Result<Endpoint> {
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     Endpoint::new(EndpointConfig::default(), None, socket, runtime)
         .context("while starting a QUIC client endpoint")
-}
-
-async fn read_report(ctrl: &mut TcpStream) -> Result<ServerReport> {
-    match control::recv(ctrl)
-        .await
-        .context("while waiting for the server's report")?
-    {
-        Some(ControlMessage::Report(r)) => Ok(*r),
-        Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
-        Some(_) => bail!("the server sent something other than its report"),
-        None => bail!("the server closed the control connection without a report"),
-    }
 }
