@@ -62,8 +62,11 @@ where
     Ok(())
 }
 
-/// The legend box, in the upper left (the emptiest corner of every chart here).
-fn legend<'a, DB, X, Y>(chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>) -> io::Result<()>
+/// The legend box, in the corner where a chart's data is not (upper left for most here).
+fn legend<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    corner: SeriesLabelPosition,
+) -> io::Result<()>
 where
     DB: DrawingBackend + 'a,
     X: Ranged,
@@ -74,7 +77,7 @@ where
         .label_font((FONT, 13))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(corner)
         .draw()
         .map_err(chart_error)
 }
@@ -162,7 +165,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             line_with_dots(&mut chart, name, *colour, &scaled)?;
         }
         // Throughput grows with message size: the upper left is the emptiest corner.
-        legend(&mut chart)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
@@ -248,7 +251,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
                 (0i32..).zip(figures.iter().map(|v| v.max(y_lo))).collect();
             line_with_dots(&mut chart, name, *colour, &points)?;
         }
-        legend(&mut chart)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
     Ok(Some((svg, RTT_FIGURES_CAPTION)))
@@ -444,14 +447,8 @@ pub fn throughput_over_time(t: &Timeline) -> io::Result<String> {
                 )
                 .map_err(chart_error)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(chart_error)?;
+        // Rates ramp up from the left: the upper right stays clear.
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
@@ -513,7 +510,7 @@ pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
             let scaled: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x / scale, y)).collect();
             line_with_dots(&mut chart, name, *colour, &scaled)?;
         }
-        legend(&mut chart)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
     Ok(Some(svg))
