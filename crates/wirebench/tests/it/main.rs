@@ -4,7 +4,6 @@
 mod cli;
 mod compare;
 mod interop;
-mod lab;
 mod measurements;
 mod netns;
 mod relay;
