@@ -571,7 +571,7 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
     for c in campaigns {
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}{}",
             c.id,
             format_utc(c.started_at_unix_s),
             c.status.as_str(),
@@ -581,6 +581,11 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
                 " (imported)"
             } else {
                 ""
+            },
+            if c.aborted_runs > 0 {
+                format!(" (+{} aborted in flight)", c.aborted_runs)
+            } else {
+                String::new()
             }
         );
     }

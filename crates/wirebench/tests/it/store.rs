@@ -345,6 +345,13 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
         ),
         "{shown}"
     );
+    // The history says so too.
+    let out = wirebench(&["runs", "--db", db.arg()]).await;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains(&format!("{stored}/")) && listed.contains("(+1 aborted in flight)"),
+        "{listed}"
+    );
 }
 
 /// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
