@@ -394,7 +394,7 @@ pub struct RunArgs {
     pub nodelay: bool,
     /// Spin on non-blocking sockets instead of sleeping, for the lowest stop-and-wait latency at
     /// the cost of a busy CPU: TCP on both ends, UDP on the client (the UDP server side still
-    /// sleeps); not QUIC.
+    /// sleeps); not QUIC, and not UDP with -R.
     #[arg(long)]
     pub busy_poll: bool,
     /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and

@@ -322,6 +322,11 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
             Some(name.clone())
         }
     };
+    if args.busy_poll && args.reverse && protocols.contains(&Protocol::Udp) {
+        return Err(usage(
+            "--busy-poll with -R applies to TCP: the reversed UDP client does not spin; run UDP without one of them",
+        ));
+    }
     if args.busy_poll && protocols.contains(&Protocol::Quic) {
         return Err(usage(
             "--busy-poll applies to TCP and UDP; run QUIC without it",

@@ -93,13 +93,16 @@ impl UdpReceiver {
     /// apart), already routed to this session: one lock and one clock read per batch.
     pub fn on_datagrams(&self, data: &[u8], stride: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
         let now = Instant::now();
+        // One arrival time for the batch, on the jitter estimate's clock.
+        let arrived_us =
+            u64::try_from(now.duration_since(self.created).as_micros()).unwrap_or(u64::MAX);
         let Ok(mut state) = self.state.lock() else {
             return;
         };
         for datagram in data.chunks(stride.max(1)) {
             match Header::decode(datagram) {
                 Ok(header) if header.session == self.id => {
-                    self.record(&mut state, &header, datagram, now, reply);
+                    self.record(&mut state, &header, datagram, (now, arrived_us), reply);
                 }
                 _ => state.counts.malformed += 1,
             }
@@ -115,7 +118,7 @@ impl UdpReceiver {
         state: &mut State,
         header: &Header,
         datagram: &[u8],
-        now: Instant,
+        (now, arrived_us): (Instant, u64),
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         let len = datagram.len();
@@ -129,8 +132,7 @@ impl UdpReceiver {
         }
         let payload = (len - HEADER_LEN) as u64;
         if let Some(sent_us) = wire::read_timestamp(&datagram[HEADER_LEN..]) {
-            let arrived_us = u64::try_from(now.duration_since(self.created).as_micros());
-            state.jitter.record(sent_us, arrived_us.unwrap_or(u64::MAX));
+            state.jitter.record(sent_us, arrived_us);
         }
         let c = &mut state.counts;
         c.datagrams += 1;

@@ -77,7 +77,8 @@ where
     let sent = loop {
         tokio::select! {
             () = receive_batch() => {}
-            _ = hellos.tick(), if receiver.counts().datagrams == 0 => {
+            // Until the first message is in (read from the progress counter: no lock per batch).
+            _ = hellos.tick(), if progress.bytes.load(Ordering::Relaxed) == 0 => {
                 if sent_hellos == MAX_HELLOS {
                     bail!("the server sent no data after {MAX_HELLOS} hello datagrams: is UDP to and from its port blocked?");
                 }

@@ -50,7 +50,11 @@ pub fn stderr(o: &Output) -> String {
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
+        (
+            &["run", "--proto", "udp", "-R", "--busy-poll"],
+            "reversed UDP client does not spin",
+        ),
         (&["run", "-P", "0"], "allowed 1 to 128"),
         (
             &["run", "-P", "4", "-l", "1000", "-n", "3000"],
