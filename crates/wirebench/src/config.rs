@@ -16,6 +16,7 @@ use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
 use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::server::ServerOptions;
 use crate::store;
 
 pub mod rr;
@@ -131,6 +132,8 @@ pub struct ServerConfig {
     pub cert_and_key: Option<(PathBuf, PathBuf)>,
     /// Where the iperf3 listener listens (`--iperf3`), if at all.
     pub iperf3: Option<SocketAddr>,
+    /// Limits and authentication the server applies.
+    pub options: ServerOptions,
 }
 
 impl ServerConfig {
@@ -148,6 +151,7 @@ impl ServerConfig {
             iperf3: args
                 .iperf3
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
+            options: ServerOptions::default(),
         })
     }
 }

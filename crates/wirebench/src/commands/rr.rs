@@ -14,7 +14,7 @@ use crate::config::rr::{ExchangeKind, RrConfig};
 use crate::config::Target;
 use crate::output::rr::{self as out, RrDocument, RrResult};
 use crate::rr_client::{run_rr, RrSpec};
-use crate::server::Server;
+use crate::server::{Server, ServerOptions};
 use crate::tls::ServerIdentity;
 
 /// Runs ping or rr; `Ok(false)` means a run failed (exit status 1), after printing the others.
@@ -22,9 +22,13 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
     let (server_addr, _embedded) = match &cfg.target {
         Target::Remote { addr, .. } => (*addr, None),
         Target::Embedded(ip) => {
-            let server = Server::bind(SocketAddr::new(*ip, 0), ServerIdentity::self_signed()?)
-                .await
-                .context("while starting the embedded server")?;
+            let server = Server::bind(
+                SocketAddr::new(*ip, 0),
+                ServerIdentity::self_signed()?,
+                ServerOptions::default(),
+            )
+            .await
+            .context("while starting the embedded server")?;
             let addr = server.local_addr();
             // The embedded server's session lines are not printed: the client shows its report.
             let (tx, rx) = mpsc::unbounded_channel();

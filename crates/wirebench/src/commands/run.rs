@@ -19,7 +19,7 @@ use crate::output::progress::Progress;
 use crate::output::{json, text};
 use crate::relay::RunRelay;
 use crate::runner::{self, Campaign, RunRecord};
-use crate::server::{Server, ServerEvent};
+use crate::server::{Server, ServerEvent, ServerOptions};
 use crate::store::{AbortedRun, NewCampaign, Status, Store};
 use crate::tls::ServerIdentity;
 
@@ -33,9 +33,13 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     let (server_addr, mut events, _embedded) = match &cfg.target {
         Target::Remote { addr, .. } => (*addr, None, None),
         Target::Embedded(ip) => {
-            let server = Server::bind(SocketAddr::new(*ip, 0), ServerIdentity::self_signed()?)
-                .await
-                .context("while starting the embedded server")?;
+            let server = Server::bind(
+                SocketAddr::new(*ip, 0),
+                ServerIdentity::self_signed()?,
+                ServerOptions::default(),
+            )
+            .await
+            .context("while starting the embedded server")?;
             let addr = server.local_addr();
             let (tx, rx) = mpsc::unbounded_channel();
             let task = tokio::spawn(server.run(tx));

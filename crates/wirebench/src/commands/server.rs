@@ -17,7 +17,7 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
         Some((cert, key)) => ServerIdentity::from_pem_files(cert, key)?,
         None => ServerIdentity::self_signed()?,
     };
-    let server = Server::bind(cfg.listen, identity).await?;
+    let server = Server::bind(cfg.listen, identity, cfg.options.clone()).await?;
     eprintln!(
         "wirebench server listening on {} (TCP and UDP, one port)",
         server.local_addr()

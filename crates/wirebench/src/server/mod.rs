@@ -2,6 +2,7 @@
 //! (wirebench datagrams and QUIC), many sessions at once. Each session ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
+mod options;
 mod registry;
 mod reverse;
 mod reverse_udp;
@@ -19,6 +20,7 @@ use wirebench_core::proto::{ConnKind, ServerReport, SessionParams};
 use crate::control;
 use crate::engine::quic;
 use crate::tls::ServerIdentity;
+pub use options::ServerOptions;
 use registry::Registry;
 
 /// What the server knows about one finished (or aborted) session.
@@ -70,12 +72,19 @@ struct Shared {
     udp_buffers: (u64, u64),
     /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
     udp_tx: reverse_udp::UdpTx,
+    /// Limits and authentication.
+    #[allow(dead_code)] // read by the limit and authentication checks being added
+    options: ServerOptions,
 }
 
 impl Server {
     /// Binds TCP and UDP on the same port. With port 0 the OS picks a TCP port and UDP takes
     /// the same number (retrying a few times if that UDP port is taken).
-    pub async fn bind(listen: SocketAddr, identity: ServerIdentity) -> Result<Server> {
+    pub async fn bind(
+        listen: SocketAddr,
+        identity: ServerIdentity,
+        options: ServerOptions,
+    ) -> Result<Server> {
         let registry = Arc::new(Registry::default());
         let attempts = if listen.port() == 0 { 20 } else { 1 };
         let mut last_err = None;
@@ -108,6 +117,7 @@ impl Server {
                             cert_der: identity.leaf_der().to_vec(),
                             udp_buffers: (udp_recv as u64, udp_send as u64),
                             udp_tx,
+                            options: options.clone(),
                         }),
                         local,
                     });

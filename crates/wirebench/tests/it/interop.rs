@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use wirebench::iperf3::client::{self, ClientConfig, ClientOutcome, Limit};
 use wirebench::iperf3::server::Iperf3Server;
 use wirebench::perf::client::{PerfConfig, Trust};
-use wirebench::server::{Server, ServerEvent, SessionSummary};
+use wirebench::server::{Server, ServerEvent, ServerOptions, SessionSummary};
 use wirebench::tls::ServerIdentity;
 
 use crate::cli::{stderr, wirebench};
@@ -530,9 +530,13 @@ async fn quic_perf_verifies_the_certificate_when_given_a_ca() {
             certified.key_pair.serialize_der().into(),
         ),
     };
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity)
-        .await
-        .unwrap();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        identity,
+        ServerOptions::default(),
+    )
+    .await
+    .unwrap();
     let addr = server.local_addr();
     let (tx, _events) = mpsc::unbounded_channel();
     let task = tokio::spawn(server.run(tx));

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
-use wirebench::server::{Server, ServerEvent, SessionSummary};
+use wirebench::server::{Server, ServerEvent, ServerOptions, SessionSummary};
 use wirebench::tls::ServerIdentity;
 
 /// Every test bounds its own time with this.
@@ -26,9 +26,13 @@ pub struct TestServer {
 impl TestServer {
     pub async fn start() -> TestServer {
         let identity = ServerIdentity::self_signed().expect("self-signed certificate");
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity)
-            .await
-            .expect("bind test server");
+        let server = Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            identity,
+            ServerOptions::default(),
+        )
+        .await
+        .expect("bind test server");
         let addr = server.local_addr();
         let (tx, events) = mpsc::unbounded_channel();
         let task = tokio::spawn(server.run(tx));
