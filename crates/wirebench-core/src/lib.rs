@@ -9,6 +9,7 @@
 pub mod impair;
 pub mod iperf3;
 pub mod metrics;
+pub mod pacing;
 pub mod perf;
 pub mod plan;
 pub mod proto;

@@ -345,6 +345,35 @@ pub struct ServerArgs {
     /// Port of the iperf3 listener (TCP and UDP).
     #[arg(long, value_name = "PORT", default_value_t = wirebench_core::iperf3::DEFAULT_PORT, requires = "iperf3")]
     pub iperf3_port: u16,
+    /// Sessions running at once, all clients together; more are refused with a reason (1 to 100000).
+    #[arg(long, value_name = "N", default_value_t = crate::server::options::DEFAULT_MAX_SESSIONS, help_heading = "Limits")]
+    pub max_sessions: usize,
+    /// Sessions running at once from one client address (1 to --max-sessions).
+    #[arg(long, value_name = "N", default_value_t = crate::server::options::DEFAULT_MAX_SESSIONS_PER_CLIENT, help_heading = "Limits")]
+    pub max_sessions_per_client: usize,
+    /// Longest a session may run (e.g. 10m, 90s); a session still running then is aborted and
+    /// reported as such.
+    #[arg(long, value_name = "DURATION", default_value = "10m", help_heading = "Limits")]
+    pub max_duration: String,
+    /// Largest total one session may ask to transfer (e.g. 100GiB).
+    #[arg(long, value_name = "SIZE", default_value = "100GiB", help_heading = "Limits")]
+    pub max_bytes: String,
+    /// Highest data rate of one session (e.g. 100Mbit); default unlimited. The server paces
+    /// what it sends and reads; a UDP stream towards the server must be paced by its sender
+    /// (--rate at most this), or it is refused.
+    #[arg(long, value_name = "RATE", help_heading = "Limits")]
+    pub max_rate: Option<String>,
+    /// Largest control message a client may send, in bytes (1024 to 65536).
+    #[arg(long, value_name = "BYTES", default_value_t = wirebench_core::proto::MAX_CONTROL_FRAME, help_heading = "Limits")]
+    pub max_control_size: usize,
+    /// How long a new connection may take to send its preamble and session request before it
+    /// is closed (slow or silent clients; 100ms to 60s).
+    #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Limits")]
+    pub hello_timeout: String,
+    /// On SIGINT/SIGTERM, how long running sessions may go on before they are aborted (a
+    /// second signal aborts them at once; 0s to 1h).
+    #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Limits")]
+    pub shutdown_grace: String,
 }
 
 /// Flags of `wirebench run`.

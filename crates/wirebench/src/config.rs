@@ -16,7 +16,7 @@ use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
 use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
-use crate::server::ServerOptions;
+use crate::server::{Limits, ServerOptions};
 use crate::store;
 
 pub mod rr;
@@ -151,9 +151,85 @@ impl ServerConfig {
             iperf3: args
                 .iperf3
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
-            options: ServerOptions::default(),
+            options: ServerOptions {
+                limits: server_limits(args)?,
+            },
         })
     }
+}
+
+/// Validates the `server` limit flags.
+fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
+    use crate::server::options::MIN_CONTROL_SIZE;
+    use wirebench_core::proto::MAX_CONTROL_FRAME;
+    let duration = |flag: &str, text: &str, min: Duration, max: Duration| {
+        let d = parse_duration(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+        if d < min || d > max {
+            return Err(usage(format!(
+                "{flag} {text} is out of range: allowed {min:?} to {max:?}"
+            )));
+        }
+        Ok(d)
+    };
+    if !(1..=100_000).contains(&args.max_sessions) {
+        return Err(usage(format!(
+            "--max-sessions {} is out of range: allowed 1 to 100000",
+            args.max_sessions
+        )));
+    }
+    if args.max_sessions_per_client < 1 || args.max_sessions_per_client > args.max_sessions {
+        return Err(usage(format!(
+            "--max-sessions-per-client {} is out of range: allowed 1 to --max-sessions ({})",
+            args.max_sessions_per_client, args.max_sessions
+        )));
+    }
+    if !(MIN_CONTROL_SIZE..=MAX_CONTROL_FRAME).contains(&args.max_control_size) {
+        return Err(usage(format!(
+            "--max-control-size {} is out of range: allowed {MIN_CONTROL_SIZE} to {MAX_CONTROL_FRAME} bytes",
+            args.max_control_size
+        )));
+    }
+    let max_bytes = args
+        .max_bytes
+        .parse::<ByteSize>()
+        .map_err(|e| usage(format!("--max-bytes: {e}")))?
+        .0;
+    if max_bytes == 0 {
+        return Err(usage("--max-bytes must be at least 1 byte"));
+    }
+    let max_rate_bps = match &args.max_rate {
+        None => None,
+        Some(text) => match text.parse::<BitRate>() {
+            Ok(BitRate(0)) => return Err(usage("--max-rate must be above 0 bit/s")),
+            Ok(BitRate(r)) => Some(r),
+            Err(e) => return Err(usage(format!("--max-rate: {e}"))),
+        },
+    };
+    Ok(Limits {
+        max_sessions: args.max_sessions,
+        max_sessions_per_client: args.max_sessions_per_client,
+        max_duration: duration(
+            "--max-duration",
+            &args.max_duration,
+            Duration::from_millis(100),
+            Duration::from_secs(7 * 24 * 3600),
+        )?,
+        max_bytes,
+        max_rate_bps,
+        max_control_size: args.max_control_size,
+        hello_timeout: duration(
+            "--hello-timeout",
+            &args.hello_timeout,
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+        )?,
+        shutdown_grace: duration(
+            "--shutdown-grace",
+            &args.shutdown_grace,
+            Duration::ZERO,
+            Duration::from_secs(3600),
+        )?,
+    })
 }
 
 impl RunConfig {

@@ -47,6 +47,15 @@ pub async fn send<W: AsyncWrite + Unpin>(writer: &mut W, msg: &ControlMessage) -
 /// Reads one control message. `Ok(None)` means the peer closed the connection cleanly between
 /// frames; a close inside a frame, an oversized or malformed frame is an error.
 pub async fn recv<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<ControlMessage>> {
+    recv_max(reader, proto::MAX_CONTROL_FRAME).await
+}
+
+/// Like [`recv`], refusing a frame whose body is longer than `max` bytes before reading it (a
+/// server's `--max-control-size`).
+pub async fn recv_max<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> Result<Option<ControlMessage>> {
     let mut header = [0u8; 4];
     let mut got = 0;
     while got < header.len() {
@@ -63,6 +72,9 @@ pub async fn recv<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<Control
         got += n;
     }
     let len = proto::frame_len(header)?;
+    if len > max {
+        bail!("control message of {len} bytes is longer than this server allows: at most {max} bytes (--max-control-size)");
+    }
     let mut body = vec![0u8; len];
     reader
         .read_exact(&mut body)

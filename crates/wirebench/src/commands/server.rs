@@ -1,14 +1,16 @@
-//! `wirebench server`: runs a server until Ctrl-C and prints one line per session (text or
-//! JSON) on stdout; notices about refused connections go to stderr.
+//! `wirebench server`: runs a server until SIGINT/SIGTERM and prints one line per session (text
+//! or JSON) on stdout; notices about refused connections go to stderr. The first signal drains
+//! (running sessions finish within the grace period, the rest are reported aborted), a second
+//! aborts at once; either way the server exits 0 after every session's line.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::ServerConfig;
 use crate::output::{json, text};
-use crate::server::{Server, ServerEvent};
+use crate::server::{Server, ServerEvent, StopRequest};
 use crate::tls::ServerIdentity;
 
 /// Runs the server command.
@@ -29,8 +31,10 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
         }
         None => None,
     };
-    let mut serving = tokio::spawn(server.run(tx));
+    let (stop_tx, stop_rx) = watch::channel(StopRequest::Serve);
+    let mut serving = tokio::spawn(server.run_until(tx, stop_rx));
     let mut terminate = terminate_signal()?;
+    let mut signals = 0;
     loop {
         tokio::select! {
             event = rx.recv() => match event {
@@ -43,18 +47,32 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
                 None => return Ok(()),
             },
             result = &mut serving => {
-                return result.context("the server task failed")?;
-            }
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("wirebench server: interrupted, stopping");
+                // Every session has reported: print what is still queued, then stop.
+                while let Ok(event) = rx.try_recv() {
+                    print_event(&event, cfg.json);
+                }
+                result.context("the server task failed")??;
+                eprintln!("wirebench server: stopped");
                 return Ok(());
             }
-            _ = terminate.recv() => {
-                eprintln!("wirebench server: terminated, stopping");
-                return Ok(());
-            }
+            _ = tokio::signal::ctrl_c() => signals = on_signal(signals, "interrupted", &stop_tx),
+            _ = terminate.recv() => signals = on_signal(signals, "terminated", &stop_tx),
         }
     }
+}
+
+/// First signal: drain (finish running sessions within the grace period); second: abort them.
+fn on_signal(before: u32, what: &str, stop: &watch::Sender<StopRequest>) -> u32 {
+    if before == 0 {
+        eprintln!(
+            "wirebench server: {what}, refusing new sessions and letting running ones finish (again to abort them)"
+        );
+        stop.send_replace(StopRequest::Drain);
+    } else {
+        eprintln!("wirebench server: {what} again, aborting running sessions");
+        stop.send_replace(StopRequest::Abort);
+    }
+    before + 1
 }
 
 /// SIGTERM (how service managers stop a server) as a stream of events.

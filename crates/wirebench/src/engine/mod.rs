@@ -6,6 +6,7 @@ pub mod demux;
 pub mod quic;
 pub mod rr;
 pub mod stream;
+pub mod throttle;
 pub mod udp;
 pub mod udp_receiver;
 pub mod udp_reverse;

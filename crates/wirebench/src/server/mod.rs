@@ -2,25 +2,27 @@
 //! (wirebench datagrams and QUIC), many sessions at once. Each session ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
-mod options;
+mod admission;
+pub mod options;
 mod registry;
 mod reverse;
 mod reverse_udp;
 mod rr_session;
 mod session;
+mod stop;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use wirebench_core::proto::{ConnKind, ServerReport, SessionParams};
 
 use crate::control;
 use crate::engine::quic;
 use crate::tls::ServerIdentity;
-pub use options::ServerOptions;
+pub use options::{Limits, ServerOptions};
 use registry::Registry;
 
 /// What the server knows about one finished (or aborted) session.
@@ -73,8 +75,11 @@ struct Shared {
     /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
     udp_tx: reverse_udp::UdpTx,
     /// Limits and authentication.
-    #[allow(dead_code)] // read by the limit and authentication checks being added
     options: ServerOptions,
+    /// Sessions running, in all and per client.
+    admission: Arc<admission::Admission>,
+    /// Turns true when the shutdown's grace period is over: running sessions abort.
+    abort: tokio::sync::watch::Sender<bool>,
 }
 
 impl Server {
@@ -117,6 +122,8 @@ impl Server {
                             cert_der: identity.leaf_der().to_vec(),
                             udp_buffers: (udp_recv as u64, udp_send as u64),
                             udp_tx,
+                            admission: admission::Admission::new(&options.limits),
+                            abort: tokio::sync::watch::Sender::new(false),
                             options: options.clone(),
                         }),
                         local,
@@ -135,9 +142,57 @@ impl Server {
         self.local
     }
 
-    /// Serves until the task is dropped or the listener fails; every session's summary and
-    /// every notice goes to `events`.
+    /// Serves until the task is dropped; every session's summary and every notice goes to
+    /// `events`.
     pub async fn run(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+        let (_keep, stop) = watch::channel(StopRequest::Serve);
+        self.run_until(events, stop).await
+    }
+
+    /// Serves until `stop` asks to drain: from then on new sessions are refused, running ones
+    /// may finish within the shutdown grace period (`Limits::shutdown_grace`), and the rest are
+    /// aborted — at once when `stop` asks to abort. Returns when no session runs any more; by
+    /// then every session's summary is in `events`.
+    pub async fn run_until(
+        self,
+        events: mpsc::UnboundedSender<ServerEvent>,
+        mut stop: watch::Receiver<StopRequest>,
+    ) -> Result<()> {
+        let shared = self.shared.clone();
+        let drain_events = events.clone();
+        let local = self.local;
+        let draining = async move {
+            if stop.wait_for(|s| *s != StopRequest::Serve).await.is_err() {
+                // Nobody can ask any more: serve for ever.
+                std::future::pending::<()>().await;
+            }
+            shared.admission.close();
+            let running = shared.admission.running();
+            let grace = shared.options.limits.shutdown_grace;
+            let _ = drain_events.send(ServerEvent::Notice(ServerNotice {
+                peer: local,
+                message: format!(
+                    "shutting down: {running} sessions running, {grace:?} to finish"
+                ),
+            }));
+            tokio::select! {
+                () = shared.admission.idle() => {}
+                () = tokio::time::sleep(grace) => {}
+                _ = stop.wait_for(|s| *s == StopRequest::Abort) => {}
+            }
+            // Sessions still running abort now and report at once; the bound is for a
+            // session stuck in a kernel call.
+            shared.abort.send_replace(true);
+            let _ = tokio::time::timeout(ABORT_WAIT, shared.admission.idle()).await;
+        };
+        tokio::select! {
+            () = draining => Ok(()),
+            result = self.serve(events) => result,
+        }
+    }
+
+    /// Accepts connections for ever.
+    async fn serve(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
         let quic_events = events.clone();
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();
@@ -180,6 +235,20 @@ impl Server {
     }
 }
 
+/// What the owner of a running server asks of it (see [`Server::run_until`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRequest {
+    /// Keep serving.
+    Serve,
+    /// Refuse new sessions, let running ones finish within the grace period.
+    Drain,
+    /// Abort the running sessions now (each still reports, marked aborted).
+    Abort,
+}
+
+/// How long aborted sessions may take to report before the server stops anyway.
+const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Reads the preamble of a new TCP connection and routes it: control connections become
 /// sessions, data connections are handed to the session waiting for them.
 async fn handle_tcp(
@@ -191,7 +260,17 @@ async fn handle_tcp(
     let notice = |message: String| {
         let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
     };
-    let preamble = match control::read_preamble(&mut stream).await {
+    // One deadline for the preamble and the session request: a client that connects and then
+    // trickles (or sends nothing) holds a connection for at most this long.
+    let hello_timeout = shared.options.limits.hello_timeout;
+    let hello_deadline = tokio::time::Instant::now() + hello_timeout;
+    let preamble = match tokio::time::timeout_at(hello_deadline, control::read_preamble(&mut stream))
+        .await
+        .unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "no preamble within {hello_timeout:?} (the server's --hello-timeout)"
+            ))
+        }) {
         Ok(p) => p,
         Err(e) => {
             // Tell the peer why, in our framing, then close; a garbage client costs one line.
@@ -211,7 +290,7 @@ async fn handle_tcp(
     match preamble.kind {
         ConnKind::Control => {
             let _ = stream.set_nodelay(true);
-            session::serve(&mut stream, peer, &shared, &events).await;
+            session::serve(&mut stream, peer, &shared, &events, hello_deadline).await;
             control::close_gracefully(stream).await;
         }
         ConnKind::Data => {

@@ -22,6 +22,7 @@ use crate::counters;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSink;
 use crate::engine::stream::{self, WriteSink};
+use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::SendTally;
 use crate::interval::{self, Progress};
 use crate::net;
@@ -45,16 +46,21 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
     let period = p.interval_us.map(Duration::from_micros);
     let sending = async {
         match data {
-            DataStream::Tcp(tcp) => send_tcp(tcp, rd, p, report, &progress).await,
+            DataStream::Tcp(tcp) => {
+                let rate = shared.options.limits.max_rate_bps;
+                send_tcp(tcp, rd, p, rate, report, &progress).await
+            }
             DataStream::Quic {
                 connection,
                 mut send,
                 mut recv,
             } => {
-                let mut sink = QuicSink {
+                let sink = QuicSink {
                     stream: &mut send,
                     payload: Bytes::from(vec![0u8; p.msg_size as usize]),
                 };
+                let mut sink =
+                    Throttled::new(sink, shared.options.limits.max_rate_bps, Pause::Timer);
                 let mut rtt = stream::rtt_histogram().map_err(|e| e.to_string())?;
                 let started = Instant::now();
                 let res = tokio::select! {
@@ -114,6 +120,7 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     tcp: TcpStream,
     rd: &mut R,
     p: &SessionParams,
+    rate: Option<u64>,
     report: &mut ServerReport,
     progress: &Arc<Progress>,
 ) -> Result<Sent, String> {
@@ -130,10 +137,11 @@ async fn send_tcp<R: AsyncRead + Unpin>(
         let started = Instant::now();
         let result = stream::rtt_histogram().and_then(|mut rtt| {
             let mut writer = Blocking::new(&data, spin);
-            let mut sink = WriteSink {
+            let sink = WriteSink {
                 writer: &mut writer,
                 payload: &payload,
             };
+            let mut sink = Throttled::new(sink, rate, Pause::Thread);
             block_on(stream::send_role(
                 &mut Blocking::new(&data, spin),
                 &mut sink,

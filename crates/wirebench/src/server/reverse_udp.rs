@@ -133,8 +133,9 @@ where
     let period = p.interval_us.map(Duration::from_micros);
     let sending = async {
         let started = Instant::now();
+        let sent_as = capped(p, shared);
         let result = tokio::select! {
-            r = send(slot.id, &shared.udp_tx, client, acks, p, &progress.bytes) => r.map_err(|e| format!("{e:#}")),
+            r = send(slot.id, &shared.udp_tx, client, acks, &sent_as, &progress.bytes) => r.map_err(|e| format!("{e:#}")),
             reason = watch_control(rd) => Err(reason),
         };
         result.map(|tally| (tally, started.elapsed()))
@@ -162,6 +163,16 @@ where
     )
     .await
     .map_err(|e| format!("cannot tell the client the data is sent: {e:#}"))
+}
+
+/// The session as the server sends it: a streaming rate above the server's --max-rate (or an
+/// unpaced one) comes down to it.
+fn capped(p: &SessionParams, shared: &Shared) -> SessionParams {
+    let mut p = p.clone();
+    if let Some(max) = shared.options.limits.max_rate_bps {
+        p.rate_bps = Some(p.rate_bps.map_or(max, |r| r.min(max)));
+    }
+    p
 }
 
 async fn send(

@@ -11,17 +11,20 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
-use wirebench_core::plan::{Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::wire;
 
+use super::options::Limits;
 use super::registry::{DataStream, Registration, Registry};
+use super::stop::{stop_reason, Interruptible};
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally};
+use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp_receiver::UdpReceiver;
 use crate::interval::{self, Progress};
 use crate::net::{self, canonical_ip};
@@ -39,12 +42,35 @@ pub(super) async fn serve(
     peer: SocketAddr,
     shared: &Shared,
     events: &UnboundedSender<ServerEvent>,
+    hello_deadline: tokio::time::Instant,
 ) {
     let notice = |message: String| {
         let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
     };
+    let limits = &shared.options.limits;
     let (mut rd, mut wr) = stream.split();
-    let params = match control::recv_setup(&mut rd).await {
+    let mut _slot = None;
+    let request = recv_request(&mut rd, hello_deadline, limits).await;
+    // Every session holds a place until it has reported; none starts over the limits.
+    if let Ok(ControlMessage::SessionRequest(_) | ControlMessage::RrRequest(_)) = &request {
+        match shared.admission.admit(peer.ip()) {
+            Ok(slot) => _slot = Some(slot),
+            Err(reason) => {
+                let _ = control::send(
+                    &mut wr,
+                    &ControlMessage::Rejected {
+                        reason: reason.clone(),
+                    },
+                )
+                .await;
+                notice(format!("session refused: {reason}"));
+                return;
+            }
+        }
+    }
+    // From here on, the session's duration limit and the server's shutdown interrupt it.
+    let mut rd = Interruptible::new(rd, limits.max_duration, shared.abort.subscribe());
+    let params = match request {
         Ok(ControlMessage::SessionRequest(p)) => p,
         Ok(ControlMessage::RrRequest(rr)) => {
             super::rr_session::serve(&mut rd, &mut wr, peer, shared, events, rr).await;
@@ -75,7 +101,7 @@ pub(super) async fn serve(
             return;
         }
     };
-    if let Err(reason) = validate(&params, peer) {
+    if let Err(reason) = validate(&params, peer).and_then(|()| within_limits(&params, limits)) {
         let _ = control::send(
             &mut wr,
             &ControlMessage::Rejected {
@@ -146,6 +172,45 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads the session request: before `deadline` (the server's --hello-timeout, counted from
+/// the connection) and at most --max-control-size bytes long.
+async fn recv_request<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    deadline: tokio::time::Instant,
+    limits: &Limits,
+) -> Result<ControlMessage> {
+    match tokio::time::timeout_at(deadline, control::recv_max(rd, limits.max_control_size)).await
+    {
+        Err(_) => bail!(
+            "no session request within {:?} (the server's --hello-timeout)",
+            limits.hello_timeout
+        ),
+        Ok(r) => r?.context("peer closed the control connection"),
+    }
+}
+
+/// Checks a session request against the server's limits on bytes and rate.
+fn within_limits(p: &SessionParams, limits: &Limits) -> Result<(), String> {
+    if p.total_bytes > limits.max_bytes {
+        return Err(format!(
+            "a total of {} bytes is more than this server allows per session: at most {} bytes (--max-bytes)",
+            p.total_bytes, limits.max_bytes
+        ));
+    }
+    if let Some(max) = limits.max_rate_bps {
+        // The server paces what it sends and reads itself; a UDP sender it cannot slow down
+        // must pace to the limit on its own.
+        let forward_udp_stream =
+            p.protocol == Protocol::Udp && p.mechanism == Mechanism::Stream && !p.reverse;
+        if forward_udp_stream && p.rate_bps.is_none_or(|r| r > max) {
+            return Err(format!(
+                "this server limits a session to {max} bit/s (--max-rate): pass --rate {max} or lower"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A report that carries no figures yet.
 fn empty_report(p: &SessionParams) -> ServerReport {
     ServerReport {
@@ -212,7 +277,9 @@ where
         match data {
             DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
                 Ok(()) => {
-                    receive_tcp_blocking(tcp, rd, p, buf_len, &mut tally, &mut report, &progress)
+                    let rate = shared.options.limits.max_rate_bps;
+                    let reading = Reading { buf_len, rate };
+                    receive_tcp_blocking(tcp, rd, p, reading, &mut tally, &mut report, &progress)
                         .await
                 }
                 Err(e) => Err(format!("cannot set the TCP options: {e}")),
@@ -222,7 +289,11 @@ where
                 mut send,
                 mut recv,
             } => {
-                let mut source = QuicSource { stream: &mut recv };
+                let mut source = Throttled::new(
+                    QuicSource { stream: &mut recv },
+                    shared.options.limits.max_rate_bps,
+                    Pause::Timer,
+                );
                 let res = tokio::select! {
                     res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
                     reason = watch_control(rd) => Err(reason),
@@ -253,6 +324,12 @@ where
     }
 }
 
+/// How the server reads a TCP data stream: its buffer, and the server's --max-rate.
+struct Reading {
+    buf_len: usize,
+    rate: Option<u64>,
+}
+
 /// Receives a TCP session on a blocking socket in a thread of its own (see engine::blocking),
 /// while this task watches the control connection; if that ends first, shutting the socket
 /// down wakes the thread.
@@ -260,7 +337,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     tcp: TcpStream,
     rd: &mut R,
     p: &SessionParams,
-    buf_len: usize,
+    reading: Reading,
     tally: &mut ReadTally,
     report: &mut ServerReport,
     progress: &Arc<Progress>,
@@ -273,10 +350,11 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     let mut worker = tokio::task::spawn_blocking(move || {
         let mut t = ReadTally::default();
         let mut reader = Blocking::new(&data, spin);
-        let mut source = ReadSource {
+        let source = ReadSource {
             reader: &mut reader,
-            buf: vec![0u8; buf_len],
+            buf: vec![0u8; reading.buf_len],
         };
+        let mut source = Throttled::new(source, reading.rate, Pause::Thread);
         let res = block_on(stream::receive_role(
             &mut source,
             &mut Blocking::new(&data, spin),
@@ -379,8 +457,17 @@ where
     }
 }
 
+/// Waits for the client's "done" message; a session stopped from outside fails with the reason
+/// alone.
 pub(super) async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
-    match control::recv(rd).await? {
+    let message = match control::recv(rd).await {
+        Ok(m) => m,
+        Err(e) => match stop_reason(&e) {
+            Some(reason) => bail!("{reason}"),
+            None => return Err(e),
+        },
+    };
+    match message {
         Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
         Some(other) => bail!(
             "expected the client's done message, got {}",
@@ -419,7 +506,7 @@ pub(super) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
     match control::recv(rd).await {
         Ok(None) => "client closed the control connection".into(),
         Ok(Some(m)) => format!("unexpected {} mid-session", kind_name(&m)),
-        Err(e) => format!("control connection failed: {e:#}"),
+        Err(e) => stop_reason(&e).unwrap_or_else(|| format!("control connection failed: {e:#}")),
     }
 }
 
