@@ -353,10 +353,20 @@ pub struct ServerArgs {
     pub max_sessions_per_client: usize,
     /// Longest a session may run (e.g. 10m, 90s); a session still running then is aborted and
     /// reported as such.
-    #[arg(long, value_name = "DURATION", default_value = "10m", help_heading = "Limits")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10m",
+        help_heading = "Limits"
+    )]
     pub max_duration: String,
     /// Largest total one session may ask to transfer (e.g. 100GiB).
-    #[arg(long, value_name = "SIZE", default_value = "100GiB", help_heading = "Limits")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "100GiB",
+        help_heading = "Limits"
+    )]
     pub max_bytes: String,
     /// Highest data rate of one session (e.g. 100Mbit); default unlimited. The server paces
     /// what it sends and reads; a UDP stream towards the server must be paced by its sender
@@ -368,11 +378,21 @@ pub struct ServerArgs {
     pub max_control_size: usize,
     /// How long a new connection may take to send its preamble and session request before it
     /// is closed (slow or silent clients; 100ms to 60s).
-    #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Limits")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        help_heading = "Limits"
+    )]
     pub hello_timeout: String,
     /// On SIGINT/SIGTERM, how long running sessions may go on before they are aborted (a
     /// second signal aborts them at once; 0s to 1h).
-    #[arg(long, value_name = "DURATION", default_value = "10s", help_heading = "Limits")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        help_heading = "Limits"
+    )]
     pub shutdown_grace: String,
 }
 

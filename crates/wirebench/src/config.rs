@@ -353,7 +353,7 @@ impl RunConfig {
 }
 
 /// Most flows `-P` accepts.
-const MAX_PARALLEL: u32 = 128;
+pub const MAX_PARALLEL: u32 = 128;
 
 /// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);

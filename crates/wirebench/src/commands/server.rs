@@ -6,12 +6,21 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use tokio::signal::unix::SignalKind;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::ServerConfig;
 use crate::output::{json, text};
 use crate::server::{Server, ServerEvent, StopRequest};
 use crate::tls::ServerIdentity;
+
+/// Writes one line to stderr. Unlike `eprintln!`, it never panics: a server whose stderr was
+/// closed (a terminal gone, a pipe nobody reads) keeps serving.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// Runs the server command.
 pub async fn execute(cfg: ServerConfig) -> Result<()> {
@@ -20,7 +29,11 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
         None => ServerIdentity::self_signed()?,
     };
     let server = Server::bind(cfg.listen, identity, cfg.options.clone()).await?;
-    eprintln!(
+    // Watch the signals before saying we listen: a signal sent right after that line must
+    // drain the server, not kill it.
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    say!(
         "wirebench server listening on {} (TCP and UDP, one port)",
         server.local_addr()
     );
@@ -33,7 +46,6 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
     };
     let (stop_tx, stop_rx) = watch::channel(StopRequest::Serve);
     let mut serving = tokio::spawn(server.run_until(tx, stop_rx));
-    let mut terminate = terminate_signal()?;
     let mut signals = 0;
     loop {
         tokio::select! {
@@ -52,10 +64,10 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
                     print_event(&event, cfg.json);
                 }
                 result.context("the server task failed")??;
-                eprintln!("wirebench server: stopped");
+                say!("wirebench server: stopped");
                 return Ok(());
             }
-            _ = tokio::signal::ctrl_c() => signals = on_signal(signals, "interrupted", &stop_tx),
+            _ = interrupt.recv() => signals = on_signal(signals, "interrupted", &stop_tx),
             _ = terminate.recv() => signals = on_signal(signals, "terminated", &stop_tx),
         }
     }
@@ -64,22 +76,20 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
 /// First signal: drain (finish running sessions within the grace period); second: abort them.
 fn on_signal(before: u32, what: &str, stop: &watch::Sender<StopRequest>) -> u32 {
     if before == 0 {
-        eprintln!(
+        say!(
             "wirebench server: {what}, refusing new sessions and letting running ones finish (again to abort them)"
         );
         stop.send_replace(StopRequest::Drain);
     } else {
-        eprintln!("wirebench server: {what} again, aborting running sessions");
+        say!("wirebench server: {what} again, aborting running sessions");
         stop.send_replace(StopRequest::Abort);
     }
     before + 1
 }
 
-/// SIGTERM (how service managers stop a server) as a stream of events.
-#[cfg(unix)]
-fn terminate_signal() -> Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot watch for SIGTERM")
+/// A stream of one kind of signal (SIGINT from a terminal, SIGTERM from a service manager).
+fn signal(kind: SignalKind) -> Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).context("cannot watch for SIGINT/SIGTERM")
 }
 
 /// Prints one server event; returns false when stdout is closed.
@@ -95,7 +105,7 @@ pub fn print_event(event: &ServerEvent, as_json: bool) -> bool {
             writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
         }
         ServerEvent::Notice(n) => {
-            eprintln!("notice: {}: {}", n.peer, n.message);
+            say!("notice: {}: {}", n.peer, n.message);
             true
         }
     }

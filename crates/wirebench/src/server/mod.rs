@@ -171,9 +171,7 @@ impl Server {
             let grace = shared.options.limits.shutdown_grace;
             let _ = drain_events.send(ServerEvent::Notice(ServerNotice {
                 peer: local,
-                message: format!(
-                    "shutting down: {running} sessions running, {grace:?} to finish"
-                ),
+                message: format!("shutting down: {running} sessions running, {grace:?} to finish"),
             }));
             tokio::select! {
                 () = shared.admission.idle() => {}
@@ -264,29 +262,30 @@ async fn handle_tcp(
     // trickles (or sends nothing) holds a connection for at most this long.
     let hello_timeout = shared.options.limits.hello_timeout;
     let hello_deadline = tokio::time::Instant::now() + hello_timeout;
-    let preamble = match tokio::time::timeout_at(hello_deadline, control::read_preamble(&mut stream))
-        .await
-        .unwrap_or_else(|_| {
-            Err(anyhow::anyhow!(
-                "no preamble within {hello_timeout:?} (the server's --hello-timeout)"
-            ))
-        }) {
-        Ok(p) => p,
-        Err(e) => {
-            // Tell the peer why, in our framing, then close; a garbage client costs one line.
-            let reason = format!("{e:#}");
-            let _ = control::send(
-                &mut stream,
-                &wirebench_core::proto::ControlMessage::Error {
-                    reason: reason.clone(),
-                },
-            )
-            .await;
-            notice(format!("connection refused: {reason}"));
-            control::close_gracefully(stream).await;
-            return;
-        }
-    };
+    let preamble =
+        match tokio::time::timeout_at(hello_deadline, control::read_preamble(&mut stream))
+            .await
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "no preamble within {hello_timeout:?} (the server's --hello-timeout)"
+                ))
+            }) {
+            Ok(p) => p,
+            Err(e) => {
+                // Tell the peer why, in our framing, then close; a garbage client costs one line.
+                let reason = format!("{e:#}");
+                let _ = control::send(
+                    &mut stream,
+                    &wirebench_core::proto::ControlMessage::Error {
+                        reason: reason.clone(),
+                    },
+                )
+                .await;
+                notice(format!("connection refused: {reason}"));
+                control::close_gracefully(stream).await;
+                return;
+            }
+        };
     match preamble.kind {
         ConnKind::Control => {
             let _ = stream.set_nodelay(true);

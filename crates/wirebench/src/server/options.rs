@@ -38,9 +38,9 @@ pub struct Limits {
 }
 
 /// Default of `--max-sessions`.
-pub const DEFAULT_MAX_SESSIONS: usize = 100;
-/// Default of `--max-sessions-per-client`.
-pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 16;
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// Default of `--max-sessions-per-client`: the most flows one `run -P` opens.
+pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = crate::config::MAX_PARALLEL as usize;
 /// Default of `--max-duration`.
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
 /// Default of `--max-bytes`: 100 GiB.

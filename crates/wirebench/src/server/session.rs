@@ -179,8 +179,7 @@ async fn recv_request<R: AsyncRead + Unpin>(
     deadline: tokio::time::Instant,
     limits: &Limits,
 ) -> Result<ControlMessage> {
-    match tokio::time::timeout_at(deadline, control::recv_max(rd, limits.max_control_size)).await
-    {
+    match tokio::time::timeout_at(deadline, control::recv_max(rd, limits.max_control_size)).await {
         Err(_) => bail!(
             "no session request within {:?} (the server's --hello-timeout)",
             limits.hello_timeout

@@ -115,7 +115,9 @@ mod tests {
         let (tx, abort) = watch::channel(false);
         let (mut client, server) = tokio::io::duplex(64);
         let mut r = Interruptible::new(server, Duration::from_secs(3600), abort);
-        tokio::io::AsyncWriteExt::write_all(&mut client, b"ab").await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut client, b"ab")
+            .await
+            .unwrap();
         let mut buf = [0u8; 2];
         r.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"ab");

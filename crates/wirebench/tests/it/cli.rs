@@ -304,7 +304,7 @@ async fn server_uses_a_given_certificate_for_quic_and_refuses_a_bad_one() {
 /// Starts `wirebench server` on 127.0.0.1 with an OS-chosen port (read back from its
 /// "listening" line, so there is no race for a free port) and `extra` flags. Returns the child
 /// (killed when dropped), its address, and its stdout lines.
-async fn start_server(
+pub(crate) async fn start_server(
     extra: &[&str],
 ) -> (
     tokio::process::Child,

@@ -4,6 +4,7 @@
 mod cli;
 mod compare;
 mod interop;
+mod limits;
 mod measurements;
 mod netns;
 mod relay;

@@ -7,7 +7,7 @@ use wirebench_core::wire;
 
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 
-fn spec(
+pub(crate) fn spec(
     protocol: Protocol,
     mechanism: Mechanism,
     msg_size: u32,

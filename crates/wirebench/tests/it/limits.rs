@@ -1,0 +1,430 @@
+//! Server limits and shutdown: each limit refuses (or aborts) with a reason that names its
+//! flag, a session within the limits still counts exactly, and a shutting-down server lets
+//! running sessions finish, aborts the rest with a report, and exits 0.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::{mpsc, watch};
+use wirebench::client::run_session;
+use wirebench::control;
+use wirebench::server::{Limits, Server, ServerEvent, ServerOptions, StopRequest};
+use wirebench::tls::ServerIdentity;
+use wirebench_core::plan::{Mechanism, Protocol};
+use wirebench_core::proto::{ControlMessage, DataPathOptions, Preamble, SessionParams};
+
+use crate::sessions::spec;
+use crate::support::{TestServer, TEST_TIMEOUT};
+
+#[allow(clippy::needless_update)] // until ServerOptions carries more than the limits
+fn with_limits(limits: Limits) -> ServerOptions {
+    ServerOptions {
+        limits,
+        ..ServerOptions::default()
+    }
+}
+
+/// Opens a control connection from `from`, sends `request` and returns the server's answer.
+async fn raw_request(
+    server: SocketAddr,
+    from: IpAddr,
+    request: &ControlMessage,
+) -> (TcpStream, ControlMessage) {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    control::write_preamble(&mut stream, &Preamble::control())
+        .await
+        .unwrap();
+    control::send(&mut stream, request).await.unwrap();
+    let answer = control::recv_setup(&mut stream).await.unwrap();
+    (stream, answer)
+}
+
+/// A UDP streaming session that stays open until its client says it is done: it holds a place.
+fn held_session() -> ControlMessage {
+    ControlMessage::SessionRequest(spec(Protocol::Udp, Mechanism::Stream, 100, 1000))
+}
+
+fn refusal(answer: &ControlMessage) -> &str {
+    match answer {
+        ControlMessage::Rejected { reason } | ControlMessage::Error { reason } => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_limited_in_all_and_per_client() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_sessions: 2,
+            max_sessions_per_client: 1,
+            ..Limits::default()
+        }))
+        .await;
+        let one: IpAddr = "127.0.0.1".parse().unwrap();
+        let (held_one, answer) = raw_request(server.addr, one, &held_session()).await;
+        assert!(
+            matches!(answer, ControlMessage::Accepted { .. }),
+            "{answer:?}"
+        );
+
+        // The same client again: over its own limit.
+        let sp = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
+        let err = run_session(server.addr, &sp).await.expect_err("refused");
+        assert!(
+            format!("{err:#}").contains("allows 1 per client (--max-sessions-per-client)"),
+            "{err:#}"
+        );
+
+        // Another client is welcome; a third finds the server full.
+        let two: IpAddr = "127.0.0.2".parse().unwrap();
+        let (_held_two, answer) = raw_request(server.addr, two, &held_session()).await;
+        assert!(
+            matches!(answer, ControlMessage::Accepted { .. }),
+            "{answer:?}"
+        );
+        let three: IpAddr = "127.0.0.3".parse().unwrap();
+        let (_, answer) = raw_request(server.addr, three, &held_session()).await;
+        assert!(
+            refusal(&answer).contains("2 sessions are running, its limit is 2 (--max-sessions)"),
+            "{answer:?}"
+        );
+
+        // The first client leaves: its session is reported aborted and its place is free.
+        drop(held_one);
+        let summary = server.next_session().await;
+        assert!(summary.report.aborted);
+        assert_eq!(summary.peer.ip(), one);
+        let out = run_session(server.addr, &sp).await.expect("admitted again");
+        assert_eq!((out.server.bytes, out.server.messages), (10_000, 10));
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_past_its_duration_is_aborted_and_reported() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_duration: Duration::from_millis(300),
+            ..Limits::default()
+        }))
+        .await;
+        let (mut ctrl, answer) =
+            raw_request(server.addr, "127.0.0.1".parse().unwrap(), &held_session()).await;
+        assert!(
+            matches!(answer, ControlMessage::Accepted { .. }),
+            "{answer:?}"
+        );
+        // The client never says it is done: the server ends the session and still reports.
+        let report = control::read_report(&mut ctrl).await.expect("a report");
+        assert!(report.aborted);
+        let reason = report.abort_reason.clone().unwrap_or_default();
+        assert_eq!(
+            reason,
+            "the session ran into the server's limit of 300ms (--max-duration)"
+        );
+        let summary = server.next_session().await;
+        assert_eq!(summary.report, report, "the summary is the report sent");
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn totals_above_the_byte_limit_are_refused() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_bytes: 100_000,
+            ..Limits::default()
+        }))
+        .await;
+        for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Quic] {
+            let over = spec(protocol, Mechanism::Stream, 1000, 100_001);
+            let err = run_session(server.addr, &over).await.expect_err("refused");
+            assert!(
+                format!("{err:#}").contains("at most 100000 bytes (--max-bytes)"),
+                "{err:#}"
+            );
+            let at = spec(protocol, Mechanism::Stream, 1000, 100_000);
+            let out = run_session(server.addr, &at)
+                .await
+                .expect("within the limit");
+            assert_eq!((out.server.bytes, out.server.messages), (100_000, 100));
+            assert_eq!(server.next_session().await.session, out.session);
+        }
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+/// The server's goodput in bit/s, from its first to its last byte read.
+fn server_goodput(bytes: u64, elapsed_ns: u64) -> f64 {
+    bytes as f64 * 8.0 / (elapsed_ns as f64 / 1e9)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
+    const RATE: u64 = 40_000_000;
+    const TOTAL: u64 = 3_000_000;
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start_with(with_limits(Limits {
+            max_rate_bps: Some(RATE),
+            ..Limits::default()
+        }))
+        .await;
+        // Unlimited, loopback moves these in milliseconds; the cap makes each take 0.6 s.
+        for protocol in [Protocol::Tcp, Protocol::Quic] {
+            let sp = spec(protocol, Mechanism::Stream, 16 * 1024, TOTAL);
+            let out = run_session(server.addr, &sp).await.expect("forward");
+            assert_eq!(out.server.bytes, TOTAL);
+            let goodput = server_goodput(out.server.bytes, out.server.elapsed_ns);
+            assert!(
+                goodput <= RATE as f64 * 1.05,
+                "{protocol} forward read at {goodput:.0} bit/s, cap {RATE}"
+            );
+            let reverse = SessionParams {
+                reverse: true,
+                ..sp.clone()
+            };
+            let out = run_session(server.addr, &reverse).await.expect("reverse");
+            assert_eq!(out.client.tally.bytes, TOTAL);
+            let received = TOTAL as f64 * 8.0 / out.client.elapsed.as_secs_f64();
+            assert!(
+                received <= RATE as f64 * 1.05,
+                "{protocol} reverse received at {received:.0} bit/s, cap {RATE}"
+            );
+        }
+        // UDP towards the server must be paced by its sender within the cap.
+        let unpaced = spec(Protocol::Udp, Mechanism::Stream, 1000, TOTAL);
+        let err = run_session(server.addr, &unpaced)
+            .await
+            .expect_err("refused");
+        assert!(
+            format!("{err:#}").contains("pass --rate 40000000 or lower"),
+            "{err:#}"
+        );
+        // Reversed, the server paces itself down to the cap.
+        let reverse = SessionParams {
+            reverse: true,
+            grace_us: 500_000,
+            ..unpaced
+        };
+        let out = run_session(server.addr, &reverse).await.expect("reverse");
+        let received = out.client.tally.bytes as f64 * 8.0 / out.client.elapsed.as_secs_f64();
+        assert!(
+            received <= RATE as f64 * 1.05,
+            "udp reverse received at {received:.0} bit/s, cap {RATE}"
+        );
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_control_messages_and_silent_clients_are_cut_off() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_control_size: 1024,
+            hello_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        }))
+        .await;
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        // A request padded past 1024 bytes (a long congestion-control name).
+        let mut big = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
+        big.options = DataPathOptions {
+            congestion: Some("x".repeat(1100)),
+            ..DataPathOptions::default()
+        };
+        let (_, answer) =
+            raw_request(server.addr, local, &ControlMessage::SessionRequest(big)).await;
+        assert!(
+            refusal(&answer).contains("at most 1024 bytes (--max-control-size)"),
+            "{answer:?}"
+        );
+
+        // Connects and says nothing.
+        let mut silent = TcpStream::connect(server.addr).await.unwrap();
+        let answer = control::recv_setup(&mut silent)
+            .await
+            .expect("an error frame");
+        assert!(
+            refusal(&answer).contains("no preamble within 300ms (the server's --hello-timeout)"),
+            "{answer:?}"
+        );
+        // Sends its preamble, then nothing.
+        let mut slow = TcpStream::connect(server.addr).await.unwrap();
+        control::write_preamble(&mut slow, &Preamble::control())
+            .await
+            .unwrap();
+        let answer = control::recv_setup(&mut slow)
+            .await
+            .expect("an error frame");
+        assert!(
+            refusal(&answer)
+                .contains("no session request within 300ms (the server's --hello-timeout)"),
+            "{answer:?}"
+        );
+        // The server still serves a normal session.
+        let out = run_session(
+            server.addr,
+            &spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000),
+        )
+        .await
+        .expect("session runs");
+        assert_eq!(out.server.bytes, 10_000);
+        assert_eq!(server.next_session().await.session, out.session);
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_sessions_finish_then_aborts_the_rest() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let limits = Limits {
+            shutdown_grace: Duration::from_millis(500),
+            ..Limits::default()
+        };
+        let server = Server::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            ServerIdentity::self_signed().unwrap(),
+            with_limits(limits),
+        )
+        .await
+        .unwrap();
+        let addr = server.local_addr();
+        let (tx, mut events) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = watch::channel(StopRequest::Serve);
+        let serving = tokio::spawn(server.run_until(tx, stop_rx));
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let (mut finishing, answer) = raw_request(addr, local, &held_session()).await;
+        let ControlMessage::Accepted {
+            session: finishing_id,
+            ..
+        } = answer
+        else {
+            panic!("{answer:?}")
+        };
+        let (mut stuck, answer) = raw_request(addr, local, &held_session()).await;
+        let ControlMessage::Accepted {
+            session: stuck_id, ..
+        } = answer
+        else {
+            panic!("{answer:?}")
+        };
+
+        stop.send_replace(StopRequest::Drain);
+        // Wait for the server to start draining (its notice), then knock.
+        loop {
+            match events.recv().await.expect("server events") {
+                ServerEvent::Notice(n) if n.message.starts_with("shutting down") => break,
+                _ => {}
+            }
+        }
+        let (_, answer) = raw_request(addr, local, &held_session()).await;
+        assert_eq!(refusal(&answer), "the server is shutting down");
+
+        // One client finishes within the grace period (it sent nothing: 0 of 0 lost).
+        control::send(
+            &mut finishing,
+            &ControlMessage::SenderDone {
+                messages_sent: 0,
+                bytes_sent: 0,
+            },
+        )
+        .await
+        .unwrap();
+        let report = control::read_report(&mut finishing).await.expect("report");
+        assert!(!report.aborted, "{:?}", report.abort_reason);
+        // The other is aborted when the grace period ends, and still gets its report.
+        let report = control::read_report(&mut stuck).await.expect("report");
+        assert!(report.aborted);
+        assert_eq!(
+            report.abort_reason.as_deref(),
+            Some("the server shut down before the session ended")
+        );
+        serving.await.unwrap().expect("the server stops cleanly");
+        let mut summaries = Vec::new();
+        while let Ok(ev) = events.try_recv() {
+            if let ServerEvent::Session(s) = ev {
+                summaries.push((s.session, s.report.aborted));
+            }
+        }
+        summaries.sort();
+        let mut expected = vec![(finishing_id, false), (stuck_id, true)];
+        expected.sort();
+        assert_eq!(summaries, expected, "one summary per session");
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test]
+async fn server_command_exits_0_on_sigterm_after_reporting_every_session() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let (mut server, addr, mut lines) =
+            crate::cli::start_server(&["--json", "--shutdown-grace", "200ms"]).await;
+        let addr: SocketAddr = addr.parse().unwrap();
+        let (mut ctrl, answer) =
+            raw_request(addr, "127.0.0.1".parse().unwrap(), &held_session()).await;
+        assert!(
+            matches!(answer, ControlMessage::Accepted { .. }),
+            "{answer:?}"
+        );
+        let pid = i32::try_from(server.id().expect("running")).unwrap();
+        // SAFETY: kill(2) on our own child's PID has no memory effects.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let report = control::read_report(&mut ctrl).await.expect("report");
+        assert!(report.aborted);
+        let status = server.wait().await.unwrap();
+        assert_eq!(status.code(), Some(0));
+        let line = lines.next_line().await.unwrap().expect("one session line");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["aborted"], true);
+        assert_eq!(
+            v["abort_reason"],
+            "the server shut down before the session ended"
+        );
+        assert!(lines.next_line().await.unwrap().is_none(), "nothing more");
+    })
+    .await
+    .expect("test within its time limit");
+}
+
+#[tokio::test]
+async fn bad_limit_flags_get_one_line_and_exit_status_2() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["--max-sessions", "0"], "allowed 1 to 100000"),
+        (
+            &["--max-sessions", "4", "--max-sessions-per-client", "5"],
+            "allowed 1 to --max-sessions (4)",
+        ),
+        (
+            &["--max-duration", "10ms"],
+            "--max-duration 10ms is out of range",
+        ),
+        (&["--max-bytes", "0"], "at least 1 byte"),
+        (&["--max-rate", "fast"], "--max-rate"),
+        (
+            &["--max-control-size", "100"],
+            "allowed 1024 to 65536 bytes",
+        ),
+        (
+            &["--hello-timeout", "2m"],
+            "--hello-timeout 2m is out of range",
+        ),
+    ];
+    for (flags, expect) in cases {
+        let mut args = vec!["server", "--bind", "127.0.0.1", "--port", "0"];
+        args.extend_from_slice(flags);
+        let out = crate::cli::wirebench(&args).await;
+        let err = crate::cli::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{flags:?}: {err}");
+        assert!(err.contains(expect), "{flags:?}: {err}");
+    }
+}
