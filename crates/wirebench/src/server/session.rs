@@ -56,9 +56,9 @@ pub(super) async fn serve(
         match shared.admission.admit(peer.ip()) {
             Ok(slot) => _slot = Some(slot),
             Err(reason) => {
-                let _ = control::send(
+                refuse(
                     &mut wr,
-                    &ControlMessage::Rejected {
+                    ControlMessage::Rejected {
                         reason: reason.clone(),
                     },
                 )
@@ -78,9 +78,9 @@ pub(super) async fn serve(
         }
         Ok(other) => {
             let reason = format!("expected a session request, got {}", kind_name(&other));
-            let _ = control::send(
+            refuse(
                 &mut wr,
-                &ControlMessage::Error {
+                ControlMessage::Error {
                     reason: reason.clone(),
                 },
             )
@@ -90,9 +90,9 @@ pub(super) async fn serve(
         }
         Err(e) => {
             let reason = format!("{e:#}");
-            let _ = control::send(
+            refuse(
                 &mut wr,
-                &ControlMessage::Error {
+                ControlMessage::Error {
                     reason: reason.clone(),
                 },
             )
@@ -102,9 +102,9 @@ pub(super) async fn serve(
         }
     };
     if let Err(reason) = validate(&params, peer).and_then(|()| within_limits(&params, limits)) {
-        let _ = control::send(
+        refuse(
             &mut wr,
-            &ControlMessage::Rejected {
+            ControlMessage::Rejected {
                 reason: reason.clone(),
             },
         )
@@ -134,6 +134,11 @@ pub(super) async fn serve(
         report: report.clone(),
     })));
     let _ = control::send(&mut wr, &ControlMessage::Report(Box::new(report))).await;
+}
+
+/// Sends a refusal (or an error) to the client; the connection ends after it.
+async fn refuse<W: tokio::io::AsyncWrite + Unpin>(wr: &mut W, answer: ControlMessage) {
+    let _ = control::send(wr, &answer).await;
 }
 
 /// Checks a session request against what this server allows; the error is for the user.
