@@ -5,6 +5,7 @@ pub mod blocking;
 pub mod demux;
 pub mod quic;
 pub mod rr;
+pub mod rr_blocking_udp;
 pub mod stream;
 pub mod throttle;
 pub mod udp;

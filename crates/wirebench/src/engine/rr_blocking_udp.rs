@@ -1,0 +1,180 @@
+//! Client, UDP request-response with one request outstanding (`ping`, `rr -c 1`) on a blocking
+//! socket in the calling thread: the same exchange and the same core `RequestTracker` as the
+//! async `rr::udp_flow`, minus the readiness polling through the runtime — the thread sleeps in
+//! `recv` itself and wakes when the response lands, one wake-up less per round trip, as
+//! sockperf does.
+
+use std::io;
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use wirebench_core::rr::{Answer, Expiry, RequestTracker};
+use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+
+use super::rr::{FlowTally, Plan, Shape};
+
+/// Shortest receive timeout we ask the kernel for (0 would mean "wait for ever").
+const MIN_WAIT: Duration = Duration::from_micros(1);
+
+/// Runs one flow with one request outstanding on `socket` (connected to the server, blocking);
+/// records each response time (ns) in `hist`. Timeouts, retries, loss and late answers are
+/// decided by `tracker`.
+pub fn flow(
+    socket: &UdpSocket,
+    session: u32,
+    shape: Shape,
+    plan: Plan,
+    tracker: &mut RequestTracker,
+    hist: &mut Histogram<u64>,
+) -> io::Result<FlowTally> {
+    socket.set_nonblocking(false)?;
+    let mut out = vec![0u8; HEADER_LEN + shape.request];
+    let mut buf = vec![0u8; HEADER_LEN + shape.response + 1];
+    let mut send_errors = 0u64;
+    let mut next_send_at: Option<Instant> = None;
+    // The receive timeout last given to the kernel: set again only when the next deadline
+    // moves well before it, so a steady ping costs no extra system call.
+    let mut armed: Option<Duration> = None;
+    loop {
+        let now = Instant::now();
+        if tracker.outstanding() == 0
+            && plan.more(tracker.counts().sent, now)
+            && next_send_at.is_none_or(|at| now >= at)
+        {
+            let seq = tracker.send_new(Instant::now());
+            send_errors += u64::from(!send_request(socket, &mut out, session, seq, false));
+            next_send_at = plan.interval.map(|pause| Instant::now() + pause);
+        }
+        let more = plan.more(tracker.counts().sent, Instant::now());
+        if tracker.outstanding() == 0 && !more {
+            break;
+        }
+        let send_at = next_send_at
+            .filter(|_| more && tracker.outstanding() == 0)
+            .or(plan.until.filter(|_| more));
+        let wake = match (tracker.poll_timeout(), send_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if tracker.outstanding() == 0 {
+            // Nothing to wait for but the next request's time.
+            if let Some(at) = wake {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            }
+            continue;
+        }
+        let wait = wake.map(|at| at.saturating_duration_since(Instant::now()).max(MIN_WAIT));
+        if needs_rearming(armed, wait) {
+            socket.set_read_timeout(wait)?;
+            armed = wait;
+        }
+        match socket.recv(&mut buf) {
+            Ok(n) => match Header::decode(&buf[..n]) {
+                Ok(h)
+                    if h.kind == Kind::Response
+                        && h.session == session
+                        && n == HEADER_LEN + shape.response =>
+                {
+                    // Deadlines that passed before this response come first, so no sample is
+                    // ever longer than the timeout: such a response is late.
+                    let now = Instant::now();
+                    send_errors += expire(socket, &mut out, session, tracker, now);
+                    if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, now)
+                    {
+                        hist.saturating_record(duration_ns(response_time));
+                    }
+                }
+                // Not ours, or malformed: ignored.
+                _ => {}
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                send_errors += expire(socket, &mut out, session, tracker, Instant::now());
+            }
+            // An ICMP error (port unreachable) from an earlier send, or a signal: the request
+            // it belongs to will time out.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(FlowTally {
+        counts: tracker.counts(),
+        send_errors,
+    })
+}
+
+/// Whether the kernel's receive timeout must change: when it is unset or longer than the
+/// next deadline by more than a millisecond (a receive that outlives its deadline would make
+/// a lost request's verdict late), or when there is no deadline any more.
+fn needs_rearming(armed: Option<Duration>, wanted: Option<Duration>) -> bool {
+    match (armed, wanted) {
+        (_, None) => armed.is_some(),
+        (None, Some(_)) => true,
+        (Some(a), Some(w)) => a > w + Duration::from_millis(1) || w > a * 2,
+    }
+}
+
+/// Handles every deadline at or before `now`: sends the retries, lets the tracker declare the
+/// rest lost. Returns the sends the OS refused.
+fn expire(
+    socket: &UdpSocket,
+    out: &mut [u8],
+    session: u32,
+    tracker: &mut RequestTracker,
+    now: Instant,
+) -> u64 {
+    let mut refused = 0;
+    while let Some(expiry) = tracker.handle_timeout(now) {
+        if let Expiry::Retry { seq } = expiry {
+            refused += u64::from(!send_request(socket, out, session, seq, true));
+        }
+    }
+    refused
+}
+
+/// Sends request `seq`; false when the OS refused it (counted by the caller, never swallowed).
+fn send_request(
+    socket: &UdpSocket,
+    out: &mut [u8],
+    session: u32,
+    seq: u64,
+    retransmit: bool,
+) -> bool {
+    let header = Header {
+        kind: Kind::Request,
+        retransmit,
+        session,
+        seq,
+    };
+    header.write_to(out).is_ok() && socket.send(out).is_ok()
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeout_is_set_only_when_the_deadline_moves_well_before_it() {
+        let ms = Duration::from_millis;
+        assert!(needs_rearming(None, Some(ms(1000))));
+        // A steady ping: each deadline is a full timeout after its send, a little less left.
+        assert!(!needs_rearming(Some(ms(1000)), Some(ms(999))));
+        assert!(needs_rearming(Some(ms(1000)), Some(ms(400))));
+        assert!(needs_rearming(Some(ms(10)), Some(ms(1000))));
+        assert!(needs_rearming(Some(ms(10)), None));
+        assert!(!needs_rearming(None, None));
+    }
+}
