@@ -311,6 +311,8 @@ pub struct DnsCounts {
     /// Queries never answered: UDP after the last retry's timeout, TCP/TLS when the connection
     /// stayed silent for --timeout or broke with the query outstanding.
     pub timeouts: u64,
+    /// TCP/TLS queries whose answer was not trusted (the connection is then closed).
+    pub failed: u64,
     /// UDP copies sent again after a timeout.
     pub retries: u64,
     /// UDP answers with TC=1, asked again over TCP.
@@ -349,6 +351,7 @@ impl DnsCounts {
         self.refused += o.refused;
         self.other_rcode += o.other_rcode;
         self.timeouts += o.timeouts;
+        self.failed += o.failed;
         self.retries += o.retries;
         self.tc_retries += o.tc_retries;
         self.wrong += o.wrong;

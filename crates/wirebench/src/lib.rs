@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod counters;
+pub mod dns;
 pub mod engine;
 pub mod environment;
 pub mod interval;
