@@ -148,6 +148,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Dns(args) => {
+            let cfg = config::dns::DnsConfig::from_args(&args)?;
+            let result = runtime.block_on(commands::dns::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;
