@@ -405,11 +405,18 @@ mod tests {
         assert!(m.recursion_desired());
         assert_eq!(m.message_type(), MessageType::Query);
         assert_eq!(m.queries().len(), 1);
-        assert_eq!(m.queries()[0].name().to_string(), "www.example.org.", "from_utf8 lowercases");
+        assert_eq!(
+            m.queries()[0].name().to_string(),
+            "www.example.org.",
+            "from_utf8 lowercases"
+        );
         assert_eq!(m.queries()[0].query_type(), RecordType::A);
         let mut framed = Vec::new();
         q.encode_framed_into(0xbeef, &mut framed);
-        assert_eq!(usize::from(u16::from_be_bytes([framed[0], framed[1]])), buf.len());
+        assert_eq!(
+            usize::from(u16::from_be_bytes([framed[0], framed[1]])),
+            buf.len()
+        );
         assert_eq!(&framed[2..], &buf[..]);
     }
 
@@ -420,7 +427,10 @@ mod tests {
             Question::new(&"a".repeat(64), "A"),
             Err(DnsError::Name { .. })
         ));
-        assert!(matches!(Question::new("x.org", "BOGUS"), Err(DnsError::Type(_))));
+        assert!(matches!(
+            Question::new("x.org", "BOGUS"),
+            Err(DnsError::Type(_))
+        ));
         assert!(Question::new("x.org", "txt").is_ok());
     }
 
@@ -436,7 +446,10 @@ mod tests {
                 records: 1
             }
         );
-        assert_eq!(answer_lines(&ok), vec!["wb.test. 300 IN A 192.0.2.1".to_string()]);
+        assert_eq!(
+            answer_lines(&ok),
+            vec!["wb.test. 300 IN A 192.0.2.1".to_string()]
+        );
         let nx = response(&q, 7, ResponseCode::NXDomain, false);
         assert_eq!(
             q.check(&nx),
@@ -445,7 +458,10 @@ mod tests {
                 records: 0
             }
         );
-        assert_eq!(q.check(&response(&q, 7, ResponseCode::NoError, true)), Verdict::Truncated);
+        assert_eq!(
+            q.check(&response(&q, 7, ResponseCode::NoError, true)),
+            Verdict::Truncated
+        );
         let other = Question::new("other.test", "A").unwrap();
         assert_eq!(
             q.check(&response(&other, 7, ResponseCode::NoError, false)),
@@ -454,7 +470,10 @@ mod tests {
         let mut query = Vec::new();
         q.encode_into(7, &mut query);
         assert_eq!(q.check(&query), Verdict::Wrong(Wrong::NotAResponse));
-        assert_eq!(q.check(&ok[..ok.len() - 3]), Verdict::Wrong(Wrong::Malformed));
+        assert_eq!(
+            q.check(&ok[..ok.len() - 3]),
+            Verdict::Wrong(Wrong::Malformed)
+        );
         assert_eq!(q.check(&[1, 2, 3]), Verdict::Wrong(Wrong::Malformed));
         assert_eq!(response_id(&[1, 2, 3]), None);
     }

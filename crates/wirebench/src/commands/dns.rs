@@ -61,7 +61,9 @@ async fn run_all(cfg: &DnsConfig) -> Result<(Vec<DnsResult>, bool)> {
                 new_connection: cfg.new_connection,
                 timeout: cfg.timeout,
                 retries: cfg.retries,
-                tls: (transport == DnsTransport::Dot).then(|| tls.clone()).flatten(),
+                tls: (transport == DnsTransport::Dot)
+                    .then(|| tls.clone())
+                    .flatten(),
                 tcp_fallback: cfg.resolver,
             };
             match run_dns(&spec).await {

@@ -82,7 +82,8 @@ impl DnsConfig {
                 args.flows
             )));
         }
-        let timeout = parse_duration(&args.timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
+        let timeout =
+            parse_duration(&args.timeout).map_err(|e| usage(format!("--timeout: {e}")))?;
         if timeout < Duration::from_micros(100) || timeout > Duration::from_secs(60) {
             return Err(usage(format!(
                 "--timeout {} is out of range: allowed 100us to 60s",
@@ -192,7 +193,10 @@ mod tests {
             resolve("127.0.0.1").unwrap(),
             ("127.0.0.1".into(), "127.0.0.1:53".parse().unwrap())
         );
-        assert_eq!(resolve("127.0.0.1:5353").unwrap().1, "127.0.0.1:5353".parse().unwrap());
+        assert_eq!(
+            resolve("127.0.0.1:5353").unwrap().1,
+            "127.0.0.1:5353".parse().unwrap()
+        );
         assert_eq!(resolve("[::1]:53").unwrap().1, "[::1]:53".parse().unwrap());
         assert_eq!(resolve("::1").unwrap().1, "[::1]:53".parse().unwrap());
         assert!(resolve("127.0.0.1:99999").is_err());

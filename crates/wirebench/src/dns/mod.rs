@@ -135,7 +135,9 @@ pub async fn run_dns(spec: &DnsSpec) -> Result<DnsOutcome> {
                     (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
                     (a, b) => a.or(b),
                 };
-                sum.hist.add(&r.hist).context("while merging response times")?;
+                sum.hist
+                    .add(&r.hist)
+                    .context("while merging response times")?;
                 sum.connect
                     .add(&r.connect)
                     .context("while merging connect times")?;

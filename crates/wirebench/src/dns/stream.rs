@@ -56,8 +56,7 @@ pub(super) async fn new_connection_worker(
     while claims.fetch_add(1, Ordering::Relaxed) < total {
         out.counts.sent += 1;
         let tls = spec.tls.as_ref();
-        if let Err(e) = one_query(&spec, spec.resolver, tls, rand::random(), None, &mut out).await
-        {
+        if let Err(e) = one_query(&spec, spec.resolver, tls, rand::random(), None, &mut out).await {
             if out.counts.connections == 0 {
                 return Err(e);
             }
@@ -99,7 +98,13 @@ pub(super) async fn one_query(
     let now = Instant::now();
     match got {
         Ok(Ok(())) if response_id(&buf) == Some(id) => {
-            judge(&spec.question, &buf, first_sent.unwrap_or(sent_at), now, out);
+            judge(
+                &spec.question,
+                &buf,
+                first_sent.unwrap_or(sent_at),
+                now,
+                out,
+            );
         }
         Ok(Ok(())) => {
             out.counts.wrong += 1;
@@ -121,7 +126,11 @@ async fn connect(
     let at = Instant::now();
     let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
         .await
-        .map_err(|_| anyhow::anyhow!("no TCP connection to the resolver at {addr} within {CONNECT_TIMEOUT:?}"))?
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no TCP connection to the resolver at {addr} within {CONNECT_TIMEOUT:?}"
+            )
+        })?
         .with_context(|| format!("cannot open a TCP connection to the resolver at {addr}"))?;
     out.connect.saturating_record(ns(at.elapsed()));
     out.counts.connections += 1;
@@ -137,7 +146,9 @@ async fn connect(
         tls.connector.connect(tls.server_name.clone(), tcp),
     )
     .await
-    .map_err(|_| anyhow::anyhow!("no TLS handshake with the resolver at {addr} within {CONNECT_TIMEOUT:?}"))?
+    .map_err(|_| {
+        anyhow::anyhow!("no TLS handshake with the resolver at {addr} within {CONNECT_TIMEOUT:?}")
+    })?
     .with_context(|| format!("TLS handshake with the resolver at {addr} failed"))?;
     out.tls.saturating_record(ns(at.elapsed()));
     Ok((Box::new(stream), fd))

@@ -140,7 +140,8 @@ fn on_datagram(
             fallbacks.spawn(async move {
                 let addr = spec.tcp_fallback;
                 // A failed connect is counted (failed) in `result`; the flow goes on.
-                let _ = stream::one_query(&spec, addr, None, id, Some(first_sent), &mut result).await;
+                let _ =
+                    stream::one_query(&spec, addr, None, id, Some(first_sent), &mut result).await;
                 Fallback { result }
             });
         }

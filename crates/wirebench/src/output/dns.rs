@@ -78,7 +78,12 @@ pub struct DnsResult {
 
 impl DnsResult {
     /// The result of one run of `cfg` over `transport` with `concurrency`.
-    pub fn new(cfg: &DnsConfig, transport: DnsTransport, concurrency: u32, out: &DnsOutcome) -> Self {
+    pub fn new(
+        cfg: &DnsConfig,
+        transport: DnsTransport,
+        concurrency: u32,
+        out: &DnsOutcome,
+    ) -> Self {
         let c = out.counts;
         let secs = out.elapsed.as_secs_f64();
         DnsResult {
@@ -210,7 +215,16 @@ pub fn sweep_table(results: &[DnsResult]) -> String {
     let _ = writeln!(
         s,
         "  {:<4} {:>6} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>10}",
-        "tr", "K", "sent", "answered", "timeouts", "timeout%", "retrans%", "p50 µs", "p99 µs", "q/s"
+        "tr",
+        "K",
+        "sent",
+        "answered",
+        "timeouts",
+        "timeout%",
+        "retrans%",
+        "p50 µs",
+        "p99 µs",
+        "q/s"
     );
     for r in results {
         let (p50, p99) = r.response.as_ref().map_or((0.0, 0.0), |x| {
@@ -236,7 +250,11 @@ pub fn sweep_table(results: &[DnsResult]) -> String {
         .iter()
         .map(|r| r.timeout_ratio)
         .fold(0.0_f64, f64::max);
-    let _ = writeln!(s, "\ntimeout curve (bar = timeout%, full width = {:.3}%)", worst * 100.0);
+    let _ = writeln!(
+        s,
+        "\ntimeout curve (bar = timeout%, full width = {:.3}%)",
+        worst * 100.0
+    );
     for r in results {
         let width = if worst > 0.0 {
             (r.timeout_ratio / worst * 40.0).round() as usize
