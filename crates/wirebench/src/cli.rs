@@ -285,6 +285,10 @@ pub struct ReportArgs {
     /// chart shows, numbered as `wirebench show` lists them. Default: the first run that has them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub run: Option<u64>,
+    /// The id (or --last) is a DNS campaign, as `wirebench dns` printed it: --format html
+    /// charts its timeouts against concurrency; table prints its sweep table; json its results.
+    #[arg(long, conflicts_with = "run")]
+    pub dns: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -560,4 +564,8 @@ pub struct DnsArgs {
     /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Where the results are stored (each result committed as it finishes); `wirebench report
+    /// --dns ID` charts a stored DNS campaign.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }

@@ -88,6 +88,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 Some(id) => commands::report::Which::Id(id),
                 None => commands::report::Which::Last,
             };
+            if args.dns {
+                commands::report::execute_dns(
+                    &db,
+                    which,
+                    args.format,
+                    args.output.as_deref(),
+                    &mut std::io::stdout().lock(),
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            }
             commands::report::execute(
                 &db,
                 which,
@@ -150,7 +160,8 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Dns(args) => {
             let cfg = config::dns::DnsConfig::from_args(&args)?;
-            let result = runtime.block_on(commands::dns::execute(cfg));
+            let store = config::StoreTarget::from_args(&args.store)?;
+            let result = runtime.block_on(commands::dns::execute(cfg, store));
             shut_down(runtime);
             Ok(if result? {
                 ExitCode::SUCCESS

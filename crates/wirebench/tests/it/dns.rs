@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wirebench::dns::{run_dns, DnsSpec};
+use wirebench::output::dns::DnsResult;
 use wirebench::relay::{Relay, RelayConfig};
+use wirebench::store::dns::NewDnsCampaign;
+use wirebench::store::{Status, Store};
 use wirebench_core::dns::{DnsTransport, Question};
 use wirebench_core::impair::Impairments;
 
@@ -595,4 +598,108 @@ async fn bad_input_gets_one_line_and_exit_status_2() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// A stored DNS campaign (the results of a real sweep through a lossy relay, kept as a
+/// fixture) reads back unchanged, and `report --dns` renders it: the HTML page with the
+/// timeouts-against-concurrency chart byte for byte as its snapshot (set
+/// WIREBENCH_UPDATE_SNAPSHOTS=1 to rewrite it after an intended change), the JSON against the
+/// schema, the text table.
+#[tokio::test]
+async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{manifest}/tests/fixtures/dns-sweep.json")).unwrap(),
+    )
+    .unwrap();
+    let results: Vec<DnsResult> = serde_json::from_value(fixture["results"].clone()).unwrap();
+    assert_eq!(results.len(), 6);
+    let db = TempPath::new(".sqlite3");
+    let id = {
+        let mut store = Store::open(&db.0).unwrap();
+        let id = store
+            .begin_dns_campaign(&NewDnsCampaign {
+                started_at_unix_s: 1_700_000_000,
+                resolver: "127.0.0.1:5354".into(),
+                name: "host.example.test.".into(),
+                record_type: "A".into(),
+                transports: "udp,tcp".into(),
+                concurrency: "1,10,40".into(),
+                planned_results: 6,
+                host_name: Some("testhost".into()),
+                wirebench_version: "0.1.0".into(),
+            })
+            .unwrap();
+        for (i, r) in results.iter().enumerate() {
+            store.add_dns_result(id, i as u64 + 1, r).unwrap();
+        }
+        store
+            .finish_dns_campaign(id, Status::Complete, 1_700_000_060)
+            .unwrap();
+        let back = store.dns_results(id).unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            fixture["results"],
+            "stored results read back unchanged"
+        );
+        assert_eq!(
+            store.dns_campaign(id).unwrap().unwrap().status,
+            Status::Complete
+        );
+        id
+    };
+    let id_arg = id.to_string();
+    let html = wirebench(&[
+        "report",
+        "--dns",
+        &id_arg,
+        "--format",
+        "html",
+        "--db",
+        db.arg(),
+    ])
+    .await;
+    assert!(html.status.success(), "{}", stderr(&html));
+    let page = String::from_utf8(html.stdout).unwrap();
+    let snapshot = format!("{manifest}/tests/snapshots/dns-report.html");
+    if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&snapshot, &page).unwrap();
+    }
+    assert!(page.contains("DNS: queries never answered against concurrency"));
+    assert!(page.contains("<svg") && page.contains("\nUDP\n") && page.contains("\nTCP\n"));
+    assert!(
+        page == std::fs::read_to_string(&snapshot).expect("snapshot exists"),
+        "the DNS report differs from {snapshot}"
+    );
+    let json = wirebench(&[
+        "report",
+        "--dns",
+        "--last",
+        "--format",
+        "json",
+        "--db",
+        db.arg(),
+    ])
+    .await;
+    assert!(json.status.success(), "{}", stderr(&json));
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_matches_dns_schema(&doc);
+    assert_eq!(doc["results"], fixture["results"]);
+    let table = wirebench(&["report", "--dns", &id_arg, "--db", db.arg()]).await;
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("DNS campaign {id} (complete")),
+        "{text}"
+    );
+    let udp40 = &results[2];
+    assert!(
+        text.contains(&format!(
+            "udp      40        200        {}        {}",
+            udp40.counts.answered, udp40.counts.timeouts
+        )),
+        "{text}"
+    );
+    let bad = wirebench(&["report", "--dns", "99", "--db", db.arg()]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("no DNS campaign 99"));
 }
