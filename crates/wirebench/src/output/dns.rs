@@ -118,10 +118,14 @@ impl DnsResult {
 
 /// The heading printed before the runs of one transport.
 pub fn heading(cfg: &DnsConfig, transport: DnsTransport) -> String {
+    let addr = cfg.addr_for(transport).to_string();
+    let to = if addr == cfg.resolver_name {
+        addr
+    } else {
+        format!("{} ({addr})", cfg.resolver_name)
+    };
     format!(
-        "dns {transport} to {} ({}): {} {}, {} queries per flow, {} flow(s){}",
-        cfg.resolver_name,
-        cfg.addr_for(transport),
+        "dns {transport} to {to}: {} {}, {} queries per flow, {} flow(s){}",
         cfg.question.name(),
         cfg.question.rtype(),
         cfg.count,
