@@ -63,7 +63,7 @@ impl Unbound {
   username: \"\"
   pidfile: \"\"
   directory: \"{d}\"
-  logfile: \"\"
+  logfile: \"{d}/unbound.log\"
   use-syslog: no
   verbosity: 0
   num-threads: 1
@@ -93,7 +93,7 @@ impl Unbound {
             .arg(&conf_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("unbound starts");
         let mut ub = Unbound {
@@ -108,6 +108,11 @@ impl Unbound {
 
     fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// What unbound logged (to its file in the temp directory).
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.0.join("unbound.log")).unwrap_or_default()
     }
 
     fn ca(&self) -> String {
@@ -127,7 +132,7 @@ impl Unbound {
         let mut buf = [0u8; 1500];
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("unbound exited at start-up: {status}");
+                panic!("unbound exited at start-up ({status}): {}", self.log());
             }
             if sock.send_to(&query, self.addr()).is_ok() && sock.recv(&mut buf).is_ok() {
                 return;
@@ -705,4 +710,89 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     let bad = wirebench(&["report", "--dns", "99", "--db", db.arg()]).await;
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("no DNS campaign 99"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dot_checks_the_certificate_name_unless_insecure() {
+    let Some(ub) = Unbound::start() else { return };
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let resolver = ub.addr().to_string();
+        let tls_port = ub.tls_port.to_string();
+        let ca = ub.ca();
+        let base = [
+            "dns",
+            "--resolver",
+            &resolver,
+            "--dot-port",
+            &tls_port,
+            "--name",
+            "host.wb.test",
+            "--transport",
+            "dot",
+            "--count",
+            "3",
+            "--no-store",
+            "--dot-name",
+            "other.wb.test",
+        ];
+        // The CA is trusted, but its certificate is for dns.wb.test: the run fails (status 1).
+        let mut args = base.to_vec();
+        args.extend(["--dot-ca", &ca]);
+        let out = wirebench(&args).await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("TLS handshake"), "{}", stderr(&out));
+        // Accepting any certificate, the same name gets answers.
+        let mut args = base.to_vec();
+        args.push("--dot-insecure");
+        let out = wirebench(&args).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("sent 3, answered 3 (NOERROR 3"), "{text}");
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_tcp_resolver_times_out_every_query_in_flight() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        // Accepts, reads and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                held.push(tokio::spawn(async move {
+                    let mut sink = Vec::new();
+                    let _ = tokio::io::AsyncReadExt::read_to_end(&mut s, &mut sink).await;
+                }));
+            }
+        });
+        let spec = DnsSpec {
+            resolver: addr,
+            transport: DnsTransport::Tcp,
+            question: Arc::new(Question::new("host.wb.test", "A").unwrap()),
+            count: 6,
+            flows: 1,
+            concurrency: 3,
+            new_connection: false,
+            timeout: Duration::from_millis(200),
+            retries: 0,
+            tls: None,
+            tcp_fallback: addr,
+        };
+        let out = run_dns(&spec).await.expect("run");
+        silent.abort();
+        let c = out.counts;
+        // Two connections of three queries each, each silent for the timeout.
+        assert_eq!(
+            (c.sent, c.timeouts, c.answered, c.connections),
+            (6, 6, 0, 2)
+        );
+        assert!(out.response.is_none());
+        assert_eq!(out.connect.map(|r| r.samples), Some(2));
+    })
+    .await
+    .expect("in time");
 }
