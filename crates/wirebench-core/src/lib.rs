@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod dns;
 pub mod impair;
 pub mod iperf3;
 pub mod metrics;

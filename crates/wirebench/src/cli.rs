@@ -111,6 +111,17 @@ pub enum Command {
     ///
     /// Example: wirebench rr --proto udp --request 64 --response 512 --concurrency 10,20,40,80 --flows 4
     Rr(RrArgs),
+    /// DNS response time against a real resolver over UDP, TCP and DNS-over-TLS: queries/s,
+    /// response-time percentiles, timeouts and retries, TC=1 answers retried over TCP, wrong
+    /// answers, TCP retransmissions, and set-up cost (TCP connect, TLS handshake) apart.
+    ///
+    /// Every response is checked (ID, question echoed, QR, RCODE); one that does not match is
+    /// counted as wrong, never timed. NOERROR, NXDOMAIN, SERVFAIL and REFUSED are counted
+    /// apart. A comma list for --concurrency sweeps K in one command and prints the
+    /// timeout/loss curve. Only query resolvers you run or may load.
+    ///
+    /// Example: wirebench dns --resolver 127.0.0.1:5353 --name host.example --transport udp,tcp --concurrency 10,20,40
+    Dns(DnsArgs),
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -274,6 +285,10 @@ pub struct ReportArgs {
     /// chart shows, numbered as `wirebench show` lists them. Default: the first run that has them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub run: Option<u64>,
+    /// The id (or --last) is a DNS campaign, as `wirebench dns` printed it: --format html
+    /// charts its timeouts against concurrency; table prints its sweep table; json its results.
+    #[arg(long, conflicts_with = "run")]
+    pub dns: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -540,4 +555,66 @@ pub struct PlanArgs {
     /// `run` draws on stderr when stderr is a terminal.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// Flags of `wirebench dns`.
+#[derive(Debug, Args)]
+pub struct DnsArgs {
+    /// The resolver, ADDR or ADDR:PORT (IPv6 as [ADDR]:PORT). The port (default 53) is used for
+    /// UDP and TCP; DoT uses --dot-port.
+    #[arg(long)]
+    pub resolver: String,
+    /// The name every query asks for (e.g. example.org).
+    #[arg(long)]
+    pub name: String,
+    /// The record type asked for: A, AAAA, MX, TXT, NS, SOA, CNAME, ...
+    #[arg(long = "type", default_value = "A")]
+    pub rtype: String,
+    /// Transport(s): udp, tcp, dot (DNS-over-TLS); a comma list runs each in turn.
+    #[arg(long, default_value = "udp")]
+    pub transport: String,
+    /// Queries per flow, at least 1.
+    #[arg(long, default_value_t = 100)]
+    pub count: u64,
+    /// Queries outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in
+    /// turn and prints the timeout/loss curve.
+    #[arg(long, default_value = "1")]
+    pub concurrency: String,
+    /// Flows (T), 1 to 1024: each its own UDP socket or TCP/TLS connection.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// TCP and DoT: open a fresh connection for every query (UDP has none to open and ignores
+    /// it); the connect and handshake times are reported apart from the response time.
+    #[arg(long)]
+    pub new_connection: bool,
+    /// How long a query waits for its answer (100us to 60s). UDP: then it is sent again
+    /// (--retries) or counted as a timeout; TCP/DoT: a connection silent this long loses its
+    /// outstanding queries (timeouts) and is opened again.
+    #[arg(long, default_value = "1s")]
+    pub timeout: String,
+    /// UDP: times a query is sent again (same ID) after a timeout before it counts as a
+    /// timeout (0 to 100).
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// DoT: the resolver's TLS port.
+    #[arg(long, default_value_t = 853)]
+    pub dot_port: u16,
+    /// DoT: the name sent as SNI and checked against the certificate. Default: the resolver
+    /// as given in --resolver (an IP address then needs an IP in the certificate).
+    #[arg(long)]
+    pub dot_name: Option<String>,
+    /// DoT: trust certificates issued by the CA certificate(s) in this PEM file.
+    #[arg(long, value_name = "PEM")]
+    pub dot_ca: Option<std::path::PathBuf>,
+    /// DoT: accept any certificate. The queries are still encrypted, but anyone on the path
+    /// can pose as the resolver: for tests against your own resolver only.
+    #[arg(long, conflicts_with = "dot_ca")]
+    pub dot_insecure: bool,
+    /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the results are stored (each result committed as it finishes); `wirebench report
+    /// --dns ID` charts a stored DNS campaign.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }

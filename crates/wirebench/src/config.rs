@@ -19,6 +19,7 @@ use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT
 use crate::server::{Limits, ServerOptions};
 use crate::store;
 
+pub mod dns;
 pub mod rr;
 
 /// A usage error: the user asked for something that is not allowed. Exit status 2.

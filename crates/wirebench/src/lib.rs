@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod counters;
+pub mod dns;
 pub mod engine;
 pub mod environment;
 pub mod interval;
@@ -87,6 +88,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 Some(id) => commands::report::Which::Id(id),
                 None => commands::report::Which::Last,
             };
+            if args.dns {
+                commands::report::execute_dns(
+                    &db,
+                    which,
+                    args.format,
+                    args.output.as_deref(),
+                    &mut std::io::stdout().lock(),
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            }
             commands::report::execute(
                 &db,
                 which,
@@ -140,6 +151,17 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         Command::Rr(args) => {
             let cfg = config::rr::RrConfig::from_rr(&args)?;
             let result = runtime.block_on(commands::rr::execute(cfg));
+            shut_down(runtime);
+            Ok(if result? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Dns(args) => {
+            let cfg = config::dns::DnsConfig::from_args(&args)?;
+            let store = config::StoreTarget::from_args(&args.store)?;
+            let result = runtime.block_on(commands::dns::execute(cfg, store));
             shut_down(runtime);
             Ok(if result? {
                 ExitCode::SUCCESS

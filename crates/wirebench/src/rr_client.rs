@@ -228,7 +228,10 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
 
 /// Packet counts of connections add up; per-connection figures (RTT, window) are left out of a
 /// sum of more than one.
-fn sum_transport(a: Option<TransportStats>, b: Option<TransportStats>) -> Option<TransportStats> {
+pub(crate) fn sum_transport(
+    a: Option<TransportStats>,
+    b: Option<TransportStats>,
+) -> Option<TransportStats> {
     match (a, b) {
         (Some(a), Some(b)) => Some(TransportStats {
             packets_sent: a.packets_sent + b.packets_sent,

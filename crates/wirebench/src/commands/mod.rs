@@ -1,6 +1,7 @@
 //! One module per subcommand: each turns a validated configuration into work and output.
 
 pub mod compare;
+pub mod dns;
 pub mod history;
 pub mod interop;
 pub mod relay;

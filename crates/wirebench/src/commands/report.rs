@@ -83,3 +83,70 @@ fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
     }
     Ok(report)
 }
+
+/// Runs `wirebench report --dns`: a stored DNS campaign as HTML (chart and table), a text table
+/// or JSON (the `wirebench dns --json` document).
+pub fn execute_dns(
+    db: &Path,
+    which: Which,
+    format: Format,
+    output: Option<&Path>,
+    stdout: &mut impl Write,
+) -> Result<()> {
+    let store = Store::open_existing(db)?;
+    let id = match which {
+        Which::Id(id) => id,
+        Which::Last => store.last_dns_campaign_id()?.ok_or_else(|| {
+            UsageError(format!(
+                "there are no DNS campaigns in {} yet: `wirebench dns` stores them",
+                db.display()
+            ))
+        })?,
+    };
+    let info = store.dns_campaign(id)?.ok_or_else(|| {
+        UsageError(format!(
+            "there is no DNS campaign {id} in {} (`wirebench dns` prints the id it stores)",
+            db.display()
+        ))
+    })?;
+    let results = store.dns_results(id)?;
+    let c = &info.campaign;
+    let heading = report::dns::DnsHeading {
+        campaign: info.id,
+        started: text::format_utc(c.started_at_unix_s),
+        status: info.status.as_str().to_string(),
+        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
+        resolver: c.resolver.clone(),
+        question: format!("{} {}", c.name, c.record_type),
+    };
+    let mut body = Vec::new();
+    match format {
+        Format::Html => report::dns::write_html(&heading, &results, &mut body)?,
+        Format::Table => report::dns::write_text(&heading, &results, &mut body)?,
+        Format::Json => {
+            let doc = crate::output::dns::DnsDocument {
+                schema_version: crate::output::dns::SCHEMA_VERSION,
+                command: "dns".into(),
+                resolver: c.resolver.clone(),
+                name: c.name.clone(),
+                record_type: c.record_type.clone(),
+                results,
+            };
+            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
+            body.push(b'\n');
+        }
+        other => {
+            return Err(UsageError(format!(
+                "--dns reports come as --format html, table or json, not {}",
+                format!("{other:?}").to_lowercase()
+            ))
+            .into())
+        }
+    }
+    match output {
+        None => stdout.write_all(&body)?,
+        Some(path) => std::fs::write(path, &body)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+    }
+    Ok(())
+}

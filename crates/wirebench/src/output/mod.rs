@@ -1,6 +1,7 @@
 //! Everything wirebench shows a person or a program: text blocks and tables, JSON documents.
 //! Formatting only: these functions return strings or serialisable values and never print.
 
+pub mod dns;
 pub mod json;
 pub mod progress;
 pub mod relay;

@@ -516,6 +516,71 @@ pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
     Ok(Some(svg))
 }
 
+/// DNS queries never answered (percent of those sent) against the queries outstanding per flow
+/// (K) of every result of a `wirebench dns` campaign, one series per transport; `None` when
+/// there are no results.
+pub fn dns_timeouts_against_concurrency(
+    points: &[super::dns::DnsPoint],
+) -> io::Result<Option<String>> {
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for p in points {
+        let name = p.transport.to_uppercase();
+        let point = (f64::from(p.concurrency), p.timeout_pct);
+        match series.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, pts)) => pts.push(point),
+            None => {
+                let colour = COLOURS[series.len() % COLOURS.len()];
+                series.push((name, colour, vec![point]));
+            }
+        }
+    }
+    for (_, _, pts) in &mut series {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let x_max = points
+        .iter()
+        .map(|p| f64::from(p.concurrency))
+        .fold(0.0f64, f64::max);
+    let x_hi = (x_max * 1.1).max(2.0);
+    let y_max = points.iter().map(|p| p.timeout_pct).fold(0.0f64, f64::max);
+    // As on the loss chart: headroom for the legend, and a floor so a clean run stays flat.
+    let y_hi = (y_max * 1.5).max(0.1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "DNS: queries never answered against concurrency",
+                (FONT, 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("Queries outstanding per flow (K)")
+            .y_desc("Timeouts (% of queries sent)")
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|x| tick(*x, x_hi))
+            .y_label_formatter(&|y| tick(*y, y_hi))
+            .draw()
+            .map_err(chart_error)?;
+        for (name, colour, pts) in &series {
+            line_with_dots(&mut chart, name, *colour, pts)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(Some(svg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use super::{chart, metrics, Exporter, Report};
 /// The HTML exporter.
 pub struct Html;
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:60em;color:#111}\
+pub(super) const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:60em;color:#111}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em}\
 th,td{border:1px solid #999;padding:0.2em 0.6em}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 figure{margin:1em 0;page-break-inside:avoid}svg{max-width:100%;height:auto}\

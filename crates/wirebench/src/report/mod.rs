@@ -6,6 +6,7 @@
 pub mod chart;
 pub mod compare;
 pub mod csv;
+pub mod dns;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -3,6 +3,7 @@
 //! print anything or know about report formats. Each write is one transaction, so a crash or
 //! Ctrl-C never leaves a half-written run.
 
+pub mod dns;
 pub mod schema;
 
 use std::path::{Path, PathBuf};

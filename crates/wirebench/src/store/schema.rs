@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -103,4 +103,36 @@ FROM run;
 DROP TABLE run;
 ALTER TABLE run_v4 RENAME TO run;
 CREATE INDEX run_by_configuration ON run (campaign_id, protocol, mechanism, msg_size, total_bytes);
+";
+
+/// Version 5: `wirebench dns` campaigns and their results (one per transport x concurrency),
+/// kept apart from throughput campaigns: a DNS result has no message size, total or server
+/// view. `result_json` is one result of docs/dns-output.schema.json.
+const V5: &str = "
+CREATE TABLE dns_campaign (
+    id                 INTEGER PRIMARY KEY,
+    started_at_unix_s  INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status             TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed', 'aborted')),
+    resolver           TEXT NOT NULL,
+    name               TEXT NOT NULL,
+    record_type        TEXT NOT NULL,
+    transports         TEXT NOT NULL,
+    concurrency        TEXT NOT NULL,
+    planned_results    INTEGER NOT NULL,
+    host_name          TEXT,
+    wirebench_version  TEXT NOT NULL
+);
+CREATE TABLE dns_result (
+    id             INTEGER PRIMARY KEY,
+    campaign_id    INTEGER NOT NULL REFERENCES dns_campaign (id) ON DELETE CASCADE,
+    position       INTEGER NOT NULL,
+    transport      TEXT NOT NULL,
+    concurrency    INTEGER NOT NULL,
+    sent           INTEGER NOT NULL,
+    answered       INTEGER NOT NULL,
+    timeouts       INTEGER NOT NULL,
+    result_json    TEXT NOT NULL,
+    UNIQUE (campaign_id, position)
+);
 ";

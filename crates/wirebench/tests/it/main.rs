@@ -3,6 +3,7 @@
 
 mod cli;
 mod compare;
+mod dns;
 mod interop;
 mod limits;
 mod measurements;

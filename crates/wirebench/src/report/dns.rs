@@ -1,0 +1,128 @@
+//! Reports of a stored `wirebench dns` campaign: a self-contained HTML page with the
+//! timeouts-against-concurrency chart and the per-result table, or the same table as text.
+//! Writes only to the writer given; never opens files or reads clocks.
+
+use std::io::{self, Write};
+
+use super::chart;
+use super::html::escape;
+use crate::output::dns::{sweep_table, DnsResult};
+
+/// One result on the timeouts-against-concurrency chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DnsPoint {
+    /// udp, tcp or dot (one series each).
+    pub transport: &'static str,
+    /// Queries outstanding per flow.
+    pub concurrency: u32,
+    /// Timeouts over queries sent, percent.
+    pub timeout_pct: f64,
+}
+
+/// What the heading of a DNS report says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsHeading {
+    /// Store id.
+    pub campaign: i64,
+    /// Start time, formatted (UTC).
+    pub started: String,
+    /// How it ended.
+    pub status: String,
+    /// The host it ran on.
+    pub host: String,
+    /// The resolver as named.
+    pub resolver: String,
+    /// Name and type asked (`host.example. A`).
+    pub question: String,
+}
+
+/// The chart's points, in result order.
+pub fn points(results: &[DnsResult]) -> Vec<DnsPoint> {
+    results
+        .iter()
+        .map(|r| DnsPoint {
+            transport: r.transport.name(),
+            concurrency: r.concurrency,
+            timeout_pct: r.counts.timeout_pct(),
+        })
+        .collect()
+}
+
+/// The text report: the heading line and the sweep table.
+pub fn write_text(h: &DnsHeading, results: &[DnsResult], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "DNS campaign {} ({}, started {} UTC, host {}): {} to {}",
+        h.campaign, h.status, h.started, h.host, h.question, h.resolver
+    )?;
+    write!(out, "{}", sweep_table(results))
+}
+
+/// The HTML report.
+pub fn write_html(h: &DnsHeading, results: &[DnsResult], out: &mut dyn Write) -> io::Result<()> {
+    let title = format!("wirebench DNS campaign {}", h.campaign);
+    writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
+    )?;
+    writeln!(
+        out,
+        "<title>{}</title>\n<style>{}</style>\n</head>\n<body>",
+        escape(&title),
+        super::html::STYLE
+    )?;
+    writeln!(
+        out,
+        "<h1>{}</h1>\n<p>{}, started {} UTC, host {}: {} asked of {}.</p>",
+        escape(&title),
+        escape(&h.status),
+        escape(&h.started),
+        escape(&h.host),
+        escape(&h.question),
+        escape(&h.resolver)
+    )?;
+    if let Some(svg) = chart::dns_timeouts_against_concurrency(&points(results))? {
+        writeln!(out, "<h2>Timeouts against concurrency</h2>")?;
+        writeln!(out, "<figure>\n{}", svg.trim())?;
+        writeln!(
+            out,
+            "<figcaption>{}</figcaption>\n</figure>",
+            escape(
+                "Queries never answered (UDP: after the last retry; TCP/DoT: connection silent for the timeout), as a share of those sent, against the queries outstanding per flow; one series per transport."
+            )
+        )?;
+    }
+    writeln!(out, "<h2>Results</h2>")?;
+    writeln!(
+        out,
+        "<table>\n<tr><th>Transport</th><th>K</th><th>Flows</th><th>Sent</th><th>Answered</th><th>NXDOMAIN</th><th>Timeouts</th><th>Timeout %</th><th>Retries</th><th>TC retried</th><th>Wrong</th><th>Retrans %</th><th>p50 µs</th><th>p99 µs</th><th>Queries/s</th><th>TCP connect µs</th><th>TLS handshake µs</th></tr>"
+    )?;
+    for r in results {
+        let c = &r.counts;
+        let n = |x: u64| format!("<td class=\"n\">{x}</td>");
+        let f = |x: f64, d: usize| format!("<td class=\"n\">{x:.d$}</td>");
+        let opt = |x: Option<f64>, d: usize| x.map_or("<td>n/a</td>".to_string(), |v| f(v, d));
+        writeln!(
+            out,
+            "<tr><td>{}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
+            r.transport.name(),
+            n(u64::from(r.concurrency)),
+            n(u64::from(r.flows)),
+            n(c.sent),
+            n(c.answered),
+            n(c.nxdomain),
+            n(c.timeouts),
+            f(c.timeout_pct(), 3),
+            n(c.retries),
+            n(c.tc_retries),
+            n(c.wrong),
+            opt(r.retrans_rate.map(|x| x * 100.0), 3),
+            opt(r.response.map(|x| x.p50_ns as f64 / 1e3), 1),
+            opt(r.response.map(|x| x.p99_ns as f64 / 1e3), 1),
+            f(r.queries_per_second, 0),
+            opt(r.tcp_connect.map(|x| x.mean_ns / 1e3), 1),
+            opt(r.tls_handshake.map(|x| x.mean_ns / 1e3), 1),
+        )?;
+    }
+    writeln!(out, "</table>\n</body>\n</html>")
+}

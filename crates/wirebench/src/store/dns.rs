@@ -1,0 +1,176 @@
+//! `wirebench dns` campaigns in the results store (schema version 5: `dns_campaign`,
+//! `dns_result`): begin, commit each result as it finishes, finish, and read back. Owns only
+//! the SQL of those two tables; the result records are `output::dns::DnsResult`.
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+
+use super::{Status, Store};
+use crate::output::dns::DnsResult;
+
+/// What is known about a DNS campaign when it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewDnsCampaign {
+    /// Start time, seconds since the Unix epoch (UTC).
+    pub started_at_unix_s: i64,
+    /// The resolver as named.
+    pub resolver: String,
+    /// The name asked for, fully qualified.
+    pub name: String,
+    /// The record type asked for.
+    pub record_type: String,
+    /// Transports in run order (`udp,tcp,dot`).
+    pub transports: String,
+    /// Concurrencies in run order (`10,20,40`).
+    pub concurrency: String,
+    /// Results planned (transports x concurrencies).
+    pub planned_results: u64,
+    /// The host it ran on.
+    pub host_name: Option<String>,
+    /// The wirebench that ran it.
+    pub wirebench_version: String,
+}
+
+/// A stored DNS campaign, without its results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DnsCampaignInfo {
+    /// Store id (what `wirebench report --dns` takes).
+    pub id: i64,
+    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
+    pub finished_at_unix_s: Option<i64>,
+    /// How it ended.
+    pub status: Status,
+    /// What it was started with.
+    pub campaign: NewDnsCampaign,
+}
+
+impl Store {
+    /// Records a DNS campaign that is starting (status `running`); returns its id.
+    pub fn begin_dns_campaign(&mut self, c: &NewDnsCampaign) -> Result<i64> {
+        self.conn
+            .execute(
+                "INSERT INTO dns_campaign (started_at_unix_s, status, resolver, name, record_type,
+                 transports, concurrency, planned_results, host_name, wirebench_version)
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    c.started_at_unix_s,
+                    c.resolver,
+                    c.name,
+                    c.record_type,
+                    c.transports,
+                    c.concurrency,
+                    i64::try_from(c.planned_results).unwrap_or(i64::MAX),
+                    c.host_name,
+                    c.wirebench_version
+                ],
+            )
+            .context("while recording the DNS campaign")?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Commits one finished result of `campaign` (1-based `position` in run order), in one
+    /// transaction.
+    pub fn add_dns_result(&mut self, campaign: i64, position: u64, r: &DnsResult) -> Result<()> {
+        let json = serde_json::to_string(r).context("while encoding a DNS result")?;
+        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO dns_result (campaign_id, position, transport, concurrency, sent,
+             answered, timeouts, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                campaign,
+                as_i64(position),
+                r.transport.name(),
+                r.concurrency,
+                as_i64(r.counts.sent),
+                as_i64(r.counts.answered),
+                as_i64(r.counts.timeouts),
+                json
+            ],
+        )
+        .context("while storing a DNS result")?;
+        tx.commit().context("while committing a DNS result")?;
+        Ok(())
+    }
+
+    /// Marks a DNS campaign as ended.
+    pub fn finish_dns_campaign(
+        &mut self,
+        campaign: i64,
+        status: Status,
+        finished_at_unix_s: i64,
+    ) -> Result<()> {
+        let changed = self.conn.execute(
+            "UPDATE dns_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
+            params![status.as_str(), finished_at_unix_s, campaign],
+        )?;
+        if changed != 1 {
+            bail!("DNS campaign {campaign} is not in the results database");
+        }
+        Ok(())
+    }
+
+    /// One DNS campaign, `None` when there is no such id.
+    pub fn dns_campaign(&self, id: i64) -> Result<Option<DnsCampaignInfo>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, started_at_unix_s, finished_at_unix_s, status, resolver, name,
+                 record_type, transports, concurrency, planned_results, host_name,
+                 wirebench_version FROM dns_campaign WHERE id = ?1",
+                params![id],
+                |row| {
+                    Ok((
+                        DnsCampaignInfo {
+                            id: row.get(0)?,
+                            finished_at_unix_s: row.get(2)?,
+                            status: Status::Running,
+                            campaign: NewDnsCampaign {
+                                started_at_unix_s: row.get(1)?,
+                                resolver: row.get(4)?,
+                                name: row.get(5)?,
+                                record_type: row.get(6)?,
+                                transports: row.get(7)?,
+                                concurrency: row.get(8)?,
+                                planned_results: u64::try_from(row.get::<_, i64>(9)?).unwrap_or(0),
+                                host_name: row.get(10)?,
+                                wirebench_version: row.get(11)?,
+                            },
+                        },
+                        row.get::<_, String>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((mut info, status)) => {
+                info.status = Status::parse(&status)?;
+                Ok(Some(info))
+            }
+        }
+    }
+
+    /// The newest DNS campaign's id.
+    pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM dns_campaign", [], |row| row.get(0))?)
+    }
+
+    /// The results of a DNS campaign, in run order.
+    pub fn dns_results(&self, campaign: i64) -> Result<Vec<DnsResult>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT result_json FROM dns_result WHERE campaign_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map(params![campaign], |row| row.get::<_, String>(0))?;
+        rows.map(|json| {
+            let json = json?;
+            serde_json::from_str(&json).context("a stored DNS result does not decode")
+        })
+        .collect()
+    }
+}
