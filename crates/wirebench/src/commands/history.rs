@@ -66,12 +66,13 @@ struct ImportDocument {
 /// `wirebench runs`.
 pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
     // Listing never creates a database: a missing one is just an empty history.
-    let campaigns = if db.exists() {
-        Store::open(db)?.campaigns()?
+    let (campaigns, dns) = if db.exists() {
+        let store = Store::open(db)?;
+        (store.campaigns()?, store.dns_campaigns()?)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
-    if campaigns.is_empty() {
+    if campaigns.is_empty() && dns.is_empty() {
         writeln!(
             out,
             "no campaigns in {} yet: `wirebench run` stores each run there",
@@ -79,7 +80,15 @@ pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
         )?;
         return Ok(());
     }
-    write!(out, "{}", text::campaign_list(&campaigns))?;
+    if !campaigns.is_empty() {
+        write!(out, "{}", text::campaign_list(&campaigns))?;
+    }
+    if !dns.is_empty() {
+        if !campaigns.is_empty() {
+            writeln!(out)?;
+        }
+        write!(out, "{}", text::dns_campaign_list(&dns))?;
+    }
     Ok(())
 }
 

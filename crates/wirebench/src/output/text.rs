@@ -592,6 +592,32 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
     out
 }
 
+/// The `wirebench runs` table of DNS campaigns (`wirebench report --dns ID` shows one).
+pub fn dns_campaign_list(campaigns: &[(crate::store::dns::DnsCampaignInfo, u64)]) -> String {
+    let mut out = format!(
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}
+",
+        "DNS", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --dns ID)"
+    );
+    for (info, stored) in campaigns {
+        let c = &info.campaign;
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} {} at {} over {}, concurrency {}",
+            info.id,
+            format_utc(c.started_at_unix_s),
+            info.status.as_str(),
+            format!("{stored}/{}", c.planned_results),
+            c.record_type,
+            c.name,
+            c.resolver,
+            c.transports,
+            c.concurrency
+        );
+    }
+    out
+}
+
 /// The `wirebench show` text: the campaign, its host and every run with both views.
 pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunJson)]) -> String {
     let p = &c.parameters;

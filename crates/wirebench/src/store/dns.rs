@@ -154,6 +154,24 @@ impl Store {
         }
     }
 
+    /// Every DNS campaign with the number of results stored, oldest first.
+    pub fn dns_campaigns(&self) -> Result<Vec<(DnsCampaignInfo, u64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, (SELECT count(*) FROM dns_result r WHERE r.campaign_id = c.id)
+             FROM dns_campaign c ORDER BY c.id",
+        )?;
+        let ids = stmt
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, stored) in ids {
+            if let Some(info) = self.dns_campaign(id)? {
+                out.push((info, u64::try_from(stored).unwrap_or(0)));
+            }
+        }
+        Ok(out)
+    }
+
     /// The newest DNS campaign's id.
     pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
         Ok(self

@@ -707,6 +707,20 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
         )),
         "{text}"
     );
+    // The history lists it, with every result stored.
+    let runs = wirebench(&["runs", "--db", db.arg()]).await;
+    let listing = String::from_utf8(runs.stdout).unwrap();
+    let row = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains("over udp"))
+        .unwrap_or_else(|| panic!("a DNS row: {listing}"));
+    assert!(
+        row.contains(&format!(
+            "complete  {:>9}",
+            format!("{0}/{0}", results.len())
+        )),
+        "{row}"
+    );
     let bad = wirebench(&["report", "--dns", "99", "--db", db.arg()]).await;
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("no DNS campaign 99"));
