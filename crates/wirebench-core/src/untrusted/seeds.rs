@@ -348,7 +348,16 @@ fn iperf3_control() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("cjson-params", document(cjson_doc)),
         ("bad-length", vec![2, 0xFF, 0xFF, 0xFF, 0xFF, b'{', b'}']),
+        // iperf3 writes -1 as u64::MAX (and cJSON large integers as floats).
+        ("results-minus-one", document(framed(br#"{"cpu_util_total":1,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":9.2e18,"retransmits":18446744073709551615,"jitter":0,"errors":-1,"packets":18446744073709551615,"start_time":0,"end_time":1e300}]}"#))),
     ]
+}
+
+/// A JSON text with its 4-byte length in front, as iperf3 sends it.
+fn framed(json: &[u8]) -> Vec<u8> {
+    let mut out = (json.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(json);
+    out
 }
 
 fn iperf3_udp() -> Vec<(&'static str, Vec<u8>)> {
