@@ -1,6 +1,7 @@
 //! Harnesses for the UDP data path: owns feeding arbitrary datagrams to the header decoder and
-//! the receiver's accounting (mirroring `wirebench::engine::udp_receiver`), and arbitrary sequence
-//! numbers to the [`SequenceTracker`], checked against a reference model; must not do I/O.
+//! the receiver's accounting (the steps of `wirebench::engine::udp_receiver`, with its session
+//! check [`wire::is_session_data`] shared), and arbitrary sequence numbers to the
+//! [`SequenceTracker`], checked against a reference model; must not do I/O.
 
 use std::collections::BTreeSet;
 
@@ -29,7 +30,7 @@ pub struct DatagramSummary {
 /// payload of the right length for that seq (op bit 1: another session; bit 2: retransmit flag).
 ///
 /// Each datagram goes through what the app's receiver does: [`Header::decode`], the session's
-/// checks, then the [`SequenceTracker`] (streaming) or [`StopAndWaitReceiver`], and the jitter
+/// checks ([`wire::is_session_data`]), then the [`SequenceTracker`] (streaming) or [`StopAndWaitReceiver`], and the jitter
 /// estimate. Checks: a decoded header re-encodes to its bytes (unused flags and reserved bits
 /// aside); the counts add up; delivered messages and bytes never exceed what the session holds.
 pub fn data_datagrams(data: &[u8]) -> DatagramSummary {
@@ -91,11 +92,7 @@ pub fn data_datagrams(data: &[u8]) -> DatagramSummary {
 
         // The session's checks, as in the app's receiver.
         let len = datagram.len();
-        let valid = header.session == session
-            && header.kind == Kind::Data
-            && header.seq < count
-            && len == HEADER_LEN + message_len(header.seq, total_bytes, msg_size) as usize;
-        if !valid {
+        if !wire::is_session_data(&header, len, session, total_bytes, msg_size) {
             summary.malformed += 1;
             continue;
         }
