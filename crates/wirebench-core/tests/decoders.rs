@@ -50,7 +50,7 @@ fn corpus_replays_without_a_finding() {
 }
 
 #[test]
-fn seeds_are_in_the_corpus_format() {
+fn seeds_run_clean() {
     // The seeds come from the real encoders; each must run clean (the corpus was made from them).
     let origin = Instant::now();
     for target in Target::ALL {
@@ -118,7 +118,7 @@ fn seeded_iperf3_udp() {
 }
 
 #[test]
-fn decoded_messages_and_headers_round_trip() {
+fn harnesses_understand_well_formed_seeds() {
     // Sanity of the harnesses themselves: the well-formed seeds are understood, not all refused.
     let control = untrusted::seeds(Target::Control);
     let (_, client) = control

@@ -30,9 +30,10 @@ pub struct DatagramSummary {
 /// payload of the right length for that seq (op bit 1: another session; bit 2: retransmit flag).
 ///
 /// Each datagram goes through what the app's receiver does: [`Header::decode`], the session's
-/// checks ([`wire::is_session_data`]), then the [`SequenceTracker`] (streaming) or [`StopAndWaitReceiver`], and the jitter
-/// estimate. Checks: a decoded header re-encodes to its bytes (unused flags and reserved bits
-/// aside); the counts add up; delivered messages and bytes never exceed what the session holds.
+/// checks ([`wire::is_session_data`]), then the [`SequenceTracker`] (streaming) or the
+/// [`StopAndWaitReceiver`], and the jitter estimate. Checks: a decoded header re-encodes to its
+/// bytes (unused flags and reserved bits aside); the counts add up; delivered messages and bytes
+/// never exceed what the session holds.
 pub fn data_datagrams(data: &[u8]) -> DatagramSummary {
     let mut input = Cursor::new(data);
     let stop_and_wait = input.u8() & 1 == 1;
