@@ -366,25 +366,28 @@ pub struct StreamResult {
 }
 
 impl TestResults {
-    /// Sum of `bytes` over all streams.
+    /// Sum of `bytes` over all streams (saturating: the figures come from the peer).
     pub fn total_bytes(&self) -> u64 {
-        self.streams.iter().map(|s| s.bytes).sum()
+        self.streams
+            .iter()
+            .fold(0u64, |sum, s| sum.saturating_add(s.bytes))
     }
 
-    /// Sum of `packets` over all streams (negative values count as 0).
+    /// Sum of `packets` over all streams (negative values count as 0; saturating).
     pub fn total_packets(&self) -> u64 {
         self.streams
             .iter()
             .map(|s| u64::try_from(s.packets).unwrap_or(0))
-            .sum()
+            .fold(0u64, u64::saturating_add)
     }
 
-    /// Sum of `errors` (lost datagrams) over all streams (negative values count as 0).
+    /// Sum of `errors` (lost datagrams) over all streams (negative values count as 0;
+    /// saturating).
     pub fn total_errors(&self) -> u64 {
         self.streams
             .iter()
             .map(|s| u64::try_from(s.errors).unwrap_or(0))
-            .sum()
+            .fold(0u64, u64::saturating_add)
     }
 
     /// Longest `end_time` over all streams, seconds.
@@ -588,6 +591,24 @@ mod tests {
         }
         assert_eq!(State::from_byte(3), Err(Iperf3Error::UnknownState(3)));
         assert_eq!(State::from_byte(0x80), Err(Iperf3Error::UnknownState(-128)));
+    }
+
+    #[test]
+    fn totals_of_a_peers_results_saturate() {
+        // Found with the iperf3_control harness: a peer's figures summed past u64::MAX panicked.
+        let results: TestResults = decode_json(
+            br#"{"streams":[{"id":1,"bytes":18446744073709551615,"packets":9223372036854775807,"errors":9223372036854775807},{"id":3,"bytes":1,"packets":9223372036854775807,"errors":9223372036854775807}]}"#,
+        )
+        .unwrap();
+        assert_eq!(results.total_bytes(), u64::MAX);
+        assert_eq!(results.total_packets(), u64::MAX - 1);
+        assert_eq!(results.total_errors(), u64::MAX - 1);
+        let three: TestResults = decode_json(
+            br#"{"streams":[{"id":1,"bytes":1,"packets":9223372036854775807},{"id":3,"bytes":2,"packets":9223372036854775807},{"id":4,"bytes":3,"packets":2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(three.total_bytes(), 6);
+        assert_eq!(three.total_packets(), u64::MAX);
     }
 
     #[test]

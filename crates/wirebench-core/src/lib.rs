@@ -21,4 +21,5 @@ pub mod seq;
 pub mod stats;
 pub mod sweep;
 pub mod units;
+pub mod untrusted;
 pub mod wire;

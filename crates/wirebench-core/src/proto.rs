@@ -355,7 +355,22 @@ pub fn frame_len(header: [u8; 4]) -> Result<usize, ProtoError> {
 /// Parses a frame body (without its length header) into a message.
 pub fn decode_body(body: &[u8]) -> Result<ControlMessage, ProtoError> {
     check_len(body.len())?;
-    serde_json::from_slice(body).map_err(|e| ProtoError::Malformed(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| ProtoError::Malformed(printable(&e.to_string())))
+}
+
+/// `text` with control characters escaped (`\n`, `\u{7f}`): serde's messages quote what the peer
+/// sent (an unknown `type`, say), and a peer must not put line breaks or terminal escapes into
+/// what we print or log.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn check_len(len: usize) -> Result<(), ProtoError> {
@@ -604,6 +619,18 @@ mod tests {
         assert_eq!(
             decode_body(&vec![b' '; MAX_CONTROL_FRAME + 1]),
             Err(ProtoError::Oversized { len: 65_537 })
+        );
+    }
+
+    #[test]
+    fn malformed_bodies_cannot_inject_control_characters() {
+        // Found by fuzzing: serde quotes an unknown variant verbatim.
+        let err = decode_body(br#"{"type":"lau\u007fch\n\u001b[31m"}"#).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(
+            text.contains(r"unknown variant `lau\u{7f}ch\n\u{1b}[31m`"),
+            "{text}"
         );
     }
 

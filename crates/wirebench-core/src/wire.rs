@@ -159,6 +159,24 @@ impl Header {
     }
 }
 
+/// Whether a datagram of `datagram_len` bytes with this header is a data message of the session
+/// `session` that moves `total_bytes` in messages of `msg_size`: kind data, the session's id, a
+/// seq below the session's message count, and exactly that message's length. The receiver counts
+/// anything else as malformed.
+pub fn is_session_data(
+    header: &Header,
+    datagram_len: usize,
+    session: u32,
+    total_bytes: u64,
+    msg_size: u32,
+) -> bool {
+    header.kind == Kind::Data
+        && header.session == session
+        && header.seq < crate::plan::message_count(total_bytes, msg_size)
+        && datagram_len
+            == HEADER_LEN + crate::plan::message_len(header.seq, total_bytes, msg_size) as usize
+}
+
 /// Bytes of a data payload that carry the sender's timestamp (when the payload has that many).
 pub const TIMESTAMP_LEN: usize = 4;
 
@@ -294,6 +312,27 @@ mod tests {
         assert_eq!(Kind::from_byte(0x05), Ok(Kind::Hello));
         assert!(looks_like_ours(Kind::Hello.to_byte()));
         assert_eq!(Kind::from_byte(0x06), Err(WireError::UnknownKind(0x06)));
+    }
+
+    #[test]
+    fn session_data_checks() {
+        // 250 bytes in messages of 100: seqs 0 and 1 of 100 bytes, seq 2 of 50.
+        let ok = |h: Header, len: usize| is_session_data(&h, len, 7, 250, 100);
+        assert!(ok(Header::data(7, 0), 116));
+        assert!(ok(Header::data(7, 2), 66));
+        assert!(!ok(Header::data(7, 2), 116), "the last message is shorter");
+        assert!(!ok(Header::data(7, 3), 16), "beyond the session");
+        assert!(!ok(Header::data(7, u64::MAX), 16));
+        assert!(!ok(Header::data(8, 0), 116), "another session");
+        assert!(!ok(Header::ack(7, 0), 116), "not data");
+        // A huge session: the count and lengths do not overflow.
+        assert!(is_session_data(
+            &Header::data(1, u64::MAX - 1),
+            17,
+            1,
+            u64::MAX,
+            1
+        ));
     }
 
     #[test]

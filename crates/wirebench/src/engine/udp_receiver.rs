@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use wirebench_core::metrics::{Cumulative, JitterEstimator};
-use wirebench_core::plan::{message_count, message_len, Mechanism};
+use wirebench_core::plan::Mechanism;
 use wirebench_core::saw::{Delivery, StopAndWaitReceiver};
 use wirebench_core::seq::{Arrival, SequenceTracker};
 use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
@@ -60,7 +60,6 @@ pub struct UdpReceiver {
     mechanism: Mechanism,
     total_bytes: u64,
     msg_size: u32,
-    count: u64,
     state: Mutex<State>,
     /// Signalled when every message the client sent has been delivered.
     complete: Notify,
@@ -76,7 +75,6 @@ impl UdpReceiver {
             mechanism,
             total_bytes,
             msg_size,
-            count: message_count(total_bytes, msg_size),
             state: Mutex::new(State {
                 counts: UdpCounts::default(),
                 tracker: SequenceTracker::new(),
@@ -122,11 +120,7 @@ impl UdpReceiver {
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         let len = datagram.len();
-        let valid = header.kind == Kind::Data
-            && header.seq < self.count
-            && len
-                == HEADER_LEN + message_len(header.seq, self.total_bytes, self.msg_size) as usize;
-        if !valid {
+        if !wire::is_session_data(header, len, self.id, self.total_bytes, self.msg_size) {
             state.counts.malformed += 1;
             return;
         }
