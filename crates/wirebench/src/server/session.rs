@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use tokio::io::AsyncRead;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
-use wirebench_core::plan::{Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::wire;
 
@@ -240,6 +240,9 @@ where
     };
     let (result, intervals) =
         interval::sampled(receiving, period, || progress.read(), |_| {}).await;
+    if result.is_err() {
+        settle_cancelled(&mut tally, p);
+    }
     report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
@@ -250,6 +253,19 @@ where
     match result {
         Ok(()) => (Some(session), report),
         Err(reason) => (Some(session), abort(report, reason)),
+    }
+}
+
+/// A receiver cancelled mid-transfer (the control connection ended first, as when a QUIC
+/// client is killed) never reached its own bookkeeping: count its complete messages and end
+/// its span where the abort was noticed, so an aborted summary is as consistent as a finished
+/// one. Idempotent for a receiver that did finish its bookkeeping.
+fn settle_cancelled(tally: &mut ReadTally, p: &SessionParams) {
+    if p.mechanism == Mechanism::Stream {
+        tally.messages = tally.bytes / u64::from(p.msg_size.max(1));
+    }
+    if tally.first_at.is_some() && tally.last_at.is_none() {
+        tally.last_at = Some(Instant::now());
     }
 }
 
