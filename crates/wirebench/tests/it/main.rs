@@ -1,6 +1,7 @@
 //! Integration tests: real sockets on loopback, real servers started by each test. One test
 //! binary (see STYLE.md); modules by theme.
 
+mod chaos;
 mod cli;
 mod compare;
 mod interop;
