@@ -83,6 +83,8 @@ impl ServerProcess {
         for (flag, value) in [
             ("--max-sessions", "5000"),
             ("--max-sessions-per-client", "5000"),
+            // The killed clients ask for a little over 1 GiB (they never get that far).
+            ("--max-bytes", "1TiB"),
         ] {
             if help.contains(&format!("{flag} ")) {
                 args.extend([flag.to_string(), value.to_string()]);
