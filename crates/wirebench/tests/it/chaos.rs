@@ -775,6 +775,13 @@ async fn chaos() {
         server.notices.load(Ordering::Relaxed),
         started.elapsed().as_secs_f64()
     );
+    // Every refused or timed-out connection was noted on stderr, once.
+    let notices = server.notices.load(Ordering::Relaxed);
+    let refused = (GARBAGE_CONNECTIONS + SLOW_HELLOS + SLOW_PREAMBLES) as u64;
+    assert!(
+        notices >= refused,
+        "{notices} notices for {refused} refused connections"
+    );
     assert_eq!(
         fds_after,
         fds_before,
