@@ -363,7 +363,7 @@ async fn run_quic(
         let report = control::read_report(ctrl).await;
         let transport = Some(counters::quic_stats(&connection));
         connection.close(0u32.into(), b"done");
-        endpoint.wait_idle().await;
+        quic::drain(&endpoint).await;
         return Ok(received_leg(&tally, report?, data_path, transport));
     }
     let mut sink = QuicSink {
@@ -378,7 +378,7 @@ async fn run_quic(
     let result = finish_timing(p.mechanism, started, done_at, ctrl).await;
     let transport = Some(counters::quic_stats(&connection));
     connection.close(0u32.into(), b"done");
-    endpoint.wait_idle().await;
+    quic::drain(&endpoint).await;
     let (elapsed, report) = result?;
     Ok(Leg {
         tally,

@@ -374,7 +374,7 @@ async fn quic_flow(
     } else {
         None
     };
-    endpoint.wait_idle().await;
+    quic::drain(&endpoint).await;
     Ok(FlowResult {
         tally,
         span,
@@ -568,7 +568,7 @@ async fn new_connection_worker(
     }
     let span = (begun, Instant::now());
     if let Some(endpoint) = endpoint {
-        endpoint.wait_idle().await;
+        quic::drain(&endpoint).await;
     }
     Ok(FlowResult {
         tally,

@@ -140,3 +140,14 @@ impl ByteSource for QuicSource<'_> {
         }
     }
 }
+
+/// Longest a client waits for its closed connections to drain before it moves on.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// Waits until the endpoint's closed connections have sent their close and drained, at most
+/// [`DRAIN_LIMIT`]: quinn waits three probe timeouts, which on a loaded host (RTT estimates of
+/// a second) would hold a finished client for many seconds. The close frame itself leaves at
+/// once; the peer times out any connection that misses it.
+pub async fn drain(endpoint: &Endpoint) {
+    let _ = tokio::time::timeout(DRAIN_LIMIT, endpoint.wait_idle()).await;
+}

@@ -118,7 +118,7 @@ pub async fn run(cfg: &PerfConfig) -> Result<PerfDocument> {
         transfers.push(transfer(&connection, "download", 0, n).await?);
     }
     connection.close(VarInt::from_u32(0), b"done");
-    endpoint.wait_idle().await;
+    crate::engine::quic::drain(&endpoint).await;
     Ok(PerfDocument {
         schema_version: 1,
         kind: "quic-perf",

@@ -315,6 +315,9 @@ where
     };
     let (result, intervals) =
         interval::sampled(receiving, period, || progress.read(), |_| {}).await;
+    if result.is_err() {
+        settle_cancelled(&mut tally, p);
+    }
     report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
@@ -332,6 +335,19 @@ where
 struct Reading {
     buf_len: usize,
     rate: Option<u64>,
+}
+
+/// A receiver cancelled mid-transfer (the control connection ended first, as when a QUIC
+/// client is killed) never reached its own bookkeeping: count its complete messages and end
+/// its span where the abort was noticed, so an aborted summary is as consistent as a finished
+/// one. Idempotent for a receiver that did finish its bookkeeping.
+fn settle_cancelled(tally: &mut ReadTally, p: &SessionParams) {
+    if p.mechanism == Mechanism::Stream {
+        tally.messages = tally.bytes / u64::from(p.msg_size.max(1));
+    }
+    if tally.first_at.is_some() && tally.last_at.is_none() {
+        tally.last_at = Some(Instant::now());
+    }
 }
 
 /// Receives a TCP session on a blocking socket in a thread of its own (see engine::blocking),
