@@ -6,6 +6,8 @@
 
 #![warn(missing_docs)]
 
+pub mod amplification;
+pub mod auth;
 pub mod impair;
 pub mod iperf3;
 pub mod metrics;

@@ -146,9 +146,21 @@ pub async fn run_session_with(
     params: &SessionParams,
     progress: &Arc<Progress>,
 ) -> Result<SessionOutcome> {
+    run_session_auth(server, params, progress, None).await
+}
+
+/// Like [`run_session_with`], proving to the server that we hold `psk` when given (and
+/// refusing a server that does not ask for it).
+pub async fn run_session_auth(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let (mut ctrl, granted) =
-        control::request_session(server, &ControlMessage::SessionRequest(params.clone())).await?;
+        control::request_session_auth(server, &ControlMessage::SessionRequest(params.clone()), psk)
+            .await?;
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;

@@ -90,6 +90,8 @@ pub struct RunConfig {
     pub reverse: bool,
     /// `--impair`: the impairments and seed of an in-process relay between client and server.
     pub impair: Option<(Impairments, u64)>,
+    /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
+    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
 }
 
 /// Where `run` stores its results.
@@ -151,7 +153,8 @@ impl ServerConfig {
             iperf3: args
                 .iperf3
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
-            options: ServerOptions::default(),
+            options: ServerOptions::default()
+                .with_psk(args.psk.as_deref().map(crate::auth::load_psk).transpose()?),
         })
     }
 }
@@ -272,6 +275,7 @@ impl RunConfig {
             points,
             warmup: args.plan.warmup,
             impair: parse_impair(args, &protocols)?,
+            psk: args.psk.as_deref().map(crate::auth::load_psk).transpose()?,
         })
     }
 }

@@ -102,12 +102,21 @@ struct FlowResult {
 
 /// Runs one request-response session against the server at `server`.
 pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
+    run_rr_auth(server, spec, None).await
+}
+
+/// Like [`run_rr`], proving to the server that we hold `psk` when given.
+pub async fn run_rr_auth(
+    server: SocketAddr,
+    spec: &RrSpec,
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<RrOutcome> {
     let p = &spec.params;
     if p.new_connection && p.protocol == Protocol::Udp {
         bail!("--new-connection applies to TCP and QUIC, not UDP");
     }
     let (mut ctrl, granted) =
-        control::request_session(server, &ControlMessage::RrRequest(p.clone())).await?;
+        control::request_session_auth(server, &ControlMessage::RrRequest(p.clone()), psk).await?;
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let preamble = Preamble::data(session, token);
     let quic_cfg = match p.protocol {

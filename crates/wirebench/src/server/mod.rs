@@ -2,6 +2,7 @@
 //! (wirebench datagrams and QUIC), many sessions at once. Each session ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
+mod auth;
 mod options;
 mod registry;
 mod reverse;
@@ -73,7 +74,6 @@ struct Shared {
     /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
     udp_tx: reverse_udp::UdpTx,
     /// Limits and authentication.
-    #[allow(dead_code)] // read by the limit and authentication checks being added
     options: ServerOptions,
 }
 
@@ -147,7 +147,13 @@ impl Server {
                 let events = quic_events.clone();
                 tokio::spawn(async move {
                     let peer = incoming.remote_address();
-                    if let Err(e) = session::attach_quic(incoming, &shared.registry).await {
+                    if let Err(e) = session::attach_quic(
+                        incoming,
+                        &shared.registry,
+                        shared.options.psk.is_some(),
+                    )
+                    .await
+                    {
                         let _ = events.send(ServerEvent::Notice(ServerNotice {
                             peer,
                             message: format!("QUIC connection dropped: {e:#}"),

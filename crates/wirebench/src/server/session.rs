@@ -44,7 +44,7 @@ pub(super) async fn serve(
         let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
     };
     let (mut rd, mut wr) = stream.split();
-    let params = match control::recv_setup(&mut rd).await {
+    let params = match super::auth::recv_request(&mut rd, &mut wr, peer, shared, events).await {
         Ok(ControlMessage::SessionRequest(p)) => p,
         Ok(ControlMessage::RrRequest(rr)) => {
             super::rr_session::serve(&mut rd, &mut wr, peer, shared, events, rr).await;
@@ -62,6 +62,8 @@ pub(super) async fn serve(
             notice(format!("connection closed: {reason}"));
             return;
         }
+        // Authentication refused: the client has been told, the notice is sent.
+        Err(e) if e.is::<super::auth::Refused>() => return,
         Err(e) => {
             let reason = format!("{e:#}");
             let _ = control::send(
@@ -438,6 +440,9 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::Report(_) => "report",
         ControlMessage::Error { .. } => "error message",
         ControlMessage::RrRequest(_) => "request-response session request",
+        ControlMessage::AuthChallenge { .. } => "authentication challenge",
+        ControlMessage::AuthResponse { .. } => "authentication response",
+        ControlMessage::AuthOk { .. } => "authentication confirmation",
     }
 }
 
@@ -454,7 +459,11 @@ pub(super) fn ns(d: Duration) -> u64 {
 
 /// Accepts one QUIC connection, reads the preamble of its first stream and hands the stream
 /// to its session.
-pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
+pub(super) async fn attach_quic(
+    incoming: quinn::Incoming,
+    registry: &Registry,
+    psk_required: bool,
+) -> Result<()> {
     let peer = incoming.remote_address();
     let connecting = incoming.accept().context("QUIC handshake failed")?;
     // Take the stream as soon as the client's first flight is in (0.5-RTT): a resumed client
@@ -464,6 +473,11 @@ pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) 
         Ok((connection, _accepted)) => connection,
         Err(connecting) => connecting.await.context("QUIC handshake failed")?,
     };
+    if crate::perf::server::is_perf(&connection) && psk_required {
+        // A perf client has no control connection, so it cannot present the key.
+        connection.close(quinn::VarInt::from_u32(1), b"pre-shared key required");
+        bail!("QUIC perf client refused: this server requires a pre-shared key (--psk)");
+    }
     if crate::perf::server::is_perf(&connection) {
         return crate::perf::server::serve(connection).await;
     }
