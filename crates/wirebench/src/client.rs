@@ -170,7 +170,17 @@ pub async fn run_session_auth(
             let cert = quic_cert.context("the server announced no QUIC certificate")?;
             run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await?
         }
-        Protocol::Udp => run_udp(server, params, session, &mut ctrl, &mut rtt, progress).await?,
+        Protocol::Udp => {
+            run_udp(
+                server,
+                params,
+                (session, token),
+                &mut ctrl,
+                &mut rtt,
+                progress,
+            )
+            .await?
+        }
     };
     Ok(SessionOutcome {
         session,
@@ -407,7 +417,7 @@ async fn run_quic(
 async fn run_udp(
     server: SocketAddr,
     p: &SessionParams,
-    session: u32,
+    (session, token): (u32, u32),
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
     progress: &Arc<Progress>,
@@ -429,7 +439,8 @@ async fn run_udp(
                 None => bail!("the server closed the control connection before it was done"),
             }
         };
-        let (counts, sent) = udp_reverse::receive(&udp, session, p, progress, wait_done).await?;
+        let (counts, sent) =
+            udp_reverse::receive(&udp, (session, token), p, progress, wait_done).await?;
         data_path.cpu = net::current_cpu();
         let report = control::read_report(ctrl).await?;
         let lost = sent.saturating_sub(counts.messages);
@@ -458,6 +469,8 @@ async fn run_udp(
             }),
         });
     }
+    // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
+    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
     let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
             let started = Instant::now();

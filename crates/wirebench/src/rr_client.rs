@@ -165,7 +165,7 @@ pub async fn run_rr_auth(
                     tasks.spawn(udp_flow(
                         server,
                         p.clone(),
-                        session,
+                        (session, token),
                         plan,
                         spec.timeout,
                         spec.retries,
@@ -447,13 +447,15 @@ async fn resumed_probe(
 async fn udp_flow(
     server: SocketAddr,
     p: RrParams,
-    session: u32,
+    (session, token): (u32, u32),
     plan: Plan,
     timeout: Duration,
     retries: u32,
 ) -> Result<FlowResult> {
     let (mut hist, connect) = histograms()?;
     let udp = UdpClient::connect(server, None).await?;
+    // The server answers no request from this socket until it has echoed the token.
+    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
     let mut tracker = RequestTracker::new(timeout, retries);
     let begun = Instant::now();
     let tally = rr::udp_flow(

@@ -7,6 +7,7 @@ pub mod quic;
 pub mod rr;
 pub mod stream;
 pub mod udp;
+pub mod udp_hello;
 pub mod udp_receiver;
 pub mod udp_reverse;
 

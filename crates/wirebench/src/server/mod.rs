@@ -138,6 +138,7 @@ impl Server {
     /// Serves until the task is dropped or the listener fails; every session's summary and
     /// every notice goes to `events`.
     pub async fn run(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+        self.shared.registry.set_notices(events.clone());
         let quic_events = events.clone();
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();

@@ -81,6 +81,12 @@ pub struct ForwarderCounts {
     pub c2s_dropped: AtomicU64,
     pub s2c_forwarded: AtomicU64,
     pub s2c_dropped: AtomicU64,
+    /// Address-validation hellos (client → server) and their echoes (server → client), kind 5:
+    /// dropped with the same probability as data but counted here, not above.
+    pub hellos_forwarded: AtomicU64,
+    pub hellos_dropped: AtomicU64,
+    pub echoes_forwarded: AtomicU64,
+    pub echoes_dropped: AtomicU64,
     /// TCP bytes relayed client → server.
     pub tcp_c2s_bytes: AtomicU64,
 }
@@ -166,11 +172,20 @@ impl Forwarder {
                 let mut buf = vec![0u8; 70_000];
                 while let Ok((n, from)) = front.recv_from(&mut buf).await {
                     *client_addr.lock().await = Some(from);
+                    let hello = buf[0] == 5;
                     if rng.next_f64() < loss {
-                        counts.c2s_dropped.fetch_add(1, Ordering::SeqCst);
+                        match hello {
+                            true => &counts.hellos_dropped,
+                            false => &counts.c2s_dropped,
+                        }
+                        .fetch_add(1, Ordering::SeqCst);
                         continue;
                     }
-                    counts.c2s_forwarded.fetch_add(1, Ordering::SeqCst);
+                    match hello {
+                        true => &counts.hellos_forwarded,
+                        false => &counts.c2s_forwarded,
+                    }
+                    .fetch_add(1, Ordering::SeqCst);
                     let _ = back.send(&buf[..n]).await;
                 }
             }));
@@ -185,11 +200,20 @@ impl Forwarder {
                     let Some(to) = *client_addr.lock().await else {
                         continue;
                     };
+                    let echo = buf[0] == 5;
                     if rng.next_f64() < loss {
-                        counts.s2c_dropped.fetch_add(1, Ordering::SeqCst);
+                        match echo {
+                            true => &counts.echoes_dropped,
+                            false => &counts.s2c_dropped,
+                        }
+                        .fetch_add(1, Ordering::SeqCst);
                         continue;
                     }
-                    counts.s2c_forwarded.fetch_add(1, Ordering::SeqCst);
+                    match echo {
+                        true => &counts.echoes_forwarded,
+                        false => &counts.s2c_forwarded,
+                    }
+                    .fetch_add(1, Ordering::SeqCst);
                     let _ = front.send_to(&buf[..n], to).await;
                 }
             }));
