@@ -25,14 +25,15 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
+        TestServer::start_with(ServerOptions::default()).await
+    }
+
+    /// A server with these options (limits, a pre-shared key).
+    pub async fn start_with(options: ServerOptions) -> TestServer {
         let identity = ServerIdentity::self_signed().expect("self-signed certificate");
-        let server = Server::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            identity,
-            ServerOptions::default(),
-        )
-        .await
-        .expect("bind test server");
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity, options)
+            .await
+            .expect("bind test server");
         let addr = server.local_addr();
         let (tx, events) = mpsc::unbounded_channel();
         let task = tokio::spawn(server.run(tx));
