@@ -486,3 +486,28 @@ async fn psk_flag_refuses_a_short_or_missing_key_file() {
     .await
     .expect("test finished in time");
 }
+
+/// A QUIC perf client cannot present the key: a server with one closes its connection, and
+/// says so in a notice, while an open server serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psk_server_refuses_quic_perf_clients() {
+    use wirebench::perf::client::{PerfConfig, Trust};
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(psk_server_options()).await;
+        let perf = PerfConfig {
+            name: server.addr.to_string(),
+            server: server.addr,
+            upload: None,
+            download: Some(1 << 20),
+            trust: Trust::Insecure,
+            json: false,
+        };
+        wirebench::perf::client::run(&perf)
+            .await
+            .expect_err("a perf client is refused");
+        notice_containing(&mut server, "QUIC perf client refused").await;
+        assert!(server.is_running());
+    })
+    .await
+    .expect("test finished in time");
+}
