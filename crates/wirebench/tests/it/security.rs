@@ -511,3 +511,81 @@ async fn psk_server_refuses_quic_perf_clients() {
     .await
     .expect("test finished in time");
 }
+
+/// The client copes with the loss of its hello (or of the echo) by repeating it, and the
+/// session's counts stay exact: 50% loss each way, a seed whose first hello is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_hello_loss_is_repaired_and_counts_stay_exact() {
+    use crate::support::Forwarder;
+    use std::sync::atomic::Ordering::SeqCst;
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let fwd = Forwarder::start(server.addr, 0.5, 1, u64::MAX).await;
+        let mut p = transfer(Protocol::Udp, Mechanism::StopAndWait, 5_000);
+        p.rto_us = Some(20_000);
+        let out = run_session_auth(fwd.addr, &p, &Progress::new(), None)
+            .await
+            .expect("session runs through 50% loss");
+        assert_eq!((out.server.messages, out.server.bytes), (5, 5_000));
+        assert_eq!(server.next_session().await.report, out.server);
+        let f = &fwd.counts;
+        let (hellos, lost) = (
+            f.hellos_forwarded.load(SeqCst),
+            f.hellos_dropped.load(SeqCst),
+        );
+        assert!(lost >= 1, "the seed drops the first hello");
+        assert!(hellos >= 1, "a repeated hello got through");
+        assert!(f.echoes_forwarded.load(SeqCst) >= 1);
+        // Data datagrams are exactly what the server counted (hellos are not data).
+        assert_eq!(out.server.read_calls, f.c2s_forwarded.load(SeqCst));
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// A "server" that challenges but cannot prove the key (it answers with a made-up MAC) is
+/// refused by a client holding the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psk_client_refuses_a_server_that_cannot_prove_the_key() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let impostor = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = impostor.local_addr().unwrap();
+        let serving = tokio::spawn(async move {
+            let (mut s, _) = impostor.accept().await.unwrap();
+            control::read_preamble(&mut s).await.unwrap();
+            control::recv_setup(&mut s).await.unwrap();
+            control::send(
+                &mut s,
+                &ControlMessage::AuthChallenge {
+                    nonce: auth::to_hex(&[1; NONCE_LEN]),
+                },
+            )
+            .await
+            .unwrap();
+            let answer = control::recv_setup(&mut s).await.unwrap();
+            assert!(matches!(answer, ControlMessage::AuthResponse { .. }));
+            control::send(
+                &mut s,
+                &ControlMessage::AuthOk {
+                    mac: auth::to_hex(&[2; 32]),
+                },
+            )
+            .await
+            .unwrap();
+            // Held open: the client must not wait for an `accepted` that never comes.
+            let _ = control::recv(&mut s).await;
+        });
+        let k = key("the server's key, 32 bytes long!");
+        let p = transfer(Protocol::Tcp, Mechanism::Stream, 1000);
+        let err = run_session_auth(addr, &p, &Progress::new(), Some(&k))
+            .await
+            .expect_err("the impostor is refused");
+        assert_eq!(
+            format!("{err:#}"),
+            "authentication failed: the server does not hold the same pre-shared key"
+        );
+        serving.await.unwrap();
+    })
+    .await
+    .expect("test finished in time");
+}
