@@ -6,6 +6,8 @@
 
 #![warn(missing_docs)]
 
+pub mod amplification;
+pub mod auth;
 pub mod dns;
 pub mod impair;
 pub mod iperf3;

@@ -82,6 +82,26 @@ pub enum ControlMessage {
     /// ends it with [`ControlMessage::SenderDone`] and gets a [`ControlMessage::Report`]. A server from
     /// before this variant cannot decode it and answers with an error frame.
     RrRequest(RrParams),
+    /// Server → client, only on a server with a pre-shared key, right after the client's request:
+    /// prove you hold the key. `nonce` is 32 fresh random bytes, hex (see [`crate::auth`]).
+    AuthChallenge {
+        /// The server's nonce for this connection, 64 hex digits.
+        nonce: String,
+    },
+    /// Client → server: the answer to [`ControlMessage::AuthChallenge`]: the client's own nonce
+    /// and `HMAC-SHA256(key, transcript)` under the client label, both hex.
+    AuthResponse {
+        /// The client's nonce, 64 hex digits.
+        nonce: String,
+        /// The client's MAC, 64 hex digits.
+        mac: String,
+    },
+    /// Server → client: the client's MAC was right; the server's own MAC (server label) proves
+    /// it holds the key too. `accepted` or `rejected` follows.
+    AuthOk {
+        /// The server's MAC, 64 hex digits.
+        mac: String,
+    },
 }
 
 /// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`]: for every request of
@@ -597,6 +617,35 @@ mod tests {
                 new_connection: false,
             }))
         );
+    }
+
+    #[test]
+    fn auth_messages_json_shape() {
+        let n = "ab".repeat(32);
+        let cases = [
+            (
+                ControlMessage::AuthChallenge { nonce: n.clone() },
+                format!(r#"{{"type":"auth_challenge","nonce":"{n}"}}"#),
+            ),
+            (
+                ControlMessage::AuthResponse {
+                    nonce: n.clone(),
+                    mac: "01".repeat(32),
+                },
+                format!(
+                    r#"{{"type":"auth_response","nonce":"{n}","mac":"{}"}}"#,
+                    "01".repeat(32)
+                ),
+            ),
+            (
+                ControlMessage::AuthOk { mac: n.clone() },
+                format!(r#"{{"type":"auth_ok","mac":"{n}"}}"#),
+            ),
+        ];
+        for (msg, json) in cases {
+            assert_eq!(serde_json::to_string(&msg).unwrap(), json);
+            assert_eq!(round_trip(&msg), msg);
+        }
     }
 
     #[test]

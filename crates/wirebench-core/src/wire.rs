@@ -40,8 +40,9 @@ pub enum Kind {
     Request,
     /// The answer to the request with the same seq: the header is followed by the response bytes (0x04).
     Response,
-    /// A reversed session's client announcing where to send the data (its source address);
-    /// no payload (0x05).
+    /// Address validation (0x05): a client's hello, carrying the session's token after the
+    /// header, or the server's echo of it (header only); see `crate::amplification`. A reversed
+    /// session's data goes to the latest valid hello's source address.
     Hello,
 }
 

@@ -212,6 +212,11 @@ pub struct ExchangeArgs {
     /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk), and
+    /// refuse a server that does not prove it too. With no --server, the embedded server
+    /// requires the key.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
 }
 
 /// Flags of `wirebench ping`.
@@ -409,6 +414,12 @@ pub struct ServerArgs {
         help_heading = "Limits"
     )]
     pub shutdown_grace: String,
+    /// Require every client to prove it holds the pre-shared key in FILE (HMAC challenge-response
+    /// on the control connection; the key never crosses the wire). FILE holds at least 16 bytes;
+    /// surrounding whitespace is ignored (e.g. `head -c 32 /dev/urandom | base64 > FILE`). QUIC
+    /// perf clients are then refused; the iperf3 listener, which cannot check a key, is not allowed.
+    #[arg(long, value_name = "FILE", conflicts_with = "iperf3")]
+    pub psk: Option<PathBuf>,
 }
 
 /// Flags of `wirebench run`.
@@ -500,6 +511,11 @@ pub struct RunArgs {
     /// Tests against QUIC perf servers.
     #[command(flatten)]
     pub perf: PerfArgs,
+    /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk), and
+    /// refuse a server that does not prove it too. With no --server, the embedded server
+    /// requires the key. Not for --iperf3 or --perf-server.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["iperf3", "perf_server"])]
+    pub psk: Option<PathBuf>,
 }
 
 /// Flags of `wirebench run` for testing against a real iperf3 server (`--iperf3`).

@@ -146,9 +146,21 @@ pub async fn run_session_with(
     params: &SessionParams,
     progress: &Arc<Progress>,
 ) -> Result<SessionOutcome> {
+    run_session_auth(server, params, progress, None).await
+}
+
+/// Like [`run_session_with`], proving to the server that we hold `psk` when given (and
+/// refusing a server that does not ask for it).
+pub async fn run_session_auth(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let (mut ctrl, granted) =
-        control::request_session(server, &ControlMessage::SessionRequest(params.clone())).await?;
+        control::request_session_auth(server, &ControlMessage::SessionRequest(params.clone()), psk)
+            .await?;
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
@@ -158,7 +170,17 @@ pub async fn run_session_with(
             let cert = quic_cert.context("the server announced no QUIC certificate")?;
             run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await?
         }
-        Protocol::Udp => run_udp(server, params, session, &mut ctrl, &mut rtt, progress).await?,
+        Protocol::Udp => {
+            run_udp(
+                server,
+                params,
+                (session, token),
+                &mut ctrl,
+                &mut rtt,
+                progress,
+            )
+            .await?
+        }
     };
     Ok(SessionOutcome {
         session,
@@ -395,7 +417,7 @@ async fn run_quic(
 async fn run_udp(
     server: SocketAddr,
     p: &SessionParams,
-    session: u32,
+    (session, token): (u32, u32),
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
     progress: &Arc<Progress>,
@@ -417,7 +439,8 @@ async fn run_udp(
                 None => bail!("the server closed the control connection before it was done"),
             }
         };
-        let (counts, sent) = udp_reverse::receive(&udp, session, p, progress, wait_done).await?;
+        let (counts, sent) =
+            udp_reverse::receive(&udp, (session, token), p, progress, wait_done).await?;
         data_path.cpu = net::current_cpu();
         let report = control::read_report(ctrl).await?;
         let lost = sent.saturating_sub(counts.messages);
@@ -446,6 +469,8 @@ async fn run_udp(
             }),
         });
     }
+    // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
+    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
     let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
             let started = Instant::now();

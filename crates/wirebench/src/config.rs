@@ -91,6 +91,8 @@ pub struct RunConfig {
     pub reverse: bool,
     /// `--impair`: the impairments and seed of an in-process relay between client and server.
     pub impair: Option<(Impairments, u64)>,
+    /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
+    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
 }
 
 /// Where `run` stores its results.
@@ -154,7 +156,9 @@ impl ServerConfig {
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
             options: ServerOptions {
                 limits: server_limits(args)?,
-            },
+                ..ServerOptions::default()
+            }
+            .with_psk(args.psk.as_deref().map(crate::auth::load_psk).transpose()?),
         })
     }
 }
@@ -349,6 +353,7 @@ impl RunConfig {
             points,
             warmup: args.plan.warmup,
             impair: parse_impair(args, &protocols)?,
+            psk: args.psk.as_deref().map(crate::auth::load_psk).transpose()?,
         })
     }
 }

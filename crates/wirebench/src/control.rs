@@ -47,7 +47,7 @@ pub async fn send<W: AsyncWrite + Unpin>(writer: &mut W, msg: &ControlMessage) -
 /// Reads one control message. `Ok(None)` means the peer closed the connection cleanly between
 /// frames; a close inside a frame, an oversized or malformed frame is an error.
 pub async fn recv<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<ControlMessage>> {
-    recv_max(reader, proto::MAX_CONTROL_FRAME).await
+    Ok(recv_raw(reader).await?.map(|(msg, _body)| msg))
 }
 
 /// Like [`recv`], refusing a frame whose body is longer than `max` bytes before reading it (a
@@ -56,6 +56,22 @@ pub async fn recv_max<R: AsyncRead + Unpin>(
     reader: &mut R,
     max: usize,
 ) -> Result<Option<ControlMessage>> {
+    Ok(recv_raw_max(reader, max).await?.map(|(msg, _body)| msg))
+}
+
+/// Like [`recv`], also returning the frame's body exactly as received (what a pre-shared-key
+/// MAC covers).
+pub async fn recv_raw<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<(ControlMessage, Vec<u8>)>> {
+    recv_raw_max(reader, proto::MAX_CONTROL_FRAME).await
+}
+
+/// [`recv_raw`] with a limit of `max` body bytes.
+pub async fn recv_raw_max<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> Result<Option<(ControlMessage, Vec<u8>)>> {
     let mut header = [0u8; 4];
     let mut got = 0;
     while got < header.len() {
@@ -80,7 +96,8 @@ pub async fn recv_max<R: AsyncRead + Unpin>(
         .read_exact(&mut body)
         .await
         .context("control connection closed inside a frame")?;
-    Ok(Some(proto::decode_body(&body)?))
+    let msg = proto::decode_body(&body)?;
+    Ok(Some((msg, body)))
 }
 
 /// Reads one control message within [`SETUP_TIMEOUT`]; a closed connection is an error here.
@@ -130,17 +147,33 @@ pub async fn request_session(
     server: std::net::SocketAddr,
     request: &ControlMessage,
 ) -> Result<(TcpStream, Accepted)> {
+    request_session_auth(server, request, None).await
+}
+
+/// Like [`request_session`]; with a pre-shared key, answers the server's challenge and checks
+/// the server's proof (see `crate::auth`), and refuses a server that never asks for the key.
+pub async fn request_session_auth(
+    server: std::net::SocketAddr,
+    request: &ControlMessage,
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<(TcpStream, Accepted)> {
     let mut ctrl = TcpStream::connect(server)
         .await
         .with_context(|| format!("cannot connect to the server at {server}"))?;
     // Control messages are small and answered at once: Nagle would only delay them.
     let _ = ctrl.set_nodelay(true);
     write_preamble(&mut ctrl, &Preamble::control()).await?;
-    send(&mut ctrl, request).await?;
-    match recv_setup(&mut ctrl)
+    // The request's exact bytes are part of what a pre-shared-key MAC covers.
+    let mut frame = Vec::with_capacity(256);
+    proto::encode_frame(request, &mut frame);
+    ctrl.write_all(&frame)
         .await
-        .context("the server did not accept the session")?
-    {
+        .context("while sending a control message")?;
+    let answer = recv_setup(&mut ctrl)
+        .await
+        .context("the server did not accept the session")?;
+    let answer = crate::auth::client_handshake(&mut ctrl, answer, &frame[4..], psk).await?;
+    match answer {
         ControlMessage::Accepted {
             session,
             token,

@@ -27,6 +27,16 @@ pub async fn run_flows(
     params: &SessionParams,
     progress: &[Arc<Progress>],
 ) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
+    run_flows_auth(server, params, progress, None).await
+}
+
+/// Like [`run_flows`], every flow proving it holds `psk` when given.
+pub async fn run_flows_auth(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &[Arc<Progress>],
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
     let flows = u32::try_from(progress.len()).context("too many flows")?;
     let totals =
         plan::split_flows(params.total_bytes, params.msg_size, flows).ok_or_else(|| {
@@ -44,8 +54,10 @@ pub async fn run_flows(
             ..params.clone()
         };
         let counter = Arc::clone(counter);
+        let psk = psk.cloned();
         set.spawn(async move {
-            let result = client::run_session_with(server, &flow_params, &counter).await;
+            let result =
+                client::run_session_auth(server, &flow_params, &counter, psk.as_ref()).await;
             (index, result)
         });
     }

@@ -103,12 +103,21 @@ struct FlowResult {
 
 /// Runs one request-response session against the server at `server`.
 pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
+    run_rr_auth(server, spec, None).await
+}
+
+/// Like [`run_rr`], proving to the server that we hold `psk` when given.
+pub async fn run_rr_auth(
+    server: SocketAddr,
+    spec: &RrSpec,
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<RrOutcome> {
     let p = &spec.params;
     if p.new_connection && p.protocol == Protocol::Udp {
         bail!("--new-connection applies to TCP and QUIC, not UDP");
     }
     let (mut ctrl, granted) =
-        control::request_session(server, &ControlMessage::RrRequest(p.clone())).await?;
+        control::request_session_auth(server, &ControlMessage::RrRequest(p.clone()), psk).await?;
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let preamble = Preamble::data(session, token);
     let quic_cfg = match p.protocol {
@@ -157,7 +166,7 @@ pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
                     tasks.spawn(udp_flow(
                         server,
                         p.clone(),
-                        session,
+                        (session, token),
                         plan,
                         spec.timeout,
                         spec.retries,
@@ -442,20 +451,22 @@ async fn resumed_probe(
 async fn udp_flow(
     server: SocketAddr,
     p: RrParams,
-    session: u32,
+    (session, token): (u32, u32),
     plan: Plan,
     timeout: Duration,
     retries: u32,
 ) -> Result<FlowResult> {
     let (mut hist, connect) = histograms()?;
+    let udp = UdpClient::connect(server, None).await?;
+    // The server answers no request from this socket until it has echoed the token.
+    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
     let mut tracker = RequestTracker::new(timeout, retries);
     let (tally, span) = if p.concurrency <= 1 {
         // One request outstanding (ping): a blocking socket on a thread of its own, one
         // wake-up less per round trip, as for TCP.
-        let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
-        socket
-            .connect(server)
-            .with_context(|| format!("while connecting the UDP socket to {server}"))?;
+        let socket = udp
+            .into_std()
+            .context("while preparing the UDP socket for blocking use")?;
         let shape = shape(&p);
         let (tally, span, returned_hist) = tokio::task::spawn_blocking(move || {
             let begun = Instant::now();
@@ -468,7 +479,6 @@ async fn udp_flow(
         hist = returned_hist;
         (tally.context("the UDP request-response flow failed")?, span)
     } else {
-        let udp = UdpClient::connect(server, None).await?;
         let begun = Instant::now();
         let tally = rr::udp_flow(
             udp.socket(),

@@ -80,9 +80,9 @@ pub async fn run_campaign(
             let progress: Vec<Arc<Progress>> = (0..cfg.parallel).map(|_| Progress::new()).collect();
             let work = async {
                 if cfg.parallel > 1 {
-                    parallel::run_flows(server, &params, &progress).await
+                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref()).await
                 } else {
-                    client::run_session_with(server, &params, &progress[0])
+                    client::run_session_auth(server, &params, &progress[0], cfg.psk.as_deref())
                         .await
                         .map(|o| (o, Vec::new()))
                 }

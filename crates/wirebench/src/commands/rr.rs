@@ -13,7 +13,7 @@ use wirebench_core::proto::RrParams;
 use crate::config::rr::{ExchangeKind, RrConfig};
 use crate::config::Target;
 use crate::output::rr::{self as out, RrDocument, RrResult};
-use crate::rr_client::{run_rr, RrSpec};
+use crate::rr_client::{run_rr_auth, RrSpec};
 use crate::server::{Server, ServerOptions};
 use crate::tls::ServerIdentity;
 
@@ -25,7 +25,7 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
             let server = Server::bind(
                 SocketAddr::new(*ip, 0),
                 ServerIdentity::self_signed()?,
-                ServerOptions::default(),
+                ServerOptions::default().with_psk(cfg.psk.clone()),
             )
             .await
             .context("while starting the embedded server")?;
@@ -52,7 +52,7 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
         }
         for &k in &cfg.concurrency {
             let spec = spec(&cfg, protocol, k);
-            match run_rr(server_addr, &spec).await {
+            match run_rr_auth(server_addr, &spec, cfg.psk.as_deref()).await {
                 Ok(outcome) => {
                     let result = RrResult::new(&cfg, protocol, k, &outcome);
                     if !cfg.json {

@@ -36,7 +36,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             let server = Server::bind(
                 SocketAddr::new(*ip, 0),
                 ServerIdentity::self_signed()?,
-                ServerOptions::default(),
+                ServerOptions::default().with_psk(cfg.psk.clone()),
             )
             .await
             .context("while starting the embedded server")?;

@@ -65,6 +65,8 @@ pub struct RrConfig {
     pub retries: u32,
     /// One JSON document instead of text.
     pub json: bool,
+    /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
+    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
 }
 
 impl RrConfig {
@@ -241,5 +243,10 @@ fn finish(
         timeout,
         retries: common.retries,
         json: common.json,
+        psk: common
+            .psk
+            .as_deref()
+            .map(crate::auth::load_psk)
+            .transpose()?,
     })
 }

@@ -9,6 +9,7 @@ pub mod rr_blocking_udp;
 pub mod stream;
 pub mod throttle;
 pub mod udp;
+pub mod udp_hello;
 pub mod udp_receiver;
 pub mod udp_reverse;
 

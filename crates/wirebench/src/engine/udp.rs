@@ -101,8 +101,8 @@ impl UdpClient {
         &self.socket
     }
 
-    /// The socket, for a spinning data-path thread (busy-poll stop-and-wait); it stays
-    /// non-blocking.
+    /// The socket taken off the runtime, for a data-path thread of its own (busy-poll
+    /// stop-and-wait spins on it; ping makes it blocking); it is still non-blocking.
     pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
         self.socket.into_std()
     }

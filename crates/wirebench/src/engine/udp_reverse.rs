@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use quinn::udp::RecvMeta;
 use tokio::io::Interest;
 use wirebench_core::proto::SessionParams;
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::HEADER_LEN;
 
 use super::udp::UdpClient;
 use super::udp_receiver::{UdpCounts, UdpReceiver};
@@ -28,7 +28,7 @@ const MAX_HELLOS: u32 = 100;
 /// on the control connection) resolves and the stragglers are in; returns the counts and N.
 pub async fn receive<D>(
     udp: &UdpClient,
-    session: u32,
+    (session, token): (u32, u32),
     p: &SessionParams,
     progress: &Progress,
     sender_done: D,
@@ -37,14 +37,8 @@ where
     D: Future<Output = Result<u64>>,
 {
     let receiver = UdpReceiver::new(session, p.mechanism, p.total_bytes, p.msg_size);
-    let mut hello = [0u8; HEADER_LEN];
-    Header {
-        kind: Kind::Hello,
-        retransmit: false,
-        session,
-        seq: 0,
-    }
-    .encode(&mut hello);
+    // The hello carries the session's token: the server sends nothing to an address before.
+    let hello = wirebench_core::amplification::encode_hello(session, token, 0);
     let socket = udp.socket();
     let segment = HEADER_LEN + p.msg_size as usize;
     // One receive may hold a whole GRO batch of this session's datagrams.

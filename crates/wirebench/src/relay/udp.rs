@@ -123,14 +123,22 @@ async fn flow(
             item = from_client.recv() => match item {
                 Some((arrived, p)) => {
                     last_activity = arrived;
-                    up.handle_packet(arrived, p.len(), p);
+                    if is_hello(&p) {
+                        let _ = back.send(&p).await;
+                    } else {
+                        up.handle_packet(arrived, p.len(), p);
+                    }
                 }
                 None => break,
             },
             r = back.recv(&mut buf) => {
                 if let Ok(n) = r {
                     last_activity = Instant::now();
-                    down.handle_packet(last_activity, n, Bytes::copy_from_slice(&buf[..n]));
+                    if is_hello(&buf[..n]) {
+                        let _ = front.send_to(&buf[..n], client).await;
+                    } else {
+                        down.handle_packet(last_activity, n, Bytes::copy_from_slice(&buf[..n]));
+                    }
                 }
             }
             () = wait_until(wake) => {
@@ -140,4 +148,10 @@ async fn flow(
             }
         }
     }
+}
+
+/// A wirebench address-validation hello or its echo (kind 5): session set-up, like the control
+/// connection, so it passes unimpaired and uncounted and the relay's figures are the data's.
+fn is_hello(datagram: &[u8]) -> bool {
+    datagram.first() == Some(&wirebench_core::wire::Kind::Hello.to_byte())
 }

@@ -3,6 +3,7 @@
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
 mod admission;
+mod auth;
 pub mod options;
 mod registry;
 mod reverse;
@@ -191,6 +192,7 @@ impl Server {
 
     /// Accepts connections for ever.
     async fn serve(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+        self.shared.registry.set_notices(events.clone());
         let quic_events = events.clone();
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();
@@ -200,7 +202,13 @@ impl Server {
                 let events = quic_events.clone();
                 tokio::spawn(async move {
                     let peer = incoming.remote_address();
-                    if let Err(e) = session::attach_quic(incoming, &shared.registry).await {
+                    if let Err(e) = session::attach_quic(
+                        incoming,
+                        &shared.registry,
+                        shared.options.psk.is_some(),
+                    )
+                    .await
+                    {
                         let _ = events.send(ServerEvent::Notice(ServerNotice {
                             peer,
                             message: format!("QUIC connection dropped: {e:#}"),

@@ -11,6 +11,18 @@ use wirebench_core::proto::MAX_CONTROL_FRAME;
 pub struct ServerOptions {
     /// What one client, and all of them together, may ask of the server.
     pub limits: Limits,
+
+    /// Pre-shared key every client must prove it holds (`--psk FILE`); None = an open server.
+    /// With a key the server also refuses QUIC `perf` clients, which cannot present it.
+    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+}
+
+impl ServerOptions {
+    /// These options, requiring `psk` of every client (None: open).
+    pub fn with_psk(mut self, psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>) -> Self {
+        self.psk = psk;
+        self
+    }
 }
 
 /// Server limits. Each has a flag on `wirebench server`; a session that asks for more is

@@ -5,16 +5,20 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot};
+use wirebench_core::amplification::{
+    encode_echo, AddressValidation, Budget, Verdict, MAX_VALIDATED,
+};
 use wirebench_core::plan::Mechanism;
 use wirebench_core::proto::Preamble;
-use wirebench_core::wire::Header;
+use wirebench_core::wire::{Header, Kind};
 
 use super::reverse_udp::ReverseUdp;
 use super::rr_session::RrUdpSession;
+use super::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
 use crate::engine::udp_receiver::UdpReceiver;
 use crate::net::canonical_ip;
@@ -61,6 +65,8 @@ struct Slot {
     token: u32,
     peer_ip: IpAddr,
     kind: SlotKind,
+    /// Which source addresses presented the token (UDP), and what was dropped before.
+    validation: Arc<Mutex<AddressValidation>>,
 }
 
 /// Why a data connection or datagram was not accepted.
@@ -91,6 +97,8 @@ pub struct Registry {
     slots: RwLock<HashMap<u32, Slot>>,
     /// UDP datagrams of ours that matched no session (or the wrong peer), dropped.
     stray_datagrams: AtomicU64,
+    /// Where dropped datagrams are reported, once the server runs.
+    notices: OnceLock<mpsc::UnboundedSender<ServerEvent>>,
 }
 
 /// Removes its session from the registry when dropped, whatever path the session took.
@@ -105,13 +113,46 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Ok(mut slots) = self.registry.slots.write() {
-            slots.remove(&self.id);
+        let removed = match self.registry.slots.write() {
+            Ok(mut slots) => slots.remove(&self.id),
+            Err(_) => None,
+        };
+        // What address validation dropped for this session, one notice at its end.
+        if let Some(slot) = removed {
+            let dropped = slot
+                .validation
+                .lock()
+                .map(|v| v.dropped())
+                .unwrap_or_default();
+            if dropped.total() > 0 {
+                self.registry.notice(
+                    SocketAddr::new(slot.peer_ip, 0),
+                    format!(
+                        "session {:#010x}: dropped {} UDP datagrams, never answered, from addresses that had not presented the session's token ({} hellos with a wrong token, {} other datagrams, {} hellos beyond {MAX_VALIDATED} addresses)",
+                        self.id,
+                        dropped.total(),
+                        dropped.bad_token,
+                        dropped.unvalidated,
+                        dropped.too_many
+                    ),
+                );
+            }
         }
     }
 }
 
 impl Registry {
+    /// Sends dropped-datagram notices to `events` from now on (the first call wins).
+    pub fn set_notices(&self, events: mpsc::UnboundedSender<ServerEvent>) {
+        let _ = self.notices.set(events);
+    }
+
+    fn notice(&self, peer: SocketAddr, message: String) {
+        if let Some(events) = self.notices.get() {
+            let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
+        }
+    }
+
     /// Registers a TCP/QUIC session; the receiver yields its data connection.
     pub fn register_stream(
         self: &Arc<Self>,
@@ -237,6 +278,7 @@ impl Registry {
                 token,
                 peer_ip: canonical_ip(peer_ip),
                 kind,
+                validation: Arc::new(Mutex::new(AddressValidation::new(token))),
             },
         );
         let reg = Registration {
@@ -247,17 +289,37 @@ impl Registry {
         (reg, extra)
     }
 
-    fn udp_target(&self, id: u32, from: IpAddr) -> Option<UdpTarget> {
+    fn udp_target(
+        &self,
+        id: u32,
+        from: IpAddr,
+    ) -> Option<(UdpTarget, Arc<Mutex<AddressValidation>>)> {
         let slots = self.slots.read().ok()?;
         let slot = slots.get(&id)?;
         if slot.peer_ip != canonical_ip(from) {
             return None;
         }
-        match &slot.kind {
-            SlotKind::Udp(s) => Some(UdpTarget::Forward(s.clone())),
-            SlotKind::UdpReverse(s) => Some(UdpTarget::Reverse(s.clone())),
-            SlotKind::RrUdp(s) => Some(UdpTarget::Rr(s.clone())),
-            SlotKind::Stream(_) | SlotKind::RrStream(_) => None,
+        let target = match &slot.kind {
+            SlotKind::Udp(s) => UdpTarget::Forward(s.clone()),
+            SlotKind::UdpReverse(s) => UdpTarget::Reverse(s.clone()),
+            SlotKind::RrUdp(s) => UdpTarget::Rr(s.clone()),
+            SlotKind::Stream(_) | SlotKind::RrStream(_) => return None,
+        };
+        Some((target, slot.validation.clone()))
+    }
+
+    /// Counts datagrams that match no session; the first, second, fourth, eighth... make a
+    /// notice, so a flood is visible without flooding the log.
+    fn stray(&self, count: u64, from: SocketAddr) {
+        let before = self.stray_datagrams.fetch_add(count, Ordering::Relaxed);
+        let after = before + count;
+        if count > 0 && (before == 0 || before.ilog2() != after.ilog2()) {
+            self.notice(
+                from,
+                format!(
+                    "{after} UDP datagrams so far matched no session (unknown session, or another IP than the session's client): dropped, never answered"
+                ),
+            );
         }
     }
 }
@@ -284,17 +346,63 @@ impl DatagramHandler for Registry {
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         // One receive holds datagrams of one flow: route the batch by its first header.
+        let stride = stride.max(1);
         let session = Header::decode(data)
             .ok()
             .and_then(|h| self.udp_target(h.session, from.ip()));
-        match session {
-            Some(UdpTarget::Forward(s)) => s.on_datagrams(data, stride, reply),
-            Some(UdpTarget::Reverse(s)) => s.on_datagrams(data, stride, from),
-            Some(UdpTarget::Rr(s)) => s.on_datagrams(data, stride, reply),
-            None => {
-                let count = data.len().div_ceil(stride.max(1)) as u64;
-                self.stray_datagrams.fetch_add(count, Ordering::Relaxed);
+        let Some((target, validation)) = session else {
+            self.stray(data.len().div_ceil(stride) as u64, from);
+            return;
+        };
+        let Ok(mut validation) = validation.lock() else {
+            return;
+        };
+        // The common case: a batch of data from a source that presented the token.
+        let hello = Kind::Hello.to_byte();
+        if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
+            drop(validation);
+            route(&target, data, stride, from, reply);
+            return;
+        }
+        // Otherwise datagram by datagram: only a hello with the token validates its source,
+        // and nothing from a source that has not is answered (or counted by the session).
+        for datagram in data.chunks(stride) {
+            let Ok(header) = Header::decode(datagram) else {
+                continue;
+            };
+            match validation.on_datagram(&header, datagram, from) {
+                Verdict::Hello => match &target {
+                    // A reversed session's answer is its data, sent to the latest hello.
+                    UdpTarget::Reverse(s) => s.on_datagrams(datagram, datagram.len(), from),
+                    UdpTarget::Forward(_) | UdpTarget::Rr(_) => {
+                        let echo = encode_echo(&header);
+                        let budget = Budget {
+                            received: datagram.len() as u64,
+                            sent: 0,
+                        };
+                        if budget.allows(echo.len() as u64) {
+                            let _ = reply(&echo);
+                        }
+                    }
+                },
+                Verdict::Pass => route(&target, datagram, datagram.len(), from, reply),
+                Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
             }
         }
+    }
+}
+
+/// Hands datagrams from a validated source to their session.
+fn route(
+    target: &UdpTarget,
+    data: &[u8],
+    stride: usize,
+    from: SocketAddr,
+    reply: &mut dyn FnMut(&[u8]) -> bool,
+) {
+    match target {
+        UdpTarget::Forward(s) => s.on_datagrams(data, stride, reply),
+        UdpTarget::Reverse(s) => s.on_datagrams(data, stride, from),
+        UdpTarget::Rr(s) => s.on_datagrams(data, stride, reply),
     }
 }

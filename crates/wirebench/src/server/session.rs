@@ -50,7 +50,19 @@ pub(super) async fn serve(
     let limits = &shared.options.limits;
     let (mut rd, mut wr) = stream.split();
     let mut _slot = None;
-    let request = recv_request(&mut rd, hello_deadline, limits).await;
+    // The request (and, with a pre-shared key, the client's proof) must be in before the
+    // hello deadline.
+    let request = tokio::time::timeout_at(
+        hello_deadline,
+        super::auth::recv_request(&mut rd, &mut wr, peer, shared, events),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "no session request within {:?} (the server's --hello-timeout)",
+            limits.hello_timeout
+        ))
+    });
     // Every session holds a place until it has reported; none starts over the limits.
     if let Ok(ControlMessage::SessionRequest(_) | ControlMessage::RrRequest(_)) = &request {
         match shared.admission.admit(peer.ip()) {
@@ -88,6 +100,8 @@ pub(super) async fn serve(
             notice(format!("connection closed: {reason}"));
             return;
         }
+        // Authentication refused: the client has been told, the notice is sent.
+        Err(e) if e.is::<super::auth::Refused>() => return,
         Err(e) => {
             let reason = format!("{e:#}");
             refuse(
@@ -175,22 +189,6 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Reads the session request: before `deadline` (the server's --hello-timeout, counted from
-/// the connection) and at most --max-control-size bytes long.
-async fn recv_request<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    deadline: tokio::time::Instant,
-    limits: &Limits,
-) -> Result<ControlMessage> {
-    match tokio::time::timeout_at(deadline, control::recv_max(rd, limits.max_control_size)).await {
-        Err(_) => bail!(
-            "no session request within {:?} (the server's --hello-timeout)",
-            limits.hello_timeout
-        ),
-        Ok(r) => r?.context("peer closed the control connection"),
-    }
 }
 
 /// Checks a session request against the server's limits on bytes and rate.
@@ -545,6 +543,9 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::Report(_) => "report",
         ControlMessage::Error { .. } => "error message",
         ControlMessage::RrRequest(_) => "request-response session request",
+        ControlMessage::AuthChallenge { .. } => "authentication challenge",
+        ControlMessage::AuthResponse { .. } => "authentication response",
+        ControlMessage::AuthOk { .. } => "authentication confirmation",
     }
 }
 
@@ -561,7 +562,11 @@ pub(super) fn ns(d: Duration) -> u64 {
 
 /// Accepts one QUIC connection, reads the preamble of its first stream and hands the stream
 /// to its session.
-pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) -> Result<()> {
+pub(super) async fn attach_quic(
+    incoming: quinn::Incoming,
+    registry: &Registry,
+    psk_required: bool,
+) -> Result<()> {
     let peer = incoming.remote_address();
     let connecting = incoming.accept().context("QUIC handshake failed")?;
     // Take the stream as soon as the client's first flight is in (0.5-RTT): a resumed client
@@ -571,6 +576,11 @@ pub(super) async fn attach_quic(incoming: quinn::Incoming, registry: &Registry) 
         Ok((connection, _accepted)) => connection,
         Err(connecting) => connecting.await.context("QUIC handshake failed")?,
     };
+    if crate::perf::server::is_perf(&connection) && psk_required {
+        // A perf client has no control connection, so it cannot present the key.
+        connection.close(quinn::VarInt::from_u32(1), b"pre-shared key required");
+        bail!("QUIC perf client refused: this server requires a pre-shared key (--psk)");
+    }
     if crate::perf::server::is_perf(&connection) {
         return crate::perf::server::serve(connection).await;
     }

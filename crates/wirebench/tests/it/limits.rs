@@ -17,7 +17,6 @@ use wirebench_core::proto::{ControlMessage, DataPathOptions, Preamble, SessionPa
 use crate::sessions::spec;
 use crate::support::{TestServer, TEST_TIMEOUT};
 
-#[allow(clippy::needless_update)] // until ServerOptions carries more than the limits
 fn with_limits(limits: Limits) -> ServerOptions {
     ServerOptions {
         limits,

@@ -12,6 +12,7 @@ mod relay;
 mod report;
 mod robustness;
 mod rr;
+mod security;
 mod sessions;
 mod store;
 mod support;

@@ -28,7 +28,7 @@ impl TestServer {
         TestServer::start_with(ServerOptions::default()).await
     }
 
-    /// A server with the given limits and authentication.
+    /// A server with these options (limits, a pre-shared key).
     pub async fn start_with(options: ServerOptions) -> TestServer {
         let identity = ServerIdentity::self_signed().expect("self-signed certificate");
         let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity, options)
@@ -82,6 +82,12 @@ pub struct ForwarderCounts {
     pub c2s_dropped: AtomicU64,
     pub s2c_forwarded: AtomicU64,
     pub s2c_dropped: AtomicU64,
+    /// Address-validation hellos (client → server) and their echoes (server → client), kind 5:
+    /// dropped with the same probability as data but counted here, not above.
+    pub hellos_forwarded: AtomicU64,
+    pub hellos_dropped: AtomicU64,
+    pub echoes_forwarded: AtomicU64,
+    pub echoes_dropped: AtomicU64,
     /// TCP bytes relayed client → server.
     pub tcp_c2s_bytes: AtomicU64,
 }
@@ -167,11 +173,20 @@ impl Forwarder {
                 let mut buf = vec![0u8; 70_000];
                 while let Ok((n, from)) = front.recv_from(&mut buf).await {
                     *client_addr.lock().await = Some(from);
+                    let hello = buf[0] == 5;
                     if rng.next_f64() < loss {
-                        counts.c2s_dropped.fetch_add(1, Ordering::SeqCst);
+                        match hello {
+                            true => &counts.hellos_dropped,
+                            false => &counts.c2s_dropped,
+                        }
+                        .fetch_add(1, Ordering::SeqCst);
                         continue;
                     }
-                    counts.c2s_forwarded.fetch_add(1, Ordering::SeqCst);
+                    match hello {
+                        true => &counts.hellos_forwarded,
+                        false => &counts.c2s_forwarded,
+                    }
+                    .fetch_add(1, Ordering::SeqCst);
                     let _ = back.send(&buf[..n]).await;
                 }
             }));
@@ -186,11 +201,20 @@ impl Forwarder {
                     let Some(to) = *client_addr.lock().await else {
                         continue;
                     };
+                    let echo = buf[0] == 5;
                     if rng.next_f64() < loss {
-                        counts.s2c_dropped.fetch_add(1, Ordering::SeqCst);
+                        match echo {
+                            true => &counts.echoes_dropped,
+                            false => &counts.s2c_dropped,
+                        }
+                        .fetch_add(1, Ordering::SeqCst);
                         continue;
                     }
-                    counts.s2c_forwarded.fetch_add(1, Ordering::SeqCst);
+                    match echo {
+                        true => &counts.echoes_forwarded,
+                        false => &counts.s2c_forwarded,
+                    }
+                    .fetch_add(1, Ordering::SeqCst);
                     let _ = front.send_to(&buf[..n], to).await;
                 }
             }));
