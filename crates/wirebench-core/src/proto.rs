@@ -12,7 +12,7 @@ use crate::plan::{Mechanism, Protocol};
 /// First four bytes of every wirebench connection.
 pub const MAGIC: [u8; 4] = *b"WBNC";
 /// Version of the preamble and control messages this build speaks.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Length of the connection preamble, in bytes.
 pub const PREAMBLE_LEN: usize = 16;
 /// Largest accepted control frame body, in bytes.
@@ -434,11 +434,11 @@ mod tests {
     fn preamble_exact_bytes() {
         assert_eq!(
             Preamble::control().encode(),
-            [b'W', b'B', b'N', b'C', 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+            [b'W', b'B', b'N', b'C', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
         );
         assert_eq!(
             Preamble::data(0x0102_0304, 0xA0B0_C0D0).encode(),
-            [b'W', b'B', b'N', b'C', 0, 1, 2, 0, 1, 2, 3, 4, 0xA0, 0xB0, 0xC0, 0xD0]
+            [b'W', b'B', b'N', b'C', 0, 2, 2, 0, 1, 2, 3, 4, 0xA0, 0xB0, 0xC0, 0xD0]
         );
     }
 
@@ -478,12 +478,12 @@ mod tests {
             Preamble::decode(&future),
             Err(ProtoError::UnsupportedVersion {
                 found: 7,
-                supported: 1
+                supported: 2
             })
         );
         assert_eq!(
             Preamble::decode(&future).unwrap_err().to_string(),
-            "peer speaks protocol version 7, this wirebench speaks 1"
+            "peer speaks protocol version 7, this wirebench speaks 2"
         );
 
         let mut odd = Preamble::control().encode();
