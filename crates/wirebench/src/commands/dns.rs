@@ -1,6 +1,7 @@
 //! `wirebench dns`: runs every transport × concurrency against the resolver in order, prints
 //! each run as it finishes (text) or one JSON document at the end, then the sweep table; each
-//! finished result is committed to the results store before the next starts.
+//! finished result is committed to the results store before the next starts; Ctrl-C marks the
+//! campaign aborted.
 
 use std::io::Write;
 
@@ -26,7 +27,29 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
             Some((db, id))
         }
     };
-    let (results, ok) = run_all(&cfg, &mut stored).await?;
+    let interrupted = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handling here: never report an interrupt.
+            std::future::pending::<()>().await;
+        }
+    };
+    let finished = tokio::select! {
+        r = run_all(&cfg, &mut stored) => Some(r?),
+        () = interrupted => None,
+    };
+    let Some((results, ok)) = finished else {
+        // Every finished result is already stored; the campaign says it was cut short.
+        match &mut stored {
+            Some((db, id)) => {
+                db.finish_dns_campaign(*id, Status::Aborted, unix_now())?;
+                eprintln!(
+                    "interrupted: DNS campaign {id} is stored as aborted, with the results that finished"
+                );
+            }
+            None => eprintln!("interrupted"),
+        }
+        return Ok(false);
+    };
     if let Some((db, id)) = &mut stored {
         let status = if ok { Status::Complete } else { Status::Failed };
         db.finish_dns_campaign(*id, status, unix_now())?;

@@ -810,3 +810,39 @@ async fn a_silent_tcp_resolver_times_out_every_query_in_flight() {
     .await
     .expect("in time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stores_the_campaign_as_aborted() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        // A resolver that takes queries and never answers: the run waits on its timeout.
+        let silent = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let resolver = silent.local_addr().unwrap().to_string();
+        let db = TempPath::new(".sqlite3");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args(["dns", "--resolver", &resolver, "--name", "host.wb.test"])
+            .args(["--transport", "udp", "--count", "3", "--timeout", "30s"])
+            .args(["--db", db.arg()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        // Its first query has arrived: the campaign is stored as running by now.
+        let mut buf = [0u8; 512];
+        silent.recv_from(&mut buf).await.unwrap();
+        let pid = i32::try_from(child.id().unwrap()).unwrap();
+        // SAFETY: kill(2) on our own child's PID has no memory effects.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        let out = child.wait_with_output().await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("is stored as aborted"), "{err}");
+        let store = Store::open(std::path::Path::new(db.arg())).unwrap();
+        let id = store.last_dns_campaign_id().unwrap().expect("a campaign");
+        let info = store.dns_campaign(id).unwrap().unwrap();
+        assert_eq!(info.status, Status::Aborted);
+        assert!(info.finished_at_unix_s.is_some());
+    })
+    .await
+    .expect("in time");
+}
