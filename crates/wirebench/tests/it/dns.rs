@@ -818,7 +818,7 @@ async fn ctrl_c_stores_the_campaign_as_aborted() {
         let silent = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let resolver = silent.local_addr().unwrap().to_string();
         let db = TempPath::new(".sqlite3");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
             .args(["dns", "--resolver", &resolver, "--name", "host.wb.test"])
             .args(["--transport", "udp", "--count", "3", "--timeout", "30s"])
             .args(["--db", db.arg()])
