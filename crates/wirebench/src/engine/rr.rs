@@ -353,13 +353,23 @@ async fn send_request(
     seq: u64,
     retransmit: bool,
 ) -> bool {
+    write_request_header(out, session, seq, retransmit) && socket.send(out).await.is_ok()
+}
+
+/// Writes the header of request `seq` at the start of `out`; false if `out` is too short.
+pub(crate) fn write_request_header(
+    out: &mut [u8],
+    session: u32,
+    seq: u64,
+    retransmit: bool,
+) -> bool {
     let header = Header {
         kind: Kind::Request,
         retransmit,
         session,
         seq,
     };
-    header.write_to(out).is_ok() && socket.send(out).await.is_ok()
+    header.write_to(out).is_ok()
 }
 
 fn elapsed_ns(t: Instant) -> u64 {

@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use wirebench_core::rr::{Answer, Expiry, RequestTracker};
 use wirebench_core::wire::{Header, Kind, HEADER_LEN};
 
-use super::rr::{FlowTally, Plan, Shape};
+use super::rr::{write_request_header, FlowTally, Plan, Shape};
 
 /// Shortest receive timeout we ask the kernel for (0 would mean "wait for ever").
 const MIN_WAIT: Duration = Duration::from_micros(1);
@@ -149,13 +149,7 @@ fn send_request(
     seq: u64,
     retransmit: bool,
 ) -> bool {
-    let header = Header {
-        kind: Kind::Request,
-        retransmit,
-        session,
-        seq,
-    };
-    header.write_to(out).is_ok() && socket.send(out).is_ok()
+    write_request_header(out, session, seq, retransmit) && socket.send(out).is_ok()
 }
 
 fn duration_ns(d: Duration) -> u64 {

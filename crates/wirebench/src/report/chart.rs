@@ -460,60 +460,24 @@ pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
     if points.is_empty() {
         return Ok(None);
     }
-    let mut series: Vec<Series> = Vec::new();
-    for p in points {
-        let name = format!("{} B messages", p.msg_size);
-        let point = (p.offered_bps, p.loss_pct);
-        match series.iter_mut().find(|(n, _, _)| *n == name) {
-            Some((_, _, pts)) => pts.push(point),
-            None => {
-                let colour = COLOURS[series.len() % COLOURS.len()];
-                series.push((name, colour, vec![point]));
-            }
-        }
-    }
-    for (_, _, pts) in &mut series {
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
     let x_max = points.iter().map(|p| p.offered_bps).fold(0.0f64, f64::max);
     let (scale, unit) = rate_unit(x_max);
-    let x_hi = (x_max / scale * 1.1).max(1e-3);
+    let series = group_series(points.iter().map(|p| {
+        let name = format!("{} B messages", p.msg_size);
+        (name, (p.offered_bps / scale, p.loss_pct))
+    }));
     let y_max = points.iter().map(|p| p.loss_pct).fold(0.0f64, f64::max);
-    // Headroom keeps the legend (upper left) off the points; a floor of 0.1 % keeps loss-free
-    // campaigns from stretching noise over the whole height.
-    let y_hi = (y_max * 1.5).max(0.1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(chart_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "UDP streaming: server loss against offered load",
-                (FONT, 20),
-            )
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(72)
-            .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)
-            .map_err(chart_error)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("Offered load: client throughput ({unit})"))
-            .y_desc("Server loss (% of messages sent)")
-            .axis_desc_style((FONT, 15))
-            .label_style((FONT, 13))
-            .x_label_formatter(&|x| tick(*x, x_hi))
-            .y_label_formatter(&|y| tick(*y, y_hi))
-            .draw()
-            .map_err(chart_error)?;
-        for (name, colour, pts) in &series {
-            let scaled: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (x / scale, y)).collect();
-            line_with_dots(&mut chart, name, *colour, &scaled)?;
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present().map_err(chart_error)?;
-    }
-    Ok(Some(svg))
+    percent_chart(
+        &PercentChart {
+            caption: "UDP streaming: server loss against offered load",
+            x_desc: format!("Offered load: client throughput ({unit})"),
+            y_desc: "Server loss (% of messages sent)",
+            x_hi: (x_max / scale * 1.1).max(1e-3),
+            y_max,
+        },
+        &series,
+    )
+    .map(Some)
 }
 
 /// DNS queries never answered (percent of those sent) against the queries outstanding per flow
@@ -525,10 +489,33 @@ pub fn dns_timeouts_against_concurrency(
     if points.is_empty() {
         return Ok(None);
     }
-    let mut series: Vec<Series> = Vec::new();
-    for p in points {
+    let series = group_series(points.iter().map(|p| {
         let name = p.transport.to_uppercase();
-        let point = (f64::from(p.concurrency), p.timeout_pct);
+        (name, (f64::from(p.concurrency), p.timeout_pct))
+    }));
+    let x_max = points
+        .iter()
+        .map(|p| f64::from(p.concurrency))
+        .fold(0.0f64, f64::max);
+    let y_max = points.iter().map(|p| p.timeout_pct).fold(0.0f64, f64::max);
+    percent_chart(
+        &PercentChart {
+            caption: "DNS: queries never answered against concurrency",
+            x_desc: "Queries outstanding per flow (K)".to_string(),
+            y_desc: "Timeouts (% of queries sent)",
+            x_hi: (x_max * 1.1).max(2.0),
+            y_max,
+        },
+        &series,
+    )
+    .map(Some)
+}
+
+/// Named points grouped into series in the order the names first appear, each series sorted
+/// by x, with a colour each.
+fn group_series(points: impl Iterator<Item = (String, (f64, f64))>) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for (name, point) in points {
         match series.iter_mut().find(|(n, _, _)| *n == name) {
             Some((_, _, pts)) => pts.push(point),
             None => {
@@ -540,23 +527,32 @@ pub fn dns_timeouts_against_concurrency(
     for (_, _, pts) in &mut series {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let x_max = points
-        .iter()
-        .map(|p| f64::from(p.concurrency))
-        .fold(0.0f64, f64::max);
-    let x_hi = (x_max * 1.1).max(2.0);
-    let y_max = points.iter().map(|p| p.timeout_pct).fold(0.0f64, f64::max);
-    // As on the loss chart: headroom for the legend, and a floor so a clean run stays flat.
-    let y_hi = (y_max * 1.5).max(0.1);
+    series
+}
+
+/// A chart of percentages (loss, timeouts) against some x, from 0.
+struct PercentChart<'a> {
+    caption: &'a str,
+    x_desc: String,
+    y_desc: &'a str,
+    /// Right end of the x axis, in the series' units.
+    x_hi: f64,
+    /// Largest percentage drawn.
+    y_max: f64,
+}
+
+/// Draws `series` (x already in the axis' units) as lines with dots and a legend upper left.
+fn percent_chart(spec: &PercentChart<'_>, series: &[Series]) -> io::Result<String> {
+    let x_hi = spec.x_hi;
+    // Headroom keeps the legend (upper left) off the points; a floor of 0.1 % keeps clean
+    // campaigns from stretching noise over the whole height.
+    let y_hi = (spec.y_max * 1.5).max(0.1);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "DNS: queries never answered against concurrency",
-                (FONT, 20),
-            )
+            .caption(spec.caption, (FONT, 20))
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
@@ -564,21 +560,21 @@ pub fn dns_timeouts_against_concurrency(
             .map_err(chart_error)?;
         chart
             .configure_mesh()
-            .x_desc("Queries outstanding per flow (K)")
-            .y_desc("Timeouts (% of queries sent)")
+            .x_desc(spec.x_desc.as_str())
+            .y_desc(spec.y_desc)
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
             .x_label_formatter(&|x| tick(*x, x_hi))
             .y_label_formatter(&|y| tick(*y, y_hi))
             .draw()
             .map_err(chart_error)?;
-        for (name, colour, pts) in &series {
+        for (name, colour, pts) in series {
             line_with_dots(&mut chart, name, *colour, pts)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
-    Ok(Some(svg))
+    Ok(svg)
 }
 
 #[cfg(test)]
