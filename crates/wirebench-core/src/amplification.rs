@@ -10,6 +10,7 @@
 //! answers nothing but a valid hello before validation. [`Budget`] states the rule itself and
 //! guards the one reply that precedes validation (the hello's echo).
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use crate::wire::{Header, Kind, HEADER_LEN};
@@ -111,7 +112,8 @@ impl Dropped {
 #[derive(Debug, Clone)]
 pub struct AddressValidation {
     token: u32,
-    validated: Vec<SocketAddr>,
+    /// Looked up for every received batch: a set, as a session may have 1024 flows.
+    validated: HashSet<SocketAddr>,
     dropped: Dropped,
 }
 
@@ -120,7 +122,7 @@ impl AddressValidation {
     pub fn new(token: u32) -> AddressValidation {
         AddressValidation {
             token,
-            validated: Vec::new(),
+            validated: HashSet::new(),
             dropped: Dropped::default(),
         }
     }
@@ -136,7 +138,7 @@ impl AddressValidation {
                     } else if self.validated.len() >= MAX_VALIDATED {
                         Verdict::TooMany
                     } else {
-                        self.validated.push(from);
+                        self.validated.insert(from);
                         Verdict::Hello
                     }
                 }

@@ -368,9 +368,10 @@ pub struct ServerArgs {
     /// Sessions running at once, all clients together; more are refused with a reason (1 to 100000).
     #[arg(long, value_name = "N", default_value_t = crate::server::options::DEFAULT_MAX_SESSIONS, help_heading = "Limits")]
     pub max_sessions: usize,
-    /// Sessions running at once from one client address (1 to --max-sessions).
-    #[arg(long, value_name = "N", default_value_t = crate::server::options::DEFAULT_MAX_SESSIONS_PER_CLIENT, help_heading = "Limits")]
-    pub max_sessions_per_client: usize,
+    /// Sessions running at once from one client address (1 to --max-sessions). Default: 128
+    /// (the largest -P), or --max-sessions if that is lower.
+    #[arg(long, value_name = "N", help_heading = "Limits")]
+    pub max_sessions_per_client: Option<usize>,
     /// Longest a session may run (e.g. 10m, 90s); a session still running then is aborted and
     /// reported as such.
     #[arg(

@@ -156,9 +156,8 @@ impl ServerConfig {
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
             options: ServerOptions {
                 limits: server_limits(args)?,
-                ..ServerOptions::default()
-            }
-            .with_psk(args.psk.as_deref().map(crate::auth::load_psk).transpose()?),
+                psk: args.psk.as_deref().map(crate::auth::load_psk).transpose()?,
+            },
         })
     }
 }
@@ -182,10 +181,13 @@ fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
             args.max_sessions
         )));
     }
-    if args.max_sessions_per_client < 1 || args.max_sessions_per_client > args.max_sessions {
+    let per_client = args
+        .max_sessions_per_client
+        .unwrap_or(crate::server::options::DEFAULT_MAX_SESSIONS_PER_CLIENT.min(args.max_sessions));
+    if per_client < 1 || per_client > args.max_sessions {
         return Err(usage(format!(
-            "--max-sessions-per-client {} is out of range: allowed 1 to --max-sessions ({})",
-            args.max_sessions_per_client, args.max_sessions
+            "--max-sessions-per-client {per_client} is out of range: allowed 1 to --max-sessions ({})",
+            args.max_sessions
         )));
     }
     if !(MIN_CONTROL_SIZE..=MAX_CONTROL_FRAME).contains(&args.max_control_size) {
@@ -212,7 +214,7 @@ fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
     };
     Ok(Limits {
         max_sessions: args.max_sessions,
-        max_sessions_per_client: args.max_sessions_per_client,
+        max_sessions_per_client: per_client,
         max_duration: duration(
             "--max-duration",
             &args.max_duration,
@@ -886,6 +888,27 @@ mod tests {
             crate::cli::Command::Run(args) => *args,
             other => panic!("not run: {other:?}"),
         }
+    }
+
+    fn parse_server(argv: &[&str]) -> ServerArgs {
+        use clap::Parser;
+        let mut all = vec!["wirebench", "server"];
+        all.extend_from_slice(argv);
+        match crate::cli::Cli::parse_from(all).command {
+            crate::cli::Command::Server(args) => args,
+            other => panic!("not server: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn per_client_limit_follows_a_lower_session_limit() {
+        let limits = |argv: &[&str]| server_limits(&parse_server(argv)).unwrap();
+        assert_eq!(limits(&[]).max_sessions_per_client, 128);
+        // Lowering --max-sessions alone lowers the per-client default with it.
+        let l = limits(&["--max-sessions", "64"]);
+        assert_eq!((l.max_sessions, l.max_sessions_per_client), (64, 64));
+        let l = limits(&["--max-sessions", "64", "--max-sessions-per-client", "4"]);
+        assert_eq!(l.max_sessions_per_client, 4);
     }
 
     #[test]

@@ -12,12 +12,13 @@ use wirebench_core::proto::{self, ControlMessage, Preamble, PREAMBLE_LEN};
 /// during set-up, before we give up on it.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Reads the 16-byte preamble that opens every connection and decodes it.
+/// Reads the 16-byte preamble that opens every connection and decodes it. It waits as long as
+/// the peer takes: callers bound it (the server's --hello-timeout, [`SETUP_TIMEOUT`]).
 pub async fn read_preamble<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Preamble> {
     let mut raw = [0u8; PREAMBLE_LEN];
-    tokio::time::timeout(SETUP_TIMEOUT, reader.read_exact(&mut raw))
+    reader
+        .read_exact(&mut raw)
         .await
-        .context("peer sent no preamble in time")?
         .context("while reading the connection preamble")?;
     Ok(Preamble::decode(&raw)?)
 }

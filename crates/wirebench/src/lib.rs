@@ -42,32 +42,24 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Server(args) => {
             let cfg = ServerConfig::from_args(&args)?;
-            let result = runtime.block_on(commands::server::execute(cfg));
-            shut_down(runtime);
+            let result = run_to_end(runtime, commands::server::execute(cfg));
             result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
             if let Some(cfg) = config::iperf3_client(&args)? {
                 let store = StoreTarget::from_args(&args.store)?;
-                let result = runtime.block_on(commands::interop::run_iperf3(cfg, store));
-                shut_down(runtime);
+                let result = run_to_end(runtime, commands::interop::run_iperf3(cfg, store));
                 return result.map(|()| ExitCode::SUCCESS);
             }
             if let Some(cfg) = config::perf_client(&args)? {
-                let result = runtime.block_on(commands::interop::run_perf(cfg));
-                shut_down(runtime);
+                let result = run_to_end(runtime, commands::interop::run_perf(cfg));
                 return result.map(|()| ExitCode::SUCCESS);
             }
             let cfg = RunConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
-            let result = runtime.block_on(commands::run::execute(cfg, store, args.plan.quiet));
-            shut_down(runtime);
-            Ok(if result? {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let result = run_to_end(runtime, commands::run::execute(cfg, store, args.plan.quiet));
+            Ok(exit_status(result?))
         }
         Command::Runs(db) => {
             commands::history::list(&config::db_path(&db)?, &mut std::io::stdout().lock())?;
@@ -126,49 +118,29 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 args.fail_on_regression,
                 &mut std::io::stdout().lock(),
             )?;
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(exit_status(ok))
         }
         Command::Relay(args) => {
             let cfg = config::relay_config(&args)?;
-            let result = runtime.block_on(commands::relay::execute(cfg, args.json));
-            shut_down(runtime);
+            let result = run_to_end(runtime, commands::relay::execute(cfg, args.json));
             result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ping(args) => {
             let cfg = config::rr::RrConfig::from_ping(&args)?;
-            let result = runtime.block_on(commands::rr::execute(cfg));
-            shut_down(runtime);
-            Ok(if result? {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let result = run_to_end(runtime, commands::rr::execute(cfg));
+            Ok(exit_status(result?))
         }
         Command::Rr(args) => {
             let cfg = config::rr::RrConfig::from_rr(&args)?;
-            let result = runtime.block_on(commands::rr::execute(cfg));
-            shut_down(runtime);
-            Ok(if result? {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let result = run_to_end(runtime, commands::rr::execute(cfg));
+            Ok(exit_status(result?))
         }
         Command::Dns(args) => {
             let cfg = config::dns::DnsConfig::from_args(&args)?;
             let store = config::StoreTarget::from_args(&args.store)?;
-            let result = runtime.block_on(commands::dns::execute(cfg, store));
-            shut_down(runtime);
-            Ok(if result? {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let result = run_to_end(runtime, commands::dns::execute(cfg, store));
+            Ok(exit_status(result?))
         }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
@@ -180,6 +152,26 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Runs a command's future to its end on `runtime`, then shuts the runtime down.
+fn run_to_end<T>(
+    runtime: tokio::runtime::Runtime,
+    command: impl std::future::Future<Output = T>,
+) -> T {
+    let result = runtime.block_on(command);
+    shut_down(runtime);
+    result
+}
+
+/// Exit status 0 when the command did all it was asked, 1 when part of it failed (it said
+/// what on stderr).
+fn exit_status(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

@@ -61,6 +61,12 @@ impl<T> Throttled<T> {
 
 impl<T: ByteSource + Send> ByteSource for Throttled<T> {
     async fn read_some(&mut self, max: usize) -> io::Result<usize> {
+        // Read no more than about 10 ms at the rate, so each pause stays short and a session
+        // stopped from outside (its socket shut down) ends promptly.
+        let max = match self.rate_bps {
+            Some(rate) => max.min(usize::try_from(rate / 800).unwrap_or(usize::MAX).max(1500)),
+            None => max,
+        };
         let n = self.inner.read_some(max).await?;
         self.account(n).await;
         Ok(n)

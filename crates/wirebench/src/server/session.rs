@@ -49,7 +49,6 @@ pub(super) async fn serve(
     };
     let limits = &shared.options.limits;
     let (mut rd, mut wr) = stream.split();
-    let mut _slot = None;
     // The request (and, with a pre-shared key, the client's proof) must be in before the
     // hello deadline.
     let request = tokio::time::timeout_at(
@@ -64,9 +63,13 @@ pub(super) async fn serve(
         ))
     });
     // Every session holds a place until it has reported; none starts over the limits.
-    if let Ok(ControlMessage::SessionRequest(_) | ControlMessage::RrRequest(_)) = &request {
+    let is_session = matches!(
+        request,
+        Ok(ControlMessage::SessionRequest(_) | ControlMessage::RrRequest(_))
+    );
+    let _slot = if is_session {
         match shared.admission.admit(peer.ip()) {
-            Ok(slot) => _slot = Some(slot),
+            Ok(slot) => Some(slot),
             Err(reason) => {
                 refuse(
                     &mut wr,
@@ -79,7 +82,9 @@ pub(super) async fn serve(
                 return;
             }
         }
-    }
+    } else {
+        None
+    };
     // From here on, the session's duration limit and the server's shutdown interrupt it.
     let mut rd = Interruptible::new(rd, limits.max_duration, shared.abort.subscribe());
     let params = match request {
@@ -588,7 +593,9 @@ pub(super) async fn attach_quic(
         .await
         .context("the client opened no QUIC stream in time")?
         .context("while accepting the QUIC stream")?;
-    let preamble = control::read_preamble(&mut recv).await?;
+    let preamble = tokio::time::timeout(SETUP_TIMEOUT, control::read_preamble(&mut recv))
+        .await
+        .context("the client sent no preamble on its QUIC stream in time")??;
     if preamble.kind != wirebench_core::proto::ConnKind::Data {
         bail!("the QUIC stream did not open with a data preamble");
     }
