@@ -9,13 +9,16 @@
 pub mod amplification;
 pub mod auth;
 pub mod dns;
+pub mod error;
 pub mod impair;
 pub mod iperf3;
+pub mod limits;
 pub mod metrics;
 pub mod pacing;
 pub mod perf;
 pub mod plan;
 pub mod proto;
+pub mod record;
 pub mod rr;
 pub mod rto;
 pub mod saw;

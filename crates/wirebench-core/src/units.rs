@@ -179,6 +179,14 @@ pub fn format_bitrate(bits_per_second: f64) -> String {
     }
 }
 
+/// The SI bit-rate unit a set of figures reads best in, chosen by the largest of them, so a
+/// table row of rates shares one unit and a 150 kbit/s run is not shown as 0.000 Gbit/s:
+/// returns the unit's name and how many bit/s it holds.
+pub fn bitrate_unit(largest_bits_per_second: f64) -> (&'static str, f64) {
+    let (_, index) = scale_down(largest_bits_per_second, 1000.0, SI_RATE_UNITS.len());
+    (SI_RATE_UNITS[index], 1000f64.powi(index as i32))
+}
+
 /// Human IEC form of a byte rate: `"692.50 MiB/s"`, `"512 B/s"`.
 pub fn format_byterate_iec(bytes_per_second: f64) -> String {
     format!("{}/s", format_bytes_iec(bytes_per_second))

@@ -282,7 +282,7 @@ pub struct ReportArgs {
     pub last: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
-    pub format: crate::report::Format,
+    pub format: ReportFormat,
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -335,9 +335,28 @@ pub struct ShowArgs {
 pub struct ImportArgs {
     /// JSON file written by `wirebench export` or `wirebench run --json` (`-` reads stdin).
     pub file: PathBuf,
+    /// Import it even if the store already holds this campaign (same start time, parameters
+    /// and host): by default a second import of one export is refused.
+    #[arg(long)]
+    pub again: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// The formats of `wirebench report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Plain-text tables ("Statistics for TCP Streaming ...").
+    Table,
+    /// Markdown tables, one per configuration.
+    Markdown,
+    /// One CSV row per configuration × view × metric.
+    Csv,
+    /// One JSON document.
+    Json,
+    /// One self-contained HTML file with SVG charts and the tables.
+    Html,
 }
 
 /// Flags of `wirebench server`.
@@ -366,7 +385,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT", default_value_t = wirebench_core::iperf3::DEFAULT_PORT, requires = "iperf3")]
     pub iperf3_port: u16,
     /// Sessions running at once, all clients together; more are refused with a reason (1 to 100000).
-    #[arg(long, value_name = "N", default_value_t = crate::server::options::DEFAULT_MAX_SESSIONS, help_heading = "Limits")]
+    #[arg(long, value_name = "N", default_value_t = wirebench_core::limits::DEFAULT_MAX_SESSIONS, help_heading = "Limits")]
     pub max_sessions: usize,
     /// Sessions running at once from one client address (1 to --max-sessions). Default: 128
     /// (the largest -P), or --max-sessions if that is lower.

@@ -13,6 +13,8 @@ use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
+use wirebench_core::record::{bits_per_second, ClientRecord, EndMetrics};
+use wirebench_core::record::{RttFigures, UdpReceipt};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
 use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
@@ -28,49 +30,6 @@ use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::interval::Progress;
 use crate::{control, net};
-
-/// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RttFigures {
-    /// Round trips measured (first transmissions only: Karn's rule).
-    pub samples: u64,
-    /// Smallest.
-    pub min_ns: u64,
-    /// Mean.
-    pub mean_ns: f64,
-    /// Population standard deviation (0 when absent from records made before it existed).
-    #[serde(default)]
-    pub stddev_ns: f64,
-    /// Median.
-    pub p50_ns: u64,
-    /// 90th percentile (0 when absent from older records).
-    #[serde(default)]
-    pub p90_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// 99.9th percentile (0 when absent from older records).
-    #[serde(default)]
-    pub p999_ns: u64,
-    /// Largest.
-    pub max_ns: u64,
-}
-
-impl RttFigures {
-    /// Summarises a histogram; `None` when it is empty.
-    pub fn of(h: &Histogram<u64>) -> Option<Self> {
-        (!h.is_empty()).then(|| RttFigures {
-            samples: h.len(),
-            min_ns: h.min(),
-            mean_ns: h.mean(),
-            stddev_ns: h.stdev(),
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-        })
-    }
-}
 
 /// What the client measured in one session.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,17 +57,33 @@ pub struct ClientFigures {
     pub udp_received: Option<UdpReceipt>,
 }
 
-/// What a client receiving UDP (`--reverse`) counted beyond messages and bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct UdpReceipt {
-    /// Messages the server sent that never arrived.
-    pub lost: u64,
-    /// Copies of messages already received.
-    pub duplicates: u64,
-    /// New messages that arrived after a later one.
-    pub out_of_order: u64,
-    /// Interarrival jitter (RFC 3550), microseconds.
-    pub jitter_us: Option<f64>,
+impl ClientFigures {
+    /// The result record of the client's figures.
+    pub fn record(&self) -> ClientRecord {
+        let seconds = self.elapsed.as_secs_f64();
+        let t = &self.tally;
+        ClientRecord {
+            messages: t.messages,
+            bytes: t.bytes,
+            seconds,
+            elapsed_ns: u64::try_from(self.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            rate_bps: bits_per_second(t.bytes, seconds),
+            send_calls: t.send_calls,
+            datagrams: t.datagrams,
+            retransmissions: t.retransmissions,
+            timeouts: t.timeouts,
+            send_errors: t.send_errors,
+            rtt: self.rtt,
+            data_path: self.data_path.clone(),
+            measured: EndMetrics::of(
+                self.transport.as_ref(),
+                self.cpu.as_ref(),
+                t.bytes,
+                &self.intervals,
+            ),
+            udp_received: self.udp_received,
+        }
+    }
 }
 
 /// Both sides of one session.

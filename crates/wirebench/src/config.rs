@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use wirebench_core::impair::Impairments;
 use wirebench_core::plan::{
-    self, Combination, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE,
-    MIN_MSG_SIZE,
+    self, Mechanism, Protocol, MAX_DATAGRAM_MSG_SIZE, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE,
 };
 use wirebench_core::proto::DataPathOptions;
 use wirebench_core::sweep::{self, Point};
@@ -16,83 +15,17 @@ use wirebench_core::units::{parse_duration, BitRate, ByteSize};
 use wirebench_core::wire;
 
 use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::runner::{RunConfig, Target};
 use crate::server::{Limits, ServerOptions};
 use crate::store;
 
 pub mod dns;
 pub mod rr;
 
-/// A usage error: the user asked for something that is not allowed. Exit status 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+use wirebench_core::error::UsageError;
 
 fn usage(msg: impl Into<String>) -> UsageError {
     UsageError(msg.into())
-}
-
-/// Where `run` sends its traffic.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A server started in-process on this loopback address (port chosen by the OS).
-    Embedded(IpAddr),
-    /// A server somewhere else, as the user named it.
-    Remote {
-        /// What the user typed (for messages).
-        name: String,
-        /// The resolved address all traffic goes to.
-        addr: SocketAddr,
-    },
-}
-
-impl Target {
-    /// Whether the path to the server is IPv6 (which changes the largest UDP datagram).
-    pub fn is_ipv6(&self) -> bool {
-        match self {
-            Target::Embedded(ip) => ip.is_ipv6(),
-            Target::Remote { addr, .. } => addr.is_ipv6(),
-        }
-    }
-}
-
-/// Everything `wirebench run` needs, validated.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// Server to test against.
-    pub target: Target,
-    /// Protocol × mechanism combinations, in the order they run.
-    pub combinations: Vec<Combination>,
-    /// Application message size in bytes.
-    pub msg_size: u32,
-    /// Exact number of payload bytes per run.
-    pub total_bytes: u64,
-    /// Runs per combination (≥ 1).
-    pub repeat: u32,
-    /// Fixed UDP stop-and-wait retransmission timeout; `None` means adaptive.
-    pub rto: Option<Duration>,
-    /// UDP streaming pacing; `None` means unpaced.
-    pub rate: Option<BitRate>,
-    /// How long the server waits for late UDP datagrams after the client is done.
-    pub grace: Duration,
-    /// Data-path options both ends apply.
-    pub options: DataPathOptions,
-    /// Print one JSON document instead of text.
-    pub json: bool,
-    /// Message size × total points of a sweep in plan order (sizes outer); one for a plain run.
-    /// `msg_size` and `total_bytes` are the first point.
-    pub points: Vec<Point>,
-    /// Unmeasured warm-up runs of every combination before each point's measured runs.
-    pub warmup: u32,
-    /// Concurrent flows per run (≥ 1), each its own session; the total is split across them.
-    pub parallel: u32,
-    /// Period of the interval reports; `None` prints none.
-    pub interval: Option<Duration>,
-    /// The server sends, the client receives.
-    pub reverse: bool,
-    /// `--impair`: the impairments and seed of an in-process relay between client and server.
-    pub impair: Option<(Impairments, u64)>,
-    /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
-    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
 }
 
 /// Where `run` stores its results.
@@ -156,7 +89,11 @@ impl ServerConfig {
                 .then(|| SocketAddr::new(args.bind, args.iperf3_port)),
             options: ServerOptions {
                 limits: server_limits(args)?,
-                psk: args.psk.as_deref().map(crate::auth::load_psk).transpose()?,
+                psk: args
+                    .psk
+                    .as_deref()
+                    .map(crate::control::auth::load_psk)
+                    .transpose()?,
             },
         })
     }
@@ -183,7 +120,7 @@ fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
     }
     let per_client = args
         .max_sessions_per_client
-        .unwrap_or(crate::server::options::DEFAULT_MAX_SESSIONS_PER_CLIENT.min(args.max_sessions));
+        .unwrap_or(wirebench_core::limits::DEFAULT_MAX_SESSIONS_PER_CLIENT.min(args.max_sessions));
     if per_client < 1 || per_client > args.max_sessions {
         return Err(usage(format!(
             "--max-sessions-per-client {per_client} is out of range: allowed 1 to --max-sessions ({})",
@@ -355,13 +292,17 @@ impl RunConfig {
             points,
             warmup: args.plan.warmup,
             impair: parse_impair(args, &protocols)?,
-            psk: args.psk.as_deref().map(crate::auth::load_psk).transpose()?,
+            psk: args
+                .psk
+                .as_deref()
+                .map(crate::control::auth::load_psk)
+                .transpose()?,
         })
     }
 }
 
 /// Most flows `-P` accepts.
-pub const MAX_PARALLEL: u32 = 128;
+use wirebench_core::limits::MAX_PARALLEL;
 
 /// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);

@@ -2,40 +2,19 @@
 //! from /proc where it exists. Owns nothing else; a fact that cannot be read is left empty, never
 //! an error.
 
-use serde::{Deserialize, Serialize};
+use wirebench_core::record::Environment;
 
-/// The host a campaign ran on. Every field is optional: other systems lack /proc.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Environment {
-    /// Host name (/proc/sys/kernel/hostname).
-    pub host_name: Option<String>,
-    /// Kernel release (/proc/sys/kernel/osrelease).
-    pub kernel: Option<String>,
-    /// CPU model (first "model name" in /proc/cpuinfo).
-    pub cpu_model: Option<String>,
-    /// The wirebench version that ran the campaign.
-    pub wirebench_version: String,
-    /// Largest receive buffer a socket may ask for, bytes (/proc/sys/net/core/rmem_max).
-    pub rmem_max_bytes: Option<u64>,
-    /// Largest send buffer a socket may ask for, bytes (/proc/sys/net/core/wmem_max).
-    pub wmem_max_bytes: Option<u64>,
-}
-
-impl Environment {
-    /// Reads the facts of this host.
-    pub fn detect() -> Environment {
-        Environment {
-            host_name: read_trimmed("/proc/sys/kernel/hostname"),
-            kernel: read_trimmed("/proc/sys/kernel/osrelease"),
-            cpu_model: std::fs::read_to_string("/proc/cpuinfo")
-                .ok()
-                .and_then(|text| cpu_model(&text)),
-            wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
-            rmem_max_bytes: read_trimmed("/proc/sys/net/core/rmem_max")
-                .and_then(|s| s.parse().ok()),
-            wmem_max_bytes: read_trimmed("/proc/sys/net/core/wmem_max")
-                .and_then(|s| s.parse().ok()),
-        }
+/// Reads the facts of this host.
+pub fn detect() -> Environment {
+    Environment {
+        host_name: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+        cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| cpu_model(&text)),
+        wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
+        rmem_max_bytes: read_trimmed("/proc/sys/net/core/rmem_max").and_then(|s| s.parse().ok()),
+        wmem_max_bytes: read_trimmed("/proc/sys/net/core/wmem_max").and_then(|s| s.parse().ok()),
     }
 }
 

@@ -2,7 +2,6 @@
 //! stop-and-wait, with exact counts on both sides. The binary is a thin shell around
 //! [`run_cli`]; tests drive servers and clients in-process through the same modules.
 
-pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod commands;
@@ -31,9 +30,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use cli::{Cli, Command};
-use config::{RunConfig, ServerConfig, StoreTarget};
+use config::{ServerConfig, StoreTarget};
+use runner::RunConfig;
+use wirebench_core::error::UsageError;
 
-/// Runs a parsed command line to its end; usage errors come back as [`config::UsageError`].
+/// Runs a parsed command line to its end; usage errors come back as [`wirebench_core::error::UsageError`].
 pub fn run_cli(cli: Cli) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -85,7 +86,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 commands::report::execute_dns(
                     &db,
                     which,
-                    args.format,
+                    commands::report::format_of(args.format),
                     args.output.as_deref(),
                     &mut std::io::stdout().lock(),
                 )?;
@@ -94,7 +95,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             commands::report::execute(
                 &db,
                 which,
-                args.format,
+                commands::report::format_of(args.format),
                 args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 args.output.as_deref(),
                 &mut std::io::stdout().lock(),
@@ -105,7 +106,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let db = config::db_path(&args.db)?;
             if let Some(pct) = args.fail_on_regression {
                 if !(pct.is_finite() && pct >= 0.0) {
-                    return Err(config::UsageError(format!(
+                    return Err(UsageError(format!(
                         "--fail-on-regression {pct}: expected a percentage of 0 or more, e.g. 10"
                     ))
                     .into());
@@ -144,7 +145,8 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
-            let id = commands::history::import(&db, &args.file, commands::run::unix_now())?;
+            let id =
+                commands::history::import(&db, &args.file, commands::run::unix_now(), args.again)?;
             println!(
                 "imported {} as campaign {id} in {}",
                 args.file.display(),

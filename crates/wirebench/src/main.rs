@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use wirebench::cli::Cli;
-use wirebench::config::UsageError;
+use wirebench_core::error::UsageError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

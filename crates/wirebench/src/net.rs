@@ -10,7 +10,8 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use wirebench_core::plan::Mechanism;
 use wirebench_core::proto::{DataPathInfo, DataPathOptions};
 
-use crate::engine::udp::UDP_SOCKET_BUFFER;
+/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max`.
+pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
 
 /// A non-blocking UDP socket bound to `bind` (or the unspecified address of the family, port 0),
 /// with buffers of `buffer` bytes (default: large). Binding `::` accepts IPv4 too.

@@ -14,10 +14,11 @@ use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan;
 use wirebench_core::proto::{ServerReport, SessionParams};
 
-use crate::client::{self, ClientFigures, RttFigures, SessionOutcome, UdpReceipt};
+use crate::client::{self, ClientFigures, SessionOutcome};
 use crate::counters::CpuMeter;
 use crate::engine::SendTally;
 use crate::interval::Progress;
+use wirebench_core::record::{RttFigures, UdpReceipt};
 
 /// Runs one session per `progress` counter at once against `server`, splitting
 /// `params.total_bytes` across them; each flow stores its bytes sent so far in its counter.

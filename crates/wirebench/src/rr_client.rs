@@ -20,13 +20,14 @@ use wirebench_core::plan::Protocol;
 use wirebench_core::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 use wirebench_core::rr::{RequestTracker, RrCounts};
 
-use crate::client::RttFigures;
 use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::rr_blocking_udp;
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
 use crate::engine::{blocking, quic};
 use crate::{control, counters, tls};
+use wirebench_core::record::rr::ResumedFigures;
+use wirebench_core::record::RttFigures;
 
 /// What to run: the session's parameters and when each flow stops.
 #[derive(Debug, Clone)]
@@ -45,19 +46,6 @@ pub struct RrSpec {
     pub retries: u32,
     /// QUIC: after the flows, measure a resumed connection with 0-RTT (one extra request).
     pub resumption_probe: bool,
-}
-
-/// QUIC resumed with 0-RTT: a second connection that sends its first request as early data.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ResumedFigures {
-    /// The client held a session ticket and sent the request as 0-RTT data.
-    pub zero_rtt_sent: bool,
-    /// The server accepted the early data.
-    pub zero_rtt_accepted: bool,
-    /// Connection start → first response byte, nanoseconds (the request answered at all).
-    pub first_response_ns: Option<u64>,
-    /// Connection start → handshake complete, nanoseconds.
-    pub handshake_ns: Option<u64>,
 }
 
 /// Both sides of one request-response session.

@@ -2,21 +2,89 @@
 //! repeated `--repeat` times, one session at a time. Each finished run is handed to the caller
 //! before the next starts, so nothing finished is lost if a later run fails.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
+use wirebench_core::impair::Impairments;
 use wirebench_core::metrics::{Cumulative, IntervalSample};
-use wirebench_core::plan::Combination;
-use wirebench_core::proto::SessionParams;
+use wirebench_core::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::proto::{DataPathOptions, SessionParams};
+use wirebench_core::record::{FlowRecord, Parameters, RunRecord, ServerRecord};
+use wirebench_core::sweep::Point;
+use wirebench_core::units::BitRate;
 
 use crate::client::{self, SessionOutcome};
-use crate::config::{RunConfig, Target};
 use crate::interval::{self, Progress};
 use crate::parallel;
 
-/// One finished run.
+/// Where `run` sends its traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A server started in-process on this loopback address (port chosen by the OS).
+    Embedded(IpAddr),
+    /// A server somewhere else, as the user named it.
+    Remote {
+        /// What the user typed (for messages).
+        name: String,
+        /// The resolved address all traffic goes to.
+        addr: SocketAddr,
+    },
+}
+
+impl Target {
+    /// Whether the path to the server is IPv6 (which changes the largest UDP datagram).
+    pub fn is_ipv6(&self) -> bool {
+        match self {
+            Target::Embedded(ip) => ip.is_ipv6(),
+            Target::Remote { addr, .. } => addr.is_ipv6(),
+        }
+    }
+}
+
+/// Everything `wirebench run` needs, validated.
 #[derive(Debug, Clone)]
-pub struct RunRecord {
+pub struct RunConfig {
+    /// Server to test against.
+    pub target: Target,
+    /// Protocol × mechanism combinations, in the order they run.
+    pub combinations: Vec<Combination>,
+    /// Application message size in bytes.
+    pub msg_size: u32,
+    /// Exact number of payload bytes per run.
+    pub total_bytes: u64,
+    /// Runs per combination (≥ 1).
+    pub repeat: u32,
+    /// Fixed UDP stop-and-wait retransmission timeout; `None` means adaptive.
+    pub rto: Option<Duration>,
+    /// UDP streaming pacing; `None` means unpaced.
+    pub rate: Option<BitRate>,
+    /// How long the server waits for late UDP datagrams after the client is done.
+    pub grace: Duration,
+    /// Data-path options both ends apply.
+    pub options: DataPathOptions,
+    /// Print one JSON document instead of text.
+    pub json: bool,
+    /// Message size × total points of a sweep in plan order (sizes outer); one for a plain run.
+    /// `msg_size` and `total_bytes` are the first point.
+    pub points: Vec<Point>,
+    /// Unmeasured warm-up runs of every combination before each point's measured runs.
+    pub warmup: u32,
+    /// Concurrent flows per run (≥ 1), each its own session; the total is split across them.
+    pub parallel: u32,
+    /// Period of the interval reports; `None` prints none.
+    pub interval: Option<Duration>,
+    /// The server sends, the client receives.
+    pub reverse: bool,
+    /// `--impair`: the impairments and seed of an in-process relay between client and server.
+    pub impair: Option<(Impairments, u64)>,
+    /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
+    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+}
+
+/// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
+#[derive(Debug, Clone)]
+pub struct FinishedRun {
     /// Which combination it was.
     pub combination: Combination,
     /// 0-based repeat index within the combination.
@@ -33,7 +101,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone, Default)]
 pub struct Campaign {
     /// Finished runs, in the order they ran.
-    pub runs: Vec<RunRecord>,
+    pub runs: Vec<FinishedRun>,
     /// The error that stopped the campaign early, if any.
     pub failure: Option<String>,
 }
@@ -65,12 +133,12 @@ pub fn planned_runs(cfg: &RunConfig) -> usize {
 
 /// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
 /// 1-based position and the plan size; with `-i`, `on_interval` sees each interval of the
-/// client's sending (all flows together) as it closes. Stops at the first failed run.
+/// client's sending (all flows together) as it closes, with the position of its run. Stops at the first failed run.
 pub async fn run_campaign(
     cfg: &RunConfig,
     server: SocketAddr,
-    mut on_run: impl FnMut(usize, usize, &RunRecord),
-    mut on_interval: impl FnMut(&IntervalSample),
+    mut on_run: impl FnMut(usize, usize, &FinishedRun),
+    mut on_interval: impl FnMut(usize, &IntervalSample),
 ) -> Campaign {
     let total = planned_runs(cfg);
     let mut campaign = Campaign::default();
@@ -100,8 +168,11 @@ pub async fn run_campaign(
                         },
                     })
             };
-            let (result, intervals) =
-                interval::sampled(work, cfg.interval, sent_so_far, &mut on_interval).await;
+            let position = campaign.runs.len() + 1;
+            let (result, intervals) = interval::sampled(work, cfg.interval, sent_so_far, |s| {
+                on_interval(position, s)
+            })
+            .await;
             match result {
                 Ok((mut outcome, mut flows)) => {
                     outcome.client.intervals = intervals;
@@ -111,14 +182,14 @@ pub async fn run_campaign(
                             .iter_mut()
                             .for_each(SessionOutcome::mark_shared_process);
                     }
-                    let record = RunRecord {
+                    let record = FinishedRun {
                         combination,
                         repeat_index,
                         params: params.clone(),
                         outcome,
                         flows,
                     };
-                    on_run(campaign.runs.len() + 1, total, &record);
+                    on_run(position, total, &record);
                     campaign.runs.push(record);
                 }
                 Err(e) => {
@@ -135,4 +206,73 @@ pub async fn run_campaign(
         }
     }
     campaign
+}
+
+impl FinishedRun {
+    /// The result record of this run.
+    pub fn record(&self) -> RunRecord {
+        let o = &self.outcome;
+        RunRecord {
+            protocol: self.combination.protocol,
+            mechanism: self.combination.mechanism,
+            repeat_index: self.repeat_index,
+            session: o.session,
+            client: o.client.record(),
+            server: ServerRecord::of(&o.server),
+            relay: None,
+            flows: self
+                .flows
+                .iter()
+                .map(|f| FlowRecord {
+                    session: f.session,
+                    client: f.client.record(),
+                    server: ServerRecord::of(&f.server),
+                })
+                .collect(),
+            reverse: self.params.reverse,
+        }
+    }
+
+    /// The message size and total this run measured.
+    pub fn point(&self) -> Point {
+        Point {
+            msg_size: self.params.msg_size,
+            total_bytes: self.params.total_bytes,
+        }
+    }
+}
+
+/// The parameters record of a run configuration against the server named `server`.
+pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
+    let mut protocols = Vec::new();
+    let mut mechanisms = Vec::new();
+    for c in &cfg.combinations {
+        if !protocols.contains(&c.protocol) {
+            protocols.push(c.protocol);
+        }
+        if !mechanisms.contains(&c.mechanism) {
+            mechanisms.push(c.mechanism);
+        }
+    }
+    // What every session of the plan is asked for, whatever its combination.
+    let any = cfg.combinations.first().copied().unwrap_or(Combination {
+        protocol: Protocol::Tcp,
+        mechanism: Mechanism::Stream,
+    });
+    let session = session_params(cfg, any);
+    Parameters {
+        server: server.to_string(),
+        embedded_server: matches!(cfg.target, Target::Embedded(_)),
+        protocols,
+        mechanisms,
+        msg_size: cfg.msg_size,
+        total_bytes: cfg.total_bytes,
+        repeat: cfg.repeat,
+        rto_us: session.rto_us,
+        rate_bps: session.rate_bps,
+        grace_us: session.grace_us,
+        options: session.options,
+        parallel: cfg.parallel,
+        reverse: cfg.reverse,
+    }
 }

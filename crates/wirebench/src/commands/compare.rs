@@ -1,17 +1,20 @@
 //! `wirebench compare A B`: loads two campaigns from the store, compares them per configuration
-//! and prints the table; reports whether a configuration regressed beyond the allowed percentage.
+//! (goodput and UDP loss, by the result model) and prints the table; reports whether a
+//! configuration regressed beyond the allowed percentage.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use wirebench_core::record::comparison::{self, Row};
 
 use crate::commands::history;
-use crate::report::compare::{self, Side};
+use crate::report::compare;
 use crate::store::Store;
 
-/// Runs `wirebench compare`; `Ok(false)` means a configuration of B is significantly slower
-/// than in A by more than `fail_pct` (exit status 1).
+/// Runs `wirebench compare`; `Ok(false)` means a configuration of B is significantly worse than
+/// in A beyond `fail_pct`: goodput lower by more than that percentage, or UDP loss higher by
+/// more than that many percentage points (exit status 1).
 pub fn execute(
     db: &Path,
     a: i64,
@@ -22,18 +25,9 @@ pub fn execute(
     let store = Store::open_existing(db)?;
     let (_, runs_a) = history::load(&store, a)?;
     let (_, runs_b) = history::load(&store, b)?;
-    let comparison = compare::compare(
-        Side {
-            id: a,
-            runs: &runs_a,
-        },
-        Side {
-            id: b,
-            runs: &runs_b,
-        },
-    );
+    let comparison = comparison::compare((a, &runs_a), (b, &runs_b));
     compare::write_text(&comparison, fail_pct, out)?;
-    let regressions: Vec<&compare::Row> = match fail_pct {
+    let regressions: Vec<&Row> = match fail_pct {
         Some(pct) => comparison
             .rows
             .iter()
@@ -45,13 +39,13 @@ pub fn execute(
         if regressions.is_empty() {
             writeln!(
                 out,
-                "\nno configuration is significantly slower by more than {pct}%"
+                "\nno configuration is significantly worse (goodput lower by more than {pct}%, or loss higher by more than {pct} points)"
             )?;
         } else {
             writeln!(
                 out,
-                "\n{} configuration(s) significantly slower by more than {pct}%",
-                regressions.len()
+                "\n{} significantly worse (goodput lower by more than {pct}%, or loss higher by more than {pct} points)",
+                wirebench_core::record::count_of(regressions.len(), "configuration is", "configurations are")
             )?;
         }
     }

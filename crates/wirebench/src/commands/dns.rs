@@ -11,11 +11,13 @@ use wirebench_core::dns::DnsTransport;
 use crate::commands::run::unix_now;
 use crate::config::dns::DnsConfig;
 use crate::config::StoreTarget;
-use crate::dns::{run_dns, DnsSpec, DotTls};
-use crate::environment::Environment;
-use crate::output::dns::{self as out, DnsDocument, DnsResult};
-use crate::store::dns::NewDnsCampaign;
-use crate::store::{Status, Store};
+use crate::dns::{run_dns, DnsOutcome, DnsSpec, DotTls};
+use crate::output::dns as out;
+use crate::report;
+use crate::store::Store;
+use wirebench_core::metrics::TransportStats;
+use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
+use wirebench_core::record::{Status, TransportRecord};
 
 /// Runs the probe; `Ok(false)` means a run failed (exit status 1), after running the others.
 pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
@@ -64,15 +66,75 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
         serde_json::to_writer_pretty(&mut stdout, &doc).context("while writing the JSON")?;
         let _ = writeln!(stdout);
     } else if cfg.concurrency.len() > 1 || cfg.transports.len() > 1 {
-        let _ = write!(stdout, "{}", out::sweep_table(&results));
+        let _ = write!(stdout, "{}", report::dns::sweep_table(&results));
     }
     Ok(ok)
+}
+
+/// The result record of one run of `cfg` over `transport` with `concurrency`.
+fn dns_result(
+    cfg: &DnsConfig,
+    transport: DnsTransport,
+    concurrency: u32,
+    out: &DnsOutcome,
+) -> DnsResult {
+    let c = out.counts;
+    let secs = out.elapsed.as_secs_f64();
+    DnsResult {
+        transport,
+        resolver_addr: cfg.addr_for(transport).to_string(),
+        flows: cfg.flows,
+        concurrency,
+        new_connection: cfg.new_connection && transport != DnsTransport::Udp,
+        count_per_flow: cfg.count,
+        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+        retries_allowed: cfg.retries,
+        counts: c,
+        timeout_ratio: c.timeout_pct() / 100.0,
+        elapsed_ns: u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        queries_per_second: if secs > 0.0 {
+            c.answered as f64 / secs
+        } else {
+            0.0
+        },
+        response: out.response,
+        tcp_connect: out.connect,
+        tls_handshake: out.tls_handshake,
+        retrans_rate: out
+            .transport
+            .as_ref()
+            .and_then(TransportStats::retrans_rate),
+        transport_stats: out.transport.as_ref().map(TransportRecord::of),
+        answer: out.answer.clone(),
+    }
+}
+
+/// The heading printed before the runs of one transport.
+fn heading(cfg: &DnsConfig, transport: DnsTransport) -> String {
+    let addr = cfg.addr_for(transport).to_string();
+    let to = if addr == cfg.resolver_name {
+        addr
+    } else {
+        format!("{} ({addr})", cfg.resolver_name)
+    };
+    format!(
+        "dns {transport} to {to}: {} {}, {} queries per flow, {} flow(s){}",
+        cfg.question.name(),
+        cfg.question.rtype(),
+        cfg.count,
+        cfg.flows,
+        if cfg.new_connection && transport != DnsTransport::Udp {
+            ", a new connection per query"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The JSON document of a finished command.
 pub fn document(cfg: &DnsConfig, results: Vec<DnsResult>) -> DnsDocument {
     DnsDocument {
-        schema_version: out::SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION,
         command: "dns".into(),
         resolver: cfg.resolver_name.clone(),
         name: cfg.question.name(),
@@ -96,7 +158,7 @@ fn new_campaign(cfg: &DnsConfig) -> NewDnsCampaign {
         ),
         concurrency: list(cfg.concurrency.iter().map(u32::to_string).collect()),
         planned_results: (cfg.transports.len() * cfg.concurrency.len()) as u64,
-        host_name: Environment::detect().host_name,
+        host_name: crate::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }
@@ -115,7 +177,7 @@ async fn run_all(
     let mut ok = true;
     for &transport in &cfg.transports {
         if !cfg.json {
-            println!("{}", out::heading(cfg, transport));
+            println!("{}", heading(cfg, transport));
         }
         for &k in &cfg.concurrency {
             let spec = DnsSpec {
@@ -135,7 +197,7 @@ async fn run_all(
             };
             match run_dns(&spec).await {
                 Ok(outcome) => {
-                    let result = DnsResult::new(cfg, transport, k, &outcome);
+                    let result = dns_result(cfg, transport, k, &outcome);
                     if !cfg.json {
                         let mut stdout = std::io::stdout().lock();
                         let _ = write!(stdout, "{}", out::block(&result));

@@ -5,63 +5,16 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use wirebench_core::error::UsageError;
+use wirebench_core::record::document::{
+    CampaignMeta, ExportDocument, ImportDocument, RunDocument, OLDEST_READABLE_VERSION,
+    SCHEMA_VERSION,
+};
+use wirebench_core::record::{CampaignInfo, Environment, RunRecord, Status};
 use wirebench_core::sweep::Point;
 
-use crate::config::UsageError;
-use crate::environment::Environment;
-use crate::output::json::{self, Parameters, RunDocument, RunJson, SCHEMA_VERSION};
 use crate::output::text;
-use crate::store::{CampaignInfo, Status, Store};
-
-/// The document `wirebench export` prints: the `run --json` document plus the campaign's
-/// metadata.
-#[derive(Debug, Serialize)]
-pub struct ExportDocument {
-    /// The run document, as `run --json` prints it.
-    #[serde(flatten)]
-    pub document: RunDocument,
-    /// Where and when the campaign ran, and how it ended.
-    pub campaign: CampaignMeta,
-}
-
-/// A campaign's metadata in an export file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CampaignMeta {
-    /// Id in the exporting store (a new id is given on import).
-    pub id: i64,
-    /// Start time, seconds since the Unix epoch.
-    pub started_at_unix_s: i64,
-    /// End time, seconds since the Unix epoch; null if it never ended cleanly.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: Status,
-    /// Runs planned.
-    pub planned_runs: u64,
-    /// Message sizes planned, in plan order (absent: the parameters' `msg_size`).
-    #[serde(default)]
-    pub msg_sizes: Vec<u32>,
-    /// Totals planned, in plan order (absent: the parameters' `total_bytes`).
-    #[serde(default)]
-    pub totals: Vec<u64>,
-    /// Message size and total of each run, parallel to `runs` (absent: the parameters').
-    #[serde(default)]
-    pub run_points: Vec<Point>,
-    /// The host it ran on.
-    pub environment: Environment,
-}
-
-/// What `import` reads: an export file, or a `run --json` document (no `campaign` block).
-#[derive(Debug, Deserialize)]
-struct ImportDocument {
-    schema_version: u32,
-    parameters: Parameters,
-    runs: Vec<RunJson>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    campaign: Option<CampaignMeta>,
-}
+use crate::store::Store;
 
 /// `wirebench runs`.
 pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
@@ -123,8 +76,9 @@ pub fn export(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
     Ok(())
 }
 
-/// `wirebench import FILE` (`-` for stdin); returns the new campaign id.
-pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
+/// `wirebench import FILE` (`-` for stdin); returns the new campaign id. A campaign the store
+/// already holds (same start time, parameters and host) is refused unless `again`.
+pub fn import(db: &Path, file: &Path, now_unix_s: i64, again: bool) -> Result<i64> {
     let mut text = String::new();
     if file == Path::new("-") {
         std::io::stdin()
@@ -140,9 +94,9 @@ pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
             file.display()
         )
     })?;
-    if doc.schema_version != SCHEMA_VERSION {
+    if !(OLDEST_READABLE_VERSION..=SCHEMA_VERSION).contains(&doc.schema_version) {
         bail!(
-            "{} has schema_version {}; this wirebench reads version {SCHEMA_VERSION}",
+            "{} has schema_version {}; this wirebench reads versions {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION}",
             file.display(),
             doc.schema_version
         );
@@ -219,14 +173,34 @@ pub fn import(db: &Path, file: &Path, now_unix_s: i64) -> Result<i64> {
         totals,
         environment: meta.environment,
     };
-    let runs: Vec<(Point, RunJson)> = points.into_iter().zip(doc.runs).collect();
+    // A run --json document says its direction only in its parameters.
+    let reverse = info.parameters.reverse;
+    let runs: Vec<(Point, RunRecord)> = points
+        .into_iter()
+        .zip(doc.runs)
+        .map(|(p, mut r)| {
+            r.reverse |= reverse;
+            (p, r)
+        })
+        .collect();
     let mut store = Store::open(db)?;
+    if !again {
+        if let Some(existing) = store.same_campaign(&info)? {
+            return Err(UsageError(format!(
+                "{} is already in {} as campaign {existing} (same start, parameters and host); \
+                 pass --again to import it once more",
+                file.display(),
+                db.display()
+            ))
+            .into());
+        }
+    }
     store.import(&info, &runs)
 }
 
 /// The export document of a stored campaign.
-pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunJson)>) -> ExportDocument {
-    let (run_points, runs): (Vec<Point>, Vec<RunJson>) = runs.into_iter().unzip();
+pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunRecord)>) -> ExportDocument {
+    let run_points: Vec<Point> = runs.iter().map(|(p, _)| *p).collect();
     let campaign = CampaignMeta {
         id: info.id,
         started_at_unix_s: info.started_at_unix_s,
@@ -239,13 +213,18 @@ pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunJson)>) -> Expor
         environment: info.environment,
     };
     ExportDocument {
-        document: json::document(info.parameters, runs, info.error),
+        document: RunDocument::new(
+            env!("CARGO_PKG_VERSION"),
+            info.parameters,
+            &runs,
+            info.error,
+        ),
         campaign,
     }
 }
 
 /// A campaign and its runs; an unknown id is a usage error that says how to find one.
-pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<(Point, RunJson)>)> {
+pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<(Point, RunRecord)>)> {
     let info = store.campaign(id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no campaign {id} in {}; `wirebench runs` lists them",

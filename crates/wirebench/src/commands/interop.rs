@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use crate::config::StoreTarget;
-use crate::iperf3::client::ClientConfig;
+use crate::iperf3::client::{ClientConfig, ClientOutcome};
 use crate::iperf3::server::Iperf3Server;
 use crate::perf::client::PerfConfig;
 use crate::server::ServerEvent;
@@ -27,7 +27,8 @@ pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {
-        let id = crate::iperf3::store::store(&path, &cfg, &outcome, super::run::unix_now())?;
+        let id = store_iperf3(&path, &cfg, &outcome)
+            .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
         let note = format!(
             "stored as campaign {id} (1 run, complete) in {}",
             path.display()
@@ -39,6 +40,21 @@ pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Stores one iperf3 test as a one-run campaign; returns its id.
+fn store_iperf3(
+    path: &std::path::Path,
+    cfg: &ClientConfig,
+    outcome: &ClientOutcome,
+) -> Result<i64> {
+    let now = super::run::unix_now();
+    let (campaign, point, run) = crate::iperf3::record::records(cfg, outcome, now);
+    let mut store = crate::store::Store::open(path)?;
+    let id = store.begin_campaign(&campaign)?;
+    store.add_run(id, 1, point, &run)?;
+    store.finish_campaign(id, wirebench_core::record::Status::Complete, now, None)?;
+    Ok(id)
 }
 
 /// Runs the QUIC perf transfers and prints them.

@@ -6,11 +6,25 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use wirebench_core::error::UsageError;
+use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
+
+use crate::cli::ReportFormat;
 use crate::commands::history;
-use crate::config::UsageError;
 use crate::output::text;
 use crate::report::{self, Format, Heading, Report};
 use crate::store::Store;
+
+/// The report format a `--format` value names.
+pub fn format_of(f: ReportFormat) -> Format {
+    match f {
+        ReportFormat::Table => Format::Table,
+        ReportFormat::Markdown => Format::Markdown,
+        ReportFormat::Csv => Format::Csv,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Html => Format::Html,
+    }
+}
 
 /// Which campaign to report on.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +81,13 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
 /// The report of a stored campaign, with run `run` on the throughput-over-time chart when given.
 fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
     let (info, runs) = history::load(store, id)?;
+    if runs.is_empty() {
+        return Err(UsageError(format!(
+            "campaign {id} has no finished run to report on (it is {}); `wirebench show {id}` lists what it has",
+            info.status.as_str()
+        ))
+        .into());
+    }
     let heading = Heading {
         campaign: info.id,
         started: text::format_utc(info.started_at_unix_s),
@@ -124,8 +145,8 @@ pub fn execute_dns(
         Format::Html => report::dns::write_html(&heading, &results, &mut body)?,
         Format::Table => report::dns::write_text(&heading, &results, &mut body)?,
         Format::Json => {
-            let doc = crate::output::dns::DnsDocument {
-                schema_version: crate::output::dns::SCHEMA_VERSION,
+            let doc = DnsDocument {
+                schema_version: DNS_SCHEMA_VERSION,
                 command: "dns".into(),
                 resolver: c.resolver.clone(),
                 name: c.name.clone(),

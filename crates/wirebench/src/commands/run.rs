@@ -13,14 +13,17 @@ use wirebench_core::plan::{self, Mechanism};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::ByteSize;
 
-use crate::config::{RunConfig, StoreTarget, Target};
-use crate::environment::Environment;
+use wirebench_core::record::document::RunDocument;
+use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Status};
+
+use crate::config::StoreTarget;
 use crate::output::progress::Progress;
-use crate::output::{json, text};
+use crate::output::text;
 use crate::relay::RunRelay;
-use crate::runner::{self, Campaign, RunRecord};
+use crate::report::table;
+use crate::runner::{self, Campaign, RunConfig, Target};
 use crate::server::{Server, ServerEvent, ServerOptions};
-use crate::store::{AbortedRun, NewCampaign, Status, Store};
+use crate::store::Store;
 use crate::tls::ServerIdentity;
 
 /// Runs the run command; `Ok(false)` means a run failed (exit status 1).
@@ -81,8 +84,12 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         }
         if cfg.warmup > 0 {
             println!(
-                "  plus {} unmeasured warm-up run(s) of every combination before each message size × total",
-                cfg.warmup
+                "  plus {} of every combination before each message size × total",
+                count_of(
+                    cfg.warmup as usize,
+                    "unmeasured warm-up run",
+                    "unmeasured warm-up runs"
+                )
             );
         }
     }
@@ -95,8 +102,13 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     // whether an (unmeasured, never stored) warm-up is running instead of the next one.
     let finished = AtomicUsize::new(0);
     let warming = AtomicBool::new(false);
+    let o = &cfg.options;
+    let show_path = o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll;
+    // With -i, the position whose heading went out before its interval lines.
+    let headed = AtomicUsize::new(0);
     let running = async {
         let mut campaign = Campaign::default();
+        let mut records: Vec<(Point, RunRecord)> = Vec::new();
         for &point in &cfg.points {
             let point_cfg = RunConfig {
                 msg_size: point.msg_size,
@@ -116,7 +128,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 };
                 warming.store(true, Ordering::Relaxed);
                 let warm =
-                    runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}, |_| {}).await;
+                    runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}, |_, _| {}).await;
                 warming.store(false, Ordering::Relaxed);
                 if let Some(failure) = warm.failure {
                     campaign.failure = Some(format!("warm-up: {failure}"));
@@ -132,18 +144,19 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             let part = runner::run_campaign(
                 &point_cfg,
                 server_addr,
-                |position, _, record| {
+                |position, _, finished_run| {
                     let position = offset + position;
+                    let mut record = finished_run.record();
                     // What the relay (--impair) did during this run, stored and printed with it.
-                    let relay_counts = relay.as_mut().map(RunRelay::finish_run);
+                    record.relay = relay.as_mut().map(RunRelay::finish_run);
                     finished.store(position, Ordering::Relaxed);
                     // Stored before it is printed: a run on the screen is a run in the database.
                     if let Some(r) = recorder.as_mut() {
-                        r.record(position, record, relay_counts);
+                        r.record(position, finished_run.point(), &record);
                     }
                     let server_line = events
                         .as_mut()
-                        .and_then(|rx| embedded_line(rx, record.outcome.session));
+                        .and_then(|rx| embedded_line(rx, record.session));
                     progress.finished(position, || {
                         if !cfg.json {
                             let mut out = std::io::stdout().lock();
@@ -153,27 +166,37 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                                 text::run_block(
                                     position,
                                     total_runs,
-                                    record,
-                                    server_line.as_deref()
+                                    &record,
+                                    server_line.as_deref(),
+                                    text::BlockLayout {
+                                        headed: headed.load(Ordering::Relaxed) == position,
+                                        show_path,
+                                    },
                                 )
                             );
-                            if let Some(counts) = &relay_counts {
+                            if let Some(counts) = &record.relay {
                                 let _ =
                                     writeln!(out, "  {}", crate::output::relay::run_line(counts));
                             }
                             let _ = out.flush();
                         }
                     });
+                    records.push((finished_run.point(), record));
                 },
-                |sample| {
+                |position, sample| {
                     if !cfg.json {
+                        let position = offset + position;
                         progress.print_above(|| {
                             // A closed stdout (| head) is not worth a panic.
-                            let _ = writeln!(
-                                std::io::stdout().lock(),
-                                "  {}",
-                                text::interval_line(interval_verb, sample)
-                            );
+                            let mut out = std::io::stdout().lock();
+                            // The run's heading goes first, so its intervals read as its own.
+                            if headed.swap(position, Ordering::Relaxed) != position {
+                                if let Some(h) = heading_in_flight(&cfg, position, total_runs) {
+                                    let _ = writeln!(out, "{h}");
+                                }
+                            }
+                            let _ =
+                                writeln!(out, "  {}", text::interval_line(interval_verb, sample));
                         });
                     }
                 },
@@ -185,7 +208,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 break;
             }
         }
-        campaign
+        (campaign, records)
     };
     let interrupted = async {
         if tokio::signal::ctrl_c().await.is_err() {
@@ -193,8 +216,8 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             std::future::pending::<()>().await;
         }
     };
-    let campaign: Campaign = tokio::select! {
-        campaign = running => campaign,
+    let (campaign, records): (Campaign, Vec<(Point, RunRecord)>) = tokio::select! {
+        done = running => done,
         () = interrupted => {
             progress.finish();
             let in_flight = if warming.load(Ordering::Relaxed) {
@@ -218,7 +241,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 (Some(run), false) => format!("the run in flight ({}) is not stored", run.position),
                 (None, _) => "no measured run was in flight".to_string(),
             };
-            eprintln!("interrupted: {stored} finished run(s) stored, {what}");
+            eprintln!(
+                "interrupted: {} stored, {what}",
+                count_of(stored as usize, "finished run", "finished runs")
+            );
             return Ok(false);
         }
     };
@@ -233,38 +259,24 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         r.finish(status, campaign.failure.as_deref(), cfg.json);
     }
     if cfg.json {
-        let doc = json::run_document(&cfg, &server_name, &campaign);
+        let doc = RunDocument::new(
+            env!("CARGO_PKG_VERSION"),
+            runner::parameters(&cfg, &server_name),
+            &records,
+            campaign.failure.clone(),
+        );
         let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
         if let Some(r) = &relay {
             r.annotate(&mut doc);
         }
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
-    } else if cfg.repeat > 1 && !campaign.runs.is_empty() {
-        for point in &cfg.points {
-            let these: Vec<RunRecord> = campaign
-                .runs
-                .iter()
-                .filter(|r| {
-                    r.params.msg_size == point.msg_size && r.params.total_bytes == point.total_bytes
-                })
-                .cloned()
-                .collect();
-            if these.is_empty() {
-                continue;
-            }
-            if cfg.points.len() > 1 {
-                print!(
-                    "\n{}-byte messages, {}:",
-                    point.msg_size,
-                    ByteSize(point.total_bytes)
-                );
-            }
-            print!(
-                "\n{}",
-                text::summary_tables(&cfg.combinations, &these, point.total_bytes)
-            );
-        }
+    } else if cfg.repeat > 1 && !records.is_empty() {
+        // The same tables `wirebench report` prints, from the same summaries.
+        println!();
+        let summaries = wirebench_core::record::summarise(&records);
+        let mut out = std::io::stdout().lock();
+        let _ = table::write_summaries(&summaries, &mut out);
     }
     if let Some(failure) = &campaign.failure {
         eprintln!("error: {failure}");
@@ -289,13 +301,17 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
     let sizes = distinct(cfg.points.iter().map(|p| p.msg_size));
     let totals = distinct(cfg.points.iter().map(|p| p.total_bytes));
     format!(
-        "wirebench: {total_runs} run(s): {} message size(s) × {} total(s) × {} combination(s) × {} repeat(s); \
-         sizes {} B; totals {}",
-        sizes.len(),
-        totals.len(),
-        cfg.combinations.len(),
-        cfg.repeat,
-        sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        "wirebench: {}: {} × {} × {} × {}; sizes {} B; totals {}",
+        count_of(total_runs, "run", "runs"),
+        count_of(sizes.len(), "message size", "message sizes"),
+        count_of(totals.len(), "total", "totals"),
+        count_of(cfg.combinations.len(), "combination", "combinations"),
+        count_of(cfg.repeat as usize, "repeat", "repeats"),
+        sizes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         totals
             .iter()
             .map(|t| ByteSize(*t).to_string())
@@ -354,6 +370,18 @@ fn run_labels(cfg: &RunConfig) -> Vec<String> {
     labels
 }
 
+/// The heading of the run at 1-based `position`, before it has any figure (for its interval
+/// lines).
+fn heading_in_flight(cfg: &RunConfig, position: usize, of: usize) -> Option<String> {
+    let run = in_flight_run(cfg, position)?;
+    Some(format!(
+        "[{position}/{of}] {} {}, run {}",
+        run.params.protocol,
+        run.params.mechanism,
+        run.repeat_index + 1
+    ))
+}
+
 /// The run at 1-based `position` of the plan (the order `run_labels` describes), as the client
 /// knows it before any figure: `None` past the end of the plan.
 fn in_flight_run(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
@@ -395,11 +423,11 @@ impl Recorder {
         let campaign = store
             .begin_campaign(&NewCampaign {
                 started_at_unix_s: unix_now(),
-                parameters: json::parameters(cfg, server_name),
+                parameters: runner::parameters(cfg, server_name),
                 planned_runs: (runner::planned_runs(cfg) * cfg.points.len()) as u64,
                 msg_sizes: distinct(cfg.points.iter().map(|p| p.msg_size)),
                 totals: distinct(cfg.points.iter().map(|p| p.total_bytes)),
-                environment: Environment::detect(),
+                environment: crate::environment::detect(),
             })
             .with_context(|| format!("cannot store in {}", store.path().display()))?;
         Ok(Recorder {
@@ -411,27 +439,14 @@ impl Recorder {
         })
     }
 
-    fn record(
-        &mut self,
-        position: usize,
-        record: &RunRecord,
-        relay: Option<crate::relay::RelayCounts>,
-    ) {
+    fn record(&mut self, position: usize, point: Point, record: &RunRecord) {
         if self.error.is_some() {
             return;
         }
-        match self.store.add_run(
-            self.campaign,
-            position as u64,
-            Point {
-                msg_size: record.params.msg_size,
-                total_bytes: record.params.total_bytes,
-            },
-            &json::RunJson {
-                relay,
-                ..json::run_json(record)
-            },
-        ) {
+        match self
+            .store
+            .add_run(self.campaign, position as u64, point, record)
+        {
             Ok(()) => self.stored += 1,
             Err(e) => {
                 let msg = format!(
@@ -478,9 +493,9 @@ impl Recorder {
                     String::new()
                 };
                 let note = format!(
-                    "stored as campaign {} ({} run(s){aborted}, {}) in {}",
+                    "stored as campaign {} ({}{aborted}, {}) in {}",
                     self.campaign,
-                    self.stored,
+                    count_of(self.stored as usize, "run", "runs"),
                     status.as_str(),
                     self.store.path().display()
                 );

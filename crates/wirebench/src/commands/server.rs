@@ -10,7 +10,9 @@ use tokio::signal::unix::SignalKind;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::ServerConfig;
-use crate::output::{json, text};
+use wirebench_core::record::{ServerRecord, SessionLine};
+
+use crate::output::text;
 use crate::server::{Server, ServerEvent, StopRequest};
 use crate::tls::ServerIdentity;
 
@@ -97,7 +99,14 @@ pub fn print_event(event: &ServerEvent, as_json: bool) -> bool {
     match event {
         ServerEvent::Session(s) => {
             let line = if as_json {
-                serde_json::to_string(&json::session_line(s)).unwrap_or_default()
+                serde_json::to_string(&SessionLine {
+                    session: s.session,
+                    peer: s.peer.to_string(),
+                    msg_size: s.params.msg_size,
+                    total_bytes: s.params.total_bytes,
+                    server: ServerRecord::of(&s.report),
+                })
+                .unwrap_or_default()
             } else {
                 text::session_line(s.session, &s.peer.to_string(), &s.params, &s.report)
             };

@@ -246,7 +246,7 @@ fn finish(
         psk: common
             .psk
             .as_deref()
-            .map(crate::auth::load_psk)
+            .map(crate::control::auth::load_psk)
             .transpose()?,
     })
 }

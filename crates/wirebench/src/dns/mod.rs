@@ -18,9 +18,9 @@ use tokio::task::JoinSet;
 use wirebench_core::dns::{DnsCounts, DnsTransport, Question};
 use wirebench_core::metrics::TransportStats;
 
-use crate::client::RttFigures;
 use crate::engine::stream::rtt_histogram;
 use crate::rr_client::sum_transport;
+use wirebench_core::record::RttFigures;
 
 pub use trust::DotTls;
 

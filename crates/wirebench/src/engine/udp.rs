@@ -24,8 +24,7 @@ use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
 
 use super::SendTally;
 
-/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max`.
-pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
+pub use crate::net::UDP_SOCKET_BUFFER;
 
 /// Largest UDP payload one GSO `sendmsg` may carry in total (IPv4 limit, the smaller one).
 const GSO_MAX_BYTES: usize = wire::MAX_UDP_PAYLOAD_V4;

@@ -4,9 +4,9 @@
 //! protocol.
 
 pub mod client;
+pub mod record;
 pub mod report;
 pub mod server;
-pub mod store;
 
 use std::time::Duration;
 

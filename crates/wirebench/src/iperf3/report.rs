@@ -7,7 +7,7 @@ use wirebench_core::iperf3::TestResults;
 use wirebench_core::units::format_bitrate;
 
 use super::client::{ClientConfig, ClientOutcome, Limit};
-use crate::output::text::bits_per_second;
+use wirebench_core::record::bits_per_second;
 
 /// Version of the JSON document below.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -2,7 +2,6 @@
 //! Formatting only: these functions return strings or serialisable values and never print.
 
 pub mod dns;
-pub mod json;
 pub mod progress;
 pub mod relay;
 pub mod rr;

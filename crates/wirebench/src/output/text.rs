@@ -4,35 +4,24 @@
 
 use std::fmt::Write as _;
 
-use wirebench_core::metrics::{CpuUsage, IntervalSample, StatsSource, TransportStats};
-use wirebench_core::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::metrics::{IntervalSample, StatsSource};
+use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
-use wirebench_core::stats::Summary;
+use wirebench_core::record::dns::DnsCampaignInfo;
+use wirebench_core::record::{
+    bits_per_second, count_of, CampaignInfo, ClientRecord, CpuRecord, Headline, RttFigures,
+    RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
+};
+use wirebench_core::sweep::Point;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
 
-use crate::client::{ClientFigures, RttFigures};
-use wirebench_core::sweep::Point;
-
-use crate::output::json::RunJson;
-use crate::runner::RunRecord;
-use crate::store::CampaignInfo;
-
-/// Bits per second for `bytes` over `seconds`; 0 when no time passed.
-pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        bytes as f64 * 8.0 / seconds
-    } else {
-        0.0
-    }
-}
-
-/// A bit rate for `bytes` over `seconds`, or "n/a" when no measurable time passed (a single
-/// small message arrives within one clock reading).
+/// A bit rate for `bytes` over `seconds`, or "too short to time" when the span is under
+/// [`MIN_TIMED_NS`] (a single small message arrives within one clock reading).
 fn rate_text(bytes: u64, seconds: f64) -> String {
-    if seconds > 0.0 {
+    if seconds * 1e9 >= MIN_TIMED_NS as f64 {
         format_bitrate(bits_per_second(bytes, seconds))
     } else {
-        "n/a".to_string()
+        "too short to time".to_string()
     }
 }
 
@@ -46,7 +35,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         (false, _) => ("read", "read calls"),
     };
     let mut line = format!(
-        "session {session:08x} {} {}{} from {peer}: {verb} {} messages, {} bytes in {secs:.4} s ({}), {} {calls}",
+        "session {session} {} {}{} from {peer}: {verb} {} messages, {} bytes in {secs:.4} s ({}), {} {calls}",
         r.protocol,
         r.mechanism,
         if params.reverse { " reverse" } else { "" },
@@ -91,77 +80,98 @@ pub fn plan_heading(
     total: u64,
 ) -> String {
     format!(
-        "wirebench: {runs} run(s): {combinations} combination(s) × {repeat} repeat(s), {msg_size}-byte messages, {}",
+        "wirebench: {}: {} × {}, {msg_size}-byte messages, {}",
+        count_of(runs, "run", "runs"),
+        count_of(combinations, "combination", "combinations"),
+        count_of(repeat as usize, "repeat", "repeats"),
         ByteSize(total)
     )
 }
 
-/// The block printed after each run.
-pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Option<&str>) -> String {
-    let c = &rec.outcome.client;
-    let s = &rec.outcome.server;
-    let mut out = format!(
-        "[{position}/{of}] {} {}, run {}\n",
-        rec.combination.protocol,
-        rec.combination.mechanism,
-        rec.repeat_index + 1
-    );
-    let _ = writeln!(
-        out,
-        "  client: {}",
-        client_text(c, rec.combination, rec.params.reverse)
-    );
+/// The heading of a run in a plan: `[2/6] udp stream, run 1`. Printed before the run's
+/// interval lines (with `-i`) or as the first line of its block.
+pub fn run_heading(position: usize, of: usize, run: &RunRecord) -> String {
+    format!(
+        "[{position}/{of}] {} {}, run {}",
+        run.protocol,
+        run.mechanism,
+        run.repeat_index + 1
+    )
+}
+
+/// How a run block is laid out besides the run itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlockLayout {
+    /// The heading was printed already, before the run's interval lines.
+    pub headed: bool,
+    /// Data-path options were asked for: show what each end's data path ran with.
+    pub show_path: bool,
+}
+
+/// The block printed after each run: the headline (goodput, sent rate, UDP loss), then each
+/// side's counts.
+pub fn run_block(
+    position: usize,
+    of: usize,
+    run: &RunRecord,
+    server_line: Option<&str>,
+    layout: BlockLayout,
+) -> String {
+    let c = &run.client;
+    let s = &run.server;
+    let mut out = String::new();
+    if !layout.headed {
+        let _ = writeln!(out, "{}", run_heading(position, of, run));
+    }
+    let _ = writeln!(out, "  goodput: {}", headline_text(&run.headline()));
+    let _ = writeln!(out, "  client: {}", client_text(c, run));
     match server_line {
-        Some(line) if rec.flows.is_empty() => {
+        Some(line) if run.flows.is_empty() => {
             let _ = writeln!(out, "  server: {line}");
         }
-        _ if !rec.flows.is_empty() => {
+        _ if !run.flows.is_empty() => {
             let _ = writeln!(
                 out,
                 "  server: {} sessions: {}",
-                rec.flows.len(),
-                server_sum_text(s)
+                run.flows.len(),
+                server_sum_text(s, run.reverse)
             );
-            for (i, f) in rec.flows.iter().enumerate() {
+            for (i, f) in run.flows.iter().enumerate() {
                 let _ = writeln!(
                     out,
                     "  flow {}: client {}; server {}",
                     i + 1,
-                    flow_client_text(&f.client),
-                    server_sum_text(&f.server)
+                    flow_client_text(&f.client, run.reverse),
+                    server_sum_text(&f.server, run.reverse)
                 );
             }
         }
         _ => {
-            let _ = writeln!(
-                out,
-                "  server: {}",
-                session_line(rec.outcome.session, "this client", &rec.params, s)
-            );
+            let _ = writeln!(out, "  server: {}", server_record_text(run));
         }
     }
-    if !s.intervals.is_empty() {
+    if !s.measured.intervals.is_empty() {
         let _ = writeln!(out, "  server intervals:");
-        for sample in &s.intervals {
-            let _ = writeln!(out, "    {}", interval_line("read", sample));
+        let verb = if run.reverse { "sent" } else { "read" };
+        for sample in &s.measured.intervals {
+            let _ = writeln!(out, "    {}", interval_line(verb, &sample.sample));
         }
     }
     if let Some(rtt) = &c.rtt {
         let _ = writeln!(out, "  rtt:    {}", rtt_text(rtt));
     }
-    if c.transport.is_some() || s.transport.is_some() {
+    if c.measured.transport.is_some() || s.measured.transport.is_some() {
         let _ = writeln!(
             out,
             "  transport: client {}; server {}",
-            transport_text(c.transport.as_ref()),
-            transport_text(s.transport.as_ref())
+            transport_text(c.measured.transport.as_ref()),
+            transport_text(s.measured.transport.as_ref())
         );
     }
-    if let Some(line) = cpu_line(c.cpu.as_ref(), c.tally.bytes, s.cpu.as_ref(), s.bytes) {
+    if let Some(line) = cpu_line(c.measured.cpu.as_ref(), s.measured.cpu.as_ref()) {
         let _ = writeln!(out, "  cpu:    {line}");
     }
-    let o = &rec.params.options;
-    if o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll {
+    if layout.show_path {
         let _ = writeln!(
             out,
             "  path:   client {}; server {}",
@@ -170,6 +180,71 @@ pub fn run_block(position: usize, of: usize, rec: &RunRecord, server_line: Optio
         );
     }
     out
+}
+
+/// The headline of a run in one line: goodput over the transfer time, how much of what was
+/// sent arrived, the offered rate, and for UDP what was lost, repeated and reordered.
+pub fn headline_text(h: &Headline) -> String {
+    let secs = h.transfer_seconds();
+    let mut s = match h.goodput_bps {
+        Some(goodput) => format!(
+            "{} ({} of {} bytes sent arrived in {secs:.4} s; sent at {})",
+            format_bitrate(goodput),
+            h.received_bytes,
+            h.sent_bytes,
+            h.sent_bps.map_or("n/a".into(), format_bitrate)
+        ),
+        None => format!(
+            "too short to time ({secs:.6} s, under {} ms: send more data with -n); {} of {} bytes sent arrived",
+            MIN_TIMED_NS / 1_000_000,
+            h.received_bytes,
+            h.sent_bytes
+        ),
+    };
+    if let Some(d) = &h.delivery {
+        let _ = write!(
+            s,
+            ", lost {} of {} messages ({:.3} %), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
+            d.lost,
+            h.sent_messages,
+            d.lost_pct,
+            d.duplicates,
+            d.duplicates_pct,
+            d.out_of_order,
+            d.out_of_order_pct
+        );
+    }
+    if let Some(rate) = h.retrans_rate.filter(|_| h.delivery.is_none()) {
+        let _ = write!(s, ", retransmitted {:.4} %", rate * 100.0);
+    }
+    s
+}
+
+/// The server's line of a run rebuilt from its record (no live line from an embedded server).
+fn server_record_text(run: &RunRecord) -> String {
+    let s = &run.server;
+    let verb = if run.reverse { "sent" } else { "read" };
+    let mut line = format!(
+        "session {}: {verb} {} messages, {} bytes in {:.4} s, {} {}",
+        run.session,
+        s.messages,
+        s.bytes,
+        s.seconds,
+        s.read_calls,
+        if run.reverse {
+            "send calls"
+        } else {
+            "read calls"
+        }
+    );
+    if s.aborted {
+        let _ = write!(
+            line,
+            " ABORTED: {}",
+            s.abort_reason.as_deref().unwrap_or("unknown reason")
+        );
+    }
+    line
 }
 
 /// One interval line: `[  1.00-  2.00 s] sent 119.21 MiB (1.00 Gbit/s)`, with the UDP loss
@@ -206,16 +281,18 @@ fn udp_receipt_text(
     s
 }
 
-/// The short form of a server's figures, for summed flows and per-flow lines.
-fn server_sum_text(r: &ServerReport) -> String {
-    let secs = r.elapsed_ns as f64 / 1e9;
+/// The short form of a server's figures, for summed flows and per-flow lines: what it read
+/// (or, with -R, sent) over its own span.
+fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
     let mut s = format!(
-        "read {} messages, {} bytes in {secs:.4} s ({})",
+        "{} {} messages, {} bytes in {:.4} s ({})",
+        if reverse { "sent" } else { "read" },
         r.messages,
         r.bytes,
-        format_bitrate(bits_per_second(r.bytes, secs))
+        r.seconds,
+        rate_text(r.bytes, r.seconds)
     );
-    if r.protocol == Protocol::Udp {
+    if r.protocol == Protocol::Udp && !reverse {
         let _ = write!(
             s,
             ", lost {}, duplicates {}, out of order {}",
@@ -232,20 +309,21 @@ fn server_sum_text(r: &ServerReport) -> String {
     s
 }
 
-/// The short form of one flow's client figures.
-fn flow_client_text(c: &ClientFigures) -> String {
-    let secs = c.elapsed.as_secs_f64();
+/// The short form of one flow's client figures: what it sent (or, with -R, received).
+fn flow_client_text(c: &ClientRecord, reverse: bool) -> String {
     format!(
-        "sent {} messages, {} bytes in {secs:.4} s ({})",
-        c.tally.messages,
-        c.tally.bytes,
-        format_bitrate(bits_per_second(c.tally.bytes, secs))
+        "{} {} messages, {} bytes in {:.4} s ({})",
+        if reverse { "received" } else { "sent" },
+        c.messages,
+        c.bytes,
+        c.seconds,
+        rate_text(c.bytes, c.seconds)
     )
 }
 
 /// One end's transport counters: retransmissions over packets sent, then RTT and window.
-fn transport_text(t: Option<&TransportStats>) -> String {
-    let Some(t) = t else {
+fn transport_text(t: Option<&TransportRecord>) -> String {
+    let Some(t) = t.map(|t| &t.stats) else {
         return "n/a".into();
     };
     let (what, unit) = match t.source {
@@ -274,33 +352,28 @@ fn transport_text(t: Option<&TransportStats>) -> String {
 
 /// CPU seconds (user + system) and seconds per GiB of each end; one figure when the client and
 /// an embedded server share the process.
-fn cpu_line(
-    client: Option<&CpuUsage>,
-    client_bytes: u64,
-    server: Option<&CpuUsage>,
-    server_bytes: u64,
-) -> Option<String> {
-    let one = |c: &CpuUsage, bytes: u64| {
+fn cpu_line(client: Option<&CpuRecord>, server: Option<&CpuRecord>) -> Option<String> {
+    let one = |c: &CpuRecord| {
         let mut s = format!(
             "{:.3} s user + {:.3} s sys",
-            c.user_us as f64 / 1e6,
-            c.system_us as f64 / 1e6
+            c.usage.user_us as f64 / 1e6,
+            c.usage.system_us as f64 / 1e6
         );
-        if let Some(per_gib) = c.seconds_per_gib(bytes) {
+        if let Some(per_gib) = c.seconds_per_gib {
             let _ = write!(s, " ({per_gib:.3} s/GiB)");
         }
         s
     };
     match (client, server) {
-        (Some(c), _) if c.shared_process => Some(format!(
+        (Some(c), _) if c.usage.shared_process => Some(format!(
             "client and embedded server (one process) {}",
-            one(c, client_bytes)
+            one(c)
         )),
         (None, None) => None,
         (c, s) => Some(format!(
             "client {}; server {}",
-            c.map_or("n/a".into(), |c| one(c, client_bytes)),
-            s.map_or("n/a".into(), |s| one(s, server_bytes))
+            c.map_or("n/a".into(), one),
+            s.map_or("n/a".into(), one)
         )),
     }
 }
@@ -330,29 +403,29 @@ fn path_text(p: &DataPathInfo) -> String {
     s
 }
 
-fn client_text(c: &ClientFigures, combination: Combination, reverse: bool) -> String {
-    let secs = c.elapsed.as_secs_f64();
-    let t = &c.tally;
+fn client_text(c: &ClientRecord, run: &RunRecord) -> String {
     // Reversed (-R), the client is the receiver: what it reports is what it read.
-    let (verb, calls) = if reverse {
+    let (verb, calls) = if run.reverse {
         ("received", "read calls")
     } else {
         ("sent", "send calls")
     };
+    let timed = c.elapsed_ns >= MIN_TIMED_NS;
     let mut s = format!(
-        "{verb} {} messages, {} bytes in {secs:.4} s ({}, {}), {} {calls}",
-        t.messages,
-        t.bytes,
-        format_bitrate(bits_per_second(t.bytes, secs)),
-        format_byterate_iec(if secs > 0.0 {
-            t.bytes as f64 / secs
+        "{verb} {} messages, {} bytes in {:.4} s ({} {verb}{}), {} {calls}",
+        c.messages,
+        c.bytes,
+        c.seconds,
+        rate_text(c.bytes, c.seconds),
+        if timed {
+            format!(", {}", format_byterate_iec(c.bytes as f64 / c.seconds))
         } else {
-            0.0
-        }),
-        t.send_calls
+            String::new()
+        },
+        c.send_calls
     );
-    if t.datagrams > 0 {
-        let _ = write!(s, ", {} datagrams", t.datagrams);
+    if c.datagrams > 0 {
+        let _ = write!(s, ", {} datagrams", c.datagrams);
     }
     if let Some(u) = &c.udp_received {
         s.push_str(&udp_receipt_text(
@@ -362,18 +435,15 @@ fn client_text(c: &ClientFigures, combination: Combination, reverse: bool) -> St
             u.jitter_us,
         ));
     }
-    if combination.protocol == Protocol::Udp
-        && combination.mechanism == Mechanism::StopAndWait
-        && !reverse
-    {
+    if run.protocol == Protocol::Udp && run.mechanism == Mechanism::StopAndWait && !run.reverse {
         let _ = write!(
             s,
             ", retransmissions {}, timeouts {}",
-            t.retransmissions, t.timeouts
+            c.retransmissions, c.timeouts
         );
     }
-    if t.send_errors > 0 {
-        let _ = write!(s, ", send errors {}", t.send_errors);
+    if c.send_errors > 0 {
+        let _ = write!(s, ", send errors {}", c.send_errors);
     }
     s
 }
@@ -396,126 +466,6 @@ pub fn rtt_text(r: &RttFigures) -> String {
 
 fn micros(ns: f64) -> String {
     format!("{:.1} µs", ns / 1000.0)
-}
-
-/// Min/Avg/Max tables, client view then server view, for every combination with runs.
-pub fn summary_tables(
-    combinations: &[Combination],
-    runs: &[RunRecord],
-    total_bytes: u64,
-) -> String {
-    let mut out = String::new();
-    for combo in combinations {
-        let these: Vec<&RunRecord> = runs.iter().filter(|r| r.combination == *combo).collect();
-        if these.is_empty() {
-            continue;
-        }
-        let name = format!(
-            "{} {}",
-            protocol_title(combo.protocol),
-            mechanism_title(combo.mechanism)
-        );
-        let size = ByteSize(total_bytes).to_string();
-        let client = Views {
-            messages: these
-                .iter()
-                .map(|r| r.outcome.client.tally.messages as f64)
-                .collect(),
-            bytes: these
-                .iter()
-                .map(|r| r.outcome.client.tally.bytes as f64)
-                .collect(),
-            seconds: these
-                .iter()
-                .map(|r| r.outcome.client.elapsed.as_secs_f64())
-                .collect(),
-        };
-        let server = Views {
-            messages: these
-                .iter()
-                .map(|r| r.outcome.server.messages as f64)
-                .collect(),
-            bytes: these
-                .iter()
-                .map(|r| r.outcome.server.bytes as f64)
-                .collect(),
-            seconds: these
-                .iter()
-                .map(|r| r.outcome.server.elapsed_ns as f64 / 1e9)
-                .collect(),
-        };
-        table(
-            &mut out,
-            &format!("Client {name} ({size}), {} runs", these.len()),
-            &client,
-        );
-        table(
-            &mut out,
-            &format!("Server {name} ({size}), {} runs", these.len()),
-            &server,
-        );
-    }
-    out
-}
-
-struct Views {
-    messages: Vec<f64>,
-    bytes: Vec<f64>,
-    seconds: Vec<f64>,
-}
-
-fn table(out: &mut String, title: &str, v: &Views) {
-    let _ = writeln!(out, "Statistics for {title}:\n-----");
-    if let Some(s) = Summary::of(&v.messages) {
-        let _ = writeln!(out, "Messages: {}", count_min_avg_max(&s));
-    }
-    if let Some(s) = Summary::of(&v.bytes) {
-        let _ = writeln!(out, "Bytes: {}", count_min_avg_max(&s));
-    }
-    if let Some(s) = Summary::of(&v.seconds) {
-        let _ = writeln!(
-            out,
-            "Time (s): Min = {:.4}, Avg = {:.4}, Max = {:.4}",
-            s.min, s.mean, s.max
-        );
-    }
-    let rates: Vec<f64> = v
-        .bytes
-        .iter()
-        .zip(&v.seconds)
-        .map(|(b, s)| if *s > 0.0 { b * 8.0 / s / 1e9 } else { 0.0 })
-        .collect();
-    if let Some(s) = Summary::of(&rates) {
-        let _ = writeln!(
-            out,
-            "Throughput (Gbit/s): Min = {:.3}, Avg = {:.3}, Max = {:.3}",
-            s.min, s.mean, s.max
-        );
-    }
-    let _ = writeln!(out, "-----");
-}
-
-/// Counts print as integers for Min and Max, the average with two decimals.
-fn count_min_avg_max(s: &Summary) -> String {
-    format!(
-        "Min = {:.0}, Avg = {:.2}, Max = {:.0}",
-        s.min, s.mean, s.max
-    )
-}
-
-fn protocol_title(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-        Protocol::Quic => "QUIC",
-    }
-}
-
-fn mechanism_title(m: Mechanism) -> &'static str {
-    match m {
-        Mechanism::Stream => "Streaming",
-        Mechanism::StopAndWait => "Stop and Wait",
-    }
 }
 
 /// A Unix time as `YYYY-MM-DD HH:MM:SS` UTC (proleptic Gregorian calendar).
@@ -593,7 +543,7 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
 }
 
 /// The `wirebench runs` table of DNS campaigns (`wirebench report --dns ID` shows one).
-pub fn dns_campaign_list(campaigns: &[(crate::store::dns::DnsCampaignInfo, u64)]) -> String {
+pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
     let mut out = format!(
         "{:>4}  {:<19}  {:<8}  {:>9}  {}
 ",
@@ -619,16 +569,16 @@ pub fn dns_campaign_list(campaigns: &[(crate::store::dns::DnsCampaignInfo, u64)]
 }
 
 /// The `wirebench show` text: the campaign, its host and every run with both views.
-pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunJson)]) -> String {
+pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunRecord)]) -> String {
     let p = &c.parameters;
     let e = &c.environment;
     let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let mut out = format!(
-        "campaign {}: {}, {} of {} run(s) stored{}\n",
+        "campaign {}: {}, {} of {} stored{}\n",
         c.id,
         c.status.as_str(),
         c.stored_runs,
-        c.planned_runs,
+        count_of(c.planned_runs as usize, "run", "runs"),
         if c.origin == "import" {
             ", imported"
         } else {
@@ -675,26 +625,19 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunJson)]) -> String {
     for (i, (point, r)) in runs.iter().enumerate() {
         let _ = writeln!(
             out,
-            "[{}] {} {} {} B × {} B, run {}: client {} messages, {} bytes in {:.4} s ({}); server {} messages, {} bytes in {:.4} s ({}){}",
+            "[{}] {} {} {} B × {} B, run {}: goodput {}; client {} messages, {} bytes in {:.4} s; server {} messages, {} bytes",
             i + 1,
             r.protocol,
             r.mechanism,
             point.msg_size,
             point.total_bytes,
             r.repeat_index + 1,
+            headline_text(&r.headline()),
             r.client.messages,
             r.client.bytes,
             r.client.seconds,
-            format_bitrate(r.client.throughput_bps),
             r.server.messages,
             r.server.bytes,
-            r.server.seconds,
-            format_bitrate(r.server.throughput_bps),
-            if r.server.protocol == Protocol::Udp {
-                format!(", lost {}", r.server.lost)
-            } else {
-                String::new()
-            }
         );
     }
     out

@@ -160,7 +160,7 @@ async fn transfer(
         direction,
         bytes,
         seconds,
-        throughput_bps: crate::output::text::bits_per_second(bytes, seconds),
+        throughput_bps: wirebench_core::record::bits_per_second(bytes, seconds),
     })
 }
 

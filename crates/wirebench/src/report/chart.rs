@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use wirebench_core::units::ByteSize;
 
 use super::series::{LossPoint, Timeline};
-use super::Configuration;
+use wirebench_core::record::summary::ConfigurationSummary as Configuration;
 
 const SIZE: (u32, u32) = (760, 420);
 const FONT: &str = "sans-serif";
@@ -29,8 +29,8 @@ type Series = (String, RGBColor, Vec<(f64, f64)>);
 
 /// The colour of a protocol × mechanism, the same in every chart.
 fn colour_of(c: &Configuration) -> RGBColor {
-    let p = c.protocol as usize;
-    let m = c.mechanism as usize;
+    let p = c.key.protocol as usize;
+    let m = c.key.mechanism as usize;
     COLOURS[(p * 2 + m) % COLOURS.len()]
 }
 
@@ -86,19 +86,23 @@ fn chart_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("cannot draw the chart: {e}"))
 }
 
-/// Median client throughput against message size, one series per protocol × mechanism.
+/// Median goodput against message size, one series per protocol × mechanism (configurations
+/// with no run long enough to time are left out).
 pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
     let mut series: Vec<Series> = Vec::new();
     // With several totals, each total is a series of its own.
     let several_totals = configs.iter().any(|c| {
         configs
             .first()
-            .is_some_and(|f| f.total_bytes != c.total_bytes)
+            .is_some_and(|f| f.key.total_bytes != c.key.total_bytes)
     });
     for c in configs {
-        let point = (f64::from(c.msg_size), c.client.throughput_bps.median);
+        let Some(goodput) = &c.goodput_bps else {
+            continue;
+        };
+        let point = (f64::from(c.key.msg_size), goodput.median);
         let name = if several_totals {
-            format!("{}, {}", c.title(), ByteSize(c.total_bytes))
+            format!("{}, {}", c.title(), ByteSize(c.key.total_bytes))
         } else {
             c.title()
         };
@@ -141,10 +145,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Client throughput (median) against message size",
-                (FONT, 20),
-            )
+            .caption("Goodput (median) against message size", (FONT, 20))
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
@@ -153,7 +154,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
         chart
             .configure_mesh()
             .x_desc("Message size (bytes, log scale)")
-            .y_desc(format!("Throughput ({unit})"))
+            .y_desc(format!("Goodput ({unit})"))
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
             .x_label_formatter(&|x| format!("{x:.0}"))
@@ -184,7 +185,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
     let sizes = configs
         .iter()
         .filter(|c| c.rtt.is_some())
-        .map(|c| c.msg_size)
+        .map(|c| c.key.msg_size)
         .collect::<std::collections::BTreeSet<u32>>();
     if sizes.len() > 1 {
         return rtt_by_size(configs).map(|svg| Some((svg, RTT_BY_SIZE_CAPTION)));
@@ -194,7 +195,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
         .filter_map(|c| {
             let r = c.rtt.as_ref()?;
             Some((
-                format!("{}, {} B", c.title(), c.msg_size),
+                format!("{}, {} B", c.title(), c.key.msg_size),
                 colour_of(c),
                 [r.min_ns, r.p50_ns, r.mean_ns, r.p99_ns, r.max_ns].map(|ns| ns / 1000.0),
             ))
@@ -267,7 +268,7 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
         let Some(r) = &c.rtt else { continue };
         for (is_p99, ns) in [(false, r.p50_ns), (true, r.p99_ns)] {
             let name = format!("{} {}", c.title(), if is_p99 { "p99" } else { "p50" });
-            let point = (f64::from(c.msg_size), ns / 1000.0);
+            let point = (f64::from(c.key.msg_size), ns / 1000.0);
             match series.iter_mut().find(|s| s.0 == name) {
                 Some(s) => s.3.push(point),
                 None => series.push((name, colour_of(c), is_p99, vec![point])),
@@ -470,7 +471,7 @@ pub fn loss_against_load(points: &[LossPoint]) -> io::Result<Option<String>> {
     percent_chart(
         &PercentChart {
             caption: "UDP streaming: server loss against offered load",
-            x_desc: format!("Offered load: client throughput ({unit})"),
+            x_desc: format!("Offered load: sent rate ({unit})"),
             y_desc: "Server loss (% of messages sent)",
             x_hi: (x_max / scale * 1.1).max(1e-3),
             y_max,
@@ -610,7 +611,7 @@ mod tests {
         let svg = loss_against_load(&[one])
             .unwrap()
             .expect("one point, one chart");
-        assert!(svg.contains("Offered load: client throughput (Mbit/s)"));
+        assert!(svg.contains("Offered load: sent rate (Mbit/s)"));
         assert!(svg.contains("1000 B messages"));
     }
 }

@@ -1,184 +1,77 @@
-//! Comparison of two campaigns per configuration, like benchstat: medians of the client's
-//! transfer time, their ratio, and a two-sided Mann–Whitney U test. Owns the comparison model and
-//! its text form; must not open files, read clocks or know about the store.
+//! The text form of a comparison of two campaigns (`wirebench compare`): per configuration,
+//! median goodput of each, the ratio, UDP loss, the Mann–Whitney U test and a verdict. The
+//! comparison itself is the result model's (`wirebench_core::record::comparison`); this only
+//! prints it and must not compute a figure.
 
 use std::io::{self, Write};
 
-use serde::Serialize;
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::stats::{MannWhitney, Summary};
-use wirebench_core::sweep::Point;
+use wirebench_core::record::comparison::{Comparison, ALPHA};
 use wirebench_core::units::format_bitrate;
-
-use super::configuration_keys;
-use crate::output::json::RunJson;
-
-/// Significance level: a difference counts when the test's p-value is below this.
-pub const ALPHA: f64 = 0.05;
-
-/// One side of a comparison: a campaign's id and its runs with their sizes.
-#[derive(Debug, Clone, Copy)]
-pub struct Side<'a> {
-    /// Campaign id.
-    pub id: i64,
-    /// Its runs.
-    pub runs: &'a [(Point, RunJson)],
-}
-
-/// Two campaigns side by side.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
-    /// The baseline campaign.
-    pub a: i64,
-    /// The campaign compared with it.
-    pub b: i64,
-    /// Configurations with runs in both, in A's order.
-    pub rows: Vec<Row>,
-    /// Configurations only one side has ("tcp stream, 1000-byte messages, 100000 B").
-    pub unmatched: Vec<String>,
-}
-
-/// One configuration in both campaigns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// Protocol.
-    pub protocol: Protocol,
-    /// Mechanism.
-    pub mechanism: Mechanism,
-    /// Message size, bytes.
-    pub msg_size: u32,
-    /// Bytes per run.
-    pub total_bytes: u64,
-    /// Runs in A and in B.
-    pub runs: (usize, usize),
-    /// Median client transfer time in A and in B, seconds.
-    pub median_seconds: (f64, f64),
-    /// Median client throughput in A and in B, bit/s.
-    pub median_throughput_bps: (f64, f64),
-    /// B's median time over A's (2.0: B takes twice as long).
-    pub time_ratio: f64,
-    /// Mann–Whitney U test of A's times against B's.
-    pub test: MannWhitney,
-}
-
-impl Row {
-    /// Whether the difference is significant at [`ALPHA`].
-    pub fn significant(&self) -> bool {
-        self.test.p_value < ALPHA
-    }
-
-    /// Whether B is significantly slower than A by more than `pct` percent (median time).
-    pub fn is_regression(&self, pct: f64) -> bool {
-        self.significant() && (self.time_ratio - 1.0) * 100.0 > pct
-    }
-
-    fn name(&self) -> String {
-        config_name(
-            self.protocol,
-            self.mechanism,
-            self.msg_size,
-            self.total_bytes,
-        )
-    }
-}
-
-fn config_name(p: Protocol, m: Mechanism, msg_size: u32, total: u64) -> String {
-    format!("{p} {m}, {msg_size} B × {total} B")
-}
-
-/// Compares campaign `b` with the baseline `a`, per configuration (message size, total,
-/// protocol, mechanism), in A's order.
-pub fn compare(a: Side<'_>, b: Side<'_>) -> Comparison {
-    let (ka, kb) = (configuration_keys(a.runs), configuration_keys(b.runs));
-    let samples = |s: &Side<'_>, key: (Point, Protocol, Mechanism)| -> (Vec<f64>, Vec<f64>) {
-        s.runs
-            .iter()
-            .filter(|(p, r)| (*p, r.protocol, r.mechanism) == key)
-            .map(|(_, r)| (r.client.seconds, r.client.throughput_bps))
-            .unzip()
-    };
-    let mut rows = Vec::new();
-    let mut unmatched = Vec::new();
-    for &key in &ka {
-        let (point, p, m) = key;
-        let (ta, ra) = samples(&a, key);
-        let (tb, rb) = samples(&b, key);
-        let row = kb.contains(&key).then_some(()).and_then(|()| {
-            let (sa, sb) = (Summary::of(&ta)?, Summary::of(&tb)?);
-            Some(Row {
-                protocol: p,
-                mechanism: m,
-                msg_size: point.msg_size,
-                total_bytes: point.total_bytes,
-                runs: (sa.count, sb.count),
-                median_seconds: (sa.median, sb.median),
-                median_throughput_bps: (Summary::of(&ra)?.median, Summary::of(&rb)?.median),
-                time_ratio: if sa.median > 0.0 {
-                    sb.median / sa.median
-                } else {
-                    f64::NAN
-                },
-                test: MannWhitney::test(&ta, &tb)?,
-            })
-        });
-        match row {
-            Some(row) => rows.push(row),
-            None => unmatched.push(config_name(p, m, point.msg_size, point.total_bytes)),
-        }
-    }
-    for &(point, p, m) in kb.iter().filter(|k| !ka.contains(k)) {
-        unmatched.push(config_name(p, m, point.msg_size, point.total_bytes));
-    }
-    Comparison {
-        a: a.id,
-        b: b.id,
-        rows,
-        unmatched,
-    }
-}
 
 /// The comparison as a text table; with `fail_pct`, rows over it are marked REGRESSION.
 pub fn write_text(c: &Comparison, fail_pct: Option<f64>, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "Campaign {} (A) against campaign {} (B): median client transfer time per configuration.\n\
+        "Campaign {} (A) against campaign {} (B): median goodput (what the receiver got over the \
+         transfer time) per configuration, and UDP loss.\n\
          Test: Mann–Whitney U, two-sided, normal approximation with tie and continuity correction; \
          significant when p < {ALPHA}.",
         c.a, c.b
     )?;
     writeln!(
         out,
-        "\n{:<34} {:>7} {:>12} {:>12} {:>14} {:>14} {:>7} {:>8}  RESULT",
-        "CONFIGURATION", "RUNS", "A TIME (s)", "B TIME (s)", "A RATE", "B RATE", "B/A", "P"
+        "\n{:<34} {:>7} {:>14} {:>14} {:>7} {:>12} {:>12} {:>17} {:>8}  RESULT",
+        "CONFIGURATION",
+        "RUNS",
+        "A GOODPUT",
+        "B GOODPUT",
+        "B/A",
+        "A TIME (s)",
+        "B TIME (s)",
+        "LOST A → B (%)",
+        "P"
     )?;
     for r in &c.rows {
-        let change = (r.time_ratio - 1.0) * 100.0;
-        let verdict = if !r.significant() {
-            "~ (no significant difference)".to_string()
-        } else if change > 0.0 {
-            format!("slower (+{change:.1}% time)")
+        let goodput = r.goodput_change_pct();
+        let time = if r.median_seconds.0 > 0.0 {
+            (r.median_seconds.1 / r.median_seconds.0 - 1.0) * 100.0
         } else {
-            format!("faster ({change:.1}% time)")
+            f64::NAN
         };
+        let mut verdict = if !r.significant() {
+            "~ (no significant difference)".to_string()
+        } else if goodput < 0.0 {
+            format!("slower ({goodput:+.1}% goodput, {time:+.1}% time)")
+        } else {
+            format!("faster ({goodput:+.1}% goodput, {time:+.1}% time)")
+        };
+        if let Some(l) = r.loss.as_ref().filter(|l| l.test.p_value < ALPHA) {
+            let more = l.median_lost_pct.1 > l.median_lost_pct.0;
+            verdict.push_str(if more { ", more loss" } else { ", less loss" });
+        }
         let flag = match fail_pct {
             Some(pct) if r.is_regression(pct) => " REGRESSION",
             _ => "",
         };
+        let lost = r.loss.as_ref().map_or("n/a".to_string(), |l| {
+            format!("{:.3} → {:.3}", l.median_lost_pct.0, l.median_lost_pct.1)
+        });
         writeln!(
             out,
-            "{:<34} {:>7} {:>12.6} {:>12.6} {:>14} {:>14} {:>7.3} {:>8.4}  {verdict}{flag}",
+            "{:<34} {:>7} {:>14} {:>14} {:>7.3} {:>12.6} {:>12.6} {:>17} {:>8.4}  {verdict}{flag}",
             r.name(),
             format!("{}/{}", r.runs.0, r.runs.1),
+            format_bitrate(r.median_goodput_bps.0),
+            format_bitrate(r.median_goodput_bps.1),
+            r.goodput_ratio,
             r.median_seconds.0,
             r.median_seconds.1,
-            format_bitrate(r.median_throughput_bps.0),
-            format_bitrate(r.median_throughput_bps.1),
-            r.time_ratio,
+            lost,
             r.test.p_value,
         )?;
     }
-    for name in &c.unmatched {
-        writeln!(out, "{name:<34} only in one campaign: not compared")?;
+    for what in &c.unmatched {
+        writeln!(out, "{what}: not compared")?;
     }
     Ok(())
 }

@@ -6,7 +6,9 @@ use std::io::{self, Write};
 
 use super::chart;
 use super::html::escape;
-use crate::output::dns::{sweep_table, DnsResult};
+use std::fmt::Write as _;
+
+use wirebench_core::record::dns::DnsResult;
 
 /// One result on the timeouts-against-concurrency chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,4 +127,70 @@ pub fn write_html(h: &DnsHeading, results: &[DnsResult], out: &mut dyn Write) ->
         )?;
     }
     writeln!(out, "</table>\n</body>\n</html>")
+}
+
+/// The sweep table: one row per transport × K, then per transport the timeout curve as bars.
+pub fn sweep_table(results: &[DnsResult]) -> String {
+    let mut s = String::from(
+        "\nconcurrency sweep (timeouts = queries never answered; retrans = UDP retries or TCP retransmissions)\n",
+    );
+    let _ = writeln!(
+        s,
+        "  {:<4} {:>6} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>10}",
+        "tr",
+        "K",
+        "sent",
+        "answered",
+        "timeouts",
+        "timeout%",
+        "retrans%",
+        "p50 µs",
+        "p99 µs",
+        "q/s"
+    );
+    for r in results {
+        let (p50, p99) = r.response.as_ref().map_or((0.0, 0.0), |x| {
+            (x.p50_ns as f64 / 1000.0, x.p99_ns as f64 / 1000.0)
+        });
+        let _ = writeln!(
+            s,
+            "  {:<4} {:>6} {:>10} {:>10} {:>9} {:>9.3} {:>8} {:>10.1} {:>10.1} {:>10.0}",
+            r.transport.name(),
+            r.concurrency,
+            r.counts.sent,
+            r.counts.answered,
+            r.counts.timeouts,
+            r.timeout_ratio * 100.0,
+            r.retrans_rate
+                .map_or("n/a".into(), |x| format!("{:.3}", x * 100.0)),
+            p50,
+            p99,
+            r.queries_per_second
+        );
+    }
+    let worst = results
+        .iter()
+        .map(|r| r.timeout_ratio)
+        .fold(0.0_f64, f64::max);
+    let _ = writeln!(
+        s,
+        "\ntimeout curve (bar = timeout%, full width = {:.3}%)",
+        worst * 100.0
+    );
+    for r in results {
+        let width = if worst > 0.0 {
+            (r.timeout_ratio / worst * 40.0).round() as usize
+        } else {
+            0
+        };
+        let _ = writeln!(
+            s,
+            "  {:<4} K={:<6} {:<40} {:.3}%",
+            r.transport.name(),
+            r.concurrency,
+            "#".repeat(width),
+            r.timeout_ratio * 100.0
+        );
+    }
+    s
 }

@@ -4,9 +4,7 @@
 
 use std::io::{self, Write};
 
-use wirebench_core::units::ByteSize;
-
-use super::{chart, metrics, Exporter, Report};
+use super::{chart, configuration_caption, metrics, Exporter, Report};
 
 /// The HTML exporter.
 pub struct Html;
@@ -38,11 +36,11 @@ impl Exporter for Html {
             escape(&h.started),
             escape(&h.host)
         )?;
-        writeln!(out, "<h2>Throughput against message size</h2>")?;
+        writeln!(out, "<h2>Goodput against message size</h2>")?;
         figure(
             out,
             &chart::throughput_by_size(&report.configurations)?,
-            "Median client throughput of each protocol × mechanism against the message size (log scale).",
+            "Median goodput (what the receiver got over the transfer time) of each protocol × mechanism against the message size (log scale).",
         )?;
         if let Some((svg, caption)) = chart::rtt_percentiles(&report.configurations)? {
             writeln!(out, "<h2>Stop-and-wait round-trip time</h2>")?;
@@ -69,39 +67,35 @@ impl Exporter for Html {
             figure(
                 out,
                 &svg,
-                "Each UDP streaming run: messages the server never received, as a share of those sent (lost / (read + lost)), against the client's sending rate; one series per message size.",
+                "Each UDP streaming run: messages the receiver never got, as a share of those sent, against the rate they were sent at; one series per message size.",
             )?;
         }
         writeln!(out, "<h2>Statistics per configuration</h2>")?;
         for c in &report.configurations {
             writeln!(
                 out,
-                "<h3>{}, {}-byte messages, {}, {} runs</h3>",
+                "<h3>{} ({})</h3>",
                 escape(&c.title()),
-                c.msg_size,
-                escape(&ByteSize(c.total_bytes).to_string()),
-                c.runs
+                escape(&configuration_caption(c))
             )?;
             writeln!(
                 out,
                 "<table>\n<tr><th>View</th><th>Metric</th><th>Min</th><th>Avg</th><th>Median</th><th>Max</th><th>Stddev</th></tr>"
             )?;
-            for (side, v) in [("Client", &c.client), ("Server", &c.server)] {
-                for m in metrics(v) {
-                    let s = m.summary;
-                    let cell =
-                        |x: f64| format!("<td class=\"n\">{:.d$}</td>", x / m.scale, d = m.digits);
-                    writeln!(
-                        out,
-                        "<tr><td>{side}</td><td>{}</td>{}{}{}{}{}</tr>",
-                        escape(m.label),
-                        cell(s.min),
-                        cell(s.mean),
-                        cell(s.median),
-                        cell(s.max),
-                        cell(s.stddev)
-                    )?;
-                }
+            for m in metrics(c) {
+                let s = m.summary;
+                let cell = |x: f64| format!("<td class=\"n\">{}</td>", m.show(x));
+                writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td>{}{}{}{}{}</tr>",
+                    m.view.title(),
+                    escape(&m.label),
+                    cell(s.min),
+                    cell(s.mean),
+                    cell(s.median),
+                    cell(s.max),
+                    cell(s.stddev)
+                )?;
             }
             writeln!(out, "</table>")?;
         }

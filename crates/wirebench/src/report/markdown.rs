@@ -1,11 +1,9 @@
-//! Markdown report: one table per configuration, client and server rows side by side. Writes
-//! only to the writer given.
+//! Markdown report: one table per configuration, the run's headline figures first, then the
+//! client's and the server's counts. Writes only to the writer given.
 
 use std::io::{self, Write};
 
-use wirebench_core::units::ByteSize;
-
-use super::{metrics, Exporter, Report};
+use super::{configuration_caption, metrics, Exporter, Report};
 
 /// The Markdown exporter.
 pub struct Markdown;
@@ -19,31 +17,22 @@ impl Exporter for Markdown {
             h.campaign, h.status, h.started, h.host
         )?;
         for c in &report.configurations {
-            writeln!(
-                out,
-                "\n## {}, {}-byte messages, {}, {} runs\n",
-                c.title(),
-                c.msg_size,
-                ByteSize(c.total_bytes),
-                c.runs
-            )?;
+            writeln!(out, "\n## {} ({})\n", c.title(), configuration_caption(c))?;
             writeln!(out, "| View | Metric | Min | Avg | Median | Max | Stddev |")?;
             writeln!(out, "|---|---|---:|---:|---:|---:|---:|")?;
-            for (side, v) in [("Client", &c.client), ("Server", &c.server)] {
-                for m in metrics(v) {
-                    let (s, scale) = (m.summary, m.scale);
-                    writeln!(
-                        out,
-                        "| {side} | {} | {:.d$} | {:.d$} | {:.d$} | {:.d$} | {:.d$} |",
-                        m.label,
-                        s.min / scale,
-                        s.mean / scale,
-                        s.median / scale,
-                        s.max / scale,
-                        s.stddev / scale,
-                        d = m.digits
-                    )?;
-                }
+            for m in metrics(c) {
+                let s = m.summary;
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    m.view.title(),
+                    m.label,
+                    m.show(s.min),
+                    m.show(s.mean),
+                    m.show(s.median),
+                    m.show(s.max),
+                    m.show(s.stddev)
+                )?;
             }
         }
         Ok(())

@@ -1,7 +1,8 @@
-//! Reports over one campaign: per configuration, min / avg / median / max / stddev of time,
-//! throughput, messages and bytes for the client and the server view, and the exporters that
-//! write them (one file per format). Owns the report model; must not open files, read clocks or
-//! know about the store: commands load campaigns and hand them in.
+//! Reports over one campaign: for every configuration, the summary the result model computes
+//! (goodput, sent rate, time, UDP loss, retransmissions, round trips, both sides' counts), and
+//! the exporters that write it (one file per format). Owns the report layout; must not compute
+//! a statistic (`wirebench_core::record` does), open files, read clocks or know about the
+//! store: commands load campaigns and hand them in.
 
 pub mod chart;
 pub mod compare;
@@ -16,14 +17,15 @@ pub mod table;
 use std::io::{self, Write};
 
 use serde::Serialize;
-use wirebench_core::plan::{Mechanism, Protocol};
+use wirebench_core::record::summary::ConfigurationSummary;
+use wirebench_core::record::{summarise, RunRecord};
 use wirebench_core::stats::Summary;
 use wirebench_core::sweep::Point;
+use wirebench_core::units::bitrate_unit;
 
-use crate::output::json::RunJson;
-
-/// Version of the JSON report's layout.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON report's layout. Version 2: configurations are the result model's
+/// summaries (goodput, sent rate, UDP delivery) instead of two throughput views.
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// Writes a report in one format.
 pub trait Exporter {
@@ -32,7 +34,7 @@ pub trait Exporter {
 }
 
 /// The report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Plain-text tables ("Statistics for Client TCP Streaming ...").
     Table,
@@ -77,8 +79,8 @@ pub struct Report {
     pub schema_version: u32,
     /// Which campaign.
     pub heading: Heading,
-    /// One entry per configuration with runs, in run order.
-    pub configurations: Vec<Configuration>,
+    /// One summary per configuration with runs, in run order.
+    pub configurations: Vec<ConfigurationSummary>,
     /// The run the throughput-over-time chart shows (HTML only; `None` when no run has
     /// interval series).
     #[serde(skip)]
@@ -88,105 +90,14 @@ pub struct Report {
     pub loss: Vec<series::LossPoint>,
 }
 
-/// The statistics of one configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Configuration {
-    /// Protocol.
-    pub protocol: Protocol,
-    /// Mechanism.
-    pub mechanism: Mechanism,
-    /// Message size, bytes.
-    pub msg_size: u32,
-    /// Bytes per run.
-    pub total_bytes: u64,
-    /// Runs summarised.
-    pub runs: usize,
-    /// What the client measured.
-    pub client: View,
-    /// What the server measured.
-    pub server: View,
-    /// Stop-and-wait round-trip times (medians over the runs), absent for streaming.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rtt: Option<RttView>,
-}
-
-/// Round-trip times of a stop-and-wait configuration: each figure is the median over its runs
-/// of that run's figure, in nanoseconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RttView {
-    /// Runs with round-trip figures.
-    pub runs: usize,
-    /// Smallest round trip.
-    pub min_ns: f64,
-    /// 50th percentile.
-    pub p50_ns: f64,
-    /// Mean.
-    pub mean_ns: f64,
-    /// 99th percentile.
-    pub p99_ns: f64,
-    /// Largest round trip.
-    pub max_ns: f64,
-}
-
-/// One side's figures over the runs of a configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct View {
-    /// Transfer time, seconds.
-    pub seconds: Summary,
-    /// Goodput, bit/s.
-    pub throughput_bps: Summary,
-    /// Messages.
-    pub messages: Summary,
-    /// Bytes.
-    pub bytes: Summary,
-}
-
 impl Report {
     /// Builds the report of a campaign from its runs (each with its message size and total);
     /// configurations come in the order their first run ran, which is the plan's order.
-    pub fn build(heading: Heading, runs: &[(Point, RunJson)]) -> Report {
-        let configurations = configuration_keys(runs)
-            .into_iter()
-            .filter_map(|(point, protocol, mechanism)| {
-                let these: Vec<&RunJson> = runs
-                    .iter()
-                    .filter(|(p, r)| {
-                        *p == point && r.protocol == protocol && r.mechanism == mechanism
-                    })
-                    .map(|(_, r)| r)
-                    .collect();
-                Some(Configuration {
-                    protocol,
-                    mechanism,
-                    msg_size: point.msg_size,
-                    total_bytes: point.total_bytes,
-                    runs: these.len(),
-                    client: view(&these, |r| {
-                        let c = &r.client;
-                        [
-                            c.seconds,
-                            c.throughput_bps,
-                            c.messages as f64,
-                            c.bytes as f64,
-                        ]
-                    })?,
-                    server: view(&these, |r| {
-                        let s = &r.server;
-                        [
-                            s.seconds,
-                            s.throughput_bps,
-                            s.messages as f64,
-                            s.bytes as f64,
-                        ]
-                    })?,
-                    rtt: rtt_view(&these),
-                })
-            })
-            .collect();
+    pub fn build(heading: Heading, runs: &[(Point, RunRecord)]) -> Report {
         Report {
             schema_version: REPORT_SCHEMA_VERSION,
             heading,
-            configurations,
+            configurations: summarise(runs),
             // With no run chosen this cannot fail: no run with series is simply no chart.
             timeline: series::timeline(runs, None).ok().flatten(),
             loss: series::loss_points(runs),
@@ -195,110 +106,241 @@ impl Report {
 
     /// Shows run `n` (1-based, as `wirebench show` numbers the runs) on the throughput-over-time
     /// chart; an error names what is allowed when there is no such run or it has no series.
-    pub fn choose_run(&mut self, runs: &[(Point, RunJson)], n: usize) -> Result<(), String> {
+    pub fn choose_run(&mut self, runs: &[(Point, RunRecord)], n: usize) -> Result<(), String> {
         self.timeline = series::timeline(runs, Some(n))?;
         Ok(())
     }
 }
 
-impl Configuration {
-    /// "TCP Streaming", "UDP Stop and Wait", as in the text tables.
-    pub fn title(&self) -> String {
-        Configuration::title_of(self.protocol, self.mechanism)
+/// Which rows of a configuration a metric belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The run as a whole: what the receiver got, over the run's transfer time.
+    Run,
+    /// What the client counted.
+    Client,
+    /// What the server counted.
+    Server,
+}
+
+impl View {
+    /// "run", "client", "server" (CSV).
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Run => "run",
+            View::Client => "client",
+            View::Server => "server",
+        }
     }
 
-    /// The title of a protocol × mechanism: "TCP Streaming", "UDP Stop and Wait".
-    pub fn title_of(protocol: Protocol, mechanism: Mechanism) -> String {
-        format!(
-            "{} {}",
-            match protocol {
-                Protocol::Tcp => "TCP",
-                Protocol::Udp => "UDP",
-                Protocol::Quic => "QUIC",
-            },
-            match mechanism {
-                Mechanism::Stream => "Streaming",
-                Mechanism::StopAndWait => "Stop and Wait",
-            }
-        )
+    /// "Run", "Client", "Server" (tables).
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Run => "Run",
+            View::Client => "Client",
+            View::Server => "Server",
+        }
     }
 }
 
-/// One metric of a view, with how exporters name and print it.
+/// How a metric's figures are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Whole counts: integers, the mean with one decimal only when it is not whole.
+    Count,
+    /// Figures with this many decimals.
+    Decimals(usize),
+}
+
+/// One metric of a configuration, with how exporters name and print it.
+#[derive(Debug, Clone)]
 pub struct Metric<'a> {
-    /// Machine name: time, throughput, messages, bytes.
+    /// Whose figure.
+    pub view: View,
+    /// Machine name: goodput, sent_rate, time, lost_pct, messages, ...
     pub name: &'static str,
-    /// Base unit of the summary's values: s, bit/s, count, B.
+    /// Base unit of the summary's values: s, bit/s, %, count, B, ns.
     pub unit: &'static str,
-    /// Human label with its display unit, as in the text tables.
-    pub label: &'static str,
+    /// Human label with its display unit: "Goodput (Mbit/s)".
+    pub label: String,
     /// Divide values by this for the display unit.
     pub scale: f64,
-    /// Decimals in human formats.
-    pub digits: usize,
+    /// How the display values are printed.
+    pub shape: Shape,
     /// The values.
     pub summary: &'a Summary,
 }
 
-/// The metrics of a view in the order exporters print them.
-pub fn metrics(v: &View) -> [Metric<'_>; 4] {
-    let m = |name, unit, label, scale, digits, summary| Metric {
-        name,
-        unit,
-        label,
-        scale,
-        digits,
-        summary,
-    };
-    [
-        m("time", "s", "Time (s)", 1.0, 4, &v.seconds),
-        m(
-            "throughput",
-            "bit/s",
-            "Throughput (Gbit/s)",
-            1e9,
-            3,
-            &v.throughput_bps,
-        ),
-        m("messages", "count", "Messages", 1.0, 1, &v.messages),
-        m("bytes", "B", "Bytes", 1.0, 1, &v.bytes),
-    ]
-}
-
-/// The distinct (point, protocol, mechanism) of `runs`, in order of first appearance.
-pub fn configuration_keys(runs: &[(Point, RunJson)]) -> Vec<(Point, Protocol, Mechanism)> {
-    let mut keys = Vec::new();
-    for (point, r) in runs {
-        let key = (*point, r.protocol, r.mechanism);
-        if !keys.contains(&key) {
-            keys.push(key);
+impl Metric<'_> {
+    /// One summary figure in the display unit, printed by the metric's shape.
+    pub fn show(&self, value: f64) -> String {
+        let v = value / self.scale;
+        match self.shape {
+            Shape::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Shape::Count => format!("{v:.1}"),
+            Shape::Decimals(d) => format!("{v:.d$}"),
         }
     }
-    keys
 }
 
-fn rtt_view(runs: &[&RunJson]) -> Option<RttView> {
-    let rtts: Vec<_> = runs.iter().filter_map(|r| r.client.rtt).collect();
-    let median = |f: &dyn Fn(&crate::client::RttFigures) -> f64| {
-        Summary::of(&rtts.iter().map(f).collect::<Vec<_>>()).map(|s| s.median)
-    };
-    Some(RttView {
-        runs: rtts.len(),
-        min_ns: median(&|r| r.min_ns as f64)?,
-        p50_ns: median(&|r| r.p50_ns as f64)?,
-        mean_ns: median(&|r| r.mean_ns)?,
-        p99_ns: median(&|r| r.p99_ns as f64)?,
-        max_ns: median(&|r| r.max_ns as f64)?,
-    })
+/// The metrics of a configuration in the order exporters print them: the run's headline
+/// figures (goodput first), then what the client and the server counted.
+pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
+    fn m<'a>(
+        view: View,
+        name: &'static str,
+        unit: &'static str,
+        label: String,
+        scale: f64,
+        shape: Shape,
+        summary: &'a Summary,
+    ) -> Metric<'a> {
+        Metric {
+            view,
+            name,
+            unit,
+            label,
+            scale,
+            shape,
+            summary,
+        }
+    }
+    fn rate<'a>(name: &'static str, what: &str, s: &'a Summary) -> Metric<'a> {
+        let (unit, scale) = bitrate_unit(s.max);
+        m(
+            View::Run,
+            name,
+            "bit/s",
+            format!("{what} ({unit})"),
+            scale,
+            Shape::Decimals(3),
+            s,
+        )
+    }
+    let mut out = Vec::new();
+    if let Some(s) = &c.goodput_bps {
+        out.push(rate("goodput", "Goodput", s));
+    }
+    if let Some(s) = &c.sent_bps {
+        out.push(rate("sent_rate", "Sent", s));
+    }
+    out.push(m(
+        View::Run,
+        "time",
+        "s",
+        "Time (s)".into(),
+        1.0,
+        Shape::Decimals(4),
+        &c.seconds,
+    ));
+    if let Some(d) = &c.delivery {
+        let pct = |name, label: &str, s| {
+            m(
+                View::Run,
+                name,
+                "%",
+                format!("{label} (%)"),
+                1.0,
+                Shape::Decimals(3),
+                s,
+            )
+        };
+        let count = |name, label: &str, s| {
+            m(
+                View::Run,
+                name,
+                "count",
+                label.to_string(),
+                1.0,
+                Shape::Count,
+                s,
+            )
+        };
+        out.push(pct("lost_pct", "Lost", &d.lost_pct));
+        out.push(count("lost", "Lost", &d.lost));
+        out.push(pct("duplicates_pct", "Duplicates", &d.duplicates_pct));
+        out.push(count("duplicates", "Duplicates", &d.duplicates));
+        out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));
+        out.push(count("out_of_order", "Out of order", &d.out_of_order));
+    }
+    if let Some(s) = &c.retrans_rate {
+        // A share in the model, a percentage on the page.
+        out.push(m(
+            View::Run,
+            "retrans_rate",
+            "ratio",
+            "Retransmitted (%)".into(),
+            0.01,
+            Shape::Decimals(4),
+            s,
+        ));
+    }
+    for (name, label, s) in [
+        ("rtt_p50", "RTT p50 (µs)", &c.rtt_p50_ns),
+        ("rtt_p99", "RTT p99 (µs)", &c.rtt_p99_ns),
+    ] {
+        if let Some(s) = s {
+            out.push(m(
+                View::Run,
+                name,
+                "ns",
+                label.into(),
+                1000.0,
+                Shape::Decimals(1),
+                s,
+            ));
+        }
+    }
+    for (view, side) in [(View::Client, &c.client), (View::Server, &c.server)] {
+        out.push(m(
+            view,
+            "messages",
+            "count",
+            "Messages".into(),
+            1.0,
+            Shape::Count,
+            &side.messages,
+        ));
+        out.push(m(
+            view,
+            "bytes",
+            "B",
+            "Bytes".into(),
+            1.0,
+            Shape::Count,
+            &side.bytes,
+        ));
+        out.push(m(
+            view,
+            "time",
+            "s",
+            if view == View::Server {
+                "Time (s, first to last byte read)".into()
+            } else {
+                "Time (s)".into()
+            },
+            1.0,
+            Shape::Decimals(4),
+            &side.seconds,
+        ));
+    }
+    out
 }
 
-fn view(runs: &[&RunJson], pick: impl Fn(&RunJson) -> [f64; 4]) -> Option<View> {
-    let values: Vec<[f64; 4]> = runs.iter().map(|r| pick(r)).collect();
-    let column = |i: usize| Summary::of(&values.iter().map(|v| v[i]).collect::<Vec<_>>());
-    Some(View {
-        seconds: column(0)?,
-        throughput_bps: column(1)?,
-        messages: column(2)?,
-        bytes: column(3)?,
-    })
+/// "500 MiB, 1024-byte messages, 3 runs" and, when some were too short to time, how many.
+pub fn configuration_caption(c: &ConfigurationSummary) -> String {
+    let mut s = format!(
+        "{}, {}-byte messages, {}",
+        wirebench_core::units::ByteSize(c.key.total_bytes),
+        c.key.msg_size,
+        wirebench_core::record::count_of(c.runs, "run", "runs")
+    );
+    if c.untimed_runs > 0 {
+        s.push_str(&format!(
+            "; {} too short to time (under {} ms), left out of the rates",
+            c.untimed_runs,
+            wirebench_core::record::MIN_TIMED_NS / 1_000_000
+        ));
+    }
+    s
 }

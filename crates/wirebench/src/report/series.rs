@@ -6,8 +6,8 @@ use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::ByteSize;
 
-use super::Configuration;
-use crate::output::json::{IntervalJson, RunJson};
+use wirebench_core::record::summary::title;
+use wirebench_core::record::{IntervalRecord, RunRecord};
 
 /// The interval series of one run, as the throughput-over-time chart draws them.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,20 +42,20 @@ pub struct Interval {
 pub struct LossPoint {
     /// Message size, bytes (one series per size).
     pub msg_size: u32,
-    /// Offered load: what the client sent, bit/s.
+    /// Offered load: what the sender sent over the transfer time, bit/s.
     pub offered_bps: f64,
-    /// Server loss: lost / (messages read + lost), percent.
+    /// Loss: messages lost / messages sent, percent.
     pub loss_pct: f64,
 }
 
 /// The run the throughput-over-time chart shows: run `chosen` (1-based) when given, which must
-/// exist and have interval series; otherwise the first run that has any (`None` when no run
-/// has). The error says what was wrong and what is allowed.
+/// exist and have interval series; otherwise the run with the longest series (the first of
+/// equals; `None` when no run has any). The error says what was wrong and what is allowed.
 pub fn timeline(
-    runs: &[(Point, RunJson)],
+    runs: &[(Point, RunRecord)],
     chosen: Option<usize>,
 ) -> Result<Option<Timeline>, String> {
-    let has_series = |r: &RunJson| {
+    let has_series = |r: &RunRecord| {
         !r.client.measured.intervals.is_empty() || !r.server.measured.intervals.is_empty()
     };
     let index = match chosen {
@@ -74,13 +74,21 @@ pub fn timeline(
             }
             n - 1
         }
-        None => match runs.iter().position(|(_, r)| has_series(r)) {
-            Some(i) => i,
+        // The run with the most intervals: a short first run would be a chart of one dot.
+        None => match runs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, r))| has_series(r))
+            .max_by_key(|(i, (_, r))| {
+                let n = r.client.measured.intervals.len() + r.server.measured.intervals.len();
+                (n, std::cmp::Reverse(*i))
+            }) {
+            Some((i, _)) => i,
             None => return Ok(None),
         },
     };
     let (point, run) = &runs[index];
-    let title = Configuration::title_of(run.protocol, run.mechanism);
+    let title = title(run.protocol, run.mechanism);
     Ok(Some(Timeline {
         run: index + 1,
         label: format!(
@@ -96,25 +104,25 @@ pub fn timeline(
     }))
 }
 
-/// Every UDP streaming run as a loss-against-load point, in run order; runs whose server saw
-/// nothing at all (no message read, none lost) are left out: they have no loss rate.
-pub fn loss_points(runs: &[(Point, RunJson)]) -> Vec<LossPoint> {
+/// Every UDP streaming run long enough to time as a loss-against-load point, in run order:
+/// its offered (sent) rate and its loss, both the run's headline figures.
+pub fn loss_points(runs: &[(Point, RunRecord)]) -> Vec<LossPoint> {
     runs.iter()
         .filter(|(_, r)| r.protocol == Protocol::Udp && r.mechanism == Mechanism::Stream)
         .filter_map(|(point, r)| {
-            let seen = r.server.messages.checked_add(r.server.lost)?;
+            let h = r.headline();
             // A hand-made import could hold any number; only a real rate is drawable.
-            let offered = r.client.throughput_bps;
-            (seen > 0 && offered.is_finite() && offered >= 0.0).then(|| LossPoint {
+            let offered = h.sent_bps.filter(|b| b.is_finite() && *b >= 0.0)?;
+            Some(LossPoint {
                 msg_size: point.msg_size,
                 offered_bps: offered,
-                loss_pct: r.server.lost as f64 * 100.0 / seen as f64,
+                loss_pct: h.delivery?.lost_pct,
             })
         })
         .collect()
 }
 
-fn intervals(samples: &[IntervalJson]) -> Vec<Interval> {
+fn intervals(samples: &[IntervalRecord]) -> Vec<Interval> {
     samples
         .iter()
         .filter(|s| s.bits_per_second.is_finite() && s.bits_per_second >= 0.0)

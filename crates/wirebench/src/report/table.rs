@@ -1,12 +1,13 @@
-//! Plain-text report: the "Statistics for Client TCP Streaming" tables our users paste into
-//! their reports, with median and standard deviation added. Writes only to the writer given.
+//! Plain-text report: the "Statistics for ..." tables our users paste into their reports — the
+//! run's headline figures (goodput first, UDP loss where it applies), then the client's and
+//! the server's counts — with median and standard deviation. `run --repeat` ends with the same
+//! tables. Writes only to the writer given.
 
 use std::io::{self, Write};
 
-use wirebench_core::stats::Summary;
-use wirebench_core::units::ByteSize;
+use wirebench_core::record::summary::ConfigurationSummary;
 
-use super::{Configuration, Exporter, Report, View};
+use super::{configuration_caption, metrics, Exporter, Metric, Report, View};
 
 /// The text-table exporter.
 pub struct Table;
@@ -19,49 +20,47 @@ impl Exporter for Table {
             "Campaign {} ({}, started {} UTC, host {})\n",
             h.campaign, h.status, h.started, h.host
         )?;
-        for c in &report.configurations {
-            table(out, "Client", c, &c.client)?;
-            table(out, "Server", c, &c.server)?;
-        }
-        Ok(())
+        write_summaries(&report.configurations, out)
     }
 }
 
-fn table(out: &mut dyn Write, side: &str, c: &Configuration, v: &View) -> io::Result<()> {
-    writeln!(
-        out,
-        "Statistics for {side} {} ({}, {}-byte messages), {} runs:\n-----",
-        c.title(),
-        ByteSize(c.total_bytes),
-        c.msg_size,
-        c.runs
-    )?;
-    writeln!(out, "Messages: {}", counts(&v.messages))?;
-    writeln!(out, "Bytes: {}", counts(&v.bytes))?;
-    writeln!(out, "Time (s): {}", figures(&v.seconds, 1.0, 4))?;
-    writeln!(
-        out,
-        "Throughput (Gbit/s): {}",
-        figures(&v.throughput_bps, 1e9, 3)
-    )?;
-    writeln!(out, "-----")
-}
-
-fn counts(s: &Summary) -> String {
-    format!(
-        "Min = {:.0}, Avg = {:.2}, Median = {:.1}, Max = {:.0}, Stddev = {:.2}",
-        s.min, s.mean, s.median, s.max, s.stddev
-    )
-}
-
-fn figures(s: &Summary, scale: f64, digits: usize) -> String {
-    format!(
-        "Min = {:.d$}, Avg = {:.d$}, Median = {:.d$}, Max = {:.d$}, Stddev = {:.d$}",
-        s.min / scale,
-        s.mean / scale,
-        s.median / scale,
-        s.max / scale,
-        s.stddev / scale,
-        d = digits
-    )
+/// The tables of every configuration.
+pub fn write_summaries(configs: &[ConfigurationSummary], out: &mut dyn Write) -> io::Result<()> {
+    for c in configs {
+        let all = metrics(c);
+        for view in [View::Run, View::Client, View::Server] {
+            let rows: Vec<&Metric<'_>> = all.iter().filter(|m| m.view == view).collect();
+            let who = match view {
+                View::Run => String::new(),
+                other => format!("{} ", other.title()),
+            };
+            writeln!(
+                out,
+                "Statistics for {who}{} ({}):\n-----",
+                c.title(),
+                configuration_caption(c)
+            )?;
+            if view == View::Run && c.goodput_bps.is_none() {
+                writeln!(
+                    out,
+                    "Goodput: every run was too short to time; send more data (-n)"
+                )?;
+            }
+            for m in rows {
+                let s = m.summary;
+                writeln!(
+                    out,
+                    "{}: Min = {}, Avg = {}, Median = {}, Max = {}, Stddev = {}",
+                    m.label,
+                    m.show(s.min),
+                    m.show(s.mean),
+                    m.show(s.median),
+                    m.show(s.max),
+                    m.show(s.stddev)
+                )?;
+            }
+            writeln!(out, "-----")?;
+        }
+    }
+    Ok(())
 }

@@ -81,8 +81,8 @@ where
             format!("{AUTH_FAILED}: {why}"),
         )
     };
-    let server_nonce =
-        crate::auth::nonce().map_err(|e| (Some("internal error".to_owned()), format!("{e:#}")))?;
+    let server_nonce = crate::control::auth::nonce()
+        .map_err(|e| (Some("internal error".to_owned()), format!("{e:#}")))?;
     control::send(
         wr,
         &ControlMessage::AuthChallenge {

@@ -49,10 +49,7 @@ pub struct Limits {
     pub shutdown_grace: Duration,
 }
 
-/// Default of `--max-sessions`.
-pub const DEFAULT_MAX_SESSIONS: usize = 256;
-/// Default of `--max-sessions-per-client`: the most flows one `run -P` opens.
-pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = crate::config::MAX_PARALLEL as usize;
+use wirebench_core::limits::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT};
 /// Default of `--max-duration`.
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
 /// Default of `--max-bytes`: 100 GiB.

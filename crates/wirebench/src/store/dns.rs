@@ -1,49 +1,14 @@
 //! `wirebench dns` campaigns in the results store (schema version 5: `dns_campaign`,
 //! `dns_result`): begin, commit each result as it finishes, finish, and read back. Owns only
-//! the SQL of those two tables; the result records are `output::dns::DnsResult`.
+//! the SQL of those two tables; the records are `wirebench_core::record::dns`.
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
-use serde::{Deserialize, Serialize};
 
-use super::{Status, Store};
-use crate::output::dns::DnsResult;
+use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
+use wirebench_core::record::Status;
 
-/// What is known about a DNS campaign when it starts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NewDnsCampaign {
-    /// Start time, seconds since the Unix epoch (UTC).
-    pub started_at_unix_s: i64,
-    /// The resolver as named.
-    pub resolver: String,
-    /// The name asked for, fully qualified.
-    pub name: String,
-    /// The record type asked for.
-    pub record_type: String,
-    /// Transports in run order (`udp,tcp,dot`).
-    pub transports: String,
-    /// Concurrencies in run order (`10,20,40`).
-    pub concurrency: String,
-    /// Results planned (transports x concurrencies).
-    pub planned_results: u64,
-    /// The host it ran on.
-    pub host_name: Option<String>,
-    /// The wirebench that ran it.
-    pub wirebench_version: String,
-}
-
-/// A stored DNS campaign, without its results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DnsCampaignInfo {
-    /// Store id (what `wirebench report --dns` takes).
-    pub id: i64,
-    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: Status,
-    /// What it was started with.
-    pub campaign: NewDnsCampaign,
-}
+use super::Store;
 
 impl Store {
     /// Records a DNS campaign that is starting (status `running`); returns its id.
@@ -148,7 +113,9 @@ impl Store {
         match row {
             None => Ok(None),
             Some((mut info, status)) => {
-                info.status = Status::parse(&status)?;
+                info.status = Status::from_name(&status).with_context(|| {
+                    format!("DNS campaign {} has an unknown status {status:?}", info.id)
+                })?;
                 Ok(Some(info))
             }
         }

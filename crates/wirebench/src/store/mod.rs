@@ -10,13 +10,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde::{Deserialize, Serialize};
-
-use wirebench_core::proto::SessionParams;
+use wirebench_core::error::UsageError;
+use wirebench_core::record::{
+    AbortedRun, CampaignInfo, Environment, NewCampaign, Parameters, RunRecord, Status,
+};
 use wirebench_core::sweep::Point;
-
-use crate::environment::Environment;
-use crate::output::json::{Parameters, RunJson};
 
 /// The file name of the default database, under `$XDG_DATA_HOME/wirebench/`.
 pub const DEFAULT_FILE: &str = "results.sqlite3";
@@ -35,102 +33,6 @@ pub fn default_path() -> Result<PathBuf> {
         },
     };
     Ok(data_home.join("wirebench").join(DEFAULT_FILE))
-}
-
-/// How a campaign ended (or that it has not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Still running, or the process died without saying (a crash or a kill).
-    Running,
-    /// Every planned run finished.
-    Complete,
-    /// A run failed and the campaign stopped there.
-    Failed,
-    /// Interrupted (Ctrl-C).
-    Aborted,
-}
-
-impl Status {
-    /// The name stored in the database and printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Running => "running",
-            Status::Complete => "complete",
-            Status::Failed => "failed",
-            Status::Aborted => "aborted",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Status> {
-        Ok(match s {
-            "running" => Status::Running,
-            "complete" => Status::Complete,
-            "failed" => Status::Failed,
-            "aborted" => Status::Aborted,
-            other => bail!("unknown campaign status {other:?} in the results database"),
-        })
-    }
-}
-
-/// What is known about a campaign when it starts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewCampaign {
-    /// Start time, seconds since the Unix epoch (UTC).
-    pub started_at_unix_s: i64,
-    /// The run parameters, as in the run document.
-    pub parameters: Parameters,
-    /// Runs planned.
-    pub planned_runs: u64,
-    /// Message sizes planned, in plan order.
-    pub msg_sizes: Vec<u32>,
-    /// Totals planned, in plan order.
-    pub totals: Vec<u64>,
-    /// The host it ran on.
-    pub environment: Environment,
-}
-
-/// A stored campaign, without its runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CampaignInfo {
-    /// Store id (what `show`, `export`, `report` and `compare` take).
-    pub id: i64,
-    /// Start time, seconds since the Unix epoch (UTC).
-    pub started_at_unix_s: i64,
-    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: Status,
-    /// Why it stopped early, if it did.
-    pub error: Option<String>,
-    /// `run` (measured here) or `import` (loaded from a file).
-    pub origin: String,
-    /// The run parameters.
-    pub parameters: Parameters,
-    /// Runs planned.
-    pub planned_runs: u64,
-    /// Finished runs stored.
-    pub stored_runs: u64,
-    /// Runs stored as aborted: in flight when the campaign was interrupted (at most one).
-    #[serde(default)]
-    pub aborted_runs: u64,
-    /// Message sizes planned, in plan order.
-    pub msg_sizes: Vec<u32>,
-    /// Totals planned, in plan order.
-    pub totals: Vec<u64>,
-    /// The host it ran on.
-    pub environment: Environment,
-}
-
-/// A run that was in flight when its campaign was interrupted: what the client knew of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AbortedRun {
-    /// 1-based position in the plan.
-    pub position: u64,
-    /// 0-based repeat index within its combination.
-    pub repeat_index: u32,
-    /// What was asked of the server (protocol, mechanism, message size, total, ...).
-    pub params: SessionParams,
 }
 
 /// An open results database.
@@ -168,7 +70,7 @@ impl Store {
     /// error that says how one is made, and nothing is created.
     pub fn open_existing(path: &Path) -> Result<Store> {
         if !path.exists() {
-            return Err(crate::config::UsageError(format!(
+            return Err(UsageError(format!(
                 "there is no results database at {} yet: `wirebench run` creates it (or pass --db PATH)",
                 path.display()
             ))
@@ -201,7 +103,7 @@ impl Store {
         campaign: i64,
         position: u64,
         point: Point,
-        run: &RunJson,
+        run: &RunRecord,
     ) -> Result<()> {
         let tx = self
             .conn
@@ -288,7 +190,7 @@ impl Store {
 
     /// Stores a whole campaign read from a file, runs and all, in one transaction; returns its
     /// new id. Nothing is stored when anything is wrong.
-    pub fn import(&mut self, info: &CampaignInfo, runs: &[(Point, RunJson)]) -> Result<i64> {
+    pub fn import(&mut self, info: &CampaignInfo, runs: &[(Point, RunRecord)]) -> Result<i64> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -312,6 +214,26 @@ impl Store {
         }
         tx.commit().context("while committing the import")?;
         Ok(id)
+    }
+
+    /// A stored campaign that is the same as `info` (same start time, parameters, host and
+    /// plan): what importing one export twice would duplicate. `None` when there is none.
+    pub fn same_campaign(&self, info: &CampaignInfo) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT min(id) FROM campaign WHERE started_at_unix_s = ?1 AND parameters_json = ?2
+                     AND host_name IS ?3 AND planned_runs = ?4",
+                params![
+                    info.started_at_unix_s,
+                    serde_json::to_string(&info.parameters)?,
+                    info.environment.host_name,
+                    int(info.planned_runs, "planned runs")?,
+                ],
+                |row| row.get(0),
+            )
+            .optional()?
+            .flatten())
     }
 
     /// Every campaign, oldest first.
@@ -343,7 +265,11 @@ impl Store {
 
     /// The finished runs of one campaign with their message size and total, in the order they
     /// ran (aborted runs are left out: see [`Store::aborted_runs`]).
-    pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunJson)>> {
+    pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunRecord)>> {
+        // Runs stored before each record said its direction take the campaign's.
+        let reverse = self
+            .campaign(campaign)?
+            .is_some_and(|c| c.parameters.reverse);
         let mut stmt = self.conn.prepare(
             "SELECT position, msg_size, total_bytes, run_json FROM run
              WHERE campaign_id = ?1 AND status = 'complete' ORDER BY position",
@@ -358,9 +284,10 @@ impl Store {
         })?;
         rows.map(|r| {
             let (position, msg_size, total, text) = r?;
-            let run = serde_json::from_str(&text).with_context(|| {
+            let mut run: RunRecord = serde_json::from_str(&text).with_context(|| {
                 format!("run {position} of campaign {campaign} is not readable")
             })?;
+            run.reverse |= reverse;
             let point = Point {
                 msg_size,
                 total_bytes: u64::try_from(total).unwrap_or(0),
@@ -461,7 +388,12 @@ impl RawCampaign {
             id: self.id,
             started_at_unix_s: self.started,
             finished_at_unix_s: self.finished,
-            status: Status::parse(&self.status)?,
+            status: Status::from_name(&self.status).with_context(|| {
+                format!(
+                    "campaign {} has an unknown status {:?} in the results database",
+                    self.id, self.status
+                )
+            })?,
             error: self.error,
             origin: self.origin,
             parameters,
@@ -579,7 +511,7 @@ fn insert_run(
     campaign: i64,
     position: u64,
     point: Point,
-    run: &RunJson,
+    run: &RunRecord,
 ) -> Result<()> {
     let (msg_size, total_bytes) = (point.msg_size, int(point.total_bytes, "total bytes")?);
     tx.execute(

@@ -105,7 +105,7 @@ async fn embedded_run_prints_both_views_and_the_repeat_summary() {
     .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", text, stderr(&out));
-    assert!(text.contains("12 run(s)"), "{text}");
+    assert!(text.contains("12 runs"), "{text}");
     // Every run block shows the embedded server's own session line.
     assert_eq!(text.matches("  server: session ").count(), 12, "{text}");
     for title in [
@@ -120,14 +120,16 @@ async fn embedded_run_prints_both_views_and_the_repeat_summary() {
         );
     }
     assert_eq!(
-        text.matches("Messages: Min = 101, Avg = 101.00, Max = 101")
+        text.matches("Messages: Min = 101, Avg = 101, Median = 101, Max = 101, Stddev = 0")
             .count(),
         8,
         "{text}"
     );
     assert_eq!(
-        text.matches("Bytes: Min = 100001, Avg = 100001.00, Max = 100001")
-            .count(),
+        text.matches(
+            "Bytes: Min = 100001, Avg = 100001, Median = 100001, Max = 100001, Stddev = 0"
+        )
+        .count(),
         8,
         "{text}"
     );
@@ -157,7 +159,7 @@ async fn json_output_matches_the_schema_and_the_counts() {
 
     assert_matches_schema(&doc);
 
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 12);
     // Documented order: protocols as given, then mechanisms as given, repeats innermost.

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wirebench::dns::{run_dns, DnsSpec};
-use wirebench::output::dns::DnsResult;
 use wirebench::relay::{Relay, RelayConfig};
-use wirebench::store::dns::NewDnsCampaign;
-use wirebench::store::{Status, Store};
+use wirebench::store::Store;
 use wirebench_core::dns::{DnsTransport, Question};
 use wirebench_core::impair::Impairments;
+use wirebench_core::record::dns::{DnsResult, NewDnsCampaign};
+use wirebench_core::record::Status;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};

@@ -29,6 +29,7 @@ fn fixture_db() -> TempPath {
         &db.0,
         &manifest_path("tests/fixtures/campaign-export.json"),
         0,
+        false,
     )
     .expect("fixture imports");
     assert_eq!(id, 1);
@@ -78,8 +79,12 @@ fn the_report_covers_every_configuration_and_both_views() {
     )
     .unwrap();
     let text = String::from_utf8(out).unwrap();
-    // 4 configurations × 2 views × 4 metrics, plus the header.
-    assert_eq!(text.lines().count(), 1 + 4 * 2 * 4, "{text}");
+    // 4 configurations × 2 sides × 3 counts (messages, bytes, time), besides the run's rows.
+    let side_rows = text
+        .lines()
+        .filter(|l| l.contains(",client,") || l.contains(",server,"))
+        .count();
+    assert_eq!(side_rows, 4 * 2 * 3, "{text}");
     for config in ["tcp,stream", "tcp,saw", "udp,stream", "udp,saw"] {
         for row in [
             "client,bytes,B,100000,100000,100000,100000,0",
@@ -190,7 +195,7 @@ fn html_report_is_self_contained_with_labelled_charts() {
         })
         .collect();
     for expected in [
-        "Client throughput (median) against message size",
+        "Goodput (median) against message size",
         "Message size (bytes, log scale)",
         "Stop-and-wait round-trip time (median over runs)",
         "Round-trip time (µs, log scale)",
@@ -206,7 +211,7 @@ fn html_report_is_self_contained_with_labelled_charts() {
     }
     assert!(texts
         .iter()
-        .any(|t| t.starts_with("Throughput (") && t.ends_with("bit/s)")));
+        .any(|t| t.starts_with("Goodput (") && t.ends_with("bit/s)")));
     // Nothing external: no scripts, links, images or URLs except the SVG namespace name.
     for banned in [
         "<script", "<link", "<img", "src=", "href=", "url(", "@import",
@@ -234,6 +239,7 @@ fn interval_fixture_db() -> TempPath {
         &db.0,
         &manifest_path("tests/fixtures/campaign-intervals.json"),
         0,
+        false,
     )
     .expect("fixture imports");
     assert_eq!(id, 1);
@@ -302,16 +308,20 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
     assert!(series::timeline(&runs, Some(5))
         .unwrap_err()
         .contains("numbered 1 to 4"));
-    // Loss = lost / (read + lost), offered load = client throughput; UDP streaming runs only.
+    // Loss = lost / sent, offered load = bytes sent over the run's transfer time (the run's
+    // headline figures); UDP streaming runs only.
     let loss = series::loss_points(&runs);
     assert_eq!(loss.len(), 2);
     for (point, (_, run)) in loss.iter().zip([&runs[1], &runs[3]]) {
         let s = &run.server;
         assert_eq!(
             point.loss_pct,
-            s.lost as f64 * 100.0 / (s.messages + s.lost) as f64
+            s.lost as f64 * 100.0 / run.client.messages as f64
         );
-        assert_eq!(point.offered_bps, run.client.throughput_bps);
+        assert_eq!(
+            point.offered_bps,
+            run.client.bytes as f64 * 8.0 / run.client.seconds
+        );
         assert!(
             point.loss_pct > 0.0,
             "the unpaced fixture runs lost messages"
@@ -349,7 +359,7 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
     let loss = texts(charts[2]);
     for expected in [
         "UDP streaming: server loss against offered load",
-        "Offered load: client throughput (Gbit/s)",
+        "Offered load: sent rate (Gbit/s)",
         "Server loss (% of messages sent)",
         "1000 B messages",
         "8000 B messages",

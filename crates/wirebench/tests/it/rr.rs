@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use wirebench::client::RttFigures;
 use wirebench::rr_client::{run_rr, RrOutcome, RrSpec};
 use wirebench_core::metrics::StatsSource;
 use wirebench_core::plan::Protocol;
 use wirebench_core::proto::RrParams;
+use wirebench_core::record::RttFigures;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};

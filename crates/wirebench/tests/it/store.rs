@@ -6,9 +6,8 @@ use std::process::Stdio;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use wirebench::environment::Environment;
-use wirebench::output::json::Parameters;
-use wirebench::store::{schema, NewCampaign, Status, Store};
+use wirebench::store::{schema, Store};
+use wirebench_core::record::{Environment, NewCampaign, Parameters, Status};
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
@@ -170,7 +169,7 @@ async fn run_stores_every_run_and_history_reads_it_back() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     assert!(
-        text.contains("stored as campaign 1 (8 run(s), complete)"),
+        text.contains("stored as campaign 1 (8 runs, complete)"),
         "{text}"
     );
     assert_eq!(runs_of(&db, 1), (Status::Complete, 8));
@@ -431,7 +430,7 @@ async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     assert!(
-        text.contains("wirebench: 32 run(s): 2 message size(s) × 2 total(s)"),
+        text.contains("wirebench: 32 runs: 2 message sizes × 2 totals"),
         "{text}"
     );
     assert!(text.contains("[32/32]"), "{text}");
@@ -478,7 +477,18 @@ async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
     // The report has one configuration per size × total × protocol × mechanism.
     let out = wirebench(&["report", "1", "--format", "csv", "--db", db.arg()]).await;
     let csv = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(csv.lines().count(), 1 + 16 * 8, "{csv}");
+    let configurations: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.match_indices(',').nth(3).map(|(i, _)| &l[..i]))
+        .collect();
+    assert_eq!(configurations.len(), 16, "{csv}");
+    // Both sides' messages, bytes and time for each.
+    let side_rows = csv
+        .lines()
+        .filter(|l| l.contains(",client,") || l.contains(",server,"))
+        .count();
+    assert_eq!(side_rows, 16 * 2 * 3, "{csv}");
     assert!(
         csv.contains("\ntcp,stream,400,2000,2,client,bytes,B,2000,"),
         "{csv}"

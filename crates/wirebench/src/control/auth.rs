@@ -11,8 +11,8 @@ use tokio::net::TcpStream;
 use wirebench_core::auth::{self, Psk, CLIENT_LABEL, MAC_LEN, NONCE_LEN, SERVER_LABEL};
 use wirebench_core::proto::ControlMessage;
 
-use crate::config::UsageError;
 use crate::control;
+use wirebench_core::error::UsageError;
 
 /// What a client without a key tells a server that challenges it (and the server's notice).
 pub const NO_KEY_REASON: &str = "the client has no pre-shared key (it must pass --psk FILE)";

@@ -1,6 +1,8 @@
 //! The framed control connection: reads and writes preambles and length-prefixed control
 //! messages over any async byte stream. It knows the framing, not what a session does.
 
+pub mod auth;
+
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -152,7 +154,7 @@ pub async fn request_session(
 }
 
 /// Like [`request_session`]; with a pre-shared key, answers the server's challenge and checks
-/// the server's proof (see `crate::auth`), and refuses a server that never asks for the key.
+/// the server's proof (see [`auth`]), and refuses a server that never asks for the key.
 pub async fn request_session_auth(
     server: std::net::SocketAddr,
     request: &ControlMessage,
@@ -173,7 +175,7 @@ pub async fn request_session_auth(
     let answer = recv_setup(&mut ctrl)
         .await
         .context("the server did not accept the session")?;
-    let answer = crate::auth::client_handshake(&mut ctrl, answer, &frame[4..], psk).await?;
+    let answer = auth::client_handshake(&mut ctrl, answer, &frame[4..], psk).await?;
     match answer {
         ControlMessage::Accepted {
             session,

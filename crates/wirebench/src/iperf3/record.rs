@@ -1,28 +1,28 @@
-//! Stores one `run --iperf3` test in the results database as a one-run campaign, so `runs`,
-//! `show`, `report` and `export` list it. Owns the mapping of both views onto a stored run;
-//! must not run tests or print beyond the one "stored as" note.
+//! One `run --iperf3` test as result records: a one-run campaign, so the store, `runs`,
+//! `show`, `report` and `export` treat it like our own. Owns the mapping of both views onto a
+//! run record; must not run tests, store or print.
 //!
 //! Mapping: the stored run's client view is the sender, its server view the receiver (as in
 //! wirebench's own runs). Forward: the sender is wirebench, the receiver the iperf3 server;
 //! with `-R` the sender is the iperf3 server and the receiver wirebench. The campaign's server
 //! is recorded as `iperf3://HOST:PORT`.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::DataPathInfo;
 use wirebench_core::sweep::Point;
 
 use super::client::{ClientConfig, ClientOutcome, Limit};
 use super::report::{document, SideJson};
-use crate::environment::Environment;
-use crate::output::json::{ClientJson, EndMetrics, Parameters, RunJson, ServerJson};
-use crate::store::{NewCampaign, Status, Store};
+use wirebench_core::record::{
+    ClientRecord, EndMetrics, NewCampaign, Parameters, RunRecord, ServerRecord,
+};
 
-/// Stores the test; returns the campaign id.
-pub fn store(path: &Path, cfg: &ClientConfig, o: &ClientOutcome, now_unix_s: i64) -> Result<i64> {
-    let mut store = Store::open(path)?;
+/// The campaign, the point and the one run of a finished test started at `now_unix_s`.
+pub fn records(
+    cfg: &ClientConfig,
+    o: &ClientOutcome,
+    now_unix_s: i64,
+) -> (NewCampaign, Point, RunRecord) {
     let protocol = if cfg.udp {
         Protocol::Udp
     } else {
@@ -42,31 +42,29 @@ pub fn store(path: &Path, cfg: &ClientConfig, o: &ClientOutcome, now_unix_s: i64
         msg_size: cfg.len,
         total_bytes,
     };
-    let campaign = store
-        .begin_campaign(&NewCampaign {
-            started_at_unix_s: now_unix_s,
-            parameters: Parameters {
-                server: format!("iperf3://{}", cfg.name),
-                embedded_server: false,
-                protocols: vec![protocol],
-                mechanisms: vec![Mechanism::Stream],
-                msg_size: cfg.len,
-                total_bytes,
-                repeat: 1,
-                rto_us: None,
-                rate_bps: (cfg.rate_bps > 0).then_some(cfg.rate_bps),
-                grace_us: 0,
-                options: Default::default(),
-                parallel: cfg.parallel,
-                reverse: cfg.reverse,
-            },
-            planned_runs: 1,
-            msg_sizes: vec![cfg.len],
-            totals: vec![total_bytes],
-            environment: Environment::detect(),
-        })
-        .with_context(|| format!("cannot store in {}", path.display()))?;
-    let run = RunJson {
+    let campaign = NewCampaign {
+        started_at_unix_s: now_unix_s,
+        parameters: Parameters {
+            server: format!("iperf3://{}", cfg.name),
+            embedded_server: false,
+            protocols: vec![protocol],
+            mechanisms: vec![Mechanism::Stream],
+            msg_size: cfg.len,
+            total_bytes,
+            repeat: 1,
+            rto_us: None,
+            rate_bps: (cfg.rate_bps > 0).then_some(cfg.rate_bps),
+            grace_us: 0,
+            options: Default::default(),
+            parallel: cfg.parallel,
+            reverse: cfg.reverse,
+        },
+        planned_runs: 1,
+        msg_sizes: vec![cfg.len],
+        totals: vec![total_bytes],
+        environment: crate::environment::detect(),
+    };
+    let run = RunRecord {
         protocol,
         mechanism: Mechanism::Stream,
         repeat_index: 0,
@@ -75,23 +73,22 @@ pub fn store(path: &Path, cfg: &ClientConfig, o: &ClientOutcome, now_unix_s: i64
         server: server_view(receiver, protocol),
         flows: Vec::new(),
         relay: None,
+        reverse: cfg.reverse,
     };
-    store.add_run(campaign, 1, point, &run)?;
-    store.finish_campaign(campaign, Status::Complete, now_unix_s, None)?;
-    Ok(campaign)
+    (campaign, point, run)
 }
 
-fn client_view(s: &SideJson, len: u32) -> ClientJson {
+fn client_view(s: &SideJson, len: u32) -> ClientRecord {
     // UDP: datagrams; TCP: blocks of `len` bytes (the last one may be short).
     let messages = s
         .packets
         .unwrap_or_else(|| s.bytes.div_ceil(u64::from(len.max(1))));
-    ClientJson {
+    ClientRecord {
         messages,
         bytes: s.bytes,
         seconds: s.seconds,
         elapsed_ns: (s.seconds * 1e9) as u64,
-        throughput_bps: s.throughput_bps,
+        rate_bps: s.throughput_bps,
         send_calls: 0,
         datagrams: s.packets.unwrap_or(0),
         retransmissions: 0,
@@ -104,16 +101,16 @@ fn client_view(s: &SideJson, len: u32) -> ClientJson {
     }
 }
 
-fn server_view(s: &SideJson, protocol: Protocol) -> ServerJson {
+fn server_view(s: &SideJson, protocol: Protocol) -> ServerRecord {
     let lost = s.lost.unwrap_or(0);
-    ServerJson {
+    ServerRecord {
         protocol,
         mechanism: Mechanism::Stream,
         messages: s.packets.map_or(0, |p| p.saturating_sub(lost)),
         bytes: s.bytes,
         seconds: s.seconds,
         elapsed_ns: (s.seconds * 1e9) as u64,
-        throughput_bps: s.throughput_bps,
+        rate_bps: s.throughput_bps,
         read_calls: 0,
         lost,
         duplicates: 0,

@@ -1,0 +1,42 @@
+//! The result model: every record wirebench measures, stores, prints and reports — a run's
+//! client and server figures, round trips, UDP receipt, request-response and DNS results,
+//! relay counts, campaigns — and the figures derived from them (each run's headline, the
+//! summaries over repeats, comparisons), computed here once. Text, JSON, the store, reports and
+//! `compare` render these records; none derives a figure of its own. Pure: no I/O, no clocks.
+
+pub mod campaign;
+pub mod comparison;
+pub mod dns;
+pub mod document;
+pub mod headline;
+pub mod relay;
+pub mod rr;
+pub mod run;
+pub mod summary;
+
+pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
+pub use headline::{Delivery, Headline};
+pub use relay::RelayCounts;
+pub use run::{
+    ClientRecord, CpuRecord, EndMetrics, FlowRecord, IntervalRecord, Parameters, RttFigures,
+    RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+};
+pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
+
+/// Below this transfer time a run is too short to time: its rate would say more about the
+/// clock and one control round trip than about the network, so goodput is not given (1 ms).
+pub const MIN_TIMED_NS: u64 = 1_000_000;
+
+/// Bits per second for `bytes` over `seconds`; 0 when no time passed.
+pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// "1 run", "3 runs": a count with its noun in the right number.
+pub fn count_of(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}

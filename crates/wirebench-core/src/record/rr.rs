@@ -1,0 +1,114 @@
+//! Request-response results (`wirebench ping` and `wirebench rr`): one record per protocol ×
+//! concurrency, both sides' figures. Owns the layout of docs/rr-output.schema.json.
+
+use serde::{Deserialize, Serialize};
+
+use super::run::{RttFigures, TransportRecord};
+use crate::plan::Protocol;
+
+/// QUIC resumed with 0-RTT: a second connection that sends its first request as early data.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ResumedFigures {
+    /// The client held a session ticket and sent the request as 0-RTT data.
+    pub zero_rtt_sent: bool,
+    /// The server accepted the early data.
+    pub zero_rtt_accepted: bool,
+    /// Connection start → first response byte, nanoseconds (the request answered at all).
+    pub first_response_ns: Option<u64>,
+    /// Connection start → handshake complete, nanoseconds.
+    pub handshake_ns: Option<u64>,
+}
+
+/// Version of the JSON document below; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole `--json` output of one `ping` or `rr` command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RrDocument {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `"ping"` or `"rr"`.
+    pub command: String,
+    /// The server, as named (or `embedded ADDR`).
+    pub server: String,
+    /// One result per protocol × concurrency, in the order they ran.
+    pub results: Vec<RrResult>,
+}
+
+/// One protocol × concurrency run, client and server figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RrResult {
+    /// Transport protocol.
+    pub protocol: Protocol,
+    /// Request size, bytes.
+    pub request_bytes: u32,
+    /// Response size, bytes.
+    pub response_bytes: u32,
+    /// Flows (connections or sockets).
+    pub flows: u32,
+    /// Requests outstanding per flow.
+    pub concurrency: u32,
+    /// A fresh connection per request.
+    pub new_connection: bool,
+    /// Requests per flow asked for (null when run for a duration).
+    pub count_per_flow: Option<u64>,
+    /// How long new requests were issued, ns (null when run for a count).
+    pub duration_ns: Option<u64>,
+    /// UDP request timeout, ns.
+    pub timeout_ns: u64,
+    /// UDP retries allowed per request.
+    pub retries_allowed: u32,
+    /// Distinct requests sent (retries not counted).
+    pub sent: u64,
+    /// Requests answered in time, each once.
+    pub answered: u64,
+    /// UDP requests whose retries were exhausted without an answer.
+    pub lost: u64,
+    /// UDP answers that arrived after their request was declared lost (never a sample).
+    pub late: u64,
+    /// UDP copies sent again after a timeout.
+    pub retries: u64,
+    /// UDP answers to a request already answered (a retry and its original).
+    pub duplicates: u64,
+    /// Sends the OS refused.
+    pub send_errors: u64,
+    /// lost / sent (0 when nothing was sent).
+    pub loss_ratio: f64,
+    /// First request → last answer or loss, ns.
+    pub elapsed_ns: u64,
+    /// answered / elapsed, requests per second.
+    pub requests_per_second: f64,
+    /// Response time (request sent → response read), ns.
+    pub response: Option<RttFigures>,
+    /// TCP connect or QUIC handshake, ns: one sample per connection (null for UDP).
+    pub connect: Option<RttFigures>,
+    /// QUIC resumed with 0-RTT (ping over QUIC only).
+    pub resumed: Option<ResumedFigures>,
+    /// Requests outside the measured ones that the server answered (the 0-RTT probe).
+    pub setup_requests: u64,
+    /// Share of the client's packets sent again or lost, as in `run`: TCP from TCP_INFO
+    /// ((total_retrans - dsack_dups) / data_segs_out, summed over connections), QUIC lost /
+    /// sent packets, UDP retries / request datagrams; null when unknown.
+    pub retrans_rate: Option<f64>,
+    /// The client's transport counters, summed over its connections.
+    pub transport: Option<TransportRecord>,
+    /// The server's view.
+    pub server: ServerRr,
+}
+
+/// What the server reported for the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRr {
+    /// Requests it answered (UDP: request datagrams answered, retries included).
+    pub answered: u64,
+    /// Request bytes it read.
+    pub request_bytes: u64,
+    /// Read calls (TCP/QUIC) or request datagrams received (UDP).
+    pub read_calls: u64,
+    /// UDP: answered copies marked as retransmissions.
+    pub retransmitted_requests: u64,
+    /// The session ended abnormally.
+    pub aborted: bool,
+    /// Why.
+    pub abort_reason: Option<String>,
+}

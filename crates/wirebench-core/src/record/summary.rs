@@ -1,0 +1,237 @@
+//! Summaries of a configuration's runs (protocol × mechanism × message size × total): min /
+//! mean / median / max / stddev of every figure, computed here once. The `--repeat` tables,
+//! the run document, every report format and `compare` read these; none computes its own.
+
+use serde::{Deserialize, Serialize};
+
+use super::headline::Headline;
+use super::run::RunRecord;
+use crate::plan::{Mechanism, Protocol};
+use crate::stats::Summary;
+use crate::sweep::Point;
+
+/// Which configuration a run belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigurationKey {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Mechanism.
+    pub mechanism: Mechanism,
+    /// Message size, bytes.
+    pub msg_size: u32,
+    /// Bytes per run.
+    pub total_bytes: u64,
+}
+
+impl ConfigurationKey {
+    /// The key of `run`, measured at `point`.
+    pub fn of(point: Point, run: &RunRecord) -> Self {
+        ConfigurationKey {
+            protocol: run.protocol,
+            mechanism: run.mechanism,
+            msg_size: point.msg_size,
+            total_bytes: point.total_bytes,
+        }
+    }
+
+    /// "TCP Streaming", "UDP Stop and Wait", as the tables title it.
+    pub fn title(&self) -> String {
+        title(self.protocol, self.mechanism)
+    }
+}
+
+/// The title of a protocol × mechanism: "TCP Streaming", "UDP Stop and Wait".
+pub fn title(protocol: Protocol, mechanism: Mechanism) -> String {
+    format!(
+        "{} {}",
+        match protocol {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Quic => "QUIC",
+        },
+        match mechanism {
+            Mechanism::Stream => "Streaming",
+            Mechanism::StopAndWait => "Stop and Wait",
+        }
+    )
+}
+
+/// The statistics of one configuration over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigurationSummary {
+    /// Which configuration.
+    #[serde(flatten)]
+    pub key: ConfigurationKey,
+    /// Runs summarised.
+    pub runs: usize,
+    /// Runs too short to time (under `MIN_TIMED_NS`): left out of the rates.
+    pub untimed_runs: usize,
+    /// Transfer time, seconds (the span goodput is taken over).
+    pub seconds: Summary,
+    /// Goodput, bit/s: what the receiver got over the transfer time; null when no run was
+    /// long enough to time.
+    pub goodput_bps: Option<Summary>,
+    /// The sender's offered rate, bit/s, over the same span; null likewise.
+    pub sent_bps: Option<Summary>,
+    /// UDP: loss, duplicates and reordering, counts and shares of the messages sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliverySummary>,
+    /// Share of the sender's packets sent again or lost, over the runs that report it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrans_rate: Option<Summary>,
+    /// Stop-and-wait round trips: each figure the median over the runs of that run's figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<RttSummary>,
+    /// Stop-and-wait: each run's median round trip, ns, over the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_p50_ns: Option<Summary>,
+    /// Stop-and-wait: each run's 99th-percentile round trip, ns, over the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_p99_ns: Option<Summary>,
+    /// What the client counted: messages, bytes, and its time.
+    pub client: SideSummary,
+    /// What the server counted: messages, bytes, and its own (shorter) span.
+    pub server: SideSummary,
+}
+
+/// One side's counts over the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideSummary {
+    /// Messages.
+    pub messages: Summary,
+    /// Bytes.
+    pub bytes: Summary,
+    /// This side's span, seconds.
+    pub seconds: Summary,
+}
+
+/// UDP delivery over the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliverySummary {
+    /// Messages lost.
+    pub lost: Summary,
+    /// Lost, % of messages sent.
+    pub lost_pct: Summary,
+    /// Duplicates.
+    pub duplicates: Summary,
+    /// Duplicates, % of messages sent.
+    pub duplicates_pct: Summary,
+    /// Out of order.
+    pub out_of_order: Summary,
+    /// Out of order, % of messages sent.
+    pub out_of_order_pct: Summary,
+}
+
+/// Round trips of a stop-and-wait configuration (nanoseconds): medians over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RttSummary {
+    /// Runs with round-trip figures.
+    pub runs: usize,
+    /// Smallest round trip.
+    pub min_ns: f64,
+    /// 50th percentile.
+    pub p50_ns: f64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Largest round trip.
+    pub max_ns: f64,
+}
+
+/// The distinct configurations of `runs`, in order of first appearance (the plan's order).
+pub fn configuration_keys(runs: &[(Point, RunRecord)]) -> Vec<ConfigurationKey> {
+    let mut keys = Vec::new();
+    for (point, r) in runs {
+        let key = ConfigurationKey::of(*point, r);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// The runs of `runs` in configuration `key`, with their headline figures.
+pub fn runs_of(runs: &[(Point, RunRecord)], key: ConfigurationKey) -> Vec<(&RunRecord, Headline)> {
+    runs.iter()
+        .filter(|(p, r)| ConfigurationKey::of(*p, r) == key)
+        .map(|(_, r)| (r, r.headline()))
+        .collect()
+}
+
+/// One summary per configuration of `runs`, in the plan's order.
+pub fn summarise(runs: &[(Point, RunRecord)]) -> Vec<ConfigurationSummary> {
+    configuration_keys(runs)
+        .into_iter()
+        .filter_map(|key| ConfigurationSummary::of(key, &runs_of(runs, key)))
+        .collect()
+}
+
+impl ConfigurationSummary {
+    /// The summary of one configuration's runs; `None` when there are none.
+    pub fn of(key: ConfigurationKey, runs: &[(&RunRecord, Headline)]) -> Option<Self> {
+        let column = |f: &dyn Fn(&RunRecord, &Headline) -> f64| {
+            Summary::of(&runs.iter().map(|(r, h)| f(r, h)).collect::<Vec<_>>())
+        };
+        let optional = |f: &dyn Fn(&RunRecord, &Headline) -> Option<f64>| {
+            Summary::of(&runs.iter().filter_map(|(r, h)| f(r, h)).collect::<Vec<_>>())
+        };
+        let delivery = if key.protocol == Protocol::Udp {
+            let d = |f: &dyn Fn(&super::headline::Delivery) -> f64| {
+                optional(&|_, h| h.delivery.as_ref().map(f))
+            };
+            Some(DeliverySummary {
+                lost: d(&|x| x.lost as f64)?,
+                lost_pct: d(&|x| x.lost_pct)?,
+                duplicates: d(&|x| x.duplicates as f64)?,
+                duplicates_pct: d(&|x| x.duplicates_pct)?,
+                out_of_order: d(&|x| x.out_of_order as f64)?,
+                out_of_order_pct: d(&|x| x.out_of_order_pct)?,
+            })
+        } else {
+            None
+        };
+        let rtt_median = |f: &dyn Fn(&super::run::RttFigures) -> f64| {
+            optional(&|_, h| h.rtt.as_ref().map(f)).map(|s| s.median)
+        };
+        let rtt_runs = runs.iter().filter(|(_, h)| h.rtt.is_some()).count();
+        let rtt = (rtt_runs > 0).then(|| -> Option<RttSummary> {
+            Some(RttSummary {
+                runs: rtt_runs,
+                min_ns: rtt_median(&|r| r.min_ns as f64)?,
+                p50_ns: rtt_median(&|r| r.p50_ns as f64)?,
+                mean_ns: rtt_median(&|r| r.mean_ns)?,
+                p99_ns: rtt_median(&|r| r.p99_ns as f64)?,
+                max_ns: rtt_median(&|r| r.max_ns as f64)?,
+            })
+        });
+        Some(ConfigurationSummary {
+            key,
+            runs: runs.len(),
+            untimed_runs: runs.iter().filter(|(_, h)| !h.timed()).count(),
+            seconds: column(&|_, h| h.transfer_seconds())?,
+            goodput_bps: optional(&|_, h| h.goodput_bps),
+            sent_bps: optional(&|_, h| h.sent_bps),
+            delivery,
+            retrans_rate: optional(&|_, h| h.retrans_rate),
+            rtt: rtt.flatten(),
+            rtt_p50_ns: optional(&|_, h| h.rtt.map(|r| r.p50_ns as f64)),
+            rtt_p99_ns: optional(&|_, h| h.rtt.map(|r| r.p99_ns as f64)),
+            client: SideSummary {
+                messages: column(&|r, _| r.client.messages as f64)?,
+                bytes: column(&|r, _| r.client.bytes as f64)?,
+                seconds: column(&|r, _| r.client.seconds)?,
+            },
+            server: SideSummary {
+                messages: column(&|r, _| r.server.messages as f64)?,
+                bytes: column(&|r, _| r.server.bytes as f64)?,
+                seconds: column(&|r, _| r.server.seconds)?,
+            },
+        })
+    }
+
+    /// "TCP Streaming", "UDP Stop and Wait".
+    pub fn title(&self) -> String {
+        self.key.title()
+    }
+}
