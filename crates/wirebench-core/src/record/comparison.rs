@@ -166,3 +166,58 @@ fn row(
         loss,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Protocol;
+    use crate::record::headline::tests::run;
+
+    fn campaign(read: &[u64], ns: u64) -> Vec<(Point, RunRecord)> {
+        let point = Point {
+            msg_size: 1000,
+            total_bytes: 1_000_000,
+        };
+        read.iter()
+            .enumerate()
+            .map(|(i, &r)| (point, run(Protocol::Udp, 1000, r, ns + i as u64 * 1000)))
+            .collect()
+    }
+
+    #[test]
+    fn half_the_goodput_is_a_regression_and_so_is_more_loss() {
+        let a = campaign(&[1000; 6], 100_000_000);
+        // Twice as long: half the goodput.
+        let slow = campaign(&[1000; 6], 200_000_000);
+        let c = compare((1, &a), (2, &slow));
+        let row = &c.rows[0];
+        assert!((row.goodput_ratio - 0.5).abs() < 1e-3);
+        assert!(row.significant() && row.is_regression(10.0));
+        // Same time, 20 % lost: goodput 0.8× and loss up by 20 points.
+        let lossy = campaign(&[800; 6], 100_000_000);
+        let row = &compare((1, &a), (3, &lossy)).rows[0];
+        let loss = row.loss.as_ref().unwrap();
+        assert_eq!(loss.median_lost_pct, (0.0, 20.0));
+        assert!(row.is_regression(15.0), "20 points more loss");
+        // Identical campaigns: nothing to report.
+        let row = &compare((1, &a), (4, &a.clone())).rows[0];
+        assert!(!row.significant() && !row.is_regression(1.0));
+    }
+
+    #[test]
+    fn configurations_only_one_side_has_are_named() {
+        let a = campaign(&[1000; 3], 100_000_000);
+        let mut b = a.clone();
+        for (p, _) in &mut b {
+            p.msg_size = 500;
+        }
+        let c = compare((1, &a), (2, &b));
+        assert!(c.rows.is_empty());
+        assert_eq!(c.unmatched.len(), 2);
+        assert!(
+            c.unmatched[0].ends_with("only in campaign 1"),
+            "{:?}",
+            c.unmatched
+        );
+    }
+}

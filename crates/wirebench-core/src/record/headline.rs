@@ -121,3 +121,102 @@ impl RunRecord {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::plan::Mechanism;
+    use crate::proto::ServerReport;
+    use crate::record::run::{ClientRecord, EndMetrics, ServerRecord, UdpReceipt};
+
+    /// A run whose client sent `sent` 1000-byte messages in `ns` and whose server read `read`,
+    /// losing the rest.
+    pub(crate) fn run(protocol: Protocol, sent: u64, read: u64, ns: u64) -> RunRecord {
+        let server = ServerReport {
+            protocol,
+            mechanism: Mechanism::Stream,
+            messages: read,
+            bytes: read * 1000,
+            read_calls: read,
+            elapsed_ns: ns / 2,
+            idle_after_last_ns: 0,
+            lost: sent.saturating_sub(read),
+            duplicates: 0,
+            out_of_order: 0,
+            jitter_us: None,
+            acks_sent: 0,
+            aborted: false,
+            abort_reason: None,
+            data_path: Default::default(),
+            transport: None,
+            cpu: None,
+            intervals: Vec::new(),
+        };
+        RunRecord {
+            protocol,
+            mechanism: Mechanism::Stream,
+            repeat_index: 0,
+            session: 7,
+            client: ClientRecord {
+                messages: sent,
+                bytes: sent * 1000,
+                seconds: ns as f64 / 1e9,
+                elapsed_ns: ns,
+                rate_bps: 0.0,
+                send_calls: sent,
+                datagrams: sent,
+                retransmissions: 0,
+                timeouts: 0,
+                send_errors: 0,
+                rtt: None,
+                data_path: Default::default(),
+                measured: EndMetrics::default(),
+                udp_received: None,
+            },
+            server: ServerRecord::of(&server),
+            relay: None,
+            flows: Vec::new(),
+            reverse: false,
+        }
+    }
+
+    #[test]
+    fn goodput_is_what_arrived_over_the_transfer_time() {
+        // 1000 messages of 1000 B sent in 0.5 s, 400 read: goodput 400 000 B × 8 / 0.5 s
+        // = 6.4 Mbit/s, sent 16 Mbit/s, 600 lost = 60 % of those sent.
+        let h = run(Protocol::Udp, 1000, 400, 500_000_000).headline();
+        assert_eq!(h.goodput_bps, Some(6_400_000.0));
+        assert_eq!(h.sent_bps, Some(16_000_000.0));
+        let d = h.delivery.unwrap();
+        assert_eq!((d.lost, d.lost_pct), (600, 60.0));
+        assert_eq!((h.sent_bytes, h.received_bytes), (1_000_000, 400_000));
+        // The server's own span is half the client's: its rate is not the headline.
+        assert!(ServerRecord::of(&ServerReport::default()).rate_bps == 0.0);
+    }
+
+    #[test]
+    fn tcp_has_no_delivery_figures_and_reversed_runs_swap_the_roles() {
+        let h = run(Protocol::Tcp, 10, 10, 2_000_000).headline();
+        assert!(h.delivery.is_none());
+        assert_eq!(h.goodput_bps, Some(10_000.0 * 8.0 / 0.002));
+        // -R: the server sent 10 messages, the client received 6 and counted 4 lost.
+        let mut r = run(Protocol::Udp, 6, 10, 2_000_000);
+        r.reverse = true;
+        r.client.udp_received = Some(UdpReceipt {
+            lost: 4,
+            ..UdpReceipt::default()
+        });
+        let h = r.headline();
+        assert_eq!((h.sent_messages, h.received_messages), (10, 6));
+        assert_eq!(h.delivery.unwrap().lost_pct, 40.0);
+        assert_eq!(h.goodput_bps, Some(6000.0 * 8.0 / 0.002));
+    }
+
+    #[test]
+    fn a_run_under_a_millisecond_is_too_short_to_time() {
+        let h = run(Protocol::Tcp, 1, 1, MIN_TIMED_NS - 1).headline();
+        assert!(!h.timed());
+        assert_eq!((h.goodput_bps, h.sent_bps), (None, None));
+        assert!(run(Protocol::Tcp, 1, 1, MIN_TIMED_NS).headline().timed());
+    }
+}

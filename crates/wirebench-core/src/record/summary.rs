@@ -235,3 +235,41 @@ impl ConfigurationSummary {
         self.key.title()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::headline::tests::run;
+
+    #[test]
+    fn one_summary_per_configuration_with_goodput_and_loss() {
+        let point = Point {
+            msg_size: 1000,
+            total_bytes: 1_000_000,
+        };
+        // Three UDP runs: 1000 sent in 1 s, read 1000, 900 and 500.
+        let runs: Vec<(Point, RunRecord)> = [1000, 900, 500]
+            .into_iter()
+            .map(|read| (point, run(Protocol::Udp, 1000, read, 1_000_000_000)))
+            .chain([(point, run(Protocol::Tcp, 1000, 1000, 500_000))])
+            .collect();
+        let all = summarise(&runs);
+        assert_eq!(all.len(), 2, "UDP and TCP");
+        let udp = &all[0];
+        assert_eq!((udp.runs, udp.untimed_runs), (3, 0));
+        // Goodput: 8, 7.2 and 4 Mbit/s.
+        let g = udp.goodput_bps.unwrap();
+        assert_eq!((g.min, g.median, g.max), (4e6, 7.2e6, 8e6));
+        assert!((g.mean - 6.4e6).abs() < 1e-6);
+        assert_eq!(udp.sent_bps.unwrap().median, 8e6);
+        let d = udp.delivery.as_ref().unwrap();
+        assert_eq!((d.lost.min, d.lost.max), (0.0, 500.0));
+        assert_eq!((d.lost_pct.median, d.lost_pct.max), (10.0, 50.0));
+        // The TCP run took 0.5 ms: too short to time, so no rate at all.
+        let tcp = &all[1];
+        assert_eq!((tcp.runs, tcp.untimed_runs), (1, 1));
+        assert!(tcp.goodput_bps.is_none() && tcp.delivery.is_none());
+        assert_eq!(tcp.client.messages.mean, 1000.0);
+        assert_eq!(tcp.title(), "TCP Streaming");
+    }
+}

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use wirebench_core::impair::Counts;
 
-use crate::relay::RelayCounts;
+use wirebench_core::record::RelayCounts;
 
 /// Version of the relay's JSON line; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

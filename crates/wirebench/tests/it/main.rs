@@ -1,6 +1,7 @@
 //! Integration tests: real sockets on loopback, real servers started by each test. One test
 //! binary (see STYLE.md); modules by theme.
 
+mod architecture;
 mod cli;
 mod compare;
 mod dns;
@@ -10,6 +11,7 @@ mod measurements;
 mod netns;
 mod relay;
 mod report;
+mod results;
 mod robustness;
 mod rr;
 mod security;
