@@ -263,7 +263,10 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
         out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));
         out.push(count("out_of_order", "Out of order", &d.out_of_order));
     }
-    if let Some(s) = &c.retrans_rate {
+    // UDP streaming's retransmission rate is its loss, shown above already.
+    let udp_stream =
+        c.delivery.is_some() && c.key.mechanism == wirebench_core::plan::Mechanism::Stream;
+    if let Some(s) = c.retrans_rate.as_ref().filter(|_| !udp_stream) {
         // A share in the model, a percentage on the page.
         out.push(m(
             View::Run,
