@@ -110,12 +110,12 @@ def wirebench_run(servers, proto, mode, size, total, extra=()):
     if mode == "saw":
         res["p50_us"] = c["rtt"]["p50_ns"] / 1000
         res["p99_us"] = c["rtt"]["p99_ns"] / 1000
-    elif proto == "udp":
-        res["datagrams_per_s"] = s["messages"] / s["seconds"] if s["seconds"] else 0
-        res["loss_pct"] = 100.0 * s["lost"] / c["messages"]
-        res["gbit_s"] = s["throughput_bps"] / 1e9
     else:
-        res["gbit_s"] = c["throughput_bps"] / 1e9
+        # The run's headline: what the receiver got over the run's transfer time.
+        res["gbit_s"] = (run["headline"]["goodput_bps"] or 0.0) / 1e9
+        if proto == "udp":
+            res["datagrams_per_s"] = s["messages"] / s["seconds"] if s["seconds"] else 0
+            res["loss_pct"] = run["headline"]["delivery"]["lost_pct"]
     res["data_path"] = {"client": c["data_path"], "server": s["data_path"]}
     return res
 

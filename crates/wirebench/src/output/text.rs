@@ -61,13 +61,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         " [msg {} B, total {} B]",
         params.msg_size, params.total_bytes
     );
-    if r.aborted {
-        let _ = write!(
-            line,
-            " ABORTED: {}",
-            r.abort_reason.as_deref().unwrap_or("unknown reason")
-        );
-    }
+    line.push_str(&aborted_text(r.aborted, r.abort_reason.as_deref()));
     line
 }
 
@@ -237,13 +231,7 @@ fn server_record_text(run: &RunRecord) -> String {
             "read calls"
         }
     );
-    if s.aborted {
-        let _ = write!(
-            line,
-            " ABORTED: {}",
-            s.abort_reason.as_deref().unwrap_or("unknown reason")
-        );
-    }
+    line.push_str(&aborted_text(s.aborted, s.abort_reason.as_deref()));
     line
 }
 
@@ -265,6 +253,15 @@ pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
         let _ = write!(line, ", lost {lost}");
     }
     line
+}
+
+/// " ABORTED: why" for a session that ended early; nothing otherwise.
+fn aborted_text(aborted: bool, reason: Option<&str>) -> String {
+    if aborted {
+        format!(" ABORTED: {}", reason.unwrap_or("unknown reason"))
+    } else {
+        String::new()
+    }
 }
 
 /// What a UDP receiver counted beyond messages and bytes.
@@ -299,13 +296,7 @@ fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
             r.lost, r.duplicates, r.out_of_order
         );
     }
-    if r.aborted {
-        let _ = write!(
-            s,
-            " ABORTED: {}",
-            r.abort_reason.as_deref().unwrap_or("unknown reason")
-        );
-    }
+    s.push_str(&aborted_text(r.aborted, r.abort_reason.as_deref()));
     s
 }
 
