@@ -131,9 +131,10 @@ or down:VALUE (server → client); repeat the flag for both, e.g. --loss up:5% -
 Order per packet: loss, then the rate limiter (a FIFO bottleneck; a packet that finds more than
 --queue bytes waiting is dropped), then delay ± jitter. Jitter never reorders; --reorder holds a
 packet back until the next one has left (at most 50 ms). UDP gets one socket toward the server
-per client address. TCP is relayed as a byte stream: delay, jitter and rate apply (a full rate
-queue stops reading instead of dropping); loss, reorder and duplicate apply to UDP only, and
---proto tcp refuses them.
+per client address. TCP is relayed as a byte stream: delay, jitter and rate apply, and all TCP
+connections of a direction share one link and one --queue (a new connection waits behind the
+others' queued bytes: a full queue adds queue / rate of delay; a full queue stops reading instead
+of dropping); loss, reorder and duplicate apply to UDP only, and --proto tcp refuses them.
 
 Counts per direction (received, forwarded, dropped, queue drops, duplicated, reordered, delayed)
 are printed on SIGUSR1 and at exit (Ctrl-C or SIGTERM); --json prints them as one JSON object
