@@ -20,6 +20,7 @@ use crate::server::{Limits, ServerOptions};
 use crate::store;
 
 pub mod dns;
+pub mod rpm;
 pub mod rr;
 
 /// A usage error: the user asked for something that is not allowed. Exit status 2.

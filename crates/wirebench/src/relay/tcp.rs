@@ -22,6 +22,10 @@ use super::{wait_until, FlowCounts, Registry};
 /// Bytes read at most per chunk.
 const CHUNK: usize = 64 * 1024;
 
+/// Bytes read at most per chunk through a rate-limited link (at most 1/16 of its queue): small
+/// chunks keep a full queue full to within a chunk, so its delay stays near queue / rate.
+const LINK_CHUNK: usize = 16 * 1024;
+
 /// Chunks in flight inside one pipe (bounds memory under a long delay).
 const PIPE_CHUNKS: usize = 1024;
 
@@ -87,9 +91,9 @@ fn shared_link(spec: &Impairment) -> SharedLink {
 }
 
 /// Copies `reader` to `writer`, each chunk leaving when the shared link and the machine say;
-/// with a rate, reading waits while the link's queue has no room for a chunk (back-pressure
-/// instead of drops; chunks are at most a quarter of the queue, so the queue stays within its
-/// size but for chunks read concurrently on other connections).
+/// with a rate, a chunk read waits until the link's queue has room for it (back-pressure
+/// instead of drops: the pipe reads no more meanwhile), so the queue never holds more than its
+/// size but for chunks admitted at the same instant on other connections.
 async fn pipe<R, W>(
     mut reader: R,
     mut writer: W,
@@ -104,19 +108,25 @@ async fn pipe<R, W>(
     let chunk = match &link {
         Some(l) => l
             .lock()
-            .map(|b| usize::try_from(b.limit().0 / 4).unwrap_or(CHUNK))
-            .unwrap_or(CHUNK)
-            .clamp(1500, CHUNK),
+            .map(|b| usize::try_from(b.limit().0 / 16).unwrap_or(LINK_CHUNK))
+            .unwrap_or(LINK_CHUNK)
+            .clamp(1500, LINK_CHUNK),
         None => CHUNK,
     };
     let (tx, mut rx) = mpsc::channel::<(Instant, Bytes)>(PIPE_CHUNKS);
     let reading = async move {
         let mut buf = vec![0u8; chunk];
         loop {
+            let n = match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            // What was read has arrived at the bottleneck: it waits there until the queue has
+            // room for it (a router would drop it; a byte stream cannot), then joins the queue.
             if let Some(link) = &link {
                 loop {
                     let wait = match link.lock() {
-                        Ok(b) => b.room_in(Instant::now(), chunk),
+                        Ok(b) => b.room_in(Instant::now(), n),
                         Err(_) => Duration::ZERO,
                     };
                     if wait.is_zero() {
@@ -125,10 +135,6 @@ async fn pipe<R, W>(
                     tokio::time::sleep(wait).await;
                 }
             }
-            let n = match reader.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
             let now = Instant::now();
             // Through the shared link first (rate and queue), then this connection's delay.
             let departure = match &link {

@@ -1,0 +1,143 @@
+//! Load-generating flows of `wirebench rpm`: owns one TCP streaming session after another on one
+//! flow (download: the server sends; upload: the client sends), each admitted by the server like
+//! any session (so `--max-sessions`, `--max-rate`, `--max-bytes` and the PSK apply), counting
+//! the payload bytes moved; must not measure latency or print anything.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use wirebench_core::auth::Psk;
+use wirebench_core::plan::{Mechanism, Protocol};
+use wirebench_core::proto::{ControlMessage, Preamble, SessionParams};
+
+use crate::control;
+
+/// Payload of one load session; the flow opens the next when it is done (a flow outlives any
+/// one session, and no session asks for more than a server's `--max-bytes` is likely to allow).
+pub const SESSION_BYTES: u64 = 256 << 20;
+
+/// Write size of an upload flow and read size of a download flow.
+const IO_CHUNK: usize = 128 * 1024;
+
+/// Bytes moved by all load flows, per direction.
+#[derive(Debug, Default)]
+pub struct LoadBytes {
+    /// Payload bytes the client read (server → client).
+    pub download: AtomicU64,
+    /// Payload bytes the client wrote (client → server).
+    pub upload: AtomicU64,
+    /// Sessions that ended in an error after they were admitted.
+    pub failures: AtomicU64,
+}
+
+/// A running load flow; its sessions stop (their connections close) when it is dropped.
+#[derive(Debug)]
+pub struct LoadFlow {
+    task: JoinHandle<()>,
+}
+
+impl Drop for LoadFlow {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl LoadFlow {
+    /// Opens the flow's first session (an error when the server refuses it) and keeps the flow
+    /// going, session after session, until dropped.
+    pub async fn start(
+        server: SocketAddr,
+        download: bool,
+        psk: Option<Arc<Psk>>,
+        bytes: Arc<LoadBytes>,
+    ) -> Result<LoadFlow> {
+        let first = open_session(server, download, psk.as_deref()).await?;
+        let task = tokio::spawn(async move {
+            let mut next = Some(first);
+            loop {
+                let session = match next.take() {
+                    Some(s) => s,
+                    None => match open_session(server, download, psk.as_deref()).await {
+                        Ok(s) => s,
+                        Err(_) => {
+                            bytes.failures.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    },
+                };
+                if pump(session, download, &bytes).await.is_err() {
+                    bytes.failures.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        });
+        Ok(LoadFlow { task })
+    }
+}
+
+/// An admitted session: its control connection and its data connection.
+struct Session {
+    ctrl: TcpStream,
+    data: TcpStream,
+}
+
+async fn open_session(server: SocketAddr, download: bool, psk: Option<&Psk>) -> Result<Session> {
+    let params = SessionParams {
+        protocol: Protocol::Tcp,
+        mechanism: Mechanism::Stream,
+        msg_size: IO_CHUNK as u32,
+        total_bytes: SESSION_BYTES,
+        rto_us: None,
+        rate_bps: None,
+        grace_us: 0,
+        options: Default::default(),
+        interval_us: None,
+        reverse: download,
+    };
+    let (ctrl, granted) =
+        control::request_session_auth(server, &ControlMessage::SessionRequest(params), psk).await?;
+    let mut data = TcpStream::connect(server)
+        .await
+        .with_context(|| format!("cannot open a load connection to {server}"))?;
+    control::write_preamble(&mut data, &Preamble::data(granted.session, granted.token)).await?;
+    Ok(Session { ctrl, data })
+}
+
+/// Moves one session's bytes, then waits for the server's report.
+async fn pump(mut s: Session, download: bool, bytes: &LoadBytes) -> Result<()> {
+    let mut buf = vec![0u8; IO_CHUNK];
+    let mut moved = 0u64;
+    if download {
+        while moved < SESSION_BYTES {
+            let n = s
+                .data
+                .read(&mut buf)
+                .await
+                .context("while reading load data")?;
+            if n == 0 {
+                break;
+            }
+            moved += n as u64;
+            bytes.download.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        drop(s.data);
+    } else {
+        while moved < SESSION_BYTES {
+            let n = IO_CHUNK.min(usize::try_from(SESSION_BYTES - moved).unwrap_or(IO_CHUNK));
+            s.data
+                .write_all(&buf[..n])
+                .await
+                .context("while writing load data")?;
+            moved += n as u64;
+            bytes.upload.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        let _ = s.data.shutdown().await;
+    }
+    control::read_report(&mut s.ctrl).await?;
+    Ok(())
+}
