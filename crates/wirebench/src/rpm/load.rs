@@ -15,11 +15,14 @@ use wirebench_core::auth::Psk;
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{ControlMessage, Preamble, SessionParams};
 
-use crate::control;
+use crate::{control, counters};
 
 /// Payload of one load session; the flow opens the next when it is done (a flow outlives any
 /// one session, and no session asks for more than a server's `--max-bytes` is likely to allow).
 pub const SESSION_BYTES: u64 = 256 << 20;
+
+/// How often an upload flow reads how much the server has acknowledged.
+const ACK_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Write size of an upload flow and read size of a download flow.
 const IO_CHUNK: usize = 128 * 1024;
@@ -111,8 +114,8 @@ async fn open_session(server: SocketAddr, download: bool, psk: Option<&Psk>) -> 
 /// Moves one session's bytes, then waits for the server's report.
 async fn pump(mut s: Session, download: bool, bytes: &LoadBytes) -> Result<()> {
     let mut buf = vec![0u8; IO_CHUNK];
-    let mut moved = 0u64;
     if download {
+        let mut moved = 0u64;
         while moved < SESSION_BYTES {
             let n = s
                 .data
@@ -127,16 +130,52 @@ async fn pump(mut s: Session, download: bool, bytes: &LoadBytes) -> Result<()> {
         }
         drop(s.data);
     } else {
-        while moved < SESSION_BYTES {
-            let n = IO_CHUNK.min(usize::try_from(SESSION_BYTES - moved).unwrap_or(IO_CHUNK));
-            s.data
-                .write_all(&buf[..n])
-                .await
-                .context("while writing load data")?;
-            moved += n as u64;
-            bytes.upload.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        let _ = s.data.shutdown().await;
+        // Upload goodput is what the receiver acknowledged, read every few milliseconds (the
+        // writer wakes only when a large part of the send buffer is free, so counting at each
+        // write would be lumpy, and counting writes would take a new flow's send buffer for
+        // goodput); without TCP_INFO, what we wrote.
+        let (rd, mut wr) = s.data.into_split();
+        let counted = AtomicU64::new(0);
+        let writing = async {
+            let mut moved = 0u64;
+            while moved < SESSION_BYTES {
+                let n = IO_CHUNK.min(usize::try_from(SESSION_BYTES - moved).unwrap_or(IO_CHUNK));
+                wr.write_all(&buf[..n])
+                    .await
+                    .context("while writing load data")?;
+                moved += n as u64;
+                if counters::tcp_bytes_acked(rd.as_ref()).is_none() {
+                    bytes.upload.fetch_add(n as u64, Ordering::Relaxed);
+                    counted.store(moved, Ordering::Relaxed);
+                }
+            }
+            anyhow::Ok(moved)
+        };
+        let watching = async {
+            loop {
+                tokio::time::sleep(ACK_POLL).await;
+                if let Some(acked) = counters::tcp_bytes_acked(rd.as_ref()) {
+                    let acked = acked.min(SESSION_BYTES);
+                    let before = counted.load(Ordering::Relaxed);
+                    if acked > before {
+                        bytes.upload.fetch_add(acked - before, Ordering::Relaxed);
+                        counted.store(acked, Ordering::Relaxed);
+                    }
+                }
+            }
+        };
+        let moved = tokio::select! {
+            moved = writing => moved?,
+            () = watching => anyhow::bail!("the acknowledgement watcher stopped"),
+        };
+        let _ = wr.shutdown().await;
+        // The rest is acknowledged by the time the server reports.
+        control::read_report(&mut s.ctrl).await?;
+        bytes.upload.fetch_add(
+            moved.saturating_sub(counted.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+        return Ok(());
     }
     control::read_report(&mut s.ctrl).await?;
     Ok(())
