@@ -11,6 +11,7 @@ mod netns;
 mod relay;
 mod report;
 mod robustness;
+mod rpm;
 mod rr;
 mod security;
 mod sessions;
