@@ -734,6 +734,18 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_flow_stops_the_ramp() {
+        let mut m = RampMachine::new(Parameters::draft());
+        assert!(m.handle_interval(1, probes(1.0, 1.0, 1.0, 1)).add_flow);
+        // The second flow was refused: the ramp stays at one flow and asks for no more.
+        m.flows_capped(1);
+        for _ in 0..5 {
+            assert!(!m.handle_interval(1, probes(1.0, 1.0, 1.0, 1)).add_flow);
+        }
+        assert_eq!(m.flows(), 1);
+    }
+
+    #[test]
     fn components_cover_only_the_last_mad_intervals() {
         let mut m = RampMachine::new(Parameters::draft());
         // An old interval with 100 ms probes, then four with 10 ms: only the four count.

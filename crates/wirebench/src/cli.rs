@@ -122,11 +122,10 @@ pub enum Command {
     ///
     /// Example: wirebench dns --resolver 127.0.0.1:5353 --name host.example --transport udp,tcp --concurrency 10,20,40
     Dns(DnsArgs),
-    /// Responsiveness under working conditions (RPM, after draft-ietf-ippm-responsiveness):
-    /// load the path with TCP flows, one more per interval, and measure round trips on new and
-    /// on existing connections meanwhile.
+    /// Responsiveness under working conditions: round trips per minute (RPM) under load.
     ///
-    /// Prints round trips per minute with the draft's rating (Poor < 300 ≤ Fair < 1000 ≤ Good
+    /// After draft-ietf-ippm-responsiveness: loads the path with TCP flows, one more per
+    /// interval, and measures round trips on new and on existing connections meanwhile. Prints round trips per minute with the draft's rating (Poor < 300 ≤ Fair < 1000 ≤ Good
     /// < 6000 ≤ Excellent) and confidence (Low, Medium, High), its foreign and self components,
     /// idle latency and goodput, in under 20 s by default. Without --server it runs against a
     /// server started in-process on loopback (put --impair rate=...,queue=... in front of it

@@ -23,7 +23,7 @@ use wirebench_core::responsiveness::{
 };
 
 use load::{LoadBytes, LoadFlow};
-use probe::{ForeignSample, ProbeSession};
+use probe::{ForeignSample, ProbeSession, ProbeTarget};
 
 /// The draft revision followed.
 pub const DRAFT: &str = "draft-ietf-ippm-responsiveness-08";
@@ -96,8 +96,9 @@ pub async fn run_rpm(
     let params = settings.params;
     let mut foreign_session = ProbeSession::open(server, true, psk.as_deref()).await?;
     let mut self_session = ProbeSession::open(server, false, psk.as_deref()).await?;
-    let mut self_conn = self_session.connect().await?;
-    let foreign = foreign_session.foreign();
+    let self_target = self_session.target();
+    let mut self_conn = self_target.connect().await?;
+    let foreign = foreign_session.target();
 
     // Idle latency: probe pairs one after another before any load.
     let idle = if settings.idle_probes > 0 {
@@ -154,6 +155,7 @@ pub async fn run_rpm(
     ));
     probes.spawn(self_scheduler(
         self_conn,
+        self_target,
         rate.clone(),
         settings.probe_timeout,
         tx.clone(),
@@ -321,7 +323,7 @@ fn gap(rate: &SharedRate) -> Duration {
 
 /// Launches a foreign probe every 1 / rate seconds, each on its own task.
 async fn foreign_scheduler(
-    probe: probe::ForeignProbe,
+    probe: ProbeTarget,
     rate: SharedRate,
     timeout: Duration,
     tx: mpsc::UnboundedSender<Sample>,
@@ -346,9 +348,11 @@ async fn foreign_scheduler(
     }
 }
 
-/// Sends a self probe every 1 / rate seconds on the persistent connection, one at a time.
+/// Sends a self probe every 1 / rate seconds on the persistent connection, one at a time; a
+/// connection that fails or times out is replaced (the probe counts as failed).
 async fn self_scheduler(
     mut conn: tokio::net::TcpStream,
+    target: ProbeTarget,
     rate: SharedRate,
     timeout: Duration,
     tx: mpsc::UnboundedSender<Sample>,
@@ -360,14 +364,17 @@ async fn self_scheduler(
         sent.fetch_add(1, Ordering::Relaxed);
         let sample = match tokio::time::timeout(timeout, probe::self_probe(&mut conn)).await {
             Ok(Ok(d)) => Sample::Own(d),
-            // A connection that failed or timed out cannot carry further probes.
-            _ => {
-                let _ = tx.send(Sample::Failed);
-                return;
-            }
+            _ => Sample::Failed,
         };
+        let failed = matches!(sample, Sample::Failed);
         if tx.send(sample).is_err() {
             return;
+        }
+        if failed {
+            match tokio::time::timeout(timeout, target.connect()).await {
+                Ok(Ok(c)) => conn = c,
+                _ => return,
+            }
         }
         next += gap(&rate);
         // Skipped while the previous probe was unanswered: no burst to catch up.

@@ -62,20 +62,10 @@ impl ProbeSession {
         })
     }
 
-    /// The data connection of a self-probe session, opened once.
-    pub async fn connect(&self) -> Result<TcpStream> {
-        let mut tcp = TcpStream::connect(self.server)
-            .await
-            .with_context(|| format!("cannot open the probe connection to {}", self.server))?;
-        tcp.set_nodelay(true)
-            .context("while setting TCP_NODELAY on the probe connection")?;
-        control::write_preamble(&mut tcp, &self.preamble).await?;
-        Ok(tcp)
-    }
-
-    /// What a foreign probe needs to run on its own task.
-    pub fn foreign(&self) -> ForeignProbe {
-        ForeignProbe {
+    /// Where and with which credentials this session's probe connections go, cheap to copy
+    /// into a task.
+    pub fn target(&self) -> ProbeTarget {
+        ProbeTarget {
             server: self.server,
             preamble: self.preamble,
         }
@@ -101,15 +91,26 @@ impl ProbeSession {
     }
 }
 
-/// A foreign probe: everything it needs, cheap to copy into a task.
+/// A probe session's address and data-connection preamble.
 #[derive(Debug, Clone, Copy)]
-pub struct ForeignProbe {
+pub struct ProbeTarget {
     server: SocketAddr,
     preamble: Preamble,
 }
 
-impl ForeignProbe {
-    /// Opens a new connection, sends one request on it and reads the answer.
+impl ProbeTarget {
+    /// Opens a persistent probe connection (self probes), once or after a failure.
+    pub async fn connect(self) -> Result<TcpStream> {
+        let mut tcp = TcpStream::connect(self.server)
+            .await
+            .with_context(|| format!("cannot open the probe connection to {}", self.server))?;
+        tcp.set_nodelay(true)
+            .context("while setting TCP_NODELAY on the probe connection")?;
+        control::write_preamble(&mut tcp, &self.preamble).await?;
+        Ok(tcp)
+    }
+
+    /// A foreign probe: opens a new connection, sends one request on it and reads the answer.
     pub async fn run(self) -> Result<ForeignSample> {
         let at = Instant::now();
         let mut tcp = TcpStream::connect(self.server)
