@@ -247,8 +247,8 @@ pub async fn run_rpm(
     }
     let duration = started.elapsed();
     probes.abort_all();
-    drop(flows);
     while probes.join_next().await.is_some() {}
+    load::stop_all(flows).await;
     foreign_session.count_sent(sent.load(Ordering::Relaxed));
     self_session.count_sent(self_sent.load(Ordering::Relaxed));
     tokio::join!(foreign_session.finish(), self_session.finish());

@@ -167,6 +167,11 @@ async fn the_load_respects_max_sessions_and_the_key() {
             r.download_goodput_bps
         );
         assert!(r.rpm.is_some());
+        // The stopped flows' sessions are freed: a second test gets the same two flows.
+        let again = run_rpm(server.addr, "limited", &s, None)
+            .await
+            .expect("the second test runs");
+        assert_eq!(again.load_flows, 2, "{:?}", again.differences);
 
         let key = Arc::new(Psk::from_file_contents(b"the server's key, 32 bytes long!").unwrap());
         let locked =
