@@ -134,10 +134,15 @@ pub async fn run_rpm(
     let mut open_flows = 0u32;
     let mut refused: Option<String> = None;
     let started = Instant::now();
-    add_flows(server, settings.direction, &psk, &bytes, &mut flows)
-        .await
-        .context("the server refused the first load flow")?;
+    flows.extend(
+        add_flows(server, settings.direction, psk.clone(), bytes.clone())
+            .await
+            .context("the server refused the first load flow")?,
+    );
     open_flows += 1;
+    // Flows open in the background: through a full queue a session request takes several
+    // loaded round trips, which must not stretch an interval.
+    let mut opening: Option<tokio::task::JoinHandle<Result<Vec<LoadFlow>>>> = None;
 
     let (tx, mut rx) = mpsc::unbounded_channel::<Sample>();
     let rate: SharedRate = Arc::new(AtomicU64::new(
@@ -234,16 +239,33 @@ pub async fn run_rpm(
         if step.done || started.elapsed() + interval > settings.max_duration {
             break;
         }
-        if step.add_flow && refused.is_none() {
-            match add_flows(server, settings.direction, &psk, &bytes, &mut flows).await {
-                Ok(()) => open_flows += 1,
-                Err(e) => {
-                    // The server's limits (--max-sessions and the like) cap the ramp.
-                    refused = Some(format!("{e:#}"));
-                    machine.flows_capped(open_flows);
+        if opening.as_ref().is_some_and(|h| h.is_finished()) {
+            if let Some(h) = opening.take() {
+                match h.await {
+                    Ok(Ok(new)) => {
+                        flows.extend(new);
+                        open_flows += 1;
+                    }
+                    Ok(Err(e)) => {
+                        // The server's limits (--max-sessions and the like) cap the ramp.
+                        refused = Some(format!("{e:#}"));
+                        machine.flows_capped(open_flows);
+                    }
+                    Err(e) => refused = Some(format!("opening a load flow failed: {e}")),
                 }
             }
         }
+        if step.add_flow && refused.is_none() && opening.is_none() {
+            opening = Some(tokio::spawn(add_flows(
+                server,
+                settings.direction,
+                psk.clone(),
+                bytes.clone(),
+            )));
+        }
+    }
+    if let Some(h) = opening.take() {
+        h.abort();
     }
     let duration = started.elapsed();
     probes.abort_all();
@@ -302,17 +324,17 @@ pub async fn run_rpm(
 async fn add_flows(
     server: SocketAddr,
     direction: LoadDirection,
-    psk: &Option<Arc<Psk>>,
-    bytes: &Arc<LoadBytes>,
-    flows: &mut Vec<LoadFlow>,
-) -> Result<()> {
+    psk: Option<Arc<Psk>>,
+    bytes: Arc<LoadBytes>,
+) -> Result<Vec<LoadFlow>> {
+    let mut flows = Vec::new();
     if direction.downloads() {
         flows.push(LoadFlow::start(server, true, psk.clone(), bytes.clone()).await?);
     }
     if direction.uploads() {
-        flows.push(LoadFlow::start(server, false, psk.clone(), bytes.clone()).await?);
+        flows.push(LoadFlow::start(server, false, psk, bytes).await?);
     }
-    Ok(())
+    Ok(flows)
 }
 
 /// The pause between probes at `rate` (thousandths of a probe per second).
