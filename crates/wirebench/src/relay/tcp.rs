@@ -141,7 +141,7 @@ async fn pipe<R, W>(
                 Some(l) => l.lock().map_or(now, |mut b| b.push(now, n)),
                 None => now,
             };
-            let release = machine.schedule_bytes(departure, n);
+            let release = machine.schedule_bytes_after(now, departure, n);
             if let Ok(mut c) = counts.lock() {
                 c[direction] = machine.counts();
             }
