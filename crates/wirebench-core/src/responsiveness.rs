@@ -392,7 +392,11 @@ impl RampMachine {
             None => self.bytes.len(),
         };
         // A moving average needs MAD intervals; the stage's count is of its moving averages.
-        Confidence::of(stage.saturating_sub(mad - 1), mad, self.goodput_saturated())
+        Confidence::of(
+            stage.saturating_sub(mad.saturating_sub(1)),
+            mad,
+            self.goodput_saturated(),
+        )
     }
 
     /// Confidence in the RPM figure: how many intervals the responsiveness stage ran.
