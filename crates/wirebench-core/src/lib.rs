@@ -19,6 +19,7 @@ pub mod perf;
 pub mod plan;
 pub mod proto;
 pub mod record;
+pub mod responsiveness;
 pub mod rr;
 pub mod rto;
 pub mod saw;

@@ -122,6 +122,68 @@ pub enum Command {
     ///
     /// Example: wirebench dns --resolver 127.0.0.1:5353 --name host.example --transport udp,tcp --concurrency 10,20,40
     Dns(DnsArgs),
+    /// Responsiveness under working conditions: round trips per minute (RPM) under load.
+    ///
+    /// After draft-ietf-ippm-responsiveness: loads the path with TCP flows, one more per
+    /// interval, and measures round trips on new and on existing connections meanwhile. Prints round trips per minute with the draft's rating (Poor < 300 ≤ Fair < 1000 ≤ Good
+    /// < 6000 ≤ Excellent) and confidence (Low, Medium, High), its foreign and self components,
+    /// idle latency and goodput, in under 20 s by default. Without --server it runs against a
+    /// server started in-process on loopback (put --impair rate=...,queue=... in front of it
+    /// to see a bottleneck queue).
+    ///
+    /// Example: wirebench rpm -c server.example --direction both --json
+    #[command(after_long_help = RPM_AFTER_HELP)]
+    Rpm(RpmArgs),
+}
+
+const RPM_AFTER_HELP: &str = "\
+RPM = (foreign + self) / 2 with foreign = 60000 / ((TM(tcp) + TM(request)) / 2) on new
+connections and self = 60000 / TM(request) on an existing one, TM the 95% trimmed mean in
+milliseconds over the last MAD = 4 intervals. Goodput is stable when the standard deviation of
+the last 4 moving averages is below 5% of the latest; RPM likewise after that. The load goes
+through the server's normal session admission, so its --max-sessions, --max-rate, --max-bytes
+and --psk apply; a refused flow stops the ramp. Where this differs from the draft is printed
+with every result (and listed under \"differences\" in the JSON; schema:
+docs/rpm-output.schema.json).
+
+Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage.";
+
+/// Flags of `wirebench rpm`.
+#[derive(Debug, Args)]
+pub struct RpmArgs {
+    /// Server to test against, HOST or HOST:PORT (IPv6 as [ADDR]:PORT). Without it, a server is
+    /// started in-process on 127.0.0.1 on a free port.
+    #[arg(short = 'c', long)]
+    pub server: Option<String>,
+    /// Load direction: download (the server sends), upload, or both at once (one score).
+    #[arg(long, default_value = "both")]
+    pub direction: String,
+    /// Most load flows per direction (the draft's MNP), 1 to 64.
+    #[arg(long, default_value_t = 16)]
+    pub max_flows: u32,
+    /// Interval between ramp decisions (the draft's ID), 100ms to 5s.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Longest load phase (the result's confidence says whether it became stable), 1s to 300s.
+    #[arg(long, default_value = "16s")]
+    pub max_duration: String,
+    /// Most probe pairs per second (the draft's MPS), 1 to 100.
+    #[arg(long, default_value_t = 100)]
+    pub probe_rate: u32,
+    /// Probe pairs measured before the load for the idle latency, 0 to 100.
+    #[arg(long, default_value_t = 10)]
+    pub idle_probes: u32,
+    /// Put the impairment relay between client and server (started in-process on loopback),
+    /// as `run --impair`: e.g. rate=20Mbit,queue=256KiB. TCP takes delay, jitter, rate, queue.
+    #[arg(long, value_name = "SPEC")]
+    pub impair: Option<String>,
+    /// Print one JSON document (schema: docs/rpm-output.schema.json) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk). With no
+    /// --server, the embedded server requires the key.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -131,9 +193,10 @@ or down:VALUE (server → client); repeat the flag for both, e.g. --loss up:5% -
 Order per packet: loss, then the rate limiter (a FIFO bottleneck; a packet that finds more than
 --queue bytes waiting is dropped), then delay ± jitter. Jitter never reorders; --reorder holds a
 packet back until the next one has left (at most 50 ms). UDP gets one socket toward the server
-per client address. TCP is relayed as a byte stream: delay, jitter and rate apply (a full rate
-queue stops reading instead of dropping); loss, reorder and duplicate apply to UDP only, and
---proto tcp refuses them.
+per client address. TCP is relayed as a byte stream: delay, jitter and rate apply, and all TCP
+connections of a direction share one link and one --queue (a new connection waits behind the
+others' queued bytes: a full queue adds queue / rate of delay; a full queue stops reading instead
+of dropping); loss, reorder and duplicate apply to UDP only, and --proto tcp refuses them.
 
 Counts per direction (received, forwarded, dropped, queue drops, duplicated, reordered, delayed)
 are printed on SIGUSR1 and at exit (Ctrl-C or SIGTERM); --json prints them as one JSON object

@@ -20,6 +20,7 @@ use crate::server::{Limits, ServerOptions};
 use crate::store;
 
 pub mod dns;
+pub mod rpm;
 pub mod rr;
 
 use wirebench_core::error::UsageError;

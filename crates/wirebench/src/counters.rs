@@ -76,6 +76,19 @@ fn unacked_segments(_socket: &impl AsRawFd) -> Option<u32> {
     None
 }
 
+/// Payload bytes the peer has acknowledged on a TCP socket (TCP_INFO `tcpi_bytes_acked`, Linux
+/// 4.1); `None` where the OS does not say.
+#[cfg(target_os = "linux")]
+pub fn tcp_bytes_acked(socket: &impl AsRawFd) -> Option<u64> {
+    tcp_info(socket).map(|info| info.tcpi_bytes_acked)
+}
+
+/// TCP_INFO is Linux's; elsewhere the caller counts what it wrote.
+#[cfg(not(target_os = "linux"))]
+pub fn tcp_bytes_acked(_socket: &impl AsRawFd) -> Option<u64> {
+    None
+}
+
 /// What quinn counted on a QUIC connection so far.
 pub fn quic_stats(connection: &quinn::Connection) -> TransportStats {
     let path = connection.stats().path;

@@ -19,6 +19,7 @@ pub mod parallel;
 pub mod perf;
 pub mod relay;
 pub mod report;
+pub mod rpm;
 pub mod rr_client;
 pub mod runner;
 pub mod server;
@@ -141,6 +142,11 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let cfg = config::dns::DnsConfig::from_args(&args)?;
             let store = config::StoreTarget::from_args(&args.store)?;
             let result = run_to_end(runtime, commands::dns::execute(cfg, store));
+            Ok(exit_status(result?))
+        }
+        Command::Rpm(args) => {
+            let cfg = config::rpm::RpmConfig::from_args(&args)?;
+            let result = run_to_end(runtime, commands::rpm::execute(cfg));
             Ok(exit_status(result?))
         }
         Command::Import(args) => {

@@ -168,8 +168,21 @@ impl<P: Clone> Impairer<P> {
     /// rate limiter and the delay. Never drops: the caller applies back-pressure with
     /// [`Impairer::stream_backlog`] instead of a queue limit.
     pub fn schedule_bytes(&mut self, now: Instant, len: usize) -> Instant {
+        self.schedule_bytes_after(now, now, len)
+    }
+
+    /// Like [`Impairer::schedule_bytes`] for bytes that arrived at `arrived` and left a link
+    /// shared with other connections (a [`super::Bottleneck`]) at `departure`: this machine's
+    /// own rate (if any), then delay; counted as delayed when they leave after `arrived`.
+    pub fn schedule_bytes_after(
+        &mut self,
+        arrived: Instant,
+        departure: Instant,
+        len: usize,
+    ) -> Instant {
+        let now = arrived;
         self.counts.received += 1;
-        let departure = self.bottleneck(now, len, false).unwrap_or(now);
+        let departure = self.bottleneck(departure, len, false).unwrap_or(departure);
         let release = self.propagate(departure);
         self.counts.forwarded += 1;
         self.counts.bytes_forwarded += len as u64;
@@ -487,5 +500,27 @@ mod tests {
         assert_eq!(a - t0, Duration::from_millis(15));
         assert_eq!(b - t0, Duration::from_millis(25));
         assert_eq!(m.stream_backlog(t0), Duration::from_millis(20));
+    }
+
+    #[test]
+    fn stream_bytes_after_a_shared_link_keep_its_departure_and_count_as_delayed() {
+        let t0 = Instant::now();
+        // No own rate, no delay: bytes leave when the shared link let them go, 5 ms late.
+        let mut m: Impairer<()> = Impairer::new(Impairment::default(), 1, 0);
+        let release = m.schedule_bytes_after(t0, t0 + Duration::from_millis(5), 100);
+        assert_eq!(release - t0, Duration::from_millis(5));
+        assert_eq!(m.counts().delayed, 1);
+        // Straight through: not delayed.
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(m.schedule_bytes_after(later, later, 100), later);
+        assert_eq!(m.counts().delayed, 1);
+        // With 10 ms of delay on top: 5 + 10 ms.
+        let spec = Impairment {
+            delay: Duration::from_millis(10),
+            ..Impairment::default()
+        };
+        let mut m: Impairer<()> = Impairer::new(spec, 1, 0);
+        let release = m.schedule_bytes_after(t0, t0 + Duration::from_millis(5), 100);
+        assert_eq!(release - t0, Duration::from_millis(15));
     }
 }

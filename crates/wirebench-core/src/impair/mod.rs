@@ -10,6 +10,7 @@
 //! the only reordering is the one asked for with `reorder`: such a packet is held back and leaves
 //! right after the next packet, which makes every reordering exact and countable.
 
+mod bottleneck;
 mod machine;
 mod parse;
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::{BitRate, ByteSize};
 
+pub use bottleneck::Bottleneck;
 pub use machine::Impairer;
 pub use parse::{parse_loss, parse_percent};
 

@@ -6,6 +6,7 @@ pub mod history;
 pub mod interop;
 pub mod relay;
 pub mod report;
+pub mod rpm;
 pub mod rr;
 pub mod run;
 pub mod server;

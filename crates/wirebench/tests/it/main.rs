@@ -13,6 +13,7 @@ mod relay;
 mod report;
 mod results;
 mod robustness;
+mod rpm;
 mod rr;
 mod security;
 mod sessions;
