@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
             "perf",
             "rr_client",
             "parallel",
+            "rpm",
         ],
         true,
     ),
