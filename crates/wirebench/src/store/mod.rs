@@ -4,6 +4,7 @@
 //! Ctrl-C never leaves a half-written run.
 
 pub mod dns;
+pub mod liveness;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
@@ -47,8 +48,11 @@ pub enum Status {
     Complete,
     /// A run failed and the campaign stopped there.
     Failed,
-    /// Interrupted (Ctrl-C).
+    /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP).
     Aborted,
+    /// Its process died without storing its end (SIGKILL, a crash, power loss): found
+    /// `running` by a later command on the same host whose writer process is gone.
+    Interrupted,
 }
 
 impl Status {
@@ -59,6 +63,7 @@ impl Status {
             Status::Complete => "complete",
             Status::Failed => "failed",
             Status::Aborted => "aborted",
+            Status::Interrupted => "interrupted",
         }
     }
 
@@ -68,6 +73,7 @@ impl Status {
             "complete" => Status::Complete,
             "failed" => Status::Failed,
             "aborted" => Status::Aborted,
+            "interrupted" => Status::Interrupted,
             other => bail!("unknown campaign status {other:?} in the results database"),
         })
     }
@@ -411,15 +417,24 @@ impl Store {
                 );
             }
         }
+        // Off while migrating (it cannot change inside a transaction): a migration that
+        // rebuilds a parent table must not cascade its DROP to the children (schema V6).
+        self.conn.pragma_update(None, "foreign_keys", false)?;
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Exclusive)?;
             tx.execute_batch(sql)
                 .with_context(|| format!("while migrating to schema version {}", i + 1))?;
+            liveness::check_foreign_keys(&tx)
+                .with_context(|| format!("while migrating to schema version {}", i + 1))?;
             tx.pragma_update(None, "user_version", (i + 1) as u32)?;
             tx.commit()?;
         }
+        self.conn.pragma_update(None, "foreign_keys", true)?;
+        // Campaigns whose writer died without a word are marked `interrupted`. Best effort:
+        // a store we cannot update now is still readable, and the next open tries again.
+        let _ = self.mark_interrupted(&liveness::Writer::this_process());
         Ok(())
     }
 }
