@@ -4,10 +4,11 @@
 //! (streaming); connection set-up is not part of it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
@@ -27,6 +28,7 @@ use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::interval::Progress;
+use crate::liveness::{self, Watched};
 use crate::{control, net};
 
 /// Round-trip times of a stop-and-wait run (nanoseconds), from an HDR histogram.
@@ -245,41 +247,56 @@ async fn run_tcp(
         return receive_tcp(data, p, ctrl, progress).await;
     }
     progress.watch_tcp_sender(&data);
+    // A second handle, to stop the sender thread (shutdown wakes a blocked write or read) if
+    // the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
     let params = p.clone();
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = rtt.clone();
-    let progress = Arc::clone(progress);
+    let sender_progress = Arc::clone(progress);
+    let sender = tokio::task::spawn_blocking(move || {
+        let progress = sender_progress;
+        let spin = params.options.busy_poll;
+        let mut writer = Blocking::new(&data, spin);
+        let mut sink = WriteSink {
+            writer: &mut writer,
+            payload: &payload,
+        };
+        let started = Instant::now();
+        let result = block_on(send_on_stream(
+            &mut Blocking::new(&data, spin),
+            &mut sink,
+            &params,
+            &mut hist,
+            &progress,
+        ));
+        let done_at = Instant::now();
+        (
+            result,
+            started,
+            done_at,
+            net::tcp_data_path(&data, spin),
+            hist,
+            data,
+        )
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch(ctrl, sender, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p.mechanism)),
+    };
     let (result, started, done_at, data_path, hist, data) =
-        tokio::task::spawn_blocking(move || {
-            let spin = params.options.busy_poll;
-            let mut writer = Blocking::new(&data, spin);
-            let mut sink = WriteSink {
-                writer: &mut writer,
-                payload: &payload,
-            };
-            let started = Instant::now();
-            let result = block_on(send_on_stream(
-                &mut Blocking::new(&data, spin),
-                &mut sink,
-                &params,
-                &mut hist,
-                &progress,
-            ));
-            let done_at = Instant::now();
-            (
-                result,
-                started,
-                done_at,
-                net::tcp_data_path(&data, spin),
-                hist,
-                data,
-            )
-        })
-        .await
-        .context("the TCP sender thread failed")?;
+        joined.context("the TCP sender thread failed")?;
     *rtt = hist;
-    let tally = result?;
+    let tally = match result {
+        Ok(tally) => tally,
+        Err(e) => return Err(explain_failure(e, ctrl, progress, p.mechanism).await),
+    };
     let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
     // Read after the server's report, once the last acknowledgements (and the D-SACKs that
     // unmask spurious retransmissions) are in.
@@ -393,7 +410,27 @@ async fn run_quic(
         payload: Bytes::from(vec![0u8; p.msg_size as usize]),
     };
     let started = Instant::now();
-    let tally = send_on_stream(&mut recv, &mut sink, p, rtt, progress).await?;
+    let sent = liveness::watch(
+        ctrl,
+        send_on_stream(&mut recv, &mut sink, p, rtt, progress),
+        || {},
+    )
+    .await;
+    let sent = match sent {
+        Watched::Done(sent) => sent,
+        Watched::Gone { reason, .. } => {
+            // No drain: nobody is left to acknowledge the close.
+            connection.close(0u32.into(), b"server gone");
+            return Err(gone(reason, progress, p.mechanism));
+        }
+    };
+    let tally = match sent {
+        Ok(tally) => tally,
+        Err(e) => {
+            connection.close(0u32.into(), b"failed");
+            return Err(explain_failure(e, ctrl, progress, p.mechanism).await);
+        }
+    };
     let done_at = Instant::now();
     data_path.cpu = net::current_cpu();
     let _ = send.finish();
@@ -474,15 +511,20 @@ async fn run_udp(
     let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
             let started = Instant::now();
-            let tally = udp
-                .send_stream(
-                    session,
-                    p.total_bytes,
-                    p.msg_size,
-                    p.rate_bps.map(BitRate),
-                    &progress.bytes,
-                )
-                .await?;
+            let sending = udp.send_stream(
+                session,
+                p.total_bytes,
+                p.msg_size,
+                p.rate_bps.map(BitRate),
+                &progress.bytes,
+            );
+            let tally = match liveness::watch(ctrl, sending, || {}).await {
+                Watched::Done(Ok(tally)) => tally,
+                Watched::Done(Err(e)) => {
+                    return Err(explain_failure(e, ctrl, progress, p.mechanism).await)
+                }
+                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p.mechanism)),
+            };
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())
         }
@@ -497,33 +539,47 @@ async fn run_udp(
             };
             let (total, size) = (p.total_bytes, p.msg_size);
             if p.options.busy_poll {
-                let mut port = SpinPort(udp.into_std().context("while preparing the UDP socket")?);
+                let halt = Arc::new(AtomicBool::new(false));
+                let mut port = SpinPort(
+                    udp.into_std().context("while preparing the UDP socket")?,
+                    Arc::clone(&halt),
+                );
                 // The thread owns a copy of the histogram and hands it back.
                 let mut hist = rtt.clone();
-                let progress = Arc::clone(progress);
+                let sender_progress = Arc::clone(progress);
+                let sender = tokio::task::spawn_blocking(move || {
+                    let progress = sender_progress;
+                    let started = Instant::now();
+                    let result = block_on(udp::send_stop_and_wait(
+                        &mut port,
+                        session,
+                        total,
+                        size,
+                        policy,
+                        &mut hist,
+                        &progress.bytes,
+                    ));
+                    (result, started, Instant::now(), net::current_cpu(), hist)
+                });
+                let stop = || halt.store(true, Ordering::Relaxed);
+                let joined = match liveness::watch(ctrl, sender, stop).await {
+                    Watched::Done(joined) => joined,
+                    Watched::Gone { reason, .. } => {
+                        return Err(gone(reason, progress, p.mechanism))
+                    }
+                };
                 let (result, started, acked_at, cpu, hist) =
-                    tokio::task::spawn_blocking(move || {
-                        let started = Instant::now();
-                        let result = block_on(udp::send_stop_and_wait(
-                            &mut port,
-                            session,
-                            total,
-                            size,
-                            policy,
-                            &mut hist,
-                            &progress.bytes,
-                        ));
-                        (result, started, Instant::now(), net::current_cpu(), hist)
-                    })
-                    .await
-                    .context("the UDP sender thread failed")?;
+                    joined.context("the UDP sender thread failed")?;
                 *rtt = hist;
                 data_path.cpu = cpu;
-                (result?, started, acked_at)
+                match result {
+                    Ok(tally) => (tally, started, acked_at),
+                    Err(e) => return Err(explain_failure(e, ctrl, progress, p.mechanism).await),
+                }
             } else {
                 let started = Instant::now();
                 let mut port = AsyncPort(udp.socket());
-                let tally = udp::send_stop_and_wait(
+                let sending = udp::send_stop_and_wait(
                     &mut port,
                     session,
                     total,
@@ -531,8 +587,16 @@ async fn run_udp(
                     policy,
                     rtt,
                     &progress.bytes,
-                )
-                .await?;
+                );
+                let tally = match liveness::watch(ctrl, sending, || {}).await {
+                    Watched::Done(Ok(tally)) => tally,
+                    Watched::Done(Err(e)) => {
+                        return Err(explain_failure(e, ctrl, progress, p.mechanism).await)
+                    }
+                    Watched::Gone { reason, .. } => {
+                        return Err(gone(reason, progress, p.mechanism))
+                    }
+                };
                 data_path.cpu = net::current_cpu();
                 (tally, started, Instant::now())
             }
@@ -568,6 +632,35 @@ async fn run_udp(
         transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
         udp_received: None,
     })
+}
+
+/// How long a failed transfer looks at the control connection for a better reason.
+const FAILURE_LOOK: Duration = Duration::from_millis(500);
+
+/// The error of a transfer stopped because the server went away: why, and what the client
+/// had sent (stop-and-wait: had acknowledged) by then.
+fn gone(reason: String, progress: &Progress, mechanism: Mechanism) -> anyhow::Error {
+    let bytes = progress.bytes.load(Ordering::Relaxed);
+    let what = match mechanism {
+        Mechanism::Stream => "sent (what arrived is unknown: no report came)",
+        Mechanism::StopAndWait => "sent and acknowledged",
+    };
+    anyhow!("{reason}; the transfer stopped after {bytes} B {what}")
+}
+
+/// A transfer that failed on its own (a reset data connection, a closed UDP port): when the
+/// control connection says the server is gone, that is the error; otherwise the failure's.
+async fn explain_failure(
+    e: impl Into<anyhow::Error>,
+    ctrl: &mut TcpStream,
+    progress: &Progress,
+    mechanism: Mechanism,
+) -> anyhow::Error {
+    let e = e.into();
+    match liveness::server_gone(ctrl, FAILURE_LOOK).await {
+        Some(reason) => gone(format!("{reason} ({e:#})"), progress, mechanism),
+        None => e,
+    }
 }
 
 async fn send_on_stream<R, S>(

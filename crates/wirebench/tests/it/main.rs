@@ -6,6 +6,7 @@ mod compare;
 mod dns;
 mod interop;
 mod limits;
+mod liveness;
 mod measurements;
 mod netns;
 mod relay;
