@@ -24,6 +24,7 @@ use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink, QuicSource};
 use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
+use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
@@ -240,6 +241,10 @@ async fn run_tcp(
         .await
         .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
     net::apply_tcp_options(&data, opts, p.mechanism).context("while setting TCP options")?;
+    if let (Some(rate), false) = (p.rate_bps, p.reverse) {
+        net::set_max_pacing_rate(&data, rate)
+            .context("while pacing the TCP data socket to --rate (SO_MAX_PACING_RATE)")?;
+    }
     control::write_preamble(&mut data, preamble).await?;
     let data =
         blocking::into_blocking(data, opts.busy_poll).context("while preparing the data socket")?;
@@ -405,10 +410,12 @@ async fn run_quic(
         quic::drain(&endpoint).await;
         return Ok(received_leg(&tally, report?, data_path, transport));
     }
-    let mut sink = QuicSink {
+    let sink = QuicSink {
         stream: &mut send,
         payload: Bytes::from(vec![0u8; p.msg_size as usize]),
     };
+    // --rate: paced by the application (quinn's own pacer follows its congestion window).
+    let mut sink = Throttled::new(sink, p.rate_bps, Pause::Timer);
     let started = Instant::now();
     let sent = liveness::watch(
         ctrl,

@@ -247,3 +247,41 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
     assert!(format!("{e:#}").contains("UDP port is closed"), "{e:#}");
     assert!(started.elapsed() < NOTICE_LIMIT);
 }
+
+/// The server notices a vanished client (SIGKILL, by pid) on each protocol: the session ends,
+/// reported as aborted with a reason, and the server serves on. (TCP: robustness.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_notices_a_killed_client_on_udp_and_quic() {
+    let mut server = crate::support::TestServer::start().await;
+    let addr = server.addr.to_string();
+    let cases: [&[&str]; 3] = [
+        &[
+            "--proto", "udp", "--mode", "stream", "-l", "1KiB", "--rate", "200Mbit",
+        ],
+        &["--proto", "udp", "--mode", "saw", "-l", "1KiB"],
+        &["--proto", "quic", "--mode", "stream", "-l", "16KiB"],
+    ];
+    for args in cases {
+        let db = TempPath::new(".sqlite3");
+        let data_home = TempPath::new("-data");
+        let mut client = start_client(
+            &[&["--server", &addr, "-n", "10GiB"][..], args].concat(),
+            &db,
+            &data_home,
+        );
+        let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+        wait_for_data(&mut lines).await;
+        signal(&client, libc::SIGKILL);
+        let _ = client.wait().await;
+        let killed_at = Instant::now();
+        let summary = server.next_session().await;
+        assert!(summary.report.aborted, "{args:?}: marked aborted");
+        assert!(summary.report.abort_reason.is_some(), "{args:?}");
+        assert!(
+            killed_at.elapsed() <= Duration::from_secs(10),
+            "{args:?}: noticed after {:?}",
+            killed_at.elapsed()
+        );
+    }
+    assert!(server.is_running());
+}

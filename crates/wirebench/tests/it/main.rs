@@ -9,6 +9,7 @@ mod limits;
 mod liveness;
 mod measurements;
 mod netns;
+mod pacing;
 mod relay;
 mod report;
 mod robustness;
