@@ -16,6 +16,7 @@ pub mod pacing;
 pub mod perf;
 pub mod plan;
 pub mod proto;
+pub mod ratesearch;
 pub mod rr;
 pub mod rto;
 pub mod saw;
