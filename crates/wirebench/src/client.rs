@@ -293,14 +293,14 @@ async fn run_tcp(
     };
     let joined = match liveness::watch(ctrl, sender, stop).await {
         Watched::Done(joined) => joined,
-        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p.mechanism)),
+        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
     };
     let (result, started, done_at, data_path, hist, data) =
         joined.context("the TCP sender thread failed")?;
     *rtt = hist;
     let tally = match result {
         Ok(tally) => tally,
-        Err(e) => return Err(explain_failure(e, ctrl, progress, p.mechanism).await),
+        Err(e) => return Err(explain_failure(e, ctrl, progress, p).await),
     };
     let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
     // Read after the server's report, once the last acknowledgements (and the D-SACKs that
@@ -326,8 +326,13 @@ async fn receive_tcp(
     progress: &Arc<Progress>,
 ) -> Result<Leg> {
     let params = p.clone();
-    let progress = Arc::clone(progress);
-    let (result, tally, data_path, transport) = tokio::task::spawn_blocking(move || {
+    // A second handle, to stop the receiver thread if the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
+    let receiver_progress = Arc::clone(progress);
+    let receiver = tokio::task::spawn_blocking(move || {
+        let progress = receiver_progress;
         let spin = params.options.busy_poll;
         let mut tally = ReadTally::default();
         let mut reader = Blocking::new(&data, spin);
@@ -345,10 +350,22 @@ async fn receive_tcp(
         let transport = counters::tcp_stats(&data);
         (result, tally, net::tcp_data_path(&data, spin), transport)
         // `data` is closed here, before the report is awaited.
-    })
-    .await
-    .context("the TCP receiver thread failed")?;
-    result.context("the data transfer failed")?;
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch(ctrl, receiver, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+    };
+    // The server waits for the client to close the data connection (its FIN says everything
+    // arrived): with the thread's handle gone, this last one closes it.
+    drop(stopper);
+    let (result, tally, data_path, transport) = joined.context("the TCP receiver thread failed")?;
+    if let Err(e) = result {
+        let e = anyhow::Error::from(e).context("the data transfer failed");
+        return Err(explain_failure(e, ctrl, progress, p).await);
+    }
     let report = control::read_report(ctrl).await?;
     Ok(received_leg(&tally, report, data_path, transport))
 }
@@ -400,9 +417,20 @@ async fn run_quic(
     if p.reverse {
         let mut source = QuicSource { stream: &mut recv };
         let mut tally = ReadTally::default();
-        stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes)
-            .await
-            .context("the data transfer failed")?;
+        let receiving =
+            stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes);
+        let received = match liveness::watch(ctrl, receiving, || {}).await {
+            Watched::Done(received) => received,
+            Watched::Gone { reason, .. } => {
+                connection.close(0u32.into(), b"server gone");
+                return Err(gone(reason, progress, p));
+            }
+        };
+        if let Err(e) = received {
+            connection.close(0u32.into(), b"failed");
+            let e = anyhow::Error::from(e).context("the data transfer failed");
+            return Err(explain_failure(e, ctrl, progress, p).await);
+        }
         data_path.cpu = net::current_cpu();
         let report = control::read_report(ctrl).await;
         let transport = Some(counters::quic_stats(&connection));
@@ -428,14 +456,14 @@ async fn run_quic(
         Watched::Gone { reason, .. } => {
             // No drain: nobody is left to acknowledge the close.
             connection.close(0u32.into(), b"server gone");
-            return Err(gone(reason, progress, p.mechanism));
+            return Err(gone(reason, progress, p));
         }
     };
     let tally = match sent {
         Ok(tally) => tally,
         Err(e) => {
             connection.close(0u32.into(), b"failed");
-            return Err(explain_failure(e, ctrl, progress, p.mechanism).await);
+            return Err(explain_failure(e, ctrl, progress, p).await);
         }
     };
     let done_at = Instant::now();
@@ -480,7 +508,9 @@ async fn run_udp(
                     bail!("the server reported an error: {reason}")
                 }
                 Some(_) => bail!("the server sent something other than its done message"),
-                None => bail!("the server closed the control connection before it was done"),
+                None => {
+                    bail!("the server is gone: it closed the control connection before it was done")
+                }
             }
         };
         let (counts, sent) =
@@ -527,10 +557,8 @@ async fn run_udp(
             );
             let tally = match liveness::watch(ctrl, sending, || {}).await {
                 Watched::Done(Ok(tally)) => tally,
-                Watched::Done(Err(e)) => {
-                    return Err(explain_failure(e, ctrl, progress, p.mechanism).await)
-                }
-                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p.mechanism)),
+                Watched::Done(Err(e)) => return Err(explain_failure(e, ctrl, progress, p).await),
+                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
             };
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())
@@ -571,9 +599,7 @@ async fn run_udp(
                 let stop = || halt.store(true, Ordering::Relaxed);
                 let joined = match liveness::watch(ctrl, sender, stop).await {
                     Watched::Done(joined) => joined,
-                    Watched::Gone { reason, .. } => {
-                        return Err(gone(reason, progress, p.mechanism))
-                    }
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
                 };
                 let (result, started, acked_at, cpu, hist) =
                     joined.context("the UDP sender thread failed")?;
@@ -581,7 +607,7 @@ async fn run_udp(
                 data_path.cpu = cpu;
                 match result {
                     Ok(tally) => (tally, started, acked_at),
-                    Err(e) => return Err(explain_failure(e, ctrl, progress, p.mechanism).await),
+                    Err(e) => return Err(explain_failure(e, ctrl, progress, p).await),
                 }
             } else {
                 let started = Instant::now();
@@ -598,11 +624,9 @@ async fn run_udp(
                 let tally = match liveness::watch(ctrl, sending, || {}).await {
                     Watched::Done(Ok(tally)) => tally,
                     Watched::Done(Err(e)) => {
-                        return Err(explain_failure(e, ctrl, progress, p.mechanism).await)
+                        return Err(explain_failure(e, ctrl, progress, p).await)
                     }
-                    Watched::Gone { reason, .. } => {
-                        return Err(gone(reason, progress, p.mechanism))
-                    }
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
                 };
                 data_path.cpu = net::current_cpu();
                 (tally, started, Instant::now())
@@ -645,12 +669,13 @@ async fn run_udp(
 const FAILURE_LOOK: Duration = Duration::from_millis(500);
 
 /// The error of a transfer stopped because the server went away: why, and what the client
-/// had sent (stop-and-wait: had acknowledged) by then.
-fn gone(reason: String, progress: &Progress, mechanism: Mechanism) -> anyhow::Error {
+/// had sent (stop-and-wait: had acknowledged; `--reverse`: had received) by then.
+fn gone(reason: String, progress: &Progress, p: &SessionParams) -> anyhow::Error {
     let bytes = progress.bytes.load(Ordering::Relaxed);
-    let what = match mechanism {
-        Mechanism::Stream => "sent (what arrived is unknown: no report came)",
-        Mechanism::StopAndWait => "sent and acknowledged",
+    let what = match (p.reverse, p.mechanism) {
+        (true, _) => "received",
+        (false, Mechanism::Stream) => "sent (what arrived is unknown: no report came)",
+        (false, Mechanism::StopAndWait) => "sent and acknowledged",
     };
     anyhow!("{reason}; the transfer stopped after {bytes} B {what}")
 }
@@ -661,11 +686,11 @@ async fn explain_failure(
     e: impl Into<anyhow::Error>,
     ctrl: &mut TcpStream,
     progress: &Progress,
-    mechanism: Mechanism,
+    p: &SessionParams,
 ) -> anyhow::Error {
     let e = e.into();
     match liveness::server_gone(ctrl, FAILURE_LOOK).await {
-        Some(reason) => gone(format!("{reason} ({e:#})"), progress, mechanism),
+        Some(reason) => gone(format!("{reason} ({e:#})"), progress, p),
         None => e,
     }
 }

@@ -41,6 +41,7 @@ async fn wait_for_data(lines: &mut Lines<BufReader<ChildStdout>>) {
                 .expect("interval lines before the client ends");
             let moved = line
                 .split_once("] sent ")
+                .or_else(|| line.split_once("] received "))
                 .and_then(|(_, rest)| rest.split_whitespace().next())
                 .and_then(|n| n.parse::<u64>().ok());
             if moved.is_some_and(|n| n > 0) {
@@ -147,6 +148,20 @@ async fn a_quic_client_notices_a_killed_server() {
         "--proto", "quic", "--mode", "stream", "-l", "16KiB", "-n", "10GiB",
     ])
     .await;
+}
+
+/// Reversed (the server sends, the client receives): the client notices the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiving_client_notices_a_killed_server() {
+    for args in [
+        &["--proto", "tcp", "-R", "-l", "64KiB", "-n", "10GiB"][..],
+        &["--proto", "quic", "-R", "-l", "16KiB", "-n", "10GiB"][..],
+        &[
+            "--proto", "udp", "-R", "-l", "1KiB", "-n", "10GiB", "--rate", "200Mbit",
+        ][..],
+    ] {
+        client_notices_a_killed_server(args).await;
+    }
 }
 
 /// SIGTERM (what `timeout` sends) and SIGHUP stop `run` as SIGINT does: the campaign is
