@@ -291,7 +291,7 @@ async fn run_tcp(
     let stop = || {
         let _ = stopper.shutdown(std::net::Shutdown::Both);
     };
-    let joined = match liveness::watch(ctrl, sender, stop).await {
+    let joined = match liveness::watch_stoppable(ctrl, sender, stop).await {
         Watched::Done(joined) => joined,
         Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
     };
@@ -354,7 +354,7 @@ async fn receive_tcp(
     let stop = || {
         let _ = stopper.shutdown(std::net::Shutdown::Both);
     };
-    let joined = match liveness::watch(ctrl, receiver, stop).await {
+    let joined = match liveness::watch_stoppable(ctrl, receiver, stop).await {
         Watched::Done(joined) => joined,
         Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
     };
@@ -419,7 +419,7 @@ async fn run_quic(
         let mut tally = ReadTally::default();
         let receiving =
             stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes);
-        let received = match liveness::watch(ctrl, receiving, || {}).await {
+        let received = match liveness::watch(ctrl, receiving).await {
             Watched::Done(received) => received,
             Watched::Gone { reason, .. } => {
                 connection.close(0u32.into(), b"server gone");
@@ -445,12 +445,7 @@ async fn run_quic(
     // --rate: paced by the application (quinn's own pacer follows its congestion window).
     let mut sink = Throttled::new(sink, p.rate_bps, Pause::Timer);
     let started = Instant::now();
-    let sent = liveness::watch(
-        ctrl,
-        send_on_stream(&mut recv, &mut sink, p, rtt, progress),
-        || {},
-    )
-    .await;
+    let sent = liveness::watch(ctrl, send_on_stream(&mut recv, &mut sink, p, rtt, progress)).await;
     let sent = match sent {
         Watched::Done(sent) => sent,
         Watched::Gone { reason, .. } => {
@@ -555,7 +550,7 @@ async fn run_udp(
                 p.rate_bps.map(BitRate),
                 &progress.bytes,
             );
-            let tally = match liveness::watch(ctrl, sending, || {}).await {
+            let tally = match liveness::watch(ctrl, sending).await {
                 Watched::Done(Ok(tally)) => tally,
                 Watched::Done(Err(e)) => return Err(explain_failure(e, ctrl, progress, p).await),
                 Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
@@ -597,7 +592,7 @@ async fn run_udp(
                     (result, started, Instant::now(), net::current_cpu(), hist)
                 });
                 let stop = || halt.store(true, Ordering::Relaxed);
-                let joined = match liveness::watch(ctrl, sender, stop).await {
+                let joined = match liveness::watch_stoppable(ctrl, sender, stop).await {
                     Watched::Done(joined) => joined,
                     Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
                 };
@@ -621,7 +616,7 @@ async fn run_udp(
                     rtt,
                     &progress.bytes,
                 );
-                let tally = match liveness::watch(ctrl, sending, || {}).await {
+                let tally = match liveness::watch(ctrl, sending).await {
                     Watched::Done(Ok(tally)) => tally,
                     Watched::Done(Err(e)) => {
                         return Err(explain_failure(e, ctrl, progress, p).await)

@@ -34,14 +34,29 @@ pub enum Watched<T> {
     },
 }
 
-/// Runs `transfer` while watching `ctrl`. If the control connection closes, fails or carries
-/// a message before the transfer ends (and the transfer does not end within a moment of it),
-/// `stop` is called to make the transfer end, its output is awaited briefly, and the reason
-/// is returned. Peeking leaves a message in place when the transfer ends first.
-pub async fn watch<T, F: Future<Output = T>>(
+/// Runs the async `transfer` while watching `ctrl`. If the control connection closes, fails
+/// or carries a message before the transfer ends (and the transfer does not end within a
+/// moment of it), the transfer is dropped at once — it sends nothing more — and the reason is
+/// returned. Peeking leaves a message in place when the transfer ends first.
+pub async fn watch<T, F: Future<Output = T>>(ctrl: &mut TcpStream, transfer: F) -> Watched<T> {
+    watch_inner(ctrl, transfer, None::<fn()>).await
+}
+
+/// Like [`watch`], for a transfer that runs elsewhere (a data-path thread) and only ends when
+/// told: `stop` tells it (shuts its socket down, raises its flag), then its output is awaited
+/// for at most a second.
+pub async fn watch_stoppable<T, F: Future<Output = T>>(
     ctrl: &mut TcpStream,
     transfer: F,
     stop: impl FnOnce(),
+) -> Watched<T> {
+    watch_inner(ctrl, transfer, Some(stop)).await
+}
+
+async fn watch_inner<T, F: Future<Output = T>>(
+    ctrl: &mut TcpStream,
+    transfer: F,
+    stop: Option<impl FnOnce()>,
 ) -> Watched<T> {
     let mut transfer = std::pin::pin!(transfer);
     let mut byte = [0u8; 1];
@@ -62,8 +77,13 @@ pub async fn watch<T, F: Future<Output = T>>(
             early_message(ctrl).await
         }
     };
-    stop();
-    let output = tokio::time::timeout(STOP_LIMIT, transfer).await.ok();
+    let output = match stop {
+        Some(stop) => {
+            stop();
+            tokio::time::timeout(STOP_LIMIT, transfer).await.ok()
+        }
+        None => None,
+    };
     Watched::Gone { reason, output }
 }
 
@@ -118,7 +138,7 @@ mod tests {
     #[tokio::test]
     async fn a_transfer_that_ends_first_is_done_and_a_closed_control_connection_stops_one() {
         let (mut ctrl, server) = pair().await;
-        let done = watch(&mut ctrl, async { 7 }, || panic!("not stopped")).await;
+        let done = watch_stoppable(&mut ctrl, async { 7 }, || panic!("not stopped")).await;
         assert!(matches!(done, Watched::Done(7)));
         // The server closes its end while the transfer runs: stopped, with the reason.
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -128,7 +148,7 @@ mod tests {
             "stopped"
         };
         let mut stop_tx = Some(stop_tx);
-        let gone = watch(&mut ctrl, transfer, || {
+        let gone = watch_stoppable(&mut ctrl, transfer, || {
             if let Some(tx) = stop_tx.take() {
                 let _ = tx.send(());
             }
@@ -141,5 +161,30 @@ mod tests {
             }
             Watched::Done(_) => panic!("the transfer never ends by itself"),
         }
+    }
+
+    #[tokio::test]
+    async fn an_async_transfer_is_dropped_at_once_when_the_server_is_gone() {
+        struct Dropped(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let (mut ctrl, server) = pair().await;
+        drop(server);
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = Dropped(std::sync::Arc::clone(&dropped));
+        // A sender that would go on for ever.
+        let transfer = async move {
+            let _guard = guard;
+            std::future::pending::<()>().await
+        };
+        let gone = watch(&mut ctrl, transfer).await;
+        assert!(matches!(gone, Watched::Gone { output: None, .. }));
+        assert!(
+            dropped.load(std::sync::atomic::Ordering::SeqCst),
+            "it sends no more"
+        );
     }
 }

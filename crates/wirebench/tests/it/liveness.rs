@@ -150,6 +150,27 @@ async fn a_quic_client_notices_a_killed_server() {
     .await;
 }
 
+/// Through the in-process impairment relay (`--impair`) no ICMP reaches the client: the
+/// control connection, relayed, still says the server is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_behind_the_impairment_relay_notices_a_killed_server() {
+    client_notices_a_killed_server(&[
+        "--proto",
+        "udp",
+        "--mode",
+        "stream",
+        "-l",
+        "1KiB",
+        "-n",
+        "10GiB",
+        "--rate",
+        "200Mbit",
+        "--impair",
+        "delay=1ms",
+    ])
+    .await;
+}
+
 /// Reversed (the server sends, the client receives): the client notices the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiving_client_notices_a_killed_server() {
