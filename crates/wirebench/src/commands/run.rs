@@ -243,7 +243,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 ),
                 (None, _) => "no measured run was in flight".to_string(),
             };
-            eprintln!("{reason}: {stored} finished run(s) stored, {what}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{reason}: {stored} finished run(s) stored, {what}"
+            );
             return Ok(Ended::Stopped(signal));
         }
     };
@@ -547,10 +550,12 @@ impl Recorder {
                     status.as_str(),
                     self.store.path().display()
                 );
+                // Not println!: after SIGHUP the terminal may be gone, and a failed write must
+                // not turn a stored campaign into a panic.
                 if json_output {
-                    eprintln!("{note}");
+                    let _ = writeln!(std::io::stderr(), "{note}");
                 } else {
-                    println!("{note}");
+                    let _ = writeln!(std::io::stdout(), "{note}");
                 }
             }
             Err(e) => eprintln!(
