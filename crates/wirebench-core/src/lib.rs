@@ -18,6 +18,7 @@ pub mod pacing;
 pub mod perf;
 pub mod plan;
 pub mod proto;
+pub mod ratesearch;
 pub mod record;
 pub mod responsiveness;
 pub mod rr;

@@ -30,10 +30,18 @@ UDP stop-and-wait retransmissions / datagrams, UDP streaming lost / sent — and
 the server view.
 
 Every finished run is committed to the results store before the next starts (default
-$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store); Ctrl-C marks the campaign
-aborted. `wirebench runs`, `show`, `report`, `compare` and `export` read it back.
+$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store). SIGINT (Ctrl-C), SIGTERM
+or SIGHUP marks the campaign aborted and stores the run in flight as aborted, with the client's
+figures so far; a second signal exits at once. A campaign whose process died without storing
+its end (SIGKILL, a crash) is marked interrupted by the next command that opens the store on
+that host. `wirebench runs`, `show`, `report`, `compare` and `export` read it back.
 
-Exit status: 0 every run finished, 1 a run failed (finished runs are still printed), 2 bad usage.";
+A client notices within about a second that its server is gone (the control connection closes,
+the UDP port answers ICMP port unreachable, QUIC hears nothing for 3 s): it stops sending, says
+what it had sent, and the run is stored as aborted with the reason; the exit status is 1.
+
+Exit status: 0 every run finished, 1 a run failed (finished runs are still printed), 2 bad usage,
+130 / 143 / 129 stopped by SIGINT / SIGTERM / SIGHUP (128 + the signal number).";
 
 /// Measure how fast data moves over TCP, UDP and QUIC, by streaming or stop-and-wait.
 #[derive(Debug, Parser)]
@@ -531,9 +539,12 @@ pub struct RunArgs {
     #[arg(short = 'r', long, default_value_t = 1)]
     pub repeat: u32,
     /// UDP stop-and-wait: fixed retransmission timeout (e.g. 1s, 20ms). Default: adaptive (RFC 6298 style).
+    /// Refused when the plan has no UDP stop-and-wait run.
     #[arg(long)]
     pub rto: Option<String>,
-    /// UDP streaming: pace sending to this rate (e.g. 500Mbit, 1Gbit). Default: as fast as the socket allows.
+    /// Pace the sender to this rate (e.g. 500Mbit, 1Gbit): UDP streaming by the sender's clock,
+    /// TCP by the kernel (SO_MAX_PACING_RATE, Linux), QUIC by the application; -R paces the
+    /// server. Refused for a plan of UDP stop-and-wait alone. Default: as fast as it goes.
     #[arg(long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.

@@ -4,10 +4,11 @@
 //! (streaming); connection set-up is not part of it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
@@ -25,10 +26,12 @@ use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink, QuicSource};
 use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
+use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::interval::Progress;
+use crate::liveness::{self, Watched};
 use crate::{control, net};
 
 /// What the client measured in one session.
@@ -213,6 +216,10 @@ async fn run_tcp(
         .await
         .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
     net::apply_tcp_options(&data, opts, p.mechanism).context("while setting TCP options")?;
+    if let (Some(rate), false) = (p.rate_bps, p.reverse) {
+        net::set_max_pacing_rate(&data, rate)
+            .context("while pacing the TCP data socket to --rate (SO_MAX_PACING_RATE)")?;
+    }
     control::write_preamble(&mut data, preamble).await?;
     let data =
         blocking::into_blocking(data, opts.busy_poll).context("while preparing the data socket")?;
@@ -220,41 +227,56 @@ async fn run_tcp(
         return receive_tcp(data, p, ctrl, progress).await;
     }
     progress.watch_tcp_sender(&data);
+    // A second handle, to stop the sender thread (shutdown wakes a blocked write or read) if
+    // the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
     let params = p.clone();
     let payload = vec![0u8; p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = rtt.clone();
-    let progress = Arc::clone(progress);
+    let sender_progress = Arc::clone(progress);
+    let sender = tokio::task::spawn_blocking(move || {
+        let progress = sender_progress;
+        let spin = params.options.busy_poll;
+        let mut writer = Blocking::new(&data, spin);
+        let mut sink = WriteSink {
+            writer: &mut writer,
+            payload: &payload,
+        };
+        let started = Instant::now();
+        let result = block_on(send_on_stream(
+            &mut Blocking::new(&data, spin),
+            &mut sink,
+            &params,
+            &mut hist,
+            &progress,
+        ));
+        let done_at = Instant::now();
+        (
+            result,
+            started,
+            done_at,
+            net::tcp_data_path(&data, spin),
+            hist,
+            data,
+        )
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch_stoppable(ctrl, sender, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+    };
     let (result, started, done_at, data_path, hist, data) =
-        tokio::task::spawn_blocking(move || {
-            let spin = params.options.busy_poll;
-            let mut writer = Blocking::new(&data, spin);
-            let mut sink = WriteSink {
-                writer: &mut writer,
-                payload: &payload,
-            };
-            let started = Instant::now();
-            let result = block_on(send_on_stream(
-                &mut Blocking::new(&data, spin),
-                &mut sink,
-                &params,
-                &mut hist,
-                &progress,
-            ));
-            let done_at = Instant::now();
-            (
-                result,
-                started,
-                done_at,
-                net::tcp_data_path(&data, spin),
-                hist,
-                data,
-            )
-        })
-        .await
-        .context("the TCP sender thread failed")?;
+        joined.context("the TCP sender thread failed")?;
     *rtt = hist;
-    let tally = result?;
+    let tally = match result {
+        Ok(tally) => tally,
+        Err(e) => return Err(explain_failure(e, ctrl, progress, p).await),
+    };
     let (elapsed, report) = finish_timing(p.mechanism, started, done_at, ctrl).await?;
     // Read after the server's report, once the last acknowledgements (and the D-SACKs that
     // unmask spurious retransmissions) are in.
@@ -279,8 +301,13 @@ async fn receive_tcp(
     progress: &Arc<Progress>,
 ) -> Result<Leg> {
     let params = p.clone();
-    let progress = Arc::clone(progress);
-    let (result, tally, data_path, transport) = tokio::task::spawn_blocking(move || {
+    // A second handle, to stop the receiver thread if the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
+    let receiver_progress = Arc::clone(progress);
+    let receiver = tokio::task::spawn_blocking(move || {
+        let progress = receiver_progress;
         let spin = params.options.busy_poll;
         let mut tally = ReadTally::default();
         let mut reader = Blocking::new(&data, spin);
@@ -298,10 +325,22 @@ async fn receive_tcp(
         let transport = counters::tcp_stats(&data);
         (result, tally, net::tcp_data_path(&data, spin), transport)
         // `data` is closed here, before the report is awaited.
-    })
-    .await
-    .context("the TCP receiver thread failed")?;
-    result.context("the data transfer failed")?;
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch_stoppable(ctrl, receiver, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+    };
+    // The server waits for the client to close the data connection (its FIN says everything
+    // arrived): with the thread's handle gone, this last one closes it.
+    drop(stopper);
+    let (result, tally, data_path, transport) = joined.context("the TCP receiver thread failed")?;
+    if let Err(e) = result {
+        let e = anyhow::Error::from(e).context("the data transfer failed");
+        return Err(explain_failure(e, ctrl, progress, p).await);
+    }
     let report = control::read_report(ctrl).await?;
     Ok(received_leg(&tally, report, data_path, transport))
 }
@@ -353,9 +392,20 @@ async fn run_quic(
     if p.reverse {
         let mut source = QuicSource { stream: &mut recv };
         let mut tally = ReadTally::default();
-        stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes)
-            .await
-            .context("the data transfer failed")?;
+        let receiving =
+            stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes);
+        let received = match liveness::watch(ctrl, receiving).await {
+            Watched::Done(received) => received,
+            Watched::Gone { reason, .. } => {
+                connection.close(0u32.into(), b"server gone");
+                return Err(gone(reason, progress, p));
+            }
+        };
+        if let Err(e) = received {
+            connection.close(0u32.into(), b"failed");
+            let e = anyhow::Error::from(e).context("the data transfer failed");
+            return Err(explain_failure(e, ctrl, progress, p).await);
+        }
         data_path.cpu = net::current_cpu();
         let report = control::read_report(ctrl).await;
         let transport = Some(counters::quic_stats(&connection));
@@ -363,12 +413,29 @@ async fn run_quic(
         quic::drain(&endpoint).await;
         return Ok(received_leg(&tally, report?, data_path, transport));
     }
-    let mut sink = QuicSink {
+    let sink = QuicSink {
         stream: &mut send,
         payload: Bytes::from(vec![0u8; p.msg_size as usize]),
     };
+    // --rate: paced by the application (quinn's own pacer follows its congestion window).
+    let mut sink = Throttled::new(sink, p.rate_bps, Pause::Timer);
     let started = Instant::now();
-    let tally = send_on_stream(&mut recv, &mut sink, p, rtt, progress).await?;
+    let sent = liveness::watch(ctrl, send_on_stream(&mut recv, &mut sink, p, rtt, progress)).await;
+    let sent = match sent {
+        Watched::Done(sent) => sent,
+        Watched::Gone { reason, .. } => {
+            // No drain: nobody is left to acknowledge the close.
+            connection.close(0u32.into(), b"server gone");
+            return Err(gone(reason, progress, p));
+        }
+    };
+    let tally = match sent {
+        Ok(tally) => tally,
+        Err(e) => {
+            connection.close(0u32.into(), b"failed");
+            return Err(explain_failure(e, ctrl, progress, p).await);
+        }
+    };
     let done_at = Instant::now();
     data_path.cpu = net::current_cpu();
     let _ = send.finish();
@@ -411,7 +478,9 @@ async fn run_udp(
                     bail!("the server reported an error: {reason}")
                 }
                 Some(_) => bail!("the server sent something other than its done message"),
-                None => bail!("the server closed the control connection before it was done"),
+                None => {
+                    bail!("the server is gone: it closed the control connection before it was done")
+                }
             }
         };
         let (counts, sent) =
@@ -449,15 +518,18 @@ async fn run_udp(
     let (tally, started, acked_at) = match p.mechanism {
         Mechanism::Stream => {
             let started = Instant::now();
-            let tally = udp
-                .send_stream(
-                    session,
-                    p.total_bytes,
-                    p.msg_size,
-                    p.rate_bps.map(BitRate),
-                    &progress.bytes,
-                )
-                .await?;
+            let sending = udp.send_stream(
+                session,
+                p.total_bytes,
+                p.msg_size,
+                p.rate_bps.map(BitRate),
+                &progress.bytes,
+            );
+            let tally = match liveness::watch(ctrl, sending).await {
+                Watched::Done(Ok(tally)) => tally,
+                Watched::Done(Err(e)) => return Err(explain_failure(e, ctrl, progress, p).await),
+                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+            };
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())
         }
@@ -472,33 +544,45 @@ async fn run_udp(
             };
             let (total, size) = (p.total_bytes, p.msg_size);
             if p.options.busy_poll {
-                let mut port = SpinPort(udp.into_std().context("while preparing the UDP socket")?);
+                let halt = Arc::new(AtomicBool::new(false));
+                let mut port = SpinPort(
+                    udp.into_std().context("while preparing the UDP socket")?,
+                    Arc::clone(&halt),
+                );
                 // The thread owns a copy of the histogram and hands it back.
                 let mut hist = rtt.clone();
-                let progress = Arc::clone(progress);
+                let sender_progress = Arc::clone(progress);
+                let sender = tokio::task::spawn_blocking(move || {
+                    let progress = sender_progress;
+                    let started = Instant::now();
+                    let result = block_on(udp::send_stop_and_wait(
+                        &mut port,
+                        session,
+                        total,
+                        size,
+                        policy,
+                        &mut hist,
+                        &progress.bytes,
+                    ));
+                    (result, started, Instant::now(), net::current_cpu(), hist)
+                });
+                let stop = || halt.store(true, Ordering::Relaxed);
+                let joined = match liveness::watch_stoppable(ctrl, sender, stop).await {
+                    Watched::Done(joined) => joined,
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+                };
                 let (result, started, acked_at, cpu, hist) =
-                    tokio::task::spawn_blocking(move || {
-                        let started = Instant::now();
-                        let result = block_on(udp::send_stop_and_wait(
-                            &mut port,
-                            session,
-                            total,
-                            size,
-                            policy,
-                            &mut hist,
-                            &progress.bytes,
-                        ));
-                        (result, started, Instant::now(), net::current_cpu(), hist)
-                    })
-                    .await
-                    .context("the UDP sender thread failed")?;
+                    joined.context("the UDP sender thread failed")?;
                 *rtt = hist;
                 data_path.cpu = cpu;
-                (result?, started, acked_at)
+                match result {
+                    Ok(tally) => (tally, started, acked_at),
+                    Err(e) => return Err(explain_failure(e, ctrl, progress, p).await),
+                }
             } else {
                 let started = Instant::now();
                 let mut port = AsyncPort(udp.socket());
-                let tally = udp::send_stop_and_wait(
+                let sending = udp::send_stop_and_wait(
                     &mut port,
                     session,
                     total,
@@ -506,8 +590,14 @@ async fn run_udp(
                     policy,
                     rtt,
                     &progress.bytes,
-                )
-                .await?;
+                );
+                let tally = match liveness::watch(ctrl, sending).await {
+                    Watched::Done(Ok(tally)) => tally,
+                    Watched::Done(Err(e)) => {
+                        return Err(explain_failure(e, ctrl, progress, p).await)
+                    }
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+                };
                 data_path.cpu = net::current_cpu();
                 (tally, started, Instant::now())
             }
@@ -543,6 +633,36 @@ async fn run_udp(
         transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
         udp_received: None,
     })
+}
+
+/// How long a failed transfer looks at the control connection for a better reason.
+const FAILURE_LOOK: Duration = Duration::from_millis(500);
+
+/// The error of a transfer stopped because the server went away: why, and what the client
+/// had sent (stop-and-wait: had acknowledged; `--reverse`: had received) by then.
+fn gone(reason: String, progress: &Progress, p: &SessionParams) -> anyhow::Error {
+    let bytes = progress.bytes.load(Ordering::Relaxed);
+    let what = match (p.reverse, p.mechanism) {
+        (true, _) => "received",
+        (false, Mechanism::Stream) => "sent (what arrived is unknown: no report came)",
+        (false, Mechanism::StopAndWait) => "sent and acknowledged",
+    };
+    anyhow!("{reason}; the transfer stopped after {bytes} B {what}")
+}
+
+/// A transfer that failed on its own (a reset data connection, a closed UDP port): when the
+/// control connection says the server is gone, that is the error; otherwise the failure's.
+async fn explain_failure(
+    e: impl Into<anyhow::Error>,
+    ctrl: &mut TcpStream,
+    progress: &Progress,
+    p: &SessionParams,
+) -> anyhow::Error {
+    let e = e.into();
+    match liveness::server_gone(ctrl, FAILURE_LOOK).await {
+        Some(reason) => gone(format!("{reason} ({e:#})"), progress, p),
+        None => e,
+    }
 }
 
 async fn send_on_stream<R, S>(

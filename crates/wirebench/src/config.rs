@@ -276,13 +276,15 @@ impl RunConfig {
                 Some(d)
             }
         };
+        let combinations = plan::matrix(&protocols, &mechanisms);
+        check_flags_apply(&combinations, rto.is_some(), rate.is_some())?;
         Ok(RunConfig {
             reverse: args.reverse,
             parallel: args.parallel,
             interval,
             options,
             target,
-            combinations: plan::matrix(&protocols, &mechanisms),
+            combinations,
             msg_size: first.msg_size,
             total_bytes: first.total_bytes,
             repeat: args.repeat,
@@ -300,6 +302,42 @@ impl RunConfig {
                 .transpose()?,
         })
     }
+}
+
+/// Refuses `--rto` and `--rate` when no run of the plan would use them: a flag that does
+/// nothing must not look as if it did. `--rto` is UDP stop-and-wait's retransmission timeout;
+/// `--rate` paces UDP streaming, TCP (SO_MAX_PACING_RATE, Linux) and QUIC, not UDP
+/// stop-and-wait (one datagram in flight).
+fn check_flags_apply(
+    combinations: &[plan::Combination],
+    rto: bool,
+    rate: bool,
+) -> Result<(), UsageError> {
+    let udp_saw = |c: &plan::Combination| {
+        c.protocol == Protocol::Udp && c.mechanism == Mechanism::StopAndWait
+    };
+    if rto && !combinations.iter().any(udp_saw) {
+        return Err(usage(
+            "--rto is the retransmission timeout of UDP stop-and-wait, and this plan has no \
+             UDP stop-and-wait run: add --proto udp --mode saw, or drop --rto",
+        ));
+    }
+    if rate && combinations.iter().all(udp_saw) {
+        return Err(usage(
+            "--rate paces UDP streaming, TCP and QUIC; UDP stop-and-wait has one datagram in \
+             flight and is never paced: add --mode stream, or drop --rate",
+        ));
+    }
+    if rate
+        && !cfg!(target_os = "linux")
+        && combinations.iter().any(|c| c.protocol == Protocol::Tcp)
+    {
+        return Err(usage(
+            "--rate on TCP paces with SO_MAX_PACING_RATE, which needs Linux: \
+             drop tcp from --proto, or drop --rate",
+        ));
+    }
+    Ok(())
 }
 
 /// Most flows `-P` accepts.

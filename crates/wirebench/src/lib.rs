@@ -11,8 +11,10 @@ pub mod counters;
 pub mod dns;
 pub mod engine;
 pub mod environment;
+pub mod inflight;
 pub mod interval;
 pub mod iperf3;
+pub mod liveness;
 pub mod net;
 pub mod output;
 pub mod parallel;
@@ -23,6 +25,7 @@ pub mod rpm;
 pub mod rr_client;
 pub mod runner;
 pub mod server;
+pub mod signals;
 pub mod store;
 pub mod tls;
 
@@ -61,7 +64,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let cfg = RunConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
             let result = run_to_end(runtime, commands::run::execute(cfg, store, args.plan.quiet));
-            Ok(exit_status(result?))
+            Ok(result?.exit_code())
         }
         Command::Runs(db) => {
             commands::history::list(&config::db_path(&db)?, &mut std::io::stdout().lock())?;
@@ -142,7 +145,7 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let cfg = config::dns::DnsConfig::from_args(&args)?;
             let store = config::StoreTarget::from_args(&args.store)?;
             let result = run_to_end(runtime, commands::dns::execute(cfg, store));
-            Ok(exit_status(result?))
+            Ok(result?.exit_code())
         }
         Command::Rpm(args) => {
             let cfg = config::rpm::RpmConfig::from_args(&args)?;

@@ -101,6 +101,51 @@ pub fn apply_tcp_options<'s>(
     Ok(())
 }
 
+/// Paces a TCP sender to `rate_bps` bits per second in the kernel (SO_MAX_PACING_RATE: the fq
+/// qdisc, or TCP's own pacing under any other qdisc, spaces the packets out). `--rate` on TCP.
+#[cfg(target_os = "linux")]
+pub fn set_max_pacing_rate<'s>(socket: impl Into<SockRef<'s>>, rate_bps: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let s = socket.into();
+    let bytes_per_second = (rate_bps / 8).max(1);
+    // Kernels before 64-bit pacing rates read a 32-bit value; ~0 is "unlimited" there, so a
+    // rate that does not fit is passed as 64 bits (which those kernels then cap).
+    let rc = match u32::try_from(bytes_per_second) {
+        Ok(v) if v != u32::MAX => setsockopt(s.as_raw_fd(), &v),
+        _ => setsockopt(s.as_raw_fd(), &bytes_per_second),
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// SO_MAX_PACING_RATE exists on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "TCP pacing (SO_MAX_PACING_RATE) needs Linux",
+    ))
+}
+
+/// setsockopt(SOL_SOCKET, SO_MAX_PACING_RATE) with a value of `T`'s width.
+#[cfg(target_os = "linux")]
+fn setsockopt<T>(fd: std::os::fd::RawFd, value: &T) -> libc::c_int {
+    // SAFETY: setsockopt reads `size_of::<T>()` bytes from a valid `T` for the duration of the
+    // call, on a descriptor the caller's socket owns.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    }
+}
+
 /// What a TCP data socket runs with, as the kernel reports it.
 pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> DataPathInfo {
     let s = socket.into();

@@ -146,6 +146,7 @@ pub async fn run_campaign(
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
             let progress: Vec<Arc<Progress>> = (0..cfg.parallel).map(|_| Progress::new()).collect();
+            crate::inflight::publish(&progress);
             let work = async {
                 if cfg.parallel > 1 {
                     parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref()).await

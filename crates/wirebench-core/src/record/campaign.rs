@@ -1,6 +1,8 @@
 //! Campaigns: what a set of runs was asked to do, where it ran and how it ended. Owns the
 //! records the store keeps about a campaign besides its runs; must not know how they are kept.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::run::Parameters;
@@ -16,8 +18,11 @@ pub enum Status {
     Complete,
     /// A run failed and the campaign stopped there.
     Failed,
-    /// Interrupted (Ctrl-C).
+    /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP).
     Aborted,
+    /// Its process died without storing its end (SIGKILL, a crash, power loss): found
+    /// `running` by a later command on the same host whose writer process is gone.
+    Interrupted,
 }
 
 impl Status {
@@ -28,6 +33,7 @@ impl Status {
             Status::Complete => "complete",
             Status::Failed => "failed",
             Status::Aborted => "aborted",
+            Status::Interrupted => "interrupted",
         }
     }
 
@@ -38,6 +44,7 @@ impl Status {
             "complete" => Status::Complete,
             "failed" => Status::Failed,
             "aborted" => Status::Aborted,
+            "interrupted" => Status::Interrupted,
             _ => return None,
         })
     }
@@ -118,4 +125,38 @@ pub struct AbortedRun {
     pub repeat_index: u32,
     /// What was asked of the server (protocol, mechanism, message size, total, ...).
     pub params: SessionParams,
+}
+
+/// The process that writes a campaign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer {
+    /// Its process id.
+    pub pid: u32,
+    /// The host name it runs on (`None` where it cannot be read).
+    pub host: Option<String>,
+    /// The kernel's boot id (/proc/sys/kernel/random/boot_id), so a pid from before a reboot
+    /// is known dead whatever runs under that number now.
+    pub boot_id: Option<String>,
+}
+
+/// What the client of a run stopped before its end had done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SoFar {
+    /// Payload bytes sent (stop-and-wait: acknowledged; `--reverse`: read).
+    pub bytes: u64,
+    /// Whole messages those bytes make.
+    pub messages: u64,
+    /// Time since the run started.
+    pub elapsed: Duration,
+}
+
+/// A run stored as aborted, with what was known when it stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AbortedDetail {
+    /// 1-based position in the plan.
+    pub position: u64,
+    /// Why it stopped (`None` for runs stored before schema version 6).
+    pub reason: Option<String>,
+    /// The client's figures so far, when they were known.
+    pub so_far: Option<SoFar>,
 }

@@ -1,7 +1,7 @@
 //! `wirebench dns`: runs every transport × concurrency against the resolver in order, prints
 //! each run as it finishes (text) or one JSON document at the end, then the sweep table; each
-//! finished result is committed to the results store before the next starts; Ctrl-C marks the
-//! campaign aborted.
+//! finished result is committed to the results store before the next starts; SIGINT (Ctrl-C),
+//! SIGTERM or SIGHUP marks the campaign aborted.
 
 use std::io::Write;
 
@@ -14,13 +14,16 @@ use crate::config::StoreTarget;
 use crate::dns::{run_dns, DnsOutcome, DnsSpec, DotTls};
 use crate::output::dns as out;
 use crate::report;
+use crate::signals::{Ended, Stops};
 use crate::store::Store;
 use wirebench_core::metrics::TransportStats;
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
 use wirebench_core::record::{Status, TransportRecord};
 
-/// Runs the probe; `Ok(false)` means a run failed (exit status 1), after running the others.
-pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
+/// Runs the probe: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after running
+/// the others; [`Ended::Stopped`] when a signal stopped it.
+pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
+    let mut stops = Stops::watch();
     let mut stored = match &store {
         StoreTarget::Off => None,
         StoreTarget::File(path) => {
@@ -29,28 +32,27 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
             Some((db, id))
         }
     };
-    let interrupted = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            // No signal handling here: never report an interrupt.
-            std::future::pending::<()>().await;
-        }
-    };
     let finished = tokio::select! {
-        r = run_all(&cfg, &mut stored) => Some(r?),
-        () = interrupted => None,
+        r = run_all(&cfg, &mut stored) => Ok(r?),
+        signal = stops.next() => Err(signal),
     };
-    let Some((results, ok)) = finished else {
-        // Every finished result is already stored; the campaign says it was cut short.
-        match &mut stored {
-            Some((db, id)) => {
-                db.finish_dns_campaign(*id, Status::Aborted, unix_now())?;
-                eprintln!(
-                    "interrupted: DNS campaign {id} is stored as aborted, with the results that finished"
-                );
+    let (results, ok) = match finished {
+        Ok(done) => done,
+        Err(signal) => {
+            stops.second_ends_process();
+            // Every finished result is already stored; the campaign says it was cut short.
+            let reason = signal.reason();
+            match &mut stored {
+                Some((db, id)) => {
+                    db.finish_dns_campaign(*id, Status::Aborted, unix_now())?;
+                    eprintln!(
+                        "{reason}: DNS campaign {id} is stored as aborted, with the results that finished"
+                    );
+                }
+                None => eprintln!("{reason}"),
             }
-            None => eprintln!("interrupted"),
+            return Ok(Ended::Stopped(signal));
         }
-        return Ok(false);
     };
     if let Some((db, id)) = &mut stored {
         let status = if ok { Status::Complete } else { Status::Failed };
@@ -68,7 +70,7 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<bool> {
     } else if cfg.concurrency.len() > 1 || cfg.transports.len() > 1 {
         let _ = write!(stdout, "{}", report::dns::sweep_table(&results));
     }
-    Ok(ok)
+    Ok(Ended::Ran(ok))
 }
 
 /// The result record of one run of `cfg` over `transport` with `concurrency`.

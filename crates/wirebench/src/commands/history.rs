@@ -50,18 +50,10 @@ pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
     let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
+    let details = store.aborted_details(id)?;
     for a in store.aborted_runs(id)? {
-        let p = &a.params;
-        writeln!(
-            out,
-            "[{}] {} {} {} B × {} B, run {}: aborted in flight (interrupted), no figures",
-            a.position,
-            p.protocol,
-            p.mechanism,
-            p.msg_size,
-            p.total_bytes,
-            a.repeat_index + 1
-        )?;
+        let detail = details.iter().find(|d| d.position == a.position);
+        write!(out, "{}", text::aborted_run_line(&a, detail))?;
     }
     Ok(())
 }

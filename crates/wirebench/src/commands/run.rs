@@ -1,11 +1,14 @@
 //! `wirebench run`: starts the embedded server when no --server is given, runs the plan, and
 //! prints each run as it finishes, then the summary tables (text) or one JSON document. Each
-//! finished run is committed to the results store before the next starts; Ctrl-C marks the
-//! campaign aborted and stores the run in flight as an aborted run (its parameters only).
+//! finished run is committed to the results store before the next starts; SIGINT (Ctrl-C),
+//! SIGTERM or SIGHUP marks the campaign aborted and stores the run in flight as an aborted run
+//! (its parameters and the client's figures so far); a run that fails (a server that went
+//! away) is stored the same way, with its error as the reason.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
@@ -17,17 +20,23 @@ use wirebench_core::record::document::RunDocument;
 use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Status};
 
 use crate::config::StoreTarget;
+use crate::inflight::InFlight;
 use crate::output::progress::Progress;
 use crate::output::text;
 use crate::relay::RunRelay;
 use crate::report::table;
 use crate::runner::{self, Campaign, RunConfig, Target};
 use crate::server::{Server, ServerEvent, ServerOptions};
+use crate::signals::{Ended, Stops};
 use crate::store::Store;
 use crate::tls::ServerIdentity;
+use wirebench_core::record::campaign::SoFar;
 
-/// Runs the run command; `Ok(false)` means a run failed (exit status 1).
-pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<bool> {
+/// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
+/// [`Ended::Stopped`] when a signal stopped it.
+pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
+    // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
+    let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
     let store = match &store_target {
         StoreTarget::Off => None,
@@ -106,7 +115,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     let show_path = o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll;
     // With -i, the position whose heading went out before its interval lines.
     let headed = AtomicUsize::new(0);
-    let running = async {
+    // What the run in flight has moved so far, for a run cut short.
+    let in_flight_progress = InFlight::new();
+    let running = InFlight::scope(Arc::clone(&in_flight_progress), async {
         let mut campaign = Campaign::default();
         let mut records: Vec<(Point, RunRecord)> = Vec::new();
         for &point in &cfg.points {
@@ -129,11 +140,12 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 warming.store(true, Ordering::Relaxed);
                 let warm =
                     runner::run_campaign(&warmup_cfg, server_addr, |_, _, _| {}, |_, _| {}).await;
-                warming.store(false, Ordering::Relaxed);
                 if let Some(failure) = warm.failure {
+                    // `warming` stays set: the failed run was a warm-up, never stored.
                     campaign.failure = Some(format!("warm-up: {failure}"));
                     break;
                 }
+                warming.store(false, Ordering::Relaxed);
                 progress.note_next(campaign.runs.len());
                 if let Some(r) = relay.as_mut() {
                     r.skip();
@@ -150,6 +162,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     // What the relay (--impair) did during this run, stored and printed with it.
                     record.relay = relay.as_mut().map(RunRelay::finish_run);
                     finished.store(position, Ordering::Relaxed);
+                    in_flight_progress.clear();
                     // Stored before it is printed: a run on the screen is a run in the database.
                     if let Some(r) = recorder.as_mut() {
                         r.record(position, finished_run.point(), &record);
@@ -209,46 +222,75 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             }
         }
         (campaign, records)
+    });
+    let stopped = tokio::select! {
+        done = running => Ok(done),
+        signal = stops.next() => Err(signal),
     };
-    let interrupted = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            // No signal handling here: never report an interrupt.
-            std::future::pending::<()>().await;
+    let in_flight = || {
+        if warming.load(Ordering::Relaxed) {
+            None
+        } else {
+            in_flight_run(&cfg, finished.load(Ordering::Relaxed) + 1)
         }
     };
-    let (campaign, records): (Campaign, Vec<(Point, RunRecord)>) = tokio::select! {
-        done = running => done,
-        () = interrupted => {
+    let (campaign, records): (Campaign, Vec<(Point, RunRecord)>) = match stopped {
+        Ok(done) => done,
+        Err(signal) => {
+            // Storing takes a moment; a second signal ends the process at once.
+            stops.second_ends_process();
             progress.finish();
-            let in_flight = if warming.load(Ordering::Relaxed) {
-                None
-            } else {
-                in_flight_run(&cfg, finished.load(Ordering::Relaxed) + 1)
-            };
+            let in_flight = in_flight();
+            let so_far = in_flight
+                .as_ref()
+                .and_then(|run| in_flight_progress.so_far(run.params.msg_size));
+            let reason = signal.reason();
             let stored = recorder.as_ref().map_or(0, |r| r.stored);
             let mut aborted_stored = false;
             if let Some(mut r) = recorder.take() {
                 if let Some(run) = &in_flight {
-                    aborted_stored = r.record_aborted(run);
+                    aborted_stored = r.record_aborted(run, &reason, so_far);
                 }
-                r.finish(Status::Aborted, Some("interrupted (Ctrl-C)"), cfg.json);
+                r.finish(Status::Aborted, Some(&reason), cfg.json);
             }
             let what = match (&in_flight, aborted_stored) {
                 (Some(run), true) => format!(
-                    "the run in flight ({}) is stored as aborted",
-                    run.position
+                    "the run in flight ({}) is stored as aborted{}",
+                    run.position,
+                    so_far_text(so_far)
                 ),
-                (Some(run), false) => format!("the run in flight ({}) is not stored", run.position),
+                (Some(run), false) => format!(
+                    "the run in flight ({}) is not stored{}",
+                    run.position,
+                    so_far_text(so_far)
+                ),
                 (None, _) => "no measured run was in flight".to_string(),
             };
-            eprintln!(
-                "interrupted: {} stored, {what}",
+            let _ = writeln!(
+                std::io::stderr(),
+                "{reason}: {} stored, {what}",
                 count_of(stored as usize, "finished run", "finished runs")
             );
-            return Ok(false);
+            return Ok(Ended::Stopped(signal));
         }
     };
     progress.finish();
+    if let Some(failure) = &campaign.failure {
+        // The run that failed (a server that went away, a refusal) is kept as aborted, with
+        // its error and what the client had done.
+        if let Some(run) = in_flight() {
+            let so_far = in_flight_progress.so_far(run.params.msg_size);
+            let stored = recorder
+                .as_mut()
+                .is_some_and(|r| r.record_aborted(&run, failure, so_far));
+            eprintln!(
+                "run {} stopped{}{}",
+                run.position,
+                so_far_text(so_far),
+                if stored { "; stored as aborted" } else { "" }
+            );
+        }
+    }
     let store_failed = recorder.as_ref().is_some_and(|r| r.error.is_some());
     if let Some(r) = recorder.take() {
         let status = if campaign.failure.is_some() {
@@ -280,9 +322,23 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     }
     if let Some(failure) = &campaign.failure {
         eprintln!("error: {failure}");
-        return Ok(false);
+        return Ok(Ended::Ran(false));
     }
-    Ok(!store_failed)
+    Ok(Ended::Ran(!store_failed))
+}
+
+/// ", after 12582912 B (12 MiB), 12288 whole messages, in 1.25 s" when the client's figures
+/// are known (stop-and-wait: acknowledged).
+fn so_far_text(so_far: Option<SoFar>) -> String {
+    match so_far {
+        Some(s) => format!(
+            ", after {}, {} whole messages, in {:.2} s",
+            ByteSize(s.bytes),
+            s.messages,
+            s.elapsed.as_secs_f64()
+        ),
+        None => String::new(),
+    }
 }
 
 /// The values of `items` in first-seen order, without repeats.
@@ -430,6 +486,10 @@ impl Recorder {
                 environment: crate::environment::detect(),
             })
             .with_context(|| format!("cannot store in {}", store.path().display()))?;
+        // Who writes it, so a later command can tell if this process died without a word.
+        store
+            .claim_campaign(campaign, &crate::store::liveness::this_process())
+            .with_context(|| format!("cannot store in {}", store.path().display()))?;
         Ok(Recorder {
             store,
             campaign,
@@ -459,12 +519,16 @@ impl Recorder {
         }
     }
 
-    /// Stores the run in flight at an interrupt as aborted; whether it was stored.
-    fn record_aborted(&mut self, run: &AbortedRun) -> bool {
+    /// Stores a run cut short (a signal, a failure) as aborted, with why and the client's
+    /// figures so far; whether it was stored.
+    fn record_aborted(&mut self, run: &AbortedRun, reason: &str, so_far: Option<SoFar>) -> bool {
         if self.error.is_some() {
             return false;
         }
-        match self.store.add_aborted_run(self.campaign, run) {
+        match self
+            .store
+            .add_stopped_run(self.campaign, run, reason, so_far)
+        {
             Ok(()) => {
                 self.aborted += 1;
                 true
@@ -499,10 +563,12 @@ impl Recorder {
                     status.as_str(),
                     self.store.path().display()
                 );
+                // Not println!: after SIGHUP the terminal may be gone, and a failed write must
+                // not turn a stored campaign into a panic.
                 if json_output {
-                    eprintln!("{note}");
+                    let _ = writeln!(std::io::stderr(), "{note}");
                 } else {
-                    println!("{note}");
+                    let _ = writeln!(std::io::stdout(), "{note}");
                 }
             }
             Err(e) => eprintln!(

@@ -35,12 +35,22 @@ pub fn transport() -> Arc<TransportConfig> {
         .send_window(u64::from(CONNECTION_WINDOW))
         .max_concurrent_bidi_streams(VarInt::from_u32(4))
         .max_concurrent_uni_streams(VarInt::from_u32(0))
-        .keep_alive_interval(Some(Duration::from_secs(2)));
-    if let Ok(idle) = IdleTimeout::try_from(Duration::from_secs(15)) {
+        .keep_alive_interval(Some(KEEP_ALIVE));
+    if let Ok(idle) = IdleTimeout::try_from(IDLE_TIMEOUT) {
         t.max_idle_timeout(Some(idle));
     }
     Arc::new(t)
 }
+
+/// A peer silent this long is gone (quinn stretches it to three probe timeouts on a slow
+/// path). quinn's default is 30 s; a benchmark whose server vanished (a killed process, an
+/// unreachable host) must notice within about a second or two, not a run later. Both ends
+/// send keep-alives every [`KEEP_ALIVE`], so only a dead peer or path stays silent.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How often an otherwise idle connection sends a PING: three per idle timeout, so one lost
+/// keep-alive never ends a live connection.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 /// The server's QUIC endpoint, sharing `socket` with wirebench's own UDP datagrams, which go to
 /// `handler`.

@@ -2,12 +2,15 @@
 //! sends batches with GSO through `quinn::udp` (one `sendmsg` carries up to 64 datagrams);
 //! stop-and-wait drives the core `StopAndWaitSender` machine with real time.
 //!
-//! Every send error is counted; none is swallowed.
+//! Every send error is counted; none is swallowed. On a connected socket (the client's),
+//! ECONNREFUSED — the kernel's report of an ICMP port unreachable — means the server's port is
+//! closed: the server is gone, and the sender stops at once instead of retrying.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -148,6 +151,9 @@ impl DatagramSender<'_> {
         // kernel refuse the batch, and from then on we send one datagram per call (which the
         // IP layer may fragment, as for any UDP sender).
         let mut gso_cap = self.state.max_gso_segments().max(1);
+        // Only a connected socket's errors are about its one peer: the server's shared socket
+        // may hear about another client's closed port.
+        let connected = self.socket.peer_addr().is_ok();
         while next < count {
             let per_call = most_per_call
                 .min(gso_cap)
@@ -195,6 +201,9 @@ impl DatagramSender<'_> {
                     progress.store(tally.bytes, Ordering::Relaxed);
                     next += n;
                 }
+                Err(e) if connected && port_closed(&e) => {
+                    return Err(e).context(PORT_CLOSED);
+                }
                 Err(e) if n > 1 && refuses_segmentation(&e) => {
                     tally.send_errors += 1;
                     gso_cap = 1;
@@ -238,6 +247,11 @@ pub trait DatagramPort {
         buf: &mut [u8],
         deadline: Instant,
     ) -> impl Future<Output = Option<io::Result<usize>>> + Send;
+    /// Whether the socket is connected to its one peer, so that ECONNREFUSED means that
+    /// peer's port is closed (the client's sockets; not the server's shared one).
+    fn connected(&self) -> bool {
+        false
+    }
 }
 
 /// The usual port: the async socket, sleeping until a datagram or the timer.
@@ -254,12 +268,18 @@ impl DatagramPort for AsyncPort<'_> {
             .await
             .ok()
     }
+
+    fn connected(&self) -> bool {
+        self.0.peer_addr().is_ok()
+    }
 }
 
 /// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
 /// `engine::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
+/// Setting the flag (from another thread) stops it: its next wait fails with
+/// `ConnectionAborted`, which ends [`send_stop_and_wait`].
 #[derive(Debug)]
-pub struct SpinPort(pub std::net::UdpSocket);
+pub struct SpinPort(pub std::net::UdpSocket, pub Arc<AtomicBool>);
 
 impl DatagramPort for SpinPort {
     async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
@@ -275,6 +295,12 @@ impl DatagramPort for SpinPort {
         loop {
             match self.0.recv(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.1.load(Ordering::Relaxed) {
+                        return Some(Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            "stopped: the server is gone",
+                        )));
+                    }
                     if Instant::now() >= deadline {
                         return None;
                     }
@@ -283,6 +309,10 @@ impl DatagramPort for SpinPort {
                 other => return Some(other),
             }
         }
+    }
+
+    fn connected(&self) -> bool {
+        self.0.peer_addr().is_ok()
     }
 }
 
@@ -319,6 +349,9 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
             tally.send_calls += 1;
             match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
                 Ok(_) => tally.datagrams += 1,
+                Err(e) if port.connected() && port_closed(&e) => {
+                    return Err(e).context(PORT_CLOSED);
+                }
                 // The timer will retransmit it; the error is counted, not hidden.
                 Err(_) => tally.send_errors += 1,
             }
@@ -345,7 +378,14 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                     }
                 }
             }
-            // ICMP "port unreachable" from an earlier datagram surfaces here on a connected socket.
+            // ICMP "port unreachable" from an earlier datagram surfaces here on a connected
+            // socket: the server's port is closed.
+            Some(Err(e)) if port.connected() && port_closed(&e) => {
+                return Err(e).context(PORT_CLOSED);
+            }
+            Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionAborted => {
+                return Err(e).context("stop-and-wait stopped");
+            }
             Some(Err(e)) => {
                 tally.send_errors += 1;
                 failures += 1;
@@ -377,6 +417,14 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
 fn micros_since(t: Instant) -> u32 {
     // Truncation is the point: the receiver only takes differences of consecutive stamps.
     t.elapsed().as_micros() as u32
+}
+
+/// What a sender says when the server's UDP port turned out closed.
+const PORT_CLOSED: &str = "the server is gone: its UDP port is closed (ICMP port unreachable)";
+
+/// Whether `e` is the kernel's report of an ICMP port unreachable on a connected socket.
+fn port_closed(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ECONNREFUSED)
 }
 
 /// Whether a send failed because the kernel will not segment this batch (a datagram larger

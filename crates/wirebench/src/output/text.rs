@@ -7,10 +7,11 @@ use std::fmt::Write as _;
 use wirebench_core::metrics::{IntervalSample, StatsSource};
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
+use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
 use wirebench_core::record::{
-    bits_per_second, count_of, CampaignInfo, ClientRecord, CpuRecord, Headline, RttFigures,
-    RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
+    bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, Headline,
+    RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
 use wirebench_core::sweep::Point;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
@@ -457,6 +458,33 @@ pub fn rtt_text(r: &RttFigures) -> String {
 
 fn micros(ns: f64) -> String {
     format!("{:.1} µs", ns / 1000.0)
+}
+
+/// The `show` line of a run stored as aborted: what it was, why it stopped and what the client
+/// had done by then (when known: runs stored before schema version 6 say neither).
+pub fn aborted_run_line(a: &AbortedRun, detail: Option<&AbortedDetail>) -> String {
+    let p = &a.params;
+    let reason = detail
+        .and_then(|d| d.reason.as_deref())
+        .unwrap_or("interrupted");
+    let so_far = match detail.and_then(|d| d.so_far) {
+        Some(f) => format!(
+            "the client had moved {} messages, {} bytes in {:.4} s",
+            f.messages,
+            f.bytes,
+            f.elapsed.as_secs_f64()
+        ),
+        None => "no figures".to_string(),
+    };
+    format!(
+        "[{}] {} {} {} B × {} B, run {}: aborted ({reason}); {so_far}\n",
+        a.position,
+        p.protocol,
+        p.mechanism,
+        p.msg_size,
+        p.total_bytes,
+        a.repeat_index + 1
+    )
 }
 
 /// A Unix time as `YYYY-MM-DD HH:MM:SS` UTC (proleptic Gregorian calendar).

@@ -48,6 +48,12 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
         match data {
             DataStream::Tcp(tcp) => {
                 let rate = shared.options.limits.max_rate_bps;
+                // The client's --rate: paced in the kernel, as the client paces forward.
+                if let Some(asked) = p.rate_bps {
+                    if let Err(e) = net::set_max_pacing_rate(&tcp, asked) {
+                        return Err(format!("cannot pace the TCP data socket to --rate: {e}"));
+                    }
+                }
                 send_tcp(tcp, rd, p, rate, report, &progress).await
             }
             DataStream::Quic {
@@ -59,8 +65,12 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                     stream: &mut send,
                     payload: Bytes::from(vec![0u8; p.msg_size as usize]),
                 };
-                let mut sink =
-                    Throttled::new(sink, shared.options.limits.max_rate_bps, Pause::Timer);
+                // The lower of the server's --max-rate and the client's --rate.
+                let rate = match (shared.options.limits.max_rate_bps, p.rate_bps) {
+                    (Some(max), Some(asked)) => Some(max.min(asked)),
+                    (max, asked) => max.or(asked),
+                };
+                let mut sink = Throttled::new(sink, rate, Pause::Timer);
                 let mut rtt = stream::rtt_histogram().map_err(|e| e.to_string())?;
                 let started = Instant::now();
                 let res = tokio::select! {

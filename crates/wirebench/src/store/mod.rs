@@ -4,6 +4,7 @@
 //! Ctrl-C never leaves a half-written run.
 
 pub mod dns;
+pub mod liveness;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
@@ -338,15 +339,24 @@ impl Store {
                 );
             }
         }
+        // Off while migrating (it cannot change inside a transaction): a migration that
+        // rebuilds a parent table must not cascade its DROP to the children (schema V6).
+        self.conn.pragma_update(None, "foreign_keys", false)?;
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Exclusive)?;
             tx.execute_batch(sql)
                 .with_context(|| format!("while migrating to schema version {}", i + 1))?;
+            liveness::check_foreign_keys(&tx)
+                .with_context(|| format!("while migrating to schema version {}", i + 1))?;
             tx.pragma_update(None, "user_version", (i + 1) as u32)?;
             tx.commit()?;
         }
+        self.conn.pragma_update(None, "foreign_keys", true)?;
+        // Campaigns whose writer died without a word are marked `interrupted`. Best effort:
+        // a store we cannot update now is still readable, and the next open tries again.
+        let _ = self.mark_interrupted(&liveness::this_process());
         Ok(())
     }
 }

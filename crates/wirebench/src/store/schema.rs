@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -135,4 +135,54 @@ CREATE TABLE dns_result (
     result_json    TEXT NOT NULL,
     UNIQUE (campaign_id, position)
 );
+";
+
+/// Version 6: liveness. A campaign records which process writes it (`writer_pid`, the host
+/// name `writer_host` and the kernel's `writer_boot_id`), so a later command on the same host
+/// can tell a campaign whose writer died without a word (SIGKILL, power loss) from one still
+/// running, and mark it `interrupted` (a new status). A run stopped before its end (a signal,
+/// a server that went away) keeps why (`abort_reason`) and the client's figures so far in the
+/// nullable `client_*` columns. SQLite cannot change a CHECK constraint in place, so the
+/// campaign table is rebuilt; the migration runner turns foreign keys off around migrations
+/// so dropping the old table cascades to no run.
+const V6: &str = "
+CREATE TABLE campaign_v6 (
+    id                 INTEGER PRIMARY KEY,
+    started_at_unix_s  INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status             TEXT NOT NULL
+                       CHECK (status IN ('running', 'complete', 'failed', 'aborted', 'interrupted')),
+    error              TEXT,
+    server             TEXT NOT NULL,
+    protocols          TEXT NOT NULL,
+    mechanisms         TEXT NOT NULL,
+    msg_size           INTEGER NOT NULL,
+    total_bytes        INTEGER NOT NULL,
+    repeat             INTEGER NOT NULL,
+    planned_runs       INTEGER NOT NULL,
+    parameters_json    TEXT NOT NULL,
+    host_name          TEXT,
+    kernel             TEXT,
+    cpu_model          TEXT,
+    wirebench_version  TEXT NOT NULL,
+    rmem_max_bytes     INTEGER,
+    wmem_max_bytes     INTEGER,
+    origin             TEXT NOT NULL DEFAULT 'run',
+    msg_sizes          TEXT,
+    totals             TEXT,
+    writer_pid         INTEGER,
+    writer_host        TEXT,
+    writer_boot_id     TEXT
+);
+INSERT INTO campaign_v6 (id, started_at_unix_s, finished_at_unix_s, status, error, server,
+    protocols, mechanisms, msg_size, total_bytes, repeat, planned_runs, parameters_json,
+    host_name, kernel, cpu_model, wirebench_version, rmem_max_bytes, wmem_max_bytes, origin,
+    msg_sizes, totals)
+SELECT id, started_at_unix_s, finished_at_unix_s, status, error, server, protocols, mechanisms,
+    msg_size, total_bytes, repeat, planned_runs, parameters_json, host_name, kernel, cpu_model,
+    wirebench_version, rmem_max_bytes, wmem_max_bytes, origin, msg_sizes, totals
+FROM campaign;
+DROP TABLE campaign;
+ALTER TABLE campaign_v6 RENAME TO campaign;
+ALTER TABLE run ADD COLUMN abort_reason TEXT;
 ";

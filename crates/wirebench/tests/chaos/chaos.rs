@@ -334,7 +334,8 @@ async fn killed_clients(addr: SocketAddr, seed: u64) -> Vec<Killed> {
                 "-i".into(),
                 "100ms".into(),
             ];
-            if proto == "udp" {
+            // Paced UDP streams; UDP stop-and-wait is never paced and refuses --rate.
+            if proto == "udp" && mode == "stream" {
                 args.extend(["--rate".into(), "20Mbit".into()]);
             }
             if reverse {

@@ -28,10 +28,21 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
         ],
         true,
     ),
-    ("engine", &["engine", "interval"], true),
+    (
+        "engine",
+        &["engine", "interval", "liveness", "inflight"],
+        true,
+    ),
     (
         "transport",
-        &["net", "control", "tls", "counters", "environment"],
+        &[
+            "net",
+            "control",
+            "tls",
+            "counters",
+            "environment",
+            "signals",
+        ],
         true,
     ),
     ("cli", &["cli"], false),

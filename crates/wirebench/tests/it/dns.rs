@@ -835,7 +835,7 @@ async fn ctrl_c_stores_the_campaign_as_aborted() {
         assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
         let out = child.wait_with_output().await.unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(out.status.code(), Some(130), "128 + SIGINT: {err}");
         assert!(err.contains("is stored as aborted"), "{err}");
         let store = Store::open(std::path::Path::new(db.arg())).unwrap();
         let id = store.last_dns_campaign_id().unwrap().expect("a campaign");

@@ -6,7 +6,9 @@ use std::process::Stdio;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use wirebench::store::liveness::this_process;
 use wirebench::store::{schema, Store};
+use wirebench_core::record::campaign::Writer;
 use wirebench_core::record::{Environment, NewCampaign, Parameters, Status};
 
 use crate::cli::{stderr, wirebench};
@@ -139,6 +141,92 @@ fn foreign_newer_and_broken_databases_are_refused_unchanged() {
             "{err}: file unchanged"
         );
     }
+}
+
+/// Only campaigns left `running` by a dead writer on this host become `interrupted`: a live
+/// writer's, another host's, and one without a recorded writer (older stores, imports) stay
+/// as they are; the V1 fixture's runs survive the V6 table rebuild.
+#[test]
+fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
+    let db = TempPath::new(".sqlite3");
+    rusqlite::Connection::open(&db.0)
+        .and_then(|c| c.execute_batch(V1_FIXTURE))
+        .expect("fixture loads");
+    let mut store = Store::open(&db.0).unwrap();
+    let fixture_runs = store.runs(1).unwrap().len();
+    assert!(fixture_runs > 0);
+    let me = this_process();
+    let dead_pid = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let mut begin = |writer: Option<Writer>| {
+        let id = store
+            .begin_campaign(&NewCampaign {
+                started_at_unix_s: 1_700_000_000,
+                parameters: parameters(),
+                planned_runs: 2,
+                msg_sizes: vec![1000],
+                totals: vec![10_000],
+                environment: Environment::default(),
+            })
+            .unwrap();
+        if let Some(w) = writer {
+            store.claim_campaign(id, &w).unwrap();
+        }
+        id
+    };
+    let live = begin(Some(me.clone()));
+    let elsewhere = begin(Some(Writer {
+        pid: dead_pid,
+        host: Some("another-host.invalid".into()),
+        boot_id: None,
+    }));
+    let unknown = begin(None);
+    let dead = begin(Some(Writer {
+        pid: dead_pid,
+        ..me.clone()
+    }));
+    let rebooted = begin(Some(Writer {
+        boot_id: Some("a-previous-boot".into()),
+        ..me.clone()
+    }));
+    drop(store);
+    // The next open marks them.
+    let store = Store::open(&db.0).unwrap();
+    let status = |id| store.campaign(id).unwrap().unwrap().status;
+    assert_eq!(status(live), Status::Running, "this process is alive");
+    assert_eq!(
+        status(elsewhere),
+        Status::Running,
+        "another host's pid says nothing here"
+    );
+    assert_eq!(status(unknown), Status::Running, "no writer recorded");
+    if me.host.is_some() {
+        assert_eq!(status(dead), Status::Interrupted);
+        let why = store
+            .campaign(dead)
+            .unwrap()
+            .unwrap()
+            .error
+            .unwrap_or_default();
+        assert!(why.contains(&format!("pid {dead_pid}")), "{why}");
+        if me.boot_id.is_some() {
+            assert_eq!(
+                status(rebooted),
+                Status::Interrupted,
+                "a pid of another boot"
+            );
+        }
+    }
+    assert_eq!(
+        store.runs(1).unwrap().len(),
+        fixture_runs,
+        "runs kept by the V6 rebuild"
+    );
+    assert_eq!(status(1), Status::Complete);
 }
 
 fn runs_of(db: &TempPath, id: i64) -> (Status, usize) {
@@ -304,7 +392,7 @@ async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) 
 #[tokio::test]
 async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     let (printed, code, db) = interrupt_after_3_runs("-INT").await;
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(130), "128 + SIGINT");
     let (status, stored) = runs_of(&db, 1);
     assert_eq!(status, Status::Aborted);
     assert_eq!(stored, printed, "every printed run is stored, nothing more");
@@ -335,15 +423,14 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     let out = wirebench(&["show", "1", "--db", db.arg()]).await;
     let shown = String::from_utf8_lossy(&out.stdout);
     let last = shown.lines().last().unwrap_or_default();
-    assert_eq!(
-        last,
-        format!(
-            "[{}] tcp saw 1000 B × 2000000 B, run {}: aborted in flight (interrupted), no figures",
-            stored + 1,
-            stored + 1
-        ),
-        "{shown}"
+    // It says why it stopped and what the client had moved by then.
+    let head = format!(
+        "[{}] tcp saw 1000 B × 2000000 B, run {}: aborted (",
+        stored + 1,
+        stored + 1
     );
+    assert!(last.starts_with(&head), "{shown}");
+    assert!(last.contains("SIGINT"), "{shown}");
     // The history says so too.
     let out = wirebench(&["runs", "--db", db.arg()]).await;
     let listed = String::from_utf8_lossy(&out.stdout);
@@ -354,13 +441,22 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
 }
 
 /// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
-/// campaign stays `running`, which is how a crash shows.
+/// next command that opens the store finds the writer dead and marks the campaign
+/// `interrupted`.
 #[tokio::test]
 async fn a_killed_campaign_keeps_its_finished_runs() {
     let (printed, code, db) = interrupt_after_3_runs("-KILL").await;
     assert_eq!(code, None, "killed by a signal");
+    // `wirebench runs` is the next command to open the store: it says what happened.
+    let out = wirebench(&["runs", "--db", db.arg()]).await;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(listed.contains("interrupted"), "{listed}");
     let (status, stored) = runs_of(&db, 1);
-    assert_eq!(status, Status::Running);
+    assert_eq!(status, Status::Interrupted);
+    let c = Store::open(&db.0).unwrap().campaign(1).unwrap().unwrap();
+    let error = c.error.unwrap_or_default();
+    assert!(error.contains("ended without storing its end"), "{error}");
     let store = Store::open(&db.0).unwrap();
     assert!(
         store.aborted_runs(1).unwrap().is_empty(),
