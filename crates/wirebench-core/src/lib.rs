@@ -13,6 +13,7 @@ pub mod impair;
 pub mod iperf3;
 pub mod metrics;
 pub mod pacing;
+pub mod peer_kind;
 pub mod perf;
 pub mod plan;
 pub mod proto;

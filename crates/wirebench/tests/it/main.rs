@@ -8,6 +8,7 @@ mod interop;
 mod limits;
 mod measurements;
 mod netns;
+mod peers;
 mod relay;
 mod report;
 mod robustness;
