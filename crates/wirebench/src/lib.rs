@@ -2,6 +2,7 @@
 //! stop-and-wait, with exact counts on both sides. The binary is a thin shell around
 //! [`run_cli`]; tests drive servers and clients in-process through the same modules.
 
+pub mod args;
 pub mod auth;
 pub mod cli;
 pub mod client;

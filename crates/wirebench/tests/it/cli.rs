@@ -50,7 +50,7 @@ pub fn stderr(o: &Output) -> String {
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 17] = [
         (
             &["run", "--proto", "udp", "-R", "--busy-poll"],
             "reversed UDP client does not spin",
@@ -73,6 +73,18 @@ async fn bad_input_gets_one_line_and_exit_status_2() {
         (&["run", "-n", "12XB"], "KiB"),
         (&["run", "--repeat", "0"], "at least 1"),
         (&["run", "-l", "0"], "allowed 1"),
+        // Negative numbers: our own line, naming the flag and an example, not clap's
+        // "unexpected argument '-5'".
+        (
+            &["run", "-n", "-5"],
+            "-n/--total: negative values are not allowed (got -5); give a size such as 100MiB",
+        ),
+        (&["run", "-P", "-2"], "-P/--parallel: negative values"),
+        (&["ping", "--count", "-1"], "--count: negative values"),
+        (
+            &["rr", "--concurrency", "-10,20"],
+            "--concurrency: negative values",
+        ),
     ];
     for (args, expect) in cases {
         let out = wirebench(args).await;
