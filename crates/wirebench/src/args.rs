@@ -152,7 +152,7 @@ fn negative_in_clap_error(
     };
     // clap renders the flag as "--repeat <REPEAT>", "-r, --repeat <N>" or "<A>".
     let long = rendered
-        .split(|c: char| c == ' ' || c == ',' || c == '=')
+        .split([' ', ',', '='])
         .find_map(|t| t.strip_prefix("--"))
         .map(str::to_owned);
     let positional = rendered
