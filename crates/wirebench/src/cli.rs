@@ -122,6 +122,33 @@ pub enum Command {
     ///
     /// Example: wirebench dns --resolver 127.0.0.1:5353 --name host.example --transport udp,tcp --concurrency 10,20,40
     Dns(DnsArgs),
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell on stdout.
+    ///
+    /// Examples: wirebench completions bash > ~/.local/share/bash-completion/completions/wirebench;
+    /// wirebench completions zsh > ~/.zfunc/_wirebench; wirebench completions fish >
+    /// ~/.config/fish/completions/wirebench.fish
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout, or with --dir write one page per subcommand there.
+    ///
+    /// Examples: wirebench man | man -l -; wirebench man --dir /usr/local/share/man/man1
+    Man(ManArgs),
+}
+
+/// Flags of `wirebench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Flags of `wirebench man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write wirebench.1 and one wirebench-SUBCOMMAND.1 per subcommand into this directory
+    /// instead of printing wirebench.1 on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 const RELAY_AFTER_HELP: &str = "\

@@ -347,3 +347,86 @@ pub(crate) async fn start_server(
     let lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
     (server, addr, lines)
 }
+
+/// Every subcommand's name, from the clap definitions the binary parses with.
+fn subcommand_names() -> Vec<String> {
+    wirebench::args::command()
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn completion_scripts_complete_every_subcommand() {
+    let names = subcommand_names();
+    assert!(names.len() >= 13, "{names:?}");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = wirebench(&["completions", shell]).await;
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8(out.stdout).expect("UTF-8 script");
+        for name in &names {
+            assert!(script.contains(name.as_str()), "{shell}: no {name}");
+        }
+    }
+    let out = wirebench(&["completions", "bash"]).await;
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("complete -F _wirebench"), "{script}");
+    assert!(script.contains("--msg-size"), "flags too");
+    let out = wirebench(&["completions", "tcsh"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn the_man_page_is_roff_and_names_every_subcommand() {
+    let out = wirebench(&["man"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = String::from_utf8(out.stdout).expect("UTF-8 roff");
+    // The first request after clap_mangen's quote-string set-up (.ie/.el) is the title.
+    let first = page
+        .lines()
+        .find(|l| !l.starts_with(".ie") && !l.starts_with(".el"))
+        .unwrap_or_default();
+    assert!(first.starts_with(".TH wirebench 1"), "{first}");
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH SUBCOMMANDS"] {
+        assert!(page.contains(section), "{section}");
+    }
+    for name in subcommand_names() {
+        // roff escapes the hyphen in "wirebench-run(1)".
+        assert!(
+            page.contains(&format!("wirebench\\-{}(1)", name.replace('-', "\\-"))),
+            "no {name}"
+        );
+    }
+    // Where groff is installed, it must read the page without a warning.
+    let groff = std::process::Command::new("groff")
+        .args(["-man", "-ww", "-z"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    match groff {
+        Err(_) => eprintln!("groff not installed: roff syntax checked by hand only"),
+        Ok(mut child) => {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(page.as_bytes())
+                .expect("groff reads the page");
+            let done = child.wait_with_output().expect("groff ran");
+            assert!(done.status.success());
+            assert_eq!(String::from_utf8_lossy(&done.stderr), "", "groff warnings");
+        }
+    }
+    // --dir writes one page per subcommand.
+    let dir = TempPath::new("-man");
+    let out = wirebench(&["man", "--dir", dir.0.to_str().expect("UTF-8 path")]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in subcommand_names() {
+        assert!(
+            dir.0.join(format!("wirebench-{name}.1")).is_file(),
+            "{name}"
+        );
+    }
+    assert!(dir.0.join("wirebench.1").is_file());
+}
