@@ -217,8 +217,18 @@ pub struct ExchangeArgs {
     #[arg(short = 'c', long)]
     pub server: Option<String>,
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each in turn.
-    #[arg(long = "proto", default_value = "tcp")]
+    #[arg(
+        long = "proto",
+        default_value = "tcp",
+        default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
+    )]
     pub protocols: String,
+    /// UDP: the same as --proto udp (iperf3's -u).
+    #[arg(short = 'u', long = "udp", conflicts_with = "protocols")]
+    pub udp: bool,
+    /// Server port, address family.
+    #[command(flatten)]
+    pub address: AddressArgs,
     /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
     #[arg(long, conflicts_with = "duration")]
     pub count: Option<u64>,
@@ -236,14 +246,37 @@ pub struct ExchangeArgs {
     /// UDP: times a request is sent again after a timeout before it counts as lost (0 to 100).
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
-    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
     /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk), and
     /// refuse a server that does not prove it too. With no --server, the embedded server
     /// requires the key.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+}
+
+/// Where the server is beyond its name (iperf3's -p, -4 and -6), for `run`, `ping` and `rr`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AddressArgs {
+    /// The server's port, as iperf3's -p: joined to a --server (or --iperf3) HOST given
+    /// without one. Default: 5310 (--iperf3: 5201).
+    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    pub port: Option<u16>,
+    /// IPv4 only, as iperf3's -4: a server name resolves to an IPv4 address (the embedded server
+    /// listens on 127.0.0.1, as by default).
+    #[arg(
+        short = '4',
+        long = "ipv4",
+        visible_alias = "version4",
+        conflicts_with = "ipv6"
+    )]
+    pub ipv4: bool,
+    /// IPv6 only, as iperf3's -6: a server name resolves to an IPv6 address; the embedded
+    /// server listens on ::1.
+    #[arg(short = '6', long = "ipv6", visible_alias = "version6")]
+    pub ipv6: bool,
 }
 
 /// Flags of `wirebench ping`.
@@ -458,8 +491,19 @@ pub struct RunArgs {
     #[arg(short = 'c', long)]
     pub server: Option<String>,
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each.
-    #[arg(long = "proto", default_value = "tcp")]
+    #[arg(
+        long = "proto",
+        default_value = "tcp",
+        default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
+    )]
     pub protocols: String,
+    /// UDP: the same as --proto udp (iperf3's -u; unlike iperf3, UDP is unpaced unless -b/--rate
+    /// is given, except with --iperf3, where iperf3's 1Mbit default applies).
+    #[arg(short = 'u', long = "udp", conflicts_with = "protocols")]
+    pub udp: bool,
+    /// Server port, address family.
+    #[command(flatten)]
+    pub address: AddressArgs,
     /// Transfer mechanism(s): stream (alias streaming) or saw (alias stop-and-wait); a comma list runs each.
     #[arg(long = "mode", default_value = "stream")]
     pub mechanisms: String,
@@ -478,8 +522,9 @@ pub struct RunArgs {
     /// UDP stop-and-wait: fixed retransmission timeout (e.g. 1s, 20ms). Default: adaptive (RFC 6298 style).
     #[arg(long)]
     pub rto: Option<String>,
-    /// UDP streaming: pace sending to this rate (e.g. 500Mbit, 1Gbit). Default: as fast as the socket allows.
-    #[arg(long)]
+    /// UDP streaming: pace sending to this rate (e.g. 500Mbit, 1Gbit; -b as iperf3's). Default: as
+    /// fast as the socket allows.
+    #[arg(short = 'b', long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
     #[arg(long, default_value = "250ms")]
@@ -515,9 +560,15 @@ pub struct RunArgs {
     /// and the server what it sent.
     #[arg(short = 'R', long)]
     pub reverse: bool,
-    /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/run-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
+    /// Unit of the bit rates in the text output, as iperf3's -f: k, m, g, t (kbit/s .. Tbit/s)
+    /// or K, M, G, T (KiB/s .. TiB/s). Checked now; the text output does not apply it yet and
+    /// prints its usual units.
+    #[arg(short = 'f', long = "rate-unit", value_name = "UNIT")]
+    pub rate_unit: Option<String>,
     /// Put the impairment relay between client and server (started in-process on loopback):
     /// KEY=VALUE list of loss, delay, jitter, reorder, duplicate, rate, queue, each VALUE
     /// optionally up: or down:, e.g. loss=5%,delay=10ms or loss=up:2%,rate=down:50Mbit.
@@ -654,8 +705,9 @@ pub struct DnsArgs {
     /// can pose as the resolver: for tests against your own resolver only.
     #[arg(long, conflicts_with = "dot_ca")]
     pub dot_insecure: bool,
-    /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
     /// Where the results are stored (each result committed as it finishes); `wirebench report
     /// --dns ID` charts a stored DNS campaign.

@@ -2,14 +2,13 @@
 //! impossible combinations once, with a message that says what is allowed. No I/O beyond
 //! resolving the server name.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use wirebench_core::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use wirebench_core::units::{parse_duration, ByteSize};
 use wirebench_core::wire;
 
-use super::{resolve_server, usage, Target, UsageError};
+use super::{usage, Target, UsageError};
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
 
 /// Probes a ping sends when neither --count nor --duration is given.
@@ -146,10 +145,7 @@ fn parse_concurrency(text: &str) -> Result<Vec<u32>, UsageError> {
 fn target_and_protocols(common: &ExchangeArgs) -> Result<(Target, Vec<Protocol>), UsageError> {
     let protocols: Vec<Protocol> =
         plan::parse_list(&common.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
-    let target = match &common.server {
-        None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        Some(name) => resolve_server(name)?,
-    };
+    let target = super::resolve_target(common.server.as_deref(), &common.address)?;
     Ok((target, protocols))
 }
 

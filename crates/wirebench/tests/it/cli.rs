@@ -430,3 +430,27 @@ async fn the_man_page_is_roff_and_names_every_subcommand() {
     }
     assert!(dir.0.join("wirebench.1").is_file());
 }
+
+#[tokio::test]
+async fn iperf3_style_flags_run_against_the_embedded_server() {
+    // `wirebench run -u -b 100M -J` as an iperf3 user types it (with -n, as -t is not ours yet).
+    let out = wirebench(&[
+        "run",
+        "-u",
+        "-b",
+        "100M",
+        "-J",
+        "-n",
+        "200KiB",
+        "-l",
+        "1000",
+        "--no-store",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("-J prints one JSON document");
+    assert_matches_schema(&doc);
+    let run = &doc["runs"][0];
+    assert_eq!(run["protocol"], "udp");
+    assert_eq!(run["client"]["bytes"], 200 * 1024);
+}
