@@ -15,8 +15,9 @@ pub enum ArgsError {
     /// clap's own error (unknown flag, missing value, `--help`, `--version`): print it with
     /// [`clap::Error::exit`].
     Clap(clap::Error),
-    /// A negative number given to a flag: one line for the user (exit status 2).
-    Negative(String),
+    /// A negative number given to a flag, or `ping -c HOST` (the old spelling): one line for
+    /// the user (exit status 2).
+    Usage(String),
 }
 
 /// The clap command of `wirebench`, as the binary parses it: every flag that takes a value
@@ -37,12 +38,13 @@ where
     let matches = match cmd.clone().try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) => {
-            return Err(negative_in_clap_error(&cmd, &argv, &e)
-                .map_or(ArgsError::Clap(e), ArgsError::Negative))
+            let ours =
+                negative_in_clap_error(&cmd, &argv, &e).or_else(|| old_ping_server(&argv, &e));
+            return Err(ours.map_or(ArgsError::Clap(e), ArgsError::Usage));
         }
     };
     if let Some(message) = negative_in_matches(&cmd, &matches) {
-        return Err(ArgsError::Negative(message));
+        return Err(ArgsError::Usage(message));
     }
     Cli::from_arg_matches(&matches).map_err(ArgsError::Clap)
 }
@@ -170,6 +172,32 @@ fn negative_in_clap_error(
     Some(negative_message(arg, &value))
 }
 
+/// `ping -c HOST`: until 0.1 `-c` named ping's server, as it does run's and rr's; it is now the
+/// count, as ping(8)'s. A value that is no count gets a line saying where the server goes.
+fn old_ping_server(argv: &[OsString], e: &clap::Error) -> Option<String> {
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let words: Vec<&str> = argv.iter().filter_map(|a| a.to_str()).collect();
+    if words.get(1) != Some(&"ping") {
+        return None;
+    }
+    let ContextValue::String(value) = e.get(ContextKind::InvalidValue)? else {
+        return None;
+    };
+    let at = words.iter().position(|w| w == value)?;
+    if !matches!(
+        words.get(at.checked_sub(1)?),
+        Some(&"-c") | Some(&"--count")
+    ) {
+        return None;
+    }
+    Some(format!(
+        "-c/--count {value}: on ping, -c is the number of probes, as in ping(8); give the server \
+         as the argument: wirebench ping {value} (or --server {value})"
+    ))
+}
+
 /// "-n/--total", "--rate" or "<A>".
 fn label(arg: &Arg) -> String {
     match (arg.get_short(), arg.get_long()) {
@@ -224,7 +252,7 @@ mod tests {
         let mut all = vec!["wirebench"];
         all.extend_from_slice(argv);
         match parse_from(all) {
-            Err(ArgsError::Negative(m)) => m,
+            Err(ArgsError::Usage(m)) => m,
             Err(ArgsError::Clap(e)) => panic!("{argv:?}: clap error {e}"),
             Ok(cli) => panic!("{argv:?}: parsed {cli:?}"),
         }
@@ -246,9 +274,9 @@ mod tests {
         );
         assert_eq!(
             refusal(&["run", "--rate", "-1"]),
-            "--rate: negative values are not allowed (got -1); give a rate such as 100Mbit"
+            "-b/--rate: negative values are not allowed (got -1); give a rate such as 100Mbit"
         );
-        assert!(refusal(&["ping", "--count", "-1"]).starts_with("--count: negative"));
+        assert!(refusal(&["ping", "--count", "-1"]).starts_with("-c/--count: negative"));
         assert!(refusal(&["rr", "--concurrency", "-10,20"]).starts_with("--concurrency: negative"));
         assert!(refusal(&["rr", "--flows", "-2"]).starts_with("--flows: negative"));
         assert!(refusal(&["server", "-p", "-1"]).starts_with("-p/--port: negative"));
@@ -273,6 +301,10 @@ mod tests {
         argv.extend(["-n", "5MiB", "-r", "2"]);
         assert!(parse_from(&argv).is_ok());
         assert!(!looks_negative("-"));
+        let Err(ArgsError::Usage(m)) = parse_from(["wirebench", "ping", "-c", "127.0.0.1"]) else {
+            panic!("ping -c HOST is refused with our line");
+        };
+        assert!(m.contains("wirebench ping 127.0.0.1"), "{m}");
         assert!(!looks_negative("--json"));
         assert!(looks_negative("-.5"));
     }

@@ -93,13 +93,20 @@ pub enum Command {
     /// Ping-pong over an open connection: round-trip time percentiles, lost and late probes (UDP),
     /// and connection set-up time (TCP connect, QUIC handshake, QUIC resumed with 0-RTT).
     ///
+    /// As with ping(8), the server is the argument and -c is the count: `wirebench ping -c 5
+    /// HOST` (the server is also --server; ping has no -c/--server, unlike run and rr).
+    ///
     /// One flow, one probe outstanding; each probe is SIZE bytes and so is its answer. Prints
     /// min / avg / max / stddev and p50, p90, p99, p99.9 of the round trip (HDR histogram, 3
     /// significant digits). A UDP probe not answered within --timeout is sent again up to
     /// --retries times, then lost; an answer that comes after that is counted as late, never as
     /// a sample.
     ///
-    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 --count 20000
+    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 -c 20000 127.0.0.1
+    #[command(
+        mut_arg("server", |a| a.short(None)),
+        mut_arg("count", |a| a.short('c'))
+    )]
     Ping(PingArgs),
     /// Request-response load (DNS-like): T flows with K requests outstanding each; requests/s,
     /// response-time percentiles, UDP requests lost (timeout and retries) and late.
@@ -219,6 +226,7 @@ pub struct ExchangeArgs {
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each in turn.
     #[arg(
         long = "proto",
+        value_name = "PROTO",
         default_value = "tcp",
         default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
     )]
@@ -229,16 +237,23 @@ pub struct ExchangeArgs {
     /// Server port, address family.
     #[command(flatten)]
     pub address: AddressArgs,
-    /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
-    #[arg(long, conflicts_with = "duration")]
+    /// Requests (probes) per flow, at least 1 (ping: also -c, as ping(8)'s). Default: 100 for
+    /// ping; rr runs for -t/--time.
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub count: Option<u64>,
     /// Issue new requests for this long (e.g. 5s, 500ms), counted from the session start
-    /// (connection set-up included), then wait for the outstanding ones.
-    /// Default for rr: 5s.
-    #[arg(long)]
+    /// (connection set-up included), then wait for the outstanding ones. Default for rr: 5s.
+    /// (Formerly --duration, still accepted for one release.)
+    #[arg(
+        short = 't',
+        long = "time",
+        alias = "duration",
+        value_name = "DURATION"
+    )]
     pub duration: Option<String>,
-    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none.
-    #[arg(long)]
+    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none. (Formerly
+    /// --interval, still accepted for one release; -i/--interval is run's report interval.)
+    #[arg(long = "gap", alias = "interval", value_name = "DURATION")]
     pub interval: Option<String>,
     /// UDP: how long a request waits for its response before it is sent again or lost (100us to 60s).
     #[arg(long, default_value = "1s")]
@@ -282,9 +297,20 @@ pub struct AddressArgs {
 /// Flags of `wirebench ping`.
 #[derive(Debug, Args)]
 pub struct PingArgs {
+    /// Server to ping, HOST or HOST:PORT (IPv6 as [ADDR]:PORT), as ping(8) takes its target;
+    /// the same as --server. Without either, a server is started in-process on 127.0.0.1.
+    #[arg(value_name = "SERVER", conflicts_with = "server")]
+    pub target: Option<String>,
     /// Probe size in bytes (request and answer alike): 1..16MiB for TCP and QUIC, up to 65491
-    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB).
-    #[arg(short = 'l', long = "size", default_value = "64")]
+    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB). (-l/--msg-size as on run;
+    /// formerly --size, still accepted for one release.)
+    #[arg(
+        short = 'l',
+        long = "msg-size",
+        alias = "size",
+        value_name = "SIZE",
+        default_value = "64"
+    )]
     pub size: String,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
@@ -493,6 +519,7 @@ pub struct RunArgs {
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each.
     #[arg(
         long = "proto",
+        value_name = "PROTO",
         default_value = "tcp",
         default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
     )]
@@ -510,7 +537,12 @@ pub struct RunArgs {
     /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
     /// Units allowed (64KiB).
-    #[arg(short = 'l', long = "msg-size", default_value = "1024")]
+    #[arg(
+        short = 'l',
+        long = "msg-size",
+        value_name = "SIZE",
+        default_value = "1024"
+    )]
     pub msg_size: String,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
     /// kB/MB/GB decimal), or a sweep list (1MiB,10MiB). The last message carries the remainder.
@@ -669,7 +701,7 @@ pub struct DnsArgs {
     #[arg(long, default_value = "udp")]
     pub transport: String,
     /// Queries per flow, at least 1.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, value_name = "N", default_value_t = 100)]
     pub count: u64,
     /// Queries outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in
     /// turn and prints the timeout/loss curve.

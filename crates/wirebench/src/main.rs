@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     let cli = match args::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(ArgsError::Clap(e)) => e.exit(),
-        Err(ArgsError::Negative(message)) => {
+        Err(ArgsError::Usage(message)) => {
             eprintln!("error: {message}");
             return ExitCode::from(2);
         }

@@ -454,3 +454,107 @@ async fn iperf3_style_flags_run_against_the_embedded_server() {
     assert_eq!(run["protocol"], "udp");
     assert_eq!(run["client"]["bytes"], 200 * 1024);
 }
+
+/// Short flags that deliberately mean two things, each after the tool its subcommand's users
+/// come from: `-c` is iperf3's server on `run` and `rr`, and ping(8)'s count on `ping`.
+const TWO_TRADITIONS: &[(char, &[&str])] = &[('c', &["count", "server"])];
+
+/// Long flags whose value differs by role: `server --iperf3` also serves iperf3 clients (a
+/// switch), `run --iperf3 HOST` tests against an iperf3 server. One idea, speaking iperf3.
+const ROLE_FLAGS: &[&str] = &["iperf3"];
+
+#[test]
+fn every_subcommand_speaks_one_vocabulary() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let cmd = wirebench::args::command();
+    // long name -> (subcommand, short, value name, takes a value)
+    let mut longs: BTreeMap<String, Vec<(String, Option<char>, String, bool)>> = BTreeMap::new();
+    // short -> long names it stands for
+    let mut shorts: BTreeMap<char, BTreeSet<String>> = BTreeMap::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else {
+                continue;
+            };
+            if arg.is_hide_set() || long == "help" {
+                continue;
+            }
+            let takes = arg.get_action().takes_values();
+            // The relay's per-direction syntax wraps the same value.
+            let value_name = arg
+                .get_value_names()
+                .and_then(|n| n.first())
+                .map(|n| n.as_str().trim_start_matches("[up:|down:]").to_string())
+                .unwrap_or_default();
+            longs.entry(long.to_string()).or_default().push((
+                sub.get_name().to_string(),
+                arg.get_short(),
+                value_name,
+                takes,
+            ));
+            if let Some(short) = arg.get_short() {
+                shorts.entry(short).or_default().insert(long.to_string());
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for (short, names) in &shorts {
+        let allowed = TWO_TRADITIONS
+            .iter()
+            .any(|(s, set)| s == short && names.iter().all(|n| set.contains(&n.as_str())));
+        if names.len() > 1 && !allowed {
+            problems.push(format!("-{short} stands for {names:?}"));
+        }
+    }
+    for (long, uses) in &longs {
+        let shorts: BTreeSet<char> = uses.iter().filter_map(|u| u.1).collect();
+        if shorts.len() > 1 {
+            problems.push(format!("--{long} has shorts {shorts:?}: {uses:?}"));
+        }
+        let kinds: BTreeSet<(&str, bool)> = uses.iter().map(|u| (u.2.as_str(), u.3)).collect();
+        if kinds.len() > 1 && !ROLE_FLAGS.contains(&long.as_str()) {
+            problems.push(format!("--{long} takes different values: {uses:?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test]
+async fn ping_takes_its_target_and_count_as_ping8_does() {
+    // `-c 5` is a count: the embedded server answers 5 probes (it used to dial 0.0.0.5).
+    let out = wirebench(&["ping", "-c", "5"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("ping tcp to embedded"), "{text}");
+    assert!(text.contains("sent 5, answered 5"), "{text}");
+    // The server is the argument; the old `-c HOST` says where it goes now.
+    let (mut server, addr, _lines) = start_server(&[]).await;
+    let out = wirebench(&["ping", "-c", "3", &addr, "-J"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["results"][0]["sent"], 3, "{doc}");
+    assert_eq!(doc["server"], addr.as_str());
+    let out = wirebench(&["ping", "-c", &addr]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!(
+            "give the server as the argument: wirebench ping {addr}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    // The renamed flags still work under their old names for one release.
+    let out = wirebench(&[
+        "ping",
+        &addr,
+        "--size",
+        "32",
+        "--duration",
+        "200ms",
+        "--interval",
+        "5ms",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    server.kill().await.unwrap();
+}

@@ -80,8 +80,8 @@ async fn every_client_names(addr: SocketAddr, expect: &str) {
     let server = addr.to_string();
     let cases: [&[&str]; 4] = [
         &["run", "-c", &server, "--no-store", "-n", "1MiB"],
-        &["ping", "-c", &server],
-        &["ping", "-c", &server, "--proto", "udp"],
+        &["ping", &server],
+        &["ping", "--server", &server, "--proto", "udp"],
         &["rr", "-c", &server, "--count", "10"],
     ];
     for args in cases {
