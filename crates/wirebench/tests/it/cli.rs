@@ -468,7 +468,8 @@ fn every_subcommand_speaks_one_vocabulary() {
     use std::collections::{BTreeMap, BTreeSet};
     let cmd = wirebench::args::command();
     // long name -> (subcommand, short, value name, takes a value)
-    let mut longs: BTreeMap<String, Vec<(String, Option<char>, String, bool)>> = BTreeMap::new();
+    type Use = (String, Option<char>, String, bool);
+    let mut longs: BTreeMap<String, Vec<Use>> = BTreeMap::new();
     // short -> long names it stands for
     let mut shorts: BTreeMap<char, BTreeSet<String>> = BTreeMap::new();
     for sub in cmd.get_subcommands() {
