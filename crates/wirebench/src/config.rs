@@ -1120,9 +1120,24 @@ mod tests {
                 ],
             ),
             (
-                &["ping", "-u", "-J", "-c", "127.0.0.1", "-p", "7000"],
-                &["ping", "--proto", "udp", "--json", "-c", "127.0.0.1:7000"],
+                &["ping", "-u", "-J", "127.0.0.1", "-p", "7000"],
+                &[
+                    "ping",
+                    "--proto",
+                    "udp",
+                    "--json",
+                    "--server",
+                    "127.0.0.1:7000",
+                ],
             ),
+            // ping(8)'s -c is the count; run's and rr's -c the server, as iperf3's.
+            (&["ping", "-c", "5"], &["ping", "--count", "5"]),
+            (&["rr", "-c", "127.0.0.1"], &["rr", "--server", "127.0.0.1"]),
+            (
+                &["ping", "-t", "2s", "--gap", "1ms"],
+                &["ping", "--duration", "2s", "--interval", "1ms"],
+            ),
+            (&["ping", "-l", "100"], &["ping", "--size", "100"]),
             (
                 &["rr", "-u", "-6", "--count", "5"],
                 &["rr", "--proto", "udp", "--ipv6", "--count", "5"],
