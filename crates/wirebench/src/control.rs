@@ -173,12 +173,10 @@ pub async fn request_session_auth(
     let mut hello = Preamble::control().encode().to_vec();
     hello.extend_from_slice(&frame);
     if let Err(e) = ctrl.write_all(&hello).await {
-        // A peer that spoke first and closed (a banner, then goodbye) is still worth naming.
+        // A peer that spoke first and closed (a banner, then goodbye), or closed at once, is
+        // still worth naming.
         let head = read_head(&mut ctrl, Instant::now() + BANNER_WAIT).await;
-        if let Some(kind) = head
-            .kind
-            .filter(|k| !k.is_wirebench() && *k != PeerKind::Closed)
-        {
+        if let Some(kind) = head.kind.filter(|k| !k.is_wirebench()) {
             bail!("{}", kind.explain(&server.to_string()));
         }
         return Err(e).context("while sending the session request");

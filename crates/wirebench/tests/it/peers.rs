@@ -57,6 +57,19 @@ impl Listener {
         .await
     }
 
+    /// Sends `greeting` on connect (if any), then answers the first bytes it reads with
+    /// `reply` and closes, as a TLS server refusing a record it cannot parse does.
+    async fn replying(greeting: &'static [u8], reply: &'static [u8]) -> Listener {
+        Listener::start(move |mut s| async move {
+            let _ = s.write_all(greeting).await;
+            let mut buf = [0u8; 1024];
+            if matches!(s.read(&mut buf).await, Ok(n) if n > 0) {
+                let _ = s.write_all(reply).await;
+            }
+        })
+        .await
+    }
+
     async fn start<F, Fut>(serve: F) -> Listener
     where
         F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
@@ -157,4 +170,21 @@ async fn a_real_iperf3_server_is_named_with_the_flag_to_use() {
     );
     request_names_within_a_second(iperf3.addr, &expect).await;
     every_client_names(iperf3.addr, &expect).await;
+}
+
+#[tokio::test]
+async fn a_tls_alert_and_an_smtp_greeting_are_named() {
+    // A TLS 1.2 fatal alert (decode_error), as a TLS server sends for bytes that are no record.
+    let tls = Listener::replying(b"", &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]).await;
+    request_names_within_a_second(tls.addr, "answered with a TLS record").await;
+    let smtp =
+        Listener::replying(b"220 mail.wb.test ESMTP ready\r\n", b"500 5.5.2 what?\r\n").await;
+    request_names_within_a_second(
+        smtp.addr,
+        "greeted us with \"220 mail.wb.test ESMTP ready\"",
+    )
+    .await;
+    // A peer that closes without a word.
+    let mute = Listener::start(|s| async move { drop(s) }).await;
+    request_names_within_a_second(mute.addr, "closed the connection without answering").await;
 }
