@@ -15,6 +15,7 @@ pub mod iperf3;
 pub mod limits;
 pub mod metrics;
 pub mod pacing;
+pub mod peer_kind;
 pub mod perf;
 pub mod plan;
 pub mod proto;

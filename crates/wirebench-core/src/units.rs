@@ -55,6 +55,12 @@ pub enum UnitError {
          or a fraction that gives whole bits such as 1.5Mbit"
     )]
     FractionalRate(String),
+    /// The text is not one of iperf3's `-f` letters.
+    #[error(
+        "invalid rate unit \"{0}\": expected k, m, g, t (kbit/s .. Tbit/s) or K, M, G, T \
+         (KiB/s .. TiB/s), as iperf3's -f"
+    )]
+    InvalidRateUnit(String),
     /// The rate is zero, which would never send anything.
     #[error("rate \"{0}\" is zero: give a positive rate such as 100Mbit")]
     ZeroRate(String),
@@ -190,6 +196,62 @@ pub fn bitrate_unit(largest_bits_per_second: f64) -> (&'static str, f64) {
 /// Human IEC form of a byte rate: `"692.50 MiB/s"`, `"512 B/s"`.
 pub fn format_byterate_iec(bytes_per_second: f64) -> String {
     format!("{}/s", format_bytes_iec(bytes_per_second))
+}
+
+/// A fixed unit for printing rates, as iperf3's `-f`: `k`, `m`, `g`, `t` are kbit/s, Mbit/s,
+/// Gbit/s, Tbit/s (SI, 1000); `K`, `M`, `G`, `T` are KiB/s, MiB/s, GiB/s, TiB/s (IEC, 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateUnit {
+    /// Bytes per second instead of bits per second.
+    pub bytes: bool,
+    /// Power of 1000 (bits) or 1024 (bytes): 1 = k/K, ..., 4 = t/T.
+    pub power: u8,
+}
+
+impl RateUnit {
+    /// The unit's label: `"Mbit/s"`, `"MiB/s"`.
+    pub fn label(self) -> &'static str {
+        let i = usize::from(self.power.clamp(1, 4));
+        if self.bytes {
+            ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"][i]
+        } else {
+            ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"][i]
+        }
+    }
+
+    /// `bits_per_second` in this unit.
+    pub fn scale(self, bits_per_second: f64) -> f64 {
+        let power = i32::from(self.power.clamp(1, 4));
+        if self.bytes {
+            bits_per_second / 8.0 / 1024f64.powi(power)
+        } else {
+            bits_per_second / 1000f64.powi(power)
+        }
+    }
+
+    /// `bits_per_second` in this unit with two decimals: `"812.40 Mbit/s"`.
+    pub fn format(self, bits_per_second: f64) -> String {
+        format!("{:.2} {}", self.scale(bits_per_second), self.label())
+    }
+}
+
+impl FromStr for RateUnit {
+    type Err = UnitError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (bytes, power) = match s.trim() {
+            "k" => (false, 1),
+            "m" => (false, 2),
+            "g" => (false, 3),
+            "t" => (false, 4),
+            "K" => (true, 1),
+            "M" => (true, 2),
+            "G" => (true, 3),
+            "T" => (true, 4),
+            _ => return Err(UnitError::InvalidRateUnit(s.to_owned())),
+        };
+        Ok(RateUnit { bytes, power })
+    }
 }
 
 /// Parses a duration with a required unit: `ns`, `us`/`µs`, `ms`, `s`, `m` (minutes), `h`; fractions allowed
@@ -344,6 +406,21 @@ fn trim_decimals(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_units_follow_iperf3s_letters() {
+        let m: RateUnit = "m".parse().unwrap();
+        assert_eq!(m.format(812_400_000.0), "812.40 Mbit/s");
+        let big_m: RateUnit = "M".parse().unwrap();
+        assert_eq!(big_m.format(8.0 * 1024.0 * 1024.0 * 3.0), "3.00 MiB/s");
+        assert_eq!("g".parse::<RateUnit>().unwrap().label(), "Gbit/s");
+        assert_eq!("K".parse::<RateUnit>().unwrap().label(), "KiB/s");
+        assert!("x"
+            .parse::<RateUnit>()
+            .unwrap_err()
+            .to_string()
+            .contains("iperf3's -f"));
+    }
 
     fn size(s: &str) -> Result<u64, UnitError> {
         s.parse::<ByteSize>().map(|b| b.0)

@@ -101,13 +101,20 @@ pub enum Command {
     /// Ping-pong over an open connection: round-trip time percentiles, lost and late probes (UDP),
     /// and connection set-up time (TCP connect, QUIC handshake, QUIC resumed with 0-RTT).
     ///
+    /// As with ping(8), the server is the argument and -c is the count: `wirebench ping -c 5
+    /// HOST` (the server is also --server; ping has no -c/--server, unlike run and rr).
+    ///
     /// One flow, one probe outstanding; each probe is SIZE bytes and so is its answer. Prints
     /// min / avg / max / stddev and p50, p90, p99, p99.9 of the round trip (HDR histogram, 3
     /// significant digits). A UDP probe not answered within --timeout is sent again up to
     /// --retries times, then lost; an answer that comes after that is counted as late, never as
     /// a sample.
     ///
-    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 --count 20000
+    /// Example: wirebench ping --proto tcp,udp,quic -l 1024 -c 20000 127.0.0.1
+    #[command(
+        mut_arg("server", |a| a.short(None)),
+        mut_arg("count", |a| a.short('c'))
+    )]
     Ping(PingArgs),
     /// Request-response load (DNS-like): T flows with K requests outstanding each; requests/s,
     /// response-time percentiles, UDP requests lost (timeout and retries) and late.
@@ -142,6 +149,16 @@ pub enum Command {
     /// Example: wirebench rpm -c server.example --direction both --json
     #[command(after_long_help = RPM_AFTER_HELP)]
     Rpm(RpmArgs),
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell on stdout.
+    ///
+    /// Examples: wirebench completions bash > ~/.local/share/bash-completion/completions/wirebench;
+    /// wirebench completions zsh > ~/.zfunc/_wirebench; wirebench completions fish >
+    /// ~/.config/fish/completions/wirebench.fish
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout, or with --dir write one page per subcommand there.
+    ///
+    /// Examples: wirebench man | man -l -; wirebench man --dir /usr/local/share/man/man1
+    Man(ManArgs),
 }
 
 const RPM_AFTER_HELP: &str = "\
@@ -171,10 +188,10 @@ pub struct RpmArgs {
     pub max_flows: u32,
     /// Interval between ramp decisions (the draft's ID), 100ms to 5s.
     #[arg(long, default_value = "1s")]
-    pub interval: String,
+    pub ramp_interval: String,
     /// Longest load phase (the result's confidence says whether it became stable), 1s to 300s.
     #[arg(long, default_value = "16s")]
-    pub max_duration: String,
+    pub max_load: String,
     /// Most probe pairs per second (the draft's MPS), 1 to 100.
     #[arg(long, default_value_t = 100)]
     pub probe_rate: u32,
@@ -192,6 +209,23 @@ pub struct RpmArgs {
     /// --server, the embedded server requires the key.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+}
+
+/// Flags of `wirebench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Flags of `wirebench man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write wirebench.1 and one wirebench-SUBCOMMAND.1 per subcommand into this directory
+    /// instead of printing wirebench.1 on stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -261,18 +295,36 @@ pub struct ExchangeArgs {
     #[arg(short = 'c', long)]
     pub server: Option<String>,
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each in turn.
-    #[arg(long = "proto", default_value = "tcp")]
+    #[arg(
+        long = "proto",
+        value_name = "PROTO",
+        default_value = "tcp",
+        default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
+    )]
     pub protocols: String,
-    /// Requests (probes) per flow, at least 1. Default: 100 for ping; rr runs for --duration.
-    #[arg(long, conflicts_with = "duration")]
+    /// UDP: the same as --proto udp (iperf3's -u).
+    #[arg(short = 'u', long = "udp", conflicts_with = "protocols")]
+    pub udp: bool,
+    /// Server port, address family.
+    #[command(flatten)]
+    pub address: AddressArgs,
+    /// Requests (probes) per flow, at least 1 (ping: also -c, as ping(8)'s). Default: 100 for
+    /// ping; rr runs for -t/--time.
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub count: Option<u64>,
     /// Issue new requests for this long (e.g. 5s, 500ms), counted from the session start
-    /// (connection set-up included), then wait for the outstanding ones.
-    /// Default for rr: 5s.
-    #[arg(long)]
+    /// (connection set-up included), then wait for the outstanding ones. Default for rr: 5s.
+    /// (Formerly --duration, still accepted for one release.)
+    #[arg(
+        short = 't',
+        long = "time",
+        alias = "duration",
+        value_name = "DURATION"
+    )]
     pub duration: Option<String>,
-    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none.
-    #[arg(long)]
+    /// Pause after issuing each request, per flow (e.g. 10ms). Default: none. (Formerly
+    /// --interval, still accepted for one release; -i/--interval is run's report interval.)
+    #[arg(long = "gap", alias = "interval", value_name = "DURATION")]
     pub interval: Option<String>,
     /// UDP: how long a request waits for its response before it is sent again or lost (100us to 60s).
     #[arg(long, default_value = "1s")]
@@ -280,8 +332,9 @@ pub struct ExchangeArgs {
     /// UDP: times a request is sent again after a timeout before it counts as lost (0 to 100).
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
-    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/rr-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
     /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk), and
     /// refuse a server that does not prove it too. With no --server, the embedded server
@@ -290,12 +343,45 @@ pub struct ExchangeArgs {
     pub psk: Option<PathBuf>,
 }
 
+/// Where the server is beyond its name (iperf3's -p, -4 and -6), for `run`, `ping` and `rr`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AddressArgs {
+    /// The server's port, as iperf3's -p: joined to a --server (or --iperf3) HOST given
+    /// without one. Default: 5310 (--iperf3: 5201).
+    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    pub port: Option<u16>,
+    /// IPv4 only, as iperf3's -4: a server name resolves to an IPv4 address (the embedded server
+    /// listens on 127.0.0.1, as by default).
+    #[arg(
+        short = '4',
+        long = "ipv4",
+        visible_alias = "version4",
+        conflicts_with = "ipv6"
+    )]
+    pub ipv4: bool,
+    /// IPv6 only, as iperf3's -6: a server name resolves to an IPv6 address; the embedded
+    /// server listens on ::1.
+    #[arg(short = '6', long = "ipv6", visible_alias = "version6")]
+    pub ipv6: bool,
+}
+
 /// Flags of `wirebench ping`.
 #[derive(Debug, Args)]
 pub struct PingArgs {
+    /// Server to ping, HOST or HOST:PORT (IPv6 as [ADDR]:PORT), as ping(8) takes its target;
+    /// the same as --server. Without either, a server is started in-process on 127.0.0.1.
+    #[arg(value_name = "SERVER", conflicts_with = "server")]
+    pub target: Option<String>,
     /// Probe size in bytes (request and answer alike): 1..16MiB for TCP and QUIC, up to 65491
-    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB).
-    #[arg(short = 'l', long = "size", default_value = "64")]
+    /// for UDP over IPv4 (65511 over IPv6). Units allowed (1KiB). (-l/--msg-size as on run;
+    /// formerly --size, still accepted for one release.)
+    #[arg(
+        short = 'l',
+        long = "msg-size",
+        alias = "size",
+        value_name = "SIZE",
+        default_value = "64"
+    )]
     pub size: String,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
@@ -521,15 +607,32 @@ pub struct RunArgs {
     #[arg(short = 'c', long)]
     pub server: Option<String>,
     /// Transport protocol(s): tcp, udp, quic; a comma list runs each.
-    #[arg(long = "proto", default_value = "tcp")]
+    #[arg(
+        long = "proto",
+        value_name = "PROTO",
+        default_value = "tcp",
+        default_value_if("udp", clap::builder::ArgPredicate::IsPresent, "udp")
+    )]
     pub protocols: String,
+    /// UDP: the same as --proto udp (iperf3's -u; unlike iperf3, UDP is unpaced unless -b/--rate
+    /// is given, except with --iperf3, where iperf3's 1Mbit default applies).
+    #[arg(short = 'u', long = "udp", conflicts_with = "protocols")]
+    pub udp: bool,
+    /// Server port, address family.
+    #[command(flatten)]
+    pub address: AddressArgs,
     /// Transfer mechanism(s): stream (alias streaming) or saw (alias stop-and-wait); a comma list runs each.
     #[arg(long = "mode", default_value = "stream")]
     pub mechanisms: String,
     /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
     /// Units allowed (64KiB).
-    #[arg(short = 'l', long = "msg-size", default_value = "1024")]
+    #[arg(
+        short = 'l',
+        long = "msg-size",
+        value_name = "SIZE",
+        default_value = "1024"
+    )]
     pub msg_size: String,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
     /// kB/MB/GB decimal), or a sweep list (1MiB,10MiB). The last message carries the remainder.
@@ -542,10 +645,11 @@ pub struct RunArgs {
     /// Refused when the plan has no UDP stop-and-wait run.
     #[arg(long)]
     pub rto: Option<String>,
-    /// Pace the sender to this rate (e.g. 500Mbit, 1Gbit): UDP streaming by the sender's clock,
-    /// TCP by the kernel (SO_MAX_PACING_RATE, Linux), QUIC by the application; -R paces the
-    /// server. Refused for a plan of UDP stop-and-wait alone. Default: as fast as it goes.
-    #[arg(long)]
+    /// Pace the sender to this rate (e.g. 500Mbit, 1Gbit; -b as iperf3's): UDP streaming by
+    /// the sender's clock, TCP by the kernel (SO_MAX_PACING_RATE, Linux), QUIC by the
+    /// application; -R paces the server. Refused for a plan of UDP stop-and-wait alone.
+    /// Default: as fast as it goes.
+    #[arg(short = 'b', long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
     #[arg(long, default_value = "250ms")]
@@ -581,9 +685,15 @@ pub struct RunArgs {
     /// and the server what it sent.
     #[arg(short = 'R', long)]
     pub reverse: bool,
-    /// Print one JSON document (schema: docs/run-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/run-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
+    /// Unit of the bit rates in the text output, as iperf3's -f: k, m, g, t (kbit/s .. Tbit/s)
+    /// or K, M, G, T (KiB/s .. TiB/s). Checked now; the text output does not apply it yet and
+    /// prints its usual units.
+    #[arg(short = 'f', long = "rate-unit", value_name = "UNIT")]
+    pub rate_unit: Option<String>,
     /// Put the impairment relay between client and server (started in-process on loopback):
     /// KEY=VALUE list of loss, delay, jitter, reorder, duplicate, rate, queue, each VALUE
     /// optionally up: or down:, e.g. loss=5%,delay=10ms or loss=up:2%,rate=down:50Mbit.
@@ -684,7 +794,7 @@ pub struct DnsArgs {
     #[arg(long, default_value = "udp")]
     pub transport: String,
     /// Queries per flow, at least 1.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, value_name = "N", default_value_t = 100)]
     pub count: u64,
     /// Queries outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in
     /// turn and prints the timeout/loss curve.
@@ -720,8 +830,9 @@ pub struct DnsArgs {
     /// can pose as the resolver: for tests against your own resolver only.
     #[arg(long, conflicts_with = "dot_ca")]
     pub dot_insecure: bool,
-    /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (schema: docs/dns-output.schema.json) instead of text (-J as
+    /// iperf3's).
+    #[arg(short = 'J', long)]
     pub json: bool,
     /// Where the results are stored (each result committed as it finishes); `wirebench report
     /// --dns ID` charts a stored DNS campaign.

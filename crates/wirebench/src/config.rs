@@ -1,7 +1,7 @@
 //! Turns raw command-line flags into validated, typed settings. The only module that imports
 //! `cli`; everything after it works with values that are known to be allowed.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,10 +11,10 @@ use wirebench_core::plan::{
 };
 use wirebench_core::proto::DataPathOptions;
 use wirebench_core::sweep::{self, Point};
-use wirebench_core::units::{parse_duration, BitRate, ByteSize};
+use wirebench_core::units::{parse_duration, BitRate, ByteSize, RateUnit};
 use wirebench_core::wire;
 
-use crate::cli::{DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
+use crate::cli::{AddressArgs, DbArgs, RelayArgs, RunArgs, ServerArgs, StoreArgs, DEFAULT_PORT};
 use crate::runner::{RunConfig, Target};
 use crate::server::{Limits, ServerOptions};
 use crate::store;
@@ -184,10 +184,7 @@ impl RunConfig {
             plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
         let mechanisms: Vec<Mechanism> =
             plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
-        let target = match &args.server {
-            None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-            Some(name) => resolve_server(name)?,
-        };
+        let target = resolve_target(args.server.as_deref(), &args.address)?;
         let msg_sizes = sweep::parse_sizes(&args.msg_size)
             .map_err(|e| usage(format!("-l/--msg-size: {e}")))?
             .into_iter()
@@ -300,6 +297,12 @@ impl RunConfig {
                 .as_deref()
                 .map(crate::control::auth::load_psk)
                 .transpose()?,
+            rate_unit: args
+                .rate_unit
+                .as_deref()
+                .map(|u| u.parse::<RateUnit>())
+                .transpose()
+                .map_err(|e| usage(format!("-f/--rate-unit: {e}")))?,
         })
     }
 }
@@ -338,6 +341,82 @@ fn check_flags_apply(
         ));
     }
     Ok(())
+}
+
+/// The server `run`, `ping` and `rr` test against: `--server` with `-p`, `-4` and `-6`
+/// applied, or the embedded server on 127.0.0.1 (`-6`: ::1).
+pub fn resolve_target(server: Option<&str>, address: &AddressArgs) -> Result<Target, UsageError> {
+    match server {
+        None => {
+            if let Some(port) = address.port {
+                return Err(usage(format!(
+                    "-p/--port {port} is the port of a server elsewhere: add --server HOST \
+                     (without it, the embedded server takes a free port)"
+                )));
+            }
+            Ok(Target::Embedded(if address.ipv6 {
+                IpAddr::V6(Ipv6Addr::LOCALHOST)
+            } else {
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            }))
+        }
+        Some(name) => {
+            let (name, addr) = resolve_address(name, address, DEFAULT_PORT, "--server")?;
+            Ok(Target::Remote { name, addr })
+        }
+    }
+}
+
+/// Resolves HOST, HOST:PORT or [V6]:PORT: a HOST alone gets `-p` or `default_port`; `-4`/`-6`
+/// pick the address family. Returns the name for messages (with the `-p` port joined to it, as
+/// if typed HOST:PORT) and the address.
+fn resolve_address(
+    name: &str,
+    address: &AddressArgs,
+    default_port: u16,
+    flag: &str,
+) -> Result<(String, SocketAddr), UsageError> {
+    let bare = name.parse::<IpAddr>().is_ok() || !name.contains(':');
+    if !bare && address.port.is_some() {
+        return Err(usage(format!(
+            "{flag} {name} already names a port: drop -p/--port or the :PORT"
+        )));
+    }
+    let named = if bare {
+        let port = address.port.unwrap_or(default_port);
+        match name.parse::<IpAddr>() {
+            Ok(IpAddr::V6(v6)) => format!("[{v6}]:{port}"),
+            _ => format!("{name}:{port}"),
+        }
+    } else {
+        name.to_string()
+    };
+    let all: Vec<SocketAddr> = named
+        .to_socket_addrs()
+        .map_err(|e| {
+            usage(format!(
+                "{flag} {name}: cannot resolve ({e}); expected HOST, HOST:PORT or [IPv6]:PORT"
+            ))
+        })?
+        .collect();
+    let (family, wanted): (&str, fn(&SocketAddr) -> bool) = if address.ipv4 {
+        (" IPv4", SocketAddr::is_ipv4)
+    } else if address.ipv6 {
+        (" IPv6", SocketAddr::is_ipv6)
+    } else {
+        ("", |_| true)
+    };
+    let addr = all.iter().copied().find(wanted).ok_or_else(|| {
+        usage(format!(
+            "{flag} {name}: the name resolves to no{family} address"
+        ))
+    })?;
+    let shown = if address.port.is_some() {
+        named
+    } else {
+        name.to_string()
+    };
+    Ok((shown, addr))
 }
 
 /// Most flows `-P` accepts.
@@ -672,7 +751,7 @@ pub fn iperf3_client(
         None if udp => 1_000_000,
         None => 0,
     };
-    let server = resolve_with_port(name, ip3::DEFAULT_PORT, "--iperf3")?;
+    let (name, server) = resolve_address(name, &args.address, ip3::DEFAULT_PORT, "--iperf3")?;
     Ok(Some(ClientConfig {
         name: name.clone(),
         server,
@@ -731,7 +810,7 @@ pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfCon
                  or --perf-insecure (accept any certificate)",
         )),
     };
-    let server = resolve_with_port(name, DEFAULT_PORT, "--perf-server")?;
+    let (name, server) = resolve_address(name, &args.address, DEFAULT_PORT, "--perf-server")?;
     Ok(Some(PerfConfig {
         name: name.clone(),
         server,
@@ -751,27 +830,6 @@ fn host_part(name: &str) -> String {
         return rest.split(']').next().unwrap_or(rest).to_string();
     }
     name.rsplit_once(':').map_or(name, |(h, _)| h).to_string()
-}
-
-/// Resolves HOST, HOST:PORT or [V6]:PORT with `default_port`.
-fn resolve_with_port(name: &str, default_port: u16, flag: &str) -> Result<SocketAddr, UsageError> {
-    let with_port = if name.parse::<IpAddr>().is_ok() || !name.contains(':') {
-        match name.parse::<IpAddr>() {
-            Ok(IpAddr::V6(v6)) => format!("[{v6}]:{default_port}"),
-            _ => format!("{name}:{default_port}"),
-        }
-    } else {
-        name.to_string()
-    };
-    with_port
-        .to_socket_addrs()
-        .map_err(|e| {
-            usage(format!(
-                "{flag} {name}: cannot resolve ({e}); expected HOST, HOST:PORT or [IPv6]:PORT"
-            ))
-        })?
-        .next()
-        .ok_or_else(|| usage(format!("{flag} {name}: the name resolves to no address")))
 }
 
 #[cfg(test)]
@@ -964,5 +1022,143 @@ mod tests {
         assert_eq!(host_part("[::1]:4433"), "::1");
         assert_eq!(host_part("example.org:4433"), "example.org");
         assert_eq!(host_part("::1"), "::1");
+    }
+
+    /// Parses `argv` after `wirebench` and validates it as the binary would, as Debug text (the
+    /// configs hold no PartialEq; their Debug shows every field).
+    fn validated(argv: &[&str]) -> String {
+        use clap::Parser;
+        let mut all = vec!["wirebench"];
+        all.extend_from_slice(argv);
+        match crate::cli::Cli::parse_from(all).command {
+            crate::cli::Command::Run(args) => match iperf3_client(&args).unwrap() {
+                Some(c) => format!("{c:?}"),
+                None => format!("{:?}", RunConfig::from_args(&args).unwrap()),
+            },
+            crate::cli::Command::Ping(args) => {
+                format!("{:?}", rr::RrConfig::from_ping(&args).unwrap())
+            }
+            crate::cli::Command::Rr(args) => format!("{:?}", rr::RrConfig::from_rr(&args).unwrap()),
+            crate::cli::Command::Dns(args) => {
+                format!("{:?}", dns::DnsConfig::from_args(&args).unwrap())
+            }
+            other => panic!("not run, ping, rr or dns: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn iperf3_style_aliases_mean_what_their_long_forms_mean() {
+        let same: &[(&[&str], &[&str])] = &[
+            (&["run", "-u"], &["run", "--proto", "udp"]),
+            (&["run", "--udp"], &["run", "--proto", "udp"]),
+            (
+                &["run", "-u", "-b", "100M"],
+                &["run", "--proto", "udp", "--rate", "100M"],
+            ),
+            (&["run", "-J"], &["run", "--json"]),
+            (
+                &["run", "-c", "127.0.0.1", "-p", "5201"],
+                &["run", "-c", "127.0.0.1:5201"],
+            ),
+            (
+                &["run", "-c", "::1", "-p", "5201"],
+                &["run", "-c", "[::1]:5201"],
+            ),
+            (
+                &["run", "-4", "-c", "127.0.0.1"],
+                &["run", "-c", "127.0.0.1"],
+            ),
+            (
+                &["run", "--version6", "-c", "::1"],
+                &["run", "--ipv6", "-c", "::1"],
+            ),
+            (
+                &[
+                    "run",
+                    "--iperf3",
+                    "127.0.0.1",
+                    "-p",
+                    "5202",
+                    "-u",
+                    "-b",
+                    "5M",
+                    "-J",
+                ],
+                &[
+                    "run",
+                    "--iperf3",
+                    "127.0.0.1:5202",
+                    "--proto",
+                    "udp",
+                    "--rate",
+                    "5M",
+                    "--json",
+                ],
+            ),
+            (
+                &["ping", "-u", "-J", "127.0.0.1", "-p", "7000"],
+                &[
+                    "ping",
+                    "--proto",
+                    "udp",
+                    "--json",
+                    "--server",
+                    "127.0.0.1:7000",
+                ],
+            ),
+            // ping(8)'s -c is the count; run's and rr's -c the server, as iperf3's.
+            (&["ping", "-c", "5"], &["ping", "--count", "5"]),
+            (&["rr", "-c", "127.0.0.1"], &["rr", "--server", "127.0.0.1"]),
+            (
+                &["ping", "-t", "2s", "--gap", "1ms"],
+                &["ping", "--duration", "2s", "--interval", "1ms"],
+            ),
+            (&["ping", "-l", "100"], &["ping", "--size", "100"]),
+            (
+                &["rr", "-u", "-6", "--count", "5"],
+                &["rr", "--proto", "udp", "--ipv6", "--count", "5"],
+            ),
+            (
+                &[
+                    "dns",
+                    "--resolver",
+                    "127.0.0.1",
+                    "--name",
+                    "a.example",
+                    "-J",
+                ],
+                &[
+                    "dns",
+                    "--resolver",
+                    "127.0.0.1",
+                    "--name",
+                    "a.example",
+                    "--json",
+                ],
+            ),
+        ];
+        for (alias, long) in same {
+            assert_eq!(validated(alias), validated(long), "{alias:?} vs {long:?}");
+        }
+        // What the aliases change, against the defaults.
+        assert_ne!(validated(&["run", "-u"]), validated(&["run"]));
+        let six = validated(&["run", "-6"]);
+        assert!(six.contains("Embedded(::1)"), "{six}");
+        assert!(validated(&["ping", "-6"]).contains("Embedded(::1)"));
+        let c = RunConfig::from_args(&parse_run(&["-f", "m"])).unwrap();
+        assert_eq!(c.rate_unit, Some("m".parse().unwrap()));
+        assert_eq!(
+            RunConfig::from_args(&parse_run(&[])).unwrap().rate_unit,
+            None
+        );
+        // -p needs a server and a name without a port; -4 refuses an IPv6 address.
+        let err = RunConfig::from_args(&parse_run(&["-p", "5201"])).unwrap_err();
+        assert!(err.0.contains("add --server HOST"), "{}", err.0);
+        let err = RunConfig::from_args(&parse_run(&["-c", "127.0.0.1:1", "-p", "2"])).unwrap_err();
+        assert!(err.0.contains("already names a port"), "{}", err.0);
+        let err = RunConfig::from_args(&parse_run(&["-4", "-c", "::1"])).unwrap_err();
+        assert!(err.0.contains("no IPv4 address"), "{}", err.0);
+        let err = RunConfig::from_args(&parse_run(&["-f", "q"])).unwrap_err();
+        assert!(err.0.contains("-f/--rate-unit"), "{}", err.0);
     }
 }

@@ -2,6 +2,7 @@
 //! stop-and-wait, with exact counts on both sides. The binary is a thin shell around
 //! [`run_cli`]; tests drive servers and clients in-process through the same modules.
 
+pub mod args;
 pub mod cli;
 pub mod client;
 pub mod commands;
@@ -152,6 +153,29 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let result = run_to_end(runtime, commands::rpm::execute(cfg));
             Ok(exit_status(result?))
         }
+        Command::Completions(args) => {
+            // Rendered into memory first: clap_complete panics on a failed write (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut args::command(), "wirebench", &mut script);
+            write_stdout(&script).context("while writing the completion script to stdout")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man(args) => {
+            if let Some(dir) = &args.dir {
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| clap_mangen::generate_to(args::command(), dir))
+                    .with_context(|| {
+                        format!("cannot write the manual pages into {}", dir.display())
+                    })?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut page = Vec::new();
+            clap_mangen::Man::new(args::command())
+                .render(&mut page)
+                .context("while rendering the manual page")?;
+            write_stdout(&page).context("while writing the manual page to stdout")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id =
@@ -163,6 +187,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Writes `bytes` to stdout; a reader that went away (`| head`) is not an error.
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -3,12 +3,18 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use wirebench::cli::Cli;
+use wirebench::args::{self, ArgsError};
 use wirebench_core::error::UsageError;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match args::parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(ArgsError::Clap(e)) => e.exit(),
+        Err(ArgsError::Usage(message)) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     match wirebench::run_cli(cli) {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {

@@ -12,7 +12,7 @@ use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathOptions, SessionParams};
 use wirebench_core::record::{FlowRecord, Parameters, RunRecord, ServerRecord};
 use wirebench_core::sweep::Point;
-use wirebench_core::units::BitRate;
+use wirebench_core::units::{BitRate, RateUnit};
 
 use crate::client::{self, SessionOutcome};
 use crate::interval::{self, Progress};
@@ -80,6 +80,9 @@ pub struct RunConfig {
     pub impair: Option<(Impairments, u64)>,
     /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
     pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+    /// `-f/--rate-unit`: the unit the text output prints bit rates in (iperf3's -f); `None`
+    /// keeps the output's own units.
+    pub rate_unit: Option<RateUnit>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.

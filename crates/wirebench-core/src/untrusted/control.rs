@@ -1,5 +1,6 @@
 //! Harness for a control connection's bytes: owns decoding them the way the app's control reader
-//! does (preamble, then frames) and checking what comes out; must not do I/O.
+//! does (preamble, then frames) and checking what comes out, and naming them as a client names
+//! a peer's first answer (`peer_kind`); must not do I/O.
 
 use super::assert_one_line;
 use crate::proto::{
@@ -26,6 +27,15 @@ pub struct ControlSummary {
 /// announced length is 1 to [`MAX_CONTROL_FRAME`]; a decoded message re-encodes and decodes to
 /// itself; every error message is one line without control characters.
 pub fn control_connection(data: &[u8]) -> ControlSummary {
+    // The same bytes as a client sees an answer: whatever they are, they are named in one line,
+    // and a complete input always gets a name.
+    for complete in [false, true] {
+        if let Some(kind) = crate::peer_kind::classify(data, complete) {
+            assert_one_line(&kind.explain("127.0.0.1:5310"));
+        } else {
+            assert!(!complete, "complete input left unclassified");
+        }
+    }
     let mut summary = ControlSummary::default();
     let mut rest = data;
     if let Some((head, tail)) = data.split_first_chunk::<PREAMBLE_LEN>() {

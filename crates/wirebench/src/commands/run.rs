@@ -283,12 +283,16 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             let stored = recorder
                 .as_mut()
                 .is_some_and(|r| r.record_aborted(&run, failure, so_far));
-            eprintln!(
-                "run {} stopped{}{}",
-                run.position,
-                so_far_text(so_far),
-                if stored { "; stored as aborted" } else { "" }
-            );
+            // A run that failed before any byte moved (a refusal, a wrong peer) is said in
+            // the one error line below; one cut short mid-transfer also says how far it got.
+            if so_far.is_some_and(|f| f.bytes > 0) {
+                eprintln!(
+                    "run {} stopped{}{}",
+                    run.position,
+                    so_far_text(so_far),
+                    if stored { "; stored as aborted" } else { "" }
+                );
+            }
         }
     }
     let store_failed = recorder.as_ref().is_some_and(|r| r.error.is_some());

@@ -54,20 +54,20 @@ impl RpmConfig {
                 args.max_flows
             )));
         }
-        let interval =
-            parse_duration(&args.interval).map_err(|e| usage(format!("--interval: {e}")))?;
+        let interval = parse_duration(&args.ramp_interval)
+            .map_err(|e| usage(format!("--ramp-interval: {e}")))?;
         if interval < Duration::from_millis(100) || interval > Duration::from_secs(5) {
             return Err(usage(format!(
-                "--interval {} is out of range: allowed 100ms to 5s",
-                args.interval
+                "--ramp-interval {} is out of range: allowed 100ms to 5s",
+                args.ramp_interval
             )));
         }
-        let max_duration = parse_duration(&args.max_duration)
-            .map_err(|e| usage(format!("--max-duration: {e}")))?;
+        let max_duration =
+            parse_duration(&args.max_load).map_err(|e| usage(format!("--max-load: {e}")))?;
         if max_duration < Duration::from_secs(1) || max_duration > Duration::from_secs(300) {
             return Err(usage(format!(
-                "--max-duration {} is out of range: allowed 1s to 300s",
-                args.max_duration
+                "--max-load {} is out of range: allowed 1s to 300s",
+                args.max_load
             )));
         }
         if !(1..=100).contains(&args.probe_rate) {

@@ -2,19 +2,18 @@
 //! impossible combinations once, with a message that says what is allowed. No I/O beyond
 //! resolving the server name.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use wirebench_core::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use wirebench_core::units::{parse_duration, ByteSize};
 use wirebench_core::wire;
 
-use super::{resolve_server, usage, Target, UsageError};
+use super::{usage, Target, UsageError};
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
 
-/// Probes a ping sends when neither --count nor --duration is given.
+/// Probes a ping sends when neither --count nor --time is given.
 pub const DEFAULT_PING_COUNT: u64 = 100;
-/// How long rr runs when neither --count nor --duration is given.
+/// How long rr runs when neither --count nor --time is given.
 pub const DEFAULT_RR_DURATION: Duration = Duration::from_secs(5);
 /// Largest --concurrency.
 pub const MAX_CONCURRENCY: u32 = 10_000;
@@ -72,8 +71,10 @@ pub struct RrConfig {
 impl RrConfig {
     /// Validates `wirebench ping` flags.
     pub fn from_ping(args: &PingArgs) -> Result<Self, UsageError> {
-        let (target, protocols) = target_and_protocols(&args.common)?;
-        let size = parse_size("-l/--size", &args.size, &protocols, target.is_ipv6())?;
+        // The positional SERVER (as ping(8)'s target) or --server; clap refuses both.
+        let server = args.target.as_deref().or(args.common.server.as_deref());
+        let (target, protocols) = target_and_protocols(&args.common, server)?;
+        let size = parse_size("-l/--msg-size", &args.size, &protocols, target.is_ipv6())?;
         finish(
             ExchangeKind::Ping,
             &args.common,
@@ -88,7 +89,8 @@ impl RrConfig {
 
     /// Validates `wirebench rr` flags.
     pub fn from_rr(args: &RrArgs) -> Result<Self, UsageError> {
-        let (target, protocols) = target_and_protocols(&args.common)?;
+        let (target, protocols) =
+            target_and_protocols(&args.common, args.common.server.as_deref())?;
         let ipv6 = target.is_ipv6();
         let request = parse_size("--request", &args.request, &protocols, ipv6)?;
         let response = parse_size("--response", &args.response, &protocols, ipv6)?;
@@ -143,13 +145,13 @@ fn parse_concurrency(text: &str) -> Result<Vec<u32>, UsageError> {
         .collect()
 }
 
-fn target_and_protocols(common: &ExchangeArgs) -> Result<(Target, Vec<Protocol>), UsageError> {
+fn target_and_protocols(
+    common: &ExchangeArgs,
+    server: Option<&str>,
+) -> Result<(Target, Vec<Protocol>), UsageError> {
     let protocols: Vec<Protocol> =
         plan::parse_list(&common.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
-    let target = match &common.server {
-        None => Target::Embedded(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        Some(name) => resolve_server(name)?,
-    };
+    let target = super::resolve_target(server, &common.address)?;
     Ok((target, protocols))
 }
 
@@ -198,16 +200,16 @@ fn finish(
     let duration = match &common.duration {
         None => None,
         Some(s) => {
-            let d = parse_duration(s).map_err(|e| usage(format!("--duration: {e}")))?;
+            let d = parse_duration(s).map_err(|e| usage(format!("-t/--time: {e}")))?;
             if d.is_zero() {
-                return Err(usage("--duration must be more than 0 (e.g. 5s)"));
+                return Err(usage("-t/--time must be more than 0 (e.g. 5s)"));
             }
             Some(d)
         }
     };
     let interval = match &common.interval {
         None => None,
-        Some(s) => Some(parse_duration(s).map_err(|e| usage(format!("--interval: {e}")))?),
+        Some(s) => Some(parse_duration(s).map_err(|e| usage(format!("--gap: {e}")))?),
     }
     .filter(|d| !d.is_zero());
     let timeout = parse_duration(&common.timeout).map_err(|e| usage(format!("--timeout: {e}")))?;

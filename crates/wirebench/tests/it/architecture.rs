@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// only where `siblings` is true, and never in a circle.
 const LAYERS: &[(&str, &[&str], bool)] = &[
     ("commands", &["commands"], false),
-    ("config", &["config"], false),
+    ("config", &["config", "args"], true),
     ("runner", &["runner"], false),
     (
         "flows",

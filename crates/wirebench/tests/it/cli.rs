@@ -50,7 +50,7 @@ pub fn stderr(o: &Output) -> String {
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 17] = [
         (
             &["run", "--proto", "udp", "-R", "--busy-poll"],
             "reversed UDP client does not spin",
@@ -73,6 +73,18 @@ async fn bad_input_gets_one_line_and_exit_status_2() {
         (&["run", "-n", "12XB"], "KiB"),
         (&["run", "--repeat", "0"], "at least 1"),
         (&["run", "-l", "0"], "allowed 1"),
+        // Negative numbers: our own line, naming the flag and an example, not clap's
+        // "unexpected argument '-5'".
+        (
+            &["run", "-n", "-5"],
+            "-n/--total: negative values are not allowed (got -5); give a size such as 100MiB",
+        ),
+        (&["run", "-P", "-2"], "-P/--parallel: negative values"),
+        (&["ping", "--count", "-1"], "--count: negative values"),
+        (
+            &["rr", "--concurrency", "-10,20"],
+            "--concurrency: negative values",
+        ),
     ];
     for (args, expect) in cases {
         let out = wirebench(args).await;
@@ -336,4 +348,216 @@ pub(crate) async fn start_server(
         .to_string();
     let lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
     (server, addr, lines)
+}
+
+/// Every subcommand's name, from the clap definitions the binary parses with.
+fn subcommand_names() -> Vec<String> {
+    wirebench::args::command()
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn completion_scripts_complete_every_subcommand() {
+    let names = subcommand_names();
+    assert!(names.len() >= 13, "{names:?}");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = wirebench(&["completions", shell]).await;
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8(out.stdout).expect("UTF-8 script");
+        for name in &names {
+            assert!(script.contains(name.as_str()), "{shell}: no {name}");
+        }
+    }
+    let out = wirebench(&["completions", "bash"]).await;
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("complete -F _wirebench"), "{script}");
+    assert!(script.contains("--msg-size"), "flags too");
+    let out = wirebench(&["completions", "tcsh"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn the_man_page_is_roff_and_names_every_subcommand() {
+    let out = wirebench(&["man"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = String::from_utf8(out.stdout).expect("UTF-8 roff");
+    // The first request after clap_mangen's quote-string set-up (.ie/.el) is the title.
+    let first = page
+        .lines()
+        .find(|l| !l.starts_with(".ie") && !l.starts_with(".el"))
+        .unwrap_or_default();
+    assert!(first.starts_with(".TH wirebench 1"), "{first}");
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH SUBCOMMANDS"] {
+        assert!(page.contains(section), "{section}");
+    }
+    for name in subcommand_names() {
+        // roff escapes the hyphen in "wirebench-run(1)".
+        assert!(
+            page.contains(&format!("wirebench\\-{}(1)", name.replace('-', "\\-"))),
+            "no {name}"
+        );
+    }
+    // Where groff is installed, it must read the page without a warning.
+    let groff = std::process::Command::new("groff")
+        .args(["-man", "-ww", "-z"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    match groff {
+        Err(_) => eprintln!("groff not installed: roff syntax checked by hand only"),
+        Ok(mut child) => {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(page.as_bytes())
+                .expect("groff reads the page");
+            let done = child.wait_with_output().expect("groff ran");
+            assert!(done.status.success());
+            assert_eq!(String::from_utf8_lossy(&done.stderr), "", "groff warnings");
+        }
+    }
+    // --dir writes one page per subcommand.
+    let dir = TempPath::new("-man");
+    let out = wirebench(&["man", "--dir", dir.0.to_str().expect("UTF-8 path")]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in subcommand_names() {
+        assert!(
+            dir.0.join(format!("wirebench-{name}.1")).is_file(),
+            "{name}"
+        );
+    }
+    assert!(dir.0.join("wirebench.1").is_file());
+}
+
+#[tokio::test]
+async fn iperf3_style_flags_run_against_the_embedded_server() {
+    // `wirebench run -u -b 100M -J` as an iperf3 user types it (with -n, as -t is not ours yet).
+    let out = wirebench(&[
+        "run",
+        "-u",
+        "-b",
+        "100M",
+        "-J",
+        "-n",
+        "200KiB",
+        "-l",
+        "1000",
+        "--no-store",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("-J prints one JSON document");
+    assert_matches_schema(&doc);
+    let run = &doc["runs"][0];
+    assert_eq!(run["protocol"], "udp");
+    assert_eq!(run["client"]["bytes"], 200 * 1024);
+}
+
+/// Short flags that deliberately mean two things, each after the tool its subcommand's users
+/// come from: `-c` is iperf3's server on `run` and `rr`, and ping(8)'s count on `ping`.
+const TWO_TRADITIONS: &[(char, &[&str])] = &[('c', &["count", "server"])];
+
+/// Long flags whose value differs by role: `server --iperf3` also serves iperf3 clients (a
+/// switch), `run --iperf3 HOST` tests against an iperf3 server. One idea, speaking iperf3.
+const ROLE_FLAGS: &[&str] = &["iperf3"];
+
+#[test]
+fn every_subcommand_speaks_one_vocabulary() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let cmd = wirebench::args::command();
+    // long name -> (subcommand, short, value name, takes a value)
+    type Use = (String, Option<char>, String, bool);
+    let mut longs: BTreeMap<String, Vec<Use>> = BTreeMap::new();
+    // short -> long names it stands for
+    let mut shorts: BTreeMap<char, BTreeSet<String>> = BTreeMap::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else {
+                continue;
+            };
+            if arg.is_hide_set() || long == "help" {
+                continue;
+            }
+            let takes = arg.get_action().takes_values();
+            // The relay's per-direction syntax wraps the same value.
+            let value_name = arg
+                .get_value_names()
+                .and_then(|n| n.first())
+                .map(|n| n.as_str().trim_start_matches("[up:|down:]").to_string())
+                .unwrap_or_default();
+            longs.entry(long.to_string()).or_default().push((
+                sub.get_name().to_string(),
+                arg.get_short(),
+                value_name,
+                takes,
+            ));
+            if let Some(short) = arg.get_short() {
+                shorts.entry(short).or_default().insert(long.to_string());
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for (short, names) in &shorts {
+        let allowed = TWO_TRADITIONS
+            .iter()
+            .any(|(s, set)| s == short && names.iter().all(|n| set.contains(&n.as_str())));
+        if names.len() > 1 && !allowed {
+            problems.push(format!("-{short} stands for {names:?}"));
+        }
+    }
+    for (long, uses) in &longs {
+        let shorts: BTreeSet<char> = uses.iter().filter_map(|u| u.1).collect();
+        if shorts.len() > 1 {
+            problems.push(format!("--{long} has shorts {shorts:?}: {uses:?}"));
+        }
+        let kinds: BTreeSet<(&str, bool)> = uses.iter().map(|u| (u.2.as_str(), u.3)).collect();
+        if kinds.len() > 1 && !ROLE_FLAGS.contains(&long.as_str()) {
+            problems.push(format!("--{long} takes different values: {uses:?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test]
+async fn ping_takes_its_target_and_count_as_ping8_does() {
+    // `-c 5` is a count: the embedded server answers 5 probes (it used to dial 0.0.0.5).
+    let out = wirebench(&["ping", "-c", "5"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("ping tcp to embedded"), "{text}");
+    assert!(text.contains("sent 5, answered 5"), "{text}");
+    // The server is the argument; the old `-c HOST` says where it goes now.
+    let (mut server, addr, _lines) = start_server(&[]).await;
+    let out = wirebench(&["ping", "-c", "3", &addr, "-J"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["results"][0]["sent"], 3, "{doc}");
+    assert_eq!(doc["server"], addr.as_str());
+    let out = wirebench(&["ping", "-c", &addr]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!(
+            "give the server as the argument: wirebench ping {addr}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    // The renamed flags still work under their old names for one release.
+    let out = wirebench(&[
+        "ping",
+        &addr,
+        "--size",
+        "32",
+        "--duration",
+        "200ms",
+        "--interval",
+        "5ms",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    server.kill().await.unwrap();
 }

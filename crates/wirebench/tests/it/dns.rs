@@ -38,16 +38,31 @@ struct Unbound {
 impl Unbound {
     /// Starts unbound and waits (up to 10 s) until it answers; `None` when it is not installed.
     fn start() -> Option<Unbound> {
+        Unbound::start_with(None)
+    }
+
+    /// Like [`Unbound::start`], serving DoT with `ca.pem`, `cert.pem` and `key.pem` copied from
+    /// `certs` instead of certificates made here.
+    fn start_with(certs: Option<&std::path::Path>) -> Option<Unbound> {
         if !std::path::Path::new(UNBOUND).exists() {
             eprintln!("skipped: {UNBOUND} is not installed (apt-get install unbound)");
             return None;
         }
         let dir = TempPath::new("-unbound");
         std::fs::create_dir_all(&dir.0).unwrap();
-        let (ca_pem, cert_pem, key_pem) = certificates();
-        std::fs::write(dir.0.join("ca.pem"), ca_pem).unwrap();
-        std::fs::write(dir.0.join("cert.pem"), cert_pem).unwrap();
-        std::fs::write(dir.0.join("key.pem"), key_pem).unwrap();
+        match certs {
+            Some(from) => {
+                for file in ["ca.pem", "cert.pem", "key.pem"] {
+                    std::fs::copy(from.join(file), dir.0.join(file)).unwrap();
+                }
+            }
+            None => {
+                let (ca_pem, cert_pem, key_pem) = certificates();
+                std::fs::write(dir.0.join("ca.pem"), ca_pem).unwrap();
+                std::fs::write(dir.0.join("cert.pem"), cert_pem).unwrap();
+                std::fs::write(dir.0.join("key.pem"), key_pem).unwrap();
+            }
+        }
         let (port, tls_port) = (free_port(), free_port());
         let d = dir.arg();
         let mut conf = format!(
@@ -845,4 +860,96 @@ async fn ctrl_c_stores_the_campaign_as_aborted() {
     })
     .await
     .expect("in time");
+}
+
+/// The shell commands of the README's DoT recipe that make certificates (`openssl`, `printf`),
+/// continuation lines joined, with /tmp/ replaced by `dir`.
+fn readme_certificate_commands(dir: &str) -> Vec<String> {
+    let readme = include_str!("../../../../README.md");
+    let section = readme
+        .split("## DNS response time")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README's DNS section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .expect("the DoT recipe block");
+    let mut commands = Vec::new();
+    let mut current = String::new();
+    for line in block.lines() {
+        match line.strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(line);
+                let command = std::mem::take(&mut current);
+                if command.starts_with("openssl ") || command.starts_with("printf ") {
+                    commands.push(command.replace("/tmp/", &format!("{dir}/")));
+                }
+            }
+        }
+    }
+    commands
+}
+
+#[tokio::test]
+async fn the_readmes_dot_certificates_are_accepted() {
+    let openssl = std::process::Command::new("openssl")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !openssl {
+        eprintln!("skipped: openssl is not installed");
+        return;
+    }
+    let dir = TempPath::new("-readme-dot");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let commands = readme_certificate_commands(dir.arg());
+    assert!(commands.len() >= 4, "the recipe's commands: {commands:?}");
+    for command in &commands {
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
+            .stdin(Stdio::null())
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let Some(ub) = Unbound::start_with(Some(&dir.0)) else {
+        return;
+    };
+    // The trust the README names: its CA, its resolver name.
+    let (resolver, tls_port, ca) = (ub.addr().to_string(), ub.tls_port.to_string(), ub.ca());
+    let out = wirebench(&[
+        "dns",
+        "--resolver",
+        &resolver,
+        "--dot-port",
+        &tls_port,
+        "--dot-ca",
+        &ca,
+        "--dot-name",
+        "resolver.test",
+        "--name",
+        "host.wb.test",
+        "--transport",
+        "dot",
+        "--count",
+        "20",
+        "--json",
+        "--no-store",
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "DoT with the README's certificates: {}",
+        stderr(&out)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(u(&doc, "/results/0/counts/answered"), 20, "{doc}");
 }

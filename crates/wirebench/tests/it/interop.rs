@@ -21,7 +21,7 @@ use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TestServer, TEST_TIMEOUT};
 
 /// Whether Debian's iperf3 is on PATH; says why a test skips when it is not.
-fn have_iperf3(test: &str) -> bool {
+pub(crate) fn have_iperf3(test: &str) -> bool {
     let ok = std::process::Command::new("iperf3")
         .arg("--version")
         .stdout(Stdio::null())
@@ -36,13 +36,13 @@ fn have_iperf3(test: &str) -> bool {
 }
 
 /// A real `iperf3 -s` on a free loopback port, killed (by its PID) when dropped.
-struct RealServer {
-    addr: SocketAddr,
+pub(crate) struct RealServer {
+    pub(crate) addr: SocketAddr,
     child: Child,
 }
 
 impl RealServer {
-    async fn start() -> RealServer {
+    pub(crate) async fn start() -> RealServer {
         for _ in 0..10 {
             // Find a free port, then let iperf3 take it; retry if someone else did first.
             let port = std::net::TcpListener::bind("127.0.0.1:0")

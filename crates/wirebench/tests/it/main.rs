@@ -11,6 +11,7 @@ mod liveness;
 mod measurements;
 mod netns;
 mod pacing;
+mod peers;
 mod relay;
 mod report;
 mod results;

@@ -202,9 +202,9 @@ async fn rpm_json_matches_its_schema() {
         "both",
         "--max-flows",
         "2",
-        "--interval",
+        "--ramp-interval",
         "500ms",
-        "--max-duration",
+        "--max-load",
         "3s",
         "--idle-probes",
         "3",
@@ -255,7 +255,10 @@ async fn bad_rpm_flags_get_one_line_and_exit_status_2() {
             "expected download, upload or both",
         ),
         (&["rpm", "--max-flows", "0"][..], "allowed 1 to 64"),
-        (&["rpm", "--interval", "10ms"][..], "allowed 100ms to 5s"),
+        (
+            &["rpm", "--ramp-interval", "10ms"][..],
+            "allowed 100ms to 5s",
+        ),
         (&["rpm", "--probe-rate", "1000"][..], "allowed 1 to 100"),
         (
             &["rpm", "--impair", "loss=1%"][..],
