@@ -1,15 +1,20 @@
-//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: throughput
-//! against message size (log scale) per protocol × mechanism, round-trip-time percentiles for
+//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: goodput
+//! against message size (log scale) per protocol × mechanism for a size sweep, or, for a
+//! campaign of one size, grouped bars of goodput and transfer time with min–max whiskers;
+//! round-trip-time percentiles for
 //! stop-and-wait, throughput over time of one run, and UDP loss against offered load. Owns
 //! chart layout only; must not open files or read clocks.
 
 use std::io;
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use wirebench_core::units::ByteSize;
 
 use super::series::{LossPoint, Timeline};
+use wirebench_core::plan::Protocol;
 use wirebench_core::record::summary::ConfigurationSummary as Configuration;
+use wirebench_core::stats::Summary;
 
 const SIZE: (u32, u32) = (760, 420);
 const FONT: &str = "sans-serif";
@@ -170,6 +175,192 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// Whether every configuration has the same message size and total: the "against message
+/// size" chart would then have one x value, so the report draws [`configuration_bars`] instead.
+pub fn single_size(configs: &[Configuration]) -> bool {
+    configs.windows(2).all(|w| {
+        (w[0].key.msg_size, w[0].key.total_bytes) == (w[1].key.msg_size, w[1].key.total_bytes)
+    })
+}
+
+/// Which figure a bar chart of a single-size campaign shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarFigure {
+    /// Goodput (bit/s): configurations with no run long enough to time have no bar.
+    Goodput,
+    /// Transfer time (seconds) of every run.
+    Time,
+}
+
+/// One bar per protocol × mechanism, grouped by protocol: the median of `figure` over the
+/// configuration's runs, with a whisker from its minimum to its maximum (all three from the
+/// result model's summary). The chart a campaign of one message size × one total gets in place
+/// of the "against message size" line chart.
+pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::Result<String> {
+    // Protocols in the order they ran; each configuration gets a slot in its protocol's group.
+    let mut groups: Vec<Protocol> = Vec::new();
+    for c in configs {
+        if !groups.contains(&c.key.protocol) {
+            groups.push(c.key.protocol);
+        }
+    }
+    let slots_per_group = groups
+        .iter()
+        .map(|p| configs.iter().filter(|c| c.key.protocol == *p).count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let summary = |c: &Configuration| -> Option<Summary> {
+        match figure {
+            BarFigure::Goodput => c.goodput_bps,
+            BarFigure::Time => Some(c.seconds),
+        }
+        // A hand-made import could hold any number; only real figures are drawable.
+        .filter(|s| {
+            [s.min, s.median, s.max]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0)
+        })
+    };
+    let top = configs
+        .iter()
+        .filter_map(summary)
+        .map(|s| s.max)
+        .fold(0.0f64, f64::max);
+    let (scale, unit, what) = match figure {
+        BarFigure::Goodput => {
+            let (scale, unit) = rate_unit(top);
+            (scale, unit, "Goodput")
+        }
+        BarFigure::Time => {
+            let (scale, unit) = time_unit(top);
+            (scale, unit, "Transfer time")
+        }
+    };
+    // Headroom above the highest whisker keeps the legend (upper right) off the bars.
+    let y_hi = if top > 0.0 {
+        (top / scale * 1.5).max(1e-3)
+    } else {
+        1.0
+    };
+    let first = configs.first().map(|c| c.key);
+    let caption = match first {
+        Some(k) => format!(
+            "{what} per protocol × mechanism, {}-byte messages, {}",
+            k.msg_size,
+            wirebench_core::units::ByteSize(k.total_bytes)
+        ),
+        None => format!("{what} per protocol × mechanism"),
+    };
+    let names: Vec<&'static str> = groups.iter().map(|p| protocol_name(*p)).collect();
+    let group_label = |x: &f64| -> String {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        names
+            .get(i as usize)
+            .map_or_else(String::new, |n| (*n).to_string())
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        // Group g is centred on x = g; its bars share the middle 80 % of [g - 0.5, g + 0.5].
+        let x_hi = groups.len().max(1) as f64 - 0.5;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, (FONT, 18))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(-0.5f64..x_hi, 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len().max(1))
+            .x_label_formatter(&group_label)
+            .x_desc("Protocol (one bar per mechanism)")
+            .y_desc(format!("{what}, median and min–max ({unit})"))
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .y_label_formatter(&|y| tick(*y, y_hi))
+            .draw()
+            .map_err(chart_error)?;
+        let slot = 0.8 / slots_per_group as f64;
+        for (g, protocol) in groups.iter().enumerate() {
+            let members = configs.iter().filter(|c| c.key.protocol == *protocol);
+            for (j, c) in members.enumerate() {
+                let left = g as f64 - 0.4 + j as f64 * slot;
+                let (x0, x1) = (left + slot * 0.1, left + slot * 0.9);
+                let centre = (x0 + x1) / 2.0;
+                let colour = colour_of(c);
+                let Some(s) = summary(c) else {
+                    // No bar is not a zero: say why there is none.
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            "not timed",
+                            (centre, 0.0),
+                            (FONT, 12)
+                                .into_font()
+                                .color(&BLACK)
+                                .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                        )))
+                        .map_err(chart_error)?;
+                    continue;
+                };
+                let (min, median, max) = (s.min / scale, s.median / scale, s.max / scale);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, median)],
+                        colour.filled(),
+                    )))
+                    .map_err(chart_error)?
+                    .label(c.title())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled())
+                    });
+                let cap = slot * 0.15;
+                let whisker = [
+                    vec![(centre, min), (centre, max)],
+                    vec![(centre - cap, min), (centre + cap, min)],
+                    vec![(centre - cap, max), (centre + cap, max)],
+                ];
+                chart
+                    .draw_series(
+                        whisker
+                            .into_iter()
+                            .map(|path| PathElement::new(path, BLACK.stroke_width(2))),
+                    )
+                    .map_err(chart_error)?;
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// "TCP", "UDP", "QUIC": the group labels of the bar charts.
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+        Protocol::Quic => "QUIC",
+    }
+}
+
+/// The unit a time axis reads in, chosen by its largest value (seconds): (divisor, name).
+fn time_unit(max_s: f64) -> (f64, &'static str) {
+    if max_s >= 2.0 {
+        (1.0, "s")
+    } else if max_s >= 2e-3 {
+        (1e-3, "ms")
+    } else {
+        (1e-6, "µs")
+    }
 }
 
 const RTT_FIGURES_CAPTION: &str = "Minimum, median, mean, 99th percentile and maximum round-trip time; each the median over the runs.";
