@@ -7,6 +7,7 @@
 
 use std::io;
 
+use plotters::coord::combinators::WithKeyPoints;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use wirebench_core::units::ByteSize;
@@ -154,7 +155,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .build_cartesian_2d(log_axis(x_lo, x_hi, X_AXIS_PX, X_LABEL_GAP_PX), 0f64..y_hi)
             .map_err(chart_error)?;
         chart
             .configure_mesh()
@@ -162,7 +163,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .y_desc(format!("Goodput ({unit})"))
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .x_label_formatter(&|x| format!("{x:.0}"))
+            .x_label_formatter(&|x| log_label(*x))
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()
             .map_err(chart_error)?;
@@ -412,7 +413,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d(-1i32..5i32, (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(-1i32..5i32, log_axis(y_lo, y_hi, Y_AXIS_PX, Y_LABEL_GAP_PX))
             .map_err(chart_error)?;
         let label = |x: &i32| {
             usize::try_from(*x)
@@ -429,13 +430,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
             .y_desc("Round-trip time (µs, log scale)")
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .y_label_formatter(&|y| {
-                if *y >= 10.0 {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y:.2}")
-                }
-            })
+            .y_label_formatter(&|y| log_label(*y))
             .draw()
             .map_err(chart_error)?;
         for (name, colour, figures) in &series {
@@ -491,7 +486,10 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(
+                log_axis(x_lo, x_hi, X_AXIS_PX, X_LABEL_GAP_PX),
+                log_axis(y_lo, y_hi, Y_AXIS_PX, Y_LABEL_GAP_PX),
+            )
             .map_err(chart_error)?;
         chart
             .configure_mesh()
@@ -499,14 +497,8 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
             .y_desc("Round-trip time (µs, log scale)")
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| {
-                if *y >= 10.0 {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y:.2}")
-                }
-            })
+            .x_label_formatter(&|x| log_label(*x))
+            .y_label_formatter(&|y| log_label(*y))
             .draw()
             .map_err(chart_error)?;
         for (name, colour, is_p99, points) in &series {
@@ -545,6 +537,73 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// Length of a chart's x axis in pixels, about (the width less margins and the y labels).
+const X_AXIS_PX: f64 = 650.0;
+/// Length of a chart's y axis in pixels, about (the height less margins, title and x labels).
+const Y_AXIS_PX: f64 = 300.0;
+/// Room from one x label to the next, pixels: "100000" is about 40 wide.
+const X_LABEL_GAP_PX: f64 = 60.0;
+/// Room from one y label to the next, pixels.
+const Y_LABEL_GAP_PX: f64 = 22.0;
+
+/// A log axis over `lo..hi`, `length_px` long, labelled at round values at least `gap_px`
+/// apart: powers of ten, with 2 and 5 (or 3) between them when there is room, and a light grid
+/// line at each whole multiple where that is not crowded. plotters' own log ticks label every
+/// multiple of a decade (1000, 2000, …, 9000 and 10000 twice) when the axis spans under two
+/// decades, and those labels collide.
+fn log_axis(lo: f64, hi: f64, length_px: f64, gap_px: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let (labels, grid) = log_ticks(lo, hi, length_px, gap_px);
+    (lo..hi)
+        .log_scale()
+        .with_key_points(labels)
+        .with_light_points(grid)
+}
+
+/// The labelled values and the light grid values of [`log_axis`], each ascending.
+fn log_ticks(lo: f64, hi: f64, length_px: f64, gap_px: f64) -> (Vec<f64>, Vec<f64>) {
+    let decades = (hi / lo).log10().max(1e-9);
+    let px_per_decade = length_px / decades;
+    // Each set of mantissas with the smallest gap between neighbours, in decades.
+    let sets: [(&[f64], f64); 3] = [
+        (&[1.0, 2.0, 5.0], 2f64.log10()),
+        (&[1.0, 3.0], 3f64.log10()),
+        (&[1.0], 1.0),
+    ];
+    let mantissas = sets
+        .iter()
+        .find(|(_, gap)| gap * px_per_decade >= gap_px)
+        .map_or(&[1.0][..], |(m, _)| *m);
+    // Powers of ten only, and even those too dense: every n-th.
+    let every = ((gap_px / px_per_decade).ceil() as i32).max(1);
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let inside = |v: &f64| (lo..=hi).contains(v);
+    let labels = (first..=last)
+        .filter(|e| mantissas.len() > 1 || e.rem_euclid(every) == 0)
+        .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(inside)
+        .collect();
+    let grid_multiples: &[f64] = if px_per_decade >= 60.0 {
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    } else {
+        &[1.0]
+    };
+    let grid = (first..=last)
+        .flat_map(|e| grid_multiples.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(inside)
+        .collect();
+    (labels, grid)
+}
+
+/// A log-axis label: whole numbers from 1 up, as many decimals as a smaller one needs.
+fn log_label(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (-v.log10().floor()).clamp(1.0, 6.0) as usize;
+        format!("{v:.decimals$}")
+    }
 }
 
 /// The unit a bit-rate axis reads in, chosen by its largest value: (divisor, name).
@@ -773,6 +832,45 @@ fn percent_chart(spec: &PercentChart<'_>, series: &[Series]) -> io::Result<Strin
 mod tests {
     use super::*;
     use crate::report::series::Interval;
+
+    #[test]
+    fn log_axes_label_round_values_far_enough_apart() {
+        // Sizes 1000 and 8000 (the axis runs from half the smallest to twice the largest).
+        let (labels, grid) = log_ticks(500.0, 16000.0, X_AXIS_PX, X_LABEL_GAP_PX);
+        assert_eq!(labels, [500.0, 1000.0, 2000.0, 5000.0, 10000.0]);
+        assert_eq!(grid.len(), 9 + 6, "500, 600, …, 900, 1000, …, 9000, 10000");
+        // A sweep of 1 B to 64 KiB: powers of ten only.
+        let (labels, _) = log_ticks(0.5, 131070.0, X_AXIS_PX, X_LABEL_GAP_PX);
+        assert_eq!(labels, [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0]);
+        // Round trips of 7 µs to 9 ms on the y axis; and a narrow range.
+        let (labels, _) = log_ticks(7.0, 9000.0, Y_AXIS_PX, Y_LABEL_GAP_PX);
+        assert_eq!(
+            labels,
+            [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0]
+        );
+        let (labels, _) = log_ticks(0.05, 40.0, Y_AXIS_PX, Y_LABEL_GAP_PX);
+        assert_eq!(labels.first(), Some(&0.05));
+        for (lo, hi, px, gap) in [
+            (500.0, 16000.0, X_AXIS_PX, X_LABEL_GAP_PX),
+            (0.5, 131070.0, X_AXIS_PX, X_LABEL_GAP_PX),
+            (1e-2, 1e9, Y_AXIS_PX, Y_LABEL_GAP_PX),
+            (150.0, 600.0, X_AXIS_PX, X_LABEL_GAP_PX),
+        ] {
+            let (labels, _) = log_ticks(lo, hi, px, gap);
+            assert!(!labels.is_empty(), "{lo}..{hi}");
+            let per_decade = px / (hi / lo).log10();
+            for pair in labels.windows(2) {
+                assert!(
+                    (pair[1] / pair[0]).log10() * per_decade >= gap,
+                    "{lo}..{hi}: {pair:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [0.05, 0.2, 1.0, 5000.0].map(log_label),
+            ["0.05", "0.2", "1", "5000"]
+        );
+    }
 
     #[test]
     fn degenerate_run_charts_still_draw() {

@@ -49,10 +49,21 @@ async fn every_chart_of_the_report_reads_in_a_browser() {
         let page = TempPath::new(".html");
         std::fs::write(&page.0, &html).expect("report written");
         let url = format!("file://{}", page.arg());
+        // The report has no scripts; this copy gets one that measures, in the browser's own
+        // layout, whether any two texts of a chart overlap (tick labels, legend, title).
+        let probe = TempPath::new(".html");
+        let html = String::from_utf8(html).expect("UTF-8");
+        std::fs::write(&probe.0, html.replace("</body>", OVERLAP_PROBE)).expect("probe written");
 
-        let out = chromium(&["--dump-dom", &url]).await;
+        let out = chromium(&["--dump-dom", &format!("file://{}", probe.arg())]).await;
         let dom = String::from_utf8(out.stdout).expect("the DOM is UTF-8");
         assert!(dom.contains("</html>"), "{name}: no DOM dumped: {dom}");
+        let overlaps = dom
+            .split_once("<pre id=\"text-overlaps\">")
+            .and_then(|(_, rest)| rest.split_once("</pre>"))
+            .map(|(found, _)| unescape(found))
+            .expect("the overlap probe ran");
+        assert!(overlaps.is_empty(), "{name}: texts collide:\n{overlaps}");
         let svgs = charts_of(&dom);
         assert_eq!(svgs.len(), charts, "{name}: charts in the page");
         for (i, svg) in svgs.iter().enumerate() {
@@ -79,6 +90,31 @@ async fn every_chart_of_the_report_reads_in_a_browser() {
         );
     }
 }
+
+/// Appended to a copy of the report: lists every pair of texts of one chart whose boxes, as
+/// laid out, overlap by more than half a pixel each way, in `<pre id="text-overlaps">`.
+const OVERLAP_PROBE: &str = r#"<script>
+const found = [];
+document.querySelectorAll("svg").forEach((svg, i) => {
+  const boxes = [...svg.querySelectorAll("text")]
+    .filter((t) => t.textContent.trim() !== "")
+    .map((t) => [t.textContent.trim(), t.getBoundingClientRect()]);
+  for (let a = 0; a < boxes.length; a++) {
+    for (let b = a + 1; b < boxes.length; b++) {
+      const [ta, ra] = boxes[a];
+      const [tb, rb] = boxes[b];
+      const w = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+      const h = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+      if (w > 0.5 && h > 0.5) found.push(`chart ${i + 1}: "${ta}" overlaps "${tb}"`);
+    }
+  }
+});
+const pre = document.createElement("pre");
+pre.id = "text-overlaps";
+pre.textContent = found.join("\n");
+document.body.appendChild(pre);
+</script>
+</body>"#;
 
 /// The SVG charts of a page, in order (each from after `<svg` to before `</svg>`).
 fn charts_of(page: &str) -> Vec<&str> {
