@@ -240,9 +240,12 @@ pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::R
             (scale, unit, "Transfer time")
         }
     };
-    // Headroom above the highest whisker keeps the legend (upper right) off the bars.
+    // Headroom above the highest whisker and its label for the legend (upper right), whose
+    // rows are about 17 px each: the legend stays off the bars however many there are.
+    let reserved_px = configs.len() as f64 * 17.0 + 14.0 + 24.0;
+    let headroom = 1.0 / (1.0 - reserved_px / Y_AXIS_PX).max(0.3);
     let y_hi = if top > 0.0 {
-        (top / scale * 1.5).max(1e-3)
+        (top / scale * headroom).max(1e-3)
     } else {
         1.0
     };
@@ -336,12 +339,43 @@ pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::R
                             .map(|path| PathElement::new(path, BLACK.stroke_width(2))),
                     )
                     .map_err(chart_error)?;
+                // The median in its own unit above the whisker: a bar dwarfed by a faster
+                // configuration's still reads as a figure.
+                let text = match figure {
+                    BarFigure::Goodput => {
+                        let (scale, unit) = rate_unit(s.median);
+                        format!("{} {unit}", three_digits(s.median / scale))
+                    }
+                    BarFigure::Time => {
+                        let (scale, unit) = time_unit(s.median);
+                        format!("{} {unit}", three_digits(s.median / scale))
+                    }
+                };
+                let style = (FONT, 13)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((centre, max)) + Text::new(text, (0, -5), style),
+                    ))
+                    .map_err(chart_error)?;
             }
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// A figure with three significant digits (whole numbers from 100 up): 7.35, 62.7, 0.0627, 512.
+fn three_digits(v: f64) -> String {
+    if v >= 100.0 || v <= 0.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (2.0 - v.log10().floor()).clamp(0.0, 9.0) as usize;
+        format!("{v:.decimals$}")
+    }
 }
 
 /// "TCP", "UDP", "QUIC": the group labels of the bar charts.
@@ -866,6 +900,10 @@ mod tests {
                 );
             }
         }
+        assert_eq!(
+            [7.351, 62.74, 0.06274, 512.4, 0.0].map(three_digits),
+            ["7.35", "62.7", "0.0627", "512", "0"]
+        );
         assert_eq!(
             [0.05, 0.2, 1.0, 5000.0].map(log_label),
             ["0.05", "0.2", "1", "5000"]
