@@ -284,6 +284,7 @@ pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::R
         chart
             .configure_mesh()
             .disable_x_mesh()
+            // Over -0.5..G-0.5, G labels fall on the group centres 0..G (see the test).
             .x_labels(groups.len().max(1))
             .x_label_formatter(&group_label)
             .x_desc("Protocol (one bar per mechanism)")
@@ -908,6 +909,16 @@ mod tests {
             [0.05, 0.2, 1.0, 5000.0].map(log_label),
             ["0.05", "0.2", "1", "5000"]
         );
+    }
+
+    #[test]
+    fn bar_groups_get_one_label_each_at_their_centre() {
+        use plotters::coord::types::RangedCoordf64;
+        for groups in 1..=3usize {
+            let axis: RangedCoordf64 = (-0.5..groups as f64 - 0.5).into();
+            let expected: Vec<f64> = (0..groups).map(|g| g as f64).collect();
+            assert_eq!(axis.key_points(groups), expected);
+        }
     }
 
     #[test]
