@@ -1,9 +1,9 @@
 //! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: goodput
 //! against message size (log scale) per protocol × mechanism for a size sweep, or, for a
 //! campaign of one size, grouped bars of goodput and transfer time with min–max whiskers;
-//! round-trip-time percentiles for
-//! stop-and-wait, throughput over time of one run, and UDP loss against offered load. Owns
-//! chart layout only; must not open files or read clocks.
+//! round-trip-time percentiles for stop-and-wait, throughput over time of one run, and UDP
+//! loss against offered load. Owns chart layout only; must not open files, read clocks or
+//! compute statistics (every median, minimum and maximum comes from the result model).
 
 use std::io;
 
@@ -254,7 +254,7 @@ pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::R
         Some(k) => format!(
             "{what} per protocol × mechanism, {}-byte messages, {}",
             k.msg_size,
-            wirebench_core::units::ByteSize(k.total_bytes)
+            ByteSize(k.total_bytes)
         ),
         None => format!("{what} per protocol × mechanism"),
     };
