@@ -1,15 +1,21 @@
-//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: throughput
-//! against message size (log scale) per protocol × mechanism, round-trip-time percentiles for
-//! stop-and-wait, throughput over time of one run, and UDP loss against offered load. Owns
-//! chart layout only; must not open files or read clocks.
+//! SVG charts for the HTML report, drawn with plotters' SVG backend into strings: goodput
+//! against message size (log scale) per protocol × mechanism for a size sweep, or, for a
+//! campaign of one size, grouped bars of goodput and transfer time with min–max whiskers;
+//! round-trip-time percentiles for stop-and-wait, throughput over time of one run, and UDP
+//! loss against offered load. Owns chart layout only; must not open files, read clocks or
+//! compute statistics (every median, minimum and maximum comes from the result model).
 
 use std::io;
 
+use plotters::coord::combinators::WithKeyPoints;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use wirebench_core::units::ByteSize;
 
 use super::series::{LossPoint, Timeline};
+use wirebench_core::plan::Protocol;
 use wirebench_core::record::summary::ConfigurationSummary as Configuration;
+use wirebench_core::stats::Summary;
 
 const SIZE: (u32, u32) = (760, 420);
 const FONT: &str = "sans-serif";
@@ -149,7 +155,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .build_cartesian_2d(log_axis(x_lo, x_hi, X_AXIS_PX, X_LABEL_GAP_PX), 0f64..y_hi)
             .map_err(chart_error)?;
         chart
             .configure_mesh()
@@ -157,7 +163,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
             .y_desc(format!("Goodput ({unit})"))
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .x_label_formatter(&|x| format!("{x:.0}"))
+            .x_label_formatter(&|x| log_label(*x))
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()
             .map_err(chart_error)?;
@@ -170,6 +176,227 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// Whether every configuration has the same message size and total: the "against message
+/// size" chart would then have one x value, so the report draws [`configuration_bars`] instead.
+pub fn single_size(configs: &[Configuration]) -> bool {
+    configs.windows(2).all(|w| {
+        (w[0].key.msg_size, w[0].key.total_bytes) == (w[1].key.msg_size, w[1].key.total_bytes)
+    })
+}
+
+/// Which figure a bar chart of a single-size campaign shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarFigure {
+    /// Goodput (bit/s): configurations with no run long enough to time have no bar.
+    Goodput,
+    /// Transfer time (seconds) of every run.
+    Time,
+}
+
+/// One bar per protocol × mechanism, grouped by protocol: the median of `figure` over the
+/// configuration's runs, with a whisker from its minimum to its maximum (all three from the
+/// result model's summary). The chart a campaign of one message size × one total gets in place
+/// of the "against message size" line chart.
+pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::Result<String> {
+    // Protocols in the order they ran; each configuration gets a slot in its protocol's group.
+    let mut groups: Vec<Protocol> = Vec::new();
+    for c in configs {
+        if !groups.contains(&c.key.protocol) {
+            groups.push(c.key.protocol);
+        }
+    }
+    let slots_per_group = groups
+        .iter()
+        .map(|p| configs.iter().filter(|c| c.key.protocol == *p).count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let summary = |c: &Configuration| -> Option<Summary> {
+        match figure {
+            BarFigure::Goodput => c.goodput_bps,
+            BarFigure::Time => Some(c.seconds),
+        }
+        // A hand-made import could hold any number; only real figures are drawable.
+        .filter(|s| {
+            [s.min, s.median, s.max]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0)
+        })
+    };
+    let top = configs
+        .iter()
+        .filter_map(summary)
+        .map(|s| s.max)
+        .fold(0.0f64, f64::max);
+    let (scale, unit, what) = match figure {
+        BarFigure::Goodput => {
+            let (scale, unit) = rate_unit(top);
+            (scale, unit, "Goodput")
+        }
+        BarFigure::Time => {
+            let (scale, unit) = time_unit(top);
+            (scale, unit, "Transfer time")
+        }
+    };
+    // Headroom above the highest whisker and its label for the legend (upper right), whose
+    // rows are about 17 px each: the legend stays off the bars however many there are.
+    let reserved_px = configs.len() as f64 * 17.0 + 14.0 + 24.0;
+    let headroom = 1.0 / (1.0 - reserved_px / Y_AXIS_PX).max(0.3);
+    let y_hi = if top > 0.0 {
+        (top / scale * headroom).max(1e-3)
+    } else {
+        1.0
+    };
+    let first = configs.first().map(|c| c.key);
+    let caption = match first {
+        Some(k) => format!(
+            "{what} per protocol × mechanism, {}-byte messages, {}",
+            k.msg_size,
+            ByteSize(k.total_bytes)
+        ),
+        None => format!("{what} per protocol × mechanism"),
+    };
+    let names: Vec<&'static str> = groups.iter().map(|p| protocol_name(*p)).collect();
+    let group_label = |x: &f64| -> String {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        names
+            .get(i as usize)
+            .map_or_else(String::new, |n| (*n).to_string())
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        // Group g is centred on x = g; its bars share the middle 80 % of [g - 0.5, g + 0.5].
+        let x_hi = groups.len().max(1) as f64 - 0.5;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, (FONT, 18))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(-0.5f64..x_hi, 0f64..y_hi)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            // Over -0.5..G-0.5, G labels fall on the group centres 0..G (see the test).
+            .x_labels(groups.len().max(1))
+            .x_label_formatter(&group_label)
+            .x_desc("Protocol (one bar per mechanism)")
+            .y_desc(format!("{what}, median and min–max ({unit})"))
+            .axis_desc_style((FONT, 15))
+            .label_style((FONT, 13))
+            .y_label_formatter(&|y| tick(*y, y_hi))
+            .draw()
+            .map_err(chart_error)?;
+        let slot = 0.8 / slots_per_group as f64;
+        for (g, protocol) in groups.iter().enumerate() {
+            let members = configs.iter().filter(|c| c.key.protocol == *protocol);
+            for (j, c) in members.enumerate() {
+                let left = g as f64 - 0.4 + j as f64 * slot;
+                let (x0, x1) = (left + slot * 0.1, left + slot * 0.9);
+                let centre = (x0 + x1) / 2.0;
+                let colour = colour_of(c);
+                let Some(s) = summary(c) else {
+                    // No bar is not a zero: say why there is none.
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            "not timed",
+                            (centre, 0.0),
+                            (FONT, 12)
+                                .into_font()
+                                .color(&BLACK)
+                                .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                        )))
+                        .map_err(chart_error)?;
+                    continue;
+                };
+                let (min, median, max) = (s.min / scale, s.median / scale, s.max / scale);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, median)],
+                        colour.filled(),
+                    )))
+                    .map_err(chart_error)?
+                    .label(c.title())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled())
+                    });
+                let cap = slot * 0.15;
+                let whisker = [
+                    vec![(centre, min), (centre, max)],
+                    vec![(centre - cap, min), (centre + cap, min)],
+                    vec![(centre - cap, max), (centre + cap, max)],
+                ];
+                chart
+                    .draw_series(
+                        whisker
+                            .into_iter()
+                            .map(|path| PathElement::new(path, BLACK.stroke_width(2))),
+                    )
+                    .map_err(chart_error)?;
+                // The median in its own unit above the whisker: a bar dwarfed by a faster
+                // configuration's still reads as a figure.
+                let text = match figure {
+                    BarFigure::Goodput => {
+                        let (scale, unit) = rate_unit(s.median);
+                        format!("{} {unit}", three_digits(s.median / scale))
+                    }
+                    BarFigure::Time => {
+                        let (scale, unit) = time_unit(s.median);
+                        format!("{} {unit}", three_digits(s.median / scale))
+                    }
+                };
+                let style = (FONT, 13)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((centre, max)) + Text::new(text, (0, -5), style),
+                    ))
+                    .map_err(chart_error)?;
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// A figure with three significant digits (whole numbers from 100 up): 7.35, 62.7, 0.0627, 512.
+fn three_digits(v: f64) -> String {
+    if v >= 100.0 || v <= 0.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (2.0 - v.log10().floor()).clamp(0.0, 9.0) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+/// "TCP", "UDP", "QUIC": the group labels of the bar charts.
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+        Protocol::Quic => "QUIC",
+    }
+}
+
+/// The unit a time axis reads in, chosen by its largest value (seconds): (divisor, name).
+fn time_unit(max_s: f64) -> (f64, &'static str) {
+    if max_s >= 2.0 {
+        (1.0, "s")
+    } else if max_s >= 2e-3 {
+        (1e-3, "ms")
+    } else {
+        (1e-6, "µs")
+    }
 }
 
 const RTT_FIGURES_CAPTION: &str = "Minimum, median, mean, 99th percentile and maximum round-trip time; each the median over the runs.";
@@ -221,7 +448,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d(-1i32..5i32, (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(-1i32..5i32, log_axis(y_lo, y_hi, Y_AXIS_PX, Y_LABEL_GAP_PX))
             .map_err(chart_error)?;
         let label = |x: &i32| {
             usize::try_from(*x)
@@ -238,13 +465,7 @@ pub fn rtt_percentiles(configs: &[Configuration]) -> io::Result<Option<(String, 
             .y_desc("Round-trip time (µs, log scale)")
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .y_label_formatter(&|y| {
-                if *y >= 10.0 {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y:.2}")
-                }
-            })
+            .y_label_formatter(&|y| log_label(*y))
             .draw()
             .map_err(chart_error)?;
         for (name, colour, figures) in &series {
@@ -300,7 +521,10 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(
+                log_axis(x_lo, x_hi, X_AXIS_PX, X_LABEL_GAP_PX),
+                log_axis(y_lo, y_hi, Y_AXIS_PX, Y_LABEL_GAP_PX),
+            )
             .map_err(chart_error)?;
         chart
             .configure_mesh()
@@ -308,14 +532,8 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
             .y_desc("Round-trip time (µs, log scale)")
             .axis_desc_style((FONT, 15))
             .label_style((FONT, 13))
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| {
-                if *y >= 10.0 {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y:.2}")
-                }
-            })
+            .x_label_formatter(&|x| log_label(*x))
+            .y_label_formatter(&|y| log_label(*y))
             .draw()
             .map_err(chart_error)?;
         for (name, colour, is_p99, points) in &series {
@@ -354,6 +572,73 @@ fn rtt_by_size(configs: &[Configuration]) -> io::Result<String> {
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// Length of a chart's x axis in pixels, about (the width less margins and the y labels).
+const X_AXIS_PX: f64 = 650.0;
+/// Length of a chart's y axis in pixels, about (the height less margins, title and x labels).
+const Y_AXIS_PX: f64 = 300.0;
+/// Room from one x label to the next, pixels: "100000" is about 40 wide.
+const X_LABEL_GAP_PX: f64 = 60.0;
+/// Room from one y label to the next, pixels.
+const Y_LABEL_GAP_PX: f64 = 22.0;
+
+/// A log axis over `lo..hi`, `length_px` long, labelled at round values at least `gap_px`
+/// apart: powers of ten, with 2 and 5 (or 3) between them when there is room, and a light grid
+/// line at each whole multiple where that is not crowded. plotters' own log ticks label every
+/// multiple of a decade (1000, 2000, …, 9000 and 10000 twice) when the axis spans under two
+/// decades, and those labels collide.
+fn log_axis(lo: f64, hi: f64, length_px: f64, gap_px: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let (labels, grid) = log_ticks(lo, hi, length_px, gap_px);
+    (lo..hi)
+        .log_scale()
+        .with_key_points(labels)
+        .with_light_points(grid)
+}
+
+/// The labelled values and the light grid values of [`log_axis`], each ascending.
+fn log_ticks(lo: f64, hi: f64, length_px: f64, gap_px: f64) -> (Vec<f64>, Vec<f64>) {
+    let decades = (hi / lo).log10().max(1e-9);
+    let px_per_decade = length_px / decades;
+    // Each set of mantissas with the smallest gap between neighbours, in decades.
+    let sets: [(&[f64], f64); 3] = [
+        (&[1.0, 2.0, 5.0], 2f64.log10()),
+        (&[1.0, 3.0], 3f64.log10()),
+        (&[1.0], 1.0),
+    ];
+    let mantissas = sets
+        .iter()
+        .find(|(_, gap)| gap * px_per_decade >= gap_px)
+        .map_or(&[1.0][..], |(m, _)| *m);
+    // Powers of ten only, and even those too dense: every n-th.
+    let every = ((gap_px / px_per_decade).ceil() as i32).max(1);
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let inside = |v: &f64| (lo..=hi).contains(v);
+    let labels = (first..=last)
+        .filter(|e| mantissas.len() > 1 || e.rem_euclid(every) == 0)
+        .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(inside)
+        .collect();
+    let grid_multiples: &[f64] = if px_per_decade >= 60.0 {
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    } else {
+        &[1.0]
+    };
+    let grid = (first..=last)
+        .flat_map(|e| grid_multiples.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(inside)
+        .collect();
+    (labels, grid)
+}
+
+/// A log-axis label: whole numbers from 1 up, as many decimals as a smaller one needs.
+fn log_label(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (-v.log10().floor()).clamp(1.0, 6.0) as usize;
+        format!("{v:.decimals$}")
+    }
 }
 
 /// The unit a bit-rate axis reads in, chosen by its largest value: (divisor, name).
@@ -582,6 +867,59 @@ fn percent_chart(spec: &PercentChart<'_>, series: &[Series]) -> io::Result<Strin
 mod tests {
     use super::*;
     use crate::report::series::Interval;
+
+    #[test]
+    fn log_axes_label_round_values_far_enough_apart() {
+        // Sizes 1000 and 8000 (the axis runs from half the smallest to twice the largest).
+        let (labels, grid) = log_ticks(500.0, 16000.0, X_AXIS_PX, X_LABEL_GAP_PX);
+        assert_eq!(labels, [500.0, 1000.0, 2000.0, 5000.0, 10000.0]);
+        assert_eq!(grid.len(), 9 + 6, "500, 600, …, 900, 1000, …, 9000, 10000");
+        // A sweep of 1 B to 64 KiB: powers of ten only.
+        let (labels, _) = log_ticks(0.5, 131070.0, X_AXIS_PX, X_LABEL_GAP_PX);
+        assert_eq!(labels, [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0]);
+        // Round trips of 7 µs to 9 ms on the y axis; and a narrow range.
+        let (labels, _) = log_ticks(7.0, 9000.0, Y_AXIS_PX, Y_LABEL_GAP_PX);
+        assert_eq!(
+            labels,
+            [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0]
+        );
+        let (labels, _) = log_ticks(0.05, 40.0, Y_AXIS_PX, Y_LABEL_GAP_PX);
+        assert_eq!(labels.first(), Some(&0.05));
+        for (lo, hi, px, gap) in [
+            (500.0, 16000.0, X_AXIS_PX, X_LABEL_GAP_PX),
+            (0.5, 131070.0, X_AXIS_PX, X_LABEL_GAP_PX),
+            (1e-2, 1e9, Y_AXIS_PX, Y_LABEL_GAP_PX),
+            (150.0, 600.0, X_AXIS_PX, X_LABEL_GAP_PX),
+        ] {
+            let (labels, _) = log_ticks(lo, hi, px, gap);
+            assert!(!labels.is_empty(), "{lo}..{hi}");
+            let per_decade = px / (hi / lo).log10();
+            for pair in labels.windows(2) {
+                assert!(
+                    (pair[1] / pair[0]).log10() * per_decade >= gap,
+                    "{lo}..{hi}: {pair:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [7.351, 62.74, 0.06274, 512.4, 0.0].map(three_digits),
+            ["7.35", "62.7", "0.0627", "512", "0"]
+        );
+        assert_eq!(
+            [0.05, 0.2, 1.0, 5000.0].map(log_label),
+            ["0.05", "0.2", "1", "5000"]
+        );
+    }
+
+    #[test]
+    fn bar_groups_get_one_label_each_at_their_centre() {
+        use plotters::coord::types::RangedCoordf64;
+        for groups in 1..=3usize {
+            let axis: RangedCoordf64 = (-0.5..groups as f64 - 0.5).into();
+            let expected: Vec<f64> = (0..groups).map(|g| g as f64).collect();
+            assert_eq!(axis.key_points(groups), expected);
+        }
+    }
 
     #[test]
     fn degenerate_run_charts_still_draw() {

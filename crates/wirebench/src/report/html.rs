@@ -36,12 +36,28 @@ impl Exporter for Html {
             escape(&h.started),
             escape(&h.host)
         )?;
-        writeln!(out, "<h2>Goodput against message size</h2>")?;
-        figure(
-            out,
-            &chart::throughput_by_size(&report.configurations)?,
-            "Median goodput (what the receiver got over the transfer time) of each protocol × mechanism against the message size (log scale).",
-        )?;
+        if chart::single_size(&report.configurations) {
+            // One message size × one total: a line "against message size" would be one column
+            // of dots, so each configuration gets a bar with its spread over the runs.
+            writeln!(out, "<h2>Goodput and transfer time</h2>")?;
+            figure(
+                out,
+                &chart::configuration_bars(&report.configurations, chart::BarFigure::Goodput)?,
+                "Median goodput (what the receiver got over the transfer time) of each protocol × mechanism; the whisker runs from the slowest to the fastest run. Runs too short to time are left out.",
+            )?;
+            figure(
+                out,
+                &chart::configuration_bars(&report.configurations, chart::BarFigure::Time)?,
+                "Median transfer time of each protocol × mechanism; the whisker runs from the shortest to the longest run.",
+            )?;
+        } else {
+            writeln!(out, "<h2>Goodput against message size</h2>")?;
+            figure(
+                out,
+                &chart::throughput_by_size(&report.configurations)?,
+                "Median goodput (what the receiver got over the transfer time) of each protocol × mechanism against the message size (log scale).",
+            )?;
+        }
         if let Some((svg, caption)) = chart::rtt_percentiles(&report.configurations)? {
             writeln!(out, "<h2>Stop-and-wait round-trip time</h2>")?;
             figure(out, &svg, caption)?;

@@ -2,6 +2,7 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod architecture;
+mod browser;
 mod cli;
 mod compare;
 mod dns;

@@ -23,7 +23,8 @@ const FORMATS: [(Format, &str); 5] = [
     (Format::Html, "html"),
 ];
 
-fn fixture_db() -> TempPath {
+/// A store holding the single-size fixture campaign as campaign 1.
+pub(crate) fn fixture_db() -> TempPath {
     let db = TempPath::new(".sqlite3");
     let id = history::import(
         &db.0,
@@ -146,8 +147,9 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
     assert_eq!(out.status.code(), Some(2), "an id or --last is required");
 }
 
-/// The HTML report is one self-contained file: three SVG charts with titles, axis descriptions
-/// with units and a legend, the tables, and nothing fetched from elsewhere.
+/// The HTML report is one self-contained file: SVG charts with titles, axis descriptions with
+/// units and a legend, the tables, and nothing fetched from elsewhere. The fixture measured one
+/// message size × one total, so goodput and time are bars per configuration, not lines.
 #[test]
 fn html_report_is_self_contained_with_labelled_charts() {
     let db = fixture_db();
@@ -177,10 +179,14 @@ fn html_report_is_self_contained_with_labelled_charts() {
     assert!(html.contains("<title>wirebench campaign 1</title>"));
     assert_eq!(
         html.matches("<svg").count(),
-        3,
-        "throughput by size, RTT, UDP loss against load (no interval series: no time chart)"
+        4,
+        "goodput bars, time bars, RTT, UDP loss against load (no interval series: no time chart)"
     );
-    assert_eq!(html.matches("</svg>").count(), 3);
+    assert_eq!(html.matches("</svg>").count(), 4);
+    assert!(
+        !html.contains("Goodput against message size"),
+        "one message size: no line against it"
+    );
     assert_eq!(
         html.matches("<table>").count(),
         4,
@@ -195,8 +201,12 @@ fn html_report_is_self_contained_with_labelled_charts() {
         })
         .collect();
     for expected in [
-        "Goodput (median) against message size",
-        "Message size (bytes, log scale)",
+        "Goodput per protocol × mechanism, 1000-byte messages, 100000 B (97.66 KiB)",
+        "Transfer time per protocol × mechanism, 1000-byte messages, 100000 B (97.66 KiB)",
+        "Protocol (one bar per mechanism)",
+        "TCP",
+        "UDP",
+        "Transfer time, median and min–max (ms)",
         "Stop-and-wait round-trip time (median over runs)",
         "Round-trip time (µs, log scale)",
         "TCP Streaming",
@@ -211,7 +221,20 @@ fn html_report_is_self_contained_with_labelled_charts() {
     }
     assert!(texts
         .iter()
-        .any(|t| t.starts_with("Goodput (") && t.ends_with("bit/s)")));
+        .any(|t| t.starts_with("Goodput, median and min–max (") && t.ends_with("bit/s)")));
+    // Each configuration: one bar and its whisker; 4 configurations in each of the two charts.
+    let charts = svgs(&html);
+    for bars in &charts[..2] {
+        let fills = ["#1F77B4", "#D62728", "#2CA02C", "#9467BD"];
+        for fill in fills {
+            // The bar and its legend swatch.
+            assert_eq!(
+                bars.matches(&format!("fill=\"{fill}\"")).count(),
+                2,
+                "{fill}: {bars}"
+            );
+        }
+    }
     // Nothing external: no scripts, links, images or URLs except the SVG namespace name.
     for banned in [
         "<script", "<link", "<img", "src=", "href=", "url(", "@import",
@@ -233,7 +256,7 @@ fn html_escapes_what_the_store_holds() {
 
 /// A real campaign measured with `-i 20ms` (tcp,udp × stream, 1000 and 8000 B, unpaced, so
 /// UDP lost messages): its export is the fixture for the interval and loss charts.
-fn interval_fixture_db() -> TempPath {
+pub(crate) fn interval_fixture_db() -> TempPath {
     let db = TempPath::new(".sqlite3");
     let id = history::import(
         &db.0,
@@ -286,7 +309,8 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
     let db = interval_fixture_db();
     let store = wirebench::store::Store::open(&db.0).unwrap();
     let runs = store.runs(1).unwrap();
-    // By default the first run with series: run 1 (tcp stream, 1000 B).
+    // By default the run with the longest series (the first of equals): run 1 (tcp stream,
+    // 1000 B) in this fixture.
     let t = series::timeline(&runs, None)
         .unwrap()
         .expect("a run has series");
@@ -300,6 +324,16 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
     let first = &runs[0].1.client.measured.intervals[0];
     assert_eq!(t.client[0].bits_per_second, first.bits_per_second);
     assert_eq!(t.client[0].end_s, first.sample.end_ns as f64 / 1e9);
+    // Not merely the first run: cut run 1 to one interval and the longest other run is shown.
+    let mut cut = runs.clone();
+    cut[0].1.client.measured.intervals.truncate(1);
+    cut[0].1.server.measured.intervals.truncate(1);
+    let longest = series::timeline(&cut, None).unwrap().unwrap();
+    let length = |i: usize| {
+        cut[i].1.client.measured.intervals.len() + cut[i].1.server.measured.intervals.len()
+    };
+    assert_ne!(longest.run, 1);
+    assert!((0..cut.len()).all(|i| length(longest.run - 1) >= length(i)));
     let t = series::timeline(&runs, Some(4)).unwrap().unwrap();
     assert_eq!(
         t.label,
@@ -330,7 +364,7 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
     assert_eq!((loss[0].msg_size, loss[1].msg_size), (1000, 8000));
 }
 
-/// With interval series: a throughput-over-time chart (the first run with series, or `--run
+/// With interval series: a throughput-over-time chart (the run with the longest series, or `--run
 /// N`) and a loss-against-load chart, labelled with units and a legend, the same bytes each time.
 #[tokio::test]
 async fn html_report_draws_throughput_over_time_and_loss_against_load() {
