@@ -18,7 +18,7 @@ use crate::signals::{Ended, Stops};
 use crate::store::Store;
 use wirebench_core::metrics::TransportStats;
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
-use wirebench_core::record::{Status, TransportRecord};
+use wirebench_core::record::{count_of, Status, TransportRecord};
 
 /// Runs the probe: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after running
 /// the others; [`Ended::Stopped`] when a signal stopped it.
@@ -120,11 +120,11 @@ fn heading(cfg: &DnsConfig, transport: DnsTransport) -> String {
         format!("{} ({addr})", cfg.resolver_name)
     };
     format!(
-        "dns {transport} to {to}: {} {}, {} queries per flow, {} flow(s){}",
+        "dns {transport} to {to}: {} {}, {} queries per flow, {}{}",
         cfg.question.name(),
         cfg.question.rtype(),
         cfg.count,
-        cfg.flows,
+        count_of(cfg.flows as usize, "flow", "flows"),
         if cfg.new_connection && transport != DnsTransport::Udp {
             ", a new connection per query"
         } else {

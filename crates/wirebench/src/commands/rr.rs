@@ -11,7 +11,7 @@ use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan::Protocol;
 use wirebench_core::proto::RrParams;
 use wirebench_core::record::rr::{RrDocument, RrResult, ServerRr, SCHEMA_VERSION};
-use wirebench_core::record::TransportRecord;
+use wirebench_core::record::{count_of, TransportRecord};
 
 use crate::config::rr::{ExchangeKind, RrConfig};
 use crate::output::rr as out;
@@ -163,10 +163,10 @@ fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
             cfg.request
         ),
         ExchangeKind::Rr => format!(
-            "rr {protocol} to {server}: {} B requests, {} B responses, {} flow(s){}, {how_long}",
+            "rr {protocol} to {server}: {} B requests, {} B responses, {}{}, {how_long}",
             cfg.request,
             cfg.response,
-            cfg.flows,
+            count_of(cfg.flows as usize, "flow", "flows"),
             if cfg.new_connection {
                 ", a new connection per request"
             } else {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use wirebench_core::impair::Counts;
 
-use wirebench_core::record::RelayCounts;
+use wirebench_core::record::{count_of, RelayCounts};
 
 /// Version of the relay's JSON line; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -68,8 +68,13 @@ pub fn counts_block(c: &RelayCounts) -> String {
     );
     let _ = writeln!(
         out,
-        "  {} UDP client(s), {} TCP connection(s)",
-        c.udp_flows, c.tcp_connections
+        "  {}, {}",
+        count_of(c.udp_flows as usize, "UDP client", "UDP clients"),
+        count_of(
+            c.tcp_connections as usize,
+            "TCP connection",
+            "TCP connections"
+        )
     );
     out
 }

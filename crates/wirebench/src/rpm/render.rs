@@ -21,8 +21,11 @@ pub fn write_text(r: &RpmResult, out: &mut impl Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "Responsiveness ({}) against {}, {} load, {} flow(s) per direction",
-        r.draft, r.server, direction, r.load_flows
+        "Responsiveness ({}) against {}, {} load, {} per direction",
+        r.draft,
+        r.server,
+        direction,
+        wirebench_core::record::count_of(r.load_flows as usize, "flow", "flows")
     )?;
     match (r.rpm, r.rating) {
         (Some(rpm), Some(rating)) => writeln!(
@@ -76,10 +79,10 @@ pub fn write_text(r: &RpmResult, out: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "Load phase {:.1} s, {} intervals, {} failed probes",
+        "Load phase {:.1} s, {}, {}",
         r.duration_ns as f64 / 1e9,
-        r.intervals.len(),
-        r.failed_probes
+        wirebench_core::record::count_of(r.intervals.len(), "interval", "intervals"),
+        wirebench_core::record::count_of(r.failed_probes as usize, "failed probe", "failed probes")
     )?;
     writeln!(
         out,
@@ -167,13 +170,13 @@ mod tests {
         write_text(&result(), &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let expected = "\
-Responsiveness (draft-ietf-ippm-responsiveness-08) against embedded 127.0.0.1:5310, download load, 4 flow(s) per direction
+Responsiveness (draft-ietf-ippm-responsiveness-08) against embedded 127.0.0.1:5310, download load, 4 flows per direction
 RPM: 877 (Fair), confidence High
   foreign: 1170 RPM  (TCP handshake 0.279 ms, request 102.260 ms)
   self:    583 RPM  (request 102.962 ms)
 Idle (10 probes): TCP handshake 0.581 ms, request 1.262 ms (new connection), 0.767 ms (persistent)
 Goodput: download 20.04 Mbit/s, upload 0 bit/s, confidence High (stable)
-Load phase 11.0 s, 1 intervals, 0 failed probes
+Load phase 11.0 s, 1 interval, 0 failed probes
   #  flows  download      upload        RPM     probes
   0      1  19.74 Mbit/s  0 bit/s           883  88+9
 Differences from the draft:
