@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// only where `siblings` is true, and never in a circle.
 const LAYERS: &[(&str, &[&str], bool)] = &[
     ("commands", &["commands"], false),
+    ("exporter", &["exporter"], false),
     ("config", &["config"], false),
     ("runner", &["runner"], false),
     (
@@ -30,7 +31,7 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
     ("engine", &["engine", "interval"], true),
     (
         "transport",
-        &["net", "control", "tls", "counters", "environment"],
+        &["net", "control", "tls", "counters", "environment", "http"],
         true,
     ),
     ("cli", &["cli"], false),
