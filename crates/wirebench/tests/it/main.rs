@@ -5,6 +5,7 @@ mod architecture;
 mod cli;
 mod compare;
 mod dns;
+mod exporter;
 mod interop;
 mod limits;
 mod measurements;
