@@ -141,8 +141,9 @@ pub struct ExporterArgs {
     /// Address and port to serve HTTP on (/probe, /metrics).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9311")]
     pub listen: String,
-    /// Targets a probe may test: IP, IP:PORT, [IPv6]:PORT or a CIDR block (10.0.0.0/8);
-    /// repeat the flag for more. Default: loopback only (127.0.0.0/8 and ::1). Others get 403.
+    /// Targets a probe may test: IP, IP:PORT, [IPv6]:PORT, a CIDR block (10.0.0.0/8) or a host
+    /// name (resolved once, at start); repeat the flag for more. Default: loopback only
+    /// (127.0.0.0/8 and ::1). Others get 403; a probe's target is checked on its resolved address.
     #[arg(long, value_name = "HOST[:PORT]|CIDR", action = clap::ArgAction::Append)]
     pub allow: Vec<String>,
     /// Largest total one probe may transfer (a larger total= gets 400).
