@@ -14,7 +14,7 @@ use wirebench_core::units::{parse_duration, ByteSize};
 use crate::cli::{ExporterArgs, RunArgs};
 use crate::runner::{RunConfig, Target};
 
-/// Total of a probe whose query names none.
+/// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
 /// Most probes `--max-concurrent` allows.
 const MAX_CONCURRENT: usize = 64;
@@ -138,7 +138,11 @@ pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<RunConfig, Prob
     };
     let mut target = None;
     let mut argv = vec!["probe".to_string(), "--no-store".to_string()];
-    let mut total = DEFAULT_PROBE_TOTAL.to_string();
+    // Without total=, the default, or --max-total when that is smaller.
+    let mut total = match DEFAULT_PROBE_TOTAL.parse::<ByteSize>() {
+        Ok(d) if d.0 > limits.max_total => limits.max_total.to_string(),
+        _ => DEFAULT_PROBE_TOTAL.to_string(),
+    };
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
         let flag = match key.as_ref() {
             "target" => {
@@ -304,5 +308,8 @@ mod tests {
         assert_eq!(r.status, 400);
         assert!(!r.reason.contains('\n'));
         assert_eq!(probe_config("proto=tcp", &l).unwrap_err().status, 400);
+        // Without total=, the default is cut to --max-total (1 MiB here).
+        let cfg = probe_config("target=127.0.0.1:1", &l).unwrap();
+        assert_eq!(cfg.total_bytes, 1 << 20);
     }
 }

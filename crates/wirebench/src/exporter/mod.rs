@@ -106,7 +106,17 @@ impl Exporter {
     }
 
     async fn probe(&self, req: &Request) -> Response {
-        let cfg = match probe_config(&req.query, &self.cfg.limits) {
+        // The target may be a name: resolve it off the async workers.
+        let (query, limits) = (req.query.clone(), self.cfg.limits.clone());
+        let checked = tokio::task::spawn_blocking(move || probe_config(&query, &limits))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ProbeRefusal {
+                    status: 500,
+                    reason: format!("the query check failed: {e}"),
+                })
+            });
+        let cfg = match checked {
             Ok(cfg) => cfg,
             Err(ProbeRefusal { status, reason }) => {
                 let why = if status == 403 {
