@@ -97,6 +97,7 @@ impl ExporterConfig {
             )));
         }
         let allow = if args.allow.is_empty() {
+            // new_assert: 8 and 128 are valid prefix lengths for these families.
             vec![
                 Allowed::Net(IpNet::new_assert(Ipv4Addr::LOCALHOST.into(), 8)),
                 Allowed::Net(IpNet::new_assert(Ipv6Addr::LOCALHOST.into(), 128)),

@@ -101,7 +101,11 @@ impl Exporter {
                 .iter()
                 .map(|(k, v)| ((*k).to_string(), *v))
                 .collect(),
-            probes_in_flight: (self.cfg.max_concurrent - self.slots.available_permits()) as u64,
+            probes_in_flight: self
+                .cfg
+                .max_concurrent
+                .saturating_sub(self.slots.available_permits())
+                as u64,
         }
     }
 
