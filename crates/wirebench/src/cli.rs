@@ -127,9 +127,11 @@ pub enum Command {
     ///
     /// Query parameters: target (HOST:PORT, required), proto (tcp, udp, quic), mode (stream,
     /// saw), total (default 10MiB), size (message size, default 1024), reverse (true/false).
-    /// The answer is Prometheus text: wirebench_probe_success, _duration_seconds,
-    /// _goodput_bytes_per_second, _sent_bytes_per_second, bytes, UDP loss, retransmission ratio,
-    /// stop-and-wait RTT quantiles. /metrics serves the exporter's own counters.
+    /// With kind=ping: target, proto, size (default 64) and count (round trips, default 100),
+    /// as `wirebench ping`. The answer is Prometheus text: wirebench_probe_success,
+    /// _duration_seconds, _goodput_bytes_per_second, _sent_bytes_per_second, bytes, UDP loss,
+    /// retransmission ratio, RTT quantiles (stop-and-wait and ping). /metrics serves the
+    /// exporter's own counters.
     ///
     /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
     Exporter(ExporterArgs),

@@ -4,6 +4,7 @@
 
 use crate::plan::Protocol;
 
+use super::rr::RrResult;
 use super::RunRecord;
 
 /// A server's counters since it started (`wirebench server --metrics`).
@@ -58,15 +59,19 @@ pub struct ProbeOutcome {
     pub target: String,
     /// Wall time the probe took, ns (set-up, the run, the report).
     pub duration_ns: u64,
-    /// The finished run; `None` when the probe failed.
+    /// The finished run of a transfer probe; `None` when the probe failed or was a ping.
     pub run: Option<RunRecord>,
+    /// The finished exchange of a ping probe (`kind=ping`); `None` otherwise.
+    pub ping: Option<RrResult>,
     /// Why the probe failed, one line; `None` when it succeeded.
     pub error: Option<String>,
 }
 
 impl ProbeOutcome {
-    /// Whether the probe succeeded: a run finished and was not aborted.
+    /// Whether the probe succeeded: a run or ping finished and was not aborted.
     pub fn success(&self) -> bool {
-        self.error.is_none() && self.run.as_ref().is_some_and(|r| !r.server.aborted)
+        self.error.is_none()
+            && (self.run.as_ref().is_some_and(|r| !r.server.aborted)
+                || self.ping.as_ref().is_some_and(|p| !p.server.aborted))
     }
 }

@@ -11,11 +11,16 @@ use ipnet::IpNet;
 use wirebench_core::error::UsageError;
 use wirebench_core::units::{parse_duration, ByteSize};
 
-use crate::cli::{ExporterArgs, RunArgs};
+use crate::cli::{ExporterArgs, PingArgs, RunArgs};
+use crate::config::rr::RrConfig;
 use crate::runner::{RunConfig, Target};
 
 /// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
+/// Round trips of a ping probe whose query names no count.
+pub const DEFAULT_PING_COUNT: u64 = 100;
+/// Most round trips one ping probe may ask for.
+pub const MAX_PING_COUNT: u64 = 100_000;
 /// Most probes `--max-concurrent` allows.
 const MAX_CONCURRENT: usize = 64;
 
@@ -58,6 +63,15 @@ impl Allowed {
             Allowed::Addr(a) => canonical(a.ip()) == ip && a.port() == addr.port(),
         }
     }
+}
+
+/// What one probe runs.
+#[derive(Debug, Clone)]
+pub enum Probe {
+    /// A transfer (`wirebench run`), the default.
+    Run(Box<RunConfig>),
+    /// Round trips over one connection (`wirebench ping`, `kind=ping`).
+    Ping(RrConfig),
 }
 
 /// A refused probe query: the HTTP status and a one-line reason.
@@ -132,7 +146,99 @@ pub fn socket_addr(text: &str, flag: &str) -> Result<SocketAddr, UsageError> {
 /// The run one `/probe` query asks for, checked against `limits`. The query's keys are the
 /// `run` flags' names (target is `--server`, size is `--msg-size`); any other key is refused,
 /// so a scrape cannot reach a flag that writes files or runs long.
-pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<RunConfig, ProbeRefusal> {
+pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<Probe, ProbeRefusal> {
+    let mut kind = None;
+    let mut rest = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if key == "kind" {
+            kind = Some(value.into_owned());
+        } else {
+            rest.push((key.into_owned(), value.into_owned()));
+        }
+    }
+    match kind.as_deref() {
+        None | Some("run") => run_config(&rest, limits).map(|c| Probe::Run(Box::new(c))),
+        Some("ping") => ping_config(&rest, limits).map(Probe::Ping),
+        Some(other) => Err(ProbeRefusal {
+            status: 400,
+            reason: format!("kind={other}: expected run (the default) or ping"),
+        }),
+    }
+}
+
+/// A `kind=ping` query: target, proto, size (bytes each way), count (round trips).
+fn ping_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfig, ProbeRefusal> {
+    let bad = |reason: String| ProbeRefusal {
+        status: 400,
+        reason,
+    };
+    let mut argv = vec!["probe".to_string()];
+    let mut count = DEFAULT_PING_COUNT;
+    let mut size = 64u64;
+    let mut target = None;
+    for (key, value) in query {
+        let flag = match key.as_str() {
+            "target" => {
+                target = Some(value.clone());
+                "server"
+            }
+            "proto" => "proto",
+            "size" => {
+                size = value
+                    .parse::<ByteSize>()
+                    .map_err(|e| bad(format!("size={value}: {e}")))?
+                    .0;
+                "size"
+            }
+            "count" => {
+                count = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_PING_COUNT).contains(n))
+                    .ok_or_else(|| bad(format!("count={value}: expected 1 to {MAX_PING_COUNT}")))?;
+                continue;
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown parameter {other:?} for kind=ping: allowed target, proto, size, count"
+                )))
+            }
+        };
+        argv.push(format!("--{flag}={value}"));
+    }
+    let Some(target) = target else {
+        return Err(bad("target=HOST:PORT is required".into()));
+    };
+    // Both directions count against the volume limit.
+    let volume = count.saturating_mul(size).saturating_mul(2);
+    if volume > limits.max_total {
+        return Err(bad(format!(
+            "count={count} x size={size} B x 2 directions is more than this exporter allows per probe: at most {} (--max-total)",
+            ByteSize(limits.max_total)
+        )));
+    }
+    argv.push(format!("--count={count}"));
+    let args = PingArgv::try_parse_from(&argv).map_err(|e| {
+        bad(e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("bad query")
+            .to_string())
+    })?;
+    let cfg = RrConfig::from_ping(&args.ping).map_err(|e| bad(e.0))?;
+    if cfg.protocols.len() != 1 {
+        return Err(bad("a probe runs one test: give one proto".into()));
+    }
+    let Target::Remote { addr, .. } = cfg.target else {
+        return Err(bad("target=HOST:PORT is required".into()));
+    };
+    allowed_target(&target, addr, limits)?;
+    Ok(cfg)
+}
+
+/// A transfer query (the default kind).
+fn run_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RunConfig, ProbeRefusal> {
     let bad = |reason: String| ProbeRefusal {
         status: 400,
         reason,
@@ -144,8 +250,8 @@ pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<RunConfig, Prob
         Ok(d) if d.0 > limits.max_total => limits.max_total.to_string(),
         _ => DEFAULT_PROBE_TOTAL.to_string(),
     };
-    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-        let flag = match key.as_ref() {
+    for (key, value) in query {
+        let flag = match key.as_str() {
             "target" => {
                 target = Some(value.to_string());
                 "server"
@@ -157,7 +263,7 @@ pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<RunConfig, Prob
                 total = value.to_string();
                 continue;
             }
-            "reverse" => match value.as_ref() {
+            "reverse" => match value.as_str() {
                 "true" | "1" => {
                     argv.push("--reverse".into());
                     continue;
@@ -201,15 +307,30 @@ pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<RunConfig, Prob
     let Target::Remote { addr, .. } = cfg.target else {
         return Err(bad("target=HOST:PORT is required".into()));
     };
-    if !limits.allow.iter().any(|a| a.admits(addr)) {
-        return Err(ProbeRefusal {
-            status: 403,
-            reason: format!(
-                "target {target} ({addr}) is not on this exporter's allow-list (--allow)"
-            ),
-        });
-    }
+    allowed_target(&target, addr, limits)?;
     Ok(cfg)
+}
+
+/// 403 unless `addr` (what `target` resolved to) is on the allow-list.
+fn allowed_target(
+    target: &str,
+    addr: SocketAddr,
+    limits: &ProbeLimits,
+) -> Result<(), ProbeRefusal> {
+    if limits.allow.iter().any(|a| a.admits(addr)) {
+        return Ok(());
+    }
+    Err(ProbeRefusal {
+        status: 403,
+        reason: format!("target {target} ({addr}) is not on this exporter's allow-list (--allow)"),
+    })
+}
+
+/// The `ping` flags, parsed from a ping probe query's argv.
+#[derive(Parser)]
+struct PingArgv {
+    #[command(flatten)]
+    ping: PingArgs,
 }
 
 /// The `run` flags, parsed from a probe query's argv.
@@ -276,14 +397,49 @@ mod tests {
 
     #[test]
     fn a_query_becomes_one_run() {
-        let cfg = probe_config(
+        let Probe::Run(cfg) = probe_config(
             "target=127.0.0.1:5310&proto=udp&mode=saw&total=64KiB&size=512",
             &limits(),
         )
-        .unwrap();
+        .unwrap() else {
+            panic!("a run")
+        };
         assert_eq!(cfg.total_bytes, 65536);
         assert_eq!(cfg.msg_size, 512);
         assert_eq!(cfg.combinations.len(), 1);
+    }
+
+    #[test]
+    fn a_ping_query_is_bounded_too() {
+        let l = limits();
+        let Probe::Ping(cfg) = probe_config(
+            "kind=ping&target=127.0.0.1:5310&proto=udp&count=50&size=128",
+            &l,
+        )
+        .unwrap() else {
+            panic!("a ping")
+        };
+        assert_eq!((cfg.count, cfg.request), (Some(50), 128));
+        let r = probe_config("kind=ping&target=127.0.0.1:1&count=10000&size=1KiB", &l).unwrap_err();
+        assert!(r.reason.contains("--max-total"), "{}", r.reason);
+        assert_eq!(
+            probe_config("kind=ping&target=10.0.0.1:1", &l)
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert_eq!(
+            probe_config("kind=dns&target=127.0.0.1:1", &l)
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            probe_config("kind=ping&target=127.0.0.1:1&total=1", &l)
+                .unwrap_err()
+                .status,
+            400
+        );
     }
 
     #[test]
@@ -310,7 +466,9 @@ mod tests {
         assert!(!r.reason.contains('\n'));
         assert_eq!(probe_config("proto=tcp", &l).unwrap_err().status, 400);
         // Without total=, the default is cut to --max-total (1 MiB here).
-        let cfg = probe_config("target=127.0.0.1:1", &l).unwrap();
+        let Probe::Run(cfg) = probe_config("target=127.0.0.1:1", &l).unwrap() else {
+            panic!("a run")
+        };
         assert_eq!(cfg.total_bytes, 1 << 20);
     }
 }

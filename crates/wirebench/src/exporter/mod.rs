@@ -13,8 +13,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use wirebench_core::record::service::{ExporterCounts, ProbeOutcome};
 
-use crate::config::exporter::{probe_config, ExporterConfig, ProbeRefusal};
+use crate::config::exporter::{probe_config, ExporterConfig, Probe, ProbeRefusal};
+use crate::config::rr::{rr_result, spec, RrConfig};
 use crate::http::{self, Request, Response};
+use crate::rr_client::run_rr_auth;
 use crate::runner::{self, RunConfig, Target};
 
 /// Prometheus's header with the scrape's timeout in seconds.
@@ -120,8 +122,8 @@ impl Exporter {
                     reason: format!("the query check failed: {e}"),
                 })
             });
-        let cfg = match checked {
-            Ok(cfg) => cfg,
+        let probe = match checked {
+            Ok(probe) => probe,
             Err(ProbeRefusal { status, reason }) => {
                 let why = if status == 403 {
                     "not-allowed"
@@ -142,7 +144,10 @@ impl Exporter {
             );
         };
         let limit = time_limit(self.cfg.limits.max_time, scrape_timeout(req));
-        let outcome = run_probe(&cfg, limit).await;
+        let outcome = match &probe {
+            Probe::Run(cfg) => run_probe(cfg, limit).await,
+            Probe::Ping(cfg) => ping_probe(cfg, limit).await,
+        };
         self.probes_run.fetch_add(1, Ordering::Relaxed);
         if !outcome.success() {
             self.probes_failed.fetch_add(1, Ordering::Relaxed);
@@ -178,6 +183,7 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> ProbeOutcome {
                 target: String::new(),
                 duration_ns: 0,
                 run: None,
+                ping: None,
                 error: Some("a probe needs a target".into()),
             }
         }
@@ -206,6 +212,45 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> ProbeOutcome {
         target,
         duration_ns,
         run,
+        ping: None,
+        error,
+    }
+}
+
+/// Runs one ping probe (one protocol, one probe outstanding) within `limit`.
+pub async fn ping_probe(cfg: &RrConfig, limit: Duration) -> ProbeOutcome {
+    let (Target::Remote { name, addr }, Some(&protocol)) = (&cfg.target, cfg.protocols.first())
+    else {
+        return ProbeOutcome {
+            target: String::new(),
+            duration_ns: 0,
+            run: None,
+            ping: None,
+            error: Some("a ping probe needs a target and a protocol".into()),
+        };
+    };
+    let start = Instant::now();
+    let ran = tokio::time::timeout(
+        limit,
+        run_rr_auth(*addr, &spec(cfg, protocol, 1), cfg.psk.as_deref()),
+    )
+    .await;
+    let duration_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let (ping, error) = match ran {
+        Ok(Ok(outcome)) => (Some(rr_result(cfg, protocol, 1, &outcome)), None),
+        Ok(Err(e)) => (None, Some(format!("{e:#}"))),
+        Err(_) => (
+            None,
+            Some(format!(
+                "the ping did not finish within {limit:?} (--max-time or the scrape timeout)"
+            )),
+        ),
+    };
+    ProbeOutcome {
+        target: name.clone(),
+        duration_ns,
+        run: None,
+        ping,
         error,
     }
 }

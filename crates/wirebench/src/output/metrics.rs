@@ -8,7 +8,9 @@
 
 use std::fmt::Write as _;
 
+use wirebench_core::record::rr::RrResult;
 use wirebench_core::record::service::{ExporterCounts, ProbeOutcome, ServerCounts};
+use wirebench_core::record::RttFigures;
 
 /// The `Content-Type` of every page rendered here.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -104,6 +106,9 @@ pub fn probe_page(o: &ProbeOutcome) -> String {
         "Wall time of the whole probe: set-up, the run and its report.",
         o.duration_ns as f64 / 1e9,
     );
+    if let Some(ping) = &o.ping {
+        ping_figures(&mut p, ping);
+    }
     let Some(run) = &o.run else {
         return p.out;
     };
@@ -179,30 +184,71 @@ pub fn probe_page(o: &ProbeOutcome) -> String {
         );
     }
     if let Some(rtt) = &h.rtt {
-        let name = "wirebench_probe_rtt_seconds";
-        p.family(
-            name,
-            "summary",
-            "Stop-and-wait round trips (first transmissions only): quantile 0 is the smallest, 1 the largest.",
-        );
-        for (q, ns) in [
-            ("0", rtt.min_ns),
-            ("0.5", rtt.p50_ns),
-            ("0.9", rtt.p90_ns),
-            ("0.99", rtt.p99_ns),
-            ("0.999", rtt.p999_ns),
-            ("1", rtt.max_ns),
-        ] {
-            p.sample(name, &[("quantile", q)], ns as f64 / 1e9);
-        }
-        p.sample(
-            "wirebench_probe_rtt_seconds_sum",
-            &[],
-            rtt.mean_ns * rtt.samples as f64 / 1e9,
-        );
-        p.sample("wirebench_probe_rtt_seconds_count", &[], rtt.samples as f64);
+        rtt_summary(&mut p, rtt);
     }
     p.out
+}
+
+/// A ping probe's figures: round trips, and what was sent, answered, lost and late.
+fn ping_figures(p: &mut Page, r: &RrResult) {
+    let name = "wirebench_probe_info";
+    p.family(name, "gauge", "What the probe ran: protocol and mechanism.");
+    p.sample(
+        name,
+        &[("proto", r.protocol.as_str()), ("mode", "ping")],
+        1.0,
+    );
+    let counts = [
+        ("sent", r.sent, "Ping probes sent (each once)."),
+        ("answered", r.answered, "Ping probes answered in time."),
+        (
+            "lost",
+            r.lost,
+            "Ping probes never answered in time (UDP, after the retries).",
+        ),
+        (
+            "late",
+            r.late,
+            "Answers that came after their probe was given up (UDP).",
+        ),
+    ];
+    for (what, n, help) in counts {
+        p.gauge(&format!("wirebench_probe_ping_{what}"), help, n as f64);
+    }
+    p.gauge(
+        "wirebench_probe_ping_loss_ratio",
+        "Ping probes lost / sent.",
+        r.loss_ratio,
+    );
+    if let Some(rtt) = &r.response {
+        rtt_summary(p, rtt);
+    }
+}
+
+/// Round trips as a summary: quantile 0 is the smallest, 1 the largest.
+fn rtt_summary(p: &mut Page, rtt: &RttFigures) {
+    let name = "wirebench_probe_rtt_seconds";
+    p.family(
+        name,
+        "summary",
+        "Round trips (stop-and-wait: first transmissions only; ping: answered probes): quantile 0 is the smallest, 1 the largest.",
+    );
+    for (q, ns) in [
+        ("0", rtt.min_ns),
+        ("0.5", rtt.p50_ns),
+        ("0.9", rtt.p90_ns),
+        ("0.99", rtt.p99_ns),
+        ("0.999", rtt.p999_ns),
+        ("1", rtt.max_ns),
+    ] {
+        p.sample(name, &[("quantile", q)], ns as f64 / 1e9);
+    }
+    p.sample(
+        "wirebench_probe_rtt_seconds_sum",
+        &[],
+        rtt.mean_ns * rtt.samples as f64 / 1e9,
+    );
+    p.sample("wirebench_probe_rtt_seconds_count", &[], rtt.samples as f64);
 }
 
 /// A page being written: families (HELP, TYPE) and their samples.
@@ -289,6 +335,7 @@ mod tests {
             target: "127.0.0.1:1".into(),
             duration_ns: 1_500_000_000,
             run: None,
+            ping: None,
             error: Some("connection refused".into()),
         });
         assert_eq!(

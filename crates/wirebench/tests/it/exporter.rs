@@ -175,13 +175,18 @@ async fn every_page_passes_promtool() {
         assert_eq!(sample(&tcp.1, "wirebench_probe_received_bytes"), Some(4194304.0));
         assert!(udp.1.contains("wirebench_probe_rtt_seconds{quantile=\"0.99\"}"), "{}", udp.1);
         assert_eq!(sample(&udp.1, "wirebench_probe_udp_lost_messages"), Some(0.0));
+        let ping = get(exporter.addr, &format!("/probe?kind=ping&target={target}&proto=udp&count=20&size=64")).await;
+        assert_eq!(ping.0, 200, "{}", ping.1);
+        assert_eq!(sample(&ping.1, "wirebench_probe_success"), Some(1.0), "{}", ping.1);
+        assert_eq!(sample(&ping.1, "wirebench_probe_ping_answered"), Some(20.0), "{}", ping.1);
+        assert_eq!(sample(&ping.1, "wirebench_probe_rtt_seconds_count"), Some(20.0), "{}", ping.1);
         let (status, server_page) = get(server.metrics, "/metrics").await;
         assert_eq!(status, 200);
-        assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(2.0), "{server_page}");
+        assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(3.0), "{server_page}");
         assert!(server_page.contains("wirebench_server_bytes_read_total{proto=\"tcp\"} 4194304\n"), "{server_page}");
         let (_, exporter_page) = get(exporter.addr, "/metrics").await;
-        assert_eq!(sample(&exporter_page, "wirebench_exporter_probes_total"), Some(2.0), "{exporter_page}");
-        for (what, page) in [("tcp probe", &tcp.1), ("udp probe", &udp.1), ("server", &server_page), ("exporter", &exporter_page)] {
+        assert_eq!(sample(&exporter_page, "wirebench_exporter_probes_total"), Some(3.0), "{exporter_page}");
+        for (what, page) in [("tcp probe", &tcp.1), ("udp probe", &udp.1), ("ping probe", &ping.1), ("server", &server_page), ("exporter", &exporter_page)] {
             let Some((ok, said)) = promtool(page) else { return };
             assert!(ok, "promtool check metrics on the {what} page: {said}\n{page}");
         }
