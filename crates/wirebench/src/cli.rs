@@ -159,6 +159,19 @@ pub enum Command {
     ///
     /// Examples: wirebench man | man -l -; wirebench man --dir /usr/local/share/man/man1
     Man(ManArgs),
+    /// Serve Prometheus probes, as the blackbox exporter does: each scrape of
+    /// /probe?target=HOST:PORT runs one bounded test against that wirebench server.
+    ///
+    /// Query parameters: target (HOST:PORT, required), proto (tcp, udp, quic), mode (stream,
+    /// saw), total (default 10MiB), size (message size, default 1024), reverse (true/false).
+    /// With kind=ping: target, proto, size (default 64) and count (round trips, default 100),
+    /// as `wirebench ping`. The answer is Prometheus text: wirebench_probe_success,
+    /// _duration_seconds, _goodput_bytes_per_second, _sent_bytes_per_second, bytes, UDP loss,
+    /// retransmission ratio, RTT quantiles (stop-and-wait and ping). /metrics serves the
+    /// exporter's own counters.
+    ///
+    /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
+    Exporter(ExporterArgs),
 }
 
 const RPM_AFTER_HELP: &str = "\
@@ -226,6 +239,29 @@ pub struct ManArgs {
     /// instead of printing wirebench.1 on stdout.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// Flags of `wirebench exporter`.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address and port to serve HTTP on (/probe, /metrics).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9311")]
+    pub listen: String,
+    /// Targets a probe may test: IP, IP:PORT, [IPv6]:PORT, a CIDR block (10.0.0.0/8) or a host
+    /// name (resolved once, at start); repeat the flag for more. Default: loopback only
+    /// (127.0.0.0/8 and ::1). Others get 403; a probe's target is checked on its resolved address.
+    #[arg(long, value_name = "HOST[:PORT]|CIDR", action = clap::ArgAction::Append)]
+    pub allow: Vec<String>,
+    /// Largest total one probe may transfer (a larger total= gets 400).
+    #[arg(long, value_name = "SIZE", default_value = "100MiB")]
+    pub max_total: String,
+    /// Longest a probe may run; a smaller scrape timeout (X-Prometheus-Scrape-Timeout-Seconds,
+    /// less 0.5s) wins. A probe that runs out of time answers wirebench_probe_success 0.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub max_time: String,
+    /// Probes that may run at once; more get 429 (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub max_concurrent: usize,
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -591,6 +627,11 @@ pub struct ServerArgs {
         help_heading = "Limits"
     )]
     pub shutdown_grace: String,
+    /// Serve the server's own counters (sessions started, finished, aborted, refused by limit;
+    /// bytes per protocol; sessions running) as Prometheus metrics at http://ADDR/metrics,
+    /// e.g. 127.0.0.1:9310.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// Require every client to prove it holds the pre-shared key in FILE (HMAC challenge-response
     /// on the control connection; the key never crosses the wire). FILE holds at least 16 bytes;
     /// surrounding whitespace is ignored (e.g. `head -c 32 /dev/urandom | base64 > FILE`). QUIC

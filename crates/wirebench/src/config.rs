@@ -20,6 +20,7 @@ use crate::server::{Limits, ServerOptions};
 use crate::store;
 
 pub mod dns;
+pub mod exporter;
 pub mod rpm;
 pub mod rr;
 
@@ -71,6 +72,8 @@ pub struct ServerConfig {
     pub iperf3: Option<SocketAddr>,
     /// Limits and authentication the server applies.
     pub options: ServerOptions,
+    /// Where to serve the server's own counters (`--metrics`), if at all.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -96,6 +99,11 @@ impl ServerConfig {
                     .map(crate::control::auth::load_psk)
                     .transpose()?,
             },
+            metrics: args
+                .metrics
+                .as_deref()
+                .map(|a| exporter::socket_addr(a, "--metrics"))
+                .transpose()?,
         })
     }
 }

@@ -12,6 +12,8 @@ pub mod counters;
 pub mod dns;
 pub mod engine;
 pub mod environment;
+pub mod exporter;
+pub mod http;
 pub mod inflight;
 pub mod interval;
 pub mod iperf3;
@@ -141,6 +143,11 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             let cfg = config::rr::RrConfig::from_rr(&args)?;
             let result = run_to_end(runtime, commands::rr::execute(cfg));
             Ok(exit_status(result?))
+        }
+        Command::Exporter(args) => {
+            let cfg = config::exporter::ExporterConfig::from_args(&args)?;
+            run_to_end(runtime, commands::exporter::execute(cfg))?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Dns(args) => {
             let cfg = config::dns::DnsConfig::from_args(&args)?;

@@ -12,6 +12,7 @@ pub mod headline;
 pub mod relay;
 pub mod rr;
 pub mod run;
+pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};

@@ -7,15 +7,13 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
-use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan::Protocol;
-use wirebench_core::proto::RrParams;
-use wirebench_core::record::rr::{RrDocument, RrResult, ServerRr, SCHEMA_VERSION};
-use wirebench_core::record::{count_of, TransportRecord};
+use wirebench_core::record::count_of;
+use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION};
 
-use crate::config::rr::{ExchangeKind, RrConfig};
+use crate::config::rr::{rr_result, spec, ExchangeKind, RrConfig};
 use crate::output::rr as out;
-use crate::rr_client::{run_rr_auth, RrOutcome, RrSpec};
+use crate::rr_client::run_rr_auth;
 use crate::runner::Target;
 use crate::server::{Server, ServerOptions};
 use crate::tls::ServerIdentity;
@@ -94,62 +92,6 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
     Ok(ok)
 }
 
-/// The result record of one run of `cfg` over `protocol` with `concurrency`.
-fn rr_result(cfg: &RrConfig, protocol: Protocol, concurrency: u32, out: &RrOutcome) -> RrResult {
-    let c = &out.counts;
-    let elapsed_ns = u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX);
-    let secs = out.elapsed.as_secs_f64();
-    RrResult {
-        protocol,
-        request_bytes: cfg.request,
-        response_bytes: cfg.response,
-        flows: cfg.flows,
-        concurrency,
-        new_connection: cfg.new_connection,
-        count_per_flow: cfg.count,
-        duration_ns: cfg
-            .duration
-            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
-        retries_allowed: cfg.retries,
-        sent: c.sent,
-        answered: c.answered,
-        lost: c.lost,
-        late: c.late,
-        retries: c.retries,
-        duplicates: c.duplicates,
-        send_errors: out.send_errors,
-        loss_ratio: if c.sent == 0 {
-            0.0
-        } else {
-            c.lost as f64 / c.sent as f64
-        },
-        elapsed_ns,
-        requests_per_second: if secs > 0.0 {
-            c.answered as f64 / secs
-        } else {
-            0.0
-        },
-        response: out.response,
-        connect: out.connect,
-        resumed: out.resumed,
-        setup_requests: out.setup_requests,
-        retrans_rate: out
-            .transport
-            .as_ref()
-            .and_then(TransportStats::retrans_rate),
-        transport: out.transport.as_ref().map(TransportRecord::of),
-        server: ServerRr {
-            answered: out.server.messages,
-            request_bytes: out.server.bytes,
-            read_calls: out.server.read_calls,
-            retransmitted_requests: out.server.duplicates,
-            aborted: out.server.aborted,
-            abort_reason: out.server.abort_reason.clone(),
-        },
-    }
-}
-
 /// The heading printed before the runs of one protocol.
 fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
     let how_long = match (cfg.count, cfg.duration) {
@@ -173,26 +115,6 @@ fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
                 ""
             }
         ),
-    }
-}
-
-/// The session and stop rule of one protocol × concurrency run.
-fn spec(cfg: &RrConfig, protocol: Protocol, concurrency: u32) -> RrSpec {
-    RrSpec {
-        params: RrParams {
-            protocol,
-            request: cfg.request,
-            response: cfg.response,
-            flows: cfg.flows,
-            concurrency,
-            new_connection: cfg.new_connection,
-        },
-        count: cfg.count,
-        duration: cfg.duration,
-        interval: cfg.interval,
-        timeout: cfg.timeout,
-        retries: cfg.retries,
-        resumption_probe: cfg.kind == ExchangeKind::Ping && protocol == Protocol::Quic,
     }
 }
 

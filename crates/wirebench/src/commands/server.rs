@@ -31,6 +31,10 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
         None => ServerIdentity::self_signed()?,
     };
     let server = Server::bind(cfg.listen, identity, cfg.options.clone()).await?;
+    let _metrics = match cfg.metrics {
+        Some(addr) => Some(serve_metrics(addr, server.metrics()).await?),
+        None => None,
+    };
     // Watch the signals before saying we listen: a signal sent right after that line must
     // drain the server, not kill it.
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -72,6 +76,49 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
             _ = interrupt.recv() => signals = on_signal(signals, "interrupted", &stop_tx),
             _ = terminate.recv() => signals = on_signal(signals, "terminated", &stop_tx),
         }
+    }
+}
+
+/// Serves the server's counters at http://ADDR/metrics until the returned guard is dropped.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    handle: crate::server::MetricsHandle,
+) -> Result<AbortOnDrop> {
+    let listener = crate::http::bind(addr).await?;
+    let local = listener
+        .local_addr()
+        .context("while reading the metrics address")?;
+    say!("wirebench server: metrics on http://{local}/metrics");
+    Ok(AbortOnDrop(tokio::spawn(crate::http::serve(
+        listener,
+        move |req| {
+            let handle = handle.clone();
+            async move { metrics_page(&req, &handle) }
+        },
+    ))))
+}
+
+/// The answer of the server's metrics endpoint.
+pub fn metrics_page(
+    req: &crate::http::Request,
+    handle: &crate::server::MetricsHandle,
+) -> crate::http::Response {
+    match req.path.as_str() {
+        "/metrics" => crate::http::Response {
+            status: 200,
+            content_type: crate::output::metrics::CONTENT_TYPE,
+            body: crate::output::metrics::server_page(&handle.snapshot()),
+        },
+        other => crate::http::Response::text(404, format!("no page {other}: try /metrics")),
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

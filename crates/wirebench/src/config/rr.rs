@@ -1,6 +1,8 @@
 //! Validates the flags of `wirebench ping` and `wirebench rr` into an [`RrConfig`]; rejects
-//! impossible combinations once, with a message that says what is allowed. No I/O beyond
-//! resolving the server name.
+//! impossible combinations once, with a message that says what is allowed; and turns a
+//! configuration into each run's session spec and result record (`spec`, `rr_result`, shared by
+//! the `ping`/`rr` commands and the exporter's ping probes). No I/O beyond resolving the server
+//! name.
 
 use std::time::Duration;
 
@@ -9,7 +11,13 @@ use wirebench_core::units::{parse_duration, ByteSize};
 use wirebench_core::wire;
 
 use super::{usage, Target, UsageError};
+use wirebench_core::metrics::TransportStats;
+use wirebench_core::proto::RrParams;
+use wirebench_core::record::rr::{RrResult, ServerRr};
+use wirebench_core::record::TransportRecord;
+
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
+use crate::rr_client::{RrOutcome, RrSpec};
 
 /// Probes a ping sends when neither --count nor --time is given.
 pub const DEFAULT_PING_COUNT: u64 = 100;
@@ -129,6 +137,87 @@ impl RrConfig {
             args.flows,
             args.new_connection,
         )
+    }
+}
+
+/// The result record of one run of `cfg` over `protocol` with `concurrency`.
+pub fn rr_result(
+    cfg: &RrConfig,
+    protocol: Protocol,
+    concurrency: u32,
+    out: &RrOutcome,
+) -> RrResult {
+    let c = &out.counts;
+    let elapsed_ns = u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX);
+    let secs = out.elapsed.as_secs_f64();
+    RrResult {
+        protocol,
+        request_bytes: cfg.request,
+        response_bytes: cfg.response,
+        flows: cfg.flows,
+        concurrency,
+        new_connection: cfg.new_connection,
+        count_per_flow: cfg.count,
+        duration_ns: cfg
+            .duration
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+        retries_allowed: cfg.retries,
+        sent: c.sent,
+        answered: c.answered,
+        lost: c.lost,
+        late: c.late,
+        retries: c.retries,
+        duplicates: c.duplicates,
+        send_errors: out.send_errors,
+        loss_ratio: if c.sent == 0 {
+            0.0
+        } else {
+            c.lost as f64 / c.sent as f64
+        },
+        elapsed_ns,
+        requests_per_second: if secs > 0.0 {
+            c.answered as f64 / secs
+        } else {
+            0.0
+        },
+        response: out.response,
+        connect: out.connect,
+        resumed: out.resumed,
+        setup_requests: out.setup_requests,
+        retrans_rate: out
+            .transport
+            .as_ref()
+            .and_then(TransportStats::retrans_rate),
+        transport: out.transport.as_ref().map(TransportRecord::of),
+        server: ServerRr {
+            answered: out.server.messages,
+            request_bytes: out.server.bytes,
+            read_calls: out.server.read_calls,
+            retransmitted_requests: out.server.duplicates,
+            aborted: out.server.aborted,
+            abort_reason: out.server.abort_reason.clone(),
+        },
+    }
+}
+
+/// The session and stop rule of one protocol × concurrency run.
+pub fn spec(cfg: &RrConfig, protocol: Protocol, concurrency: u32) -> RrSpec {
+    RrSpec {
+        params: RrParams {
+            protocol,
+            request: cfg.request,
+            response: cfg.response,
+            flows: cfg.flows,
+            concurrency,
+            new_connection: cfg.new_connection,
+        },
+        count: cfg.count,
+        duration: cfg.duration,
+        interval: cfg.interval,
+        timeout: cfg.timeout,
+        retries: cfg.retries,
+        resumption_probe: cfg.kind == ExchangeKind::Ping && protocol == Protocol::Quic,
     }
 }
 

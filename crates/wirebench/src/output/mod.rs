@@ -2,6 +2,7 @@
 //! Formatting only: these functions return strings or serialisable values and never print.
 
 pub mod dns;
+pub mod metrics;
 pub mod progress;
 pub mod relay;
 pub mod rr;

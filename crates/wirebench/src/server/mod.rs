@@ -4,6 +4,7 @@
 
 mod admission;
 mod auth;
+mod metrics;
 pub mod options;
 mod registry;
 mod reverse;
@@ -23,6 +24,7 @@ use wirebench_core::proto::{ConnKind, ServerReport, SessionParams};
 use crate::control;
 use crate::engine::quic;
 use crate::tls::ServerIdentity;
+pub use metrics::MetricsHandle;
 pub use options::{Limits, ServerOptions};
 use registry::Registry;
 
@@ -81,6 +83,8 @@ struct Shared {
     admission: Arc<admission::Admission>,
     /// Turns true when the shutdown's grace period is over: running sessions abort.
     abort: tokio::sync::watch::Sender<bool>,
+    /// Sessions started, ended and refused, bytes per protocol (`server --metrics`).
+    metrics: Arc<metrics::ServerMetrics>,
 }
 
 impl Server {
@@ -126,6 +130,7 @@ impl Server {
                             admission: admission::Admission::new(&options.limits),
                             abort: tokio::sync::watch::Sender::new(false),
                             options: options.clone(),
+                            metrics: Arc::default(),
                         }),
                         local,
                     });
@@ -141,6 +146,14 @@ impl Server {
     /// The address (and the one port) the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The server's counters, readable while it runs (for `--metrics`).
+    pub fn metrics(&self) -> MetricsHandle {
+        MetricsHandle {
+            metrics: Arc::clone(&self.shared.metrics),
+            admission: Arc::clone(&self.shared.admission),
+        }
     }
 
     /// Serves until the task is dropped; every session's summary and every notice goes to

@@ -66,12 +66,14 @@ pub(super) async fn serve<R, W>(
             },
         )
         .await;
+        shared.metrics.refused(&reason);
         let _ = events.send(ServerEvent::Notice(ServerNotice {
             peer,
             message: format!("session refused: {reason}"),
         }));
         return;
     }
+    shared.metrics.started();
     let mut report = ServerReport {
         protocol: rr.protocol,
         mechanism: Mechanism::StopAndWait,
@@ -90,6 +92,7 @@ pub(super) async fn serve<R, W>(
         report = abort(report, reason);
     }
     params.total_bytes = report.bytes;
+    shared.metrics.ended(&params, &report);
     let _ = events.send(ServerEvent::Session(Box::new(SessionSummary {
         session,
         peer,

@@ -78,6 +78,7 @@ pub(super) async fn serve(
                     },
                 )
                 .await;
+                shared.metrics.refused(&reason);
                 notice(format!("session refused: {reason}"));
                 return;
             }
@@ -128,9 +129,11 @@ pub(super) async fn serve(
             },
         )
         .await;
+        shared.metrics.refused(&reason);
         notice(format!("session refused: {reason}"));
         return;
     }
+    shared.metrics.started();
     let cpu = CpuMeter::start();
     let (session, mut report) = match params.protocol {
         Protocol::Tcp | Protocol::Quic => {
@@ -145,6 +148,7 @@ pub(super) async fn serve(
         return;
     };
     report.cpu = cpu.stop();
+    shared.metrics.ended(&params, &report);
     // The summary goes out before the report, so whoever prints both sees the server's first.
     let _ = events.send(ServerEvent::Session(Box::new(SessionSummary {
         session,

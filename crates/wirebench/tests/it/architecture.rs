@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// only where `siblings` is true, and never in a circle.
 const LAYERS: &[(&str, &[&str], bool)] = &[
     ("commands", &["commands"], false),
+    ("exporter", &["exporter"], false),
     ("config", &["config", "args"], true),
     ("runner", &["runner"], false),
     (
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
             "counters",
             "environment",
             "signals",
+            "http",
         ],
         true,
     ),

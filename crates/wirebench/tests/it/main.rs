@@ -6,6 +6,7 @@ mod browser;
 mod cli;
 mod compare;
 mod dns;
+mod exporter;
 mod interop;
 mod limits;
 mod liveness;
