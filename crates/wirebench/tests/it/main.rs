@@ -14,6 +14,7 @@ mod measurements;
 mod netns;
 mod pacing;
 mod peers;
+mod readme;
 mod relay;
 mod report;
 mod results;
