@@ -422,6 +422,9 @@ pub struct PingArgs {
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,
+    /// Where the sweep is stored (`wirebench report --rr ID` shows it).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Flags of `wirebench rr`.
@@ -446,6 +449,9 @@ pub struct RrArgs {
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,
+    /// Where the sweep is stored (`wirebench report --rr ID` shows it).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Flags of `wirebench compare`.
@@ -487,6 +493,11 @@ pub struct ReportArgs {
     /// charts its timeouts against concurrency; table prints its sweep table; json its results.
     #[arg(long, conflicts_with = "run")]
     pub dns: bool,
+    /// The id (or --last) is an rr sweep, as `wirebench rr` printed it: --format html charts
+    /// UDP loss and TCP/QUIC retransmissions against requests in flight; table prints the sweep
+    /// table; json its results.
+    #[arg(long, conflicts_with_all = ["run", "dns"])]
+    pub rr: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,

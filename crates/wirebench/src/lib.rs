@@ -99,6 +99,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }
+            if args.rr {
+                commands::report::execute_rr(
+                    &db,
+                    which,
+                    commands::report::format_of(args.format),
+                    args.output.as_deref(),
+                    &mut std::io::stdout().lock(),
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            }
             commands::report::execute(
                 &db,
                 which,
@@ -136,12 +146,13 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Ping(args) => {
             let cfg = config::rr::RrConfig::from_ping(&args)?;
-            let result = run_to_end(runtime, commands::rr::execute(cfg));
+            let result = run_to_end(runtime, commands::rr::execute(cfg, StoreTarget::Off));
             Ok(exit_status(result?))
         }
         Command::Rr(args) => {
             let cfg = config::rr::RrConfig::from_rr(&args)?;
-            let result = run_to_end(runtime, commands::rr::execute(cfg));
+            let store = StoreTarget::from_args(&args.store)?;
+            let result = run_to_end(runtime, commands::rr::execute(cfg, store));
             Ok(exit_status(result?))
         }
         Command::Exporter(args) => {

@@ -112,3 +112,53 @@ pub struct ServerRr {
     /// Why.
     pub abort_reason: Option<String>,
 }
+
+/// What is known about a stored `wirebench rr` sweep when it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRrCampaign {
+    /// Start time, seconds since the Unix epoch (UTC).
+    pub started_at_unix_s: i64,
+    /// The server as named (or `embedded ADDR`).
+    pub server: String,
+    /// Protocols in run order (`udp,tcp`).
+    pub protocols: String,
+    /// Requests in flight per flow, in run order (`10,20,40`).
+    pub concurrency: String,
+    /// Request size, bytes.
+    pub request_bytes: u32,
+    /// Response size, bytes.
+    pub response_bytes: u32,
+    /// Flows.
+    pub flows: u32,
+    /// Results planned (protocols × concurrencies).
+    pub planned_results: u64,
+    /// The host it ran on.
+    pub host_name: Option<String>,
+    /// The wirebench that ran it.
+    pub wirebench_version: String,
+}
+
+/// A stored `wirebench rr` sweep, without its results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RrCampaignInfo {
+    /// Store id (what `wirebench report --rr` takes).
+    pub id: i64,
+    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
+    pub finished_at_unix_s: Option<i64>,
+    /// How it ended.
+    pub status: super::campaign::Status,
+    /// What it was started with.
+    pub campaign: NewRrCampaign,
+}
+
+impl RrResult {
+    /// The figure that says how much the transport had to repair, in percent: UDP's requests
+    /// lost (after their retries) over those sent; TCP's and QUIC's retransmission rate.
+    /// `None` when unknown.
+    pub fn repair_pct(&self) -> Option<f64> {
+        match self.protocol {
+            Protocol::Udp => Some(self.loss_ratio * 100.0),
+            _ => self.retrans_rate.map(|r| r * 100.0),
+        }
+    }
+}

@@ -19,13 +19,17 @@ use crate::store::Store;
 /// `wirebench runs`.
 pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
     // Listing never creates a database: a missing one is just an empty history.
-    let (campaigns, dns) = if db.exists() {
+    let (campaigns, dns, rr) = if db.exists() {
         let store = Store::open(db)?;
-        (store.campaigns()?, store.dns_campaigns()?)
+        (
+            store.campaigns()?,
+            store.dns_campaigns()?,
+            store.rr_campaigns()?,
+        )
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new())
     };
-    if campaigns.is_empty() && dns.is_empty() {
+    if campaigns.is_empty() && dns.is_empty() && rr.is_empty() {
         writeln!(
             out,
             "no campaigns in {} yet: `wirebench run` stores each run there",
@@ -33,15 +37,17 @@ pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
         )?;
         return Ok(());
     }
+    let mut blocks = Vec::new();
     if !campaigns.is_empty() {
-        write!(out, "{}", text::campaign_list(&campaigns))?;
+        blocks.push(text::campaign_list(&campaigns));
     }
     if !dns.is_empty() {
-        if !campaigns.is_empty() {
-            writeln!(out)?;
-        }
-        write!(out, "{}", text::dns_campaign_list(&dns))?;
+        blocks.push(text::dns_campaign_list(&dns));
     }
+    if !rr.is_empty() {
+        blocks.push(text::rr_campaign_list(&rr));
+    }
+    write!(out, "{}", blocks.join("\n"))?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use wirebench_core::error::UsageError;
 use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
+use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION as RR_SCHEMA_VERSION};
 
 use crate::cli::ReportFormat;
 use crate::commands::history;
@@ -159,6 +160,77 @@ pub fn execute_dns(
         other => {
             return Err(UsageError(format!(
                 "--dns reports come as --format html, table or json, not {}",
+                format!("{other:?}").to_lowercase()
+            ))
+            .into())
+        }
+    }
+    match output {
+        None => stdout.write_all(&body)?,
+        Some(path) => std::fs::write(path, &body)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+    }
+    Ok(())
+}
+
+/// Runs `wirebench report --rr`: a stored rr sweep as HTML (chart and table), a text table or
+/// JSON (the `wirebench rr --json` document).
+pub fn execute_rr(
+    db: &Path,
+    which: Which,
+    format: Format,
+    output: Option<&Path>,
+    stdout: &mut impl Write,
+) -> Result<()> {
+    let store = Store::open_existing(db)?;
+    let id = match which {
+        Which::Id(id) => id,
+        Which::Last => store.last_rr_campaign_id()?.ok_or_else(|| {
+            UsageError(format!(
+                "there are no rr sweeps in {} yet: `wirebench rr` stores them",
+                db.display()
+            ))
+        })?,
+    };
+    let info = store.rr_campaign(id)?.ok_or_else(|| {
+        UsageError(format!(
+            "there is no rr sweep {id} in {} (`wirebench rr` prints the id it stores; `wirebench runs` lists them)",
+            db.display()
+        ))
+    })?;
+    let results = store.rr_results(id)?;
+    if results.is_empty() {
+        return Err(UsageError(format!(
+            "rr sweep {id} has no finished result to report on (it is {})",
+            info.status.as_str()
+        ))
+        .into());
+    }
+    let c = &info.campaign;
+    let heading = report::rr::RrHeading {
+        campaign: info.id,
+        started: text::format_utc(c.started_at_unix_s),
+        status: info.status.as_str().to_string(),
+        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
+        server: c.server.clone(),
+    };
+    let mut body = Vec::new();
+    match format {
+        Format::Html => report::rr::write_html(&heading, &results, &mut body)?,
+        Format::Table => report::rr::write_text(&heading, &results, &mut body)?,
+        Format::Json => {
+            let doc = RrDocument {
+                schema_version: RR_SCHEMA_VERSION,
+                command: "rr".into(),
+                server: c.server.clone(),
+                results,
+            };
+            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
+            body.push(b'\n');
+        }
+        other => {
+            return Err(UsageError(format!(
+                "--rr reports come as --format html, table or json, not {}",
                 format!("{other:?}").to_lowercase()
             ))
             .into())

@@ -9,7 +9,12 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use wirebench_core::plan::Protocol;
 use wirebench_core::record::count_of;
-use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION};
+use wirebench_core::record::rr::{NewRrCampaign, RrDocument, SCHEMA_VERSION};
+use wirebench_core::record::Status;
+
+use crate::commands::run::unix_now;
+use crate::config::StoreTarget;
+use crate::store::Store;
 
 use crate::config::rr::{rr_result, spec, ExchangeKind, RrConfig};
 use crate::output::rr as out;
@@ -19,7 +24,14 @@ use crate::server::{Server, ServerOptions};
 use crate::tls::ServerIdentity;
 
 /// Runs ping or rr; `Ok(false)` means a run failed (exit status 1), after printing the others.
-pub async fn execute(cfg: RrConfig) -> Result<bool> {
+/// An `rr` sweep is stored in `store` as it goes (each result committed when it finishes), with
+/// the sweep table at the end when it has more than one result.
+pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<bool> {
+    // Open the store first: a database that cannot be opened stops us before any traffic.
+    let mut stored = match (&store, cfg.kind) {
+        (StoreTarget::File(path), ExchangeKind::Rr) => Some(Store::open(path)?),
+        _ => None,
+    };
     let (server_addr, _embedded) = match &cfg.target {
         Target::Remote { addr, .. } => (*addr, None),
         Target::Embedded(ip) => {
@@ -45,6 +57,10 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {server_addr}"),
     };
+    let mut sweep = match stored.as_mut() {
+        Some(db) => Some((db.begin_rr_campaign(&new_campaign(&cfg, &server_name))?, db)),
+        None => None,
+    };
     let mut results = Vec::new();
     let mut ok = true;
     for &protocol in &cfg.protocols {
@@ -65,6 +81,13 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
                         let _ = write!(stdout, "{text}");
                         let _ = stdout.flush();
                     }
+                    if let Some((id, db)) = sweep.as_mut() {
+                        // A store that fails ends storing, not the measurement.
+                        if let Err(e) = db.add_rr_result(*id, results.len() as u64 + 1, &result) {
+                            eprintln!("warning: cannot store an rr result: {e:#}; later results are not stored");
+                            sweep = None;
+                        }
+                    }
                     results.push(result);
                 }
                 Err(e) => {
@@ -72,6 +95,22 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
                     ok = false;
                 }
             }
+        }
+    }
+    if let Some((id, db)) = sweep {
+        let status = if ok { Status::Complete } else { Status::Failed };
+        db.finish_rr_campaign(id, status, unix_now())?;
+        let note = format!(
+            "stored as rr sweep {id} in {} (table and chart: wirebench report --rr {id} --format html -o rr.html)",
+            db.path().display()
+        );
+        if cfg.json {
+            eprintln!("{note}");
+        } else {
+            if results.len() > 1 {
+                print!("{}", crate::report::rr::sweep_table(&results));
+            }
+            println!("{note}");
         }
     }
     if cfg.json {
@@ -90,6 +129,23 @@ pub async fn execute(cfg: RrConfig) -> Result<bool> {
         let _ = writeln!(stdout);
     }
     Ok(ok)
+}
+
+/// What is known of an rr sweep when it starts.
+fn new_campaign(cfg: &RrConfig, server: &str) -> NewRrCampaign {
+    let list = |items: Vec<String>| items.join(",");
+    NewRrCampaign {
+        started_at_unix_s: unix_now(),
+        server: server.to_string(),
+        protocols: list(cfg.protocols.iter().map(|p| p.to_string()).collect()),
+        concurrency: list(cfg.concurrency.iter().map(|k| k.to_string()).collect()),
+        request_bytes: cfg.request,
+        response_bytes: cfg.response,
+        flows: cfg.flows,
+        planned_results: (cfg.protocols.len() * cfg.concurrency.len()) as u64,
+        host_name: crate::environment::detect().host_name,
+        wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
 }
 
 /// The heading printed before the runs of one protocol.

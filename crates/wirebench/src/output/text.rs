@@ -9,6 +9,7 @@ use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
+use wirebench_core::record::rr::RrCampaignInfo;
 use wirebench_core::record::{
     bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, Headline,
     RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
@@ -581,6 +582,32 @@ pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
             c.name,
             c.resolver,
             c.transports,
+            c.concurrency
+        );
+    }
+    out
+}
+
+/// The `wirebench runs` table of rr sweeps (`wirebench report --rr ID` shows one).
+pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
+    let mut out = format!(
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "RR", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rr ID)"
+    );
+    for (info, stored) in campaigns {
+        let c = &info.campaign;
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} B requests, {} B responses to {} over {}, {}, requests in flight {}",
+            info.id,
+            format_utc(c.started_at_unix_s),
+            info.status.as_str(),
+            format!("{stored}/{}", c.planned_results),
+            c.request_bytes,
+            c.response_bytes,
+            c.server,
+            c.protocols,
+            count_of(c.flows as usize, "flow", "flows"),
             c.concurrency
         );
     }

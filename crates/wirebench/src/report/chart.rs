@@ -797,6 +797,35 @@ pub fn dns_timeouts_against_concurrency(
     .map(Some)
 }
 
+/// `wirebench rr`: UDP requests lost and TCP/QUIC retransmissions (percent) against the
+/// requests in flight per flow, one series each; `None` without points.
+pub fn rr_repair_against_concurrency(points: &[super::rr::RrPoint]) -> io::Result<Option<String>> {
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let series = group_series(
+        points
+            .iter()
+            .map(|p| (p.series.clone(), (f64::from(p.concurrency), p.pct))),
+    );
+    let x_max = points
+        .iter()
+        .map(|p| f64::from(p.concurrency))
+        .fold(0.0f64, f64::max);
+    let y_max = points.iter().map(|p| p.pct).fold(0.0f64, f64::max);
+    percent_chart(
+        &PercentChart {
+            caption: "Loss and retransmissions against requests in flight",
+            x_desc: "Requests in flight per flow (K)".to_string(),
+            y_desc: "Lost or retransmitted (% of sent)",
+            x_hi: (x_max * 1.1).max(2.0),
+            y_max,
+        },
+        &series,
+    )
+    .map(Some)
+}
+
 /// Named points grouped into series in the order the names first appear, each series sorted
 /// by x, with a colour each.
 fn group_series(points: impl Iterator<Item = (String, (f64, f64))>) -> Vec<Series> {

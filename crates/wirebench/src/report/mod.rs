@@ -11,6 +11,7 @@ pub mod dns;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod rr;
 pub mod series;
 pub mod table;
 

@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -185,4 +185,37 @@ FROM campaign;
 DROP TABLE campaign;
 ALTER TABLE campaign_v6 RENAME TO campaign;
 ALTER TABLE run ADD COLUMN abort_reason TEXT;
+";
+
+/// Version 7: `wirebench rr` sweeps (protocols × requests in flight), one row per result, as
+/// the DNS sweeps of version 5.
+const V7: &str = "
+CREATE TABLE rr_campaign (
+    id                 INTEGER PRIMARY KEY,
+    started_at_unix_s  INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status             TEXT NOT NULL
+                       CHECK (status IN ('running', 'complete', 'failed', 'aborted', 'interrupted')),
+    server             TEXT NOT NULL,
+    protocols          TEXT NOT NULL,
+    concurrency        TEXT NOT NULL,
+    request_bytes      INTEGER NOT NULL,
+    response_bytes     INTEGER NOT NULL,
+    flows              INTEGER NOT NULL,
+    planned_results    INTEGER NOT NULL,
+    host_name          TEXT,
+    wirebench_version  TEXT NOT NULL
+);
+CREATE TABLE rr_result (
+    id           INTEGER PRIMARY KEY,
+    campaign_id  INTEGER NOT NULL REFERENCES rr_campaign (id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    protocol     TEXT NOT NULL,
+    concurrency  INTEGER NOT NULL,
+    sent         INTEGER NOT NULL,
+    answered     INTEGER NOT NULL,
+    lost         INTEGER NOT NULL,
+    result_json  TEXT NOT NULL,
+    UNIQUE (campaign_id, position)
+);
 ";

@@ -21,6 +21,7 @@ mod results;
 mod robustness;
 mod rpm;
 mod rr;
+mod rr_store;
 mod security;
 mod sessions;
 mod store;

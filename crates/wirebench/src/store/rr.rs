@@ -1,0 +1,163 @@
+//! `wirebench rr` sweeps in the results store (schema version 7: `rr_campaign`, `rr_result`):
+//! begin, commit each result as it finishes, finish, and read back. Owns only the SQL of those
+//! two tables; the records are `wirebench_core::record::rr`.
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+use wirebench_core::record::rr::{NewRrCampaign, RrCampaignInfo, RrResult};
+use wirebench_core::record::Status;
+
+use super::Store;
+
+impl Store {
+    /// Records an rr sweep that is starting (status `running`); returns its id.
+    pub fn begin_rr_campaign(&mut self, c: &NewRrCampaign) -> Result<i64> {
+        self.conn
+            .execute(
+                "INSERT INTO rr_campaign (started_at_unix_s, status, server, protocols, concurrency,
+                 request_bytes, response_bytes, flows, planned_results, host_name, wirebench_version)
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    c.started_at_unix_s,
+                    c.server,
+                    c.protocols,
+                    c.concurrency,
+                    c.request_bytes,
+                    c.response_bytes,
+                    c.flows,
+                    i64::try_from(c.planned_results).unwrap_or(i64::MAX),
+                    c.host_name,
+                    c.wirebench_version
+                ],
+            )
+            .context("while recording the rr campaign")?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Commits one finished result of `campaign` (1-based `position` in run order), in one
+    /// transaction.
+    pub fn add_rr_result(&mut self, campaign: i64, position: u64, r: &RrResult) -> Result<()> {
+        let json = serde_json::to_string(r).context("while encoding an rr result")?;
+        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO rr_result (campaign_id, position, protocol, concurrency, sent, answered,
+             lost, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                campaign,
+                as_i64(position),
+                r.protocol.as_str(),
+                r.concurrency,
+                as_i64(r.sent),
+                as_i64(r.answered),
+                as_i64(r.lost),
+                json
+            ],
+        )
+        .context("while storing an rr result")?;
+        tx.commit().context("while committing an rr result")?;
+        Ok(())
+    }
+
+    /// Marks an rr sweep as ended.
+    pub fn finish_rr_campaign(
+        &mut self,
+        campaign: i64,
+        status: Status,
+        finished_at_unix_s: i64,
+    ) -> Result<()> {
+        let changed = self.conn.execute(
+            "UPDATE rr_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
+            params![status.as_str(), finished_at_unix_s, campaign],
+        )?;
+        if changed != 1 {
+            bail!("rr campaign {campaign} is not in the results database");
+        }
+        Ok(())
+    }
+
+    /// One rr sweep, `None` when there is no such id.
+    pub fn rr_campaign(&self, id: i64) -> Result<Option<RrCampaignInfo>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, started_at_unix_s, finished_at_unix_s, status, server, protocols,
+                 concurrency, request_bytes, response_bytes, flows, planned_results, host_name,
+                 wirebench_version FROM rr_campaign WHERE id = ?1",
+                params![id],
+                |row| {
+                    Ok((
+                        RrCampaignInfo {
+                            id: row.get(0)?,
+                            finished_at_unix_s: row.get(2)?,
+                            status: Status::Running,
+                            campaign: NewRrCampaign {
+                                started_at_unix_s: row.get(1)?,
+                                server: row.get(4)?,
+                                protocols: row.get(5)?,
+                                concurrency: row.get(6)?,
+                                request_bytes: row.get(7)?,
+                                response_bytes: row.get(8)?,
+                                flows: row.get(9)?,
+                                planned_results: u64::try_from(row.get::<_, i64>(10)?).unwrap_or(0),
+                                host_name: row.get(11)?,
+                                wirebench_version: row.get(12)?,
+                            },
+                        },
+                        row.get::<_, String>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((mut info, status)) => {
+                info.status = Status::from_name(&status).with_context(|| {
+                    format!("rr campaign {} has an unknown status {status:?}", info.id)
+                })?;
+                Ok(Some(info))
+            }
+        }
+    }
+
+    /// Every rr sweep with the number of results stored, oldest first.
+    pub fn rr_campaigns(&self) -> Result<Vec<(RrCampaignInfo, u64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, (SELECT count(*) FROM rr_result r WHERE r.campaign_id = c.id)
+             FROM rr_campaign c ORDER BY c.id",
+        )?;
+        let ids = stmt
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, stored) in ids {
+            if let Some(info) = self.rr_campaign(id)? {
+                out.push((info, u64::try_from(stored).unwrap_or(0)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest rr sweep's id.
+    pub fn last_rr_campaign_id(&self) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM rr_campaign", [], |row| row.get(0))?)
+    }
+
+    /// The results of an rr sweep, in run order.
+    pub fn rr_results(&self, campaign: i64) -> Result<Vec<RrResult>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT result_json FROM rr_result WHERE campaign_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map(params![campaign], |row| row.get::<_, String>(0))?;
+        rows.map(|json| {
+            let json = json?;
+            serde_json::from_str(&json).context("a stored rr result does not decode")
+        })
+        .collect()
+    }
+}

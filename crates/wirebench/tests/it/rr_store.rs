@@ -1,0 +1,151 @@
+//! `wirebench rr` sweeps in the store and in `report --rr`: the seed's figure — UDP requests
+//! lost against TCP retransmissions, side by side, as the requests in flight grow — in one
+//! table and one chart. A live sweep is stored with exact counts; a fixture sweep renders its
+//! table and chart byte for byte as their snapshots (WIREBENCH_UPDATE_SNAPSHOTS=1 rewrites them
+//! after an intended change).
+
+use serde_json::Value;
+use wirebench::store::Store;
+use wirebench_core::record::rr::{NewRrCampaign, RrResult};
+use wirebench_core::record::Status;
+
+use crate::cli::{stderr, wirebench};
+use crate::support::TempPath;
+
+/// A live sweep over UDP and TCP at K = 1 and 4 is stored result by result: `runs` lists it,
+/// every result reads back with sent = answered + lost, and `report --rr` prints its table.
+#[tokio::test]
+async fn a_live_rr_sweep_is_stored_and_reported() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&[
+        "rr",
+        "--proto",
+        "udp,tcp",
+        "--concurrency",
+        "1,4",
+        "--flows",
+        "2",
+        "--count",
+        "50",
+        "--db",
+        db.arg(),
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("stored as rr sweep 1"), "{text}");
+    assert!(text.contains("requests in flight sweep"), "{text}");
+    let store = Store::open(&db.0).unwrap();
+    let results = store.rr_results(1).unwrap();
+    assert_eq!(results.len(), 4);
+    for r in &results {
+        assert_eq!(r.sent, 2 * 50, "{r:?}");
+        assert_eq!(r.answered + r.lost, r.sent, "{r:?}");
+    }
+    let info = store.rr_campaign(1).unwrap().unwrap();
+    assert_eq!(info.status, Status::Complete);
+    assert_eq!(info.campaign.concurrency, "1,4");
+    drop(store);
+    let runs = wirebench(&["runs", "--db", db.arg()]).await;
+    let listed = String::from_utf8_lossy(&runs.stdout);
+    assert!(
+        listed.contains("4/4") && listed.contains("over udp,tcp"),
+        "{listed}"
+    );
+    let report = wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
+    assert!(report.status.success(), "{}", stderr(&report));
+    let table = String::from_utf8_lossy(&report.stdout);
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("  udp ")).count(),
+        2,
+        "{table}"
+    );
+    // No store with --no-store; ping is never stored.
+    let none = TempPath::new(".sqlite3");
+    let out = wirebench(&["rr", "--count", "5", "--no-store"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!none.0.exists());
+}
+
+#[tokio::test]
+async fn a_stored_sweep_reports_loss_against_retransmissions() {
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{manifest}/tests/fixtures/rr-sweep.json")).unwrap(),
+    )
+    .unwrap();
+    let results: Vec<RrResult> = serde_json::from_value(fixture["results"].clone()).unwrap();
+    let db = TempPath::new(".sqlite3");
+    {
+        let mut store = Store::open(&db.0).unwrap();
+        let id = store
+            .begin_rr_campaign(&NewRrCampaign {
+                started_at_unix_s: 1_700_000_000,
+                server: "embedded 127.0.0.1:40000".into(),
+                protocols: "udp,tcp".into(),
+                concurrency: "1,8,32".into(),
+                request_bytes: 64,
+                response_bytes: 512,
+                flows: 2,
+                planned_results: 6,
+                host_name: Some("testhost".into()),
+                wirebench_version: "0.1.0".into(),
+            })
+            .unwrap();
+        for (i, r) in results.iter().enumerate() {
+            store.add_rr_result(id, i as u64 + 1, r).unwrap();
+        }
+        store
+            .finish_rr_campaign(id, Status::Complete, 1_700_000_060)
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(store.rr_results(id).unwrap()).unwrap(),
+            fixture["results"],
+            "stored results read back unchanged"
+        );
+    }
+    for (format, file) in [("table", "rr-report.txt"), ("html", "rr-report.html")] {
+        let out = wirebench(&[
+            "report",
+            "--rr",
+            "--last",
+            "--format",
+            format,
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let page = String::from_utf8(out.stdout).unwrap();
+        let snapshot = format!("{manifest}/tests/snapshots/{file}");
+        if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&snapshot, &page).unwrap();
+        }
+        assert!(
+            page == std::fs::read_to_string(&snapshot).expect("snapshot exists"),
+            "the rr report differs from {snapshot}:\n{page}"
+        );
+        if format == "html" {
+            assert!(page.contains("Loss and retransmissions against requests in flight"));
+            assert!(
+                page.contains("UDP requests lost") && page.contains("TCP segments retransmitted")
+            );
+        } else {
+            // UDP loss and TCP retransmissions side by side: 2 % and 0.4 % at K = 32.
+            let k32: Vec<&str> = page.lines().filter(|l| l.contains(" 32 ")).collect();
+            assert!(
+                k32.iter().any(|l| l.contains("udp") && l.contains("2.000")),
+                "{page}"
+            );
+            assert!(
+                k32.iter().any(|l| l.contains("tcp") && l.contains("0.400")),
+                "{page}"
+            );
+        }
+    }
+    let json = wirebench(&["report", "--rr", "1", "--format", "json", "--db", db.arg()]).await;
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["results"], fixture["results"]);
+    let wrong = wirebench(&["report", "--rr", "7", "--db", db.arg()]).await;
+    assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
+}
