@@ -3,6 +3,7 @@
 
 pub mod dns;
 pub mod progress;
+pub mod ratesearch;
 pub mod relay;
 pub mod rr;
 pub mod text;
