@@ -47,6 +47,9 @@ pub struct TrialEntry {
     pub lost_pct: f64,
     /// What the receiver got, bit/s (the run's goodput); null when too short to time.
     pub goodput_bps: Option<f64>,
+    /// The rate the sender reached (the run's sent rate), bit/s: below `rate_bps` when the
+    /// sender could not keep up; null when too short to time.
+    pub sent_bps: Option<f64>,
     /// The trial's transfer time, ns.
     pub transfer_ns: u64,
     /// Whether its loss was within the allowance.
@@ -90,6 +93,7 @@ impl TrialEntry {
                 |d| d.lost_pct,
             ),
             goodput_bps: headline.goodput_bps,
+            sent_bps: headline.sent_bps,
             transfer_ns: headline.transfer_ns,
             passed,
         }

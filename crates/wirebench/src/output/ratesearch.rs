@@ -28,15 +28,17 @@ pub fn heading(
     )
 }
 
-/// One trial: "  trial 3 probe   offered 1.25 Gbit/s  goodput 1.19 Gbit/s  lost 4.12%  fail".
+/// One trial: offered and sent rate, goodput, loss of datagrams sent, pass or fail.
 pub fn trial_line(index: usize, t: &TrialEntry) -> String {
     let kind = match t.kind {
         TrialKindName::Probe => "probe",
         TrialKindName::Confirm => "confirm",
     };
     format!(
-        "  trial {index:>2} {kind:<7} offered {:>13}  goodput {:>13}  lost {:>8} of {:>7}  {}",
+        "  trial {index:>2} {kind:<7} offered {:>13} (sent {:>13})  goodput {:>13}  lost {:>8} of {:>7}  {}",
         format_bitrate(t.rate_bps as f64),
+        t.sent_bps
+            .map_or_else(|| "too short".to_string(), format_bitrate),
         t.goodput_bps
             .map_or_else(|| "too short".to_string(), format_bitrate),
         pct(t.lost_pct),

@@ -13,6 +13,7 @@ mod measurements;
 mod netns;
 mod pacing;
 mod peers;
+mod ratesearch;
 mod relay;
 mod report;
 mod results;
