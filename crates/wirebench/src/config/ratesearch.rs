@@ -142,3 +142,48 @@ pub fn plan(
         )?,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use crate::runner::RunConfig;
+    use clap::Parser;
+
+    fn cfg(args: &[&str]) -> Result<RunConfig, String> {
+        let argv = ["wirebench", "run"].iter().chain(args).copied();
+        match Cli::parse_from(argv).command {
+            Command::Run(a) => RunConfig::from_args(&a).map_err(|e| e.0),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rate_max_plans_a_search_with_its_defaults_and_leaves_the_rate_open() {
+        let c = cfg(&["--proto", "udp", "--rate", "MAX", "--max-loss", "0.1%"]).unwrap();
+        assert_eq!(c.rate, None, "set once the search found it");
+        let plan = c.search.expect("a search");
+        assert_eq!(plan.config.low_bps, 10_000_000);
+        assert_eq!(plan.config.high_bps, 10_000_000_000);
+        assert_eq!(plan.config.resolution, 0.01);
+        assert!((plan.config.max_loss - 0.001).abs() < 1e-12);
+        assert_eq!(plan.trial.as_millis(), 200);
+        assert_eq!(plan.trial_grace.as_millis(), 30);
+        // A given rate plans no search.
+        assert!(cfg(&["--proto", "udp", "--rate", "1G"])
+            .unwrap()
+            .search
+            .is_none());
+    }
+
+    #[test]
+    fn bad_search_flags_say_which_flag() {
+        let e = cfg(&["--proto", "udp", "--rate", "max", "--trial", "1ms"]).unwrap_err();
+        assert!(e.starts_with("--trial is out of range"), "{e}");
+        let e = cfg(&["--proto", "udp", "--rate", "max", "--resolution", "0%"]).unwrap_err();
+        assert!(e.contains("resolution"), "{e}");
+        let e = cfg(&["--proto", "udp", "--rate", "max", "-P", "2"]).unwrap_err();
+        assert!(e.contains("-P/--parallel"), "{e}");
+        let e = cfg(&["--proto", "udp", "--rate", "max", "-l", "100,200"]).unwrap_err();
+        assert!(e.contains("one -l"), "{e}");
+    }
+}
