@@ -783,31 +783,34 @@ pub struct PlanArgs {
     pub quiet: bool,
 }
 
+/// The help heading of the rate search flags (per flag: a heading on the group would carry
+/// over to the flags after it).
+const SEARCH_HEADING: &str = "Rate search (--rate max, UDP streaming)";
+
 /// The rate search of `wirebench run --rate max`: trials of paced UDP streaming, a binary
 /// search between a low and a high bound, the rate found confirmed by a final trial. Each flag
 /// is refused without --rate max.
 #[derive(Debug, Args, Clone, Default)]
-#[command(next_help_heading = "Rate search (--rate max, UDP streaming)")]
 pub struct SearchArgs {
     /// Largest share of datagrams a passing trial may lose, e.g. 0%, 0.1% [default: 0%].
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", help_heading = SEARCH_HEADING)]
     pub max_loss: Option<String>,
     /// Lowest rate tried [default: 10Mbit]; if it loses too much, no rate is found.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", help_heading = SEARCH_HEADING)]
     pub search_low: Option<String>,
     /// Highest rate tried (the first trial) [default: 10Gbit].
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", help_heading = SEARCH_HEADING)]
     pub search_high: Option<String>,
     /// Stop when the highest passing and lowest failing rates are this close, as a share of
     /// the passing rate [default: 1%].
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", help_heading = SEARCH_HEADING)]
     pub resolution: Option<String>,
     /// Length of a trial: each sends rate × this (at least 250 datagrams) [default: 200ms].
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D", help_heading = SEARCH_HEADING)]
     pub trial: Option<String>,
     /// The server's --grace for late datagrams after each trial (not the run's 250ms, which
     /// would make a dozen trials slow) [default: 30ms].
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D", help_heading = SEARCH_HEADING)]
     pub trial_grace: Option<String>,
 }
 

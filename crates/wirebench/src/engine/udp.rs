@@ -154,18 +154,10 @@ impl DatagramSender<'_> {
         // Only a connected socket's errors are about its one peer: the server's shared socket
         // may hear about another client's closed port.
         let connected = self.socket.peer_addr().is_ok();
-        // Paced, one call carries at most about 1 ms at the rate, so the datagrams leave in
-        // small bursts: a 64-datagram batch at 200 Mbit/s would be a 3.8 ms burst, which a
-        // shallow bottleneck queue drops although the rate fits (and a rate search would find
-        // the queue, not the rate).
-        let paced_cap = rate.map_or(usize::MAX, |r| {
-            (usize::try_from(r.0 / 8 / 1000).unwrap_or(usize::MAX) / segment).max(1)
-        });
         // Where pacing counts from: (time, bytes sent by then).
         let mut pace_from = (started, 0u64);
         while next < count {
             let per_call = most_per_call
-                .min(paced_cap)
                 .min(gso_cap)
                 .min(self.state.max_gso_segments())
                 .max(1)
