@@ -700,7 +700,10 @@ pub struct RunArgs {
     /// Pace the sender to this rate (e.g. 500Mbit, 1Gbit; -b as iperf3's): UDP streaming by
     /// the sender's clock, TCP by the kernel (SO_MAX_PACING_RATE, Linux), QUIC by the
     /// application; -R paces the server. Refused for a plan of UDP stop-and-wait alone.
-    /// Default: as fast as it goes.
+    /// Default: as fast as it goes. `max` (UDP streaming only): first search the highest rate
+    /// the path carries with at most --max-loss lost (RFC 2544 style, see "Rate search"), then
+    /// run the transfer at the rate found. Refused for TCP, QUIC (congestion-controlled: its
+    /// loss-free rate is simply what it reaches) and stop-and-wait.
     #[arg(short = 'b', long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
@@ -761,6 +764,9 @@ pub struct RunArgs {
     /// Warm-up and progress.
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// The rate search of --rate max.
+    #[command(flatten)]
+    pub search: SearchArgs,
     /// Tests against iperf3 servers.
     #[command(flatten)]
     pub iperf3: Iperf3Args,
@@ -827,6 +833,37 @@ pub struct PlanArgs {
     /// `run` draws on stderr when stderr is a terminal.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The help heading of the rate search flags (per flag: a heading on the group would carry
+/// over to the flags after it).
+const SEARCH_HEADING: &str = "Rate search (--rate max, UDP streaming)";
+
+/// The rate search of `wirebench run --rate max`: trials of paced UDP streaming, a binary
+/// search between a low and a high bound, the rate found confirmed by a final trial. Each flag
+/// is refused without --rate max.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SearchArgs {
+    /// Largest share of datagrams a passing trial may lose, e.g. 0%, 0.1% [default: 0%].
+    #[arg(long, value_name = "PCT", help_heading = SEARCH_HEADING)]
+    pub max_loss: Option<String>,
+    /// Lowest rate tried [default: 10Mbit]; if it loses too much, no rate is found.
+    #[arg(long, value_name = "RATE", help_heading = SEARCH_HEADING)]
+    pub search_low: Option<String>,
+    /// Highest rate tried (the first trial) [default: 10Gbit].
+    #[arg(long, value_name = "RATE", help_heading = SEARCH_HEADING)]
+    pub search_high: Option<String>,
+    /// Stop when the highest passing and lowest failing rates are this close, as a share of
+    /// the passing rate [default: 1%].
+    #[arg(long, value_name = "PCT", help_heading = SEARCH_HEADING)]
+    pub resolution: Option<String>,
+    /// Length of a trial: each sends rate × this (at least 250 datagrams) [default: 200ms].
+    #[arg(long, value_name = "D", help_heading = SEARCH_HEADING)]
+    pub trial: Option<String>,
+    /// The server's --grace for late datagrams after each trial (not the run's 250ms, which
+    /// would make a dozen trials slow) [default: 30ms].
+    #[arg(long, value_name = "D", help_heading = SEARCH_HEADING)]
+    pub trial_grace: Option<String>,
 }
 
 /// Flags of `wirebench dns`.

@@ -21,6 +21,7 @@ use crate::store;
 
 pub mod dns;
 pub mod exporter;
+pub mod ratesearch;
 pub mod rpm;
 pub mod rr;
 
@@ -238,8 +239,10 @@ impl RunConfig {
                 Some(d)
             }
         };
+        let search_max = ratesearch::is_max(args.rate.as_deref());
         let rate = match &args.rate {
             None => None,
+            Some(_) if search_max => None,
             Some(s) => Some(
                 s.parse::<BitRate>()
                     .map_err(|e| usage(format!("--rate: {e}")))?,
@@ -282,6 +285,16 @@ impl RunConfig {
             }
         };
         let combinations = plan::matrix(&protocols, &mechanisms);
+        let search = ratesearch::plan(
+            search_max,
+            &args.search,
+            &ratesearch::Around {
+                combinations: &combinations,
+                reverse: args.reverse,
+                parallel: args.parallel,
+                points: points.len(),
+            },
+        )?;
         check_flags_apply(&combinations, rto.is_some(), rate.is_some())?;
         Ok(RunConfig {
             reverse: args.reverse,
@@ -305,6 +318,7 @@ impl RunConfig {
                 .as_deref()
                 .map(crate::control::auth::load_psk)
                 .transpose()?,
+            search,
             rate_unit: args
                 .rate_unit
                 .as_deref()

@@ -2,6 +2,8 @@
 //! repeated `--repeat` times, one session at a time. Each finished run is handed to the caller
 //! before the next starts, so nothing finished is lost if a later run fails.
 
+pub mod ratesearch;
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +85,9 @@ pub struct RunConfig {
     /// `-f/--rate-unit`: the unit the text output prints bit rates in (iperf3's -f); `None`
     /// keeps the output's own units.
     pub rate_unit: Option<RateUnit>,
+    /// `--rate max`: search the highest loss-free UDP rate first, then run at it (`rate` is
+    /// then set to the rate found).
+    pub search: Option<ratesearch::SearchPlan>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.

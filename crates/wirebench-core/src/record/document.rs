@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::campaign::{Environment, Status};
 use super::headline::Headline;
+use super::ratesearch::RateSearchRecord;
 use super::run::{Parameters, RunRecord};
 use super::summary::{summarise, ConfigurationSummary};
 use crate::sweep::Point;
@@ -33,6 +34,9 @@ pub struct RunDocument {
     pub summary: Vec<ConfigurationSummary>,
     /// Why the campaign stopped early, if it did.
     pub error: Option<String>,
+    /// `--rate max`: the search that found the rate the runs ran at (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<RateSearchRecord>,
 }
 
 /// One run in a document: the record, and the figures it is judged by.
@@ -79,6 +83,7 @@ impl RunDocument {
                 .collect(),
             summary: summarise(runs),
             error,
+            rate_search: None,
         }
     }
 }

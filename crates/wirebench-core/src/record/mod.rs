@@ -9,6 +9,7 @@ pub mod comparison;
 pub mod dns;
 pub mod document;
 pub mod headline;
+pub mod ratesearch;
 pub mod relay;
 pub mod rr;
 pub mod run;

@@ -17,6 +17,7 @@ use wirebench_core::sweep::Point;
 use wirebench_core::units::ByteSize;
 
 use wirebench_core::record::document::RunDocument;
+use wirebench_core::record::ratesearch::RateSearchRecord;
 use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Status};
 
 use crate::config::StoreTarget;
@@ -34,7 +35,7 @@ use wirebench_core::record::campaign::SoFar;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
 /// [`Ended::Stopped`] when a signal stopped it.
-pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
+pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
     // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
@@ -72,6 +73,43 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         server_name = format!("{server_name} {}", r.description());
     }
     let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
+    // --rate max: the search runs first; the transfer then runs at the rate found.
+    let mut rate_search = None;
+    if let Some(plan) = cfg.search {
+        let record = match search_rate(&cfg, &plan, server_addr, &mut stops).await? {
+            Ok(record) => record,
+            Err(signal) => return Ok(Ended::Stopped(signal)),
+        };
+        if let Some(r) = relay.as_mut() {
+            r.skip();
+        }
+        match record.rate_bps {
+            Some(rate) => {
+                cfg.rate = Some(wirebench_core::units::BitRate(rate));
+                rate_search = Some(record);
+            }
+            None => {
+                let error = format!(
+                    "rate search: {}",
+                    crate::output::ratesearch::result_line(&record)
+                );
+                if cfg.json {
+                    let mut doc = RunDocument::new(
+                        env!("CARGO_PKG_VERSION"),
+                        runner::parameters(&cfg, &server_name),
+                        &[],
+                        Some(error.clone()),
+                    );
+                    doc.rate_search = Some(record);
+                    let body = serde_json::to_string_pretty(&doc)
+                        .context("while encoding the JSON output")?;
+                    println!("{body}");
+                }
+                eprintln!("error: {error}");
+                return Ok(Ended::Ran(false));
+            }
+        }
+    }
     let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
         if cfg.points.len() == 1 {
@@ -187,6 +225,12 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                                     },
                                 )
                             );
+                            if let Some(note) = rate_search
+                                .as_ref()
+                                .and_then(crate::output::ratesearch::found_note)
+                            {
+                                let _ = writeln!(out, "{note}");
+                            }
                             if let Some(counts) = &record.relay {
                                 let _ =
                                     writeln!(out, "  {}", crate::output::relay::run_line(counts));
@@ -311,6 +355,10 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
             &records,
             campaign.failure.clone(),
         );
+        let doc = RunDocument {
+            rate_search: rate_search.clone(),
+            ..doc
+        };
         let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
         if let Some(r) = &relay {
             r.annotate(&mut doc);
@@ -329,6 +377,50 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         return Ok(Ended::Ran(false));
     }
     Ok(Ended::Ran(!store_failed))
+}
+
+/// `--rate max`: runs the search against `server`, printing the plan, each trial and the
+/// result (stdout, or stderr beside --json); `Err(signal)` when a stop signal ended it (no
+/// trial is stored, so nothing is lost).
+async fn search_rate(
+    cfg: &RunConfig,
+    plan: &runner::ratesearch::SearchPlan,
+    server: SocketAddr,
+    stops: &mut Stops,
+) -> Result<std::result::Result<RateSearchRecord, crate::signals::StopSignal>> {
+    let say = |line: &str| {
+        if cfg.json {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        } else {
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+    };
+    let c = plan.config;
+    say(&crate::output::ratesearch::heading(
+        cfg.msg_size,
+        c.low_bps,
+        c.high_bps,
+        c.resolution * 100.0,
+        c.max_loss * 100.0,
+        plan.trial,
+        plan.trial_grace,
+    ));
+    let searching = runner::ratesearch::search(cfg, plan, server, |i, t| {
+        say(&crate::output::ratesearch::trial_line(i, t));
+    });
+    let record = tokio::select! {
+        r = searching => r?,
+        signal = stops.next() => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}: the rate search stopped before it found a rate; nothing stored",
+                signal.reason()
+            );
+            return Ok(Err(signal));
+        }
+    };
+    say(&crate::output::ratesearch::result_line(&record));
+    Ok(Ok(record))
 }
 
 /// ", after 12582912 B (12 MiB), 12288 whole messages, in 1.25 s" when the client's figures

@@ -154,6 +154,8 @@ impl DatagramSender<'_> {
         // Only a connected socket's errors are about its one peer: the server's shared socket
         // may hear about another client's closed port.
         let connected = self.socket.peer_addr().is_ok();
+        // Where pacing counts from: (time, bytes sent by then).
+        let mut pace_from = (started, 0u64);
         while next < count {
             let per_call = most_per_call
                 .min(gso_cap)
@@ -219,7 +221,7 @@ impl DatagramSender<'_> {
                 }
             }
             if let Some(rate) = rate {
-                pace(started, tally.bytes, rate).await;
+                pace(&mut pace_from, tally.bytes, rate).await;
             }
         }
         Ok(tally)
@@ -477,12 +479,22 @@ fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Sleeps until sending `bytes_sent` at `rate` since `started` is due.
-async fn pace(started: Instant, bytes_sent: u64, rate: BitRate) {
-    let due = Duration::from_secs_f64(bytes_sent as f64 * 8.0 / rate.0 as f64);
-    let at = started + due;
-    if at > Instant::now() {
+/// Most a paced sender that fell behind (a stall of the process) sends at once to catch up:
+/// more would be a burst far above the rate that a bottleneck queue drops although the rate
+/// fits. Beyond it, the time lost is lost: the run's sent rate says so.
+const MOST_CATCH_UP: Duration = Duration::from_millis(5);
+
+/// Sleeps until sending `bytes_sent` at `rate` since `from` (time, bytes then) is due; when
+/// more than [`MOST_CATCH_UP`] behind, counts from now minus that instead.
+async fn pace(from: &mut (Instant, u64), bytes_sent: u64, rate: BitRate) {
+    let (since, base) = *from;
+    let due = Duration::from_secs_f64(bytes_sent.saturating_sub(base) as f64 * 8.0 / rate.0 as f64);
+    let at = since + due;
+    let now = Instant::now();
+    if at > now {
         tokio::time::sleep_until(at.into()).await;
+    } else if now.duration_since(at) > MOST_CATCH_UP {
+        *from = (now.checked_sub(MOST_CATCH_UP).unwrap_or(now), bytes_sent);
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod dns;
 pub mod metrics;
 pub mod progress;
+pub mod ratesearch;
 pub mod relay;
 pub mod rr;
 pub mod text;

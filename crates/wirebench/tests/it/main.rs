@@ -14,6 +14,7 @@ mod measurements;
 mod netns;
 mod pacing;
 mod peers;
+mod ratesearch;
 mod readme;
 mod relay;
 mod report;

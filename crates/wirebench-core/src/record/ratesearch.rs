@@ -1,0 +1,183 @@
+//! The record of a highest-loss-free-rate search (`run --rate max`): what was searched, each
+//! trial's offered rate, goodput and loss, how the search ended and how long it took.
+
+use serde::{Deserialize, Serialize};
+
+use super::headline::Headline;
+use crate::ratesearch::{SearchOutcome, TrialKind};
+
+/// A finished rate search, as printed in the `run --json` document's `rate_search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateSearchRecord {
+    /// "found", "below_low" or "unstable".
+    pub outcome: String,
+    /// The rate found and confirmed, bit/s; null unless `outcome` is "found". The transfer
+    /// that follows runs at it.
+    pub rate_bps: Option<u64>,
+    /// Lowest rate the search would try, bit/s.
+    pub low_bps: u64,
+    /// Highest rate the search would try, bit/s.
+    pub high_bps: u64,
+    /// The search stopped when passing and failing rates were this close, % of the passing rate.
+    pub resolution_pct: f64,
+    /// Largest share of messages a passing trial may lose, %.
+    pub max_loss_pct: f64,
+    /// Planned length of each trial, ns (its volume is rate × this).
+    pub trial_ns: u64,
+    /// The server's grace for late datagrams in each trial, µs.
+    pub trial_grace_us: u64,
+    /// Wall-clock time of the whole search, every trial and its setup, ns.
+    pub elapsed_ns: u64,
+    /// Every trial, in the order run; the last is the confirming trial when one was found.
+    pub trials: Vec<TrialEntry>,
+}
+
+/// One trial of a rate search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrialEntry {
+    /// "probe" (a search step) or "confirm" (the check of the rate found).
+    pub kind: TrialKindName,
+    /// The offered (paced) rate, bit/s.
+    pub rate_bps: u64,
+    /// Messages sent.
+    pub sent_messages: u64,
+    /// Unique messages the receiver got.
+    pub received_messages: u64,
+    /// `sent_messages` − `received_messages`, as % of `sent_messages` (the run's `lost_pct`).
+    pub lost_pct: f64,
+    /// What the receiver got, bit/s (the run's goodput); null when too short to time.
+    pub goodput_bps: Option<f64>,
+    /// The rate the sender reached (the run's sent rate), bit/s: below `rate_bps` when the
+    /// sender could not keep up; null when too short to time.
+    pub sent_bps: Option<f64>,
+    /// The trial's transfer time, ns.
+    pub transfer_ns: u64,
+    /// Whether its loss was within the allowance.
+    pub passed: bool,
+}
+
+/// The kind of a trial, as written in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialKindName {
+    /// A step of the search.
+    Probe,
+    /// The final check of the rate found.
+    Confirm,
+}
+
+impl From<TrialKind> for TrialKindName {
+    fn from(k: TrialKind) -> Self {
+        match k {
+            TrialKind::Probe => TrialKindName::Probe,
+            TrialKind::Confirm => TrialKindName::Confirm,
+        }
+    }
+}
+
+impl TrialEntry {
+    /// A trial at `rate_bps` of `kind`, from its run's headline, judged `passed`.
+    pub fn of(kind: TrialKind, rate_bps: u64, headline: &Headline, passed: bool) -> TrialEntry {
+        TrialEntry {
+            kind: kind.into(),
+            rate_bps,
+            sent_messages: headline.sent_messages,
+            received_messages: headline.received_messages,
+            lost_pct: headline.delivery.map_or(
+                super::headline::percent(
+                    headline
+                        .sent_messages
+                        .saturating_sub(headline.received_messages),
+                    headline.sent_messages,
+                ),
+                |d| d.lost_pct,
+            ),
+            goodput_bps: headline.goodput_bps,
+            sent_bps: headline.sent_bps,
+            transfer_ns: headline.transfer_ns,
+            passed,
+        }
+    }
+}
+
+/// The JSON name of an outcome and the rate it found.
+pub fn outcome_name(outcome: &SearchOutcome) -> (&'static str, Option<u64>) {
+    match outcome {
+        SearchOutcome::Found { rate_bps } => ("found", Some(*rate_bps)),
+        SearchOutcome::BelowLow => ("below_low", None),
+        SearchOutcome::Unstable { .. } => ("unstable", None),
+    }
+}
+
+impl RateSearchRecord {
+    /// Number of trials run.
+    pub fn trial_count(&self) -> usize {
+        self.trials.len()
+    }
+
+    /// The search's wall-clock time in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.elapsed_ns as f64 / 1e9
+    }
+
+    /// The confirming trial that passed, if the rate was found.
+    pub fn confirmation(&self) -> Option<&TrialEntry> {
+        self.trials
+            .iter()
+            .rev()
+            .find(|t| t.kind == TrialKindName::Confirm && t.passed)
+            .filter(|_| self.rate_bps.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headline(sent: u64, received: u64) -> Headline {
+        Headline {
+            transfer_ns: 200_000_000,
+            sent_messages: sent,
+            sent_bytes: sent * 1000,
+            received_messages: received,
+            received_bytes: received * 1000,
+            goodput_bps: Some(received as f64 * 1000.0 * 8.0 / 0.2),
+            sent_bps: Some(sent as f64 * 1000.0 * 8.0 / 0.2),
+            delivery: None,
+            retrans_rate: None,
+            rtt: None,
+        }
+    }
+
+    #[test]
+    fn a_trial_entry_takes_its_figures_from_the_headline() {
+        let t = TrialEntry::of(TrialKind::Confirm, 40_000_000, &headline(1000, 990), false);
+        assert_eq!(t.lost_pct, 1.0);
+        assert_eq!(t.goodput_bps, Some(39_600_000.0));
+        assert_eq!(t.kind, TrialKindName::Confirm);
+        let v = serde_json::to_value(t).unwrap();
+        assert_eq!(v["kind"], "confirm");
+    }
+
+    #[test]
+    fn the_confirmation_is_the_last_passing_confirm_of_a_found_rate() {
+        let pass = TrialEntry::of(TrialKind::Confirm, 5, &headline(10, 10), true);
+        let mut r = RateSearchRecord {
+            outcome: "found".into(),
+            rate_bps: Some(5),
+            low_bps: 1,
+            high_bps: 10,
+            resolution_pct: 1.0,
+            max_loss_pct: 0.0,
+            trial_ns: 1,
+            trial_grace_us: 1,
+            elapsed_ns: 2_500_000_000,
+            trials: vec![pass],
+        };
+        assert_eq!(r.confirmation(), Some(&pass));
+        assert_eq!(r.seconds(), 2.5);
+        assert_eq!(outcome_name(&SearchOutcome::BelowLow), ("below_low", None));
+        r.rate_bps = None;
+        assert_eq!(r.confirmation(), None);
+    }
+}

@@ -1,0 +1,143 @@
+//! `--rate max`: runs the trials of the core rate search ([`wirebench_core::ratesearch`]) as
+//! paced UDP streaming sessions against the server, one after another, and records them.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use wirebench_core::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::ratesearch::{Next, RateSearch, SearchConfig, TrialCounts};
+use wirebench_core::record::ratesearch::{outcome_name, RateSearchRecord, TrialEntry};
+use wirebench_core::units::format_bitrate;
+
+use super::{session_params, FinishedRun, RunConfig, Target};
+use crate::client;
+use crate::interval::Progress;
+
+/// Default length of a trial: long enough for a few hundred datagrams at most rates, short
+/// enough that a dozen trials take a few seconds.
+pub const DEFAULT_TRIAL: Duration = Duration::from_millis(200);
+
+/// Default server grace per trial: the datagrams still in flight on a LAN or loopback arrive
+/// within it, and a dozen trials do not each wait the run's 250 ms.
+pub const DEFAULT_TRIAL_GRACE: Duration = Duration::from_millis(30);
+
+/// A trial sends at least this many datagrams, however low its rate, so one lost datagram is
+/// at most 0.4% and a loss allowance of 0.1% or more can pass or fail on counts.
+pub const MIN_TRIAL_MESSAGES: u64 = 250;
+
+/// What `--rate max` searches, validated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchPlan {
+    /// Bounds, resolution and loss allowance of the core search.
+    pub config: SearchConfig,
+    /// Planned length of a trial: its volume is rate × this (at least [`MIN_TRIAL_MESSAGES`]).
+    pub trial: Duration,
+    /// The server's grace for late datagrams after each trial.
+    pub trial_grace: Duration,
+}
+
+/// The payload bytes of a trial at `rate_bps`: rate × trial time in whole messages, at least
+/// [`MIN_TRIAL_MESSAGES`].
+pub fn trial_bytes(rate_bps: u64, trial: Duration, msg_size: u32) -> u64 {
+    let by_time = (rate_bps as f64 / 8.0 * trial.as_secs_f64()) as u64;
+    let messages = by_time
+        .div_ceil(u64::from(msg_size.max(1)))
+        .max(MIN_TRIAL_MESSAGES);
+    messages * u64::from(msg_size)
+}
+
+/// Runs the search for `cfg` (UDP streaming at its message size) against `server`; `on_trial`
+/// sees each trial as it ends (for its line). A trial that fails to run ends the search with
+/// its error.
+pub async fn search(
+    cfg: &RunConfig,
+    plan: &SearchPlan,
+    server: SocketAddr,
+    mut on_trial: impl FnMut(usize, &TrialEntry),
+) -> Result<RateSearchRecord> {
+    let started = Instant::now();
+    let mut machine = RateSearch::new(plan.config)?;
+    let combination = Combination {
+        protocol: Protocol::Udp,
+        mechanism: Mechanism::Stream,
+    };
+    let base = session_params(cfg, combination);
+    let mut trials = Vec::new();
+    let outcome = loop {
+        let trial = match machine.poll_trial() {
+            Next::Done(outcome) => break outcome,
+            Next::Run(trial) => trial,
+        };
+        let mut params = base.clone();
+        params.rate_bps = Some(trial.rate_bps);
+        params.total_bytes = trial_bytes(trial.rate_bps, plan.trial, cfg.msg_size);
+        params.grace_us = u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX);
+        params.interval_us = None;
+        let mut outcome =
+            client::run_session_auth(server, &params, &Progress::new(), cfg.psk.as_deref())
+                .await
+                .with_context(|| {
+                    format!(
+                        "rate search: the trial at {} failed",
+                        format_bitrate(trial.rate_bps as f64)
+                    )
+                })?;
+        if matches!(cfg.target, Target::Embedded(_)) {
+            outcome.mark_shared_process();
+        }
+        let headline = FinishedRun {
+            combination,
+            repeat_index: 0,
+            params,
+            outcome,
+            flows: Vec::new(),
+        }
+        .record()
+        .headline();
+        let counts = TrialCounts {
+            sent: headline.sent_messages,
+            received: headline.received_messages,
+        };
+        let entry = TrialEntry::of(
+            trial.kind,
+            trial.rate_bps,
+            &headline,
+            machine.passes(counts),
+        );
+        machine.handle_result(counts);
+        on_trial(trials.len() + 1, &entry);
+        trials.push(entry);
+    };
+    let (name, rate_bps) = outcome_name(&outcome);
+    Ok(RateSearchRecord {
+        outcome: name.to_string(),
+        rate_bps,
+        low_bps: plan.config.low_bps,
+        high_bps: plan.config.high_bps,
+        resolution_pct: plan.config.resolution * 100.0,
+        max_loss_pct: plan.config.max_loss * 100.0,
+        trial_ns: u64::try_from(plan.trial.as_nanos()).unwrap_or(u64::MAX),
+        trial_grace_us: u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX),
+        elapsed_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        trials,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_is_rate_times_time_in_whole_messages_and_never_tiny() {
+        // 1 Gbit/s for 200 ms: 25 MB, in 1472 B messages rounded up.
+        let b = trial_bytes(1_000_000_000, Duration::from_millis(200), 1472);
+        assert_eq!(b % 1472, 0);
+        assert!((25_000_000..25_000_000 + 1472).contains(&b), "{b}");
+        // 1 Mbit/s for 200 ms would be 17 datagrams: at least 250.
+        assert_eq!(
+            trial_bytes(1_000_000, Duration::from_millis(200), 1472),
+            250 * 1472
+        );
+    }
+}
