@@ -190,8 +190,25 @@ impl RunConfig {
             .into_iter()
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
             .collect::<Result<Vec<u32>, UsageError>>()?;
-        let totals =
-            sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?;
+        let time = match &args.iperf3.time {
+            None => None,
+            Some(t) => {
+                let d = parse_run_time(t)?;
+                if d < MIN_RUN_TIME || d > MAX_RUN_TIME {
+                    return Err(usage(format!(
+                        "-t/--time {t} is out of range: allowed 100ms to 24h"
+                    )));
+                }
+                Some(d)
+            }
+        };
+        let totals = match time {
+            // A timed run: the total is only an upper bound.
+            Some(_) => vec![wirebench_core::proto::UNBOUNDED_TOTAL],
+            None => {
+                sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?
+            }
+        };
         if totals.contains(&0) {
             return Err(usage("-n/--total must be at least 1 byte"));
         }
@@ -297,6 +314,7 @@ impl RunConfig {
                 .as_deref()
                 .map(crate::control::auth::load_psk)
                 .transpose()?,
+            time,
             rate_unit: args
                 .rate_unit
                 .as_deref()
@@ -421,6 +439,23 @@ fn resolve_address(
 
 /// Most flows `-P` accepts.
 use wirebench_core::limits::MAX_PARALLEL;
+
+/// Shortest `run -t` against a wirebench server.
+const MIN_RUN_TIME: Duration = Duration::from_millis(100);
+/// Longest `run -t`.
+const MAX_RUN_TIME: Duration = Duration::from_secs(86_400);
+
+/// `-t/--time`: a duration with a unit (`10s`, `500ms`, `2m`), or a bare number of seconds as
+/// in iperf3 (`-t 10`).
+fn parse_run_time(text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let parsed = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        parse_duration(&format!("{t}s"))
+    } else {
+        parse_duration(t)
+    };
+    parsed.map_err(|e| usage(format!("-t/--time: {e} (a bare number is seconds: -t 10)")))
+}
 
 /// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -643,11 +678,6 @@ pub fn iperf3_client(
     use wirebench_core::iperf3 as ip3;
     let i = &args.iperf3;
     let Some(name) = &i.iperf3 else {
-        if i.time.is_some() {
-            return Err(usage(
-                "-t/--time applies to --iperf3 HOST tests; add --iperf3 or drop it",
-            ));
-        }
         return Ok(None);
     };
     if args.perf.perf_server.is_some() {
@@ -722,7 +752,7 @@ pub fn iperf3_client(
     }
     let limit = match &i.time {
         Some(t) => {
-            let d = parse_duration(t).map_err(|e| usage(format!("-t/--time: {e}")))?;
+            let d = parse_run_time(t)?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
                 return Err(usage(format!(
                     "-t/--time {t} is out of range: allowed 1s to 24h"

@@ -18,8 +18,8 @@ pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{Delivery, Headline};
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, EndMetrics, FlowRecord, IntervalRecord, Parameters, RttFigures,
-    RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+    ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
+    RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
 

@@ -82,7 +82,11 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     cfg.combinations.len(),
                     cfg.repeat,
                     cfg.msg_size,
-                    cfg.total_bytes
+                    (
+                        cfg.total_bytes,
+                        cfg.time
+                            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+                    )
                 )
             );
         } else {
@@ -384,6 +388,10 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
 /// round-trip time. When the plan's stop-and-wait messages would take over an hour at a 1 ms
 /// round trip (a LAN), say so before starting.
 fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
+    if cfg.time.is_some() {
+        // A timed run lasts its time, whatever the round trip.
+        return None;
+    }
     let saw = cfg
         .combinations
         .iter()

@@ -10,8 +10,8 @@ use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
 use wirebench_core::record::{
-    bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, Headline,
-    RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
+    bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, EndedBy,
+    Headline, RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
 use wirebench_core::sweep::Point;
 use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
@@ -57,29 +57,46 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
     if r.mechanism == Mechanism::StopAndWait && !params.reverse {
         let _ = write!(line, ", acks sent {}", r.acks_sent);
     }
-    let _ = write!(
-        line,
-        " [msg {} B, total {} B]",
-        params.msg_size, params.total_bytes
-    );
+    match params.duration_us {
+        Some(us) => {
+            let _ = write!(
+                line,
+                " [msg {} B, timed {} s, at most {} B]",
+                params.msg_size,
+                us as f64 / 1e6,
+                params.total_bytes
+            );
+        }
+        None => {
+            let _ = write!(
+                line,
+                " [msg {} B, total {} B]",
+                params.msg_size, params.total_bytes
+            );
+        }
+    }
     line.push_str(&aborted_text(r.aborted, r.abort_reason.as_deref()));
     line
 }
 
 /// The heading printed before a plan starts.
+/// `time_us`: a timed plan (`-t`) says how long each run sends instead of its total.
 pub fn plan_heading(
     runs: usize,
     combinations: usize,
     repeat: u32,
     msg_size: u32,
-    total: u64,
+    (total, time_us): (u64, Option<u64>),
 ) -> String {
+    let limit = match time_us {
+        Some(us) => format!("{} s each", us as f64 / 1e6),
+        None => ByteSize(total).to_string(),
+    };
     format!(
-        "wirebench: {}: {} × {}, {msg_size}-byte messages, {}",
+        "wirebench: {}: {} × {}, {msg_size}-byte messages, {limit}",
         count_of(runs, "run", "runs"),
         count_of(combinations, "combination", "combinations"),
         count_of(repeat as usize, "repeat", "repeats"),
-        ByteSize(total)
     )
 }
 
@@ -120,6 +137,13 @@ pub fn run_block(
     }
     let _ = writeln!(out, "  goodput: {}", headline_text(&run.headline()));
     let _ = writeln!(out, "  client: {}", client_text(c, run));
+    if run.ended_by == EndedBy::Time {
+        // Runs ended by their total (the default) say nothing, as before -t existed.
+        let _ = writeln!(
+            out,
+            "  ended by: time (-t): the sender stopped after its last whole message"
+        );
+    }
     match server_line {
         Some(line) if run.flows.is_empty() => {
             let _ = writeln!(out, "  server: {line}");
