@@ -23,3 +23,4 @@ mod security;
 mod sessions;
 mod store;
 mod support;
+mod timed;
