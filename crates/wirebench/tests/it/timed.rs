@@ -149,3 +149,33 @@ async fn time_and_total_together_are_refused_and_bare_numbers_are_seconds() {
     assert_eq!(doc["parameters"]["duration_us"], 500_000, "{doc}");
     assert_eq!(doc["runs"][0]["ended_by"], "time");
 }
+
+/// A server bounds a timed session by its --max-duration (at admission) and --max-bytes (the
+/// receiver stops there and aborts the session, naming the flag).
+#[tokio::test]
+async fn a_server_holds_timed_sessions_to_its_limits() {
+    let (mut server, addr, _lines) =
+        crate::cli::start_server(&["--max-duration", "1s", "--max-bytes", "1MiB"]).await;
+    let out = wirebench(&["run", "-c", &addr, "-t", "2", "--no-store"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("(--max-duration)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = wirebench(&[
+        "run",
+        "-c",
+        &addr,
+        "-t",
+        "500ms",
+        "--no-store",
+        "-b",
+        "100M",
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(text.contains("(--max-bytes)"), "{text}");
+    server.kill().await.expect("the server stops");
+}
