@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use wirebench_core::plan::{self, Mechanism};
 use wirebench_core::sweep::Point;
-use wirebench_core::units::ByteSize;
+use wirebench_core::units::{ByteSize, RateUnit};
 
 use wirebench_core::record::document::RunDocument;
 use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Status};
@@ -173,7 +173,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     }
                     let server_line = events
                         .as_mut()
-                        .and_then(|rx| embedded_line(rx, record.session));
+                        .and_then(|rx| embedded_line(rx, record.session, cfg.rate_unit));
                     progress.finished(position, || {
                         if !cfg.json {
                             let mut out = std::io::stdout().lock();
@@ -188,6 +188,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                                     text::BlockLayout {
                                         headed: headed.load(Ordering::Relaxed) == position,
                                         show_path,
+                                        rate_unit: cfg.rate_unit,
                                     },
                                 )
                             );
@@ -212,8 +213,11 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                                     let _ = writeln!(out, "{h}");
                                 }
                             }
-                            let _ =
-                                writeln!(out, "  {}", text::interval_line(interval_verb, sample));
+                            let _ = writeln!(
+                                out,
+                                "  {}",
+                                text::interval_line_in(interval_verb, sample, cfg.rate_unit)
+                            );
                         });
                     }
                 },
@@ -594,15 +598,20 @@ impl Recorder {
 
 /// The embedded server's own summary line for `session` (it is sent before the client gets
 /// its report, so it is already queued). Notices on the way go to stderr.
-fn embedded_line(rx: &mut mpsc::UnboundedReceiver<ServerEvent>, session: u32) -> Option<String> {
+fn embedded_line(
+    rx: &mut mpsc::UnboundedReceiver<ServerEvent>,
+    session: u32,
+    unit: Option<RateUnit>,
+) -> Option<String> {
     while let Ok(event) = rx.try_recv() {
         match event {
             ServerEvent::Session(s) if s.session == session => {
-                return Some(text::session_line(
+                return Some(text::session_line_in(
                     s.session,
                     &s.peer.to_string(),
                     &s.params,
                     &s.report,
+                    unit,
                 ));
             }
             ServerEvent::Session(_) => {}

@@ -14,20 +14,39 @@ use wirebench_core::record::{
     Headline, RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
 use wirebench_core::sweep::Point;
-use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
+use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize, RateUnit};
 
 /// A bit rate for `bytes` over `seconds`, or "too short to time" when the span is under
 /// [`MIN_TIMED_NS`] (a single small message arrives within one clock reading).
-fn rate_text(bytes: u64, seconds: f64) -> String {
+fn rate_text(bytes: u64, seconds: f64, unit: Option<RateUnit>) -> String {
     if seconds * 1e9 >= MIN_TIMED_NS as f64 {
-        format_bitrate(bits_per_second(bytes, seconds))
+        bitrate_text(bits_per_second(bytes, seconds), unit)
     } else {
         "too short to time".to_string()
     }
 }
 
+/// A bit rate in `unit` (`-f`), or in the unit that reads best when none was asked for.
+fn bitrate_text(bits_per_second: f64, unit: Option<RateUnit>) -> String {
+    match unit {
+        Some(u) => u.format(bits_per_second),
+        None => format_bitrate(bits_per_second),
+    }
+}
+
 /// The server's one-line summary of a session, as `wirebench server` prints it.
 pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &ServerReport) -> String {
+    session_line_in(session, peer, params, r, None)
+}
+
+/// [`session_line`] with its rate in `unit` (`run -f`) when one is given.
+pub fn session_line_in(
+    session: u32,
+    peer: &str,
+    params: &SessionParams,
+    r: &ServerReport,
+    unit: Option<RateUnit>,
+) -> String {
     let secs = r.elapsed_ns as f64 / 1e9;
     // Reversed (-R), the server is the sender: what it reports is what it sent.
     let (verb, calls) = match (params.reverse, r.protocol) {
@@ -42,7 +61,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         if params.reverse { " reverse" } else { "" },
         r.messages,
         r.bytes,
-        rate_text(r.bytes, secs),
+        rate_text(r.bytes, secs, unit),
         r.read_calls,
     );
     // The receiver's view of UDP; reversed, the client has it.
@@ -118,6 +137,8 @@ pub struct BlockLayout {
     pub headed: bool,
     /// Data-path options were asked for: show what each end's data path ran with.
     pub show_path: bool,
+    /// `-f`: the unit of every bit rate in the block; None picks one per figure.
+    pub rate_unit: Option<RateUnit>,
 }
 
 /// The block printed after each run: the headline (goodput, sent rate, UDP loss), then each
@@ -135,8 +156,13 @@ pub fn run_block(
     if !layout.headed {
         let _ = writeln!(out, "{}", run_heading(position, of, run));
     }
-    let _ = writeln!(out, "  goodput: {}", headline_text(&run.headline()));
-    let _ = writeln!(out, "  client: {}", client_text(c, run));
+    let unit = layout.rate_unit;
+    let _ = writeln!(
+        out,
+        "  goodput: {}",
+        headline_text_in(&run.headline(), unit)
+    );
+    let _ = writeln!(out, "  client: {}", client_text(c, run, unit));
     if run.ended_by == EndedBy::Time {
         // Runs ended by their total (the default) say nothing, as before -t existed.
         let _ = writeln!(
@@ -153,15 +179,15 @@ pub fn run_block(
                 out,
                 "  server: {} sessions: {}",
                 run.flows.len(),
-                server_sum_text(s, run.reverse)
+                server_sum_text(s, run.reverse, unit)
             );
             for (i, f) in run.flows.iter().enumerate() {
                 let _ = writeln!(
                     out,
                     "  flow {}: client {}; server {}",
                     i + 1,
-                    flow_client_text(&f.client, run.reverse),
-                    server_sum_text(&f.server, run.reverse)
+                    flow_client_text(&f.client, run.reverse, unit),
+                    server_sum_text(&f.server, run.reverse, unit)
                 );
             }
         }
@@ -173,7 +199,7 @@ pub fn run_block(
         let _ = writeln!(out, "  server intervals:");
         let verb = if run.reverse { "sent" } else { "read" };
         for sample in &s.measured.intervals {
-            let _ = writeln!(out, "    {}", interval_line(verb, &sample.sample));
+            let _ = writeln!(out, "    {}", interval_line_in(verb, &sample.sample, unit));
         }
     }
     if let Some(rtt) = &c.rtt {
@@ -204,14 +230,20 @@ pub fn run_block(
 /// The headline of a run in one line: goodput over the transfer time, how much of what was
 /// sent arrived, the offered rate, and for UDP what was lost, repeated and reordered.
 pub fn headline_text(h: &Headline) -> String {
+    headline_text_in(h, None)
+}
+
+/// [`headline_text`] with its rates in `unit` (`run -f`) when one is given.
+pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
+    let rate = |bps: f64| bitrate_text(bps, unit);
     let secs = h.transfer_seconds();
     let mut s = match h.goodput_bps {
         Some(goodput) => format!(
             "{} ({} of {} bytes sent arrived in {secs:.4} s; sent at {})",
-            format_bitrate(goodput),
+            rate(goodput),
             h.received_bytes,
             h.sent_bytes,
-            h.sent_bps.map_or("n/a".into(), format_bitrate)
+            h.sent_bps.map_or("n/a".into(), rate)
         ),
         None => format!(
             "too short to time ({secs:.6} s, under {} ms: send more data with -n); {} of {} bytes sent arrived",
@@ -263,13 +295,24 @@ fn server_record_text(run: &RunRecord) -> String {
 /// One interval line: `[  1.00-  2.00 s] sent 119.21 MiB (1.00 Gbit/s)`, with the UDP loss
 /// in the interval where the receiver counted it.
 pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
+    interval_line_in(verb, s, None)
+}
+
+/// [`interval_line`] with its rate in `unit` (`run -f`) alone when one is given.
+pub fn interval_line_in(verb: &str, s: &IntervalSample, unit: Option<RateUnit>) -> String {
+    let rates = match unit {
+        Some(u) => u.format(s.bits_per_second()),
+        None => format!(
+            "{}, {}",
+            format_bitrate(s.bits_per_second()),
+            format_byterate_iec(s.bits_per_second() / 8.0)
+        ),
+    };
     let mut line = format!(
-        "[{:>7.2}-{:>7.2} s] {verb} {} B ({}, {})",
+        "[{:>7.2}-{:>7.2} s] {verb} {} B ({rates})",
         s.start_ns as f64 / 1e9,
         s.end_ns as f64 / 1e9,
         s.bytes,
-        format_bitrate(s.bits_per_second()),
-        format_byterate_iec(s.bits_per_second() / 8.0)
     );
     if let Some(retransmitted) = s.retransmitted {
         let _ = write!(line, ", retransmitted {retransmitted}");
@@ -305,14 +348,14 @@ fn udp_receipt_text(
 
 /// The short form of a server's figures, for summed flows and per-flow lines: what it read
 /// (or, with -R, sent) over its own span.
-fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
+fn server_sum_text(r: &ServerRecord, reverse: bool, unit: Option<RateUnit>) -> String {
     let mut s = format!(
         "{} {} messages, {} bytes in {:.4} s ({})",
         if reverse { "sent" } else { "read" },
         r.messages,
         r.bytes,
         r.seconds,
-        rate_text(r.bytes, r.seconds)
+        rate_text(r.bytes, r.seconds, unit)
     );
     if r.protocol == Protocol::Udp && !reverse {
         let _ = write!(
@@ -326,14 +369,14 @@ fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
 }
 
 /// The short form of one flow's client figures: what it sent (or, with -R, received).
-fn flow_client_text(c: &ClientRecord, reverse: bool) -> String {
+fn flow_client_text(c: &ClientRecord, reverse: bool, unit: Option<RateUnit>) -> String {
     format!(
         "{} {} messages, {} bytes in {:.4} s ({})",
         if reverse { "received" } else { "sent" },
         c.messages,
         c.bytes,
         c.seconds,
-        rate_text(c.bytes, c.seconds)
+        rate_text(c.bytes, c.seconds, unit)
     )
 }
 
@@ -419,7 +462,7 @@ fn path_text(p: &DataPathInfo) -> String {
     s
 }
 
-fn client_text(c: &ClientRecord, run: &RunRecord) -> String {
+fn client_text(c: &ClientRecord, run: &RunRecord, unit: Option<RateUnit>) -> String {
     // Reversed (-R), the client is the receiver: what it reports is what it read.
     let (verb, calls) = if run.reverse {
         ("received", "read calls")
@@ -432,8 +475,9 @@ fn client_text(c: &ClientRecord, run: &RunRecord) -> String {
         c.messages,
         c.bytes,
         c.seconds,
-        rate_text(c.bytes, c.seconds),
-        if timed {
+        rate_text(c.bytes, c.seconds, unit),
+        // With -f, the one unit asked for alone.
+        if timed && unit.is_none() {
             format!(", {}", format_byterate_iec(c.bytes as f64 / c.seconds))
         } else {
             String::new()

@@ -131,6 +131,13 @@ async fn time_and_total_together_are_refused_and_bare_numbers_are_seconds() {
         err.contains("-n/--total and -t/--time are two ways to end a run"),
         "{err}"
     );
+    let out = wirebench(&["run", "-t", "2", "-O", "1", "--no-store"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("-O/--omit is not supported yet"),
+        "{}",
+        stderr(&out)
+    );
     for (value, wanted) in [("0", "out of range"), ("abc", "a bare number is seconds")] {
         let out = wirebench(&["run", "-t", value, "--no-store"]).await;
         assert_eq!(out.status.code(), Some(2), "-t {value}");
@@ -178,4 +185,38 @@ async fn a_server_holds_timed_sessions_to_its_limits() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     assert!(text.contains("(--max-bytes)"), "{text}");
     server.kill().await.expect("the server stops");
+}
+
+/// `-f`: every bit rate of the run block and the interval lines in the one unit asked for.
+#[tokio::test]
+async fn rate_unit_applies_to_run_blocks_and_interval_lines() {
+    let out = wirebench(&["run", "-t", "1", "-i", "250ms", "-f", "m", "--no-store"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rated: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("/s") && !l.contains("cpu:") && !l.contains("transport:"))
+        .collect();
+    assert!(rated.iter().any(|l| l.contains("goodput:")), "{text}");
+    assert!(
+        rated.iter().any(|l| l.trim_start().starts_with('[')),
+        "{text}"
+    );
+    for line in &rated {
+        assert!(line.contains("Mbit/s"), "{line}");
+        for other in ["Gbit/s", "kbit/s", "MiB/s", "GiB/s"] {
+            assert!(!line.contains(other), "-f m printed {other}: {line}");
+        }
+    }
+    let out = wirebench(&["run", "-n", "1MiB", "-f", "K", "--no-store"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let goodput = text
+        .lines()
+        .find(|l| l.contains("goodput:"))
+        .expect("a goodput line");
+    assert!(
+        goodput.contains("KiB/s") && !goodput.contains("bit/s"),
+        "{goodput}"
+    );
 }
