@@ -718,4 +718,26 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn duration_is_omitted_when_absent_and_read_when_present() {
+        let plain = params();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("duration_us"), "{json}");
+        let back: SessionParams = serde_json::from_str(&json).unwrap();
+        assert!(!back.timed());
+        let timed = SessionParams {
+            duration_us: Some(2_000_000),
+            total_bytes: UNBOUNDED_TOTAL,
+            ..params()
+        };
+        let back: SessionParams =
+            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
+        assert_eq!(back, timed);
+        assert!(back.timed());
+        assert!(
+            i64::try_from(UNBOUNDED_TOTAL).is_ok(),
+            "fits the store's integers"
+        );
+    }
 }

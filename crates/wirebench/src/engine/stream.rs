@@ -366,3 +366,92 @@ async fn write_message<W: AsyncWrite + Unpin>(writer: &mut W, msg: &[u8]) -> io:
     }
     Ok(calls)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Receives `data` (an in-memory stream that then ends) as a streaming or stop-and-wait
+    /// receiver of 100-byte messages.
+    async fn receive(
+        data: &[u8],
+        mechanism: Mechanism,
+        timed: bool,
+    ) -> (Result<(), ReceiveError>, ReadTally) {
+        let mut reader = data;
+        let mut source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; 4096],
+        };
+        let mut acks = Vec::new();
+        let mut tally = ReadTally::default();
+        let progress = AtomicU64::new(0);
+        let total = wirebench_core::proto::UNBOUNDED_TOTAL;
+        let result = match mechanism {
+            Mechanism::Stream => {
+                receive_stream(&mut source, total, 100, timed, &mut tally, &progress).await
+            }
+            Mechanism::StopAndWait => {
+                receive_stop_and_wait(
+                    &mut source,
+                    &mut acks,
+                    total,
+                    100,
+                    timed,
+                    &mut tally,
+                    &progress,
+                )
+                .await
+            }
+        };
+        (result, tally)
+    }
+
+    #[tokio::test]
+    async fn a_timed_receiver_ends_at_a_message_boundary_and_only_there() {
+        for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+            let (result, tally) = receive(&[0u8; 300], mechanism, true).await;
+            assert!(result.is_ok(), "{mechanism}: {result:?}");
+            assert_eq!((tally.messages, tally.bytes), (3, 300), "{mechanism}");
+            let (result, tally) = receive(&[0u8; 250], mechanism, true).await;
+            assert!(
+                matches!(result, Err(ReceiveError::Truncated { .. })),
+                "{mechanism}"
+            );
+            assert_eq!(tally.messages, 2, "{mechanism}: whole messages only");
+            // Untimed, the end of the stream before the total is a truncation.
+            let (result, _) = receive(&[0u8; 300], mechanism, false).await;
+            assert!(
+                matches!(result, Err(ReceiveError::Truncated { .. })),
+                "{mechanism}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_deadline_is_checked_about_every_64_kib() {
+        assert_eq!(deadline_stride(1), 1024);
+        assert_eq!(deadline_stride(1024), 64);
+        assert_eq!(deadline_stride(1 << 20), 1);
+    }
+
+    #[tokio::test]
+    async fn a_timed_sender_stops_at_its_deadline() {
+        let mut out = Vec::new();
+        let payload = [0u8; 100];
+        let mut sink = WriteSink {
+            writer: &mut out,
+            payload: &payload,
+        };
+        let progress = AtomicU64::new(0);
+        let past = Some(Instant::now());
+        let tally = send_stream(&mut sink, 1_000, 100, past, &progress)
+            .await
+            .expect("sends");
+        assert_eq!(tally.messages, 0, "a deadline already passed sends nothing");
+        let tally = send_stream(&mut sink, 1_000, 100, None, &progress)
+            .await
+            .expect("sends");
+        assert_eq!(tally.messages, 10);
+    }
+}
