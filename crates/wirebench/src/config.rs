@@ -818,6 +818,11 @@ pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfCon
         }
         return Ok(None);
     };
+    if args.iperf3.time.is_some() {
+        return Err(usage(
+            "-t/--time does not apply to --perf-server tests: give --upload/--download sizes",
+        ));
+    }
     let protocols: Vec<Protocol> =
         plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
     if protocols != [Protocol::Quic] {
