@@ -590,11 +590,15 @@ pub fn campaign_what(c: &CampaignInfo) -> String {
             many.iter().max().copied().unwrap_or(0)
         ),
     };
+    // A timed campaign (-t) says its time: its total is only an upper bound.
+    let limit = match p.duration_us {
+        Some(us) => format!("{} s", us as f64 / 1e6),
+        None => list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
+    };
     format!(
-        "{} × {}, {sizes}, {} × {}",
+        "{} × {}, {sizes}, {limit} × {}",
         list(p.protocols.iter().map(|p| p.to_string()).collect()),
         list(p.mechanisms.iter().map(|m| m.to_string()).collect()),
-        list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
         p.repeat
     )
 }
@@ -710,14 +714,17 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunRecord)]) -> String 
         bytes(e.wmem_max_bytes)
     );
     for (i, (point, r)) in runs.iter().enumerate() {
+        let limit = match (r.ended_by, c.parameters.duration_us) {
+            (EndedBy::Time, Some(us)) => format!("{} s", us as f64 / 1e6),
+            _ => format!("{} B", point.total_bytes),
+        };
         let _ = writeln!(
             out,
-            "[{}] {} {} {} B × {} B, run {}: goodput {}; client {} messages, {} bytes in {:.4} s; server {} messages, {} bytes",
+            "[{}] {} {} {} B × {limit}, run {}: goodput {}; client {} messages, {} bytes in {:.4} s; server {} messages, {} bytes",
             i + 1,
             r.protocol,
             r.mechanism,
             point.msg_size,
-            point.total_bytes,
             r.repeat_index + 1,
             headline_text(&r.headline()),
             r.client.messages,
