@@ -135,7 +135,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                 progress.note(&format!(
                     "warming up: {} B messages, {}",
                     point.msg_size,
-                    ByteSize(point.total_bytes)
+                    wirebench_core::record::total_label(point.total_bytes)
                 ));
                 let warmup_cfg = RunConfig {
                     repeat: cfg.warmup,
@@ -382,7 +382,7 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
             .join(", "),
         totals
             .iter()
-            .map(|t| ByteSize(*t).to_string())
+            .map(|t| wirebench_core::record::total_label(*t))
             .collect::<Vec<_>>()
             .join(", ")
     )
@@ -431,7 +431,7 @@ fn run_labels(cfg: &RunConfig) -> Vec<String> {
                     label.push_str(&format!(
                         ", {} B × {}",
                         point.msg_size,
-                        ByteSize(point.total_bytes)
+                        wirebench_core::record::total_label(point.total_bytes)
                     ));
                 }
                 label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
