@@ -151,6 +151,24 @@ pub struct SessionParams {
     /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reverse: bool,
+    /// A timed session (`run -t`): the sender sends whole messages for this many microseconds,
+    /// then ends the session as usual (closing or finishing the stream, or `SenderDone`), and
+    /// `total_bytes` is only an upper bound ([`UNBOUNDED_TOTAL`]). Omitted on the wire when
+    /// None. A server older than this field ignores it and refuses the unbounded total
+    /// against its `--max-bytes` limit (or, without one, reports the session truncated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
+}
+
+/// The `total_bytes` of a timed session: no byte limit, in a number that still fits the
+/// signed 64-bit integers the results store keeps.
+pub const UNBOUNDED_TOTAL: u64 = i64::MAX as u64;
+
+impl SessionParams {
+    /// Whether the session ends by time (`duration_us`) rather than by `total_bytes`.
+    pub fn timed(&self) -> bool {
+        self.duration_us.is_some()
+    }
 }
 
 /// Socket and scheduling options of a session's data path, requested by the user.
@@ -409,6 +427,7 @@ mod tests {
 
     fn params() -> SessionParams {
         SessionParams {
+            duration_us: None,
             protocol: Protocol::Udp,
             mechanism: Mechanism::StopAndWait,
             msg_size: 1200,
@@ -698,5 +717,27 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn duration_is_omitted_when_absent_and_read_when_present() {
+        let plain = params();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("duration_us"), "{json}");
+        let back: SessionParams = serde_json::from_str(&json).unwrap();
+        assert!(!back.timed());
+        let timed = SessionParams {
+            duration_us: Some(2_000_000),
+            total_bytes: UNBOUNDED_TOTAL,
+            ..params()
+        };
+        let back: SessionParams =
+            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
+        assert_eq!(back, timed);
+        assert!(back.timed());
+        assert!(
+            i64::try_from(UNBOUNDED_TOTAL).is_ok(),
+            "fits the store's integers"
+        );
     }
 }

@@ -46,6 +46,9 @@ where
     if let Some(message) = negative_in_matches(&cmd, &matches) {
         return Err(ArgsError::Usage(message));
     }
+    if let Some(message) = two_limits(&matches) {
+        return Err(ArgsError::Usage(message));
+    }
     Cli::from_arg_matches(&matches).map_err(ArgsError::Clap)
 }
 
@@ -101,6 +104,20 @@ fn negative_in_matches(cmd: &clap::Command, matches: &ArgMatches) -> Option<Stri
     }
     let (name, sub) = matches.subcommand()?;
     negative_in_matches(cmd.find_subcommand(name)?, sub)
+}
+
+/// `run -n` and `-t` both given on the command line (the default `-n` does not count): the
+/// one-line refusal.
+fn two_limits(matches: &ArgMatches) -> Option<String> {
+    let ("run", run) = matches.subcommand()? else {
+        return None;
+    };
+    let given = |id: &str| run.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    (given("total") && given("time")).then(|| {
+        "-n/--total and -t/--time are two ways to end a run: give one \
+         (-n 100MiB sends 100 MiB; -t 10 sends for 10 s)"
+            .to_string()
+    })
 }
 
 /// A clap error about a negative value given to a typed flag (`-r -3`, `--port -1`), as our

@@ -744,9 +744,8 @@ pub struct RunArgs {
     /// iperf3's).
     #[arg(short = 'J', long)]
     pub json: bool,
-    /// Unit of the bit rates in the text output, as iperf3's -f: k, m, g, t (kbit/s .. Tbit/s)
-    /// or K, M, G, T (KiB/s .. TiB/s). Checked now; the text output does not apply it yet and
-    /// prints its usual units.
+    /// Unit of the rates in the text output (run blocks and interval lines), as iperf3's -f:
+    /// k, m, g, t (kbit/s .. Tbit/s) or K, M, G, T (KiB/s .. TiB/s). JSON keeps bit/s.
     #[arg(short = 'f', long = "rate-unit", value_name = "UNIT")]
     pub rate_unit: Option<String>,
     /// Put the impairment relay between client and server (started in-process on loopback):
@@ -790,9 +789,15 @@ pub struct Iperf3Args {
     /// iperf3's -P (parallel streams) and -R (the server sends).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub iperf3: Option<String>,
-    /// Run for this long instead of sending -n bytes (e.g. 10s; iperf3's -t); with --iperf3.
+    /// Send for this long instead of sending -n bytes, as iperf3's -t: a bare number is
+    /// seconds (-t 10), or give a unit (10s, 500ms, 2m). The sender stops after its last whole
+    /// message and ends the session as usual, so both sides' counts stay exact; the output and
+    /// the store say the time ended the run. Not with -n.
     #[arg(short = 't', long = "time", value_name = "DURATION")]
     pub time: Option<String>,
+    /// iperf3's -O (omit the first N seconds from the figures): not supported yet; refused.
+    #[arg(short = 'O', long = "omit", value_name = "N")]
+    pub omit: Option<String>,
 }
 
 /// Flags of `wirebench run` for testing against a QUIC perf server (`--perf-server`).

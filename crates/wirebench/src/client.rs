@@ -254,6 +254,11 @@ async fn run_tcp(
             &progress,
         ));
         let done_at = Instant::now();
+        if params.timed() {
+            // A timed session ends by the sender closing its side (the receiver cannot know
+            // the total); the socket stays open for the acknowledgements and TCP_INFO.
+            let _ = data.shutdown(std::net::Shutdown::Write);
+        }
         (
             result,
             started,
@@ -520,7 +525,7 @@ async fn run_udp(
             let started = Instant::now();
             let sending = udp.send_stream(
                 session,
-                p.total_bytes,
+                (p.total_bytes, stream::session_deadline(p, started)),
                 p.msg_size,
                 p.rate_bps.map(BitRate),
                 &progress.bytes,
@@ -552,13 +557,15 @@ async fn run_udp(
                 // The thread owns a copy of the histogram and hands it back.
                 let mut hist = rtt.clone();
                 let sender_progress = Arc::clone(progress);
+                let params = p.clone();
                 let sender = tokio::task::spawn_blocking(move || {
                     let progress = sender_progress;
                     let started = Instant::now();
+                    let deadline = stream::session_deadline(&params, started);
                     let result = block_on(udp::send_stop_and_wait(
                         &mut port,
                         session,
-                        total,
+                        (total, deadline),
                         size,
                         policy,
                         &mut hist,
@@ -585,7 +592,7 @@ async fn run_udp(
                 let sending = udp::send_stop_and_wait(
                     &mut port,
                     session,
-                    total,
+                    (total, stream::session_deadline(p, started)),
                     size,
                     policy,
                     rtt,

@@ -199,8 +199,28 @@ impl RunConfig {
             .into_iter()
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
             .collect::<Result<Vec<u32>, UsageError>>()?;
-        let totals =
-            sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?;
+        if args.iperf3.omit.is_some() {
+            return Err(usage(OMIT_NOT_YET));
+        }
+        let time = match &args.iperf3.time {
+            None => None,
+            Some(t) => {
+                let d = parse_run_time(t)?;
+                if d < MIN_RUN_TIME || d > MAX_RUN_TIME {
+                    return Err(usage(format!(
+                        "-t/--time {t} is out of range: allowed 100ms to 24h"
+                    )));
+                }
+                Some(d)
+            }
+        };
+        let totals = match time {
+            // A timed run: the total is only an upper bound.
+            Some(_) => vec![wirebench_core::proto::UNBOUNDED_TOTAL],
+            None => {
+                sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?
+            }
+        };
         if totals.contains(&0) {
             return Err(usage("-n/--total must be at least 1 byte"));
         }
@@ -319,6 +339,7 @@ impl RunConfig {
                 .map(crate::control::auth::load_psk)
                 .transpose()?,
             search,
+            time,
             rate_unit: args
                 .rate_unit
                 .as_deref()
@@ -443,6 +464,27 @@ fn resolve_address(
 
 /// Most flows `-P` accepts.
 use wirebench_core::limits::MAX_PARALLEL;
+
+/// The refusal of `-O/--omit`, until the figures can leave out a run's first seconds.
+const OMIT_NOT_YET: &str = "-O/--omit is not supported yet: drop it (with -i 1s the interval \
+                            lines show the first seconds apart)";
+
+/// Shortest `run -t` against a wirebench server.
+const MIN_RUN_TIME: Duration = Duration::from_millis(100);
+/// Longest `run -t`.
+const MAX_RUN_TIME: Duration = Duration::from_secs(86_400);
+
+/// `-t/--time`: a duration with a unit (`10s`, `500ms`, `2m`), or a bare number of seconds as
+/// in iperf3 (`-t 10`).
+fn parse_run_time(text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let parsed = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        parse_duration(&format!("{t}s"))
+    } else {
+        parse_duration(t)
+    };
+    parsed.map_err(|e| usage(format!("-t/--time: {e} (a bare number is seconds: -t 10)")))
+}
 
 /// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -664,12 +706,10 @@ pub fn iperf3_client(
     use crate::iperf3::client::{ClientConfig, Limit};
     use wirebench_core::iperf3 as ip3;
     let i = &args.iperf3;
+    if i.omit.is_some() {
+        return Err(usage(OMIT_NOT_YET));
+    }
     let Some(name) = &i.iperf3 else {
-        if i.time.is_some() {
-            return Err(usage(
-                "-t/--time applies to --iperf3 HOST tests; add --iperf3 or drop it",
-            ));
-        }
         return Ok(None);
     };
     if args.perf.perf_server.is_some() {
@@ -744,7 +784,7 @@ pub fn iperf3_client(
     }
     let limit = match &i.time {
         Some(t) => {
-            let d = parse_duration(t).map_err(|e| usage(format!("-t/--time: {e}")))?;
+            let d = parse_run_time(t)?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
                 return Err(usage(format!(
                     "-t/--time {t} is out of range: allowed 1s to 24h"
@@ -800,6 +840,11 @@ pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfCon
         }
         return Ok(None);
     };
+    if args.iperf3.time.is_some() {
+        return Err(usage(
+            "-t/--time does not apply to --perf-server tests: give --upload/--download sizes",
+        ));
+    }
     let protocols: Vec<Protocol> =
         plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
     if protocols != [Protocol::Quic] {

@@ -12,7 +12,7 @@ use wirebench_core::impair::Impairments;
 use wirebench_core::metrics::{Cumulative, IntervalSample};
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathOptions, SessionParams};
-use wirebench_core::record::{FlowRecord, Parameters, RunRecord, ServerRecord};
+use wirebench_core::record::{EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::{BitRate, RateUnit};
 
@@ -88,6 +88,9 @@ pub struct RunConfig {
     /// `--rate max`: search the highest loss-free UDP rate first, then run at it (`rate` is
     /// then set to the rate found).
     pub search: Option<ratesearch::SearchPlan>,
+    /// `-t/--time`: every run sends for this long instead of `total_bytes` (then an upper
+    /// bound, `wirebench_core::proto::UNBOUNDED_TOTAL`); `None` ends runs by their total.
+    pub time: Option<Duration>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
@@ -131,6 +134,9 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
             .interval
             .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
         reverse: cfg.reverse,
+        duration_us: cfg
+            .time
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -239,6 +245,11 @@ impl FinishedRun {
                 })
                 .collect(),
             reverse: self.params.reverse,
+            ended_by: if self.params.timed() {
+                EndedBy::Time
+            } else {
+                EndedBy::Bytes
+            },
         }
     }
 
@@ -283,5 +294,6 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         options: session.options,
         parallel: cfg.parallel,
         reverse: cfg.reverse,
+        duration_us: session.duration_us,
     }
 }

@@ -177,6 +177,7 @@ pub(crate) mod tests {
             relay: None,
             flows: Vec::new(),
             reverse: false,
+            ended_by: Default::default(),
         }
     }
 

@@ -20,8 +20,8 @@ pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{Delivery, Headline};
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, EndMetrics, FlowRecord, IntervalRecord, Parameters, RttFigures,
-    RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+    ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
+    RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
 
@@ -38,7 +38,28 @@ pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
+/// A run's total as views name it: its size (`100 MiB`), or `timed (-t)` for the upper bound
+/// a time-based run carries ([`crate::proto::UNBOUNDED_TOTAL`]).
+pub fn total_label(total_bytes: u64) -> String {
+    if total_bytes == crate::proto::UNBOUNDED_TOTAL {
+        "timed (-t)".to_string()
+    } else {
+        crate::units::ByteSize(total_bytes).to_string()
+    }
+}
+
 /// "1 run", "3 runs": a count with its noun in the right number.
 pub fn count_of(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timed_total_is_named_by_its_limit() {
+        assert_eq!(total_label(100 << 20), "104857600 B (100 MiB)");
+        assert_eq!(total_label(crate::proto::UNBOUNDED_TOTAL), "timed (-t)");
+    }
 }

@@ -45,6 +45,10 @@ pub struct Parameters {
     /// read, the server's what it sent. False in results stored before it existed.
     #[serde(default)]
     pub reverse: bool,
+    /// `run -t`: how long each run was asked to send (µs); absent when runs end by their
+    /// total (and in results stored before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -76,6 +80,31 @@ pub struct RunRecord {
     /// kept per run (the campaign's parameters say it for those).
     #[serde(default)]
     pub reverse: bool,
+    /// Which limit ended the run: its total (`-n`) or its time (`-t`). "bytes" in records made
+    /// before it was kept.
+    #[serde(default)]
+    pub ended_by: EndedBy,
+}
+
+/// The limit that ended a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndedBy {
+    /// The sender sent its total (`-n`).
+    #[default]
+    Bytes,
+    /// The sender's time was up (`-t`).
+    Time,
+}
+
+impl EndedBy {
+    /// The limit's name as records spell it: `bytes` or `time`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndedBy::Bytes => "bytes",
+            EndedBy::Time => "time",
+        }
+    }
 }
 
 /// One flow of a parallel run.

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use wirebench_core::plan::{self, Mechanism};
 use wirebench_core::sweep::Point;
-use wirebench_core::units::ByteSize;
+use wirebench_core::units::{ByteSize, RateUnit};
 
 use wirebench_core::record::document::RunDocument;
 use wirebench_core::record::ratesearch::RateSearchRecord;
@@ -120,7 +120,11 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                     cfg.combinations.len(),
                     cfg.repeat,
                     cfg.msg_size,
-                    cfg.total_bytes
+                    (
+                        cfg.total_bytes,
+                        cfg.time
+                            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+                    )
                 )
             );
         } else {
@@ -169,7 +173,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                 progress.note(&format!(
                     "warming up: {} B messages, {}",
                     point.msg_size,
-                    ByteSize(point.total_bytes)
+                    wirebench_core::record::total_label(point.total_bytes)
                 ));
                 let warmup_cfg = RunConfig {
                     repeat: cfg.warmup,
@@ -207,7 +211,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                     }
                     let server_line = events
                         .as_mut()
-                        .and_then(|rx| embedded_line(rx, record.session));
+                        .and_then(|rx| embedded_line(rx, record.session, cfg.rate_unit));
                     progress.finished(position, || {
                         if !cfg.json {
                             let mut out = std::io::stdout().lock();
@@ -222,6 +226,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                                     text::BlockLayout {
                                         headed: headed.load(Ordering::Relaxed) == position,
                                         show_path,
+                                        rate_unit: cfg.rate_unit,
                                     },
                                 )
                             );
@@ -252,8 +257,11 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                                     let _ = writeln!(out, "{h}");
                                 }
                             }
-                            let _ =
-                                writeln!(out, "  {}", text::interval_line(interval_verb, sample));
+                            let _ = writeln!(
+                                out,
+                                "  {}",
+                                text::interval_line_in(interval_verb, sample, cfg.rate_unit)
+                            );
                         });
                     }
                 },
@@ -466,7 +474,7 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
             .join(", "),
         totals
             .iter()
-            .map(|t| ByteSize(*t).to_string())
+            .map(|t| wirebench_core::record::total_label(*t))
             .collect::<Vec<_>>()
             .join(", ")
     )
@@ -476,6 +484,10 @@ fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
 /// round-trip time. When the plan's stop-and-wait messages would take over an hour at a 1 ms
 /// round trip (a LAN), say so before starting.
 fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
+    if cfg.time.is_some() {
+        // A timed run lasts its time, whatever the round trip.
+        return None;
+    }
     let saw = cfg
         .combinations
         .iter()
@@ -511,7 +523,7 @@ fn run_labels(cfg: &RunConfig) -> Vec<String> {
                     label.push_str(&format!(
                         ", {} B × {}",
                         point.msg_size,
-                        ByteSize(point.total_bytes)
+                        wirebench_core::record::total_label(point.total_bytes)
                     ));
                 }
                 label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
@@ -678,15 +690,20 @@ impl Recorder {
 
 /// The embedded server's own summary line for `session` (it is sent before the client gets
 /// its report, so it is already queued). Notices on the way go to stderr.
-fn embedded_line(rx: &mut mpsc::UnboundedReceiver<ServerEvent>, session: u32) -> Option<String> {
+fn embedded_line(
+    rx: &mut mpsc::UnboundedReceiver<ServerEvent>,
+    session: u32,
+    unit: Option<RateUnit>,
+) -> Option<String> {
     while let Ok(event) = rx.try_recv() {
         match event {
             ServerEvent::Session(s) if s.session == session => {
-                return Some(text::session_line(
+                return Some(text::session_line_in(
                     s.session,
                     &s.peer.to_string(),
                     &s.params,
                     &s.report,
+                    unit,
                 ));
             }
             ServerEvent::Session(_) => {}

@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -105,15 +105,24 @@ impl<R: AsyncRead + Unpin + Send> ByteSource for ReadSource<'_, R> {
 }
 
 /// Streaming sender: sends every message once, the last one carrying the remainder; stores
-/// its running byte count in `progress` (for interval reports).
+/// its running byte count in `progress` (for interval reports). With a `deadline` (a timed
+/// session) it stops before the first message that would start after it, reading the clock
+/// once per [`deadline_stride`] messages, not per message.
 pub async fn send_stream<S: MessageSink>(
     sink: &mut S,
     total_bytes: u64,
     msg_size: u32,
+    deadline: Option<Instant>,
     progress: &AtomicU64,
 ) -> io::Result<SendTally> {
     let mut tally = SendTally::default();
+    let stride = deadline_stride(msg_size);
     for index in 0..message_count(total_bytes, msg_size) {
+        if let Some(deadline) = deadline {
+            if index % stride == 0 && Instant::now() >= deadline {
+                break;
+            }
+        }
         let len = message_len(index, total_bytes, msg_size);
         tally.send_calls += sink.send_message(len as usize).await?;
         tally.messages += 1;
@@ -126,11 +135,14 @@ pub async fn send_stream<S: MessageSink>(
 }
 
 /// Stop-and-wait sender: one message in flight; records each round trip (ns) in `rtt_ns`.
+/// With a `deadline` (a timed session) it sends no message after it (the clock is read per
+/// message anyway, for the round trip).
 pub async fn send_stop_and_wait<R, S>(
     acks: &mut R,
     sink: &mut S,
     total_bytes: u64,
     msg_size: u32,
+    deadline: Option<Instant>,
     rtt_ns: &mut Histogram<u64>,
     progress: &AtomicU64,
 ) -> io::Result<SendTally>
@@ -143,6 +155,9 @@ where
     for index in 0..message_count(total_bytes, msg_size) {
         let len = message_len(index, total_bytes, msg_size);
         let sent_at = Instant::now();
+        if deadline.is_some_and(|d| sent_at >= d) {
+            break;
+        }
         tally.send_calls += sink.send_message(len as usize).await?;
         sink.flush().await?;
         acks.read_exact(&mut ack).await?;
@@ -160,11 +175,13 @@ where
     Ok(tally)
 }
 
-/// Streaming receiver: reads until `total_bytes` have arrived, in large reads.
+/// Streaming receiver: reads until `total_bytes` have arrived, in large reads. A `timed`
+/// session may also end earlier, by the sender closing the stream after a whole message.
 pub async fn receive_stream<S: ByteSource>(
     source: &mut S,
     total_bytes: u64,
     msg_size: u32,
+    timed: bool,
     tally: &mut ReadTally,
     progress: &AtomicU64,
 ) -> Result<(), ReceiveError> {
@@ -174,6 +191,10 @@ pub async fn receive_stream<S: ByteSource>(
         if let Err(e) = read_counted(source, want, total_bytes, tally, progress).await {
             // Only complete messages count when the stream ends early.
             tally.messages = tally.bytes / u64::from(msg_size);
+            let at_boundary = tally.bytes % u64::from(msg_size.max(1)) == 0;
+            if timed && at_boundary && matches!(e, ReceiveError::Truncated { .. }) {
+                return Ok(());
+            }
             return Err(e);
         }
     }
@@ -182,12 +203,14 @@ pub async fn receive_stream<S: ByteSource>(
     Ok(())
 }
 
-/// Stop-and-wait receiver: reads each whole message, then acknowledges it.
+/// Stop-and-wait receiver: reads each whole message, then acknowledges it. A `timed`
+/// session may also end earlier, by the sender closing the stream between messages.
 pub async fn receive_stop_and_wait<S, W>(
     source: &mut S,
     acks: &mut W,
     total_bytes: u64,
     msg_size: u32,
+    timed: bool,
     tally: &mut ReadTally,
     progress: &AtomicU64,
 ) -> Result<(), ReceiveError>
@@ -200,7 +223,11 @@ where
         let mut got = 0u64;
         while got < len {
             let want = (len - got).min(RECV_BUFFER as u64) as usize;
-            got += read_counted(source, want, total_bytes, tally, progress).await? as u64;
+            match read_counted(source, want, total_bytes, tally, progress).await {
+                Ok(n) => got += n as u64,
+                Err(ReceiveError::Truncated { .. }) if timed && got == 0 => return Ok(()),
+                Err(e) => return Err(e),
+            }
         }
         tally.messages += 1;
         acks.write_all(&[ack_byte(index)]).await?;
@@ -250,10 +277,12 @@ where
     R: AsyncRead + Unpin,
     S: MessageSink,
 {
+    let deadline = session_deadline(p, Instant::now());
     match p.mechanism {
-        Mechanism::Stream => send_stream(sink, p.total_bytes, p.msg_size, progress).await,
+        Mechanism::Stream => send_stream(sink, p.total_bytes, p.msg_size, deadline, progress).await,
         Mechanism::StopAndWait => {
-            send_stop_and_wait(acks, sink, p.total_bytes, p.msg_size, rtt_ns, progress).await
+            let (total, size) = (p.total_bytes, p.msg_size);
+            send_stop_and_wait(acks, sink, total, size, deadline, rtt_ns, progress).await
         }
     }
 }
@@ -271,14 +300,30 @@ where
     S: ByteSource,
     W: AsyncWrite + Unpin,
 {
+    let (total, size, timed) = (p.total_bytes, p.msg_size, p.timed());
     match p.mechanism {
-        Mechanism::Stream => {
-            receive_stream(source, p.total_bytes, p.msg_size, tally, progress).await
-        }
+        Mechanism::Stream => receive_stream(source, total, size, timed, tally, progress).await,
         Mechanism::StopAndWait => {
-            receive_stop_and_wait(source, acks, p.total_bytes, p.msg_size, tally, progress).await
+            receive_stop_and_wait(source, acks, total, size, timed, tally, progress).await
         }
     }
+}
+
+/// When a timed session's sender stops sending, counted from `start`; None for a session
+/// that ends by its total.
+pub fn session_deadline(p: &SessionParams, start: Instant) -> Option<Instant> {
+    p.duration_us.map(|us| {
+        start
+            .checked_add(Duration::from_micros(us))
+            .unwrap_or(start)
+    })
+}
+
+/// How many messages a timed stream sender sends between two looks at the clock: about
+/// 64 KiB of them, at least 1 and at most 1024 (so one-byte messages do not pay a clock read
+/// each, and large ones overshoot the deadline by one message at most).
+pub fn deadline_stride(msg_size: u32) -> u64 {
+    (64 * 1024 / u64::from(msg_size.max(1))).clamp(1, 1024)
 }
 
 /// Largest read of a receiver: [`RECV_BUFFER`] when streaming, one message for stop-and-wait
@@ -320,4 +365,93 @@ async fn write_message<W: AsyncWrite + Unpin>(writer: &mut W, msg: &[u8]) -> io:
         calls += 1;
     }
     Ok(calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Receives `data` (an in-memory stream that then ends) as a streaming or stop-and-wait
+    /// receiver of 100-byte messages.
+    async fn receive(
+        data: &[u8],
+        mechanism: Mechanism,
+        timed: bool,
+    ) -> (Result<(), ReceiveError>, ReadTally) {
+        let mut reader = data;
+        let mut source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; 4096],
+        };
+        let mut acks = Vec::new();
+        let mut tally = ReadTally::default();
+        let progress = AtomicU64::new(0);
+        let total = wirebench_core::proto::UNBOUNDED_TOTAL;
+        let result = match mechanism {
+            Mechanism::Stream => {
+                receive_stream(&mut source, total, 100, timed, &mut tally, &progress).await
+            }
+            Mechanism::StopAndWait => {
+                receive_stop_and_wait(
+                    &mut source,
+                    &mut acks,
+                    total,
+                    100,
+                    timed,
+                    &mut tally,
+                    &progress,
+                )
+                .await
+            }
+        };
+        (result, tally)
+    }
+
+    #[tokio::test]
+    async fn a_timed_receiver_ends_at_a_message_boundary_and_only_there() {
+        for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
+            let (result, tally) = receive(&[0u8; 300], mechanism, true).await;
+            assert!(result.is_ok(), "{mechanism}: {result:?}");
+            assert_eq!((tally.messages, tally.bytes), (3, 300), "{mechanism}");
+            let (result, tally) = receive(&[0u8; 250], mechanism, true).await;
+            assert!(
+                matches!(result, Err(ReceiveError::Truncated { .. })),
+                "{mechanism}"
+            );
+            assert_eq!(tally.messages, 2, "{mechanism}: whole messages only");
+            // Untimed, the end of the stream before the total is a truncation.
+            let (result, _) = receive(&[0u8; 300], mechanism, false).await;
+            assert!(
+                matches!(result, Err(ReceiveError::Truncated { .. })),
+                "{mechanism}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_deadline_is_checked_about_every_64_kib() {
+        assert_eq!(deadline_stride(1), 1024);
+        assert_eq!(deadline_stride(1024), 64);
+        assert_eq!(deadline_stride(1 << 20), 1);
+    }
+
+    #[tokio::test]
+    async fn a_timed_sender_stops_at_its_deadline() {
+        let mut out = Vec::new();
+        let payload = [0u8; 100];
+        let mut sink = WriteSink {
+            writer: &mut out,
+            payload: &payload,
+        };
+        let progress = AtomicU64::new(0);
+        let past = Some(Instant::now());
+        let tally = send_stream(&mut sink, 1_000, 100, past, &progress)
+            .await
+            .expect("sends");
+        assert_eq!(tally.messages, 0, "a deadline already passed sends nothing");
+        let tally = send_stream(&mut sink, 1_000, 100, None, &progress)
+            .await
+            .expect("sends");
+        assert_eq!(tally.messages, 10);
+    }
 }

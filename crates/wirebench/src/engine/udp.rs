@@ -80,11 +80,12 @@ impl UdpClient {
         }
     }
 
-    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`.
+    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`;
+    /// with a `deadline` (a timed session), no batch after it.
     pub async fn send_stream(
         &self,
         session: u32,
-        total_bytes: u64,
+        (total_bytes, deadline): (u64, Option<Instant>),
         msg_size: u32,
         rate: Option<BitRate>,
         progress: &AtomicU64,
@@ -94,7 +95,7 @@ impl UdpClient {
             state: &self.state,
             destination: self.server,
         };
-        to.send_stream(session, total_bytes, msg_size, rate, progress)
+        to.send_stream(session, (total_bytes, deadline), msg_size, rate, progress)
             .await
     }
 
@@ -128,11 +129,13 @@ pub struct DatagramSender<'a> {
 }
 
 impl DatagramSender<'_> {
-    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`.
+    /// Streaming: sends every message once, as fast as the socket allows or paced to `rate`;
+    /// with a `deadline` (a timed session), no batch after it (the clock is read once per
+    /// batch anyway, for the timestamp).
     pub async fn send_stream(
         &self,
         session: u32,
-        total_bytes: u64,
+        (total_bytes, deadline): (u64, Option<Instant>),
         msg_size: u32,
         rate: Option<BitRate>,
         progress: &AtomicU64,
@@ -165,8 +168,12 @@ impl DatagramSender<'_> {
             let n = (count - next).min(per_call as u64);
             let mut len = 0usize;
             let mut payload = 0u64;
-            // One timestamp per batch: the datagrams of one sendmsg leave together.
-            let sent_us = micros_since(started);
+            // One clock read per batch: the datagrams of one sendmsg leave together.
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            let sent_us = now.duration_since(started).as_micros() as u32;
             for k in 0..n {
                 let seq = next + k;
                 let msg_len = message_len(seq, total_bytes, msg_size) as usize;
@@ -318,11 +325,13 @@ impl DatagramPort for SpinPort {
     }
 }
 
-/// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged.
+/// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged. With a
+/// `stop_at` deadline (a timed session) it stops at the first acknowledgement after it, when nothing
+/// is in flight.
 pub async fn send_stop_and_wait<P: DatagramPort>(
     port: &mut P,
     session: u32,
-    total_bytes: u64,
+    (total_bytes, stop_at): (u64, Option<Instant>),
     msg_size: u32,
     rto: RtoPolicy,
     rtt_ns: &mut Histogram<u64>,
@@ -372,11 +381,15 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                 if h.kind != Kind::Ack || h.session != session {
                     continue;
                 }
-                if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, Instant::now()) {
+                let now = Instant::now();
+                if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, now) {
                     failures = 0;
                     progress.store(sender.bytes_acked(), Ordering::Relaxed);
                     if let Some(rtt) = rtt {
                         rtt_ns.saturating_record(duration_ns(rtt));
+                    }
+                    if stop_at.is_some_and(|d| now >= d) {
+                        break;
                     }
                 }
             }

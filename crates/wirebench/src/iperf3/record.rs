@@ -14,7 +14,7 @@ use wirebench_core::sweep::Point;
 use super::client::{ClientConfig, ClientOutcome, Limit};
 use super::report::{document, SideJson};
 use wirebench_core::record::{
-    ClientRecord, EndMetrics, NewCampaign, Parameters, RunRecord, ServerRecord,
+    ClientRecord, EndMetrics, EndedBy, NewCampaign, Parameters, RunRecord, ServerRecord,
 };
 
 /// The campaign, the point and the one run of a finished test started at `now_unix_s`.
@@ -58,6 +58,10 @@ pub fn records(
             options: Default::default(),
             parallel: cfg.parallel,
             reverse: cfg.reverse,
+            duration_us: match cfg.limit {
+                Limit::Bytes(_) => None,
+                Limit::Time(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            },
         },
         planned_runs: 1,
         msg_sizes: vec![cfg.len],
@@ -74,6 +78,10 @@ pub fn records(
         flows: Vec::new(),
         relay: None,
         reverse: cfg.reverse,
+        ended_by: match cfg.limit {
+            Limit::Bytes(_) => EndedBy::Bytes,
+            Limit::Time(_) => EndedBy::Time,
+        },
     };
     (campaign, point, run)
 }

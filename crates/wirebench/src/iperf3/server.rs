@@ -416,6 +416,7 @@ impl Test {
             session: rand::random(),
             peer: self.peer,
             params: SessionParams {
+                duration_us: None,
                 protocol,
                 mechanism: Mechanism::Stream,
                 msg_size: plan.len,

@@ -11,24 +11,43 @@ use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
 use wirebench_core::record::rr::RrCampaignInfo;
 use wirebench_core::record::{
-    bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, Headline,
-    RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
+    bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, EndedBy,
+    Headline, RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
 use wirebench_core::sweep::Point;
-use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize};
+use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize, RateUnit};
 
 /// A bit rate for `bytes` over `seconds`, or "too short to time" when the span is under
 /// [`MIN_TIMED_NS`] (a single small message arrives within one clock reading).
-fn rate_text(bytes: u64, seconds: f64) -> String {
+fn rate_text(bytes: u64, seconds: f64, unit: Option<RateUnit>) -> String {
     if seconds * 1e9 >= MIN_TIMED_NS as f64 {
-        format_bitrate(bits_per_second(bytes, seconds))
+        bitrate_text(bits_per_second(bytes, seconds), unit)
     } else {
         "too short to time".to_string()
     }
 }
 
+/// A bit rate in `unit` (`-f`), or in the unit that reads best when none was asked for.
+fn bitrate_text(bits_per_second: f64, unit: Option<RateUnit>) -> String {
+    match unit {
+        Some(u) => u.format(bits_per_second),
+        None => format_bitrate(bits_per_second),
+    }
+}
+
 /// The server's one-line summary of a session, as `wirebench server` prints it.
 pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &ServerReport) -> String {
+    session_line_in(session, peer, params, r, None)
+}
+
+/// [`session_line`] with its rate in `unit` (`run -f`) when one is given.
+pub fn session_line_in(
+    session: u32,
+    peer: &str,
+    params: &SessionParams,
+    r: &ServerReport,
+    unit: Option<RateUnit>,
+) -> String {
     let secs = r.elapsed_ns as f64 / 1e9;
     // Reversed (-R), the server is the sender: what it reports is what it sent.
     let (verb, calls) = match (params.reverse, r.protocol) {
@@ -43,7 +62,7 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
         if params.reverse { " reverse" } else { "" },
         r.messages,
         r.bytes,
-        rate_text(r.bytes, secs),
+        rate_text(r.bytes, secs, unit),
         r.read_calls,
     );
     // The receiver's view of UDP; reversed, the client has it.
@@ -58,29 +77,46 @@ pub fn session_line(session: u32, peer: &str, params: &SessionParams, r: &Server
     if r.mechanism == Mechanism::StopAndWait && !params.reverse {
         let _ = write!(line, ", acks sent {}", r.acks_sent);
     }
-    let _ = write!(
-        line,
-        " [msg {} B, total {} B]",
-        params.msg_size, params.total_bytes
-    );
+    match params.duration_us {
+        Some(us) => {
+            let _ = write!(
+                line,
+                " [msg {} B, timed {} s, at most {} B]",
+                params.msg_size,
+                us as f64 / 1e6,
+                params.total_bytes
+            );
+        }
+        None => {
+            let _ = write!(
+                line,
+                " [msg {} B, total {} B]",
+                params.msg_size, params.total_bytes
+            );
+        }
+    }
     line.push_str(&aborted_text(r.aborted, r.abort_reason.as_deref()));
     line
 }
 
 /// The heading printed before a plan starts.
+/// `time_us`: a timed plan (`-t`) says how long each run sends instead of its total.
 pub fn plan_heading(
     runs: usize,
     combinations: usize,
     repeat: u32,
     msg_size: u32,
-    total: u64,
+    (total, time_us): (u64, Option<u64>),
 ) -> String {
+    let limit = match time_us {
+        Some(us) => format!("{} s each", us as f64 / 1e6),
+        None => ByteSize(total).to_string(),
+    };
     format!(
-        "wirebench: {}: {} × {}, {msg_size}-byte messages, {}",
+        "wirebench: {}: {} × {}, {msg_size}-byte messages, {limit}",
         count_of(runs, "run", "runs"),
         count_of(combinations, "combination", "combinations"),
         count_of(repeat as usize, "repeat", "repeats"),
-        ByteSize(total)
     )
 }
 
@@ -102,6 +138,8 @@ pub struct BlockLayout {
     pub headed: bool,
     /// Data-path options were asked for: show what each end's data path ran with.
     pub show_path: bool,
+    /// `-f`: the unit of every bit rate in the block; None picks one per figure.
+    pub rate_unit: Option<RateUnit>,
 }
 
 /// The block printed after each run: the headline (goodput, sent rate, UDP loss), then each
@@ -119,8 +157,20 @@ pub fn run_block(
     if !layout.headed {
         let _ = writeln!(out, "{}", run_heading(position, of, run));
     }
-    let _ = writeln!(out, "  goodput: {}", headline_text(&run.headline()));
-    let _ = writeln!(out, "  client: {}", client_text(c, run));
+    let unit = layout.rate_unit;
+    let _ = writeln!(
+        out,
+        "  goodput: {}",
+        headline_text_in(&run.headline(), unit)
+    );
+    let _ = writeln!(out, "  client: {}", client_text(c, run, unit));
+    if run.ended_by == EndedBy::Time {
+        // Runs ended by their total (the default) say nothing, as before -t existed.
+        let _ = writeln!(
+            out,
+            "  ended by: time (-t): the sender stopped after its last whole message"
+        );
+    }
     match server_line {
         Some(line) if run.flows.is_empty() => {
             let _ = writeln!(out, "  server: {line}");
@@ -130,15 +180,15 @@ pub fn run_block(
                 out,
                 "  server: {} sessions: {}",
                 run.flows.len(),
-                server_sum_text(s, run.reverse)
+                server_sum_text(s, run.reverse, unit)
             );
             for (i, f) in run.flows.iter().enumerate() {
                 let _ = writeln!(
                     out,
                     "  flow {}: client {}; server {}",
                     i + 1,
-                    flow_client_text(&f.client, run.reverse),
-                    server_sum_text(&f.server, run.reverse)
+                    flow_client_text(&f.client, run.reverse, unit),
+                    server_sum_text(&f.server, run.reverse, unit)
                 );
             }
         }
@@ -150,7 +200,7 @@ pub fn run_block(
         let _ = writeln!(out, "  server intervals:");
         let verb = if run.reverse { "sent" } else { "read" };
         for sample in &s.measured.intervals {
-            let _ = writeln!(out, "    {}", interval_line(verb, &sample.sample));
+            let _ = writeln!(out, "    {}", interval_line_in(verb, &sample.sample, unit));
         }
     }
     if let Some(rtt) = &c.rtt {
@@ -181,14 +231,20 @@ pub fn run_block(
 /// The headline of a run in one line: goodput over the transfer time, how much of what was
 /// sent arrived, the offered rate, and for UDP what was lost, repeated and reordered.
 pub fn headline_text(h: &Headline) -> String {
+    headline_text_in(h, None)
+}
+
+/// [`headline_text`] with its rates in `unit` (`run -f`) when one is given.
+pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
+    let rate = |bps: f64| bitrate_text(bps, unit);
     let secs = h.transfer_seconds();
     let mut s = match h.goodput_bps {
         Some(goodput) => format!(
             "{} ({} of {} bytes sent arrived in {secs:.4} s; sent at {})",
-            format_bitrate(goodput),
+            rate(goodput),
             h.received_bytes,
             h.sent_bytes,
-            h.sent_bps.map_or("n/a".into(), format_bitrate)
+            h.sent_bps.map_or("n/a".into(), rate)
         ),
         None => format!(
             "too short to time ({secs:.6} s, under {} ms: send more data with -n); {} of {} bytes sent arrived",
@@ -240,13 +296,24 @@ fn server_record_text(run: &RunRecord) -> String {
 /// One interval line: `[  1.00-  2.00 s] sent 119.21 MiB (1.00 Gbit/s)`, with the UDP loss
 /// in the interval where the receiver counted it.
 pub fn interval_line(verb: &str, s: &IntervalSample) -> String {
+    interval_line_in(verb, s, None)
+}
+
+/// [`interval_line`] with its rate in `unit` (`run -f`) alone when one is given.
+pub fn interval_line_in(verb: &str, s: &IntervalSample, unit: Option<RateUnit>) -> String {
+    let rates = match unit {
+        Some(u) => u.format(s.bits_per_second()),
+        None => format!(
+            "{}, {}",
+            format_bitrate(s.bits_per_second()),
+            format_byterate_iec(s.bits_per_second() / 8.0)
+        ),
+    };
     let mut line = format!(
-        "[{:>7.2}-{:>7.2} s] {verb} {} B ({}, {})",
+        "[{:>7.2}-{:>7.2} s] {verb} {} B ({rates})",
         s.start_ns as f64 / 1e9,
         s.end_ns as f64 / 1e9,
         s.bytes,
-        format_bitrate(s.bits_per_second()),
-        format_byterate_iec(s.bits_per_second() / 8.0)
     );
     if let Some(retransmitted) = s.retransmitted {
         let _ = write!(line, ", retransmitted {retransmitted}");
@@ -282,14 +349,14 @@ fn udp_receipt_text(
 
 /// The short form of a server's figures, for summed flows and per-flow lines: what it read
 /// (or, with -R, sent) over its own span.
-fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
+fn server_sum_text(r: &ServerRecord, reverse: bool, unit: Option<RateUnit>) -> String {
     let mut s = format!(
         "{} {} messages, {} bytes in {:.4} s ({})",
         if reverse { "sent" } else { "read" },
         r.messages,
         r.bytes,
         r.seconds,
-        rate_text(r.bytes, r.seconds)
+        rate_text(r.bytes, r.seconds, unit)
     );
     if r.protocol == Protocol::Udp && !reverse {
         let _ = write!(
@@ -303,14 +370,14 @@ fn server_sum_text(r: &ServerRecord, reverse: bool) -> String {
 }
 
 /// The short form of one flow's client figures: what it sent (or, with -R, received).
-fn flow_client_text(c: &ClientRecord, reverse: bool) -> String {
+fn flow_client_text(c: &ClientRecord, reverse: bool, unit: Option<RateUnit>) -> String {
     format!(
         "{} {} messages, {} bytes in {:.4} s ({})",
         if reverse { "received" } else { "sent" },
         c.messages,
         c.bytes,
         c.seconds,
-        rate_text(c.bytes, c.seconds)
+        rate_text(c.bytes, c.seconds, unit)
     )
 }
 
@@ -396,7 +463,7 @@ fn path_text(p: &DataPathInfo) -> String {
     s
 }
 
-fn client_text(c: &ClientRecord, run: &RunRecord) -> String {
+fn client_text(c: &ClientRecord, run: &RunRecord, unit: Option<RateUnit>) -> String {
     // Reversed (-R), the client is the receiver: what it reports is what it read.
     let (verb, calls) = if run.reverse {
         ("received", "read calls")
@@ -409,8 +476,9 @@ fn client_text(c: &ClientRecord, run: &RunRecord) -> String {
         c.messages,
         c.bytes,
         c.seconds,
-        rate_text(c.bytes, c.seconds),
-        if timed {
+        rate_text(c.bytes, c.seconds, unit),
+        // With -f, the one unit asked for alone.
+        if timed && unit.is_none() {
             format!(", {}", format_byterate_iec(c.bytes as f64 / c.seconds))
         } else {
             String::new()
@@ -523,11 +591,15 @@ pub fn campaign_what(c: &CampaignInfo) -> String {
             many.iter().max().copied().unwrap_or(0)
         ),
     };
+    // A timed campaign (-t) says its time: its total is only an upper bound.
+    let limit = match p.duration_us {
+        Some(us) => format!("{} s", us as f64 / 1e6),
+        None => list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
+    };
     format!(
-        "{} × {}, {sizes}, {} × {}",
+        "{} × {}, {sizes}, {limit} × {}",
         list(p.protocols.iter().map(|p| p.to_string()).collect()),
         list(p.mechanisms.iter().map(|m| m.to_string()).collect()),
-        list(c.totals.iter().map(|t| ByteSize(*t).to_string()).collect()),
         p.repeat
     )
 }
@@ -669,14 +741,17 @@ pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunRecord)]) -> String 
         bytes(e.wmem_max_bytes)
     );
     for (i, (point, r)) in runs.iter().enumerate() {
+        let limit = match (r.ended_by, c.parameters.duration_us) {
+            (EndedBy::Time, Some(us)) => format!("{} s", us as f64 / 1e6),
+            _ => format!("{} B", point.total_bytes),
+        };
         let _ = writeln!(
             out,
-            "[{}] {} {} {} B × {} B, run {}: goodput {}; client {} messages, {} bytes in {:.4} s; server {} messages, {} bytes",
+            "[{}] {} {} {} B × {limit}, run {}: goodput {}; client {} messages, {} bytes in {:.4} s; server {} messages, {} bytes",
             i + 1,
             r.protocol,
             r.mechanism,
             point.msg_size,
-            point.total_bytes,
             r.repeat_index + 1,
             headline_text(&r.headline()),
             r.client.messages,

@@ -10,11 +10,11 @@ use std::io;
 use plotters::coord::combinators::WithKeyPoints;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use wirebench_core::units::ByteSize;
 
 use super::series::{LossPoint, Timeline};
 use wirebench_core::plan::Protocol;
 use wirebench_core::record::summary::ConfigurationSummary as Configuration;
+use wirebench_core::record::total_label;
 use wirebench_core::stats::Summary;
 
 const SIZE: (u32, u32) = (760, 420);
@@ -108,7 +108,7 @@ pub fn throughput_by_size(configs: &[Configuration]) -> io::Result<String> {
         };
         let point = (f64::from(c.key.msg_size), goodput.median);
         let name = if several_totals {
-            format!("{}, {}", c.title(), ByteSize(c.key.total_bytes))
+            format!("{}, {}", c.title(), total_label(c.key.total_bytes))
         } else {
             c.title()
         };
@@ -254,7 +254,7 @@ pub fn configuration_bars(configs: &[Configuration], figure: BarFigure) -> io::R
         Some(k) => format!(
             "{what} per protocol × mechanism, {}-byte messages, {}",
             k.msg_size,
-            ByteSize(k.total_bytes)
+            total_label(k.total_bytes)
         ),
         None => format!("{what} per protocol × mechanism"),
     };

@@ -335,7 +335,7 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
 pub fn configuration_caption(c: &ConfigurationSummary) -> String {
     let mut s = format!(
         "{}, {}-byte messages, {}",
-        wirebench_core::units::ByteSize(c.key.total_bytes),
+        wirebench_core::record::total_label(c.key.total_bytes),
         c.key.msg_size,
         wirebench_core::record::count_of(c.runs, "run", "runs")
     );

@@ -4,7 +4,6 @@
 
 use wirebench_core::plan::{Mechanism, Protocol};
 use wirebench_core::sweep::Point;
-use wirebench_core::units::ByteSize;
 
 use wirebench_core::record::summary::title;
 use wirebench_core::record::{IntervalRecord, RunRecord};
@@ -95,7 +94,7 @@ pub fn timeline(
             "run {}: {title}, {} B × {}, repeat {}",
             index + 1,
             point.msg_size,
-            ByteSize(point.total_bytes),
+            wirebench_core::record::total_label(point.total_bytes),
             run.repeat_index + 1
         ),
         client: intervals(&run.client.measured.intervals),

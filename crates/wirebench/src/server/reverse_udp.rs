@@ -183,6 +183,7 @@ async fn send(
     p: &SessionParams,
     progress: &AtomicU64,
 ) -> anyhow::Result<SendTally> {
+    let deadline = crate::engine::stream::session_deadline(p, std::time::Instant::now());
     match p.mechanism {
         Mechanism::Stream => {
             let sender = DatagramSender {
@@ -193,7 +194,7 @@ async fn send(
             sender
                 .send_stream(
                     session,
-                    p.total_bytes,
+                    (p.total_bytes, deadline),
                     p.msg_size,
                     p.rate_bps.map(BitRate),
                     progress,
@@ -219,7 +220,7 @@ async fn send(
             udp::send_stop_and_wait(
                 &mut port,
                 session,
-                p.total_bytes,
+                (p.total_bytes, deadline),
                 p.msg_size,
                 policy,
                 &mut rtt,

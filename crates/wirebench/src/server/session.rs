@@ -133,6 +133,7 @@ pub(super) async fn serve(
         notice(format!("session refused: {reason}"));
         return;
     }
+    let params = bound_timed(params, limits);
     shared.metrics.started();
     let cpu = CpuMeter::start();
     let (session, mut report) = match params.protocol {
@@ -202,7 +203,17 @@ fn validate(p: &SessionParams, peer: SocketAddr) -> Result<(), String> {
 
 /// Checks a session request against the server's limits on bytes and rate.
 fn within_limits(p: &SessionParams, limits: &Limits) -> Result<(), String> {
-    if p.total_bytes > limits.max_bytes {
+    if let Some(us) = p.duration_us {
+        // A timed session's total is only an upper bound: --max-bytes caps it instead (see
+        // `bound_timed`), and its duration must fit --max-duration.
+        let asked = Duration::from_micros(us);
+        if asked >= limits.max_duration {
+            return Err(format!(
+                "a timed session of {asked:?} is longer than this server allows: less than {:?} (--max-duration)",
+                limits.max_duration
+            ));
+        }
+    } else if p.total_bytes > limits.max_bytes {
         return Err(format!(
             "a total of {} bytes is more than this server allows per session: at most {} bytes (--max-bytes)",
             p.total_bytes, limits.max_bytes
@@ -220,6 +231,16 @@ fn within_limits(p: &SessionParams, limits: &Limits) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A timed session's upper bound on bytes lowered to the server's `--max-bytes`: the receiver
+/// never reads, and a reversed sender never sends, more than that (a forward stream that
+/// reaches it is aborted, naming the flag).
+fn bound_timed(mut p: SessionParams, limits: &Limits) -> SessionParams {
+    if p.timed() {
+        p.total_bytes = p.total_bytes.min(limits.max_bytes);
+    }
+    p
 }
 
 /// A report that carries no figures yet.
@@ -333,6 +354,13 @@ where
     report.elapsed_ns = span_ns(tally.first_at, tally.last_at);
     report.idle_after_last_ns = tally.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
     match result {
+        Ok(()) if p.timed() && tally.bytes >= p.total_bytes => {
+            let reason = format!(
+                "the timed session reached this server's limit of {} bytes (--max-bytes)",
+                p.total_bytes
+            );
+            (Some(session), abort(report, reason))
+        }
         Ok(()) => (Some(session), report),
         Err(reason) => (Some(session), abort(report, reason)),
     }

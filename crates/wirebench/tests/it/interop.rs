@@ -581,7 +581,18 @@ async fn perf_and_iperf3_flags_are_checked() {
             &["run", "--perf-server", "127.0.0.1:1", "--perf-insecure"],
             "--proto quic",
         ),
-        (&["run", "-t", "2s"], "--iperf3"),
+        (
+            &[
+                "run",
+                "--perf-server",
+                "127.0.0.1:1",
+                "--proto",
+                "quic",
+                "-t",
+                "2",
+            ],
+            "-t/--time does not apply to --perf-server",
+        ),
         (
             &["run", "--iperf3", "127.0.0.1", "--proto", "quic"],
             "tcp or --proto udp",

@@ -252,7 +252,7 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
     let progress = AtomicU64::new(0);
     let e = tokio::time::timeout(
         NOTICE_LIMIT,
-        client.send_stream(1, 10 << 30, 1024, None, &progress),
+        client.send_stream(1, (10 << 30, None), 1024, None, &progress),
     )
     .await
     .expect("stops in time")
@@ -271,7 +271,7 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
         udp::send_stop_and_wait(
             &mut AsyncPort(client.socket()),
             1,
-            10 << 30,
+            (10 << 30, None),
             1024,
             policy,
             &mut rtt,

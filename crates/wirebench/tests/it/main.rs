@@ -27,3 +27,4 @@ mod security;
 mod sessions;
 mod store;
 mod support;
+mod timed;

@@ -19,6 +19,7 @@ fn spec(
     total_bytes: u64,
 ) -> SessionParams {
     SessionParams {
+        duration_us: None,
         protocol,
         mechanism,
         msg_size,

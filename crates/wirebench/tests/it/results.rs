@@ -216,3 +216,22 @@ async fn report_of_a_campaign_without_runs_says_so() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// A timed run (`-t`) is stored with the limit that ended it: `show` and `runs` give its time,
+/// `export` its `ended_by` and `duration_us` (checked against the schema).
+#[tokio::test]
+async fn a_timed_run_is_stored_ended_by_time() {
+    let db = TempPath::new(".sqlite3");
+    let out = wirebench(&["run", "-t", "1", "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let show = wirebench(&["show", "1", "--db", db.arg()]).await;
+    let show = String::from_utf8_lossy(&show.stdout).into_owned();
+    assert!(show.contains("1024-byte messages, 1 s × 1"), "{show}");
+    assert!(show.contains("tcp stream 1024 B × 1 s, run 1"), "{show}");
+    let export = wirebench(&["export", "1", "--db", db.arg()]).await;
+    assert!(export.status.success(), "{}", stderr(&export));
+    let doc: Value = serde_json::from_slice(&export.stdout).unwrap();
+    schema_check(&doc, "export.schema.json");
+    assert_eq!(doc["parameters"]["duration_us"], 1_000_000, "{doc}");
+    assert_eq!(doc["runs"][0]["ended_by"], "time", "{doc}");
+}

@@ -14,6 +14,7 @@ use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 
 fn small_tcp() -> SessionParams {
     SessionParams {
+        duration_us: None,
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
         msg_size: 1000,

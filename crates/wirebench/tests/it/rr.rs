@@ -316,6 +316,7 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
         // TCP and QUIC: every message is sampled (UDP's retransmitted ones are not, by Karn's rule).
         for protocol in [Protocol::Tcp, Protocol::Quic] {
             let params = SessionParams {
+                duration_us: None,
                 protocol,
                 mechanism: Mechanism::StopAndWait,
                 msg_size: 100,

@@ -14,6 +14,7 @@ pub(crate) fn spec(
     total_bytes: u64,
 ) -> SessionParams {
     SessionParams {
+        duration_us: None,
         protocol,
         mechanism,
         msg_size,
