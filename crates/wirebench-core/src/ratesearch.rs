@@ -210,10 +210,20 @@ impl RateSearch {
     /// Takes the counts of the trial [`RateSearch::poll_trial`] asked for and decides the next
     /// step. Ignored once the search is done.
     pub fn handle_result(&mut self, counts: TrialCounts) {
+        let passed = self.passes(counts);
+        self.settle(counts, passed);
+    }
+
+    /// Takes the counts of a trial whose sender could not offer the rate asked for (it sent
+    /// markedly slower): whatever was lost, the rate was not shown to pass, so it fails.
+    pub fn handle_shortfall(&mut self, counts: TrialCounts) {
+        self.settle(counts, false);
+    }
+
+    fn settle(&mut self, counts: TrialCounts, passed: bool) {
         let Next::Run(trial) = self.next else {
             return;
         };
-        let passed = self.passes(counts);
         self.history.push(TrialRecord {
             trial,
             counts,
@@ -483,5 +493,32 @@ mod tests {
             received: 0,
         });
         assert_eq!(s.history().len(), 2);
+    }
+
+    #[test]
+    fn a_rate_the_sender_could_not_offer_fails_whatever_arrived() {
+        let mut search = RateSearch::new(SearchConfig {
+            low_bps: 1_000_000,
+            high_bps: 1_000_000_000,
+            resolution: 0.01,
+            max_loss: 0.0,
+            max_confirm_failures: 1,
+        })
+        .unwrap();
+        // The high bound is tried first; its sender fell short, nothing was lost.
+        let Next::Run(first) = search.poll_trial() else {
+            panic!("a first trial")
+        };
+        assert_eq!(first.rate_bps, 1_000_000_000);
+        search.handle_shortfall(TrialCounts {
+            sent: 100,
+            received: 100,
+        });
+        assert!(!search.history()[0].passed);
+        // So the search goes below it instead of calling it found.
+        let Next::Run(next) = search.poll_trial() else {
+            panic!("the search goes on")
+        };
+        assert!(next.rate_bps < 1_000_000_000);
     }
 }

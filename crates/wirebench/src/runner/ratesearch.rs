@@ -14,6 +14,10 @@ use super::{session_params, FinishedRun, RunConfig, Target};
 use crate::client;
 use crate::interval::Progress;
 
+/// A trial passes only if its sender offered at least this share of the trial's rate: below
+/// it, the sender (not the path) was the limit, and the rate is not shown to pass.
+pub const SENDER_SHORTFALL: f64 = 0.95;
+
 /// Default length of a trial: long enough for a few hundred datagrams at most rates, short
 /// enough that a dozen trials take a few seconds.
 pub const DEFAULT_TRIAL: Duration = Duration::from_millis(200);
@@ -99,13 +103,18 @@ pub async fn search(
             sent: headline.sent_messages,
             received: headline.received_messages,
         };
-        let entry = TrialEntry::of(
-            trial.kind,
-            trial.rate_bps,
-            &headline,
-            machine.passes(counts),
-        );
-        machine.handle_result(counts);
+        // A sender that could not offer the rate (the host stalled it, or it cannot go that
+        // fast) has not shown that the path carries it: the trial fails, whatever arrived.
+        let kept_up = headline
+            .sent_bps
+            .is_some_and(|sent| sent >= trial.rate_bps as f64 * SENDER_SHORTFALL);
+        let passed = kept_up && machine.passes(counts);
+        let entry = TrialEntry::of(trial.kind, trial.rate_bps, &headline, passed);
+        if kept_up {
+            machine.handle_result(counts);
+        } else {
+            machine.handle_shortfall(counts);
+        }
         on_trial(trials.len() + 1, &entry);
         trials.push(entry);
     };
