@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod dns;
+pub mod embedded;
 pub mod exporter;
 pub mod history;
 pub mod interop;

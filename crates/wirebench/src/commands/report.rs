@@ -66,12 +66,7 @@ pub fn execute(
     let report = load_choosing(&store, id, run)?;
     let mut body = Vec::new();
     report::exporter(format).write(&report, &mut body)?;
-    match output {
-        None => stdout.write_all(&body)?,
-        Some(path) => std::fs::write(path, &body)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?,
-    }
-    Ok(())
+    deliver(&body, output, stdout)
 }
 
 /// The report of a stored campaign.
@@ -165,12 +160,7 @@ pub fn execute_dns(
             .into())
         }
     }
-    match output {
-        None => stdout.write_all(&body)?,
-        Some(path) => std::fs::write(path, &body)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?,
-    }
-    Ok(())
+    deliver(&body, output, stdout)
 }
 
 /// Runs `wirebench report --rr`: a stored rr sweep as HTML (chart and table), a text table or
@@ -236,9 +226,15 @@ pub fn execute_rr(
             .into())
         }
     }
+    deliver(&body, output, stdout)
+}
+
+/// Writes a finished report to `output`, or to `stdout` without one (only once it is whole, so
+/// a failed report leaves no half file).
+fn deliver(body: &[u8], output: Option<&Path>, stdout: &mut impl Write) -> Result<()> {
     match output {
-        None => stdout.write_all(&body)?,
-        Some(path) => std::fs::write(path, &body)
+        None => stdout.write_all(body)?,
+        Some(path) => std::fs::write(path, body)
             .with_context(|| format!("cannot write the report to {}", path.display()))?,
     }
     Ok(())

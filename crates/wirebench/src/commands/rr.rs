@@ -3,10 +3,8 @@
 //! document at the end. Results are not stored in the results database.
 
 use std::io::Write;
-use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use tokio::sync::mpsc;
 use wirebench_core::plan::Protocol;
 use wirebench_core::record::count_of;
 use wirebench_core::record::rr::{NewRrCampaign, RrDocument, SCHEMA_VERSION};
@@ -16,12 +14,10 @@ use crate::commands::run::unix_now;
 use crate::config::StoreTarget;
 use crate::store::Store;
 
+use crate::commands::embedded;
 use crate::config::rr::{rr_result, spec, ExchangeKind, RrConfig};
 use crate::output::rr as out;
 use crate::rr_client::run_rr_auth;
-use crate::runner::Target;
-use crate::server::{Server, ServerOptions};
-use crate::tls::ServerIdentity;
 
 /// Runs ping or rr; `Ok(false)` means a run failed (exit status 1), after printing the others.
 /// An `rr` sweep is stored in `store` as it goes (each result committed when it finishes), with
@@ -32,31 +28,9 @@ pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<bool> {
         (StoreTarget::File(path), ExchangeKind::Rr) => Some(Store::open(path)?),
         _ => None,
     };
-    let (server_addr, _embedded) = match &cfg.target {
-        Target::Remote { addr, .. } => (*addr, None),
-        Target::Embedded(ip) => {
-            let server = Server::bind(
-                SocketAddr::new(*ip, 0),
-                ServerIdentity::self_signed()?,
-                ServerOptions::default().with_psk(cfg.psk.clone()),
-            )
-            .await
-            .context("while starting the embedded server")?;
-            let addr = server.local_addr();
-            // The embedded server's session lines are not printed: the client shows its report.
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(async move {
-                let _keep = rx;
-                server.run(tx).await
-            });
-            (addr, Some(AbortOnDrop(task)))
-        }
-    };
-    let server_name = match &cfg.target {
-        Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
-        Target::Remote { name, addr } => format!("{name} ({addr})"),
-        Target::Embedded(_) => format!("embedded {server_addr}"),
-    };
+    // The embedded server's session lines are not printed: the client shows its figures.
+    let (server_addr, _embedded) = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
+    let server_name = embedded::server_name(&cfg.target, server_addr);
     let mut sweep = match stored.as_mut() {
         Some(db) => Some((db.begin_rr_campaign(&new_campaign(&cfg, &server_name))?, db)),
         None => None,
@@ -171,13 +145,5 @@ fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
                 ""
             }
         ),
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

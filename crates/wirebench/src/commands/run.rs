@@ -20,6 +20,7 @@ use wirebench_core::record::document::RunDocument;
 use wirebench_core::record::ratesearch::RateSearchRecord;
 use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Status};
 
+use crate::commands::embedded;
 use crate::config::StoreTarget;
 use crate::inflight::InFlight;
 use crate::output::progress::Progress;
@@ -27,10 +28,9 @@ use crate::output::text;
 use crate::relay::RunRelay;
 use crate::report::table;
 use crate::runner::{self, Campaign, RunConfig, Target};
-use crate::server::{Server, ServerEvent, ServerOptions};
+use crate::server::ServerEvent;
 use crate::signals::{Ended, Stops};
 use crate::store::Store;
-use crate::tls::ServerIdentity;
 use wirebench_core::record::campaign::SoFar;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
@@ -43,27 +43,12 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
         StoreTarget::Off => None,
         StoreTarget::File(path) => Some(Store::open(path)?),
     };
-    let (server_addr, mut events, _embedded) = match &cfg.target {
-        Target::Remote { addr, .. } => (*addr, None, None),
-        Target::Embedded(ip) => {
-            let server = Server::bind(
-                SocketAddr::new(*ip, 0),
-                ServerIdentity::self_signed()?,
-                ServerOptions::default().with_psk(cfg.psk.clone()),
-            )
-            .await
-            .context("while starting the embedded server")?;
-            let addr = server.local_addr();
-            let (tx, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(server.run(tx));
-            (addr, Some(rx), Some(AbortOnDrop(task)))
-        }
-    };
-    let mut server_name = match &cfg.target {
-        Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
-        Target::Remote { name, addr } => format!("{name} ({addr})"),
-        Target::Embedded(_) => format!("embedded {server_addr}"),
-    };
+    // The embedded server's session lines are printed with each run.
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (server_addr, _embedded) =
+        embedded::server_for(&cfg.target, cfg.psk.clone(), Some(tx)).await?;
+    let mut events = matches!(cfg.target, Target::Embedded(_)).then_some(rx);
+    let mut server_name = embedded::server_name(&cfg.target, server_addr);
     // --impair: the client talks to an in-process relay in front of the server.
     let mut relay = match cfg.impair {
         None => None,
@@ -711,14 +696,6 @@ fn embedded_line(
         }
     }
     None
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<Result<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 #[cfg(test)]
