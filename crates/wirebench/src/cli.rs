@@ -348,7 +348,8 @@ pub struct ExchangeArgs {
     /// ping; rr runs for -t/--time.
     #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub count: Option<u64>,
-    /// Issue new requests for this long (e.g. 5s, 500ms), counted from the session start
+    /// Issue new requests for this long (e.g. 5s, 500ms; a bare number is seconds, as on
+    /// `run`), counted from the session start
     /// (connection set-up included), then wait for the outstanding ones. Default for rr: 5s.
     /// (Formerly --duration, still accepted for one release.)
     #[arg(

@@ -476,7 +476,7 @@ const MAX_RUN_TIME: Duration = Duration::from_secs(86_400);
 
 /// `-t/--time`: a duration with a unit (`10s`, `500ms`, `2m`), or a bare number of seconds as
 /// in iperf3 (`-t 10`).
-fn parse_run_time(text: &str) -> Result<Duration, UsageError> {
+pub(crate) fn parse_run_time(text: &str) -> Result<Duration, UsageError> {
     let t = text.trim();
     let parsed = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         parse_duration(&format!("{t}s"))

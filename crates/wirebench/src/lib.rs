@@ -147,13 +147,13 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         Command::Ping(args) => {
             let cfg = config::rr::RrConfig::from_ping(&args)?;
             let result = run_to_end(runtime, commands::rr::execute(cfg, StoreTarget::Off));
-            Ok(exit_status(result?))
+            Ok(result?.exit_code())
         }
         Command::Rr(args) => {
             let cfg = config::rr::RrConfig::from_rr(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
             let result = run_to_end(runtime, commands::rr::execute(cfg, store));
-            Ok(exit_status(result?))
+            Ok(result?.exit_code())
         }
         Command::Exporter(args) => {
             let cfg = config::exporter::ExporterConfig::from_args(&args)?;

@@ -7,11 +7,12 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use wirebench_core::plan::Protocol;
 use wirebench_core::record::count_of;
-use wirebench_core::record::rr::{NewRrCampaign, RrDocument, SCHEMA_VERSION};
+use wirebench_core::record::rr::{NewRrCampaign, RrDocument, RrResult, SCHEMA_VERSION};
 use wirebench_core::record::Status;
 
 use crate::commands::run::unix_now;
 use crate::config::StoreTarget;
+use crate::signals::{Ended, Stops};
 use crate::store::Store;
 
 use crate::commands::embedded;
@@ -19,10 +20,13 @@ use crate::config::rr::{rr_result, spec, ExchangeKind, RrConfig};
 use crate::output::rr as out;
 use crate::rr_client::run_rr_auth;
 
-/// Runs ping or rr; `Ok(false)` means a run failed (exit status 1), after printing the others.
-/// An `rr` sweep is stored in `store` as it goes (each result committed when it finishes), with
-/// the sweep table at the end when it has more than one result.
-pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<bool> {
+/// Runs ping or rr: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after printing
+/// the others; [`Ended::Stopped`] when SIGINT, SIGTERM or SIGHUP stopped it. An `rr` sweep is
+/// stored in `store` as it goes (each result committed when it finishes; a stopped sweep is
+/// marked aborted, with the results that finished), with the sweep table at the end when it
+/// has more than one result.
+pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<Ended> {
+    let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
     let mut stored = match (&store, cfg.kind) {
         (StoreTarget::File(path), ExchangeKind::Rr) => Some(Store::open(path)?),
@@ -35,42 +39,27 @@ pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<bool> {
         Some(db) => Some((db.begin_rr_campaign(&new_campaign(&cfg, &server_name))?, db)),
         None => None,
     };
-    let mut results = Vec::new();
-    let mut ok = true;
-    for &protocol in &cfg.protocols {
-        if !cfg.json {
-            println!("{}", heading(&cfg, protocol, &server_name));
-        }
-        for &k in &cfg.concurrency {
-            let spec = spec(&cfg, protocol, k);
-            match run_rr_auth(server_addr, &spec, cfg.psk.as_deref()).await {
-                Ok(outcome) => {
-                    let result = rr_result(&cfg, protocol, k, &outcome);
-                    if !cfg.json {
-                        let text = match cfg.kind {
-                            ExchangeKind::Ping => out::ping_block(&result),
-                            ExchangeKind::Rr => out::rr_block(&result, cfg.concurrency.len() == 1),
-                        };
-                        let mut stdout = std::io::stdout().lock();
-                        let _ = write!(stdout, "{text}");
-                        let _ = stdout.flush();
-                    }
-                    if let Some((id, db)) = sweep.as_mut() {
-                        // A store that fails ends storing, not the measurement.
-                        if let Err(e) = db.add_rr_result(*id, results.len() as u64 + 1, &result) {
-                            eprintln!("warning: cannot store an rr result: {e:#}; later results are not stored");
-                            sweep = None;
-                        }
-                    }
-                    results.push(result);
+    let finished = tokio::select! {
+        done = run_all(&cfg, server_addr, &server_name, &mut sweep) => Ok(done),
+        signal = stops.next() => Err(signal),
+    };
+    let (results, ok) = match finished {
+        Ok(done) => done,
+        Err(signal) => {
+            stops.second_ends_process();
+            let reason = signal.reason();
+            match sweep {
+                Some((id, db)) => {
+                    db.finish_rr_campaign(id, Status::Aborted, unix_now())?;
+                    eprintln!(
+                        "{reason}: rr sweep {id} is stored as aborted, with the results that finished"
+                    );
                 }
-                Err(e) => {
-                    eprintln!("error: {protocol} with concurrency {k}: {e:#}");
-                    ok = false;
-                }
+                None => eprintln!("{reason}"),
             }
+            return Ok(Ended::Stopped(signal));
         }
-    }
+    };
     if let Some((id, db)) = sweep {
         let status = if ok { Status::Complete } else { Status::Failed };
         db.finish_rr_campaign(id, status, unix_now())?;
@@ -102,7 +91,54 @@ pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<bool> {
         serde_json::to_writer_pretty(&mut stdout, &doc).context("while writing the JSON")?;
         let _ = writeln!(stdout);
     }
-    Ok(ok)
+    Ok(Ended::Ran(ok))
+}
+
+/// Runs every protocol × concurrency in order, printing each result as it finishes and
+/// committing it to `sweep` when there is one; returns the results and whether all ran.
+async fn run_all(
+    cfg: &RrConfig,
+    server_addr: std::net::SocketAddr,
+    server_name: &str,
+    sweep: &mut Option<(i64, &mut Store)>,
+) -> (Vec<RrResult>, bool) {
+    let mut results = Vec::new();
+    let mut ok = true;
+    for &protocol in &cfg.protocols {
+        if !cfg.json {
+            println!("{}", heading(cfg, protocol, server_name));
+        }
+        for &k in &cfg.concurrency {
+            let spec = spec(cfg, protocol, k);
+            match run_rr_auth(server_addr, &spec, cfg.psk.as_deref()).await {
+                Ok(outcome) => {
+                    let result = rr_result(cfg, protocol, k, &outcome);
+                    if !cfg.json {
+                        let text = match cfg.kind {
+                            ExchangeKind::Ping => out::ping_block(&result),
+                            ExchangeKind::Rr => out::rr_block(&result, cfg.concurrency.len() == 1),
+                        };
+                        let mut stdout = std::io::stdout().lock();
+                        let _ = write!(stdout, "{text}");
+                        let _ = stdout.flush();
+                    }
+                    if let Some((id, db)) = sweep.as_mut() {
+                        // A store that fails ends storing, not the measurement.
+                        if let Err(e) = db.add_rr_result(*id, results.len() as u64 + 1, &result) {
+                            eprintln!("warning: cannot store an rr result: {e:#}; later results are not stored");
+                            *sweep = None;
+                        }
+                    }
+                    results.push(result);
+                }
+                Err(e) => {
+                    eprintln!("error: {protocol} with concurrency {k}: {e:#}");
+                    ok = false;
+                }
+            }
+        }
+    }
+    (results, ok)
 }
 
 /// What is known of an rr sweep when it starts.

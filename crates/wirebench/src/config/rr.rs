@@ -289,7 +289,8 @@ fn finish(
     let duration = match &common.duration {
         None => None,
         Some(s) => {
-            let d = parse_duration(s).map_err(|e| usage(format!("-t/--time: {e}")))?;
+            // As on `run`: a bare number is seconds (`-t 10`), as in iperf3.
+            let d = super::parse_run_time(s)?;
             if d.is_zero() {
                 return Err(usage("-t/--time must be more than 0 (e.g. 5s)"));
             }

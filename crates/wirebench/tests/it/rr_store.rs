@@ -149,3 +149,56 @@ async fn a_stored_sweep_reports_loss_against_retransmissions() {
     let wrong = wirebench(&["report", "--rr", "7", "--db", db.arg()]).await;
     assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
 }
+
+/// SIGTERM in the middle of a stored sweep: exit status 143, the sweep stored as aborted with
+/// the results that finished before the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stores_the_sweep_as_aborted() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let db = TempPath::new(".sqlite3");
+    let data_home = TempPath::new("-data");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "rr",
+            "--proto",
+            "udp",
+            "--concurrency",
+            "1,2",
+            "-t",
+            "30",
+            "--db",
+            db.arg(),
+        ])
+        .env("XDG_DATA_HOME", &data_home.0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("wirebench starts");
+    // The heading is printed once the sweep is stored as begun and before its first request.
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    tokio::time::timeout(crate::support::TEST_TIMEOUT, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.starts_with("rr udp to ") {
+                return;
+            }
+        }
+        panic!("no heading");
+    })
+    .await
+    .expect("the sweep starts in time");
+    let pid = i32::try_from(child.id().expect("still running")).unwrap();
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let out = tokio::time::timeout(crate::support::TEST_TIMEOUT, child.wait_with_output())
+        .await
+        .expect("it ends after the signal")
+        .expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(err.contains("rr sweep 1 is stored as aborted"), "{err}");
+    let store = Store::open(&db.0).unwrap();
+    let info = store.rr_campaign(1).unwrap().expect("the sweep");
+    assert_eq!(info.status, Status::Aborted);
+    assert!(info.finished_at_unix_s.is_some());
+}
