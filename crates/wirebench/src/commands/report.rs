@@ -54,15 +54,16 @@ pub fn execute(
         .into());
     }
     let store = Store::open_existing(db)?;
-    let id = match which {
-        Which::Id(id) => id,
-        Which::Last => store.last_campaign_id()?.ok_or_else(|| {
-            UsageError(format!(
+    let id = chosen_id(
+        which,
+        || store.last_campaign_id(),
+        || {
+            format!(
                 "there are no campaigns in {} yet: `wirebench run` stores them",
                 db.display()
-            ))
-        })?,
-    };
+            )
+        },
+    )?;
     let report = load_choosing(&store, id, run)?;
     let mut body = Vec::new();
     report::exporter(format).write(&report, &mut body)?;
@@ -111,15 +112,16 @@ pub fn execute_dns(
     stdout: &mut impl Write,
 ) -> Result<()> {
     let store = Store::open_existing(db)?;
-    let id = match which {
-        Which::Id(id) => id,
-        Which::Last => store.last_dns_campaign_id()?.ok_or_else(|| {
-            UsageError(format!(
+    let id = chosen_id(
+        which,
+        || store.last_dns_campaign_id(),
+        || {
+            format!(
                 "there are no DNS campaigns in {} yet: `wirebench dns` stores them",
                 db.display()
-            ))
-        })?,
-    };
+            )
+        },
+    )?;
     let info = store.dns_campaign(id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no DNS campaign {id} in {} (`wirebench dns` prints the id it stores)",
@@ -173,15 +175,16 @@ pub fn execute_rr(
     stdout: &mut impl Write,
 ) -> Result<()> {
     let store = Store::open_existing(db)?;
-    let id = match which {
-        Which::Id(id) => id,
-        Which::Last => store.last_rr_campaign_id()?.ok_or_else(|| {
-            UsageError(format!(
+    let id = chosen_id(
+        which,
+        || store.last_rr_campaign_id(),
+        || {
+            format!(
                 "there are no rr sweeps in {} yet: `wirebench rr` stores them",
                 db.display()
-            ))
-        })?,
-    };
+            )
+        },
+    )?;
     let info = store.rr_campaign(id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no rr sweep {id} in {} (`wirebench rr` prints the id it stores; `wirebench runs` lists them)",
@@ -227,6 +230,19 @@ pub fn execute_rr(
         }
     }
     deliver(&body, output, stdout)
+}
+
+/// The id `which` names: the given one, or the newest (`last`); without any, a usage error
+/// saying `none`.
+fn chosen_id(
+    which: Which,
+    last: impl FnOnce() -> Result<Option<i64>>,
+    none: impl FnOnce() -> String,
+) -> Result<i64> {
+    match which {
+        Which::Id(id) => Ok(id),
+        Which::Last => last()?.ok_or_else(|| UsageError(none()).into()),
+    }
 }
 
 /// Writes a finished report to `output`, or to `stdout` without one (only once it is whole, so

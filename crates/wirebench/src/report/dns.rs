@@ -63,20 +63,10 @@ pub fn write_text(h: &DnsHeading, results: &[DnsResult], out: &mut dyn Write) ->
 /// The HTML report.
 pub fn write_html(h: &DnsHeading, results: &[DnsResult], out: &mut dyn Write) -> io::Result<()> {
     let title = format!("wirebench DNS campaign {}", h.campaign);
+    super::html::page_start(out, &title)?;
     writeln!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
-    )?;
-    writeln!(
-        out,
-        "<title>{}</title>\n<style>{}</style>\n</head>\n<body>",
-        escape(&title),
-        super::html::STYLE
-    )?;
-    writeln!(
-        out,
-        "<h1>{}</h1>\n<p>{}, started {} UTC, host {}: {} asked of {}.</p>",
-        escape(&title),
+        "<p>{}, started {} UTC, host {}: {} asked of {}.</p>",
         escape(&h.status),
         escape(&h.started),
         escape(&h.host),

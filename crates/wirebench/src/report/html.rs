@@ -19,19 +19,10 @@ impl Exporter for Html {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let h = &report.heading;
         let title = format!("wirebench campaign {}", h.campaign);
+        page_start(out, &title)?;
         writeln!(
             out,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
-        )?;
-        writeln!(
-            out,
-            "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
-            escape(&title)
-        )?;
-        writeln!(
-            out,
-            "<h1>{}</h1>\n<p>{}, started {} UTC, host {}.</p>",
-            escape(&title),
+            "<p>{}, started {} UTC, host {}.</p>",
             escape(&h.status),
             escape(&h.started),
             escape(&h.host)
@@ -127,6 +118,21 @@ fn figure(out: &mut dyn Write, svg: &str, caption: &str) -> io::Result<()> {
         out,
         "<figcaption>{}</figcaption>\n</figure>",
         escape(caption)
+    )
+}
+
+/// The start of a self-contained report page: doctype, head with the title and the style, and
+/// the title as its heading.
+pub fn page_start(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
+    )?;
+    writeln!(
+        out,
+        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>",
+        escape(title),
+        escape(title)
     )
 }
 

@@ -116,20 +116,10 @@ pub fn sweep_table(results: &[RrResult]) -> String {
 /// The HTML report: the chart and the table.
 pub fn write_html(h: &RrHeading, results: &[RrResult], out: &mut dyn Write) -> io::Result<()> {
     let title = format!("wirebench rr sweep {}", h.campaign);
+    super::html::page_start(out, &title)?;
     writeln!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
-    )?;
-    writeln!(
-        out,
-        "<title>{}</title>\n<style>{}</style>\n</head>\n<body>",
-        escape(&title),
-        super::html::STYLE
-    )?;
-    writeln!(
-        out,
-        "<h1>{}</h1>\n<p>{}, started {} UTC, host {}, against {}.</p>",
-        escape(&title),
+        "<p>{}, started {} UTC, host {}, against {}.</p>",
         escape(&h.status),
         escape(&h.started),
         escape(&h.host),

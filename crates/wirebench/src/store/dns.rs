@@ -123,17 +123,10 @@ impl Store {
 
     /// Every DNS campaign with the number of results stored, oldest first.
     pub fn dns_campaigns(&self) -> Result<Vec<(DnsCampaignInfo, u64)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT c.id, (SELECT count(*) FROM dns_result r WHERE r.campaign_id = c.id)
-             FROM dns_campaign c ORDER BY c.id",
-        )?;
-        let ids = stmt
-            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut out = Vec::with_capacity(ids.len());
-        for (id, stored) in ids {
+        let mut out = Vec::new();
+        for (id, stored) in self.ids_with_results("dns_campaign", "dns_result")? {
             if let Some(info) = self.dns_campaign(id)? {
-                out.push((info, u64::try_from(stored).unwrap_or(0)));
+                out.push((info, stored));
             }
         }
         Ok(out)

@@ -238,6 +238,22 @@ impl Store {
             .flatten())
     }
 
+    /// Every id of a sweep table (`dns_campaign`, `rr_campaign`) with the number of results its
+    /// result table holds for it, oldest first. The names are ours, never the user's.
+    pub(crate) fn ids_with_results(&self, sweeps: &str, results: &str) -> Result<Vec<(i64, u64)>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT c.id, (SELECT count(*) FROM {results} r WHERE r.campaign_id = c.id)
+             FROM {sweeps} c ORDER BY c.id"
+        ))?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, n)| (id, u64::try_from(n).unwrap_or(0)))
+            .collect())
+    }
+
     /// Every campaign, oldest first.
     pub fn campaigns(&self) -> Result<Vec<CampaignInfo>> {
         let mut stmt = self

@@ -125,17 +125,10 @@ impl Store {
 
     /// Every rr sweep with the number of results stored, oldest first.
     pub fn rr_campaigns(&self) -> Result<Vec<(RrCampaignInfo, u64)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT c.id, (SELECT count(*) FROM rr_result r WHERE r.campaign_id = c.id)
-             FROM rr_campaign c ORDER BY c.id",
-        )?;
-        let ids = stmt
-            .query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut out = Vec::with_capacity(ids.len());
-        for (id, stored) in ids {
+        let mut out = Vec::new();
+        for (id, stored) in self.ids_with_results("rr_campaign", "rr_result")? {
             if let Some(info) = self.rr_campaign(id)? {
-                out.push((info, u64::try_from(stored).unwrap_or(0)));
+                out.push((info, stored));
             }
         }
         Ok(out)
