@@ -36,12 +36,12 @@ fn usage(msg: impl Into<String>) -> UsageError {
 pub enum StoreTarget {
     /// `--no-store`.
     Off,
-    /// This database file.
-    File(PathBuf),
+    /// This database: a file, or a PostgreSQL URL.
+    File(store::Location),
 }
 
 impl StoreTarget {
-    /// `--no-store`, `--db PATH`, or the default database.
+    /// `--no-store`, `--db PATH|URL`, `$WIREBENCH_DB`, or the default database.
     pub fn from_args(args: &StoreArgs) -> anyhow::Result<Self> {
         if args.no_store {
             return Ok(StoreTarget::Off);
@@ -52,11 +52,16 @@ impl StoreTarget {
     }
 }
 
-/// The database file named by `--db`, or the default one.
-pub fn db_path(args: &DbArgs) -> anyhow::Result<PathBuf> {
+/// The database `--db` names (a path or a `postgres://` URL), else the one `$WIREBENCH_DB`
+/// names, else the default file.
+pub fn db_path(args: &DbArgs) -> anyhow::Result<store::Location> {
     match &args.db {
-        Some(path) => Ok(path.clone()),
-        None => store::default_path(),
+        Some(db) => store::Location::parse(db.as_os_str()),
+        None => match std::env::var_os(store::DB_ENV).filter(|v| !v.is_empty()) {
+            Some(db) => store::Location::parse(&db)
+                .map_err(|e| anyhow::anyhow!("{} (from ${})", e, store::DB_ENV)),
+            None => Ok(store::Location::File(store::default_path()?)),
+        },
     }
 }
 

@@ -3,25 +3,25 @@
 //! configuration regressed beyond the allowed percentage.
 
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::Result;
 use wirebench_core::record::comparison::{self, Row};
 
 use crate::commands::history;
 use crate::report::compare;
-use crate::store::Store;
+use crate::store::{Location, Store};
 
 /// Runs `wirebench compare`; `Ok(false)` means a configuration of B is significantly worse than
 /// in A beyond `fail_pct`: goodput lower by more than that percentage, or UDP loss higher by
 /// more than that many percentage points (exit status 1).
 pub fn execute(
-    db: &Path,
+    db: impl Into<Location>,
     a: i64,
     b: i64,
     fail_pct: Option<f64>,
     out: &mut impl Write,
 ) -> Result<bool> {
+    let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let (_, runs_a) = history::load(&store, a)?;
     let (_, runs_b) = history::load(&store, b)?;

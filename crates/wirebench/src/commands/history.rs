@@ -14,10 +14,11 @@ use wirebench_core::record::{CampaignInfo, Environment, RunRecord, Status};
 use wirebench_core::sweep::Point;
 
 use crate::output::text;
-use crate::store::Store;
+use crate::store::{Location, Store};
 
 /// `wirebench runs`.
-pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
+pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
+    let db: &Location = &db.into();
     // Listing never creates a database: a missing one is just an empty history.
     let (campaigns, dns, rr) = if db.exists() {
         let store = Store::open(db)?;
@@ -52,7 +53,8 @@ pub fn list(db: &Path, out: &mut impl Write) -> Result<()> {
 }
 
 /// `wirebench show ID`.
-pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
+pub fn show(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
+    let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
@@ -65,7 +67,8 @@ pub fn show(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
 }
 
 /// `wirebench export ID`.
-pub fn export(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
+pub fn export(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
+    let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let (info, runs) = load(&store, id)?;
     let doc = export_document(info, runs);
@@ -76,7 +79,8 @@ pub fn export(db: &Path, id: i64, out: &mut impl Write) -> Result<()> {
 
 /// `wirebench import FILE` (`-` for stdin); returns the new campaign id. A campaign the store
 /// already holds (same start time, parameters and host) is refused unless `again`.
-pub fn import(db: &Path, file: &Path, now_unix_s: i64, again: bool) -> Result<i64> {
+pub fn import(db: impl Into<Location>, file: &Path, now_unix_s: i64, again: bool) -> Result<i64> {
+    let db: &Location = &db.into();
     let mut text = String::new();
     if file == Path::new("-") {
         std::io::stdin()

@@ -44,10 +44,11 @@ pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
 
 /// Stores one iperf3 test as a one-run campaign; returns its id.
 fn store_iperf3(
-    path: &std::path::Path,
+    path: impl Into<crate::store::Location>,
     cfg: &ClientConfig,
     outcome: &ClientOutcome,
 ) -> Result<i64> {
+    let path: &crate::store::Location = &path.into();
     let now = super::run::unix_now();
     let (campaign, point, run) = crate::iperf3::record::records(cfg, outcome, now);
     let mut store = crate::store::Store::open(path)?;

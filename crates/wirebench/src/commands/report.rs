@@ -14,7 +14,7 @@ use crate::cli::ReportFormat;
 use crate::commands::history;
 use crate::output::text;
 use crate::report::{self, Format, Heading, Report};
-use crate::store::Store;
+use crate::store::{Location, Store};
 
 /// The report format a `--format` value names.
 pub fn format_of(f: ReportFormat) -> Format {
@@ -39,13 +39,14 @@ pub enum Which {
 /// Runs `wirebench report`; `run` picks the run of the HTML throughput-over-time chart
 /// (1-based, as `wirebench show` numbers them).
 pub fn execute(
-    db: &Path,
+    db: impl Into<Location>,
     which: Which,
     format: Format,
     run: Option<usize>,
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
+    let db: &Location = &db.into();
     if run.is_some() && format != Format::Html {
         return Err(UsageError(
             "--run picks the run of the HTML throughput-over-time chart: use it with --format html"
@@ -105,12 +106,13 @@ fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
 /// Runs `wirebench report --dns`: a stored DNS campaign as HTML (chart and table), a text table
 /// or JSON (the `wirebench dns --json` document).
 pub fn execute_dns(
-    db: &Path,
+    db: impl Into<Location>,
     which: Which,
     format: Format,
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
+    let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let id = chosen_id(
         which,
@@ -168,12 +170,13 @@ pub fn execute_dns(
 /// Runs `wirebench report --rr`: a stored rr sweep as HTML (chart and table), a text table or
 /// JSON (the `wirebench rr --json` document).
 pub fn execute_rr(
-    db: &Path,
+    db: impl Into<Location>,
     which: Which,
     format: Format,
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
+    let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let id = chosen_id(
         which,

@@ -3,35 +3,34 @@
 //! the SQL of those two tables; the records are `wirebench_core::record::dns`.
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
 use wirebench_core::record::Status;
 
+use super::sql::{args, Row};
 use super::Store;
 
 impl Store {
     /// Records a DNS campaign that is starting (status `running`); returns its id.
     pub fn begin_dns_campaign(&mut self, c: &NewDnsCampaign) -> Result<i64> {
-        self.conn
-            .execute(
+        self.insert(
                 "INSERT INTO dns_campaign (started_at_unix_s, status, resolver, name, record_type,
                  transports, concurrency, planned_results, host_name, wirebench_version)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 RETURNING id",
+                args![
                     c.started_at_unix_s,
-                    c.resolver,
-                    c.name,
-                    c.record_type,
-                    c.transports,
-                    c.concurrency,
+                    &c.resolver,
+                    &c.name,
+                    &c.record_type,
+                    &c.transports,
+                    &c.concurrency,
                     i64::try_from(c.planned_results).unwrap_or(i64::MAX),
-                    c.host_name,
-                    c.wirebench_version
+                    &c.host_name,
+                    &c.wirebench_version
                 ],
             )
-            .context("while recording the DNS campaign")?;
-        Ok(self.conn.last_insert_rowid())
+            .context("while recording the DNS campaign")
     }
 
     /// Commits one finished result of `campaign` (1-based `position` in run order), in one
@@ -39,13 +38,11 @@ impl Store {
     pub fn add_dns_result(&mut self, campaign: i64, position: u64, r: &DnsResult) -> Result<()> {
         let json = serde_json::to_string(r).context("while encoding a DNS result")?;
         let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.transaction(|tx| {
         tx.execute(
             "INSERT INTO dns_result (campaign_id, position, transport, concurrency, sent,
              answered, timeouts, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
+            args![
                 campaign,
                 as_i64(position),
                 r.transport.name(),
@@ -57,8 +54,8 @@ impl Store {
             ],
         )
         .context("while storing a DNS result")?;
-        tx.commit().context("while committing a DNS result")?;
         Ok(())
+        })
     }
 
     /// Marks a DNS campaign as ended.
@@ -68,9 +65,9 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        let changed = self.conn.execute(
+        let changed = self.execute(
             "UPDATE dns_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
-            params![status.as_str(), finished_at_unix_s, campaign],
+            args![status.as_str(), finished_at_unix_s, campaign],
         )?;
         if changed != 1 {
             bail!("DNS campaign {campaign} is not in the results database");
@@ -80,45 +77,23 @@ impl Store {
 
     /// One DNS campaign, `None` when there is no such id.
     pub fn dns_campaign(&self, id: i64) -> Result<Option<DnsCampaignInfo>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT id, started_at_unix_s, finished_at_unix_s, status, resolver, name,
-                 record_type, transports, concurrency, planned_results, host_name,
-                 wirebench_version FROM dns_campaign WHERE id = ?1",
-                params![id],
-                |row| {
-                    Ok((
-                        DnsCampaignInfo {
-                            id: row.get(0)?,
-                            finished_at_unix_s: row.get(2)?,
-                            status: Status::Running,
-                            campaign: NewDnsCampaign {
-                                started_at_unix_s: row.get(1)?,
-                                resolver: row.get(4)?,
-                                name: row.get(5)?,
-                                record_type: row.get(6)?,
-                                transports: row.get(7)?,
-                                concurrency: row.get(8)?,
-                                planned_results: u64::try_from(row.get::<_, i64>(9)?).unwrap_or(0),
-                                host_name: row.get(10)?,
-                                wirebench_version: row.get(11)?,
-                            },
-                        },
-                        row.get::<_, String>(3)?,
-                    ))
-                },
-            )
-            .optional()?;
-        match row {
-            None => Ok(None),
-            Some((mut info, status)) => {
-                info.status = Status::from_name(&status).with_context(|| {
-                    format!("DNS campaign {} has an unknown status {status:?}", info.id)
-                })?;
-                Ok(Some(info))
-            }
-        }
+        let Some(row) = self.query_opt(
+            "SELECT id, started_at_unix_s, finished_at_unix_s, status, resolver, name,
+             record_type, transports, concurrency, planned_results, host_name,
+             wirebench_version FROM dns_campaign WHERE id = ?1",
+            args![id],
+        )?
+        else {
+            return Ok(None);
+        };
+        let status = row.text(3)?;
+        Ok(Some(DnsCampaignInfo {
+            id: row.i64(0)?,
+            finished_at_unix_s: row.opt_i64(2)?,
+            status: Status::from_name(&status)
+                .with_context(|| format!("DNS campaign {id} has an unknown status {status:?}"))?,
+            campaign: dns_campaign_row(&row)?,
+        }))
     }
 
     /// Every DNS campaign with the number of results stored, oldest first.
@@ -134,21 +109,33 @@ impl Store {
 
     /// The newest DNS campaign's id.
     pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row("SELECT max(id) FROM dns_campaign", [], |row| row.get(0))?)
+        self.query_one("SELECT max(id) FROM dns_campaign", &[])?
+            .opt_i64(0)
     }
 
     /// The results of a DNS campaign, in run order.
     pub fn dns_results(&self, campaign: i64) -> Result<Vec<DnsResult>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.query(
             "SELECT result_json FROM dns_result WHERE campaign_id = ?1 ORDER BY position",
+            args![campaign],
         )?;
-        let rows = stmt.query_map(params![campaign], |row| row.get::<_, String>(0))?;
-        rows.map(|json| {
-            let json = json?;
-            serde_json::from_str(&json).context("a stored DNS result does not decode")
+        rows.iter().map(|row| {
+            serde_json::from_str(&row.text(0)?).context("a stored DNS result does not decode")
         })
         .collect()
     }
+}
+
+fn dns_campaign_row(row: &Row) -> Result<NewDnsCampaign> {
+    Ok(NewDnsCampaign {
+        started_at_unix_s: row.i64(1)?,
+        resolver: row.text(4)?,
+        name: row.text(5)?,
+        record_type: row.text(6)?,
+        transports: row.text(7)?,
+        concurrency: row.text(8)?,
+        planned_results: row.count(9)?,
+        host_name: row.opt_text(10)?,
+        wirebench_version: row.text(11)?,
+    })
 }

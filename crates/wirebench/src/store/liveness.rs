@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use rusqlite::params;
 
 use wirebench_core::record::campaign::{AbortedDetail, SoFar, Writer};
 
@@ -26,17 +25,17 @@ pub fn this_process() -> Writer {
     }
 }
 
-use super::{int, AbortedRun, Status, Store};
+use super::sql::args;
+use super::{insert_aborted, int, AbortedRun, Status, Store};
 
 impl Store {
     /// Records `writer` as the process writing `campaign`.
     pub fn claim_campaign(&mut self, campaign: i64, writer: &Writer) -> Result<()> {
         let changed = self
-            .conn
             .execute(
                 "UPDATE campaign SET writer_pid = ?1, writer_host = ?2, writer_boot_id = ?3
                  WHERE id = ?4",
-                params![writer.pid, writer.host, writer.boot_id, campaign],
+                args![writer.pid, &writer.host, &writer.boot_id, campaign],
             )
             .with_context(|| format!("while recording the writer of campaign {campaign}"))?;
         if changed != 1 {
@@ -47,21 +46,23 @@ impl Store {
 
     /// Marks as `interrupted` every campaign still `running` whose writer ran on this host
     /// (`me`'s) and is gone: another boot, or a process id no live process has. Campaigns of
-    /// other hosts, of live processes, or without a recorded writer are left alone. Returns
-    /// the ids marked.
+    /// other hosts, of live processes, or without a recorded writer are left alone (a
+    /// PostgreSQL store is shared by many hosts: a process id means something only on its
+    /// own host). Returns the ids marked.
     pub fn mark_interrupted(&mut self, me: &Writer) -> Result<Vec<i64>> {
         let Some(host) = &me.host else {
             // Without our host name we cannot tell our campaigns from another host's.
             return Ok(Vec::new());
         };
-        let candidates: Vec<(i64, i64, Option<String>)> = {
-            let mut stmt = self.conn.prepare(
+        let candidates = self
+            .query(
                 "SELECT id, writer_pid, writer_boot_id FROM campaign
                  WHERE status = 'running' AND writer_pid IS NOT NULL AND writer_host = ?1",
-            )?;
-            let rows = stmt.query_map([host], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
+                args![host],
+            )?
+            .iter()
+            .map(|row| Ok((row.i64(0)?, row.i64(1)?, row.opt_text(2)?)))
+            .collect::<Result<Vec<_>>>()?;
         let mut marked = Vec::new();
         for (id, pid, boot) in candidates {
             let rebooted = matches!((&boot, &me.boot_id), (Some(a), Some(b)) if a != b);
@@ -75,10 +76,10 @@ impl Store {
                 format!("its process (pid {pid}) ended without storing its end (killed or crashed)")
             };
             // Only if still running: a writer that finished meanwhile keeps its own status.
-            let changed = self.conn.execute(
+            let changed = self.execute(
                 "UPDATE campaign SET status = ?1, error = coalesce(error, ?2)
                  WHERE id = ?3 AND status = 'running'",
-                params![Status::Interrupted.as_str(), why, id],
+                args![Status::Interrupted.as_str(), why, id],
             )?;
             if changed == 1 {
                 marked.push(id);
@@ -96,7 +97,6 @@ impl Store {
         reason: &str,
         so_far: Option<SoFar>,
     ) -> Result<()> {
-        let p = &run.params;
         let figures = so_far
             .map(|s| -> Result<_> {
                 Ok((
@@ -109,81 +109,34 @@ impl Store {
                 ))
             })
             .transpose()?;
-        self.conn
-            .execute(
-                "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
-                     repeat_index, status, params_json, abort_reason, client_messages,
-                     client_bytes, client_elapsed_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'aborted', ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    campaign,
-                    int(run.position, "run position")?,
-                    p.protocol.as_str(),
-                    p.mechanism.as_str(),
-                    p.msg_size,
-                    int(p.total_bytes, "total bytes")?,
-                    run.repeat_index,
-                    serde_json::to_string(p)?,
-                    reason,
-                    figures.map(|f| f.0),
-                    figures.map(|f| f.1),
-                    figures.map(|f| f.2),
-                ],
-            )
-            .with_context(|| {
-                format!(
-                    "while storing aborted run {} of campaign {campaign}",
-                    run.position
-                )
-            })?;
-        Ok(())
+        self.transaction(|tx| insert_aborted(tx, campaign, run, Some(reason), figures))
     }
 
     /// Why each aborted run of `campaign` stopped and what its client had done, in plan order.
     pub fn aborted_details(&self, campaign: i64) -> Result<Vec<AbortedDetail>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.query(
             "SELECT position, abort_reason, client_messages, client_bytes, client_elapsed_ns
              FROM run WHERE campaign_id = ?1 AND status = 'aborted' ORDER BY position",
+            args![campaign],
         )?;
-        let rows = stmt.query_map([campaign], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, Option<String>>(1)?,
-                row.get::<_, Option<i64>>(2)?,
-                row.get::<_, Option<i64>>(3)?,
-                row.get::<_, Option<i64>>(4)?,
-            ))
-        })?;
-        rows.map(|r| {
-            let (position, reason, messages, bytes, elapsed) = r?;
-            let so_far = match (messages, bytes, elapsed) {
-                (Some(m), Some(b), Some(e)) => Some(SoFar {
-                    messages: u64::try_from(m).unwrap_or(0),
-                    bytes: u64::try_from(b).unwrap_or(0),
-                    elapsed: Duration::from_nanos(u64::try_from(e).unwrap_or(0)),
-                }),
-                _ => None,
-            };
-            Ok(AbortedDetail {
-                position: u64::try_from(position).unwrap_or(0),
-                reason,
-                so_far,
+        rows.iter()
+            .map(|row| {
+                let so_far = match (row.opt_i64(2)?, row.opt_i64(3)?, row.opt_i64(4)?) {
+                    (Some(m), Some(b), Some(e)) => Some(SoFar {
+                        messages: u64::try_from(m).unwrap_or(0),
+                        bytes: u64::try_from(b).unwrap_or(0),
+                        elapsed: Duration::from_nanos(u64::try_from(e).unwrap_or(0)),
+                    }),
+                    _ => None,
+                };
+                Ok(AbortedDetail {
+                    position: row.count(0)?,
+                    reason: row.opt_text(1)?,
+                    so_far,
+                })
             })
-        })
-        .collect()
+            .collect()
     }
-}
-
-/// Fails when a migration left a row pointing at a missing parent.
-pub(super) fn check_foreign_keys(conn: &rusqlite::Connection) -> Result<()> {
-    let broken: i64 =
-        conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
-            row.get(0)
-        })?;
-    if broken > 0 {
-        bail!("{broken} row(s) would point at missing rows");
-    }
-    Ok(())
 }
 
 /// Whether a process with this id exists on this host and has not ended (a zombie, ended but

@@ -3,36 +3,35 @@
 //! two tables; the records are `wirebench_core::record::rr`.
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use wirebench_core::record::rr::{NewRrCampaign, RrCampaignInfo, RrResult};
 use wirebench_core::record::Status;
 
+use super::sql::{args, Row};
 use super::Store;
 
 impl Store {
     /// Records an rr sweep that is starting (status `running`); returns its id.
     pub fn begin_rr_campaign(&mut self, c: &NewRrCampaign) -> Result<i64> {
-        self.conn
-            .execute(
+        self.insert(
                 "INSERT INTO rr_campaign (started_at_unix_s, status, server, protocols, concurrency,
                  request_bytes, response_bytes, flows, planned_results, host_name, wirebench_version)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 RETURNING id",
+                args![
                     c.started_at_unix_s,
-                    c.server,
-                    c.protocols,
-                    c.concurrency,
+                    &c.server,
+                    &c.protocols,
+                    &c.concurrency,
                     c.request_bytes,
                     c.response_bytes,
                     c.flows,
                     i64::try_from(c.planned_results).unwrap_or(i64::MAX),
-                    c.host_name,
-                    c.wirebench_version
+                    &c.host_name,
+                    &c.wirebench_version
                 ],
             )
-            .context("while recording the rr campaign")?;
-        Ok(self.conn.last_insert_rowid())
+            .context("while recording the rr campaign")
     }
 
     /// Commits one finished result of `campaign` (1-based `position` in run order), in one
@@ -40,13 +39,11 @@ impl Store {
     pub fn add_rr_result(&mut self, campaign: i64, position: u64, r: &RrResult) -> Result<()> {
         let json = serde_json::to_string(r).context("while encoding an rr result")?;
         let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.transaction(|tx| {
         tx.execute(
             "INSERT INTO rr_result (campaign_id, position, protocol, concurrency, sent, answered,
              lost, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
+            args![
                 campaign,
                 as_i64(position),
                 r.protocol.as_str(),
@@ -58,8 +55,8 @@ impl Store {
             ],
         )
         .context("while storing an rr result")?;
-        tx.commit().context("while committing an rr result")?;
         Ok(())
+        })
     }
 
     /// Marks an rr sweep as ended.
@@ -69,9 +66,9 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        let changed = self.conn.execute(
+        let changed = self.execute(
             "UPDATE rr_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
-            params![status.as_str(), finished_at_unix_s, campaign],
+            args![status.as_str(), finished_at_unix_s, campaign],
         )?;
         if changed != 1 {
             bail!("rr campaign {campaign} is not in the results database");
@@ -81,46 +78,23 @@ impl Store {
 
     /// One rr sweep, `None` when there is no such id.
     pub fn rr_campaign(&self, id: i64) -> Result<Option<RrCampaignInfo>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT id, started_at_unix_s, finished_at_unix_s, status, server, protocols,
-                 concurrency, request_bytes, response_bytes, flows, planned_results, host_name,
-                 wirebench_version FROM rr_campaign WHERE id = ?1",
-                params![id],
-                |row| {
-                    Ok((
-                        RrCampaignInfo {
-                            id: row.get(0)?,
-                            finished_at_unix_s: row.get(2)?,
-                            status: Status::Running,
-                            campaign: NewRrCampaign {
-                                started_at_unix_s: row.get(1)?,
-                                server: row.get(4)?,
-                                protocols: row.get(5)?,
-                                concurrency: row.get(6)?,
-                                request_bytes: row.get(7)?,
-                                response_bytes: row.get(8)?,
-                                flows: row.get(9)?,
-                                planned_results: u64::try_from(row.get::<_, i64>(10)?).unwrap_or(0),
-                                host_name: row.get(11)?,
-                                wirebench_version: row.get(12)?,
-                            },
-                        },
-                        row.get::<_, String>(3)?,
-                    ))
-                },
-            )
-            .optional()?;
-        match row {
-            None => Ok(None),
-            Some((mut info, status)) => {
-                info.status = Status::from_name(&status).with_context(|| {
-                    format!("rr campaign {} has an unknown status {status:?}", info.id)
-                })?;
-                Ok(Some(info))
-            }
-        }
+        let Some(row) = self.query_opt(
+            "SELECT id, started_at_unix_s, finished_at_unix_s, status, server, protocols,
+             concurrency, request_bytes, response_bytes, flows, planned_results, host_name,
+             wirebench_version FROM rr_campaign WHERE id = ?1",
+            args![id],
+        )?
+        else {
+            return Ok(None);
+        };
+        let status = row.text(3)?;
+        Ok(Some(RrCampaignInfo {
+            id: row.i64(0)?,
+            finished_at_unix_s: row.opt_i64(2)?,
+            status: Status::from_name(&status)
+                .with_context(|| format!("rr campaign {id} has an unknown status {status:?}"))?,
+            campaign: rr_campaign_row(&row)?,
+        }))
     }
 
     /// Every rr sweep with the number of results stored, oldest first.
@@ -136,21 +110,34 @@ impl Store {
 
     /// The newest rr sweep's id.
     pub fn last_rr_campaign_id(&self) -> Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row("SELECT max(id) FROM rr_campaign", [], |row| row.get(0))?)
+        self.query_one("SELECT max(id) FROM rr_campaign", &[])?
+            .opt_i64(0)
     }
 
     /// The results of an rr sweep, in run order.
     pub fn rr_results(&self, campaign: i64) -> Result<Vec<RrResult>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.query(
             "SELECT result_json FROM rr_result WHERE campaign_id = ?1 ORDER BY position",
+            args![campaign],
         )?;
-        let rows = stmt.query_map(params![campaign], |row| row.get::<_, String>(0))?;
-        rows.map(|json| {
-            let json = json?;
-            serde_json::from_str(&json).context("a stored rr result does not decode")
+        rows.iter().map(|row| {
+            serde_json::from_str(&row.text(0)?).context("a stored rr result does not decode")
         })
         .collect()
     }
+}
+
+fn rr_campaign_row(row: &Row) -> Result<NewRrCampaign> {
+    Ok(NewRrCampaign {
+        started_at_unix_s: row.i64(1)?,
+        server: row.text(4)?,
+        protocols: row.text(5)?,
+        concurrency: row.text(6)?,
+        request_bytes: row.u32(7)?,
+        response_bytes: row.u32(8)?,
+        flows: row.u32(9)?,
+        planned_results: row.count(10)?,
+        host_name: row.opt_text(11)?,
+        wirebench_version: row.text(12)?,
+    })
 }

@@ -14,6 +14,7 @@ mod measurements;
 mod netns;
 mod pacing;
 mod peers;
+mod postgres;
 mod ratesearch;
 mod readme;
 mod relay;

@@ -12,6 +12,7 @@ use wirebench_core::record::campaign::Writer;
 use wirebench_core::record::{Environment, NewCampaign, Parameters, Status};
 
 use crate::cli::{stderr, wirebench};
+use crate::postgres::{backends, TestDb};
 use crate::support::{TempPath, TEST_TIMEOUT};
 
 const V1_FIXTURE: &str = include_str!("../fixtures/store-v1.sql");
@@ -69,8 +70,13 @@ fn v1_fixture_is_migrated_and_still_readable() {
 
 #[test]
 fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
-    let db = TempPath::new(".sqlite3");
-    let mut store = Store::open(&db.0).unwrap();
+    for db in backends() {
+        runs_are_committed_one_by_one(&db);
+    }
+}
+
+fn runs_are_committed_one_by_one(db: &TestDb) {
+    let mut store = db.open();
     let id = store
         .begin_campaign(&NewCampaign {
             started_at_unix_s: 1_700_000_000,
@@ -82,18 +88,7 @@ fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
         })
         .unwrap();
     assert_eq!(store.campaign(id).unwrap().unwrap().status, Status::Running);
-    let fixture = Store::open(&{
-        let f = TempPath::new(".sqlite3");
-        rusqlite::Connection::open(&f.0)
-            .and_then(|c| c.execute_batch(V1_FIXTURE))
-            .unwrap();
-        let copy = db.0.with_extension("fixture");
-        std::fs::copy(&f.0, &copy).unwrap();
-        copy
-    })
-    .unwrap();
-    let (point, run) = fixture.runs(1).unwrap().remove(0);
-    let _ = std::fs::remove_file(fixture.path());
+    let (point, run) = fixture_run();
     store.add_run(id, 1, point, &run).unwrap();
     // A second run at the same position is refused and leaves the first as it was.
     assert!(store.add_run(id, 1, point, &run).is_err());
@@ -104,13 +99,23 @@ fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
         .finish_campaign(id, Status::Aborted, 1_700_000_100, Some("interrupted"))
         .unwrap();
     drop(store);
-    let store = Store::open(&db.0).unwrap();
+    let store = db.open();
     let c = store.campaign(id).unwrap().unwrap();
     assert_eq!((c.status, c.stored_runs), (Status::Aborted, 1));
     assert_eq!(c.error.as_deref(), Some("interrupted"));
     assert_eq!(c.finished_at_unix_s, Some(1_700_000_100));
     assert_eq!(store.last_campaign_id().unwrap(), Some(id));
     assert!(store.campaign(id + 1).unwrap().is_none());
+}
+
+/// The first run of the V1 fixture: a real run record.
+fn fixture_run() -> (wirebench_core::sweep::Point, wirebench_core::record::RunRecord) {
+    let f = TempPath::new(".sqlite3");
+    rusqlite::Connection::open(&f.0)
+        .and_then(|c| c.execute_batch(V1_FIXTURE))
+        .unwrap();
+    let fixture = Store::open(&f.0).unwrap();
+    fixture.runs(1).unwrap().remove(0)
 }
 
 #[test]
@@ -148,12 +153,40 @@ fn foreign_newer_and_broken_databases_are_refused_unchanged() {
 /// as they are; the V1 fixture's runs survive the V6 table rebuild.
 #[test]
 fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
-    let db = TempPath::new(".sqlite3");
-    rusqlite::Connection::open(&db.0)
+    let db = TestDb::sqlite();
+    rusqlite::Connection::open(db.arg())
         .and_then(|c| c.execute_batch(V1_FIXTURE))
         .expect("fixture loads");
-    let mut store = Store::open(&db.0).unwrap();
-    let fixture_runs = store.runs(1).unwrap().len();
+    dead_writers_are_marked(&db, 1);
+    // PostgreSQL: the same rules, with one finished campaign stored first.
+    if let Some(db) = TestDb::postgres() {
+        let mut store = db.open();
+        let id = store
+            .begin_campaign(&NewCampaign {
+                started_at_unix_s: 1_600_000_000,
+                parameters: parameters(),
+                planned_runs: 1,
+                msg_sizes: vec![1000],
+                totals: vec![10_000],
+                environment: Environment::default(),
+            })
+            .unwrap();
+        let (point, run) = fixture_run();
+        store.add_run(id, 1, point, &run).unwrap();
+        store
+            .finish_campaign(id, Status::Complete, 1_600_000_001, None)
+            .unwrap();
+        drop(store);
+        dead_writers_are_marked(&db, id);
+    }
+}
+
+/// Begins five running campaigns (a live writer, another host's, an unknown one, a dead
+/// one, one of another boot) in `db`, whose campaign `finished` is complete with runs, and
+/// checks what the next open marks.
+fn dead_writers_are_marked(db: &TestDb, finished: i64) {
+    let mut store = db.open();
+    let fixture_runs = store.runs(finished).unwrap().len();
     assert!(fixture_runs > 0);
     let me = this_process();
     let dead_pid = {
@@ -195,7 +228,7 @@ fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
     }));
     drop(store);
     // The next open marks them.
-    let store = Store::open(&db.0).unwrap();
+    let store = db.open();
     let status = |id| store.campaign(id).unwrap().unwrap().status;
     assert_eq!(status(live), Status::Running, "this process is alive");
     assert_eq!(
@@ -222,22 +255,28 @@ fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
         }
     }
     assert_eq!(
-        store.runs(1).unwrap().len(),
+        store.runs(finished).unwrap().len(),
         fixture_runs,
-        "runs kept by the V6 rebuild"
+        "{}: runs kept by the V6 rebuild",
+        db.name()
     );
-    assert_eq!(status(1), Status::Complete);
+    assert_eq!(status(finished), Status::Complete);
 }
 
-fn runs_of(db: &TempPath, id: i64) -> (Status, usize) {
-    let store = Store::open(&db.0).unwrap();
+fn runs_of(db: impl Into<wirebench::store::Location>, id: i64) -> (Status, usize) {
+    let store = Store::open(db).unwrap();
     let c = store.campaign(id).unwrap().expect("campaign stored");
     (c.status, store.runs(id).unwrap().len())
 }
 
 #[tokio::test]
 async fn run_stores_every_run_and_history_reads_it_back() {
-    let db = TempPath::new(".sqlite3");
+    for db in backends() {
+        run_stores_every_run(&db).await;
+    }
+}
+
+async fn run_stores_every_run(db: &TestDb) {
     let out = wirebench(&[
         "run",
         "--db",
@@ -260,7 +299,7 @@ async fn run_stores_every_run_and_history_reads_it_back() {
         text.contains("stored as campaign 1 (8 runs, complete)"),
         "{text}"
     );
-    assert_eq!(runs_of(&db, 1), (Status::Complete, 8));
+    assert_eq!(runs_of(db.location(), 1), (Status::Complete, 8));
 
     let out = wirebench(&["runs", "--db", db.arg()]).await;
     let list = String::from_utf8_lossy(&out.stdout);
@@ -295,7 +334,7 @@ async fn run_stores_every_run_and_history_reads_it_back() {
     assert_eq!(first["campaign"]["status"], "complete");
     let file = TempPath::new(".json");
     std::fs::write(&file.0, &out.stdout).unwrap();
-    let other = TempPath::new(".sqlite3");
+    let other = db.another();
     let out = wirebench(&["import", file.arg(), "--db", other.arg()]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let out = wirebench(&["export", "1", "--db", other.arg()]).await;
@@ -393,7 +432,7 @@ async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) 
 async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
     let (printed, code, db) = interrupt_after_3_runs("-INT").await;
     assert_eq!(code, Some(130), "128 + SIGINT");
-    let (status, stored) = runs_of(&db, 1);
+    let (status, stored) = runs_of(&db.0, 1);
     assert_eq!(status, Status::Aborted);
     assert_eq!(stored, printed, "every printed run is stored, nothing more");
     assert!((3..1000).contains(&stored));
@@ -452,7 +491,7 @@ async fn a_killed_campaign_keeps_its_finished_runs() {
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(listed.contains("interrupted"), "{listed}");
-    let (status, stored) = runs_of(&db, 1);
+    let (status, stored) = runs_of(&db.0, 1);
     assert_eq!(status, Status::Interrupted);
     let c = Store::open(&db.0).unwrap().campaign(1).unwrap().unwrap();
     let error = c.error.unwrap_or_default();
@@ -493,7 +532,7 @@ async fn run_json_output_imports() {
     let db = TempPath::new(".sqlite3");
     let out = wirebench(&["import", file.arg(), "--db", db.arg()]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(runs_of(&db, 1), (Status::Complete, 1));
+    assert_eq!(runs_of(&db.0, 1), (Status::Complete, 1));
     let store = Store::open(&db.0).unwrap();
     let c = store.campaign(1).unwrap().unwrap();
     assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
