@@ -30,7 +30,8 @@ UDP stop-and-wait retransmissions / datagrams, UDP streaming lost / sent — and
 the server view.
 
 Every finished run is committed to the results store before the next starts (default
-$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, or --no-store). SIGINT (Ctrl-C), SIGTERM
+$XDG_DATA_HOME/wirebench/results.sqlite3; --db PATH, --db postgres://user@host/dbname or
+$WIREBENCH_DB, or --no-store). SIGINT (Ctrl-C), SIGTERM
 or SIGHUP marks the campaign aborted and stores the run in flight as aborted, with the client's
 figures so far; a second signal exits at once. A campaign whose process died without storing
 its end (SIGKILL, a crash) is marked interrupted by the next command that opens the store on
@@ -76,6 +77,12 @@ pub enum Command {
     Export(ShowArgs),
     /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
     Import(ImportArgs),
+    /// Copy results between stores: an SQLite file and a PostgreSQL database, either way.
+    ///
+    /// Example: wirebench store copy --from ~/.local/share/wirebench/results.sqlite3
+    /// --to postgres://wirebench@db.example/wirebench
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Summarise one stored campaign as a table, Markdown, CSV, JSON or an HTML page with charts.
     ///
     /// Per configuration (message size × total × protocol × mechanism): min / avg / median / max
@@ -507,18 +514,21 @@ pub struct ReportArgs {
 /// Where the results database is (for the subcommands that read or write it).
 #[derive(Debug, Args, Clone, Default)]
 pub struct DbArgs {
-    /// Results database file. Default: $XDG_DATA_HOME/wirebench/results.sqlite3
+    /// Results database: a file, or a PostgreSQL database as postgres://user[:password]@host[:port]/dbname
+    /// (no TLS). Default: $WIREBENCH_DB, else $XDG_DATA_HOME/wirebench/results.sqlite3
     /// (~/.local/share/wirebench/results.sqlite3 when XDG_DATA_HOME is unset).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 }
 
 /// Results-store flags of `wirebench run`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct StoreArgs {
-    /// Results database file; every finished run is committed to it before the next starts.
-    /// Default: $XDG_DATA_HOME/wirebench/results.sqlite3 (~/.local/share/wirebench/...).
-    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    /// Results database; every finished run is committed to it before the next starts. A file,
+    /// or a PostgreSQL database as postgres://user[:password]@host[:port]/dbname (no TLS).
+    /// Default: $WIREBENCH_DB, else $XDG_DATA_HOME/wirebench/results.sqlite3
+    /// (~/.local/share/wirebench/...).
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_store")]
     pub db: Option<PathBuf>,
     /// Do not store the results.
     #[arg(long)]
@@ -533,6 +543,28 @@ pub struct ShowArgs {
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// The subcommands of `wirebench store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy every campaign, run (finished and aborted), DNS campaign and rr sweep of --from
+    /// into --to, each campaign in one transaction; ids are given anew by --to. Campaigns --to
+    /// already holds (same start time, host and plan) are skipped, so running it twice copies
+    /// nothing twice. Both stores are migrated to the current schema first.
+    #[command(visible_alias = "migrate")]
+    Copy(StoreCopyArgs),
+}
+
+/// Flags of `wirebench store copy`.
+#[derive(Debug, Args)]
+pub struct StoreCopyArgs {
+    /// The store to copy from: an SQLite file or a postgres://user@host/dbname URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub from: PathBuf,
+    /// The store to copy into (created if it is a file that does not exist yet).
+    #[arg(long, value_name = "PATH|URL")]
+    pub to: PathBuf,
 }
 
 /// Flags of `wirebench import`.

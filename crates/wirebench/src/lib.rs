@@ -194,6 +194,12 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
             write_stdout(&page).context("while writing the manual page to stdout")?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Store(cli::StoreCommand::Copy(args)) => {
+            let from = store::Location::parse(args.from.as_os_str())?;
+            let to = store::Location::parse(args.to.as_os_str())?;
+            commands::store::copy(&from, &to, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
             let id =

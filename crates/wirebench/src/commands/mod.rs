@@ -12,3 +12,4 @@ pub mod rpm;
 pub mod rr;
 pub mod run;
 pub mod server;
+pub mod store;

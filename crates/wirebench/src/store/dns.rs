@@ -7,55 +7,19 @@ use anyhow::{bail, Context, Result};
 use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
 use wirebench_core::record::Status;
 
-use super::sql::{args, Row};
+use super::sql::{args, Conn, Row};
 use super::Store;
 
 impl Store {
     /// Records a DNS campaign that is starting (status `running`); returns its id.
     pub fn begin_dns_campaign(&mut self, c: &NewDnsCampaign) -> Result<i64> {
-        self.insert(
-                "INSERT INTO dns_campaign (started_at_unix_s, status, resolver, name, record_type,
-                 transports, concurrency, planned_results, host_name, wirebench_version)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 RETURNING id",
-                args![
-                    c.started_at_unix_s,
-                    &c.resolver,
-                    &c.name,
-                    &c.record_type,
-                    &c.transports,
-                    &c.concurrency,
-                    i64::try_from(c.planned_results).unwrap_or(i64::MAX),
-                    &c.host_name,
-                    &c.wirebench_version
-                ],
-            )
-            .context("while recording the DNS campaign")
+        self.transaction(|tx| insert_dns_campaign(tx, c, Status::Running, None))
     }
 
     /// Commits one finished result of `campaign` (1-based `position` in run order), in one
     /// transaction.
     pub fn add_dns_result(&mut self, campaign: i64, position: u64, r: &DnsResult) -> Result<()> {
-        let json = serde_json::to_string(r).context("while encoding a DNS result")?;
-        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.transaction(|tx| {
-        tx.execute(
-            "INSERT INTO dns_result (campaign_id, position, transport, concurrency, sent,
-             answered, timeouts, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            args![
-                campaign,
-                as_i64(position),
-                r.transport.name(),
-                r.concurrency,
-                as_i64(r.counts.sent),
-                as_i64(r.counts.answered),
-                as_i64(r.counts.timeouts),
-                json
-            ],
-        )
-        .context("while storing a DNS result")?;
-        Ok(())
-        })
+        self.transaction(|tx| insert_dns_result(tx, campaign, position, r))
     }
 
     /// Marks a DNS campaign as ended.
@@ -119,10 +83,11 @@ impl Store {
             "SELECT result_json FROM dns_result WHERE campaign_id = ?1 ORDER BY position",
             args![campaign],
         )?;
-        rows.iter().map(|row| {
-            serde_json::from_str(&row.text(0)?).context("a stored DNS result does not decode")
-        })
-        .collect()
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(&row.text(0)?).context("a stored DNS result does not decode")
+            })
+            .collect()
     }
 }
 
@@ -138,4 +103,59 @@ fn dns_campaign_row(row: &Row) -> Result<NewDnsCampaign> {
         host_name: row.opt_text(10)?,
         wirebench_version: row.text(11)?,
     })
+}
+
+/// Stores a DNS campaign row as `status` (ended at `finished`, if it has); returns its id.
+pub(super) fn insert_dns_campaign(
+    tx: &mut dyn Conn,
+    c: &NewDnsCampaign,
+    status: Status,
+    finished: Option<i64>,
+) -> Result<i64> {
+    tx.insert(
+        "INSERT INTO dns_campaign (started_at_unix_s, status, finished_at_unix_s, resolver, name, record_type, transports, concurrency, planned_results, host_name, wirebench_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         RETURNING id",
+        args![
+            c.started_at_unix_s,
+            status.as_str(),
+            finished,
+            &c.resolver,
+            &c.name,
+            &c.record_type,
+            &c.transports,
+            &c.concurrency,
+            i64::try_from(c.planned_results).unwrap_or(i64::MAX),
+            &c.host_name,
+            &c.wirebench_version,
+        ],
+    )
+    .context("while recording the DNS campaign")
+}
+
+/// Stores one result of `campaign`.
+pub(super) fn insert_dns_result(
+    tx: &mut dyn Conn,
+    campaign: i64,
+    position: u64,
+    r: &DnsResult,
+) -> Result<()> {
+    let json = serde_json::to_string(r).context("while encoding a DNS result")?;
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    tx.execute(
+        "INSERT INTO dns_result (campaign_id, position, transport, concurrency, sent,
+             answered, timeouts, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        args![
+            campaign,
+            as_i64(position),
+            r.transport.name(),
+            r.concurrency,
+            as_i64(r.counts.sent),
+            as_i64(r.counts.answered),
+            as_i64(r.counts.timeouts),
+            json
+        ],
+    )
+    .context("while storing a DNS result")?;
+    Ok(())
 }

@@ -83,9 +83,15 @@ fn row_values(row: &postgres::Row) -> Result<Row> {
         let ty = col.type_();
         let v = match *ty {
             Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Value::Int),
-            Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(|v| Value::Int(v.into())),
-            Type::INT2 => row.try_get::<_, Option<i16>>(i)?.map(|v| Value::Int(v.into())),
-            Type::BOOL => row.try_get::<_, Option<bool>>(i)?.map(|v| Value::Int(v.into())),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)?
+                .map(|v| Value::Int(v.into())),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)?
+                .map(|v| Value::Int(v.into())),
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)?
+                .map(|v| Value::Int(v.into())),
             Type::FLOAT8 => row.try_get::<_, Option<f64>>(i)?.map(Value::Real),
             Type::FLOAT4 => row
                 .try_get::<_, Option<f32>>(i)?
@@ -93,7 +99,10 @@ fn row_values(row: &postgres::Row) -> Result<Row> {
             Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => {
                 row.try_get::<_, Option<String>>(i)?.map(Value::Text)
             }
-            _ => bail!("column {} has type {ty}, which the store does not read", col.name()),
+            _ => bail!(
+                "column {} has type {ty}, which the store does not read",
+                col.name()
+            ),
         };
         values.push(v.unwrap_or(Value::Null));
     }

@@ -7,56 +7,19 @@ use anyhow::{bail, Context, Result};
 use wirebench_core::record::rr::{NewRrCampaign, RrCampaignInfo, RrResult};
 use wirebench_core::record::Status;
 
-use super::sql::{args, Row};
+use super::sql::{args, Conn, Row};
 use super::Store;
 
 impl Store {
     /// Records an rr sweep that is starting (status `running`); returns its id.
     pub fn begin_rr_campaign(&mut self, c: &NewRrCampaign) -> Result<i64> {
-        self.insert(
-                "INSERT INTO rr_campaign (started_at_unix_s, status, server, protocols, concurrency,
-                 request_bytes, response_bytes, flows, planned_results, host_name, wirebench_version)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                 RETURNING id",
-                args![
-                    c.started_at_unix_s,
-                    &c.server,
-                    &c.protocols,
-                    &c.concurrency,
-                    c.request_bytes,
-                    c.response_bytes,
-                    c.flows,
-                    i64::try_from(c.planned_results).unwrap_or(i64::MAX),
-                    &c.host_name,
-                    &c.wirebench_version
-                ],
-            )
-            .context("while recording the rr campaign")
+        self.transaction(|tx| insert_rr_campaign(tx, c, Status::Running, None))
     }
 
     /// Commits one finished result of `campaign` (1-based `position` in run order), in one
     /// transaction.
     pub fn add_rr_result(&mut self, campaign: i64, position: u64, r: &RrResult) -> Result<()> {
-        let json = serde_json::to_string(r).context("while encoding an rr result")?;
-        let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.transaction(|tx| {
-        tx.execute(
-            "INSERT INTO rr_result (campaign_id, position, protocol, concurrency, sent, answered,
-             lost, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            args![
-                campaign,
-                as_i64(position),
-                r.protocol.as_str(),
-                r.concurrency,
-                as_i64(r.sent),
-                as_i64(r.answered),
-                as_i64(r.lost),
-                json
-            ],
-        )
-        .context("while storing an rr result")?;
-        Ok(())
-        })
+        self.transaction(|tx| insert_rr_result(tx, campaign, position, r))
     }
 
     /// Marks an rr sweep as ended.
@@ -120,10 +83,11 @@ impl Store {
             "SELECT result_json FROM rr_result WHERE campaign_id = ?1 ORDER BY position",
             args![campaign],
         )?;
-        rows.iter().map(|row| {
-            serde_json::from_str(&row.text(0)?).context("a stored rr result does not decode")
-        })
-        .collect()
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(&row.text(0)?).context("a stored rr result does not decode")
+            })
+            .collect()
     }
 }
 
@@ -140,4 +104,60 @@ fn rr_campaign_row(row: &Row) -> Result<NewRrCampaign> {
         host_name: row.opt_text(11)?,
         wirebench_version: row.text(12)?,
     })
+}
+
+/// Stores a rr campaign row as `status` (ended at `finished`, if it has); returns its id.
+pub(super) fn insert_rr_campaign(
+    tx: &mut dyn Conn,
+    c: &NewRrCampaign,
+    status: Status,
+    finished: Option<i64>,
+) -> Result<i64> {
+    tx.insert(
+        "INSERT INTO rr_campaign (started_at_unix_s, status, finished_at_unix_s, server, protocols, concurrency, request_bytes, response_bytes, flows, planned_results, host_name, wirebench_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         RETURNING id",
+        args![
+            c.started_at_unix_s,
+            status.as_str(),
+            finished,
+            &c.server,
+            &c.protocols,
+            &c.concurrency,
+            c.request_bytes,
+            c.response_bytes,
+            c.flows,
+            i64::try_from(c.planned_results).unwrap_or(i64::MAX),
+            &c.host_name,
+            &c.wirebench_version,
+        ],
+    )
+    .context("while recording the rr campaign")
+}
+
+/// Stores one result of `campaign`.
+pub(super) fn insert_rr_result(
+    tx: &mut dyn Conn,
+    campaign: i64,
+    position: u64,
+    r: &RrResult,
+) -> Result<()> {
+    let json = serde_json::to_string(r).context("while encoding an rr result")?;
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    tx.execute(
+        "INSERT INTO rr_result (campaign_id, position, protocol, concurrency, sent, answered,
+             lost, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        args![
+            campaign,
+            as_i64(position),
+            r.protocol.as_str(),
+            r.concurrency,
+            as_i64(r.sent),
+            as_i64(r.answered),
+            as_i64(r.lost),
+            json
+        ],
+    )
+    .context("while storing an rr result")?;
+    Ok(())
 }

@@ -89,7 +89,9 @@ impl Row {
         match self.at(i)? {
             Value::Null => Ok(None),
             Value::Int(v) => Ok(Some(*v)),
-            other => Err(anyhow!("column {i} holds {other:?} where an integer belongs")),
+            other => Err(anyhow!(
+                "column {i} holds {other:?} where an integer belongs"
+            )),
         }
     }
 

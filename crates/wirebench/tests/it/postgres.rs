@@ -152,6 +152,25 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// The integers one query returns (first column of each row), in database `db`.
+    pub fn ints(&self, db: &str, sql: &str) -> Vec<i64> {
+        let url = self.url(db);
+        let sql = sql.to_string();
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connects");
+            client
+                .query(&sql, &[])
+                .expect("query runs")
+                .iter()
+                .map(|row| row.get::<_, i64>(0))
+                .collect()
+        })
+        .join()
+        .expect("SQL thread")
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         // SIGINT is PostgreSQL's "fast" shutdown; it ends its own children.
@@ -236,6 +255,14 @@ impl TestDb {
     /// Opens the store.
     pub fn open(&self) -> Store {
         Store::open(self.location()).expect("the test store opens")
+    }
+
+    /// The database name and the cluster, for a PostgreSQL store.
+    pub fn pg(&self) -> Option<(&str, &Cluster)> {
+        match self {
+            TestDb::Sqlite(_) => None,
+            TestDb::Postgres(url, c) => Some((url.rsplit('/').next().unwrap_or(""), c)),
+        }
     }
 
     /// Which backend, for messages.

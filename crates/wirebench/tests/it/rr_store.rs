@@ -10,13 +10,19 @@ use wirebench_core::record::rr::{NewRrCampaign, RrResult};
 use wirebench_core::record::Status;
 
 use crate::cli::{stderr, wirebench};
+use crate::postgres::{backends, TestDb};
 use crate::support::TempPath;
 
 /// A live sweep over UDP and TCP at K = 1 and 4 is stored result by result: `runs` lists it,
 /// every result reads back with sent = answered + lost, and `report --rr` prints its table.
 #[tokio::test]
 async fn a_live_rr_sweep_is_stored_and_reported() {
-    let db = TempPath::new(".sqlite3");
+    for db in backends() {
+        a_live_rr_sweep_is_stored_and_reported_on(&db).await;
+    }
+}
+
+async fn a_live_rr_sweep_is_stored_and_reported_on(db: &TestDb) {
     let out = wirebench(&[
         "rr",
         "--proto",
@@ -35,7 +41,7 @@ async fn a_live_rr_sweep_is_stored_and_reported() {
     assert!(out.status.success(), "{text}{}", stderr(&out));
     assert!(text.contains("stored as rr sweep 1"), "{text}");
     assert!(text.contains("requests in flight sweep"), "{text}");
-    let store = Store::open(&db.0).unwrap();
+    let store = db.open();
     let results = store.rr_results(1).unwrap();
     assert_eq!(results.len(), 4);
     for r in &results {
@@ -69,15 +75,20 @@ async fn a_live_rr_sweep_is_stored_and_reported() {
 
 #[tokio::test]
 async fn a_stored_sweep_reports_loss_against_retransmissions() {
+    for db in backends() {
+        a_stored_sweep_reports_loss_against_retransmissions_on(&db).await;
+    }
+}
+
+async fn a_stored_sweep_reports_loss_against_retransmissions_on(db: &TestDb) {
     let manifest = env!("CARGO_MANIFEST_DIR");
     let fixture: Value = serde_json::from_str(
         &std::fs::read_to_string(format!("{manifest}/tests/fixtures/rr-sweep.json")).unwrap(),
     )
     .unwrap();
     let results: Vec<RrResult> = serde_json::from_value(fixture["results"].clone()).unwrap();
-    let db = TempPath::new(".sqlite3");
     {
-        let mut store = Store::open(&db.0).unwrap();
+        let mut store = db.open();
         let id = store
             .begin_rr_campaign(&NewRrCampaign {
                 started_at_unix_s: 1_700_000_000,
