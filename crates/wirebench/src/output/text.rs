@@ -604,20 +604,26 @@ pub fn campaign_what(c: &CampaignInfo) -> String {
     )
 }
 
+/// The measuring host in a `wirebench runs` line (`-` when it was not recorded).
+fn host_or_dash(host: &Option<String>) -> &str {
+    host.as_deref().unwrap_or("-")
+}
+
 /// The `wirebench runs` table: one line per campaign.
 pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
-        "ID", "STARTED (UTC)", "STATUS", "RUNS", "WHAT"
+        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
+        "ID", "STARTED (UTC)", "STATUS", "RUNS", "HOST", "WHAT"
     );
     for c in campaigns {
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}{}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}{}{}",
             c.id,
             format_utc(c.started_at_unix_s),
             c.status.as_str(),
             format!("{}/{}", c.stored_runs, c.planned_runs),
+            host_or_dash(&c.environment.host_name),
             campaign_what(c),
             if c.origin == "import" {
                 " (imported)"
@@ -637,19 +643,20 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
 /// The `wirebench runs` table of DNS campaigns (`wirebench report --dns ID` shows one).
 pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {}
+        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}
 ",
-        "DNS", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --dns ID)"
+        "DNS", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --dns ID)"
     );
     for (info, stored) in campaigns {
         let c = &info.campaign;
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {} {} at {} over {}, concurrency {}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} {} at {} over {}, concurrency {}",
             info.id,
             format_utc(c.started_at_unix_s),
             info.status.as_str(),
             format!("{stored}/{}", c.planned_results),
+            host_or_dash(&c.host_name),
             c.record_type,
             c.name,
             c.resolver,
@@ -663,18 +670,19 @@ pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
 /// The `wirebench runs` table of rr sweeps (`wirebench report --rr ID` shows one).
 pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
-        "RR", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rr ID)"
+        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
+        "RR", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --rr ID)"
     );
     for (info, stored) in campaigns {
         let c = &info.campaign;
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {} B requests, {} B responses to {} over {}, {}, requests in flight {}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} B requests, {} B responses to {} over {}, {}, requests in flight {}",
             info.id,
             format_utc(c.started_at_unix_s),
             info.status.as_str(),
             format!("{stored}/{}", c.planned_results),
+            host_or_dash(&c.host_name),
             c.request_bytes,
             c.response_bytes,
             c.server,

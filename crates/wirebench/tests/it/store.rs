@@ -310,6 +310,9 @@ async fn run_stores_every_run(db: &TestDb) {
     assert!(list.contains("complete"), "{list}");
     assert!(list.contains("8/8"), "{list}");
     assert!(list.contains("tcp,udp × stream,saw"), "{list}");
+    if let Some(host) = this_process().host {
+        assert!(list.contains(&host), "the measuring host is listed: {list}");
+    }
 
     let out = wirebench(&["show", "1", "--db", db.arg()]).await;
     let shown = String::from_utf8_lossy(&out.stdout);
