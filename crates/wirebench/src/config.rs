@@ -59,7 +59,7 @@ pub fn db_path(args: &DbArgs) -> anyhow::Result<store::Location> {
         Some(db) => store::Location::parse(db.as_os_str()),
         None => match std::env::var_os(store::DB_ENV).filter(|v| !v.is_empty()) {
             Some(db) => store::Location::parse(&db)
-                .map_err(|e| anyhow::anyhow!("{} (from ${})", e, store::DB_ENV)),
+                .map_err(|e| usage(format!("{e} (from ${})", store::DB_ENV)).into()),
             None => Ok(store::Location::File(store::default_path()?)),
         },
     }

@@ -696,3 +696,34 @@ fn insert_aborted(
     })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_values_are_files_or_postgres_urls() {
+        let parse = |s: &str| Location::parse(std::ffi::OsStr::new(s));
+        assert_eq!(
+            parse("results.sqlite3").unwrap(),
+            Location::File("results.sqlite3".into())
+        );
+        assert_eq!(
+            parse("postgresql://wb@127.0.0.1:5432/db").unwrap(),
+            Location::Postgres("postgresql://wb@127.0.0.1:5432/db".into())
+        );
+        for bad in ["postgres://wb@h:notaport/db", "mysql://wb@h/db"] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.downcast_ref::<UsageError>().is_some(), "{err}");
+        }
+        let secret = parse("postgres://wb:hunter2@db.example:5433/x").unwrap();
+        assert_eq!(
+            secret.display().to_string(),
+            "postgres://wb:***@db.example:5433/x"
+        );
+        let err = parse("postgres://wb:hunter2@h:bad/x")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}
