@@ -11,6 +11,7 @@ pub mod document;
 pub mod headline;
 pub mod ratesearch;
 pub mod relay;
+pub mod rpm;
 pub mod rr;
 pub mod run;
 pub mod service;

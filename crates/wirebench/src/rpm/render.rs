@@ -159,6 +159,7 @@ mod tests {
                 rpm: Some(883.0),
                 foreign_probes: 88,
                 self_probes: 9,
+                ..IntervalRecord::default()
             }],
             differences: vec!["No TLS.".into()],
         }
