@@ -222,6 +222,10 @@ pub struct RpmArgs {
     /// --server, the embedded server requires the key.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Where the test is stored, with its time series (`wirebench report --rpm ID` charts it,
+    /// `wirebench compare --rpm A B` compares two).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Flags of `wirebench completions`.
@@ -466,6 +470,12 @@ pub struct CompareArgs {
     /// difference is significant (e.g. 10).
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// A and B are rpm campaigns (as `wirebench rpm` printed them): compares RPM, loaded p50
+    /// and p99 and the sample counts, with a Mann–Whitney U test of the probes' round trips.
+    /// With --fail-on-regression PCT, exit status 1 when B's round trips are significantly
+    /// longer and its RPM is lower, or its loaded p99 higher, by more than PCT percent.
+    #[arg(long)]
+    pub rpm: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -499,6 +509,12 @@ pub struct ReportArgs {
     /// table; json its results.
     #[arg(long, conflicts_with_all = ["run", "dns"])]
     pub rr: bool,
+    /// The id (or --last) is an rpm campaign, as `wirebench rpm` printed it: RPM with the
+    /// draft's rating, its components, idle and loaded latency and the intervals; --format html
+    /// charts probe latency over time above the goodput; table, markdown, csv (one row per
+    /// interval) or json.
+    #[arg(long, conflicts_with_all = ["run", "dns", "rr"])]
+    pub rpm: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,

@@ -51,6 +51,48 @@ pub struct RpmCampaignInfo {
     pub campaign: NewRpmCampaign,
 }
 
+/// Version of [`RpmCampaignDocument`] (`wirebench report --rpm --format json`).
+pub const DOCUMENT_VERSION: u32 = 1;
+
+/// A stored rpm campaign as one JSON document: the campaign and each test, every test with its
+/// loaded-latency figures beside the result `wirebench rpm --json` printed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpmCampaignDocument {
+    /// [`DOCUMENT_VERSION`].
+    pub schema_version: u32,
+    /// The campaign.
+    pub campaign: RpmCampaignInfo,
+    /// Its tests, in run order.
+    pub results: Vec<RpmReportEntry>,
+}
+
+/// One test of [`RpmCampaignDocument`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpmReportEntry {
+    /// The test, as `wirebench rpm --json` printed it.
+    #[serde(flatten)]
+    pub result: RpmResult,
+    /// Its loaded latency over the whole load phase.
+    pub loaded_latency: LoadedLatency,
+}
+
+impl RpmCampaignDocument {
+    /// The document of `campaign` and its tests.
+    pub fn new(campaign: RpmCampaignInfo, results: Vec<RpmResult>) -> RpmCampaignDocument {
+        RpmCampaignDocument {
+            schema_version: DOCUMENT_VERSION,
+            campaign,
+            results: results
+                .into_iter()
+                .map(|result| RpmReportEntry {
+                    loaded_latency: loaded_latency(&result),
+                    result,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Percentiles of a set of round trips, nanoseconds (nearest rank: the p-th percentile is the
 /// smallest sample with at least p % of the samples at or below it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,9 +253,7 @@ impl RpmComparison {
     /// longer (U of A below its mean), and its RPM lower by more than `pct` % or its loaded
     /// p99 higher by more than `pct` %.
     pub fn is_regression(&self, pct: f64) -> bool {
-        let slower = self
-            .test
-            .is_some_and(|t| t.p_value < ALPHA && t.z < 0.0);
+        let slower = self.test.is_some_and(|t| t.p_value < ALPHA && t.z < 0.0);
         slower
             && (self.rpm_change_pct().is_some_and(|c| c < -pct)
                 || self.p99_change_pct().is_some_and(|c| c > pct))
@@ -226,7 +266,8 @@ pub fn compare(a: (i64, &[RpmResult]), b: (i64, &[RpmResult])) -> RpmComparison 
         let v: Vec<f64> = rs.iter().filter_map(|r| r.rpm).collect();
         (v.len(), Summary::of(&v).map(|s| s.median))
     };
-    let samples = |rs: &[RpmResult]| -> Vec<u64> { rs.iter().flat_map(loaded_samples_ns).collect() };
+    let samples =
+        |rs: &[RpmResult]| -> Vec<u64> { rs.iter().flat_map(loaded_samples_ns).collect() };
     let (na, rpm_a) = median_rpm(a.1);
     let (nb, rpm_b) = median_rpm(b.1);
     let (sa, sb) = (samples(a.1), samples(b.1));

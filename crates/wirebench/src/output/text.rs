@@ -686,6 +686,46 @@ pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
     out
 }
 
+/// The `wirebench runs` block of rpm campaigns: id, start, status, tests stored of planned,
+/// what ran and the RPM of each test with the draft's rating word.
+pub fn rpm_campaign_list(
+    campaigns: &[(
+        wirebench_core::record::rpm::RpmCampaignInfo,
+        Vec<Option<f64>>,
+    )],
+) -> String {
+    use wirebench_core::responsiveness::Rating;
+    let mut out = format!(
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "RPM", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rpm ID)"
+    );
+    for (info, rpms) in campaigns {
+        let c = &info.campaign;
+        let figures: Vec<String> = rpms
+            .iter()
+            .map(|r| match r {
+                Some(v) => format!("RPM {v:.0} ({})", Rating::of(*v).word()),
+                None => "no RPM".to_string(),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} load against {} over {}, up to {} per direction{}{}",
+            info.id,
+            format_utc(c.started_at_unix_s),
+            info.status.as_str(),
+            format!("{}/{}", rpms.len(), c.planned_results),
+            c.direction.as_str(),
+            c.server,
+            c.protocol,
+            count_of(c.max_flows as usize, "flow", "flows"),
+            if figures.is_empty() { "" } else { ": " },
+            figures.join(", ")
+        );
+    }
+    out
+}
+
 /// The `wirebench show` text: the campaign, its host and every run with both views.
 pub fn campaign_detail(c: &CampaignInfo, runs: &[(Point, RunRecord)]) -> String {
     let p = &c.parameters;

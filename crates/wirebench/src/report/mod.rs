@@ -11,6 +11,8 @@ pub mod dns;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod rpm;
+pub mod rpm_chart;
 pub mod rr;
 pub mod series;
 pub mod table;

@@ -5,6 +5,7 @@
 
 pub mod dns;
 pub mod liveness;
+pub mod rpm;
 pub mod rr;
 pub mod schema;
 

@@ -3,7 +3,7 @@
 //! migration once released (add a new one instead).
 
 /// Migration `i` (0-based) takes a database from `user_version == i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -215,6 +215,38 @@ CREATE TABLE rr_result (
     sent         INTEGER NOT NULL,
     answered     INTEGER NOT NULL,
     lost         INTEGER NOT NULL,
+    result_json  TEXT NOT NULL,
+    UNIQUE (campaign_id, position)
+);
+";
+
+/// Version 8: `wirebench rpm` campaigns (one responsiveness test each, or more), one row per
+/// test; `result_json` is one document of docs/rpm-output.schema.json, with every interval's
+/// goodput and probe round trips (the time series the report charts).
+const V8: &str = "
+CREATE TABLE rpm_campaign (
+    id                 INTEGER PRIMARY KEY,
+    started_at_unix_s  INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status             TEXT NOT NULL
+                       CHECK (status IN ('running', 'complete', 'failed', 'aborted', 'interrupted')),
+    server             TEXT NOT NULL,
+    direction          TEXT NOT NULL,
+    protocol           TEXT NOT NULL,
+    max_flows          INTEGER NOT NULL,
+    interval_ns        INTEGER NOT NULL,
+    max_load_ns        INTEGER NOT NULL,
+    planned_results    INTEGER NOT NULL,
+    host_name          TEXT,
+    wirebench_version  TEXT NOT NULL
+);
+CREATE TABLE rpm_result (
+    id           INTEGER PRIMARY KEY,
+    campaign_id  INTEGER NOT NULL REFERENCES rpm_campaign (id) ON DELETE CASCADE,
+    position     INTEGER NOT NULL,
+    rpm          DOUBLE PRECISION,
+    load_flows   INTEGER NOT NULL,
+    intervals    INTEGER NOT NULL,
     result_json  TEXT NOT NULL,
     UNIQUE (campaign_id, position)
 );

@@ -21,6 +21,7 @@ mod report;
 mod results;
 mod robustness;
 mod rpm;
+mod rpm_store;
 mod rr;
 mod rr_store;
 mod security;
