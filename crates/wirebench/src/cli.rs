@@ -184,7 +184,13 @@ and --psk apply; a refused flow stops the ramp. Where this differs from the draf
 with every result (and listed under \"differences\" in the JSON; schema:
 docs/rpm-output.schema.json).
 
-Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage.";
+Each test is stored in the results database as an rpm campaign with its time series (every
+interval's goodput and probe round trips; --db PATH, or --no-store): `wirebench report --rpm ID`
+shows it (--format html charts latency over time above goodput), `wirebench compare --rpm A B`
+compares two. SIGINT, SIGTERM or SIGHUP ends the load early and stores what finished as aborted.
+
+Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage,
+128 + the signal when a signal stopped it.";
 
 /// Flags of `wirebench rpm`.
 #[derive(Debug, Args)]
