@@ -403,63 +403,71 @@ pub fn write_comparison(
     let lat = |l: Option<LatencyFigures>, f: fn(&LatencyFigures) -> u64| {
         l.as_ref().map_or("n/a".to_string(), |l| ms(f(l)))
     };
-    writeln!(out, "{:<22} {:>18} {:>18} {:>9}", "", "A", "B", "B vs A")?;
-    writeln!(
-        out,
-        "{:<22} {:>18} {:>18} {:>9}",
-        "tests with an RPM", c.results.0, c.results.1, ""
-    )?;
-    writeln!(
-        out,
-        "{:<22} {:>18} {:>18} {:>9}",
-        "RPM",
-        rpm(c.rpm.0, c.rating.0),
-        rpm(c.rpm.1, c.rating.1),
-        pct(c.rpm_change_pct())
-    )?;
-    writeln!(
-        out,
-        "{:<22} {:>18} {:>18} {:>9}",
-        "loaded samples",
-        c.loaded.0.map_or(0, |l| l.samples),
-        c.loaded.1.map_or(0, |l| l.samples),
-        ""
-    )?;
+    let row = |out: &mut dyn Write, cells: [String; 4]| {
+        let [label, a, b, change] = cells;
+        let line = format!("{label:<22} {a:>18} {b:>18} {change:>9}");
+        writeln!(out, "{}", line.trim_end())
+    };
     let p50_change = match c.loaded {
         (Some(a), Some(b)) if a.p50_ns > 0 => {
             Some((b.p50_ns as f64 / a.p50_ns as f64 - 1.0) * 100.0)
         }
         _ => None,
     };
-    writeln!(
-        out,
-        "{:<22} {:>18} {:>18} {:>9}",
-        "loaded p50",
-        lat(c.loaded.0, |l| l.p50_ns),
-        lat(c.loaded.1, |l| l.p50_ns),
-        pct(p50_change)
-    )?;
-    writeln!(
-        out,
-        "{:<22} {:>18} {:>18} {:>9}",
-        "loaded p99",
-        lat(c.loaded.0, |l| l.p99_ns),
-        lat(c.loaded.1, |l| l.p99_ns),
-        pct(c.p99_change_pct())
-    )?;
+    for cells in [
+        ["".into(), "A".into(), "B".into(), "B vs A".into()],
+        [
+            "tests with an RPM".into(),
+            c.results.0.to_string(),
+            c.results.1.to_string(),
+            String::new(),
+        ],
+        [
+            "RPM".into(),
+            rpm(c.rpm.0, c.rating.0),
+            rpm(c.rpm.1, c.rating.1),
+            pct(c.rpm_change_pct()),
+        ],
+        [
+            "loaded samples".into(),
+            c.loaded.0.map_or(0, |l| l.samples).to_string(),
+            c.loaded.1.map_or(0, |l| l.samples).to_string(),
+            String::new(),
+        ],
+        [
+            "loaded p50".into(),
+            lat(c.loaded.0, |l| l.p50_ns),
+            lat(c.loaded.1, |l| l.p50_ns),
+            pct(p50_change),
+        ],
+        [
+            "loaded p99".into(),
+            lat(c.loaded.0, |l| l.p99_ns),
+            lat(c.loaded.1, |l| l.p99_ns),
+            pct(c.p99_change_pct()),
+        ],
+    ] {
+        row(out, cells)?;
+    }
+    // A p-value too small for four decimals is not printed as zero.
+    let p = |p: f64| {
+        if p < 1e-4 {
+            "p < 0.0001".to_string()
+        } else {
+            format!("p = {p:.4}")
+        }
+    };
     let verdict = match c.test {
         None => "no test: a campaign has no loaded round trip".to_string(),
-        Some(t) if t.p_value >= ALPHA => {
-            format!("p = {:.4}: ~ (no significant difference)", t.p_value)
-        }
+        Some(t) if t.p_value >= ALPHA => format!("{}: ~ (no significant difference)", p(t.p_value)),
         // U of A below its mean: A's round trips are the shorter ones.
         Some(t) if t.z < 0.0 => format!(
-            "p = {:.4}: B is less responsive (longer round trips)",
-            t.p_value
+            "{}: B is less responsive (longer round trips)",
+            p(t.p_value)
         ),
         Some(t) => format!(
-            "p = {:.4}: B is more responsive (shorter round trips)",
-            t.p_value
+            "{}: B is more responsive (shorter round trips)",
+            p(t.p_value)
         ),
     };
     let flag = match fail_pct {
