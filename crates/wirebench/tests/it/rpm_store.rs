@@ -370,3 +370,40 @@ async fn sigterm_stores_the_test_as_aborted() {
         results[0].differences
     );
 }
+
+/// The HTML report of the fixture in headless chromium: one chart, with both panels' titles,
+/// axis descriptions, tick labels and legends laid out without any two texts overlapping, and
+/// every interval drawn (a dot per p50, p99 and goodput point). Skips without chromium.
+#[tokio::test]
+async fn the_rpm_chart_reads_in_a_browser() {
+    use crate::browser::{charts_of, chromium, unescape, CHROMIUM, OVERLAP_PROBE};
+    if !std::path::Path::new(CHROMIUM).exists() {
+        eprintln!("browser test skipped: {CHROMIUM} is missing (`apt-get install chromium`)");
+        return;
+    }
+    let (campaign, result) = fixture();
+    let db = TempPath::new(".sqlite3");
+    store_campaign(&db, &campaign, &result);
+    let out = wirebench(&["report", "--rpm", "1", "--format", "html", "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = String::from_utf8(out.stdout).unwrap();
+    let probe = TempPath::new(".html");
+    std::fs::write(&probe.0, html.replace("</body>", OVERLAP_PROBE)).unwrap();
+    let out = chromium(&["--dump-dom", &format!("file://{}", probe.arg())]).await;
+    let dom = String::from_utf8(out.stdout).expect("the DOM is UTF-8");
+    let overlaps = dom
+        .split_once("<pre id=\"text-overlaps\">")
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(found, _)| unescape(found))
+        .expect("the overlap probe ran");
+    assert!(overlaps.is_empty(), "texts collide:\n{overlaps}");
+    let charts = charts_of(&dom);
+    assert_eq!(charts.len(), 1);
+    // Six intervals, each with a loaded p50, a p99 and a download goodput dot (plotters draws
+    // a dot as a circle element).
+    let dots = charts[0].matches("<circle").count();
+    assert_eq!(dots, 3 * result.intervals.len(), "dots in the chart");
+    for text in ["Loaded p99", "Loaded p50", "Idle", "Download"] {
+        assert!(charts[0].contains(text), "{text} missing from the legends");
+    }
+}
