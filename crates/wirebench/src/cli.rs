@@ -461,6 +461,12 @@ pub struct RrArgs {
     /// time per request apart from the response time.
     #[arg(long)]
     pub new_connection: bool,
+    /// What path the requests cross, one line stored with every result and printed by
+    /// `report --rr` (lab/netns-lab.sh rr fills it in: "netns lab: tbf rate ..."). A note that
+    /// starts with "relay" (e.g. "relay --loss 2%") also gets the caveat that the relay drops
+    /// UDP datagrams only, so TCP's retransmissions there are the kernel's over clean loopback.
+    #[arg(long, value_name = "TEXT")]
+    pub path_note: Option<String>,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,
