@@ -135,7 +135,7 @@ impl Exporter {
             },
             "/" => Response::text(
                 200,
-                "wirebench exporter: /probe?target=HOST:PORT&proto=tcp&mode=stream&total=10MiB, /metrics",
+                "wirebench exporter: /probe?target=HOST:PORT&proto=tcp&mode=stream&total=10MiB (or kind=ping, rr, dns, iperf3; see wirebench exporter --help), /metrics",
             ),
             other => Response::text(404, format!("no page {other}: try /probe or /metrics")),
         }
