@@ -165,10 +165,16 @@ pub enum Command {
     /// Query parameters: target (HOST:PORT, required), proto (tcp, udp, quic), mode (stream,
     /// saw), total (default 10MiB), size (message size, default 1024), reverse (true/false).
     /// With kind=ping: target, proto, size (default 64) and count (round trips, default 100),
-    /// as `wirebench ping`. The answer is Prometheus text: wirebench_probe_success,
-    /// _duration_seconds, _goodput_bytes_per_second, _sent_bytes_per_second, bytes, UDP loss,
-    /// retransmission ratio, RTT quantiles (stop-and-wait and ping). /metrics serves the
-    /// exporter's own counters.
+    /// as `wirebench ping`. With kind=rr: target, proto, request, response, concurrency, flows,
+    /// count (requests per flow, default 1000), timeout, retries, as `wirebench rr`. With
+    /// kind=dns (target is a DNS server): transport (udp, tcp), name (required), type, count
+    /// (default 100), concurrency, flows, timeout, retries, as `wirebench dns`; it succeeds when
+    /// every answer is NOERROR. With kind=iperf3 (target is a real iperf3 -s): proto (tcp,
+    /// udp), total, size, parallel, reverse, rate, as `run --iperf3`. Every kind's volume counts
+    /// against --max-total. The answer is Prometheus text: wirebench_probe_success (0 with
+    /// wirebench_probe_failure_info{reason=...} when it failed), _duration_seconds,
+    /// _goodput_bytes_per_second, bytes, UDP loss, retransmission ratio, RTT quantiles,
+    /// requests or queries per second. /metrics serves the exporter's own counters.
     ///
     /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
     Exporter(ExporterArgs),
@@ -272,6 +278,14 @@ pub struct ExporterArgs {
     /// Probes that may run at once; more get 429 (1 to 64).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_concurrent: usize,
+    /// Store every finished probe in the results database, as `run`, `rr`, `dns` and
+    /// `run --iperf3` store theirs (run and iperf3 probes as one-run campaigns, ping and rr as
+    /// rr sweeps, dns as DNS campaigns), so `wirebench runs` and Prometheus agree. Default: no.
+    #[arg(long)]
+    pub store: bool,
+    /// The database --store writes to (implies --store). Default: the default results database.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -457,6 +471,12 @@ pub struct RrArgs {
     /// time per request apart from the response time.
     #[arg(long)]
     pub new_connection: bool,
+    /// What path the requests cross, one line stored with every result and printed by
+    /// `report --rr` (lab/netns-lab.sh rr fills it in: "netns lab: tbf rate ..."). A note that
+    /// starts with "relay" (e.g. "relay --loss 2%") also gets the caveat that the relay drops
+    /// UDP datagrams only, so TCP's retransmissions there are the kernel's over clean loopback.
+    #[arg(long, value_name = "TEXT")]
+    pub path_note: Option<String>,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,
