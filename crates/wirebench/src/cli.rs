@@ -774,7 +774,7 @@ pub struct RunArgs {
     )]
     pub latency_probe: Option<String>,
     /// Spacing of the latency probes (with --latency-probe), 1ms to 10s; default 100ms. A
-    /// probe unanswered within 2 s is counted lost; one probe is outstanding per probe flow.
+    /// probe unanswered within 2 s is counted lost; probes leave on schedule, answered or not.
     #[arg(long, value_name = "DURATION", requires = "latency_probe")]
     pub probe_interval: Option<String>,
     /// Results store.

@@ -4,10 +4,14 @@
 //! of `rpm` (`rpm::probe::ProbeSession`). Owns the probe sessions, the schedule and the clock
 //! readings; must not aggregate (`wirebench_core::record::loaded_latency` does) nor print.
 //!
-//! One probe is outstanding per flow at a time: a probe slower than the interval delays the
-//! next (no burst to catch up). A probe unanswered within the timeout is counted lost; a probe
-//! still in flight when its phase ends is not counted at all, so `sent = answered + lost`.
+//! Probes leave on schedule whatever the earlier ones are doing (no coordinated omission: a
+//! slow answer does not thin out the samples of a slow period), each tracked by the core
+//! `RequestTracker`: a probe unanswered within the timeout is lost (its late answer is
+//! ignored). When the sending stops (the idle count reached, or the load ended) the probes in
+//! flight are waited for, up to their timeout, so every probe sent is answered or lost:
+//! `sent = answered + lost`.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -22,6 +26,7 @@ use wirebench_core::plan::Protocol;
 use wirebench_core::record::loaded_latency::{
     LoadedLatency, PhaseSamples, ProbeFlowRecord, ProbeSample,
 };
+use wirebench_core::rr::{Answer, Expiry, RequestTracker};
 use wirebench_core::wire::{Header, Kind, HEADER_LEN};
 
 use crate::engine::udp::UdpClient;
@@ -93,7 +98,7 @@ impl ProbeFlows {
     ) -> Result<ProbeFlows> {
         let mut flows = Vec::new();
         for protocol in plan.protocols(under_test) {
-            let flow = ProbeFlow::open(server, protocol, psk)
+            let flow = ProbeFlow::open(server, protocol, plan.timeout, psk)
                 .await
                 .with_context(|| format!("cannot open the {protocol} latency probe"))?;
             flows.push(flow);
@@ -111,9 +116,9 @@ impl ProbeFlows {
         let (stop_tx, stop_rx) = watch::channel(false);
         // Idle: no stop signal; the phase ends after its probes.
         let (_idle_tx, idle_rx) = watch::channel(false);
-        let flows = run_phase(flows, &plan, Some(plan.idle_probes), idle_rx).await;
+        let flows = run_phase(flows, plan.interval, Some(plan.idle_probes), idle_rx).await;
         let (flows, idle): (Vec<ProbeFlow>, Vec<PhaseSamples>) = flows.into_iter().unzip();
-        let loaded = run_phase(flows, &plan, None, stop_rx);
+        let loaded = run_phase(flows, plan.interval, None, stop_rx);
         let load = async move {
             let out = load.await;
             let _ = stop_tx.send(true);
@@ -130,9 +135,7 @@ impl ProbeFlows {
                 &idle,
                 &loaded,
             ));
-            let sent =
-                idle.answered.len() as u64 + idle.lost + loaded.answered.len() as u64 + loaded.lost;
-            finishing.spawn(flow.finish(sent));
+            finishing.spawn(flow.finish());
         }
         while finishing.join_next().await.is_some() {}
         (out, LoadedLatency { probes })
@@ -143,16 +146,16 @@ impl ProbeFlows {
 /// in their order with what they measured.
 async fn run_phase(
     flows: Vec<ProbeFlow>,
-    plan: &ProbePlan,
+    interval: Duration,
     count: Option<u32>,
     stop: watch::Receiver<bool>,
 ) -> Vec<(ProbeFlow, PhaseSamples)> {
     let mut tasks = JoinSet::new();
     let n = flows.len();
     for (i, mut flow) in flows.into_iter().enumerate() {
-        let (interval, timeout, stop) = (plan.interval, plan.timeout, stop.clone());
+        let stop = stop.clone();
         tasks.spawn(async move {
-            let samples = flow.phase(interval, timeout, count, stop).await;
+            let samples = flow.phase(interval, count, stop).await;
             (i, flow, samples)
         });
     }
@@ -166,11 +169,14 @@ async fn run_phase(
     done.into_iter().flatten().collect()
 }
 
-/// One probe flow: its session and the connection (or socket) its probes go over.
+/// One probe flow: its session, the connection (or socket) its probes go over and the tracker
+/// of its outstanding probes (one for both phases, so a late answer is never taken for a newer
+/// probe's).
 struct ProbeFlow {
     protocol: Protocol,
     session: ProbeSession,
     channel: Channel,
+    tracker: RequestTracker,
 }
 
 /// What a probe travels over.
@@ -181,11 +187,19 @@ enum Channel {
         connection: quinn::Connection,
         endpoint: quinn::Endpoint,
     },
-    Udp(UdpProbe),
+    Udp {
+        udp: UdpClient,
+        session: u32,
+    },
 }
 
 impl ProbeFlow {
-    async fn open(server: SocketAddr, protocol: Protocol, psk: Option<&Psk>) -> Result<ProbeFlow> {
+    async fn open(
+        server: SocketAddr,
+        protocol: Protocol,
+        timeout: Duration,
+        psk: Option<&Psk>,
+    ) -> Result<ProbeFlow> {
         let (session, quic_cert) = ProbeSession::open_over(server, protocol, false, psk).await?;
         let preamble = session.preamble();
         let channel = match protocol {
@@ -218,70 +232,99 @@ impl ProbeFlow {
                 let udp = UdpClient::connect(server, None).await?;
                 // The server answers no request from this socket until it has echoed the token.
                 engine::udp_hello::validate(udp.socket(), preamble.session, preamble.token).await?;
-                Channel::Udp(UdpProbe {
+                Channel::Udp {
                     udp,
                     session: preamble.session,
-                    next_seq: 0,
-                })
+                }
             }
         };
         Ok(ProbeFlow {
             protocol,
             session,
             channel,
+            // No retries: a probe is one request, answered or lost.
+            tracker: RequestTracker::new(timeout, 0),
         })
     }
 
-    /// Probes every `interval`: `count` probes, or until `stop` turns true. Times are since the
-    /// phase began.
+    /// Sends a probe every `interval` — `count` of them, or until `stop` turns true — and
+    /// collects their answers and losses. Times are since the phase began.
     async fn phase(
         &mut self,
         interval: Duration,
-        timeout: Duration,
         count: Option<u32>,
         mut stop: watch::Receiver<bool>,
     ) -> PhaseSamples {
         let began = Instant::now();
         let mut samples = PhaseSamples::default();
-        let mut next = began;
-        let mut sent = 0u32;
-        while count.is_none_or(|n| sent < n) {
-            let stopped = async {
-                // A dropped sender also ends the phase.
-                let _ = stop.wait_for(|s| *s).await;
-            };
-            tokio::pin!(stopped);
+        let mut next = Some(began);
+        let mut issued = 0u32;
+        // The connection failed: no more answers will come; the outstanding probes time out.
+        let mut broken = false;
+        // When sending stopped (the count reached, or the load ended): the probes in flight
+        // then are still waited for, up to their timeout, so each is answered or lost.
+        let mut sending_until: Option<Instant> = None;
+        loop {
+            if sending_until.is_none() && count.is_some_and(|n| issued >= n) {
+                sending_until = Some(Instant::now());
+            }
+            if sending_until.is_some() {
+                next = None;
+                if self.tracker.outstanding() == 0 {
+                    break;
+                }
+            }
+            let deadline = self.tracker.poll_timeout();
             tokio::select! {
-                _ = &mut stopped => break,
-                _ = tokio::time::sleep_until(next.into()) => {}
+                // A dropped sender also ends the sending.
+                _ = async {
+                    // The guard `wait_for` returns is not `Send`: dropped at once.
+                    let _ = stop.wait_for(|s| *s).await;
+                }, if sending_until.is_none() => sending_until = Some(Instant::now()),
+                _ = sleep_until(next) => {
+                    let now = Instant::now();
+                    let seq = self.tracker.send_new(now);
+                    issued += 1;
+                    // A send that fails is left to the timeout: it is counted lost.
+                    let _ = self.channel.send(seq).await;
+                    // On schedule, without a burst to catch up after a stall.
+                    next = Some((next.unwrap_or(now) + interval).max(Instant::now()));
+                }
+                answer = self.channel.recv(), if !broken => match answer {
+                    Ok(seq) => {
+                        let now = Instant::now();
+                        if let Answer::Answered { response_time, .. } =
+                            self.tracker.on_response(seq, now)
+                        {
+                            let sent_at = now.checked_sub(response_time).unwrap_or(began);
+                            samples.answered.push(ProbeSample {
+                                t_ns: ns(sent_at.saturating_duration_since(began)),
+                                rtt_ns: ns(response_time),
+                            });
+                        }
+                        // Late (already lost), duplicate or unknown answers are no samples.
+                    }
+                    Err(_) => broken = true,
+                },
+                _ = sleep_until(deadline) => {
+                    let now = Instant::now();
+                    while let Some(expiry) = self.tracker.handle_timeout(now) {
+                        if matches!(expiry, Expiry::Lost { .. }) {
+                            samples.lost += 1;
+                        }
+                    }
+                }
             }
-            let at = Instant::now();
-            let outcome = tokio::select! {
-                r = tokio::time::timeout(timeout, self.channel.round_trip()) => r,
-                // In flight when the phase ended: neither answered nor lost.
-                _ = &mut stopped => break,
-            };
-            sent += 1;
-            match outcome {
-                Ok(Ok(())) => samples.answered.push(ProbeSample {
-                    t_ns: ns(at - began),
-                    rtt_ns: ns(at.elapsed()),
-                }),
-                // Timed out, or the send or the connection failed: lost. A failed connection
-                // keeps failing, so every later probe of this flow is lost too, and counted.
-                _ => samples.lost += 1,
-            }
-            next += interval;
-            // No burst to catch up after a slow probe.
-            next = next.max(Instant::now());
         }
-        samples.duration_ns = ns(began.elapsed());
+        samples.duration_ns = ns(sending_until
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(began));
         samples
     }
 
     /// Ends the probe session (the server's report is not waited for long) and the connection.
-    async fn finish(mut self, sent: u64) {
-        self.session.count_sent(sent);
+    async fn finish(mut self) {
+        self.session.count_sent(self.tracker.counts().sent);
         match self.channel {
             Channel::Tcp(mut s) => {
                 let _ = s.wr.shutdown().await;
@@ -295,31 +338,83 @@ impl ProbeFlow {
                 connection.close(0u32.into(), b"done");
                 engine::quic::drain(&endpoint).await;
             }
-            Channel::Udp(_) => {}
+            Channel::Udp { .. } => {}
         }
         self.session.finish().await;
     }
 }
 
+/// Sleeps until `at`, or for ever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Channel {
-    /// One probe: a request sent, its response received.
-    async fn round_trip(&mut self) -> Result<()> {
+    /// Sends probe `seq`.
+    async fn send(&mut self, seq: u64) -> Result<()> {
         match self {
-            Channel::Tcp(s) => s.round_trip().await,
-            Channel::Quic { stream, .. } => stream.round_trip().await,
-            Channel::Udp(u) => u.round_trip().await,
+            Channel::Tcp(s) => s.send(seq).await,
+            Channel::Quic { stream, .. } => stream.send(seq).await,
+            Channel::Udp { udp, session } => {
+                let mut out = [0u8; HEADER_LEN + REQUEST_BYTES as usize];
+                Header {
+                    kind: Kind::Request,
+                    retransmit: false,
+                    session: *session,
+                    seq,
+                }
+                .write_to(&mut out)
+                .map_err(|e| anyhow::anyhow!("cannot encode a probe header: {e:?}"))?;
+                udp.socket()
+                    .send(&out)
+                    .await
+                    .context("while sending a UDP latency probe")?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The number of the next probe answered; cancel-safe (a `select!` branch).
+    async fn recv(&mut self) -> Result<u64> {
+        match self {
+            Channel::Tcp(s) => s.recv().await,
+            Channel::Quic { stream, .. } => stream.recv().await,
+            Channel::Udp { udp, session } => {
+                let mut buf = [0u8; HEADER_LEN + RESPONSE_BYTES as usize + 1];
+                loop {
+                    let n = match udp.socket().recv(&mut buf).await {
+                        Ok(n) => n,
+                        // An ICMP error from an earlier send: that probe times out.
+                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
+                        Err(e) => {
+                            return Err(e).context("while reading a UDP latency probe's answer")
+                        }
+                    };
+                    match Header::decode(&buf[..n]) {
+                        Ok(h) if h.kind == Kind::Response && h.session == *session => {
+                            return Ok(h.seq)
+                        }
+                        // Not an answer of ours: ignored.
+                        _ => continue,
+                    }
+                }
+            }
         }
     }
 }
 
 /// Probes on one byte stream (a TCP connection or a QUIC stream): requests of
-/// [`REQUEST_BYTES`] answered in order by [`RESPONSE_BYTES`] each. The bytes still owed either
-/// way are kept across calls, so a probe cancelled by its timeout leaves the stream in step:
-/// the next probe reads the late answer first (it arrives first on an ordered stream anyway).
+/// [`REQUEST_BYTES`] answered in order by [`RESPONSE_BYTES`] each, so each answer belongs to
+/// the oldest probe not yet answered on the stream (a late answer to a lost probe included).
 struct StreamProbe<R, W> {
     rd: R,
     wr: W,
-    unwritten: usize,
+    /// Probes written and not yet answered, oldest first.
+    in_order: VecDeque<u64>,
+    /// Bytes of the current answer still to read.
     owed: usize,
 }
 
@@ -328,28 +423,25 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
         StreamProbe {
             rd,
             wr,
-            unwritten: 0,
-            owed: 0,
+            in_order: VecDeque::new(),
+            owed: RESPONSE_BYTES as usize,
         }
     }
 
-    async fn round_trip(&mut self) -> Result<()> {
-        self.unwritten += REQUEST_BYTES as usize;
-        self.owed += RESPONSE_BYTES as usize;
-        let zeros = [0u8; REQUEST_BYTES as usize];
-        while self.unwritten > 0 {
-            let n = self
-                .wr
-                .write(&zeros[..self.unwritten.min(zeros.len())])
-                .await
-                .context("while sending a latency probe")?;
-            if n == 0 {
-                bail!("the probe connection closed");
-            }
-            self.unwritten -= n;
-        }
-        let mut buf = [0u8; 64];
-        while self.owed > 0 {
+    async fn send(&mut self, seq: u64) -> Result<()> {
+        let request = [0u8; REQUEST_BYTES as usize];
+        self.wr
+            .write_all(&request)
+            .await
+            .context("while sending a latency probe")?;
+        self.in_order.push_back(seq);
+        Ok(())
+    }
+
+    /// Cancel-safe: what was read is kept in `owed` between calls.
+    async fn recv(&mut self) -> Result<u64> {
+        let mut buf = [0u8; RESPONSE_BYTES as usize];
+        loop {
             let want = self.owed.min(buf.len());
             let n = self
                 .rd
@@ -360,51 +452,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
                 bail!("the server closed the probe connection");
             }
             self.owed -= n;
-        }
-        Ok(())
-    }
-}
-
-/// Probes as single datagrams of the server's UDP request-response session, each with its own
-/// sequence number: an answer to an earlier (timed-out) probe is ignored.
-struct UdpProbe {
-    udp: UdpClient,
-    session: u32,
-    next_seq: u64,
-}
-
-impl UdpProbe {
-    async fn round_trip(&mut self) -> Result<()> {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let mut out = [0u8; HEADER_LEN + REQUEST_BYTES as usize];
-        Header {
-            kind: Kind::Request,
-            retransmit: false,
-            session: self.session,
-            seq,
-        }
-        .write_to(&mut out)
-        .map_err(|e| anyhow::anyhow!("cannot encode a probe header: {e:?}"))?;
-        let socket = self.udp.socket();
-        socket
-            .send(&out)
-            .await
-            .context("while sending a UDP latency probe")?;
-        let mut buf = [0u8; HEADER_LEN + RESPONSE_BYTES as usize + 1];
-        loop {
-            let n = match socket.recv(&mut buf).await {
-                Ok(n) => n,
-                // An ICMP error from an earlier send: wait on (the timeout decides).
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(e).context("while reading a UDP latency probe's answer"),
-            };
-            match Header::decode(&buf[..n]) {
-                Ok(h) if h.kind == Kind::Response && h.session == self.session && h.seq == seq => {
-                    return Ok(())
-                }
-                // Late answers to lost probes, or not ours.
-                _ => continue,
+            if self.owed == 0 {
+                self.owed = RESPONSE_BYTES as usize;
+                return self
+                    .in_order
+                    .pop_front()
+                    .context("the server answered a probe that was never sent");
             }
         }
     }

@@ -21,7 +21,7 @@ pub struct ProbeFlowRecord {
     /// The probe's transport (a UDP datagram, or a small request on a TCP connection or QUIC
     /// stream of its own, answered by the server's request-response handling).
     pub protocol: Protocol,
-    /// Asked spacing of the probes (ns); a probe still unanswered delays the next.
+    /// Spacing of the probes (ns); each leaves on schedule whatever the earlier ones do.
     pub interval_ns: u64,
     /// A probe unanswered this long (ns) counts as lost.
     pub timeout_ns: u64,
@@ -39,14 +39,15 @@ pub struct ProbeFlowRecord {
 /// The probes of one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbePhase {
-    /// Probes whose fate is known: `sent = answered + lost` (a probe still in flight when the
-    /// phase ended is not counted).
+    /// Probes sent: `sent = answered + lost` (those in flight when the sending stopped were
+    /// waited for, up to the timeout).
     pub sent: u64,
     /// Probes answered within the timeout.
     pub answered: u64,
     /// Probes not answered within the timeout (or whose send failed).
     pub lost: u64,
-    /// How long the phase lasted (ns).
+    /// How long probes were sent for (ns): idle, until the last was sent; loaded, until the
+    /// load ended.
     pub duration_ns: u64,
     /// Round-trip summary of the answered probes; absent when none was answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,9 +13,9 @@ pub fn block(l: &LoadedLatency) -> String {
     for p in &l.probes {
         let _ = writeln!(
             s,
-            "  latency under load ({} probe every {}):",
+            "  latency under load ({} probe every {:?}):",
             p.protocol,
-            time(p.interval_ns as f64)
+            std::time::Duration::from_nanos(p.interval_ns)
         );
         let _ = writeln!(s, "    idle:     {}", phase(&p.idle, false));
         let _ = writeln!(s, "    loaded:   {}", phase(&p.loaded, true));
@@ -111,11 +111,11 @@ mod tests {
         };
         assert_eq!(
             block(&l),
-            "  latency under load (tcp probe every 100.00 ms):
+            "  latency under load (tcp probe every 100ms):
     idle:     p50 200.0 µs (3 sent, 3 answered, 0 lost, over 1.50 s)
     loaded:   p50 100.00 ms, p90 150.00 ms, p99 150.00 ms (5 sent, 3 answered, 2 lost, over 1.50 s)
     increase: +99.80 ms at p50, +149.80 ms at p99 (over the idle p50)
-  latency under load (udp probe every 10.00 ms):
+  latency under load (udp probe every 10ms):
     idle:     no probe answered (1 sent, 0 answered, 1 lost, over 1.50 s)
     loaded:   p50 90.0 µs, p90 90.0 µs, p99 90.0 µs (1 sent, 1 answered, 0 lost, over 1.50 s)
     increase: unknown (a phase had no answered probe)
