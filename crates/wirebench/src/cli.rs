@@ -800,6 +800,25 @@ pub struct RunArgs {
     /// Seed of the relay's random decisions (with --impair).
     #[arg(long, value_name = "S", default_value_t = 1, requires = "impair")]
     pub impair_seed: u64,
+    /// Measure latency under load: beside every measured run, small request-response probes on
+    /// sessions of their own (through the relay with --impair) — 10 before the load (idle
+    /// round trip), then one per --probe-interval while it runs. Prints idle and loaded
+    /// p50/p90/p99, the increase (loaded minus idle median: bufferbloat) and probes sent and
+    /// lost; JSON and the store keep every probe as a time series. LIST: udp, tcp, quic, same
+    /// (the run's protocol), comma separated; bare --latency-probe means udp,same.
+    #[arg(
+        long,
+        value_name = "LIST",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "udp,same",
+        conflicts_with_all = ["iperf3", "perf_server"]
+    )]
+    pub latency_probe: Option<String>,
+    /// Spacing of the latency probes (with --latency-probe), 1ms to 10s; default 100ms. A
+    /// probe unanswered within 2 s is counted lost; probes leave on schedule, answered or not.
+    #[arg(long, value_name = "DURATION", requires = "latency_probe")]
+    pub probe_interval: Option<String>,
     /// Results store.
     #[command(flatten)]
     pub store: StoreArgs,

@@ -21,6 +21,7 @@ use crate::store;
 
 pub mod dns;
 pub mod exporter;
+pub mod latency_probe;
 pub mod ratesearch;
 pub mod rpm;
 pub mod rr;
@@ -340,6 +341,10 @@ impl RunConfig {
                 .transpose()?,
             search,
             time,
+            latency_probe: latency_probe::plan(
+                args.latency_probe.as_deref(),
+                args.probe_interval.as_deref(),
+            )?,
             rate_unit: args
                 .rate_unit
                 .as_deref()

@@ -17,6 +17,7 @@ pub mod http;
 pub mod inflight;
 pub mod interval;
 pub mod iperf3;
+pub mod latency_probe;
 pub mod liveness;
 pub mod net;
 pub mod output;

@@ -18,6 +18,7 @@ use wirebench_core::units::{BitRate, RateUnit};
 
 use crate::client::{self, SessionOutcome};
 use crate::interval::{self, Progress};
+use crate::latency_probe::ProbeFlows;
 use crate::parallel;
 
 /// Where `run` sends its traffic.
@@ -91,6 +92,8 @@ pub struct RunConfig {
     /// `-t/--time`: every run sends for this long instead of `total_bytes` (then an upper
     /// bound, `wirebench_core::proto::UNBOUNDED_TOTAL`); `None` ends runs by their total.
     pub time: Option<Duration>,
+    /// `--latency-probe`: probe flows beside every measured run (idle, then under its load).
+    pub latency_probe: Option<crate::latency_probe::ProbePlan>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
@@ -106,6 +109,8 @@ pub struct FinishedRun {
     pub outcome: SessionOutcome,
     /// With -P N > 1, each flow's figures in flow order; empty for a single flow.
     pub flows: Vec<SessionOutcome>,
+    /// `--latency-probe`: the probes' round trips before and during this run.
+    pub latency: Option<wirebench_core::record::LoadedLatency>,
 }
 
 /// Everything a campaign produced.
@@ -184,10 +189,37 @@ pub async fn run_campaign(
                     })
             };
             let position = campaign.runs.len() + 1;
-            let (result, intervals) = interval::sampled(work, cfg.interval, sent_so_far, |s| {
+            // --latency-probe: the probe flows open (and probe idle) before the load starts.
+            let probes = match &cfg.latency_probe {
+                Some(plan) => {
+                    match ProbeFlows::open(server, plan, combination.protocol, cfg.psk.as_deref())
+                        .await
+                    {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            campaign.failure = Some(format!(
+                                "{} {} run {} of {} failed: {e:#}",
+                                combination.protocol,
+                                combination.mechanism,
+                                repeat_index + 1,
+                                cfg.repeat
+                            ));
+                            return campaign;
+                        }
+                    }
+                }
+                None => None,
+            };
+            let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
                 on_interval(position, s)
-            })
-            .await;
+            });
+            let ((result, intervals), latency) = match probes {
+                Some(p) => {
+                    let (done, latency) = p.around(sampled).await;
+                    (done, Some(latency))
+                }
+                None => (sampled.await, None),
+            };
             match result {
                 Ok((mut outcome, mut flows)) => {
                     outcome.client.intervals = intervals;
@@ -203,6 +235,7 @@ pub async fn run_campaign(
                         params: params.clone(),
                         outcome,
                         flows,
+                        latency,
                     };
                     on_run(position, total, &record);
                     campaign.runs.push(record);
@@ -250,6 +283,7 @@ impl FinishedRun {
             } else {
                 EndedBy::Bytes
             },
+            loaded_latency: self.latency.clone(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod comparison;
 pub mod dns;
 pub mod document;
 pub mod headline;
+pub mod loaded_latency;
 pub mod ratesearch;
 pub mod relay;
 pub mod rpm;
@@ -19,6 +20,7 @@ pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{Delivery, Headline};
+pub use loaded_latency::LoadedLatency;
 pub use relay::RelayCounts;
 pub use run::{
     ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,

@@ -84,6 +84,9 @@ pub struct RunRecord {
     /// before it was kept.
     #[serde(default)]
     pub ended_by: EndedBy,
+    /// `run --latency-probe`: round trips of probes beside the run, idle and under its load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_latency: Option<super::LoadedLatency>,
 }
 
 /// The limit that ended a run.

@@ -162,6 +162,8 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                 ));
                 let warmup_cfg = RunConfig {
                     repeat: cfg.warmup,
+                    // Warm-up runs are not measured: no probes beside them.
+                    latency_probe: None,
                     ..point_cfg.clone()
                 };
                 warming.store(true, Ordering::Relaxed);
@@ -224,6 +226,9 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                             if let Some(counts) = &record.relay {
                                 let _ =
                                     writeln!(out, "  {}", crate::output::relay::run_line(counts));
+                            }
+                            if let Some(latency) = &record.loaded_latency {
+                                let _ = write!(out, "{}", crate::output::latency::block(latency));
                             }
                             let _ = out.flush();
                         }

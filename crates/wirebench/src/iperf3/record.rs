@@ -82,6 +82,7 @@ pub fn records(
             Limit::Bytes(_) => EndedBy::Bytes,
             Limit::Time(_) => EndedBy::Time,
         },
+        loaded_latency: None,
     };
     (campaign, point, run)
 }

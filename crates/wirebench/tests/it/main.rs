@@ -8,6 +8,7 @@ mod compare;
 mod dns;
 mod exporter;
 mod interop;
+mod latency_probe;
 mod limits;
 mod liveness;
 mod measurements;
