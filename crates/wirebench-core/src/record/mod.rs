@@ -17,10 +17,10 @@ pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
-pub use headline::{Delivery, Headline};
+pub use headline::{Delivery, DirectionHeadlines, Headline};
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
+    ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
     RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
