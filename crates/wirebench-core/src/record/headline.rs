@@ -360,13 +360,17 @@ pub(crate) mod tests {
             ..UdpReceipt::default()
         });
         r.server_to_client = Some(Box::new(DirectionRecord {
+            session: 8,
             client: back.client,
             server: back.server,
         }));
         let d = r.direction_headlines().unwrap();
         assert_eq!(d.client_to_server.received_bytes, 1_000_000);
         assert_eq!(
-            (d.server_to_client.sent_messages, d.server_to_client.received_messages),
+            (
+                d.server_to_client.sent_messages,
+                d.server_to_client.received_messages
+            ),
             (500, 400)
         );
         assert_eq!(d.server_to_client.delivery.unwrap().lost_pct, 20.0);
@@ -378,6 +382,8 @@ pub(crate) mod tests {
         assert_eq!(h.goodput_bps, Some(1_400_000.0 * 8.0 / 2.0));
         let lost = h.delivery.unwrap();
         assert_eq!((lost.lost, lost.lost_pct), (100, 100.0 * 100.0 / 1500.0));
-        assert!(run(Protocol::Udp, 1, 1, 2_000_000).direction_headlines().is_none());
+        assert!(run(Protocol::Udp, 1, 1, 2_000_000)
+            .direction_headlines()
+            .is_none());
     }
 }

@@ -20,8 +20,8 @@ pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{Delivery, DirectionHeadlines, Headline};
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
-    RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+    ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord,
+    Parameters, RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
 

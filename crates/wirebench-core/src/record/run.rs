@@ -103,6 +103,8 @@ pub struct RunRecord {
 /// One direction of a `--bidir` run, summed over its flows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DirectionRecord {
+    /// The server's session id of this direction (its first flow's).
+    pub session: u32,
     /// The client's figures of this direction.
     pub client: ClientRecord,
     /// The server's figures of this direction.

@@ -96,6 +96,7 @@ pub async fn search(
             params,
             outcome,
             flows: Vec::new(),
+            back: None,
         }
         .record()
         .headline();
