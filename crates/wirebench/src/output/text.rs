@@ -337,6 +337,10 @@ pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
             h.sent_bytes,
             h.sent_bps.map_or("n/a".into(), rate)
         ),
+        None if h.omitted_ns > 0 => format!(
+            "nothing to time after the -O/--omit mark ({secs:.6} s left: the run ended before or just after it); {} of {} bytes sent after it arrived",
+            h.received_bytes, h.sent_bytes
+        ),
         None => format!(
             "too short to time ({secs:.6} s, under {} ms: send more data with -n); {} of {} bytes sent arrived",
             MIN_TIMED_NS / 1_000_000,
