@@ -17,6 +17,7 @@ async fn bidir_run(extra: &[&str]) -> Value {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("-J prints one JSON document");
     assert_matches_schema(&doc);
     assert_eq!(doc["parameters"]["bidir"], true, "{doc}");
+    assert_eq!(doc["summary"][0]["both_directions"], true, "{doc}");
     assert_eq!(doc["runs"].as_array().map(Vec::len), Some(1), "{doc}");
     doc["runs"][0].clone()
 }
