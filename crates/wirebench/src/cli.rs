@@ -745,7 +745,9 @@ pub struct RunArgs {
     /// sessions, as many server → client ones (as -R) run at the same time; -P N is N flows
     /// each way, and -n (or -t) applies to each direction. Both directions' figures are
     /// printed (text and JSON) and stored; the run's goodput line adds them up and says
-    /// "both directions". Every protocol and mechanism; not with -R; -P up to 64.
+    /// "both directions". The -i lines as it goes are the client → server direction's (each
+    /// server session keeps its own series). Every protocol and mechanism; not with -R; -P up
+    /// to 64.
     #[arg(long)]
     pub bidir: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text (-J as
