@@ -158,6 +158,12 @@ pub struct SessionParams {
     /// against its `--max-bytes` limit (or, without one, reports the session truncated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_us: Option<u64>,
+    /// `run -O/--omit`: each end notes what it has moved this many microseconds after its
+    /// transfer began (the omit mark) and reports it in [`ServerReport::omitted`], so the
+    /// figures can leave the first span out, as iperf3's `-O`. Omitted on the wire when None;
+    /// a server older than this field reports no mark (and the client refuses its figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_us: Option<u64>,
 }
 
 /// The `total_bytes` of a timed session: no byte limit, in a number that still fits the
@@ -254,6 +260,22 @@ pub struct ServerReport {
     /// What the server read per interval, when the client asked for intervals (`-i`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalSample>,
+    /// With `omit_us` asked (`-O`): what the server had moved at its omit mark; None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+}
+
+/// What one end had moved at its omit mark (`run -O`): the span the figures leave out.
+/// A run that ended before the mark has everything in it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// Payload bytes sent (stop-and-wait: acknowledged) or read before the mark.
+    pub bytes: u64,
+    /// Whole messages in those bytes.
+    pub messages: u64,
+    /// From the start of this end's transfer to the mark, nanoseconds (shorter than the
+    /// omit span when the run ended before the mark).
+    pub elapsed_ns: u64,
 }
 
 /// Why a preamble or control frame was refused; messages are one line, for users.
@@ -428,6 +450,7 @@ mod tests {
     fn params() -> SessionParams {
         SessionParams {
             duration_us: None,
+            omit_us: None,
             protocol: Protocol::Udp,
             mechanism: Mechanism::StopAndWait,
             msg_size: 1200,

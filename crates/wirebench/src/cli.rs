@@ -783,6 +783,15 @@ pub struct RunArgs {
     /// and the server what it sent.
     #[arg(short = 'R', long)]
     pub reverse: bool,
+    /// Both directions at once, as iperf3's --bidir: beside each run's client → server
+    /// sessions, as many server → client ones (as -R) run at the same time; -P N is N flows
+    /// each way, and -n (or -t) applies to each direction. Both directions' figures are
+    /// printed (text and JSON) and stored; the run's goodput line adds them up and says
+    /// "both directions". The -i lines as it goes are the client → server direction's (each
+    /// server session keeps its own series). Every protocol and mechanism; not with -R; -P up
+    /// to 64.
+    #[arg(long)]
+    pub bidir: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text (-J as
     /// iperf3's).
     #[arg(short = 'J', long)]
@@ -857,7 +866,12 @@ pub struct Iperf3Args {
     /// the store say the time ended the run. Not with -n.
     #[arg(short = 't', long = "time", value_name = "DURATION")]
     pub time: Option<String>,
-    /// iperf3's -O (omit the first N seconds from the figures): not supported yet; refused.
+    /// Leave the first N of each run out of its figures, as iperf3's -O: a bare number is
+    /// seconds (-O 1), or give a unit (500ms). Each end notes what it has moved N after its
+    /// transfer began; goodput is what the receiver got after its mark over the time after
+    /// the client's, and the output shows the omitted span apart. With -t, the run still
+    /// sends for -t in all (iperf3 adds -O to -t: here -O must be shorter than -t). Not with
+    /// --iperf3, --perf-server or --rate max.
     #[arg(short = 'O', long = "omit", value_name = "N")]
     pub omit: Option<String>,
 }

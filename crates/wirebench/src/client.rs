@@ -13,7 +13,9 @@ use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
+use wirebench_core::proto::{
+    ControlMessage, DataPathInfo, Omitted, Preamble, ServerReport, SessionParams,
+};
 use wirebench_core::record::{bits_per_second, ClientRecord, EndMetrics};
 use wirebench_core::record::{RttFigures, UdpReceipt};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
@@ -30,7 +32,7 @@ use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
-use crate::interval::Progress;
+use crate::interval::{self, Progress};
 use crate::liveness::{self, Watched};
 use crate::{control, net};
 
@@ -58,6 +60,8 @@ pub struct ClientFigures {
     /// UDP with `--reverse`: what the client, as the receiver, found missing, repeated and
     /// out of order, and the jitter.
     pub udp_received: Option<UdpReceipt>,
+    /// `-O`: what the client had moved at its omit mark (its time measured from `started`).
+    pub omitted: Option<Omitted>,
 }
 
 impl ClientFigures {
@@ -85,6 +89,7 @@ impl ClientFigures {
                 &self.intervals,
             ),
             udp_received: self.udp_received,
+            omitted: self.omitted,
         }
     }
 }
@@ -142,24 +147,37 @@ pub async fn run_session_auth(
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
-    let leg = match params.protocol {
-        Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt, progress).await?,
-        Protocol::Quic => {
-            let cert = quic_cert.context("the server announced no QUIC certificate")?;
-            run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await?
-        }
-        Protocol::Udp => {
-            run_udp(
-                server,
-                params,
-                (session, token),
-                &mut ctrl,
-                &mut rtt,
-                progress,
-            )
-            .await?
+    let transfer = async {
+        match params.protocol {
+            Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt, progress).await,
+            Protocol::Quic => {
+                let cert = quic_cert.context("the server announced no QUIC certificate")?;
+                run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await
+            }
+            Protocol::Udp => {
+                run_udp(
+                    server,
+                    params,
+                    (session, token),
+                    &mut ctrl,
+                    &mut rtt,
+                    progress,
+                )
+                .await
+            }
         }
     };
+    // -O: the mark is taken on this task, counted from the start of the data transfer.
+    let omit = params.omit_us.map(Duration::from_micros);
+    let (leg, mark) =
+        interval::marked(transfer, omit, || progress.bytes.load(Ordering::Relaxed)).await;
+    let leg = leg?;
+    if omit.is_some() && leg.report.omitted.is_none() {
+        bail!(
+            "the server did not report its -O/--omit mark (a wirebench server older than -O): \
+             run without -O, or update the server"
+        );
+    }
     Ok(SessionOutcome {
         session,
         client: ClientFigures {
@@ -173,6 +191,7 @@ pub async fn run_session_auth(
             cpu: cpu.stop(),
             intervals: Vec::new(),
             udp_received: leg.udp_received,
+            omitted: mark.map(|m| m.omitted(leg.started, params.msg_size)),
         },
         server: leg.report,
     })

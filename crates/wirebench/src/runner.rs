@@ -12,7 +12,9 @@ use wirebench_core::impair::Impairments;
 use wirebench_core::metrics::{Cumulative, IntervalSample};
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathOptions, SessionParams};
-use wirebench_core::record::{EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord};
+use wirebench_core::record::{
+    DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
+};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::{BitRate, RateUnit};
 
@@ -94,6 +96,11 @@ pub struct RunConfig {
     pub time: Option<Duration>,
     /// `--latency-probe`: probe flows beside every measured run (idle, then under its load).
     pub latency_probe: Option<crate::latency_probe::ProbePlan>,
+    /// `--bidir`: every run sends both ways at once, `parallel` flows each way, `total_bytes`
+    /// (or `time`) per direction.
+    pub bidir: bool,
+    /// `-O/--omit`: the span at the start of each run its figures leave out.
+    pub omit: Option<Duration>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
@@ -111,6 +118,9 @@ pub struct FinishedRun {
     pub flows: Vec<SessionOutcome>,
     /// `--latency-probe`: the probes' round trips before and during this run.
     pub latency: Option<wirebench_core::record::LoadedLatency>,
+    /// `--bidir`: the server → client direction (summed, and its flows as `flows`); `outcome`
+    /// and `flows` above are then the client → server one.
+    pub back: Option<(SessionOutcome, Vec<SessionOutcome>)>,
 }
 
 /// Everything a campaign produced.
@@ -142,6 +152,9 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
         duration_us: cfg
             .time
             .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        omit_us: cfg
+            .omit
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -164,19 +177,32 @@ pub async fn run_campaign(
     for &combination in &cfg.combinations {
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            let progress: Vec<Arc<Progress>> = (0..cfg.parallel).map(|_| Progress::new()).collect();
+            let flows = if cfg.bidir { 2 } else { 1 } * cfg.parallel;
+            let progress: Vec<Arc<Progress>> = (0..flows).map(|_| Progress::new()).collect();
             crate::inflight::publish(&progress);
+            // --bidir: the client's interval series is what it sent (the client → server
+            // flows, the first half); each server session keeps its own.
+            let sending = &progress[..cfg.parallel as usize];
             let work = async {
-                if cfg.parallel > 1 {
-                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref()).await
+                if cfg.bidir {
+                    parallel::run_bidir(server, &params, &progress, cfg.psk.as_deref())
+                        .await
+                        .map(|b| {
+                            let (outcome, flows) = b.client_to_server;
+                            (outcome, flows, Some(b.server_to_client))
+                        })
+                } else if cfg.parallel > 1 {
+                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref())
+                        .await
+                        .map(|(o, f)| (o, f, None))
                 } else {
                     client::run_session_auth(server, &params, &progress[0], cfg.psk.as_deref())
                         .await
-                        .map(|o| (o, Vec::new()))
+                        .map(|o| (o, Vec::new(), None))
                 }
             };
             let sent_so_far = || {
-                progress
+                sending
                     .iter()
                     .map(|p| p.read())
                     .fold(Cumulative::default(), |a, b| Cumulative {
@@ -221,12 +247,23 @@ pub async fn run_campaign(
                 None => (sampled.await, None),
             };
             match result {
-                Ok((mut outcome, mut flows)) => {
+                Ok((mut outcome, mut flows, mut back)) => {
                     outcome.client.intervals = intervals;
+                    if cfg.parallel == 1 {
+                        // One flow each way: the sums are the flows.
+                        flows.clear();
+                        if let Some((_, f)) = back.as_mut() {
+                            f.clear();
+                        }
+                    }
                     if matches!(cfg.target, Target::Embedded(_)) {
                         outcome.mark_shared_process();
+                        let back_flows = back
+                            .iter_mut()
+                            .flat_map(|(o, f)| std::iter::once(o).chain(f.iter_mut()));
                         flows
                             .iter_mut()
+                            .chain(back_flows)
                             .for_each(SessionOutcome::mark_shared_process);
                     }
                     let record = FinishedRun {
@@ -236,6 +273,7 @@ pub async fn run_campaign(
                         outcome,
                         flows,
                         latency,
+                        back,
                     };
                     on_run(position, total, &record);
                     campaign.runs.push(record);
@@ -271,12 +309,26 @@ impl FinishedRun {
             flows: self
                 .flows
                 .iter()
-                .map(|f| FlowRecord {
+                .map(|f| (f, false))
+                .chain(
+                    self.back
+                        .iter()
+                        .flat_map(|(_, flows)| flows.iter().map(|f| (f, true))),
+                )
+                .map(|(f, reverse)| FlowRecord {
                     session: f.session,
                     client: f.client.record(),
                     server: ServerRecord::of(&f.server),
+                    reverse,
                 })
                 .collect(),
+            server_to_client: self.back.as_ref().map(|(o, _)| {
+                Box::new(DirectionRecord {
+                    session: o.session,
+                    client: o.client.record(),
+                    server: ServerRecord::of(&o.server),
+                })
+            }),
             reverse: self.params.reverse,
             ended_by: if self.params.timed() {
                 EndedBy::Time
@@ -329,5 +381,7 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         parallel: cfg.parallel,
         reverse: cfg.reverse,
         duration_us: session.duration_us,
+        bidir: cfg.bidir,
+        omit_us: session.omit_us,
     }
 }

@@ -19,12 +19,12 @@ pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
-pub use headline::{Delivery, Headline};
+pub use headline::{Delivery, DirectionHeadlines, Headline};
 pub use loaded_latency::LoadedLatency;
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
-    RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+    ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord,
+    Parameters, RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
 

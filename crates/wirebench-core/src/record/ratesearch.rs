@@ -146,6 +146,8 @@ mod tests {
             delivery: None,
             retrans_rate: None,
             rtt: None,
+            omitted_ns: 0,
+            both_directions: false,
         }
     }
 

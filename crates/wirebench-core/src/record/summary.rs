@@ -92,6 +92,10 @@ pub struct ConfigurationSummary {
     pub client: SideSummary,
     /// What the server counted: messages, bytes, and its own (shorter) span.
     pub server: SideSummary,
+    /// `--bidir` runs: the rates and counts of the headline add both directions up (the
+    /// client and server counts are the client → server direction's). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub both_directions: bool,
 }
 
 /// One side's counts over the runs.
@@ -227,12 +231,17 @@ impl ConfigurationSummary {
                 bytes: column(&|r, _| r.server.bytes as f64)?,
                 seconds: column(&|r, _| r.server.seconds)?,
             },
+            both_directions: runs.iter().any(|(_, h)| h.both_directions),
         })
     }
 
-    /// "TCP Streaming", "UDP Stop and Wait".
+    /// "TCP Streaming", "UDP Stop and Wait"; "TCP Streaming, both directions" for `--bidir`.
     pub fn title(&self) -> String {
-        self.key.title()
+        if self.both_directions {
+            format!("{}, both directions", self.key.title())
+        } else {
+            self.key.title()
+        }
     }
 }
 

@@ -30,6 +30,7 @@ pub fn seeds(target: Target) -> Vec<(&'static str, Vec<u8>)> {
 fn session_params() -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol: Protocol::Udp,
         mechanism: Mechanism::Stream,
         msg_size: 1200,

@@ -247,11 +247,14 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                                     let _ = writeln!(out, "{h}");
                                 }
                             }
-                            let _ = writeln!(
-                                out,
-                                "  {}",
-                                text::interval_line_in(interval_verb, sample, cfg.rate_unit)
-                            );
+                            let mut line =
+                                text::interval_line_in(interval_verb, sample, cfg.rate_unit);
+                            // -O: an interval that starts before the mark, as iperf3 marks it.
+                            let middle = u128::from(text::midpoint_ns(sample));
+                            if cfg.omit.is_some_and(|o| middle < o.as_nanos()) {
+                                line.push_str(" (omitted)");
+                            }
+                            let _ = writeln!(out, "  {line}");
                         });
                     }
                 },

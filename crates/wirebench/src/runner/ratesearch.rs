@@ -97,6 +97,7 @@ pub async fn search(
             outcome,
             flows: Vec::new(),
             latency: None,
+            back: None,
         }
         .record()
         .headline();

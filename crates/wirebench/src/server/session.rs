@@ -341,11 +341,13 @@ where
             }
         }
     };
-    let (result, intervals) =
-        interval::sampled(receiving, period, || progress.read(), |_| {}).await;
+    let sampled = interval::sampled(receiving, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
     if result.is_err() {
         settle_cancelled(&mut tally, p);
     }
+    report.omitted = omitted(mark, tally.first_at, p);
     report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
@@ -471,7 +473,10 @@ where
             .await;
         anyhow::Ok(sent)
     };
-    let (done, intervals) = interval::sampled(receiving, period, || udp.progress(), |_| {}).await;
+    let sampled = interval::sampled(receiving, period, || udp.progress(), |_| {});
+    let ((done, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || udp.progress().bytes).await;
+    report.omitted = omitted(mark, udp.counts().first_at, p);
     report.intervals = intervals;
     let sent = match done {
         Ok(sent) => sent,
@@ -554,6 +559,21 @@ fn fill_udp(report: &mut ServerReport, udp: &UdpReceiver, sent: Option<u64>) {
     report.lost = sent.map_or(0, |s| s.saturating_sub(c.messages));
     report.elapsed_ns = span_ns(c.first_at, c.last_at);
     report.idle_after_last_ns = c.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
+}
+
+/// `-O`: how long after its transfer began an end takes its omit mark.
+pub(super) fn omit_span(p: &SessionParams) -> Option<Duration> {
+    p.omit_us.map(Duration::from_micros)
+}
+
+/// The record of an omit mark, its time counted from `first` (the first byte moved; the mark
+/// itself when none moved).
+pub(super) fn omitted(
+    mark: Option<interval::Mark>,
+    first: Option<Instant>,
+    p: &SessionParams,
+) -> Option<wirebench_core::proto::Omitted> {
+    mark.map(|m| m.omitted(first.unwrap_or(m.at), p.msg_size))
 }
 
 /// Waits until the control connection ends or carries something unexpected mid-session.

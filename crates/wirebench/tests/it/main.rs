@@ -2,6 +2,7 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod architecture;
+mod bidir;
 mod browser;
 mod cli;
 mod compare;
@@ -13,6 +14,7 @@ mod limits;
 mod liveness;
 mod measurements;
 mod netns;
+mod omit;
 mod pacing;
 mod peers;
 mod ratesearch;

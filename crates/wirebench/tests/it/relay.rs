@@ -20,6 +20,7 @@ fn spec(
 ) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size,
