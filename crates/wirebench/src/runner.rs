@@ -250,6 +250,7 @@ impl FinishedRun {
             } else {
                 EndedBy::Bytes
             },
+            rate_search: None,
         }
     }
 

@@ -178,6 +178,7 @@ pub(crate) mod tests {
             flows: Vec::new(),
             reverse: false,
             ended_by: Default::default(),
+            rate_search: None,
         }
     }
 

@@ -84,6 +84,10 @@ pub struct RunRecord {
     /// before it was kept.
     #[serde(default)]
     pub ended_by: EndedBy,
+    /// `run --rate max`: the search that found the rate this run was paced at (one search per
+    /// message size × total; the repeats of it share it). Absent when the rate was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<super::ratesearch::RateSearchRecord>,
 }
 
 /// The limit that ended a run.

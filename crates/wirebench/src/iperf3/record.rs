@@ -82,6 +82,7 @@ pub fn records(
             Limit::Bytes(_) => EndedBy::Bytes,
             Limit::Time(_) => EndedBy::Time,
         },
+        rate_search: None,
     };
     (campaign, point, run)
 }
