@@ -211,6 +211,20 @@ async fn a_sweep_searches_a_rate_per_message_size_and_stores_it_with_each_run() 
         4,
         "{text}"
     );
+    // The summary tables (of the run, and of `report`) give each size's rate found.
+    assert_eq!(
+        text.matches("Rate found (--rate max) (").count(),
+        2,
+        "{text}"
+    );
+    let report = wirebench(&["report", "--last", "--db", db.arg()]).await;
+    assert!(report.status.success(), "{}", stderr(&report));
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    assert_eq!(
+        report.matches("Rate found (--rate max) (").count(),
+        2,
+        "{report}"
+    );
     let export = wirebench(&["export", "1", "--db", db.arg()]).await;
     assert!(export.status.success(), "{}", stderr(&export));
     let doc: Value = serde_json::from_slice(&export.stdout).expect("one JSON document");
