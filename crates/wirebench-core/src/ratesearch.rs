@@ -267,7 +267,8 @@ impl RateSearch {
     /// still pass (passing needs the whole trial). Loss: the missing messages beyond
     /// [`late_allowance`] already exceed what the whole trial may lose. Sender: even at the
     /// offered rate from now on, the sender's rate over the trial (payload bytes over the time
-    /// since it started) would end below [`SENDER_SHORTFALL`] of the offered rate.
+    /// since it started, less the pacer's [`crate::pacing::MOST_CATCH_UP`]) would end below
+    /// [`SENDER_SHORTFALL`] of the offered rate.
     pub fn decide_early(&self, t: &TrialSoFar) -> Option<EarlyEnd> {
         let lost = t
             .received
@@ -279,7 +280,9 @@ impl RateSearch {
         if t.rate_bps > 0 && t.planned_bytes > t.sent_bytes {
             let rate = t.rate_bps as f64;
             let left_s = (t.planned_bytes - t.sent_bytes) as f64 * 8.0 / rate;
-            let best_s = t.elapsed_ns as f64 / 1e9 + left_s;
+            // The pacer may still win back up to MOST_CATCH_UP of the time it lost.
+            let catch_up_s = crate::pacing::MOST_CATCH_UP.as_secs_f64();
+            let best_s = (t.elapsed_ns as f64 / 1e9 + left_s - catch_up_s).max(f64::MIN_POSITIVE);
             let best_bps = t.planned_bytes as f64 * 8.0 / best_s;
             if best_bps < rate * SENDER_SHORTFALL {
                 return Some(EarlyEnd::Sender);
@@ -484,8 +487,8 @@ mod tests {
     fn a_sender_too_far_behind_to_reach_95_percent_fails_early() {
         let s = RateSearch::new(SearchConfig::new(1, 10, 0.0)).unwrap();
         // 10,000 messages of 1000 B at 40 Mbit/s: 2 s planned. After 1 s it has sent 4.4 MB
-        // (on schedule: 5 MB): at best the 10 MB take 1 s + 5.6 MB ÷ 5 MB/s = 2.12 s, which
-        // is 37.7 Mbit/s, below 95% of 40 (38 Mbit/s): decided.
+        // (on schedule: 5 MB): at best the 10 MB take 1 s + 5.6 MB ÷ 5 MB/s − 5 ms caught up
+        // = 2.115 s, which is 37.8 Mbit/s, below 95% of 40 (38 Mbit/s): decided.
         let mut t = so_far(10_000, 4_400, 4_400);
         t.elapsed_ns = 1_000_000_000;
         assert_eq!(s.decide_early(&t), Some(EarlyEnd::Sender));

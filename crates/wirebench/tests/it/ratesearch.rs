@@ -249,7 +249,7 @@ async fn a_sweep_searches_a_rate_per_message_size_and_stores_it_with_each_run() 
     assert_eq!(points[2]["msg_size"], 1472);
 }
 
-/// Through a relay that drops 5% of the datagrams, no rate passes a 0.5% allowance, and every
+/// Through a relay that drops 20% of the datagrams, no rate passes a 0.5% allowance, and every
 /// trial ends early: the server's receive counts, reported during the trial, show the loss
 /// decided long before the trial's planned volume is sent. The search that found nothing is
 /// the document's own, and the run fails.
@@ -266,7 +266,7 @@ async fn trials_on_a_lossy_path_end_as_soon_as_the_loss_is_decided() {
         "-n",
         "1MiB",
         "--impair",
-        "loss=5%",
+        "loss=20%",
         "--rate",
         "max",
         "--max-loss",
