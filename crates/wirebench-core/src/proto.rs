@@ -102,6 +102,20 @@ pub enum ControlMessage {
         /// The server's MAC, 64 hex digits.
         mac: String,
     },
+    /// Server → client, only in a UDP streaming session whose client asked for it
+    /// ([`DataPathOptions::receipt_us`]): what the server has received so far, sent
+    /// periodically until the client's [`ControlMessage::SenderDone`] arrives (one may cross
+    /// it; the client skips them before the report). A rate-search trial ends as soon as
+    /// these decide it has failed.
+    Receipt {
+        /// Unique messages received so far.
+        messages: u64,
+        /// Unique payload bytes received so far.
+        bytes: u64,
+        /// One above the highest sequence number received so far (0: none yet): the messages
+        /// below it that have not arrived are lost or late.
+        next_seq: u64,
+    },
 }
 
 /// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`]: for every request of
@@ -193,7 +207,18 @@ pub struct DataPathOptions {
     /// Spin on non-blocking sockets instead of sleeping (stop-and-wait latency runs).
     #[serde(default)]
     pub busy_poll: bool,
+    /// UDP streaming (`run --rate max` trials): the server reports what it has received so far
+    /// ([`ControlMessage::Receipt`]) on the control connection every this many microseconds
+    /// until the client is done (at most every [`MIN_RECEIPT_US`]). Omitted on the wire when
+    /// None; a server older than this field ignores it and sends none, so a trial then runs
+    /// its whole length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_us: Option<u64>,
 }
+
+/// The shortest period a server sends [`ControlMessage::Receipt`] at, microseconds: a client
+/// asking for less gets this, so it cannot make the server flood the control connection.
+pub const MIN_RECEIPT_US: u64 = 5_000;
 
 /// What one end's data path actually ran with, as the OS reports it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
@@ -609,6 +634,35 @@ mod tests {
             decode_body(old).unwrap(),
             ControlMessage::SessionRequest(params())
         );
+    }
+
+    #[test]
+    fn receipts_are_asked_for_in_the_options_and_sent_as_one_small_frame() {
+        let mut p = params();
+        p.options.receipt_us = Some(20_000);
+        let json = serde_json::to_string(&ControlMessage::SessionRequest(p.clone())).unwrap();
+        assert!(
+            json.contains(r#""busy_poll":false,"receipt_us":20000}"#),
+            "{json}"
+        );
+        assert_eq!(
+            round_trip(&ControlMessage::SessionRequest(p)),
+            ControlMessage::SessionRequest({
+                let mut q = params();
+                q.options.receipt_us = Some(20_000);
+                q
+            })
+        );
+        let receipt = ControlMessage::Receipt {
+            messages: 9_990,
+            bytes: 14_705_280,
+            next_seq: 10_000,
+        };
+        assert_eq!(
+            serde_json::to_string(&receipt).unwrap(),
+            r#"{"type":"receipt","messages":9990,"bytes":14705280,"next_seq":10000}"#
+        );
+        assert_eq!(round_trip(&receipt), receipt);
     }
 
     #[test]

@@ -745,8 +745,11 @@ pub struct RunArgs {
     /// application; -R paces the server. Refused for a plan of UDP stop-and-wait alone.
     /// Default: as fast as it goes. `max` (UDP streaming only): first search the highest rate
     /// the path carries with at most --max-loss lost (RFC 2544 style, see "Rate search"), then
-    /// run the transfer at the rate found. Refused for TCP, QUIC (congestion-controlled: its
-    /// loss-free rate is simply what it reaches) and stop-and-wait.
+    /// run the transfer at the rate found; with a sweep (-l 512,1472) each message size × total
+    /// searches its own rate, and its repeats share it. A failing trial ends as soon as the
+    /// server's receive counts (reported every 20 ms) decide it. Refused for TCP, QUIC
+    /// (congestion-controlled: it repairs loss and slows down, so its loss-free rate is simply
+    /// what it reaches) and stop-and-wait.
     #[arg(short = 'b', long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.

@@ -33,7 +33,7 @@ use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::interval::{self, Progress};
-use crate::liveness::{self, Watched};
+use crate::liveness::{self, Judged, Watched};
 use crate::{control, net};
 
 /// What the client measured in one session.
@@ -140,6 +140,29 @@ pub async fn run_session_auth(
     progress: &Arc<Progress>,
     psk: Option<&wirebench_core::auth::Psk>,
 ) -> Result<SessionOutcome> {
+    run_session_judged(server, params, progress, psk, None).await
+}
+
+/// A `run --rate max` trial: like [`run_session_auth`] for a forward UDP stream whose params
+/// ask for receipts (`options.receipt_us`); each receipt goes to `judge`, and the sending
+/// stops (the session then ends as usual, with what was sent) as soon as it says so.
+pub async fn run_trial(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+    judge: liveness::Judge<'_>,
+) -> Result<SessionOutcome> {
+    run_session_judged(server, params, progress, psk, Some(judge)).await
+}
+
+async fn run_session_judged(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+    judge: Option<liveness::Judge<'_>>,
+) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let (mut ctrl, granted) =
         control::request_session_auth(server, &ControlMessage::SessionRequest(params.clone()), psk)
@@ -161,7 +184,7 @@ pub async fn run_session_auth(
                     (session, token),
                     &mut ctrl,
                     &mut rtt,
-                    progress,
+                    (progress, judge),
                 )
                 .await
             }
@@ -486,7 +509,7 @@ async fn run_udp(
     (session, token): (u32, u32),
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
-    progress: &Arc<Progress>,
+    (progress, judge): (&Arc<Progress>, Option<liveness::Judge<'_>>),
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
     let mut data_path = udp.data_path(p.options.busy_poll);
@@ -549,10 +572,35 @@ async fn run_udp(
                 p.rate_bps.map(BitRate),
                 &progress.bytes,
             );
-            let tally = match liveness::watch(ctrl, sending).await {
-                Watched::Done(Ok(tally)) => tally,
-                Watched::Done(Err(e)) => return Err(explain_failure(e, ctrl, progress, p).await),
-                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+            let tally = match judge {
+                None => match liveness::watch(ctrl, sending).await {
+                    Watched::Done(Ok(tally)) => tally,
+                    Watched::Done(Err(e)) => {
+                        return Err(explain_failure(e, ctrl, progress, p).await)
+                    }
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+                },
+                Some(judge) => {
+                    let watched = (started, &progress.bytes);
+                    match liveness::watch_receipts(ctrl, sending, watched, judge).await {
+                        Judged::Done(Ok(tally)) => tally,
+                        Judged::Done(Err(e)) => {
+                            return Err(explain_failure(e, ctrl, progress, p).await)
+                        }
+                        // Dropped between sends: the progress counter is exactly what left.
+                        Judged::Stopped => {
+                            let bytes = progress.bytes.load(Ordering::Relaxed);
+                            let messages = wirebench_core::plan::message_count(bytes, p.msg_size);
+                            SendTally {
+                                messages,
+                                bytes,
+                                datagrams: messages,
+                                ..SendTally::default()
+                            }
+                        }
+                        Judged::Gone(reason) => return Err(gone(reason, progress, p)),
+                    }
+                }
             };
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())

@@ -311,7 +311,6 @@ impl RunConfig {
                 combinations: &combinations,
                 reverse: args.reverse,
                 parallel: args.parallel,
-                points: points.len(),
             },
         )?;
         check_flags_apply(&combinations, rto.is_some(), rate.is_some())?;
@@ -604,6 +603,7 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
         congestion,
         nodelay: args.nodelay,
         busy_poll: args.busy_poll,
+        receipt_us: None,
     })
 }
 

@@ -336,6 +336,7 @@ impl FinishedRun {
                 EndedBy::Bytes
             },
             loaded_latency: self.latency.clone(),
+            rate_search: None,
         }
     }
 

@@ -277,6 +277,7 @@ pub(crate) mod tests {
             ended_by: Default::default(),
             loaded_latency: None,
             server_to_client: None,
+            rate_search: None,
         }
     }
 

@@ -101,6 +101,10 @@ pub struct RunRecord {
     /// Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_to_client: Option<Box<DirectionRecord>>,
+    /// `run --rate max`: the search that found the rate this run was paced at (one search per
+    /// message size × total; the repeats of it share it). Absent when the rate was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<super::ratesearch::RateSearchRecord>,
 }
 
 /// One direction of a `--bidir` run, summed over its flows.

@@ -73,6 +73,10 @@ pub struct ConfigurationSummary {
     pub goodput_bps: Option<Summary>,
     /// The sender's offered rate, bit/s, over the same span; null likewise.
     pub sent_bps: Option<Summary>,
+    /// `run --rate max`: the rate each run was paced at, as its search found it, bit/s; absent
+    /// when no run's rate was searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_found_bps: Option<Summary>,
     /// UDP: loss, duplicates and reordering, counts and shares of the messages sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliverySummary>,
@@ -216,6 +220,12 @@ impl ConfigurationSummary {
             seconds: column(&|_, h| h.transfer_seconds())?,
             goodput_bps: optional(&|_, h| h.goodput_bps),
             sent_bps: optional(&|_, h| h.sent_bps),
+            rate_found_bps: optional(&|r, _| {
+                r.rate_search
+                    .as_ref()
+                    .and_then(|s| s.rate_bps)
+                    .map(|b| b as f64)
+            }),
             delivery,
             retrans_rate: optional(&|_, h| h.retrans_rate),
             rtt: rtt.flatten(),

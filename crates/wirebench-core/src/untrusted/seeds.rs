@@ -43,6 +43,7 @@ fn session_params() -> SessionParams {
             congestion: Some("cubic".into()),
             nodelay: true,
             busy_poll: false,
+            receipt_us: Some(20_000),
         },
         interval_us: Some(1_000_000),
         reverse: true,

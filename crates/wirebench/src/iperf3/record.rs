@@ -86,6 +86,7 @@ pub fn records(
         },
         loaded_latency: None,
         server_to_client: None,
+        rate_search: None,
     };
     (campaign, point, run)
 }

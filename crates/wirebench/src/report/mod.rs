@@ -227,6 +227,9 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
     if let Some(s) = &c.sent_bps {
         out.push(rate("sent_rate", "Sent", s));
     }
+    if let Some(s) = &c.rate_found_bps {
+        out.push(rate("rate_found", "Rate found (--rate max)", s));
+    }
     out.push(m(
         View::Run,
         "time",

@@ -467,7 +467,15 @@ where
     let period = p.interval_us.map(Duration::from_micros);
     // Stragglers belong to the series too: it ends when the session's counting does.
     let receiving = async {
-        let sent = wait_sender_done(rd).await?;
+        // --rate max trials ask for the counts so far while they send, to end a failed trial
+        // early; the reports stop when the client is done.
+        let sent = match receipt_period(p) {
+            None => wait_sender_done(rd).await?,
+            Some(every) => tokio::select! {
+                sent = wait_sender_done(rd) => sent?,
+                never = send_receipts(wr, &udp, every) => match never {},
+            },
+        };
         udp.sender_done(sent);
         udp.wait_for_stragglers(Duration::from_micros(p.grace_us))
             .await;
@@ -489,6 +497,41 @@ where
     fill_udp(&mut report, &udp, Some(sent));
     report.data_path = shared_udp_data_path(shared);
     (Some(session), report)
+}
+
+/// How often a forward UDP streaming session reports its receive counts: when its client
+/// asked (`receipt_us`), at most every `MIN_RECEIPT_US`.
+fn receipt_period(p: &SessionParams) -> Option<Duration> {
+    let us = p.options.receipt_us?;
+    (p.mechanism == Mechanism::Stream && !p.reverse)
+        .then(|| Duration::from_micros(us.max(wirebench_core::proto::MIN_RECEIPT_US)))
+}
+
+/// Sends what `udp` has received so far every `every` until the session ends; if the control
+/// connection cannot take them, stops sending them (the done message's reader sees why).
+async fn send_receipts<W>(
+    wr: &mut W,
+    udp: &UdpReceiver,
+    every: Duration,
+) -> std::convert::Infallible
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let (messages, bytes, next_seq) = udp.receipt();
+        let receipt = ControlMessage::Receipt {
+            messages,
+            bytes,
+            next_seq,
+        };
+        if control::send(wr, &receipt).await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// UDP reversed: the server sends from the shared port to where the client's hello came from.
@@ -603,6 +646,7 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::AuthChallenge { .. } => "authentication challenge",
         ControlMessage::AuthResponse { .. } => "authentication response",
         ControlMessage::AuthOk { .. } => "authentication confirmation",
+        ControlMessage::Receipt { .. } => "receipt",
     }
 }
 
