@@ -80,7 +80,15 @@ pub async fn marked<F: Future>(
         return (work.await, None);
     };
     let mut work = std::pin::pin!(work);
-    let mark_at = tokio::time::Instant::now() + omit;
+    // A span past the clock's range (a peer may ask for anything) is never reached.
+    let Some(mark_at) = tokio::time::Instant::now().checked_add(omit) else {
+        let output = work.await;
+        let mark = Mark {
+            at: Instant::now(),
+            bytes: read(),
+        };
+        return (output, Some(mark));
+    };
     tokio::select! {
         output = &mut work => {
             let mark = Mark { at: Instant::now(), bytes: read() };
@@ -185,6 +193,8 @@ mod tests {
         assert_eq!(mark.map(|m| m.bytes), Some(4000));
         // Work that ends before the mark: everything is in the omitted span.
         let ((), mark) = marked(async {}, Some(Duration::from_secs(5)), || 7).await;
+        assert_eq!(mark.map(|m| m.bytes), Some(7));
+        let ((), mark) = marked(async {}, Some(Duration::MAX), || 7).await;
         assert_eq!(mark.map(|m| m.bytes), Some(7));
         let ((), mark) = marked(async {}, None, || 7).await;
         assert_eq!(mark, None);

@@ -219,6 +219,15 @@ fn within_limits(p: &SessionParams, limits: &Limits) -> Result<(), String> {
             p.total_bytes, limits.max_bytes
         ));
     }
+    if let Some(us) = p.omit_us {
+        let asked = Duration::from_micros(us);
+        if asked >= limits.max_duration {
+            return Err(format!(
+                "an omit span (-O) of {asked:?} is longer than this server allows a session: less than {:?} (--max-duration)",
+                limits.max_duration
+            ));
+        }
+    }
     if let Some(max) = limits.max_rate_bps {
         // The server paces what it sends and reads itself; a UDP sender it cannot slow down
         // must pace to the limit on its own.
