@@ -510,6 +510,20 @@ fn iperf3_config(
         ));
     };
     within_volume(bytes, "total", limits)?;
+    // UDP is paced (iperf3's 1 Mbit/s per stream unless rate= says otherwise): a total that
+    // cannot be sent within --max-time would only ever time out, so say so now.
+    if cfg.udp && cfg.rate_bps > 0 {
+        let bps = cfg.rate_bps.saturating_mul(u64::from(cfg.parallel.max(1)));
+        let secs = bytes as f64 * 8.0 / bps as f64;
+        if secs > limits.max_time.as_secs_f64() {
+            return Err(bad(format!(
+                "total={} at {} bit/s takes {secs:.1} s, more than this exporter's --max-time {:?}: raise rate= or lower total=",
+                ByteSize(bytes),
+                bps,
+                limits.max_time
+            )));
+        }
+    }
     allowed_target(&target, cfg.server, limits)?;
     Ok(cfg)
 }
@@ -795,6 +809,9 @@ mod tests {
             panic!("an iperf3")
         };
         assert_eq!(cfg.limit, Limit::Bytes(1 << 20));
+        // 1 MiB at iperf3's default 1 Mbit/s is 8.4 s, more than the 5 s allowed.
+        let r = probe_config("kind=iperf3&target=127.0.0.1:5201&proto=udp", &l).unwrap_err();
+        assert!(r.reason.contains("--max-time"), "{}", r.reason);
         let r = probe_config("kind=iperf3&target=127.0.0.1:5201&time=10", &l).unwrap_err();
         assert!(r.reason.contains("unknown parameter"), "{}", r.reason);
     }
