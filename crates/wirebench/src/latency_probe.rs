@@ -117,7 +117,13 @@ impl ProbeFlows {
         // Idle: no stop signal; the phase ends after its probes.
         let (_idle_tx, idle_rx) = watch::channel(false);
         let flows = run_phase(flows, plan.interval, Some(plan.idle_probes), idle_rx).await;
-        let (flows, idle): (Vec<ProbeFlow>, Vec<PhaseSamples>) = flows.into_iter().unzip();
+        let flows: Vec<ProbeFlow> = flows
+            .into_iter()
+            .map(|(mut flow, idle)| {
+                flow.idle = idle;
+                flow
+            })
+            .collect();
         let loaded = run_phase(flows, plan.interval, None, stop_rx);
         let load = async move {
             let out = load.await;
@@ -127,12 +133,12 @@ impl ProbeFlows {
         let (out, flows) = tokio::join!(load, loaded);
         let mut probes = Vec::new();
         let mut finishing = JoinSet::new();
-        for ((flow, loaded), idle) in flows.into_iter().zip(idle) {
+        for (flow, loaded) in flows {
             probes.push(ProbeFlowRecord::of(
                 flow.protocol,
                 ns(plan.interval),
                 ns(plan.timeout),
-                &idle,
+                &flow.idle,
                 &loaded,
             ));
             finishing.spawn(flow.finish());
@@ -177,6 +183,8 @@ struct ProbeFlow {
     session: ProbeSession,
     channel: Channel,
     tracker: RequestTracker,
+    /// What the idle phase measured, once it ran.
+    idle: PhaseSamples,
 }
 
 /// What a probe travels over.
@@ -244,6 +252,7 @@ impl ProbeFlow {
             channel,
             // No retries: a probe is one request, answered or lost.
             tracker: RequestTracker::new(timeout, 0),
+            idle: PhaseSamples::default(),
         })
     }
 
