@@ -290,5 +290,39 @@ mod tests {
         assert!(tcp.goodput_bps.is_none() && tcp.delivery.is_none());
         assert_eq!(tcp.client.messages.mean, 1000.0);
         assert_eq!(tcp.title(), "TCP Streaming");
+        assert!(udp.rate_found_bps.is_none(), "no rate was searched");
+    }
+
+    #[test]
+    fn the_rate_found_is_summarised_over_the_runs_that_carry_a_search() {
+        use crate::record::ratesearch::RateSearchRecord;
+        let point = Point {
+            msg_size: 1000,
+            total_bytes: 1_000_000,
+        };
+        let search = |rate_bps| RateSearchRecord {
+            outcome: "found".into(),
+            rate_bps: Some(rate_bps),
+            msg_size: 1000,
+            low_bps: 1,
+            high_bps: 10_000_000_000,
+            resolution_pct: 1.0,
+            max_loss_pct: 0.0,
+            trial_ns: 200_000_000,
+            trial_grace_us: 30_000,
+            elapsed_ns: 1,
+            trials: Vec::new(),
+        };
+        // Two repeats at one search's 900 Mbit/s, one at another's 1 Gbit/s.
+        let runs: Vec<(Point, RunRecord)> = [900_000_000, 900_000_000, 1_000_000_000]
+            .into_iter()
+            .map(|rate| {
+                let mut r = run(Protocol::Udp, 1000, 1000, 1_000_000_000);
+                r.rate_search = Some(search(rate));
+                (point, r)
+            })
+            .collect();
+        let found = summarise(&runs)[0].rate_found_bps.unwrap();
+        assert_eq!((found.min, found.median, found.max), (9e8, 9e8, 1e9));
     }
 }
