@@ -15,10 +15,14 @@ use wirebench_core::responsiveness::{Rating, RpmResult};
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
 
-/// A short live test: download load, two flows, 250 ms intervals, at most 2 s of load.
+/// A short live test: download load, two flows, 250 ms intervals, at most 2 s of load, through
+/// a 20 Mbit/s relay (an unthrottled loopback load would take both CPUs from the tests that
+/// run beside it).
 fn live_args(db: &TempPath) -> Vec<&str> {
     vec![
         "rpm",
+        "--impair",
+        "rate=20Mbit,queue=64KiB",
         "--direction",
         "download",
         "--max-flows",
@@ -91,7 +95,8 @@ async fn live_rpm_tests_are_stored_listed_reported_and_compared() {
             .lines()
             .filter(|l| l.contains("complete")
                 && l.contains("1/1")
-                && l.contains("download load against embedded"))
+                && l.contains("download load against embedded")
+                && l.contains("via impairment relay"))
             .count(),
         2,
         "{listed}"
