@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// The most a paced UDP sender that fell behind catches up at once (a burst a bottleneck queue
+/// fits); the time lost beyond it is lost, and the run's sent rate says so.
+pub const MOST_CATCH_UP: Duration = Duration::from_millis(5);
+
 /// How long to pause after moving `bytes` in `elapsed`, so that the average since the start
 /// does not exceed `rate_bps` (bit/s, above 0). Zero when already within the rate.
 pub fn pause_for(rate_bps: u64, bytes: u64, elapsed: Duration) -> Duration {

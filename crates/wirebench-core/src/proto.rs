@@ -102,6 +102,20 @@ pub enum ControlMessage {
         /// The server's MAC, 64 hex digits.
         mac: String,
     },
+    /// Server → client, only in a UDP streaming session whose client asked for it
+    /// ([`DataPathOptions::receipt_us`]): what the server has received so far, sent
+    /// periodically until the client's [`ControlMessage::SenderDone`] arrives (one may cross
+    /// it; the client skips them before the report). A rate-search trial ends as soon as
+    /// these decide it has failed.
+    Receipt {
+        /// Unique messages received so far.
+        messages: u64,
+        /// Unique payload bytes received so far.
+        bytes: u64,
+        /// One above the highest sequence number received so far (0: none yet): the messages
+        /// below it that have not arrived are lost or late.
+        next_seq: u64,
+    },
 }
 
 /// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`]: for every request of
@@ -158,6 +172,12 @@ pub struct SessionParams {
     /// against its `--max-bytes` limit (or, without one, reports the session truncated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_us: Option<u64>,
+    /// `run -O/--omit`: each end notes what it has moved this many microseconds after its
+    /// transfer began (the omit mark) and reports it in [`ServerReport::omitted`], so the
+    /// figures can leave the first span out, as iperf3's `-O`. Omitted on the wire when None;
+    /// a server older than this field reports no mark (and the client refuses its figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_us: Option<u64>,
 }
 
 /// The `total_bytes` of a timed session: no byte limit, in a number that still fits the
@@ -187,7 +207,18 @@ pub struct DataPathOptions {
     /// Spin on non-blocking sockets instead of sleeping (stop-and-wait latency runs).
     #[serde(default)]
     pub busy_poll: bool,
+    /// UDP streaming (`run --rate max` trials): the server reports what it has received so far
+    /// ([`ControlMessage::Receipt`]) on the control connection every this many microseconds
+    /// until the client is done (at most every [`MIN_RECEIPT_US`]). Omitted on the wire when
+    /// None; a server older than this field ignores it and sends none, so a trial then runs
+    /// its whole length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_us: Option<u64>,
 }
+
+/// The shortest period a server sends [`ControlMessage::Receipt`] at, microseconds: a client
+/// asking for less gets this, so it cannot make the server flood the control connection.
+pub const MIN_RECEIPT_US: u64 = 5_000;
 
 /// What one end's data path actually ran with, as the OS reports it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
@@ -254,6 +285,22 @@ pub struct ServerReport {
     /// What the server read per interval, when the client asked for intervals (`-i`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalSample>,
+    /// With `omit_us` asked (`-O`): what the server had moved at its omit mark; None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+}
+
+/// What one end had moved at its omit mark (`run -O`): the span the figures leave out.
+/// A run that ended before the mark has everything in it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// Payload bytes sent (stop-and-wait: acknowledged) or read before the mark.
+    pub bytes: u64,
+    /// Whole messages in those bytes.
+    pub messages: u64,
+    /// From the start of this end's transfer to the mark, nanoseconds (shorter than the
+    /// omit span when the run ended before the mark).
+    pub elapsed_ns: u64,
 }
 
 /// Why a preamble or control frame was refused; messages are one line, for users.
@@ -428,6 +475,7 @@ mod tests {
     fn params() -> SessionParams {
         SessionParams {
             duration_us: None,
+            omit_us: None,
             protocol: Protocol::Udp,
             mechanism: Mechanism::StopAndWait,
             msg_size: 1200,
@@ -586,6 +634,35 @@ mod tests {
             decode_body(old).unwrap(),
             ControlMessage::SessionRequest(params())
         );
+    }
+
+    #[test]
+    fn receipts_are_asked_for_in_the_options_and_sent_as_one_small_frame() {
+        let mut p = params();
+        p.options.receipt_us = Some(20_000);
+        let json = serde_json::to_string(&ControlMessage::SessionRequest(p.clone())).unwrap();
+        assert!(
+            json.contains(r#""busy_poll":false,"receipt_us":20000}"#),
+            "{json}"
+        );
+        assert_eq!(
+            round_trip(&ControlMessage::SessionRequest(p)),
+            ControlMessage::SessionRequest({
+                let mut q = params();
+                q.options.receipt_us = Some(20_000);
+                q
+            })
+        );
+        let receipt = ControlMessage::Receipt {
+            messages: 9_990,
+            bytes: 14_705_280,
+            next_seq: 10_000,
+        };
+        assert_eq!(
+            serde_json::to_string(&receipt).unwrap(),
+            r#"{"type":"receipt","messages":9990,"bytes":14705280,"next_seq":10000}"#
+        );
+        assert_eq!(round_trip(&receipt), receipt);
     }
 
     #[test]

@@ -75,6 +75,67 @@ pub struct Trial {
     pub kind: TrialKind,
 }
 
+/// A trial passes only if its sender offered at least this share of the trial's rate: below
+/// it, the sender (not the path) was the limit, and the rate is not shown to pass.
+pub const SENDER_SHORTFALL: f64 = 0.95;
+
+/// Missing messages a trial in flight still expects to arrive late (reordered, or queued
+/// behind the highest one received), as a share of its planned messages, before any of them
+/// counts as lost when deciding early ([`RateSearch::decide_early`]).
+pub const LATE_ALLOWANCE: f64 = 0.01;
+
+/// The least missing messages expected late, whatever the trial's size.
+pub const MIN_LATE_ALLOWANCE: u64 = 16;
+
+/// What the receiver has counted at one moment of a trial (the server's receipt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReceivedSoFar {
+    /// Unique messages received.
+    pub messages: u64,
+    /// One above the highest sequence number received (0: none yet).
+    pub next_seq: u64,
+}
+
+impl ReceivedSoFar {
+    /// Messages below the highest one received that have not arrived: lost, or late.
+    pub fn missing(&self) -> u64 {
+        self.next_seq.saturating_sub(self.messages)
+    }
+}
+
+/// A trial in flight, as the client sees it when a receipt arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrialSoFar {
+    /// The trial's offered rate, bit/s.
+    pub rate_bps: u64,
+    /// Messages the whole trial would send.
+    pub planned_messages: u64,
+    /// Payload bytes the whole trial would send.
+    pub planned_bytes: u64,
+    /// Time since the trial's sender started, ns.
+    pub elapsed_ns: u64,
+    /// Payload bytes the sender has sent so far.
+    pub sent_bytes: u64,
+    /// What the receiver has counted.
+    pub received: ReceivedSoFar,
+}
+
+/// Why a trial was decided before its end (it failed: passing needs the whole trial).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EarlyEnd {
+    /// The messages already lost exceed what the whole trial may lose.
+    Loss,
+    /// The sender is so far behind the offered rate that even sending at that rate from now
+    /// on it would end below [`SENDER_SHORTFALL`] of it.
+    Sender,
+}
+
+/// The missing messages of a trial of `planned` messages that may still arrive late: 1% of
+/// them, at least [`MIN_LATE_ALLOWANCE`].
+pub fn late_allowance(planned: u64) -> u64 {
+    ((planned as f64 * LATE_ALLOWANCE) as u64).max(MIN_LATE_ALLOWANCE)
+}
+
 /// What one trial moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TrialCounts {
@@ -202,6 +263,34 @@ impl RateSearch {
         lost_so_far as f64 > self.cfg.max_loss * planned as f64
     }
 
+    /// Whether the trial in flight `t` has already failed, and why; `None` while it could
+    /// still pass (passing needs the whole trial). Loss: the missing messages beyond
+    /// [`late_allowance`] already exceed what the whole trial may lose. Sender: even at the
+    /// offered rate from now on, the sender's rate over the trial (payload bytes over the time
+    /// since it started, less the pacer's [`crate::pacing::MOST_CATCH_UP`]) would end below
+    /// [`SENDER_SHORTFALL`] of the offered rate.
+    pub fn decide_early(&self, t: &TrialSoFar) -> Option<EarlyEnd> {
+        let lost = t
+            .received
+            .missing()
+            .saturating_sub(late_allowance(t.planned_messages));
+        if self.fails_already(t.planned_messages, lost) {
+            return Some(EarlyEnd::Loss);
+        }
+        if t.rate_bps > 0 && t.planned_bytes > t.sent_bytes {
+            let rate = t.rate_bps as f64;
+            let left_s = (t.planned_bytes - t.sent_bytes) as f64 * 8.0 / rate;
+            // The pacer may still win back up to MOST_CATCH_UP of the time it lost.
+            let catch_up_s = crate::pacing::MOST_CATCH_UP.as_secs_f64();
+            let best_s = (t.elapsed_ns as f64 / 1e9 + left_s - catch_up_s).max(f64::MIN_POSITIVE);
+            let best_bps = t.planned_bytes as f64 * 8.0 / best_s;
+            if best_bps < rate * SENDER_SHORTFALL {
+                return Some(EarlyEnd::Sender);
+            }
+        }
+        None
+    }
+
     /// Whether `counts` pass: loss within the allowance.
     pub fn passes(&self, counts: TrialCounts) -> bool {
         counts.sent > 0 && counts.lost() as f64 <= self.cfg.max_loss * counts.sent as f64
@@ -217,6 +306,12 @@ impl RateSearch {
     /// Takes the counts of a trial whose sender could not offer the rate asked for (it sent
     /// markedly slower): whatever was lost, the rate was not shown to pass, so it fails.
     pub fn handle_shortfall(&mut self, counts: TrialCounts) {
+        self.settle(counts, false);
+    }
+
+    /// Takes the counts of a trial ended early because [`RateSearch::decide_early`] decided
+    /// it failed: it fails, whatever the late arrivals made of its counts.
+    pub fn handle_ended_early(&mut self, counts: TrialCounts) {
         self.settle(counts, false);
     }
 
@@ -346,6 +441,83 @@ mod tests {
             // Every probe above the capacity failed, every one at or below passed.
             assert!(h.iter().all(|r| r.passed == (r.trial.rate_bps <= capacity)));
         }
+    }
+
+    fn so_far(planned: u64, received: u64, next_seq: u64) -> TrialSoFar {
+        // A trial of `planned` 1000-byte messages at 40 Mbit/s (200 ms), on schedule.
+        let sent_bytes = next_seq * 1000;
+        TrialSoFar {
+            rate_bps: 40_000_000,
+            planned_messages: planned,
+            planned_bytes: planned * 1000,
+            elapsed_ns: sent_bytes * 8 * 1_000_000_000 / 40_000_000,
+            sent_bytes,
+            received: ReceivedSoFar {
+                messages: received,
+                next_seq,
+            },
+        }
+    }
+
+    #[test]
+    fn a_trial_fails_early_once_its_missing_messages_beyond_the_late_ones_exceed_the_allowance() {
+        // 0.1% of 10,000 messages may be lost: 10. 1% (100) may still be late. Halfway, with
+        // 110 missing below the highest received, 10 count as lost: not yet decided.
+        let s = RateSearch::new(SearchConfig::new(1, 10, 0.001)).unwrap();
+        assert_eq!(late_allowance(10_000), 100);
+        assert_eq!(s.decide_early(&so_far(10_000, 4_890, 5_000)), None);
+        // One more missing: 11 lost, more than the whole trial may lose.
+        assert_eq!(
+            s.decide_early(&so_far(10_000, 4_889, 5_000)),
+            Some(EarlyEnd::Loss)
+        );
+        // Strict (no loss allowed), 250 messages: 16 may be late; the 17th missing decides.
+        let strict = RateSearch::new(SearchConfig::new(1, 10, 0.0)).unwrap();
+        assert_eq!(late_allowance(250), 16);
+        assert_eq!(strict.decide_early(&so_far(250, 84, 100)), None);
+        assert_eq!(
+            strict.decide_early(&so_far(250, 83, 100)),
+            Some(EarlyEnd::Loss)
+        );
+        // Nothing received yet decides nothing.
+        assert_eq!(strict.decide_early(&so_far(250, 0, 0)), None);
+    }
+
+    #[test]
+    fn a_sender_too_far_behind_to_reach_95_percent_fails_early() {
+        let s = RateSearch::new(SearchConfig::new(1, 10, 0.0)).unwrap();
+        // 10,000 messages of 1000 B at 40 Mbit/s: 2 s planned. After 1 s it has sent 4.4 MB
+        // (on schedule: 5 MB): at best the 10 MB take 1 s + 5.6 MB ÷ 5 MB/s − 5 ms caught up
+        // = 2.115 s, which is 37.8 Mbit/s, below 95% of 40 (38 Mbit/s): decided.
+        let mut t = so_far(10_000, 4_400, 4_400);
+        t.elapsed_ns = 1_000_000_000;
+        assert_eq!(s.decide_early(&t), Some(EarlyEnd::Sender));
+        // 4.8 MB after 1 s: at best 2.04 s, 39.2 Mbit/s: it can still make it.
+        let mut t = so_far(10_000, 4_800, 4_800);
+        t.elapsed_ns = 1_000_000_000;
+        assert_eq!(s.decide_early(&t), None);
+        // On schedule is never decided; nor is a sender that has sent everything.
+        assert_eq!(s.decide_early(&so_far(10_000, 5_000, 5_000)), None);
+        let mut done = so_far(10_000, 10_000, 10_000);
+        done.elapsed_ns *= 3;
+        assert_eq!(s.decide_early(&done), None);
+    }
+
+    #[test]
+    fn a_trial_ended_early_fails_whatever_arrived_late() {
+        let mut s = RateSearch::new(SearchConfig::new(1_000, 1_000_000, 0.0)).unwrap();
+        s.handle_ended_early(TrialCounts {
+            sent: 300,
+            received: 300,
+        });
+        assert!(!s.history()[0].passed);
+        assert_eq!(
+            s.poll_trial(),
+            Next::Run(Trial {
+                rate_bps: 1_000,
+                kind: TrialKind::Probe
+            })
+        );
     }
 
     #[test]

@@ -12,8 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Version of [`RpmResult`]'s JSON shape.
-pub const RPM_SCHEMA_VERSION: u32 = 1;
+/// Version of [`RpmResult`]'s JSON shape. Version 2: every interval carries its probes' round
+/// trips (the samples the stored report charts and `compare` tests); version 1 documents read
+/// as version 2 with no samples.
+pub const RPM_SCHEMA_VERSION: u32 = 2;
 
 /// Bytes one foreign probe exchanges, as the draft estimates it (TCP and TLS overhead included).
 pub const FOREIGN_PROBE_BYTES: u64 = 5000;
@@ -419,6 +421,25 @@ pub enum LoadDirection {
 }
 
 impl LoadDirection {
+    /// The name stored and printed: `download`, `upload` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadDirection::Download => "download",
+            LoadDirection::Upload => "upload",
+            LoadDirection::Both => "both",
+        }
+    }
+
+    /// The direction named `s` (as [`LoadDirection::as_str`] names it).
+    pub fn from_name(s: &str) -> Option<LoadDirection> {
+        Some(match s {
+            "download" => LoadDirection::Download,
+            "upload" => LoadDirection::Upload,
+            "both" => LoadDirection::Both,
+            _ => return None,
+        })
+    }
+
     /// Whether the server sends load.
     pub fn downloads(self) -> bool {
         matches!(self, LoadDirection::Download | LoadDirection::Both)
@@ -463,7 +484,7 @@ impl ComponentRecord {
 }
 
 /// One interval of the test.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct IntervalRecord {
     /// Interval number from 0.
     pub index: u32,
@@ -481,6 +502,26 @@ pub struct IntervalRecord {
     pub foreign_probes: u32,
     /// Self probes that completed in it.
     pub self_probes: u32,
+    /// tcp_f of each foreign probe that completed in it, nanoseconds, in completion order.
+    #[serde(default)]
+    pub foreign_tcp_handshake_rtt_ns: Vec<u64>,
+    /// http_f of each foreign probe that completed in it, nanoseconds, in completion order.
+    #[serde(default)]
+    pub foreign_request_rtt_ns: Vec<u64>,
+    /// http_l of each self probe that completed in it, nanoseconds, in completion order.
+    #[serde(default)]
+    pub self_request_rtt_ns: Vec<u64>,
+}
+
+impl IntervalRecord {
+    /// The request round trips of the probes that completed in this interval, foreign (on a
+    /// new connection) then self (on the persistent one): the loaded latency samples.
+    pub fn loaded_request_rtts_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.foreign_request_rtt_ns
+            .iter()
+            .chain(self.self_request_rtt_ns.iter())
+            .copied()
+    }
 }
 
 /// Idle latency, measured before the load starts, nanoseconds (trimmed means).

@@ -172,10 +172,16 @@ pub enum Command {
     /// Query parameters: target (HOST:PORT, required), proto (tcp, udp, quic), mode (stream,
     /// saw), total (default 10MiB), size (message size, default 1024), reverse (true/false).
     /// With kind=ping: target, proto, size (default 64) and count (round trips, default 100),
-    /// as `wirebench ping`. The answer is Prometheus text: wirebench_probe_success,
-    /// _duration_seconds, _goodput_bytes_per_second, _sent_bytes_per_second, bytes, UDP loss,
-    /// retransmission ratio, RTT quantiles (stop-and-wait and ping). /metrics serves the
-    /// exporter's own counters.
+    /// as `wirebench ping`. With kind=rr: target, proto, request, response, concurrency, flows,
+    /// count (requests per flow, default 1000), timeout, retries, as `wirebench rr`. With
+    /// kind=dns (target is a DNS server): transport (udp, tcp), name (required), type, count
+    /// (default 100), concurrency, flows, timeout, retries, as `wirebench dns`; it succeeds when
+    /// every answer is NOERROR. With kind=iperf3 (target is a real iperf3 -s): proto (tcp,
+    /// udp), total, size, parallel, reverse, rate, as `run --iperf3`. Every kind's volume counts
+    /// against --max-total. The answer is Prometheus text: wirebench_probe_success (0 with
+    /// wirebench_probe_failure_info{reason=...} when it failed), _duration_seconds,
+    /// _goodput_bytes_per_second, bytes, UDP loss, retransmission ratio, RTT quantiles,
+    /// requests or queries per second. /metrics serves the exporter's own counters.
     ///
     /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
     Exporter(ExporterArgs),
@@ -191,7 +197,13 @@ and --psk apply; a refused flow stops the ramp. Where this differs from the draf
 with every result (and listed under \"differences\" in the JSON; schema:
 docs/rpm-output.schema.json).
 
-Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage.";
+Each test is stored in the results database as an rpm campaign with its time series (every
+interval's goodput and probe round trips; --db PATH, or --no-store): `wirebench report --rpm ID`
+shows it (--format html charts latency over time above goodput), `wirebench compare --rpm A B`
+compares two. SIGINT, SIGTERM or SIGHUP ends the load early and stores what finished as aborted.
+
+Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage,
+128 + the signal when a signal stopped it.";
 
 /// Flags of `wirebench rpm`.
 #[derive(Debug, Args)]
@@ -229,6 +241,10 @@ pub struct RpmArgs {
     /// --server, the embedded server requires the key.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Where the test is stored, with its time series (`wirebench report --rpm ID` charts it,
+    /// `wirebench compare --rpm A B` compares two).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Flags of `wirebench completions`.
@@ -269,6 +285,15 @@ pub struct ExporterArgs {
     /// Probes that may run at once; more get 429 (1 to 64).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_concurrent: usize,
+    /// Store every finished probe in the results database, as `run`, `rr`, `dns` and
+    /// `run --iperf3` store theirs (run and iperf3 probes as one-run campaigns, ping and rr as
+    /// rr sweeps, dns as DNS campaigns), so `wirebench runs` and Prometheus agree. Default: no.
+    #[arg(long)]
+    pub store: bool,
+    /// The database --store writes to (implies --store): a file or a postgres:// URL.
+    /// Default: $WIREBENCH_DB, else the default results database.
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
 }
 
 const RELAY_AFTER_HELP: &str = "\
@@ -454,6 +479,12 @@ pub struct RrArgs {
     /// time per request apart from the response time.
     #[arg(long)]
     pub new_connection: bool,
+    /// What path the requests cross, one line stored with every result and printed by
+    /// `report --rr` (lab/netns-lab.sh rr fills it in: "netns lab: tbf rate ..."). A note that
+    /// starts with "relay" (e.g. "relay --loss 2%") also gets the caveat that the relay drops
+    /// UDP datagrams only, so TCP's retransmissions there are the kernel's over clean loopback.
+    #[arg(long, value_name = "TEXT")]
+    pub path_note: Option<String>,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,
@@ -473,6 +504,12 @@ pub struct CompareArgs {
     /// difference is significant (e.g. 10).
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// A and B are rpm campaigns (as `wirebench rpm` printed them): compares RPM, loaded p50
+    /// and p99 and the sample counts, with a Mann–Whitney U test of the probes' round trips.
+    /// With --fail-on-regression PCT, exit status 1 when B's round trips are significantly
+    /// longer and its RPM is lower, or its loaded p99 higher, by more than PCT percent.
+    #[arg(long)]
+    pub rpm: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -506,6 +543,12 @@ pub struct ReportArgs {
     /// table; json its results.
     #[arg(long, conflicts_with_all = ["run", "dns"])]
     pub rr: bool,
+    /// The id (or --last) is an rpm campaign, as `wirebench rpm` printed it: RPM with the
+    /// draft's rating, its components, idle and loaded latency and the intervals; --format html
+    /// charts probe latency over time above the goodput; table, markdown, csv (one row per
+    /// interval) or json.
+    #[arg(long, conflicts_with_all = ["run", "dns", "rr"])]
+    pub rpm: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -548,10 +591,11 @@ pub struct ShowArgs {
 /// The subcommands of `wirebench store`.
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Copy every campaign, run (finished and aborted), DNS campaign and rr sweep of --from
-    /// into --to, each campaign in one transaction; ids are given anew by --to. Campaigns --to
-    /// already holds (same start time, host and plan) are skipped, so running it twice copies
-    /// nothing twice. Both stores are migrated to the current schema first.
+    /// Copy every campaign, run (finished and aborted), DNS campaign, rr sweep and rpm
+    /// campaign of --from into --to, each campaign in one transaction; ids are given anew by
+    /// --to. Campaigns --to already holds (same start time, host and plan) are skipped, so
+    /// running it twice copies nothing twice. Both stores are migrated to the current schema
+    /// first.
     #[command(visible_alias = "migrate")]
     Copy(StoreCopyArgs),
 }
@@ -735,8 +779,11 @@ pub struct RunArgs {
     /// application; -R paces the server. Refused for a plan of UDP stop-and-wait alone.
     /// Default: as fast as it goes. `max` (UDP streaming only): first search the highest rate
     /// the path carries with at most --max-loss lost (RFC 2544 style, see "Rate search"), then
-    /// run the transfer at the rate found. Refused for TCP, QUIC (congestion-controlled: its
-    /// loss-free rate is simply what it reaches) and stop-and-wait.
+    /// run the transfer at the rate found; with a sweep (-l 512,1472) each message size × total
+    /// searches its own rate, and its repeats share it. A failing trial ends as soon as the
+    /// server's receive counts (reported every 20 ms) decide it. Refused for TCP, QUIC
+    /// (congestion-controlled: it repairs loss and slows down, so its loss-free rate is simply
+    /// what it reaches) and stop-and-wait.
     #[arg(short = 'b', long)]
     pub rate: Option<String>,
     /// UDP streaming: how long the server waits for datagrams still in flight after the client is done.
@@ -773,6 +820,15 @@ pub struct RunArgs {
     /// and the server what it sent.
     #[arg(short = 'R', long)]
     pub reverse: bool,
+    /// Both directions at once, as iperf3's --bidir: beside each run's client → server
+    /// sessions, as many server → client ones (as -R) run at the same time; -P N is N flows
+    /// each way, and -n (or -t) applies to each direction. Both directions' figures are
+    /// printed (text and JSON) and stored; the run's goodput line adds them up and says
+    /// "both directions". The -i lines as it goes are the client → server direction's (each
+    /// server session keeps its own series). Every protocol and mechanism; not with -R; -P up
+    /// to 64.
+    #[arg(long)]
+    pub bidir: bool,
     /// Print one JSON document (schema: docs/run-output.schema.json) instead of text (-J as
     /// iperf3's).
     #[arg(short = 'J', long)]
@@ -790,6 +846,25 @@ pub struct RunArgs {
     /// Seed of the relay's random decisions (with --impair).
     #[arg(long, value_name = "S", default_value_t = 1, requires = "impair")]
     pub impair_seed: u64,
+    /// Measure latency under load: beside every measured run, small request-response probes on
+    /// sessions of their own (through the relay with --impair) — 10 before the load (idle
+    /// round trip), then one per --probe-interval while it runs. Prints idle and loaded
+    /// p50/p90/p99, the increase (loaded minus idle median: bufferbloat) and probes sent and
+    /// lost; JSON and the store keep every probe as a time series. LIST: udp, tcp, quic, same
+    /// (the run's protocol), comma separated; bare --latency-probe means udp,same.
+    #[arg(
+        long,
+        value_name = "LIST",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "udp,same",
+        conflicts_with_all = ["iperf3", "perf_server"]
+    )]
+    pub latency_probe: Option<String>,
+    /// Spacing of the latency probes (with --latency-probe), 1ms to 10s; default 100ms. A
+    /// probe unanswered within 2 s is counted lost; probes leave on schedule, answered or not.
+    #[arg(long, value_name = "DURATION", requires = "latency_probe")]
+    pub probe_interval: Option<String>,
     /// Results store.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -828,7 +903,12 @@ pub struct Iperf3Args {
     /// the store say the time ended the run. Not with -n.
     #[arg(short = 't', long = "time", value_name = "DURATION")]
     pub time: Option<String>,
-    /// iperf3's -O (omit the first N seconds from the figures): not supported yet; refused.
+    /// Leave the first N of each run out of its figures, as iperf3's -O: a bare number is
+    /// seconds (-O 1), or give a unit (500ms). Each end notes what it has moved N after its
+    /// transfer began; goodput is what the receiver got after its mark over the time after
+    /// the client's, and the output shows the omitted span apart. With -t, the run still
+    /// sends for -t in all (iperf3 adds -O to -t: here -O must be shorter than -t). Not with
+    /// --iperf3, --perf-server or --rate max.
     #[arg(short = 'O', long = "omit", value_name = "N")]
     pub omit: Option<String>,
 }

@@ -13,7 +13,9 @@ use hdrhistogram::Histogram;
 use tokio::net::{TcpSocket, TcpStream};
 use wirebench_core::metrics::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, DataPathInfo, Preamble, ServerReport, SessionParams};
+use wirebench_core::proto::{
+    ControlMessage, DataPathInfo, Omitted, Preamble, ServerReport, SessionParams,
+};
 use wirebench_core::record::{bits_per_second, ClientRecord, EndMetrics};
 use wirebench_core::record::{RttFigures, UdpReceipt};
 use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO};
@@ -30,8 +32,8 @@ use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
 use crate::engine::udp_reverse;
 use crate::engine::SendTally;
-use crate::interval::Progress;
-use crate::liveness::{self, Watched};
+use crate::interval::{self, Progress};
+use crate::liveness::{self, Judged, Watched};
 use crate::{control, net};
 
 /// What the client measured in one session.
@@ -58,6 +60,8 @@ pub struct ClientFigures {
     /// UDP with `--reverse`: what the client, as the receiver, found missing, repeated and
     /// out of order, and the jitter.
     pub udp_received: Option<UdpReceipt>,
+    /// `-O`: what the client had moved at its omit mark (its time measured from `started`).
+    pub omitted: Option<Omitted>,
 }
 
 impl ClientFigures {
@@ -85,6 +89,7 @@ impl ClientFigures {
                 &self.intervals,
             ),
             udp_received: self.udp_received,
+            omitted: self.omitted,
         }
     }
 }
@@ -135,6 +140,29 @@ pub async fn run_session_auth(
     progress: &Arc<Progress>,
     psk: Option<&wirebench_core::auth::Psk>,
 ) -> Result<SessionOutcome> {
+    run_session_judged(server, params, progress, psk, None).await
+}
+
+/// A `run --rate max` trial: like [`run_session_auth`] for a forward UDP stream whose params
+/// ask for receipts (`options.receipt_us`); each receipt goes to `judge`, and the sending
+/// stops (the session then ends as usual, with what was sent) as soon as it says so.
+pub async fn run_trial(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+    judge: liveness::Judge<'_>,
+) -> Result<SessionOutcome> {
+    run_session_judged(server, params, progress, psk, Some(judge)).await
+}
+
+async fn run_session_judged(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &Arc<Progress>,
+    psk: Option<&wirebench_core::auth::Psk>,
+    judge: Option<liveness::Judge<'_>>,
+) -> Result<SessionOutcome> {
     let cpu = CpuMeter::start();
     let (mut ctrl, granted) =
         control::request_session_auth(server, &ControlMessage::SessionRequest(params.clone()), psk)
@@ -142,24 +170,37 @@ pub async fn run_session_auth(
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
     let data = Preamble::data(session, token);
     let mut rtt = stream::rtt_histogram()?;
-    let leg = match params.protocol {
-        Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt, progress).await?,
-        Protocol::Quic => {
-            let cert = quic_cert.context("the server announced no QUIC certificate")?;
-            run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await?
-        }
-        Protocol::Udp => {
-            run_udp(
-                server,
-                params,
-                (session, token),
-                &mut ctrl,
-                &mut rtt,
-                progress,
-            )
-            .await?
+    let transfer = async {
+        match params.protocol {
+            Protocol::Tcp => run_tcp(server, params, &data, &mut ctrl, &mut rtt, progress).await,
+            Protocol::Quic => {
+                let cert = quic_cert.context("the server announced no QUIC certificate")?;
+                run_quic(server, params, &data, cert, &mut ctrl, &mut rtt, progress).await
+            }
+            Protocol::Udp => {
+                run_udp(
+                    server,
+                    params,
+                    (session, token),
+                    &mut ctrl,
+                    &mut rtt,
+                    (progress, judge),
+                )
+                .await
+            }
         }
     };
+    // -O: the mark is taken on this task, counted from the start of the data transfer.
+    let omit = params.omit_us.map(Duration::from_micros);
+    let (leg, mark) =
+        interval::marked(transfer, omit, || progress.bytes.load(Ordering::Relaxed)).await;
+    let leg = leg?;
+    if omit.is_some() && leg.report.omitted.is_none() {
+        bail!(
+            "the server did not report its -O/--omit mark (a wirebench server older than -O): \
+             run without -O, or update the server"
+        );
+    }
     Ok(SessionOutcome {
         session,
         client: ClientFigures {
@@ -173,6 +214,7 @@ pub async fn run_session_auth(
             cpu: cpu.stop(),
             intervals: Vec::new(),
             udp_received: leg.udp_received,
+            omitted: mark.map(|m| m.omitted(leg.started, params.msg_size)),
         },
         server: leg.report,
     })
@@ -467,7 +509,7 @@ async fn run_udp(
     (session, token): (u32, u32),
     ctrl: &mut TcpStream,
     rtt: &mut Histogram<u64>,
-    progress: &Arc<Progress>,
+    (progress, judge): (&Arc<Progress>, Option<liveness::Judge<'_>>),
 ) -> Result<Leg> {
     let udp = UdpClient::connect(server, p.options.window).await?;
     let mut data_path = udp.data_path(p.options.busy_poll);
@@ -530,10 +572,35 @@ async fn run_udp(
                 p.rate_bps.map(BitRate),
                 &progress.bytes,
             );
-            let tally = match liveness::watch(ctrl, sending).await {
-                Watched::Done(Ok(tally)) => tally,
-                Watched::Done(Err(e)) => return Err(explain_failure(e, ctrl, progress, p).await),
-                Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+            let tally = match judge {
+                None => match liveness::watch(ctrl, sending).await {
+                    Watched::Done(Ok(tally)) => tally,
+                    Watched::Done(Err(e)) => {
+                        return Err(explain_failure(e, ctrl, progress, p).await)
+                    }
+                    Watched::Gone { reason, .. } => return Err(gone(reason, progress, p)),
+                },
+                Some(judge) => {
+                    let watched = (started, &progress.bytes);
+                    match liveness::watch_receipts(ctrl, sending, watched, judge).await {
+                        Judged::Done(Ok(tally)) => tally,
+                        Judged::Done(Err(e)) => {
+                            return Err(explain_failure(e, ctrl, progress, p).await)
+                        }
+                        // Dropped between sends: the progress counter is exactly what left.
+                        Judged::Stopped => {
+                            let bytes = progress.bytes.load(Ordering::Relaxed);
+                            let messages = wirebench_core::plan::message_count(bytes, p.msg_size);
+                            SendTally {
+                                messages,
+                                bytes,
+                                datagrams: messages,
+                                ..SendTally::default()
+                            }
+                        }
+                        Judged::Gone(reason) => return Err(gone(reason, progress, p)),
+                    }
+                }
             };
             data_path.cpu = net::current_cpu();
             (tally, started, Instant::now())

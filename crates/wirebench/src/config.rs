@@ -21,6 +21,7 @@ use crate::store;
 
 pub mod dns;
 pub mod exporter;
+pub mod latency_probe;
 pub mod ratesearch;
 pub mod rpm;
 pub mod rr;
@@ -204,9 +205,7 @@ impl RunConfig {
             .into_iter()
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
             .collect::<Result<Vec<u32>, UsageError>>()?;
-        if args.iperf3.omit.is_some() {
-            return Err(usage(OMIT_NOT_YET));
-        }
+        let omit = args.iperf3.omit.as_deref().map(parse_omit).transpose()?;
         let time = match &args.iperf3.time {
             None => None,
             Some(t) => {
@@ -317,11 +316,13 @@ impl RunConfig {
                 combinations: &combinations,
                 reverse: args.reverse,
                 parallel: args.parallel,
-                points: points.len(),
             },
         )?;
         check_flags_apply(&combinations, rto.is_some(), rate.is_some())?;
+        check_bidir_and_omit(args, search_max, time, omit)?;
         Ok(RunConfig {
+            bidir: args.bidir,
+            omit,
             reverse: args.reverse,
             parallel: args.parallel,
             interval,
@@ -345,6 +346,10 @@ impl RunConfig {
                 .transpose()?,
             search,
             time,
+            latency_probe: latency_probe::plan(
+                args.latency_probe.as_deref(),
+                args.probe_interval.as_deref(),
+            )?,
             rate_unit: args
                 .rate_unit
                 .as_deref()
@@ -470,9 +475,59 @@ fn resolve_address(
 /// Most flows `-P` accepts.
 use wirebench_core::limits::MAX_PARALLEL;
 
-/// The refusal of `-O/--omit`, until the figures can leave out a run's first seconds.
-const OMIT_NOT_YET: &str = "-O/--omit is not supported yet: drop it (with -i 1s the interval \
-                            lines show the first seconds apart)";
+/// `-O/--omit`: a bare number of seconds or a duration with a unit, at least 1 ms and
+/// under 24 h.
+fn parse_omit(text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let parsed = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        parse_duration(&format!("{t}s"))
+    } else {
+        parse_duration(t)
+    };
+    let d =
+        parsed.map_err(|e| usage(format!("-O/--omit: {e} (a bare number is seconds: -O 2)")))?;
+    if d < Duration::from_millis(1) || d >= MAX_RUN_TIME {
+        return Err(usage(format!(
+            "-O/--omit {text} is out of range: allowed 1ms to under 24h"
+        )));
+    }
+    Ok(d)
+}
+
+/// `--bidir` and `-O` against the rest of a run's flags: --bidir contradicts -R and doubles
+/// the sessions; -O must leave some of a timed run; neither goes with the rate search.
+fn check_bidir_and_omit(
+    args: &RunArgs,
+    search_max: bool,
+    time: Option<Duration>,
+    omit: Option<Duration>,
+) -> Result<(), UsageError> {
+    if args.bidir && args.reverse {
+        return Err(usage(
+            "--bidir already runs both directions (-R is server → client only): give one of them",
+        ));
+    }
+    let most = MAX_PARALLEL / 2;
+    if args.bidir && args.parallel > most {
+        return Err(usage(format!(
+            "-P/--parallel {} with --bidir is out of range: allowed 1 to {most} (N flows each way, 2N sessions)",
+            args.parallel
+        )));
+    }
+    if search_max && (args.bidir || omit.is_some()) {
+        return Err(usage(
+            "--rate max searches one direction over whole trials: drop --bidir and -O/--omit",
+        ));
+    }
+    if let (Some(o), Some(t)) = (omit, time) {
+        if o >= t {
+            return Err(usage(format!(
+                "-O/--omit {o:?} leaves nothing of -t/--time {t:?} to measure: give an omit span shorter than the time"
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Shortest `run -t` against a wirebench server.
 const MIN_RUN_TIME: Duration = Duration::from_millis(100);
@@ -538,7 +593,7 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
             Some(name.clone())
         }
     };
-    if args.busy_poll && args.reverse && protocols.contains(&Protocol::Udp) {
+    if args.busy_poll && (args.reverse || args.bidir) && protocols.contains(&Protocol::Udp) {
         return Err(usage(
             "--busy-poll with -R applies to TCP: the reversed UDP client does not spin; run UDP without one of them",
         ));
@@ -553,6 +608,7 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
         congestion,
         nodelay: args.nodelay,
         busy_poll: args.busy_poll,
+        receipt_us: None,
     })
 }
 
@@ -711,12 +767,14 @@ pub fn iperf3_client(
     use crate::iperf3::client::{ClientConfig, Limit};
     use wirebench_core::iperf3 as ip3;
     let i = &args.iperf3;
-    if i.omit.is_some() {
-        return Err(usage(OMIT_NOT_YET));
-    }
     let Some(name) = &i.iperf3 else {
         return Ok(None);
     };
+    if i.omit.is_some() || args.bidir {
+        return Err(usage(
+            "-O/--omit and --bidir apply to wirebench servers, not --iperf3: drop them",
+        ));
+    }
     if args.perf.perf_server.is_some() {
         return Err(usage(
             "--iperf3 and --perf-server are two kinds of test: give one",
@@ -848,6 +906,12 @@ pub fn perf_client(args: &RunArgs) -> Result<Option<crate::perf::client::PerfCon
     if args.iperf3.time.is_some() {
         return Err(usage(
             "-t/--time does not apply to --perf-server tests: give --upload/--download sizes",
+        ));
+    }
+    if args.iperf3.omit.is_some() || args.bidir {
+        return Err(usage(
+            "-O/--omit and --bidir do not apply to --perf-server tests (--upload and --download \
+             together run both directions)",
         ));
     }
     let protocols: Vec<Protocol> =

@@ -46,6 +46,61 @@ pub async fn sampled<F: Future>(
     (output, series.into_samples())
 }
 
+/// Where an end's omit mark (`run -O`) fell: when, and what it had moved by then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// When the mark was taken (the work's end, when that came first).
+    pub at: Instant,
+    /// Payload bytes moved by then.
+    pub bytes: u64,
+}
+
+impl Mark {
+    /// The record of the mark: whole `msg_size` messages in its bytes, and its time after
+    /// `start` (the end's first byte).
+    pub fn omitted(&self, start: Instant, msg_size: u32) -> wirebench_core::proto::Omitted {
+        wirebench_core::proto::Omitted {
+            bytes: self.bytes,
+            messages: self.bytes / u64::from(msg_size.max(1)),
+            elapsed_ns: u64::try_from(self.at.saturating_duration_since(start).as_nanos())
+                .unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Runs `work` to its end; with an `omit` span, reads the bytes moved `omit` after the start
+/// (or at the end, if the work ends first) as the omit mark. Like [`sampled`], the reading is
+/// taken on this task, so the data path does nothing for it.
+pub async fn marked<F: Future>(
+    work: F,
+    omit: Option<Duration>,
+    read: impl Fn() -> u64,
+) -> (F::Output, Option<Mark>) {
+    let Some(omit) = omit else {
+        return (work.await, None);
+    };
+    let mut work = std::pin::pin!(work);
+    // A span past the clock's range (a peer may ask for anything) is never reached.
+    let Some(mark_at) = tokio::time::Instant::now().checked_add(omit) else {
+        let output = work.await;
+        let mark = Mark {
+            at: Instant::now(),
+            bytes: read(),
+        };
+        return (output, Some(mark));
+    };
+    tokio::select! {
+        output = &mut work => {
+            let mark = Mark { at: Instant::now(), bytes: read() };
+            (output, Some(mark))
+        }
+        () = tokio::time::sleep_until(mark_at) => {
+            let mark = Mark { at: Instant::now(), bytes: read() };
+            (work.await, Some(mark))
+        }
+    }
+}
+
 /// What one end of a session has moved so far, shared between its data path (which stores
 /// its running byte count in `bytes`) and [`sampled`] on another task.
 #[derive(Debug, Default)]
@@ -121,6 +176,28 @@ mod tests {
         assert_eq!(samples.iter().map(|s| s.bytes).sum::<u64>(), 10_000);
         assert_eq!(samples[4].start_ns, samples[3].end_ns);
         assert!(samples.windows(2).all(|w| w[0].end_ns == w[1].start_ns));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_mark_reads_what_moved_by_then_or_everything() {
+        let moved = Progress::new();
+        let writer = Arc::clone(&moved);
+        let work = async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                writer.bytes.fetch_add(1000, Ordering::Relaxed);
+            }
+        };
+        let read = || moved.bytes.load(Ordering::Relaxed);
+        let ((), mark) = marked(work, Some(Duration::from_millis(450)), read).await;
+        assert_eq!(mark.map(|m| m.bytes), Some(4000));
+        // Work that ends before the mark: everything is in the omitted span.
+        let ((), mark) = marked(async {}, Some(Duration::from_secs(5)), || 7).await;
+        assert_eq!(mark.map(|m| m.bytes), Some(7));
+        let ((), mark) = marked(async {}, Some(Duration::MAX), || 7).await;
+        assert_eq!(mark.map(|m| m.bytes), Some(7));
+        let ((), mark) = marked(async {}, None, || 7).await;
+        assert_eq!(mark, None);
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@ pub mod http;
 pub mod inflight;
 pub mod interval;
 pub mod iperf3;
+pub mod latency_probe;
 pub mod liveness;
 pub mod net;
 pub mod output;
@@ -99,6 +100,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }
+            if args.rpm {
+                commands::report::execute_rpm(
+                    &db,
+                    which,
+                    commands::report::format_of(args.format),
+                    args.output.as_deref(),
+                    &mut std::io::stdout().lock(),
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if args.rr {
                 commands::report::execute_rr(
                     &db,
@@ -128,6 +139,16 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                     ))
                     .into());
                 }
+            }
+            if args.rpm {
+                let ok = commands::compare::execute_rpm(
+                    &db,
+                    args.a,
+                    args.b,
+                    args.fail_on_regression,
+                    &mut std::io::stdout().lock(),
+                )?;
+                return Ok(exit_status(ok));
             }
             let ok = commands::compare::execute(
                 &db,
@@ -168,8 +189,9 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Command::Rpm(args) => {
             let cfg = config::rpm::RpmConfig::from_args(&args)?;
-            let result = run_to_end(runtime, commands::rpm::execute(cfg));
-            Ok(exit_status(result?))
+            let store = StoreTarget::from_args(&args.store)?;
+            let result = run_to_end(runtime, commands::rpm::execute(cfg, store));
+            Ok(result?.exit_code())
         }
         Command::Completions(args) => {
             // Rendered into memory first: clap_complete panics on a failed write (`| head`).

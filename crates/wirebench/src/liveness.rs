@@ -5,10 +5,12 @@
 //! it; must not touch the data sockets itself (the caller says how to stop its transfer).
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 use wirebench_core::proto::ControlMessage;
+use wirebench_core::ratesearch::ReceivedSoFar;
 
 use crate::control;
 
@@ -104,9 +106,75 @@ pub async fn server_gone(ctrl: &mut TcpStream, within: Duration) -> Option<Strin
 
 const CLOSED: &str = "the server is gone: it closed the control connection mid-transfer";
 
+/// How a transfer watched with [`watch_receipts`] ended.
+#[derive(Debug)]
+pub enum Judged<T> {
+    /// The transfer ended first (well or not).
+    Done(T),
+    /// The judge decided on a receipt; the transfer was dropped (it sends nothing more, and
+    /// what it sent is in its progress counter).
+    Stopped,
+    /// The server went away or ended the session first; why, in words for the user.
+    Gone(String),
+}
+
+/// What decides a watched trial: called with each of the server's receipts, the payload bytes
+/// sent so far and the time since the transfer started; `true` stops the transfer.
+pub type Judge<'a> = &'a mut (dyn FnMut(ReceivedSoFar, u64, Duration) -> bool + Send);
+
+/// Like [`watch`], for a session whose server sends receipts ([`ControlMessage::Receipt`])
+/// while data flows (`run --rate max` trials): each one goes to `judge` with `sent` (the
+/// transfer's progress counter) and the time since `started`, and the transfer is dropped as
+/// soon as the judge says so. Anything else on the control connection means the server is gone
+/// or ended the session.
+pub async fn watch_receipts<T, F: Future<Output = T>>(
+    ctrl: &mut TcpStream,
+    transfer: F,
+    (started, sent): (Instant, &AtomicU64),
+    judge: Judge<'_>,
+) -> Judged<T> {
+    let mut transfer = std::pin::pin!(transfer);
+    let mut byte = [0u8; 1];
+    loop {
+        // Peeking is cancel-safe: a frame is read whole below, never half in a select.
+        let peeked = tokio::select! {
+            biased;
+            output = &mut transfer => return Judged::Done(output),
+            peeked = ctrl.peek(&mut byte) => peeked,
+        };
+        match peeked {
+            Ok(0) => return Judged::Gone(CLOSED.to_string()),
+            Err(e) => {
+                return Judged::Gone(format!(
+                    "the server is gone: its control connection failed ({e})"
+                ))
+            }
+            Ok(_) => {}
+        }
+        match tokio::time::timeout(control::SETUP_TIMEOUT, control::recv(ctrl)).await {
+            Ok(Ok(Some(ControlMessage::Receipt {
+                messages, next_seq, ..
+            }))) => {
+                let so_far = ReceivedSoFar { messages, next_seq };
+                if judge(so_far, sent.load(Ordering::Relaxed), started.elapsed()) {
+                    return Judged::Stopped;
+                }
+            }
+            other => return Judged::Gone(explain(other)),
+        }
+    }
+}
+
 /// Reads the message the server sent before the transfer ended and says what it means.
 async fn early_message(ctrl: &mut TcpStream) -> String {
-    match tokio::time::timeout(control::SETUP_TIMEOUT, control::recv(ctrl)).await {
+    explain(tokio::time::timeout(control::SETUP_TIMEOUT, control::recv(ctrl)).await)
+}
+
+/// What a message read mid-transfer (within a time limit) means.
+fn explain(
+    read: Result<anyhow::Result<Option<ControlMessage>>, tokio::time::error::Elapsed>,
+) -> String {
+    match read {
         Err(_) => "the server sent part of a control message and stopped".to_string(),
         Ok(Err(e)) => format!("the server is gone: {e:#}"),
         Ok(Ok(None)) => CLOSED.to_string(),

@@ -4,6 +4,9 @@
 //! The total is split across flows by whole messages (`plan::split_flows`), so the flows' bytes
 //! and messages add up to the requested ones exactly. The summed client time runs from the
 //! first flow's first byte to the last flow's end, on this host's clock.
+//!
+//! `--bidir` runs N flows each way at once ([`run_bidir`]): the client → server flows and the
+//! server → client ones (as `-R` runs them), each direction summed on its own.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +15,7 @@ use anyhow::{anyhow, Context, Result};
 use tokio::task::JoinSet;
 use wirebench_core::metrics::TransportStats;
 use wirebench_core::plan;
-use wirebench_core::proto::{ServerReport, SessionParams};
+use wirebench_core::proto::{Omitted, ServerReport, SessionParams};
 
 use crate::client::{self, ClientFigures, SessionOutcome};
 use crate::counters::CpuMeter;
@@ -38,6 +41,83 @@ pub async fn run_flows_auth(
     progress: &[Arc<Progress>],
     psk: Option<&wirebench_core::auth::Psk>,
 ) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
+    let flows = split(params, progress)?;
+    let cpu = CpuMeter::start();
+    let mut outcomes = run_each(server, flows, psk, |index, of| {
+        format!("flow {index} of {of}")
+    })
+    .await?;
+    let mut total = combine(&outcomes).context("no flow finished")?;
+    // Each flow's meter saw the whole process, so every other flow too: only the meter around
+    // all of them means something.
+    total.client.cpu = cpu.stop();
+    for o in &mut outcomes {
+        o.client.cpu = None;
+    }
+    Ok((total, outcomes))
+}
+
+/// Both directions of a `--bidir` run: each summed, with its flows in flow order.
+#[derive(Debug, Clone)]
+pub struct Bidir {
+    /// The client sent, the server received.
+    pub client_to_server: (SessionOutcome, Vec<SessionOutcome>),
+    /// The server sent, the client received (`-R` sessions).
+    pub server_to_client: (SessionOutcome, Vec<SessionOutcome>),
+}
+
+/// `--bidir`: runs `progress.len() / 2` flows each way at the same time, each direction
+/// splitting `params.total_bytes` across its own flows (so `-n` is per direction). The first
+/// half of `progress` counts the client → server flows, the second the server → client ones.
+pub async fn run_bidir(
+    server: SocketAddr,
+    params: &SessionParams,
+    progress: &[Arc<Progress>],
+    psk: Option<&wirebench_core::auth::Psk>,
+) -> Result<Bidir> {
+    let half = progress.len() / 2;
+    let (up, down) = progress.split_at(half);
+    let forward = SessionParams {
+        reverse: false,
+        ..params.clone()
+    };
+    let back = SessionParams {
+        reverse: true,
+        ..params.clone()
+    };
+    let mut flows = split(&forward, up)?;
+    flows.extend(split(&back, down)?);
+    let cpu = CpuMeter::start();
+    let name = |index: usize, _of: usize| {
+        if index <= half {
+            format!("client → server flow {index} of {half}")
+        } else {
+            format!("server → client flow {} of {half}", index - half)
+        }
+    };
+    let mut outcomes = run_each(server, flows, psk, name).await?;
+    for o in &mut outcomes {
+        o.client.cpu = None;
+    }
+    let back_flows = outcomes.split_off(half);
+    let cpu = cpu.stop();
+    // One process ran both directions: each direction's figure is that whole process's.
+    let sum = |flows: Vec<SessionOutcome>| -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
+        let mut total = combine(&flows).context("no flow finished")?;
+        total.client.cpu = cpu;
+        Ok((total, flows))
+    };
+    Ok(Bidir {
+        client_to_server: sum(outcomes)?,
+        server_to_client: sum(back_flows)?,
+    })
+}
+
+/// One session's parameters per `progress` counter, `params.total_bytes` split across them.
+fn split(
+    params: &SessionParams,
+    progress: &[Arc<Progress>],
+) -> Result<Vec<(SessionParams, Arc<Progress>)>> {
     let flows = u32::try_from(progress.len()).context("too many flows")?;
     let totals =
         plan::split_flows(params.total_bytes, params.msg_size, flows).ok_or_else(|| {
@@ -47,14 +127,30 @@ pub async fn run_flows_auth(
                 params.msg_size
             )
         })?;
-    let cpu = CpuMeter::start();
+    Ok(totals
+        .into_iter()
+        .zip(progress)
+        .map(|(total_bytes, counter)| {
+            let p = SessionParams {
+                total_bytes,
+                ..params.clone()
+            };
+            (p, Arc::clone(counter))
+        })
+        .collect())
+}
+
+/// Runs every flow at once; their outcomes in flow order, or the first failure, named by
+/// `name(1-based index, flows)`.
+async fn run_each(
+    server: SocketAddr,
+    flows: Vec<(SessionParams, Arc<Progress>)>,
+    psk: Option<&wirebench_core::auth::Psk>,
+    name: impl Fn(usize, usize) -> String,
+) -> Result<Vec<SessionOutcome>> {
+    let count = flows.len();
     let mut set = JoinSet::new();
-    for (index, (total_bytes, counter)) in totals.into_iter().zip(progress).enumerate() {
-        let flow_params = SessionParams {
-            total_bytes,
-            ..params.clone()
-        };
-        let counter = Arc::clone(counter);
+    for (index, (flow_params, counter)) in flows.into_iter().enumerate() {
         let psk = psk.cloned();
         set.spawn(async move {
             let result =
@@ -62,23 +158,15 @@ pub async fn run_flows_auth(
             (index, result)
         });
     }
-    let mut done: Vec<Option<SessionOutcome>> = vec![None; flows as usize];
+    let mut done: Vec<Option<SessionOutcome>> = vec![None; count];
     while let Some(joined) = set.join_next().await {
         let (index, result) = joined.context("a flow's task failed")?;
-        let outcome = result.with_context(|| format!("flow {} of {flows} failed", index + 1))?;
+        let outcome = result.with_context(|| format!("{} failed", name(index + 1, count)))?;
         if let Some(slot) = done.get_mut(index) {
             *slot = Some(outcome);
         }
     }
-    let mut outcomes: Vec<SessionOutcome> = done.into_iter().flatten().collect();
-    let mut total = combine(&outcomes).context("no flow finished")?;
-    // Each flow's meter saw the whole process, so every other flow too: only the meter around
-    // all of them means something.
-    total.client.cpu = cpu.stop();
-    for o in &mut outcomes {
-        o.client.cpu = None;
-    }
-    Ok((total, outcomes))
+    Ok(done.into_iter().flatten().collect())
 }
 
 /// Sums flows into one outcome: counts add up; the client's time spans the first start to the
@@ -109,6 +197,16 @@ pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
         cpu: None,
         intervals: Vec::new(),
         udp_received: sum_receipts(flows.iter().map(|f| f.client.udp_received)),
+        omitted: sum_omitted(flows.iter().map(|f| {
+            let o = f.client.omitted?;
+            // Each flow's mark on the summed clock, which starts at the first flow's start.
+            let at = f.client.started + std::time::Duration::from_nanos(o.elapsed_ns);
+            Some(Omitted {
+                elapsed_ns: u64::try_from(at.saturating_duration_since(started).as_nanos())
+                    .unwrap_or(u64::MAX),
+                ..o
+            })
+        })),
     };
     let server = flows
         .iter()
@@ -158,6 +256,7 @@ fn add_report(mut a: ServerReport, b: &ServerReport) -> ServerReport {
         }
     }
     a.transport = sum_transport([a.transport.as_ref(), b.transport.as_ref()].into_iter());
+    a.omitted = sum_omitted([a.omitted, b.omitted].into_iter());
     // Every session's figure covers the whole server process over its own span; the longest
     // span covers the others.
     a.cpu = match (a.cpu, b.cpu) {
@@ -214,6 +313,20 @@ fn sum_receipts(mut each: impl Iterator<Item = Option<UdpReceipt>>) -> Option<Ud
             })
         },
     )
+}
+
+/// Omit marks of several flows: counts add up, the span is the latest mark's; none unless
+/// every flow has one.
+fn sum_omitted(mut each: impl Iterator<Item = Option<Omitted>>) -> Option<Omitted> {
+    let first = each.next()??;
+    each.try_fold(first, |acc, o| {
+        let o = o?;
+        Some(Omitted {
+            bytes: acc.bytes + o.bytes,
+            messages: acc.messages + o.messages,
+            elapsed_ns: acc.elapsed_ns.max(o.elapsed_ns),
+        })
+    })
 }
 
 fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {

@@ -580,7 +580,7 @@ async fn new_connection_worker(
 
 /// The QUIC client configuration every connection of a session shares: it pins the server's
 /// certificate, keeps session tickets (resumption) and may send 0-RTT data.
-fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
+pub(crate) fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
     let mut crypto = tls::client_crypto(cert)?;
     crypto.enable_early_data = true;
     let crypto = QuicClientConfig::try_from(crypto).context("while configuring QUIC TLS")?;
@@ -590,7 +590,7 @@ fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
 }
 
 /// A client endpoint on a fresh UDP socket of the server's address family.
-fn quic_endpoint(server: SocketAddr) -> Result<Endpoint> {
+pub(crate) fn quic_endpoint(server: SocketAddr) -> Result<Endpoint> {
     let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     Endpoint::new(EndpointConfig::default(), None, socket, runtime)

@@ -12,12 +12,15 @@ use wirebench_core::impair::Impairments;
 use wirebench_core::metrics::{Cumulative, IntervalSample};
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::proto::{DataPathOptions, SessionParams};
-use wirebench_core::record::{EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord};
+use wirebench_core::record::{
+    DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
+};
 use wirebench_core::sweep::Point;
 use wirebench_core::units::{BitRate, RateUnit};
 
 use crate::client::{self, SessionOutcome};
 use crate::interval::{self, Progress};
+use crate::latency_probe::ProbeFlows;
 use crate::parallel;
 
 /// Where `run` sends its traffic.
@@ -91,6 +94,13 @@ pub struct RunConfig {
     /// `-t/--time`: every run sends for this long instead of `total_bytes` (then an upper
     /// bound, `wirebench_core::proto::UNBOUNDED_TOTAL`); `None` ends runs by their total.
     pub time: Option<Duration>,
+    /// `--latency-probe`: probe flows beside every measured run (idle, then under its load).
+    pub latency_probe: Option<crate::latency_probe::ProbePlan>,
+    /// `--bidir`: every run sends both ways at once, `parallel` flows each way, `total_bytes`
+    /// (or `time`) per direction.
+    pub bidir: bool,
+    /// `-O/--omit`: the span at the start of each run its figures leave out.
+    pub omit: Option<Duration>,
 }
 
 /// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
@@ -106,6 +116,11 @@ pub struct FinishedRun {
     pub outcome: SessionOutcome,
     /// With -P N > 1, each flow's figures in flow order; empty for a single flow.
     pub flows: Vec<SessionOutcome>,
+    /// `--latency-probe`: the probes' round trips before and during this run.
+    pub latency: Option<wirebench_core::record::LoadedLatency>,
+    /// `--bidir`: the server → client direction (summed, and its flows as `flows`); `outcome`
+    /// and `flows` above are then the client → server one.
+    pub back: Option<(SessionOutcome, Vec<SessionOutcome>)>,
 }
 
 /// Everything a campaign produced.
@@ -137,6 +152,9 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
         duration_us: cfg
             .time
             .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        omit_us: cfg
+            .omit
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -159,19 +177,32 @@ pub async fn run_campaign(
     for &combination in &cfg.combinations {
         let params = session_params(cfg, combination);
         for repeat_index in 0..cfg.repeat {
-            let progress: Vec<Arc<Progress>> = (0..cfg.parallel).map(|_| Progress::new()).collect();
+            let flows = if cfg.bidir { 2 } else { 1 } * cfg.parallel;
+            let progress: Vec<Arc<Progress>> = (0..flows).map(|_| Progress::new()).collect();
             crate::inflight::publish(&progress);
+            // --bidir: the client's interval series is what it sent (the client → server
+            // flows, the first half); each server session keeps its own.
+            let sending = &progress[..cfg.parallel as usize];
             let work = async {
-                if cfg.parallel > 1 {
-                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref()).await
+                if cfg.bidir {
+                    parallel::run_bidir(server, &params, &progress, cfg.psk.as_deref())
+                        .await
+                        .map(|b| {
+                            let (outcome, flows) = b.client_to_server;
+                            (outcome, flows, Some(b.server_to_client))
+                        })
+                } else if cfg.parallel > 1 {
+                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref())
+                        .await
+                        .map(|(o, f)| (o, f, None))
                 } else {
                     client::run_session_auth(server, &params, &progress[0], cfg.psk.as_deref())
                         .await
-                        .map(|o| (o, Vec::new()))
+                        .map(|o| (o, Vec::new(), None))
                 }
             };
             let sent_so_far = || {
-                progress
+                sending
                     .iter()
                     .map(|p| p.read())
                     .fold(Cumulative::default(), |a, b| Cumulative {
@@ -184,17 +215,55 @@ pub async fn run_campaign(
                     })
             };
             let position = campaign.runs.len() + 1;
-            let (result, intervals) = interval::sampled(work, cfg.interval, sent_so_far, |s| {
+            // --latency-probe: the probe flows open (and probe idle) before the load starts.
+            let probes = match &cfg.latency_probe {
+                Some(plan) => {
+                    match ProbeFlows::open(server, plan, combination.protocol, cfg.psk.as_deref())
+                        .await
+                    {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            campaign.failure = Some(format!(
+                                "{} {} run {} of {} failed: {e:#}",
+                                combination.protocol,
+                                combination.mechanism,
+                                repeat_index + 1,
+                                cfg.repeat
+                            ));
+                            return campaign;
+                        }
+                    }
+                }
+                None => None,
+            };
+            let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
                 on_interval(position, s)
-            })
-            .await;
+            });
+            let ((result, intervals), latency) = match probes {
+                Some(p) => {
+                    let (done, latency) = p.around(sampled).await;
+                    (done, Some(latency))
+                }
+                None => (sampled.await, None),
+            };
             match result {
-                Ok((mut outcome, mut flows)) => {
+                Ok((mut outcome, mut flows, mut back)) => {
                     outcome.client.intervals = intervals;
+                    if cfg.parallel == 1 {
+                        // One flow each way: the sums are the flows.
+                        flows.clear();
+                        if let Some((_, f)) = back.as_mut() {
+                            f.clear();
+                        }
+                    }
                     if matches!(cfg.target, Target::Embedded(_)) {
                         outcome.mark_shared_process();
+                        let back_flows = back
+                            .iter_mut()
+                            .flat_map(|(o, f)| std::iter::once(o).chain(f.iter_mut()));
                         flows
                             .iter_mut()
+                            .chain(back_flows)
                             .for_each(SessionOutcome::mark_shared_process);
                     }
                     let record = FinishedRun {
@@ -203,6 +272,8 @@ pub async fn run_campaign(
                         params: params.clone(),
                         outcome,
                         flows,
+                        latency,
+                        back,
                     };
                     on_run(position, total, &record);
                     campaign.runs.push(record);
@@ -238,18 +309,34 @@ impl FinishedRun {
             flows: self
                 .flows
                 .iter()
-                .map(|f| FlowRecord {
+                .map(|f| (f, false))
+                .chain(
+                    self.back
+                        .iter()
+                        .flat_map(|(_, flows)| flows.iter().map(|f| (f, true))),
+                )
+                .map(|(f, reverse)| FlowRecord {
                     session: f.session,
                     client: f.client.record(),
                     server: ServerRecord::of(&f.server),
+                    reverse,
                 })
                 .collect(),
+            server_to_client: self.back.as_ref().map(|(o, _)| {
+                Box::new(DirectionRecord {
+                    session: o.session,
+                    client: o.client.record(),
+                    server: ServerRecord::of(&o.server),
+                })
+            }),
             reverse: self.params.reverse,
             ended_by: if self.params.timed() {
                 EndedBy::Time
             } else {
                 EndedBy::Bytes
             },
+            loaded_latency: self.latency.clone(),
+            rate_search: None,
         }
     }
 
@@ -295,5 +382,7 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         parallel: cfg.parallel,
         reverse: cfg.reverse,
         duration_us: session.duration_us,
+        bidir: cfg.bidir,
+        omit_us: session.omit_us,
     }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::campaign::{Environment, Status};
-use super::headline::Headline;
+use super::headline::{DirectionHeadlines, Headline};
 use super::ratesearch::RateSearchRecord;
 use super::run::{Parameters, RunRecord};
 use super::summary::{summarise, ConfigurationSummary};
@@ -45,8 +45,12 @@ pub struct RunEntry {
     /// The run.
     #[serde(flatten)]
     pub run: RunRecord,
-    /// Goodput, sent rate, UDP delivery and retransmissions, derived from the run.
+    /// Goodput, sent rate, UDP delivery and retransmissions, derived from the run (with
+    /// `--bidir`, both directions added up: `headline.both_directions`).
     pub headline: Headline,
+    /// `--bidir`: each direction's headline figures; absent for a one-direction run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directions: Option<DirectionHeadlines>,
 }
 
 /// Program name and version.
@@ -79,6 +83,7 @@ impl RunDocument {
                 .map(|(_, r)| RunEntry {
                     run: r.clone(),
                     headline: r.headline(),
+                    directions: r.direction_headlines(),
                 })
                 .collect(),
             summary: summarise(runs),

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::run::{RttFigures, RunRecord};
+use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
 use crate::plan::Protocol;
 
@@ -35,6 +35,24 @@ pub struct Headline {
     pub retrans_rate: Option<f64>,
     /// Stop-and-wait round trips; null for streaming.
     pub rtt: Option<RttFigures>,
+    /// `-O`: the span at the start left out of every figure above, ns (the client's, up to
+    /// its omit mark): counts and time are what came after it. 0 without -O.
+    #[serde(default)]
+    pub omitted_ns: u64,
+    /// `--bidir`: the figures above add up both directions (bytes and messages summed, over
+    /// the longer of the two directions' transfer times); each direction's own figures are
+    /// in [`DirectionHeadlines`]. False for a one-direction run.
+    #[serde(default)]
+    pub both_directions: bool,
+}
+
+/// A `--bidir` run's headline figures per direction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DirectionHeadlines {
+    /// The client sent, the server received.
+    pub client_to_server: Headline,
+    /// The server sent, the client received.
+    pub server_to_client: Headline,
 }
 
 /// What a UDP receiver counted, with each count's share of the messages sent.
@@ -77,48 +95,125 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 
 impl RunRecord {
     /// The run's headline figures. Forward, the client sends and the server receives; with
-    /// `-R` the other way round.
+    /// `-R` the other way round; with `--bidir` both directions added up (marked
+    /// `both_directions`; see [`RunRecord::direction_headlines`] for each). With `-O`, what
+    /// each end moved before its omit mark is left out, and the time before the client's.
     pub fn headline(&self) -> Headline {
-        let (c, s) = (&self.client, &self.server);
-        let (sent_messages, sent_bytes, received_messages, received_bytes) = if self.reverse {
-            (s.messages, s.bytes, c.messages, c.bytes)
-        } else {
-            (c.messages, c.bytes, s.messages, s.bytes)
-        };
-        let transfer_ns = c.elapsed_ns;
-        let seconds = transfer_ns as f64 / 1e9;
-        let timed = transfer_ns >= MIN_TIMED_NS;
-        let delivery = (self.protocol == Protocol::Udp).then(|| {
-            let (lost, duplicates, out_of_order) = match (&c.udp_received, self.reverse) {
-                (Some(u), true) => (u.lost, u.duplicates, u.out_of_order),
-                _ => (s.lost, s.duplicates, s.out_of_order),
-            };
-            Delivery {
-                lost,
-                lost_pct: percent(lost, sent_messages),
-                duplicates,
-                duplicates_pct: percent(duplicates, sent_messages),
-                out_of_order,
-                out_of_order_pct: percent(out_of_order, sent_messages),
+        let forward = direction(self.protocol, self.reverse, &self.client, &self.server);
+        match (self.direction_headlines(), self.server_to_client.as_deref()) {
+            (Some(both), Some(back)) => {
+                both_ways(&both, self.client.messages + back.server.messages)
             }
-        });
-        let sender = if self.reverse {
-            &s.measured
-        } else {
-            &c.measured
-        };
-        Headline {
-            transfer_ns,
-            sent_messages,
-            sent_bytes,
-            received_messages,
-            received_bytes,
-            goodput_bps: timed.then(|| bits_per_second(received_bytes, seconds)),
-            sent_bps: timed.then(|| bits_per_second(sent_bytes, seconds)),
-            delivery,
-            retrans_rate: sender.retrans_rate,
-            rtt: c.rtt,
+            _ => forward,
         }
+    }
+
+    /// `--bidir`: each direction's headline figures; None for a one-direction run.
+    pub fn direction_headlines(&self) -> Option<DirectionHeadlines> {
+        let back = self.server_to_client.as_deref()?;
+        Some(DirectionHeadlines {
+            client_to_server: direction(self.protocol, false, &self.client, &self.server),
+            server_to_client: direction(self.protocol, true, &back.client, &back.server),
+        })
+    }
+}
+
+/// Payload bytes and messages one end moved after its omit mark (all of them without one).
+fn after_mark(messages: u64, bytes: u64, omitted: Option<&crate::proto::Omitted>) -> (u64, u64) {
+    let (m, b) = omitted.map_or((0, 0), |o| (o.messages, o.bytes));
+    (messages.saturating_sub(m), bytes.saturating_sub(b))
+}
+
+/// The headline of one direction: `reverse` when the server sent.
+fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerRecord) -> Headline {
+    let client = after_mark(c.messages, c.bytes, c.omitted.as_ref());
+    let server = after_mark(s.messages, s.bytes, s.omitted.as_ref());
+    let ((sent_messages, sent_bytes), (received_messages, received_bytes)) = if reverse {
+        (server, client)
+    } else {
+        (client, server)
+    };
+    let omitted_ns = c.omitted.map_or(0, |o| o.elapsed_ns.min(c.elapsed_ns));
+    let transfer_ns = c.elapsed_ns - omitted_ns;
+    let seconds = transfer_ns as f64 / 1e9;
+    let timed = transfer_ns >= MIN_TIMED_NS;
+    // UDP delivery counts cover the whole run, the omitted span included: loss is counted
+    // once, at the end.
+    let whole_sent = if reverse { s.messages } else { c.messages };
+    let delivery = (protocol == Protocol::Udp).then(|| {
+        let (lost, duplicates, out_of_order) = match (&c.udp_received, reverse) {
+            (Some(u), true) => (u.lost, u.duplicates, u.out_of_order),
+            _ => (s.lost, s.duplicates, s.out_of_order),
+        };
+        Delivery {
+            lost,
+            lost_pct: percent(lost, whole_sent),
+            duplicates,
+            duplicates_pct: percent(duplicates, whole_sent),
+            out_of_order,
+            out_of_order_pct: percent(out_of_order, whole_sent),
+        }
+    });
+    let sender = if reverse { &s.measured } else { &c.measured };
+    Headline {
+        transfer_ns,
+        sent_messages,
+        sent_bytes,
+        received_messages,
+        received_bytes,
+        goodput_bps: timed.then(|| bits_per_second(received_bytes, seconds)),
+        sent_bps: timed.then(|| bits_per_second(sent_bytes, seconds)),
+        delivery,
+        retrans_rate: sender.retrans_rate,
+        rtt: c.rtt,
+        omitted_ns,
+        both_directions: false,
+    }
+}
+
+/// Both directions added up: counts summed over the longer transfer time; UDP delivery
+/// summed with its shares of all `whole_sent` messages (both senders' whole runs); no single
+/// sender, so no retransmission rate.
+fn both_ways(d: &DirectionHeadlines, whole_sent: u64) -> Headline {
+    let (a, b) = (&d.client_to_server, &d.server_to_client);
+    let transfer_ns = a.transfer_ns.max(b.transfer_ns);
+    let seconds = transfer_ns as f64 / 1e9;
+    let timed = a.timed() && b.timed();
+    let sent_messages = a.sent_messages + b.sent_messages;
+    let received_bytes = a.received_bytes + b.received_bytes;
+    let sent_bytes = a.sent_bytes + b.sent_bytes;
+    let delivery = match (a.delivery, b.delivery) {
+        (Some(x), Some(y)) => {
+            let sent = whole_sent;
+            let (lost, duplicates, out_of_order) = (
+                x.lost + y.lost,
+                x.duplicates + y.duplicates,
+                x.out_of_order + y.out_of_order,
+            );
+            Some(Delivery {
+                lost,
+                lost_pct: percent(lost, sent),
+                duplicates,
+                duplicates_pct: percent(duplicates, sent),
+                out_of_order,
+                out_of_order_pct: percent(out_of_order, sent),
+            })
+        }
+        _ => None,
+    };
+    Headline {
+        transfer_ns,
+        sent_messages,
+        sent_bytes,
+        received_messages: a.received_messages + b.received_messages,
+        received_bytes,
+        goodput_bps: timed.then(|| bits_per_second(received_bytes, seconds)),
+        sent_bps: timed.then(|| bits_per_second(sent_bytes, seconds)),
+        delivery,
+        retrans_rate: None,
+        rtt: a.rtt,
+        omitted_ns: a.omitted_ns.max(b.omitted_ns),
+        both_directions: true,
     }
 }
 
@@ -151,6 +246,7 @@ pub(crate) mod tests {
             transport: None,
             cpu: None,
             intervals: Vec::new(),
+            omitted: None,
         };
         RunRecord {
             protocol,
@@ -172,12 +268,16 @@ pub(crate) mod tests {
                 data_path: Default::default(),
                 measured: EndMetrics::default(),
                 udp_received: None,
+                omitted: None,
             },
             server: ServerRecord::of(&server),
             relay: None,
             flows: Vec::new(),
             reverse: false,
             ended_by: Default::default(),
+            loaded_latency: None,
+            server_to_client: None,
+            rate_search: None,
         }
     }
 
@@ -219,5 +319,73 @@ pub(crate) mod tests {
         assert!(!h.timed());
         assert_eq!((h.goodput_bps, h.sent_bps), (None, None));
         assert!(run(Protocol::Tcp, 1, 1, MIN_TIMED_NS).headline().timed());
+    }
+
+    #[test]
+    fn omit_leaves_out_what_each_end_moved_before_its_mark() {
+        use crate::proto::Omitted;
+        // 1000 messages sent in 2 s, all read; 300 sent and 290 read before the marks, the
+        // client's mark 0.5 s in: goodput is the 710 read after it over the last 1.5 s.
+        let mut r = run(Protocol::Tcp, 1000, 1000, 2_000_000_000);
+        r.client.omitted = Some(Omitted {
+            bytes: 300_000,
+            messages: 300,
+            elapsed_ns: 500_000_000,
+        });
+        r.server.omitted = Some(Omitted {
+            bytes: 290_000,
+            messages: 290,
+            elapsed_ns: 499_000_000,
+        });
+        let h = r.headline();
+        assert_eq!((h.transfer_ns, h.omitted_ns), (1_500_000_000, 500_000_000));
+        assert_eq!((h.sent_bytes, h.received_bytes), (700_000, 710_000));
+        assert_eq!(h.goodput_bps, Some(710_000.0 * 8.0 / 1.5));
+        // A run that ended before its mark has nothing left to time.
+        r.client.omitted = Some(Omitted {
+            bytes: 1_000_000,
+            messages: 1000,
+            elapsed_ns: 2_000_000_000,
+        });
+        assert!(!r.headline().timed());
+    }
+
+    #[test]
+    fn bidir_adds_both_directions_up_and_keeps_each() {
+        use crate::record::run::DirectionRecord;
+        // Client → server: 1000 of 1000 in 2 s; server → client: the server sent 500, the
+        // client read 400 in 1 s and counted 100 lost.
+        let mut r = run(Protocol::Udp, 1000, 1000, 2_000_000_000);
+        let mut back = run(Protocol::Udp, 400, 500, 1_000_000_000);
+        back.client.udp_received = Some(UdpReceipt {
+            lost: 100,
+            ..UdpReceipt::default()
+        });
+        r.server_to_client = Some(Box::new(DirectionRecord {
+            session: 8,
+            client: back.client,
+            server: back.server,
+        }));
+        let d = r.direction_headlines().unwrap();
+        assert_eq!(d.client_to_server.received_bytes, 1_000_000);
+        assert_eq!(
+            (
+                d.server_to_client.sent_messages,
+                d.server_to_client.received_messages
+            ),
+            (500, 400)
+        );
+        assert_eq!(d.server_to_client.delivery.unwrap().lost_pct, 20.0);
+        assert_eq!(d.server_to_client.goodput_bps, Some(400_000.0 * 8.0));
+        let h = r.headline();
+        assert!(h.both_directions && !d.client_to_server.both_directions);
+        assert_eq!((h.sent_messages, h.received_bytes), (1500, 1_400_000));
+        assert_eq!(h.transfer_ns, 2_000_000_000);
+        assert_eq!(h.goodput_bps, Some(1_400_000.0 * 8.0 / 2.0));
+        let lost = h.delivery.unwrap();
+        assert_eq!((lost.lost, lost.lost_pct), (100, 100.0 * 100.0 / 1500.0));
+        assert!(run(Protocol::Udp, 1, 1, 2_000_000)
+            .direction_headlines()
+            .is_none());
     }
 }

@@ -9,19 +9,22 @@ pub mod comparison;
 pub mod dns;
 pub mod document;
 pub mod headline;
+pub mod loaded_latency;
 pub mod ratesearch;
 pub mod relay;
+pub mod rpm;
 pub mod rr;
 pub mod run;
 pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
-pub use headline::{Delivery, Headline};
+pub use headline::{Delivery, DirectionHeadlines, Headline};
+pub use loaded_latency::LoadedLatency;
 pub use relay::RelayCounts;
 pub use run::{
-    ClientRecord, CpuRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord, Parameters,
-    RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
+    ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord,
+    Parameters, RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
 

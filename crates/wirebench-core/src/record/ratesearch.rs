@@ -4,9 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::headline::Headline;
-use crate::ratesearch::{SearchOutcome, TrialKind};
+use crate::ratesearch::{EarlyEnd, SearchOutcome, TrialKind};
 
-/// A finished rate search, as printed in the `run --json` document's `rate_search`.
+/// A finished rate search: each run measured at a rate found carries the search that found it
+/// (`runs[].rate_search` in the `run --json` document, and in the store); a search that found
+/// no rate is the document's own `rate_search`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateSearchRecord {
     /// "found", "below_low" or "unstable".
@@ -14,6 +16,10 @@ pub struct RateSearchRecord {
     /// The rate found and confirmed, bit/s; null unless `outcome` is "found". The transfer
     /// that follows runs at it.
     pub rate_bps: Option<u64>,
+    /// Payload bytes of each datagram searched with (the point's message size); 0 in records
+    /// made before it was kept.
+    #[serde(default)]
+    pub msg_size: u32,
     /// Lowest rate the search would try, bit/s.
     pub low_bps: u64,
     /// Highest rate the search would try, bit/s.
@@ -54,6 +60,33 @@ pub struct TrialEntry {
     pub transfer_ns: u64,
     /// Whether its loss was within the allowance.
     pub passed: bool,
+    /// Messages the whole trial would have sent (0 in records made before it was kept).
+    #[serde(default)]
+    pub planned_messages: u64,
+    /// Why the trial ended before its planned volume, decided by the server's receive counts
+    /// on the control connection ("loss") or the sender's lag ("sender"); absent when it ran
+    /// its whole length. A trial ended early failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<EarlyEndName>,
+}
+
+/// Why a trial ended early, as written in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EarlyEndName {
+    /// Its missing messages already exceeded what the whole trial could lose.
+    Loss,
+    /// Its sender was too far behind the offered rate to reach 95% of it.
+    Sender,
+}
+
+impl From<EarlyEnd> for EarlyEndName {
+    fn from(e: EarlyEnd) -> Self {
+        match e {
+            EarlyEnd::Loss => EarlyEndName::Loss,
+            EarlyEnd::Sender => EarlyEndName::Sender,
+        }
+    }
 }
 
 /// The kind of a trial, as written in JSON.
@@ -96,6 +129,8 @@ impl TrialEntry {
             sent_bps: headline.sent_bps,
             transfer_ns: headline.transfer_ns,
             passed,
+            planned_messages: 0,
+            ended_early: None,
         }
     }
 }
@@ -146,6 +181,8 @@ mod tests {
             delivery: None,
             retrans_rate: None,
             rtt: None,
+            omitted_ns: 0,
+            both_directions: false,
         }
     }
 
@@ -165,6 +202,7 @@ mod tests {
         let mut r = RateSearchRecord {
             outcome: "found".into(),
             rate_bps: Some(5),
+            msg_size: 1000,
             low_bps: 1,
             high_bps: 10,
             resolution_pct: 1.0,

@@ -94,6 +94,11 @@ pub struct RrResult {
     pub transport: Option<TransportRecord>,
     /// The server's view.
     pub server: ServerRr,
+    /// The path the requests crossed, as the command was told (`rr --path-note`; the namespace
+    /// lab fills it in, e.g. "netns lab: tbf rate 50mbit burst 32kb limit 32kb, MTU 1500");
+    /// absent when not given. Stored with each result, so older records read back as absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_note: Option<String>,
 }
 
 /// What the server reported for the session.
@@ -160,5 +165,52 @@ impl RrResult {
             Protocol::Udp => Some(self.loss_ratio * 100.0),
             _ => self.retrans_rate.map(|r| r * 100.0),
         }
+    }
+}
+
+/// Which kind of path a path note names, by how it starts (as README's rr section and
+/// lab/netns-lab.sh write them): what drops packets there differs by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasuredPath {
+    /// "relay …": through `wirebench relay`, which drops UDP datagrams only.
+    Relay,
+    /// "netns lab …": the namespace lab, whose router's queue drops UDP and TCP alike.
+    NetnsLab,
+    /// Anything else.
+    Other,
+}
+
+impl MeasuredPath {
+    /// The kind of path `note` names.
+    pub fn of(note: &str) -> MeasuredPath {
+        let starts = |prefix: &str| {
+            note.trim_start()
+                .get(..prefix.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(prefix))
+        };
+        if starts("relay") {
+            MeasuredPath::Relay
+        } else if starts("netns lab") {
+            MeasuredPath::NetnsLab
+        } else {
+            MeasuredPath::Other
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_note_names_its_kind_by_its_start() {
+        assert_eq!(MeasuredPath::of("relay --loss 2%"), MeasuredPath::Relay);
+        assert_eq!(MeasuredPath::of(" Relay: loss 1%"), MeasuredPath::Relay);
+        assert_eq!(
+            MeasuredPath::of("netns lab: tbf rate 50mbit burst 32kb limit 32kb, MTU 1500"),
+            MeasuredPath::NetnsLab
+        );
+        assert_eq!(MeasuredPath::of("the office Wi-Fi"), MeasuredPath::Other);
+        assert_eq!(MeasuredPath::of("rel"), MeasuredPath::Other);
     }
 }

@@ -9,7 +9,7 @@ use super::bits_per_second;
 use super::relay::RelayCounts;
 use crate::metrics::{CpuUsage, IntervalSample, TransportStats};
 use crate::plan::{Mechanism, Protocol};
-use crate::proto::{DataPathInfo, DataPathOptions, ServerReport};
+use crate::proto::{DataPathInfo, DataPathOptions, Omitted, ServerReport};
 
 /// The run parameters of a campaign: what was asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +49,14 @@ pub struct Parameters {
     /// total (and in results stored before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_us: Option<u64>,
+    /// `run --bidir`: both directions ran at once (each run's `server_to_client` holds the
+    /// second). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bidir: bool,
+    /// `run -O`: the span at the start of each run left out of its figures (µs); absent
+    /// without -O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_us: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -84,6 +92,30 @@ pub struct RunRecord {
     /// before it was kept.
     #[serde(default)]
     pub ended_by: EndedBy,
+    /// `run --latency-probe`: round trips of probes beside the run, idle and under its load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_latency: Option<super::LoadedLatency>,
+    /// `--bidir`: the server → client direction, run at the same time as the client → server
+    /// one that `client` and `server` above hold (with `reverse` false). Its client figures
+    /// are what the client read, its server figures what the server sent, as in a `-R` run.
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_to_client: Option<Box<DirectionRecord>>,
+    /// `run --rate max`: the search that found the rate this run was paced at (one search per
+    /// message size × total; the repeats of it share it). Absent when the rate was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<super::ratesearch::RateSearchRecord>,
+}
+
+/// One direction of a `--bidir` run, summed over its flows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionRecord {
+    /// The server's session id of this direction (its first flow's).
+    pub session: u32,
+    /// The client's figures of this direction.
+    pub client: ClientRecord,
+    /// The server's figures of this direction.
+    pub server: ServerRecord,
 }
 
 /// The limit that ended a run.
@@ -116,6 +148,9 @@ pub struct FlowRecord {
     pub client: ClientRecord,
     /// The server's figures of this flow.
     pub server: ServerRecord,
+    /// `--bidir`: this flow ran server → client (as with -R); absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reverse: bool,
 }
 
 /// The client's figures of one run.
@@ -158,6 +193,10 @@ pub struct ClientRecord {
     /// order, and the jitter; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_received: Option<UdpReceipt>,
+    /// `-O`: what the client had moved at its omit mark, which the headline leaves out (the
+    /// counts above are the whole run's); absent without -O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
 }
 
 /// The server's figures of one run.
@@ -203,6 +242,10 @@ pub struct ServerRecord {
     /// Transport counters, CPU time and interval series of the server.
     #[serde(flatten)]
     pub measured: EndMetrics,
+    /// `-O`: what the server had moved at its omit mark, which the headline leaves out (the
+    /// counts above are the whole run's); absent without -O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
 }
 
 /// What one end measured besides its counts: the same fields for the client and the server.
@@ -382,6 +425,7 @@ impl ServerRecord {
             abort_reason: r.abort_reason.clone(),
             data_path: r.data_path.clone(),
             measured: EndMetrics::of(r.transport.as_ref(), r.cpu.as_ref(), r.bytes, &r.intervals),
+            omitted: r.omitted,
         }
     }
 }

@@ -1,9 +1,10 @@
 //! What the long-running services count about themselves — the server's sessions and bytes,
 //! the exporter's probes — and one exporter probe's outcome: plain figures, counted by the
-//! flows and rendered (as OpenMetrics) by the app's `output::metrics`. Pure data, no I/O.
+//! flows and rendered (as Prometheus text) by the app's `output::metrics`. Pure data, no I/O.
 
 use crate::plan::Protocol;
 
+use super::dns::DnsResult;
 use super::rr::RrResult;
 use super::RunRecord;
 
@@ -53,25 +54,143 @@ pub struct ExporterCounts {
 }
 
 /// One exporter probe: what ran against which target, and what came of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ProbeOutcome {
     /// The target as the scrape named it (HOST:PORT).
     pub target: String,
     /// Wall time the probe took, ns (set-up, the run, the report).
     pub duration_ns: u64,
-    /// The finished run of a transfer probe; `None` when the probe failed or was a ping.
-    pub run: Option<RunRecord>,
-    /// The finished exchange of a ping probe (`kind=ping`); `None` otherwise.
-    pub ping: Option<RrResult>,
-    /// Why the probe failed, one line; `None` when it succeeded.
-    pub error: Option<String>,
+    /// The finished test's record; `None` when the probe failed before one finished.
+    pub result: Option<ProbeResult>,
+    /// Why the probe failed, one line; `None` when it ran to its end.
+    pub error: Option<ProbeError>,
+}
+
+/// The record of one probe's finished test, by kind (`kind=` of the scrape).
+#[derive(Debug, Clone)]
+pub enum ProbeResult {
+    /// A wirebench transfer (`kind=run`, the default).
+    Run(RunRecord),
+    /// A transfer against a real iperf3 server (`kind=iperf3`), mapped as `run --iperf3` is.
+    Iperf3(RunRecord),
+    /// Round trips over one connection, one outstanding (`kind=ping`).
+    Ping(RrResult),
+    /// Requests with K in flight over T flows (`kind=rr`).
+    Rr(RrResult),
+    /// Queries against a DNS server (`kind=dns`).
+    Dns(DnsResult),
+}
+
+impl ProbeResult {
+    /// The `kind=` name of the probe.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProbeResult::Run(_) => "run",
+            ProbeResult::Iperf3(_) => "iperf3",
+            ProbeResult::Ping(_) => "ping",
+            ProbeResult::Rr(_) => "rr",
+            ProbeResult::Dns(_) => "dns",
+        }
+    }
+
+    /// Why the finished test does not count as a success, when it does not: the server
+    /// aborted the session, nothing was answered, or (DNS) an answer's RCODE was not NOERROR.
+    pub fn failure(&self) -> Option<ProbeError> {
+        let fail = |reason: FailReason, detail: String| Some(ProbeError { reason, detail });
+        match self {
+            ProbeResult::Run(r) | ProbeResult::Iperf3(r) if r.server.aborted => fail(
+                FailReason::Aborted,
+                format!(
+                    "the server aborted the run: {}",
+                    r.server.abort_reason.as_deref().unwrap_or("no reason given")
+                ),
+            ),
+            ProbeResult::Ping(r) | ProbeResult::Rr(r) if r.server.aborted => fail(
+                FailReason::Aborted,
+                format!(
+                    "the server aborted the session: {}",
+                    r.server.abort_reason.as_deref().unwrap_or("no reason given")
+                ),
+            ),
+            ProbeResult::Ping(r) | ProbeResult::Rr(r) if r.answered == 0 => fail(
+                FailReason::Unanswered,
+                format!("none of {} requests was answered", r.sent),
+            ),
+            ProbeResult::Dns(d) if d.counts.answered == 0 => fail(
+                FailReason::Unanswered,
+                format!("none of {} queries was answered", d.counts.sent),
+            ),
+            ProbeResult::Dns(d) if d.counts.noerror != d.counts.answered => fail(
+                FailReason::Rcode,
+                format!(
+                    "{} of {} answers had an RCODE other than NOERROR (NXDOMAIN {}, SERVFAIL {}, REFUSED {}, other {})",
+                    d.counts.answered - d.counts.noerror,
+                    d.counts.answered,
+                    d.counts.nxdomain,
+                    d.counts.servfail,
+                    d.counts.refused,
+                    d.counts.other_rcode
+                ),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Why a probe failed, as a class (the `reason` label) and one line of detail (the log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeError {
+    /// The class.
+    pub reason: FailReason,
+    /// What happened, one line.
+    pub detail: String,
+}
+
+/// The classes of probe failure: few and fixed, so they make a bounded label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailReason {
+    /// The test did not finish within the probe's time.
+    Timeout,
+    /// The test could not run or broke off (connection refused, a protocol error).
+    Error,
+    /// The server ended the session abnormally (a limit, shutdown).
+    Aborted,
+    /// The test ran and nothing was answered.
+    Unanswered,
+    /// DNS: an answer's RCODE was not NOERROR.
+    Rcode,
+}
+
+impl FailReason {
+    /// The `reason` label's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailReason::Timeout => "timeout",
+            FailReason::Error => "error",
+            FailReason::Aborted => "aborted",
+            FailReason::Unanswered => "unanswered",
+            FailReason::Rcode => "rcode",
+        }
+    }
 }
 
 impl ProbeOutcome {
-    /// Whether the probe succeeded: a run or ping finished and was not aborted.
+    /// Whether the probe succeeded: a test finished and its record shows no failure.
     pub fn success(&self) -> bool {
-        self.error.is_none()
-            && (self.run.as_ref().is_some_and(|r| !r.server.aborted)
-                || self.ping.as_ref().is_some_and(|p| !p.server.aborted))
+        self.failure().is_none()
+    }
+
+    /// Why it failed: the error that stopped it, or what its record shows; `None` on success.
+    pub fn failure(&self) -> Option<ProbeError> {
+        if let Some(e) = &self.error {
+            return Some(e.clone());
+        }
+        match &self.result {
+            Some(r) => r.failure(),
+            None => Some(ProbeError {
+                reason: FailReason::Error,
+                detail: "the probe produced no result".into(),
+            }),
+        }
     }
 }

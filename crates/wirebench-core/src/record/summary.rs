@@ -73,6 +73,10 @@ pub struct ConfigurationSummary {
     pub goodput_bps: Option<Summary>,
     /// The sender's offered rate, bit/s, over the same span; null likewise.
     pub sent_bps: Option<Summary>,
+    /// `run --rate max`: the rate each run was paced at, as its search found it, bit/s; absent
+    /// when no run's rate was searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_found_bps: Option<Summary>,
     /// UDP: loss, duplicates and reordering, counts and shares of the messages sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliverySummary>,
@@ -92,6 +96,10 @@ pub struct ConfigurationSummary {
     pub client: SideSummary,
     /// What the server counted: messages, bytes, and its own (shorter) span.
     pub server: SideSummary,
+    /// `--bidir` runs: the rates and counts of the headline add both directions up (the
+    /// client and server counts are the client → server direction's). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub both_directions: bool,
 }
 
 /// One side's counts over the runs.
@@ -212,6 +220,12 @@ impl ConfigurationSummary {
             seconds: column(&|_, h| h.transfer_seconds())?,
             goodput_bps: optional(&|_, h| h.goodput_bps),
             sent_bps: optional(&|_, h| h.sent_bps),
+            rate_found_bps: optional(&|r, _| {
+                r.rate_search
+                    .as_ref()
+                    .and_then(|s| s.rate_bps)
+                    .map(|b| b as f64)
+            }),
             delivery,
             retrans_rate: optional(&|_, h| h.retrans_rate),
             rtt: rtt.flatten(),
@@ -227,12 +241,17 @@ impl ConfigurationSummary {
                 bytes: column(&|r, _| r.server.bytes as f64)?,
                 seconds: column(&|r, _| r.server.seconds)?,
             },
+            both_directions: runs.iter().any(|(_, h)| h.both_directions),
         })
     }
 
-    /// "TCP Streaming", "UDP Stop and Wait".
+    /// "TCP Streaming", "UDP Stop and Wait"; "TCP Streaming, both directions" for `--bidir`.
     pub fn title(&self) -> String {
-        self.key.title()
+        if self.both_directions {
+            format!("{}, both directions", self.key.title())
+        } else {
+            self.key.title()
+        }
     }
 }
 
@@ -271,5 +290,39 @@ mod tests {
         assert!(tcp.goodput_bps.is_none() && tcp.delivery.is_none());
         assert_eq!(tcp.client.messages.mean, 1000.0);
         assert_eq!(tcp.title(), "TCP Streaming");
+        assert!(udp.rate_found_bps.is_none(), "no rate was searched");
+    }
+
+    #[test]
+    fn the_rate_found_is_summarised_over_the_runs_that_carry_a_search() {
+        use crate::record::ratesearch::RateSearchRecord;
+        let point = Point {
+            msg_size: 1000,
+            total_bytes: 1_000_000,
+        };
+        let search = |rate_bps| RateSearchRecord {
+            outcome: "found".into(),
+            rate_bps: Some(rate_bps),
+            msg_size: 1000,
+            low_bps: 1,
+            high_bps: 10_000_000_000,
+            resolution_pct: 1.0,
+            max_loss_pct: 0.0,
+            trial_ns: 200_000_000,
+            trial_grace_us: 30_000,
+            elapsed_ns: 1,
+            trials: Vec::new(),
+        };
+        // Two repeats at one search's 900 Mbit/s, one at another's 1 Gbit/s.
+        let runs: Vec<(Point, RunRecord)> = [900_000_000, 900_000_000, 1_000_000_000]
+            .into_iter()
+            .map(|rate| {
+                let mut r = run(Protocol::Udp, 1000, 1000, 1_000_000_000);
+                r.rate_search = Some(search(rate));
+                (point, r)
+            })
+            .collect();
+        let found = summarise(&runs)[0].rate_found_bps.unwrap();
+        assert_eq!((found.min, found.median, found.max), (9e8, 9e8, 1e9));
     }
 }

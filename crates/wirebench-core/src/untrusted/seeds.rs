@@ -30,6 +30,7 @@ pub fn seeds(target: Target) -> Vec<(&'static str, Vec<u8>)> {
 fn session_params() -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol: Protocol::Udp,
         mechanism: Mechanism::Stream,
         msg_size: 1200,
@@ -42,6 +43,7 @@ fn session_params() -> SessionParams {
             congestion: Some("cubic".into()),
             nodelay: true,
             busy_poll: false,
+            receipt_us: Some(20_000),
         },
         interval_us: Some(1_000_000),
         reverse: true,

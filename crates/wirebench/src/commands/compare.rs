@@ -51,3 +51,30 @@ pub fn execute(
     }
     Ok(regressions.is_empty())
 }
+
+/// Runs `wirebench compare --rpm A B`: two stored rpm campaigns, RPM and loaded latency;
+/// `Ok(false)` when B is significantly worse beyond `fail_pct` (exit status 1).
+pub fn execute_rpm(
+    db: impl Into<Location>,
+    a: i64,
+    b: i64,
+    fail_pct: Option<f64>,
+    out: &mut impl Write,
+) -> Result<bool> {
+    let db: &Location = &db.into();
+    let store = Store::open_existing(db)?;
+    let load = |id: i64| -> Result<Vec<wirebench_core::responsiveness::RpmResult>> {
+        if store.rpm_campaign(id)?.is_none() {
+            return Err(wirebench_core::error::UsageError(format!(
+                "there is no rpm campaign {id} in {}; `wirebench runs` lists them",
+                db.display()
+            ))
+            .into());
+        }
+        store.rpm_results(id)
+    };
+    let (results_a, results_b) = (load(a)?, load(b)?);
+    let comparison = wirebench_core::record::rpm::compare((a, &results_a), (b, &results_b));
+    crate::report::rpm::write_comparison(&comparison, fail_pct, out)?;
+    Ok(!fail_pct.is_some_and(|pct| comparison.is_regression(pct)))
+}

@@ -9,16 +9,15 @@ use anyhow::{Context, Result};
 use wirebench_core::dns::DnsTransport;
 
 use crate::commands::run::unix_now;
-use crate::config::dns::DnsConfig;
+use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::StoreTarget;
-use crate::dns::{run_dns, DnsOutcome, DnsSpec, DotTls};
+use crate::dns::{run_dns, DnsSpec, DotTls};
 use crate::output::dns as out;
 use crate::report;
 use crate::signals::{Ended, Stops};
 use crate::store::Store;
-use wirebench_core::metrics::TransportStats;
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
-use wirebench_core::record::{count_of, Status, TransportRecord};
+use wirebench_core::record::{count_of, Status};
 
 /// Runs the probe: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after running
 /// the others; [`Ended::Stopped`] when a signal stopped it.
@@ -71,44 +70,6 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
         let _ = write!(stdout, "{}", report::dns::sweep_table(&results));
     }
     Ok(Ended::Ran(ok))
-}
-
-/// The result record of one run of `cfg` over `transport` with `concurrency`.
-fn dns_result(
-    cfg: &DnsConfig,
-    transport: DnsTransport,
-    concurrency: u32,
-    out: &DnsOutcome,
-) -> DnsResult {
-    let c = out.counts;
-    let secs = out.elapsed.as_secs_f64();
-    DnsResult {
-        transport,
-        resolver_addr: cfg.addr_for(transport).to_string(),
-        flows: cfg.flows,
-        concurrency,
-        new_connection: cfg.new_connection && transport != DnsTransport::Udp,
-        count_per_flow: cfg.count,
-        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
-        retries_allowed: cfg.retries,
-        counts: c,
-        timeout_ratio: c.timeout_pct() / 100.0,
-        elapsed_ns: u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX),
-        queries_per_second: if secs > 0.0 {
-            c.answered as f64 / secs
-        } else {
-            0.0
-        },
-        response: out.response,
-        tcp_connect: out.connect,
-        tls_handshake: out.tls_handshake,
-        retrans_rate: out
-            .transport
-            .as_ref()
-            .and_then(TransportStats::retrans_rate),
-        transport_stats: out.transport.as_ref().map(TransportRecord::of),
-        answer: out.answer.clone(),
-    }
 }
 
 /// The heading printed before the runs of one transport.

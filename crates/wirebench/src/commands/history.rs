@@ -20,17 +20,23 @@ use crate::store::{Location, Store};
 pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     let db: &Location = &db.into();
     // Listing never creates a database: a missing one is just an empty history.
-    let (campaigns, dns, rr) = if db.exists() {
+    let (campaigns, dns, rr, rpm) = if db.exists() {
         let store = Store::open(db)?;
+        let mut rpm = Vec::new();
+        for (info, _) in store.rpm_campaigns()? {
+            let figures = store.rpm_figures(info.id)?;
+            rpm.push((info, figures));
+        }
         (
             store.campaigns()?,
             store.dns_campaigns()?,
             store.rr_campaigns()?,
+            rpm,
         )
     } else {
-        (Vec::new(), Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new())
     };
-    if campaigns.is_empty() && dns.is_empty() && rr.is_empty() {
+    if campaigns.is_empty() && dns.is_empty() && rr.is_empty() && rpm.is_empty() {
         writeln!(
             out,
             "no campaigns in {} yet: `wirebench run` stores each run there",
@@ -47,6 +53,9 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     }
     if !rr.is_empty() {
         blocks.push(text::rr_campaign_list(&rr));
+    }
+    if !rpm.is_empty() {
+        blocks.push(text::rpm_campaign_list(&rpm));
     }
     write!(out, "{}", blocks.join("\n"))?;
     Ok(())

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use wirebench_core::error::UsageError;
 use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
+use wirebench_core::record::rpm::RpmCampaignDocument;
 use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION as RR_SCHEMA_VERSION};
 
 use crate::cli::ReportFormat;
@@ -230,6 +231,66 @@ pub fn execute_rr(
                 format!("{other:?}").to_lowercase()
             ))
             .into())
+        }
+    }
+    deliver(&body, output, stdout)
+}
+
+/// Runs `wirebench report --rpm`: a stored rpm campaign as text, Markdown, CSV (one row per
+/// interval), JSON (the campaign and its tests with their loaded latency) or HTML (the chart
+/// of probe latency over time above the goodput, and the tables).
+pub fn execute_rpm(
+    db: impl Into<Location>,
+    which: Which,
+    format: Format,
+    output: Option<&Path>,
+    stdout: &mut impl Write,
+) -> Result<()> {
+    let db: &Location = &db.into();
+    let store = Store::open_existing(db)?;
+    let id = chosen_id(
+        which,
+        || store.last_rpm_campaign_id(),
+        || {
+            format!(
+                "there are no rpm campaigns in {} yet: `wirebench rpm` stores them",
+                db.display()
+            )
+        },
+    )?;
+    let info = store.rpm_campaign(id)?.ok_or_else(|| {
+        UsageError(format!(
+            "there is no rpm campaign {id} in {} (`wirebench rpm` prints the id it stores; `wirebench runs` lists them)",
+            db.display()
+        ))
+    })?;
+    let results = store.rpm_results(id)?;
+    if results.is_empty() {
+        return Err(UsageError(format!(
+            "rpm campaign {id} has no stored test to report on (it is {})",
+            info.status.as_str()
+        ))
+        .into());
+    }
+    let c = &info.campaign;
+    let heading = report::rpm::RpmHeading {
+        campaign: info.id,
+        started: text::format_utc(c.started_at_unix_s),
+        status: info.status.as_str().to_string(),
+        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
+        server: c.server.clone(),
+        direction: c.direction,
+    };
+    let mut body = Vec::new();
+    match format {
+        Format::Html => report::rpm::write_html(&heading, &results, &mut body)?,
+        Format::Table => report::rpm::write_text(&heading, &results, &mut body)?,
+        Format::Markdown => report::rpm::write_markdown(&heading, &results, &mut body)?,
+        Format::Csv => report::rpm::write_csv(&results, &mut body)?,
+        Format::Json => {
+            let doc = RpmCampaignDocument::new(info, results);
+            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
+            body.push(b'\n');
         }
     }
     deliver(&body, output, stdout)

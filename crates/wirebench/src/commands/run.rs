@@ -35,7 +35,7 @@ use wirebench_core::record::campaign::SoFar;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
 /// [`Ended::Stopped`] when a signal stopped it.
-pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
+pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
     // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
@@ -58,43 +58,6 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
         server_name = format!("{server_name} {}", r.description());
     }
     let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
-    // --rate max: the search runs first; the transfer then runs at the rate found.
-    let mut rate_search = None;
-    if let Some(plan) = cfg.search {
-        let record = match search_rate(&cfg, &plan, server_addr, &mut stops).await? {
-            Ok(record) => record,
-            Err(signal) => return Ok(Ended::Stopped(signal)),
-        };
-        if let Some(r) = relay.as_mut() {
-            r.skip();
-        }
-        match record.rate_bps {
-            Some(rate) => {
-                cfg.rate = Some(wirebench_core::units::BitRate(rate));
-                rate_search = Some(record);
-            }
-            None => {
-                let error = format!(
-                    "rate search: {}",
-                    crate::output::ratesearch::result_line(&record)
-                );
-                if cfg.json {
-                    let mut doc = RunDocument::new(
-                        env!("CARGO_PKG_VERSION"),
-                        runner::parameters(&cfg, &server_name),
-                        &[],
-                        Some(error.clone()),
-                    );
-                    doc.rate_search = Some(record);
-                    let body = serde_json::to_string_pretty(&doc)
-                        .context("while encoding the JSON output")?;
-                    println!("{body}");
-                }
-                eprintln!("error: {error}");
-                return Ok(Ended::Ran(false));
-            }
-        }
-    }
     let total_runs = runner::planned_runs(&cfg) * cfg.points.len();
     if !cfg.json {
         if cfg.points.len() == 1 {
@@ -146,14 +109,46 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
     let in_flight_progress = InFlight::new();
     let running = InFlight::scope(Arc::clone(&in_flight_progress), async {
         let mut campaign = Campaign::default();
+        // --rate max: the search that found no rate, which stopped the campaign.
+        let mut unfound = None;
         let mut records: Vec<(Point, RunRecord)> = Vec::new();
         for &point in &cfg.points {
-            let point_cfg = RunConfig {
+            let mut point_cfg = RunConfig {
                 msg_size: point.msg_size,
                 total_bytes: point.total_bytes,
                 points: vec![point],
                 ..cfg.clone()
             };
+            // --rate max: each message size × total searches its own rate first; its runs
+            // (every combination and repeat) then run at it and carry the search.
+            let mut found = None;
+            if let Some(plan) = cfg.search {
+                // Trials, like warm-ups, are never stored as runs.
+                warming.store(true, Ordering::Relaxed);
+                let searched = search_rate(&point_cfg, &plan, server_addr, &progress).await;
+                if let Some(r) = relay.as_mut() {
+                    r.skip();
+                }
+                let record = match searched {
+                    Ok(record) => record,
+                    Err(e) => {
+                        campaign.failure = Some(format!("{e:#}"));
+                        break;
+                    }
+                };
+                let Some(rate) = record.rate_bps else {
+                    campaign.failure = Some(format!(
+                        "rate search for {} B messages: {}",
+                        point.msg_size,
+                        crate::output::ratesearch::result_line(&record)
+                    ));
+                    unfound = Some(record);
+                    break;
+                };
+                warming.store(false, Ordering::Relaxed);
+                point_cfg.rate = Some(wirebench_core::units::BitRate(rate));
+                found = Some(record);
+            }
             if cfg.warmup > 0 {
                 progress.note(&format!(
                     "warming up: {} B messages, {}",
@@ -162,6 +157,8 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                 ));
                 let warmup_cfg = RunConfig {
                     repeat: cfg.warmup,
+                    // Warm-up runs are not measured: no probes beside them.
+                    latency_probe: None,
                     ..point_cfg.clone()
                 };
                 warming.store(true, Ordering::Relaxed);
@@ -188,6 +185,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                     let mut record = finished_run.record();
                     // What the relay (--impair) did during this run, stored and printed with it.
                     record.relay = relay.as_mut().map(RunRelay::finish_run);
+                    record.rate_search.clone_from(&found);
                     finished.store(position, Ordering::Relaxed);
                     in_flight_progress.clear();
                     // Stored before it is printed: a run on the screen is a run in the database.
@@ -215,7 +213,8 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                                     },
                                 )
                             );
-                            if let Some(note) = rate_search
+                            if let Some(note) = record
+                                .rate_search
                                 .as_ref()
                                 .and_then(crate::output::ratesearch::found_note)
                             {
@@ -224,6 +223,9 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                             if let Some(counts) = &record.relay {
                                 let _ =
                                     writeln!(out, "  {}", crate::output::relay::run_line(counts));
+                            }
+                            if let Some(latency) = &record.loaded_latency {
+                                let _ = write!(out, "{}", crate::output::latency::block(latency));
                             }
                             let _ = out.flush();
                         }
@@ -242,11 +244,14 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                                     let _ = writeln!(out, "{h}");
                                 }
                             }
-                            let _ = writeln!(
-                                out,
-                                "  {}",
-                                text::interval_line_in(interval_verb, sample, cfg.rate_unit)
-                            );
+                            let mut line =
+                                text::interval_line_in(interval_verb, sample, cfg.rate_unit);
+                            // -O: an interval that starts before the mark, as iperf3 marks it.
+                            let middle = u128::from(text::midpoint_ns(sample));
+                            if cfg.omit.is_some_and(|o| middle < o.as_nanos()) {
+                                line.push_str(" (omitted)");
+                            }
+                            let _ = writeln!(out, "  {line}");
                         });
                     }
                 },
@@ -258,7 +263,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
                 break;
             }
         }
-        (campaign, records)
+        (campaign, records, unfound)
     });
     let stopped = tokio::select! {
         done = running => Ok(done),
@@ -271,7 +276,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
             in_flight_run(&cfg, finished.load(Ordering::Relaxed) + 1)
         }
     };
-    let (campaign, records): (Campaign, Vec<(Point, RunRecord)>) = match stopped {
+    let (campaign, records, unfound): (Campaign, Vec<(Point, RunRecord)>, _) = match stopped {
         Ok(done) => done,
         Err(signal) => {
             // Storing takes a moment; a second signal ends the process at once.
@@ -349,7 +354,7 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
             campaign.failure.clone(),
         );
         let doc = RunDocument {
-            rate_search: rate_search.clone(),
+            rate_search: unfound,
             ..doc
         };
         let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
@@ -372,21 +377,23 @@ pub async fn execute(mut cfg: RunConfig, store_target: StoreTarget, quiet: bool)
     Ok(Ended::Ran(!store_failed))
 }
 
-/// `--rate max`: runs the search against `server`, printing the plan, each trial and the
-/// result (stdout, or stderr beside --json); `Err(signal)` when a stop signal ended it (no
-/// trial is stored, so nothing is lost).
+/// `--rate max`: runs the search of one message size × total (`cfg`'s) against `server`,
+/// printing the plan, each trial and the result (stdout above the progress bar, or stderr
+/// beside --json).
 async fn search_rate(
     cfg: &RunConfig,
     plan: &runner::ratesearch::SearchPlan,
     server: SocketAddr,
-    stops: &mut Stops,
-) -> Result<std::result::Result<RateSearchRecord, crate::signals::StopSignal>> {
+    progress: &Progress,
+) -> Result<RateSearchRecord> {
     let say = |line: &str| {
-        if cfg.json {
-            let _ = writeln!(std::io::stderr(), "{line}");
-        } else {
-            let _ = writeln!(std::io::stdout(), "{line}");
-        }
+        progress.print_above(|| {
+            if cfg.json {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            } else {
+                let _ = writeln!(std::io::stdout(), "{line}");
+            }
+        });
     };
     let c = plan.config;
     say(&crate::output::ratesearch::heading(
@@ -398,22 +405,12 @@ async fn search_rate(
         plan.trial,
         plan.trial_grace,
     ));
-    let searching = runner::ratesearch::search(cfg, plan, server, |i, t| {
+    let record = runner::ratesearch::search(cfg, plan, server, |i, t| {
         say(&crate::output::ratesearch::trial_line(i, t));
-    });
-    let record = tokio::select! {
-        r = searching => r?,
-        signal = stops.next() => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "{}: the rate search stopped before it found a rate; nothing stored",
-                signal.reason()
-            );
-            return Ok(Err(signal));
-        }
-    };
+    })
+    .await?;
     say(&crate::output::ratesearch::result_line(&record));
-    Ok(Ok(record))
+    Ok(record)
 }
 
 /// ", after 12582912 B (12 MiB), 12288 whole messages, in 1.25 s" when the client's figures

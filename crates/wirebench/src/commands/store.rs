@@ -28,12 +28,13 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     })?;
     writeln!(
         out,
-        "copied {} campaign(s) with {} run(s), {} DNS campaign(s) and {} rr sweep(s) from {} to {}; \
-         {} already there",
+        "copied {} campaign(s) with {} run(s), {} DNS campaign(s), {} rr sweep(s) and {} rpm \
+         campaign(s) from {} to {}; {} already there",
         n.campaigns,
         n.runs,
         n.dns,
         n.rr,
+        n.rpm,
         from.display(),
         to.display(),
         n.skipped

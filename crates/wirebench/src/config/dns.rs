@@ -1,6 +1,7 @@
 //! Validates the flags of `wirebench dns` into a [`DnsConfig`]; rejects impossible
-//! combinations once, with a message that says what is allowed. No I/O beyond resolving the
-//! resolver's name.
+//! combinations once, with a message that says what is allowed; and turns a run's outcome into
+//! its result record (`dns_result`, shared by `wirebench dns` and the exporter's dns probes).
+//! No I/O beyond resolving the resolver's name.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -13,6 +14,10 @@ use super::rr::{MAX_CONCURRENCY, MAX_CONNECTIONS, MAX_FLOWS, MAX_RETRIES};
 use super::{usage, UsageError};
 use crate::cli::DnsArgs;
 use crate::dns::trust::DotTrust;
+use crate::dns::DnsOutcome;
+use wirebench_core::metrics::TransportStats;
+use wirebench_core::record::dns::DnsResult;
+use wirebench_core::record::TransportRecord;
 
 /// Everything `wirebench dns` needs, validated.
 #[derive(Debug, Clone)]
@@ -130,6 +135,45 @@ impl DnsConfig {
             DnsTransport::Dot => self.dot_addr,
             DnsTransport::Udp | DnsTransport::Tcp => self.resolver,
         }
+    }
+}
+
+/// The result record of one run of `cfg` over `transport` with `concurrency`.
+/// (Shared by `wirebench dns` and the exporter's dns probes.)
+pub fn dns_result(
+    cfg: &DnsConfig,
+    transport: DnsTransport,
+    concurrency: u32,
+    out: &DnsOutcome,
+) -> DnsResult {
+    let c = out.counts;
+    let secs = out.elapsed.as_secs_f64();
+    DnsResult {
+        transport,
+        resolver_addr: cfg.addr_for(transport).to_string(),
+        flows: cfg.flows,
+        concurrency,
+        new_connection: cfg.new_connection && transport != DnsTransport::Udp,
+        count_per_flow: cfg.count,
+        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+        retries_allowed: cfg.retries,
+        counts: c,
+        timeout_ratio: c.timeout_pct() / 100.0,
+        elapsed_ns: u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        queries_per_second: if secs > 0.0 {
+            c.answered as f64 / secs
+        } else {
+            0.0
+        },
+        response: out.response,
+        tcp_connect: out.connect,
+        tls_handshake: out.tls_handshake,
+        retrans_rate: out
+            .transport
+            .as_ref()
+            .and_then(TransportStats::retrans_rate),
+        transport_stats: out.transport.as_ref().map(TransportRecord::of),
+        answer: out.answer.clone(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! `wirebench exporter` flags and `/probe` queries → validated values: the exporter's limits
-//! and allow-list, and one probe's [`RunConfig`] (built by the same parser and checks as
-//! `wirebench run`, so a probe means what the same `run` flags mean). Refusals carry the HTTP
-//! status and a one-line reason; nothing here runs a probe.
+//! and allow-list, and one probe's configuration by kind (built by the same parser and checks
+//! as `wirebench run`, `ping`, `rr`, `dns` and `run --iperf3`, so a probe means what the same
+//! flags mean there). Refusals carry the HTTP status and a one-line reason; nothing here runs a
+//! probe.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -11,9 +12,12 @@ use ipnet::IpNet;
 use wirebench_core::error::UsageError;
 use wirebench_core::units::{parse_duration, ByteSize};
 
-use crate::cli::{ExporterArgs, PingArgs, RunArgs};
+use crate::cli::{DnsArgs, ExporterArgs, PingArgs, RrArgs, RunArgs};
+use crate::config::dns::DnsConfig;
 use crate::config::rr::RrConfig;
+use crate::iperf3::client::{ClientConfig, Limit};
 use crate::runner::{RunConfig, Target};
+use wirebench_core::dns::DnsTransport;
 
 /// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
@@ -21,6 +25,13 @@ pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
 pub const DEFAULT_PING_COUNT: u64 = 100;
 /// Most round trips one ping probe may ask for.
 pub const MAX_PING_COUNT: u64 = 100_000;
+/// Requests per flow of an rr probe whose query names no count.
+pub const DEFAULT_RR_COUNT: u64 = 1000;
+/// Queries per flow of a dns probe whose query names no count.
+pub const DEFAULT_DNS_COUNT: u64 = 100;
+/// What one DNS query and its answer count against `--max-total`: 512 bytes each way, the
+/// classic DNS message limit (a query is far smaller; most answers are too).
+pub const DNS_BYTES_PER_QUERY: u64 = 1024;
 /// Most probes `--max-concurrent` allows.
 const MAX_CONCURRENT: usize = 64;
 
@@ -33,6 +44,8 @@ pub struct ExporterConfig {
     pub limits: ProbeLimits,
     /// Probes that may run at once.
     pub max_concurrent: usize,
+    /// Where finished probes are stored (`--store`, `--db`); `None`: not stored.
+    pub store: Option<crate::store::Location>,
 }
 
 /// What one probe may do, and to whom.
@@ -72,6 +85,25 @@ pub enum Probe {
     Run(Box<RunConfig>),
     /// Round trips over one connection (`wirebench ping`, `kind=ping`).
     Ping(RrConfig),
+    /// Requests with K in flight over T flows (`wirebench rr`, `kind=rr`): one protocol, one K.
+    Rr(RrConfig),
+    /// Queries against a DNS server (`wirebench dns`, `kind=dns`): one transport, one K.
+    Dns(Box<DnsConfig>),
+    /// A transfer against a real iperf3 server (`run --iperf3`, `kind=iperf3`), by bytes.
+    Iperf3(Box<ClientConfig>),
+}
+
+impl Probe {
+    /// The `kind=` name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Probe::Run(_) => "run",
+            Probe::Ping(_) => "ping",
+            Probe::Rr(_) => "rr",
+            Probe::Dns(_) => "dns",
+            Probe::Iperf3(_) => "iperf3",
+        }
+    }
 }
 
 /// A refused probe query: the HTTP status and a one-line reason.
@@ -130,6 +162,17 @@ impl ExporterConfig {
                 allow,
             },
             max_concurrent: args.max_concurrent,
+            store: match (&args.db, args.store) {
+                (Some(db), _) => Some(
+                    crate::store::Location::parse(db.as_os_str())
+                        .map_err(|e| UsageError(format!("{e:#}")))?,
+                ),
+                (None, true) => Some(
+                    super::db_path(&crate::cli::DbArgs::default())
+                        .map_err(|e| UsageError(format!("--store: {e:#}; give --db PATH")))?,
+                ),
+                (None, false) => None,
+            },
         })
     }
 }
@@ -159,9 +202,12 @@ pub fn probe_config(query: &str, limits: &ProbeLimits) -> Result<Probe, ProbeRef
     match kind.as_deref() {
         None | Some("run") => run_config(&rest, limits).map(|c| Probe::Run(Box::new(c))),
         Some("ping") => ping_config(&rest, limits).map(Probe::Ping),
+        Some("rr") => rr_config(&rest, limits).map(Probe::Rr),
+        Some("dns") => dns_config(&rest, limits).map(|c| Probe::Dns(Box::new(c))),
+        Some("iperf3") => iperf3_config(&rest, limits).map(|c| Probe::Iperf3(Box::new(c))),
         Some(other) => Err(ProbeRefusal {
             status: 400,
-            reason: format!("kind={other}: expected run (the default) or ping"),
+            reason: format!("kind={other}: expected run (the default), ping, rr, dns or iperf3"),
         }),
     }
 }
@@ -235,6 +281,262 @@ fn ping_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrCon
     };
     allowed_target(&target, addr, limits)?;
     Ok(cfg)
+}
+
+/// A 400 refusal.
+fn bad(reason: String) -> ProbeRefusal {
+    ProbeRefusal {
+        status: 400,
+        reason,
+    }
+}
+
+/// The argv of a probe query: each key mapped to its command's flag by `flags` (`(key,
+/// flag)`), one token per flag so a value cannot be read as another flag; any other key is
+/// refused. Also returns the target as given.
+fn probe_argv(
+    kind: &str,
+    query: &[(String, String)],
+    target_flag: &str,
+    flags: &[(&str, &str)],
+) -> Result<(Vec<String>, String), ProbeRefusal> {
+    let mut argv = vec!["probe".to_string()];
+    let mut target = None;
+    for (key, value) in query {
+        let flag = if key == "target" {
+            target = Some(value.clone());
+            target_flag
+        } else if let Some((_, flag)) = flags.iter().find(|(k, _)| k == key) {
+            flag
+        } else {
+            let keys: Vec<&str> = flags.iter().map(|(k, _)| *k).collect();
+            return Err(bad(format!(
+                "unknown parameter {key:?} for kind={kind}: allowed target, {}",
+                keys.join(", ")
+            )));
+        };
+        argv.push(format!("--{flag}={value}"));
+    }
+    let target = target.ok_or_else(|| bad("target=HOST:PORT is required".into()))?;
+    Ok((argv, target))
+}
+
+/// Whether `key` appears in the query.
+fn has(query: &[(String, String)], key: &str) -> bool {
+    query.iter().any(|(k, _)| k == key)
+}
+
+/// Parses `argv` as the flags of `P`, refusing with clap's first line.
+fn parse_argv<P: Parser>(argv: &[String]) -> Result<P, ProbeRefusal> {
+    P::try_parse_from(argv).map_err(|e| {
+        bad(e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("bad query")
+            .to_string())
+    })
+}
+
+/// 400 when `volume` bytes are more than a probe may move.
+fn within_volume(volume: u64, what: &str, limits: &ProbeLimits) -> Result<(), ProbeRefusal> {
+    if volume > limits.max_total {
+        return Err(bad(format!(
+            "{what} = {} is more than this exporter allows per probe: at most {} (--max-total)",
+            ByteSize(volume),
+            ByteSize(limits.max_total)
+        )));
+    }
+    Ok(())
+}
+
+/// A `kind=rr` query: as `wirebench rr` with one protocol and one concurrency, run for a
+/// count (never a time, so its volume is known before it starts).
+fn rr_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfig, ProbeRefusal> {
+    let (mut argv, target) = probe_argv(
+        "rr",
+        query,
+        "server",
+        &[
+            ("proto", "proto"),
+            ("request", "request"),
+            ("response", "response"),
+            ("concurrency", "concurrency"),
+            ("flows", "flows"),
+            ("count", "count"),
+            ("timeout", "timeout"),
+            ("retries", "retries"),
+        ],
+    )?;
+    if !has(query, "count") {
+        argv.push(format!("--count={DEFAULT_RR_COUNT}"));
+    }
+    argv.push("--no-store".into());
+    let args: RrArgv = parse_argv(&argv)?;
+    let cfg = RrConfig::from_rr(&args.rr).map_err(|e| bad(e.0))?;
+    if cfg.protocols.len() != 1 || cfg.concurrency.len() != 1 {
+        return Err(bad(
+            "a probe runs one test: give one proto and one concurrency".into(),
+        ));
+    }
+    // Every request may go out 1 + retries times; every answer comes back once.
+    let count = cfg.count.unwrap_or(DEFAULT_RR_COUNT);
+    let per_request = u64::from(cfg.request)
+        .saturating_mul(1 + u64::from(cfg.retries))
+        .saturating_add(u64::from(cfg.response));
+    let volume = count
+        .saturating_mul(u64::from(cfg.flows))
+        .saturating_mul(per_request);
+    within_volume(
+        volume,
+        "count x flows x (request x (1 + retries) + response)",
+        limits,
+    )?;
+    let Target::Remote { addr, .. } = cfg.target else {
+        return Err(bad("target=HOST:PORT is required".into()));
+    };
+    allowed_target(&target, addr, limits)?;
+    Ok(cfg)
+}
+
+/// A `kind=dns` query: as `wirebench dns` against the target as resolver, one transport (UDP
+/// or TCP: DoT needs a CA file, which a scrape may not name) and one concurrency.
+fn dns_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<DnsConfig, ProbeRefusal> {
+    let (mut argv, target) = probe_argv(
+        "dns",
+        query,
+        "resolver",
+        &[
+            ("transport", "transport"),
+            ("name", "name"),
+            ("type", "type"),
+            ("count", "count"),
+            ("concurrency", "concurrency"),
+            ("flows", "flows"),
+            ("timeout", "timeout"),
+            ("retries", "retries"),
+        ],
+    )?;
+    if !has(query, "name") {
+        return Err(bad(
+            "name= is required for kind=dns: the name every query asks for, e.g. name=example.org"
+                .into(),
+        ));
+    }
+    // Before the flags are checked, which would ask for the CA file.
+    if query
+        .iter()
+        .any(|(k, v)| k == "transport" && v.split(',').any(|t| t.trim() == "dot"))
+    {
+        return Err(bad(
+            "transport=dot is not offered to scrapes (it needs a CA file): use udp or tcp".into(),
+        ));
+    }
+    if !has(query, "count") {
+        argv.push(format!("--count={DEFAULT_DNS_COUNT}"));
+    }
+    argv.push("--no-store".into());
+    let args: DnsArgv = parse_argv(&argv)?;
+    let cfg = DnsConfig::from_args(&args.dns).map_err(|e| bad(e.0))?;
+    if cfg.transports.len() != 1 || cfg.concurrency.len() != 1 {
+        return Err(bad(
+            "a probe runs one test: give one transport and one concurrency".into(),
+        ));
+    }
+    if cfg.transports.contains(&DnsTransport::Dot) {
+        return Err(bad(
+            "transport=dot is not offered to scrapes: use udp or tcp".into(),
+        ));
+    }
+    let volume = cfg
+        .count
+        .saturating_mul(u64::from(cfg.flows))
+        .saturating_mul(1 + u64::from(cfg.retries))
+        .saturating_mul(DNS_BYTES_PER_QUERY);
+    within_volume(
+        volume,
+        "count x flows x (1 + retries) x 1 KiB per query",
+        limits,
+    )?;
+    allowed_target(&target, cfg.resolver, limits)?;
+    Ok(cfg)
+}
+
+/// A `kind=iperf3` query: as `run --iperf3` against the target, limited by bytes (total=,
+/// default as kind=run's), never by time.
+fn iperf3_config(
+    query: &[(String, String)],
+    limits: &ProbeLimits,
+) -> Result<ClientConfig, ProbeRefusal> {
+    // reverse= is a switch on the command line: taken out here, as on kind=run.
+    let mut reverse = false;
+    let mut rest = Vec::new();
+    for (key, value) in query {
+        if key == "reverse" {
+            reverse = match value.as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => return Err(bad(format!("reverse={value}: expected true or false"))),
+            };
+        } else {
+            rest.push((key.clone(), value.clone()));
+        }
+    }
+    let (mut argv, target) = probe_argv(
+        "iperf3",
+        &rest,
+        "iperf3",
+        &[
+            ("proto", "proto"),
+            ("total", "total"),
+            ("size", "msg-size"),
+            ("parallel", "parallel"),
+            ("rate", "rate"),
+            ("reverse", "reverse"),
+        ],
+    )?;
+    if !has(&rest, "total") {
+        argv.push(format!("--total={}", default_total(limits)));
+    }
+    if reverse {
+        argv.push("--reverse".into());
+    }
+    argv.push("--no-store".into());
+    let args: ProbeArgv = parse_argv(&argv)?;
+    let cfg = crate::config::iperf3_client(&args.run)
+        .map_err(|e| bad(e.0))?
+        .ok_or_else(|| bad("target=HOST:PORT is required".into()))?;
+    let Limit::Bytes(bytes) = cfg.limit else {
+        return Err(bad(
+            "an iperf3 probe is limited by total=, not by time".into()
+        ));
+    };
+    within_volume(bytes, "total", limits)?;
+    // UDP is paced (iperf3's 1 Mbit/s per stream unless rate= says otherwise): a total that
+    // cannot be sent within --max-time would only ever time out, so say so now.
+    if cfg.udp && cfg.rate_bps > 0 {
+        let bps = cfg.rate_bps.saturating_mul(u64::from(cfg.parallel.max(1)));
+        let secs = bytes as f64 * 8.0 / bps as f64;
+        if secs > limits.max_time.as_secs_f64() {
+            return Err(bad(format!(
+                "total={} at {} bit/s takes {secs:.1} s, more than this exporter's --max-time {:?}: raise rate= or lower total=",
+                ByteSize(bytes),
+                bps,
+                limits.max_time
+            )));
+        }
+    }
+    allowed_target(&target, cfg.server, limits)?;
+    Ok(cfg)
+}
+
+/// Total of a transfer probe without total=: [`DEFAULT_PROBE_TOTAL`], or `--max-total` when
+/// smaller.
+fn default_total(limits: &ProbeLimits) -> String {
+    match DEFAULT_PROBE_TOTAL.parse::<ByteSize>() {
+        Ok(d) if d.0 > limits.max_total => limits.max_total.to_string(),
+        _ => DEFAULT_PROBE_TOTAL.to_string(),
+    }
 }
 
 /// A transfer query (the default kind).
@@ -324,6 +626,20 @@ fn allowed_target(
         status: 403,
         reason: format!("target {target} ({addr}) is not on this exporter's allow-list (--allow)"),
     })
+}
+
+/// The `rr` flags, parsed from an rr probe query's argv.
+#[derive(Parser)]
+struct RrArgv {
+    #[command(flatten)]
+    rr: RrArgs,
+}
+
+/// The `dns` flags, parsed from a dns probe query's argv.
+#[derive(Parser)]
+struct DnsArgv {
+    #[command(flatten)]
+    dns: DnsArgs,
 }
 
 /// The `ping` flags, parsed from a ping probe query's argv.
@@ -429,7 +745,7 @@ mod tests {
             403
         );
         assert_eq!(
-            probe_config("kind=dns&target=127.0.0.1:1", &l)
+            probe_config("kind=nope&target=127.0.0.1:1", &l)
                 .unwrap_err()
                 .status,
             400
@@ -440,6 +756,66 @@ mod tests {
                 .status,
             400
         );
+    }
+
+    #[test]
+    fn rr_dns_and_iperf3_queries_are_bounded_by_volume() {
+        let l = limits();
+        let Probe::Rr(cfg) = probe_config(
+            "kind=rr&target=127.0.0.1:5310&proto=tcp&concurrency=8&flows=2&count=10",
+            &l,
+        )
+        .unwrap() else {
+            panic!("an rr")
+        };
+        assert_eq!(
+            (cfg.count, cfg.flows, cfg.concurrency.as_slice()),
+            (Some(10), 2, &[8][..])
+        );
+        // 1000 x (64 + 512) B fits in 1 MiB; with two retries per request, 2000 x (3 x 64 +
+        // 512) B does not.
+        assert!(probe_config("kind=rr&target=127.0.0.1:5310", &l).is_ok());
+        let r = probe_config("kind=rr&target=127.0.0.1:5310&count=2000&retries=2", &l).unwrap_err();
+        assert!(r.reason.contains("--max-total"), "{}", r.reason);
+        let Probe::Dns(cfg) = probe_config(
+            "kind=dns&target=127.0.0.1:5353&name=example.org&transport=tcp&count=7",
+            &l,
+        )
+        .unwrap() else {
+            panic!("a dns")
+        };
+        assert_eq!((cfg.count, cfg.resolver.port()), (7, 5353));
+        // 1024 queries of 1 KiB fill 1 MiB exactly; one more is refused.
+        assert!(probe_config("kind=dns&target=127.0.0.1:53&name=a.test&count=1024", &l).is_ok());
+        let r =
+            probe_config("kind=dns&target=127.0.0.1:53&name=a.test&count=1025", &l).unwrap_err();
+        assert!(r.reason.contains("--max-total"), "{}", r.reason);
+        assert_eq!(
+            probe_config("kind=dns&target=10.0.0.1:53&name=a.test", &l)
+                .unwrap_err()
+                .status,
+            403
+        );
+        let Probe::Iperf3(cfg) = probe_config(
+            "kind=iperf3&target=127.0.0.1:5201&proto=udp&total=64KiB&reverse=true&rate=5Mbit",
+            &l,
+        )
+        .unwrap() else {
+            panic!("an iperf3")
+        };
+        assert!(cfg.udp && cfg.reverse);
+        assert_eq!(cfg.limit, Limit::Bytes(65536));
+        // Without total=, 10 MiB cut to --max-total.
+        let Probe::Iperf3(cfg) = probe_config("kind=iperf3&target=127.0.0.1:5201", &l).unwrap()
+        else {
+            panic!("an iperf3")
+        };
+        assert_eq!(cfg.limit, Limit::Bytes(1 << 20));
+        // 1 MiB at iperf3's default 1 Mbit/s is 8.4 s, more than the 5 s allowed.
+        let r = probe_config("kind=iperf3&target=127.0.0.1:5201&proto=udp", &l).unwrap_err();
+        assert!(r.reason.contains("--max-time"), "{}", r.reason);
+        let r = probe_config("kind=iperf3&target=127.0.0.1:5201&time=10", &l).unwrap_err();
+        assert!(r.reason.contains("unknown parameter"), "{}", r.reason);
     }
 
     #[test]

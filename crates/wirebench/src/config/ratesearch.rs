@@ -25,8 +25,6 @@ pub struct Around<'a> {
     pub reverse: bool,
     /// `-P`.
     pub parallel: u32,
-    /// Message size × total points (a sweep has more than one).
-    pub points: usize,
 }
 
 /// The search plan of `--rate max`, `None` without it; search flags without it are refused.
@@ -79,11 +77,6 @@ pub fn plan(
     if around.parallel > 1 {
         return Err(err(
             "--rate max searches one flow's rate: drop -P/--parallel".into(),
-        ));
-    }
-    if around.points > 1 {
-        return Err(err(
-            "--rate max runs one message size and total: give one -l and one -n".into(),
         ));
     }
     let rate = |flag: &str, v: &Option<String>, default: u64| -> Result<u64, UsageError> {
@@ -183,7 +176,17 @@ mod tests {
         assert!(e.contains("resolution"), "{e}");
         let e = cfg(&["--proto", "udp", "--rate", "max", "-P", "2"]).unwrap_err();
         assert!(e.contains("-P/--parallel"), "{e}");
-        let e = cfg(&["--proto", "udp", "--rate", "max", "-l", "100,200"]).unwrap_err();
-        assert!(e.contains("one -l"), "{e}");
+    }
+
+    #[test]
+    fn rate_max_is_a_sweep_dimension_like_any_other() {
+        // One search per message size × total; the plan keeps every point.
+        let c = cfg(&[
+            "--proto", "udp", "--rate", "max", "-l", "512,1472", "--repeat", "2",
+        ])
+        .unwrap();
+        assert!(c.search.is_some());
+        assert_eq!(c.points.len(), 2);
+        assert_eq!(c.repeat, 2);
     }
 }

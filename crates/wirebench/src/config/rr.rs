@@ -31,6 +31,8 @@ pub const MAX_FLOWS: u32 = 1024;
 pub const MAX_CONNECTIONS: u64 = 4096;
 /// Largest --retries.
 pub const MAX_RETRIES: u32 = 100;
+/// Longest --path-note, bytes.
+pub const MAX_PATH_NOTE: usize = 200;
 
 /// Which subcommand: they differ in defaults, output and the 0-RTT probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,8 @@ pub struct RrConfig {
     pub json: bool,
     /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
     pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+    /// What path the requests cross (`rr --path-note`), recorded with every result.
+    pub path_note: Option<String>,
 }
 
 impl RrConfig {
@@ -127,7 +131,16 @@ impl RrConfig {
                 "--new-connection applies to TCP and QUIC, not UDP (UDP has no connection to open)",
             ));
         }
-        finish(
+        let path_note = match args.path_note.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(note) if note.len() > MAX_PATH_NOTE || note.contains(['\n', '\r']) => {
+                return Err(usage(format!(
+                    "--path-note: one line of at most {MAX_PATH_NOTE} bytes, e.g. \"netns lab: tbf rate 50mbit limit 32kb, MTU 1500\""
+                )))
+            }
+            Some(note) => Some(note.to_string()),
+        };
+        let mut cfg = finish(
             ExchangeKind::Rr,
             &args.common,
             target,
@@ -136,7 +149,9 @@ impl RrConfig {
             concurrency,
             args.flows,
             args.new_connection,
-        )
+        )?;
+        cfg.path_note = path_note;
+        Ok(cfg)
     }
 }
 
@@ -198,6 +213,7 @@ pub fn rr_result(
             aborted: out.server.aborted,
             abort_reason: out.server.abort_reason.clone(),
         },
+        path_note: cfg.path_note.clone(),
     }
 }
 
@@ -340,5 +356,6 @@ fn finish(
             .as_deref()
             .map(crate::control::auth::load_psk)
             .transpose()?,
+        path_note: None,
     })
 }

@@ -335,15 +335,21 @@ async fn read_head(stream: &mut TcpStream, deadline: Instant) -> Head {
     }
 }
 
-/// Waits for the server's report that ends a session.
+/// Waits for the server's report that ends a session, skipping the receipts a rate-search
+/// trial's server may have sent before it saw the client's done message.
 pub async fn read_report(ctrl: &mut TcpStream) -> Result<proto::ServerReport> {
-    match recv(ctrl)
-        .await
-        .context("while waiting for the server's report")?
-    {
-        Some(ControlMessage::Report(r)) => Ok(*r),
-        Some(ControlMessage::Error { reason }) => bail!("the server reported an error: {reason}"),
-        Some(_) => bail!("the server sent something other than its report"),
-        None => bail!("the server closed the control connection without a report"),
+    loop {
+        match recv(ctrl)
+            .await
+            .context("while waiting for the server's report")?
+        {
+            Some(ControlMessage::Report(r)) => return Ok(*r),
+            Some(ControlMessage::Receipt { .. }) => continue,
+            Some(ControlMessage::Error { reason }) => {
+                bail!("the server reported an error: {reason}")
+            }
+            Some(_) => bail!("the server sent something other than its report"),
+            None => bail!("the server closed the control connection without a report"),
+        }
     }
 }

@@ -19,6 +19,7 @@ use quinn::udp::{Transmit, UdpSocketState};
 use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
+use wirebench_core::pacing::MOST_CATCH_UP;
 use wirebench_core::plan::{message_count, message_len};
 use wirebench_core::proto::DataPathInfo;
 use wirebench_core::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
@@ -491,11 +492,6 @@ fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
 fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
     Ok(())
 }
-
-/// Most a paced sender that fell behind (a stall of the process) sends at once to catch up:
-/// more would be a burst far above the rate that a bottleneck queue drops although the rate
-/// fits. Beyond it, the time lost is lost: the run's sent rate says so.
-const MOST_CATCH_UP: Duration = Duration::from_millis(5);
 
 /// Sleeps until sending `bytes_sent` at `rate` since `from` (time, bytes then) is due; when
 /// more than [`MOST_CATCH_UP`] behind, counts from now minus that instead.

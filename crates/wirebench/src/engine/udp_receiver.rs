@@ -235,6 +235,21 @@ impl UdpReceiver {
             .unwrap_or_default()
     }
 
+    /// Unique messages and payload bytes delivered so far, and one above the highest sequence
+    /// number seen (0: none), for the receipts of a rate-search trial.
+    pub fn receipt(&self) -> (u64, u64, u64) {
+        self.state
+            .lock()
+            .map(|s| {
+                (
+                    s.counts.messages,
+                    s.counts.bytes,
+                    s.tracker.highest().map_or(0, |h| h + 1),
+                )
+            })
+            .unwrap_or_default()
+    }
+
     /// Bytes delivered so far and datagrams missing below the highest sequence number seen
     /// (they may still arrive late), for interval reports.
     pub fn progress(&self) -> Cumulative {

@@ -1,8 +1,10 @@
 //! The Prometheus exporter, in the style of the blackbox exporter: `/probe?target=…` runs one
-//! bounded wirebench run per scrape through the runner and answers with its result, `/metrics`
-//! with the exporter's own counters. It enforces the limits (volume and allow-list via
-//! `config::exporter`, time, concurrency) and counts probes; the pages are rendered by the
-//! functions the command hands it in [`Pages`], so it formats nothing itself.
+//! bounded test per scrape (a wirebench run through the runner, a ping, an rr exchange, DNS
+//! queries, an iperf3 transfer) and answers with its result, `/metrics` with the exporter's own
+//! counters. It enforces the limits (volume and allow-list via `config::exporter`, time,
+//! concurrency) and counts probes; the pages are rendered by the functions the command hands it
+//! in [`Pages`], and finished probes are handed to the command's store through a [`Sink`], so
+//! it neither formats nor stores anything itself.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,11 +13,20 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use wirebench_core::record::service::{ExporterCounts, ProbeOutcome};
+use wirebench_core::record::dns::{DnsResult, NewDnsCampaign};
+use wirebench_core::record::rr::{NewRrCampaign, RrResult};
+use wirebench_core::record::service::{
+    ExporterCounts, FailReason, ProbeError, ProbeOutcome, ProbeResult,
+};
+use wirebench_core::record::{NewCampaign, RunRecord};
+use wirebench_core::sweep::Point;
 
+use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::exporter::{probe_config, ExporterConfig, Probe, ProbeRefusal};
 use crate::config::rr::{rr_result, spec, RrConfig};
+use crate::dns::{run_dns, DnsSpec};
 use crate::http::{self, Request, Response};
+use crate::iperf3::client::ClientConfig;
 use crate::rr_client::run_rr_auth;
 use crate::runner::{self, RunConfig, Target};
 
@@ -41,11 +52,44 @@ pub struct Pages {
     pub log: fn(&str),
 }
 
+/// What the store needs of one finished probe: the records its command would store.
+#[derive(Debug, Clone)]
+pub enum StoredProbe {
+    /// A run or iperf3 probe: a one-run campaign.
+    Run {
+        /// The campaign.
+        campaign: Box<NewCampaign>,
+        /// Its one point.
+        point: Point,
+        /// Its one run.
+        run: Box<RunRecord>,
+    },
+    /// A ping or rr probe: an rr sweep of one result.
+    Rr {
+        /// The sweep.
+        campaign: NewRrCampaign,
+        /// Its one result.
+        result: Box<RrResult>,
+    },
+    /// A dns probe: a DNS campaign of one result.
+    Dns {
+        /// The campaign.
+        campaign: NewDnsCampaign,
+        /// Its one result.
+        result: Box<DnsResult>,
+    },
+}
+
+/// Where finished probes go to be stored: a bounded queue to the command's storing thread. A
+/// full queue drops the record (logged), so a slow database never holds a scrape.
+pub type Sink = std::sync::mpsc::SyncSender<StoredProbe>;
+
 /// A configured exporter, shared by every HTTP connection.
 #[derive(Debug)]
 pub struct Exporter {
     cfg: ExporterConfig,
     pages: Pages,
+    sink: Option<Sink>,
     slots: Semaphore,
     probes_run: AtomicU64,
     probes_failed: AtomicU64,
@@ -55,10 +99,16 @@ pub struct Exporter {
 impl Exporter {
     /// An exporter with `cfg`'s limits, writing pages with `pages`.
     pub fn new(cfg: ExporterConfig, pages: Pages) -> Arc<Exporter> {
+        Exporter::storing(cfg, pages, None)
+    }
+
+    /// An exporter that also hands every finished probe's records to `sink`.
+    pub fn storing(cfg: ExporterConfig, pages: Pages, sink: Option<Sink>) -> Arc<Exporter> {
         Arc::new(Exporter {
             slots: Semaphore::new(cfg.max_concurrent),
             cfg,
             pages,
+            sink,
             probes_run: AtomicU64::new(0),
             probes_failed: AtomicU64::new(0),
             refused: Mutex::new(BTreeMap::new()),
@@ -85,7 +135,7 @@ impl Exporter {
             },
             "/" => Response::text(
                 200,
-                "wirebench exporter: /probe?target=HOST:PORT&proto=tcp&mode=stream&total=10MiB, /metrics",
+                "wirebench exporter: /probe?target=HOST:PORT&proto=tcp&mode=stream&total=10MiB (or kind=ping, rr, dns, iperf3; see wirebench exporter --help), /metrics",
             ),
             other => Response::text(404, format!("no page {other}: try /probe or /metrics")),
         }
@@ -144,15 +194,32 @@ impl Exporter {
             );
         };
         let limit = time_limit(self.cfg.limits.max_time, scrape_timeout(req));
-        let outcome = match &probe {
+        let (outcome, stored) = match &probe {
             Probe::Run(cfg) => run_probe(cfg, limit).await,
-            Probe::Ping(cfg) => ping_probe(cfg, limit).await,
+            Probe::Ping(cfg) => exchange_probe(cfg, limit, ProbeResult::Ping).await,
+            Probe::Rr(cfg) => exchange_probe(cfg, limit, ProbeResult::Rr).await,
+            Probe::Dns(cfg) => dns_probe(cfg, limit).await,
+            Probe::Iperf3(cfg) => iperf3_probe(cfg, limit).await,
         };
         self.probes_run.fetch_add(1, Ordering::Relaxed);
-        if !outcome.success() {
+        if let Some(failure) = outcome.failure() {
             self.probes_failed.fetch_add(1, Ordering::Relaxed);
-            let error = outcome.error.as_deref().unwrap_or("the run was aborted");
-            (self.pages.log)(&format!("probe of {} failed: {error}", outcome.target));
+            (self.pages.log)(&format!(
+                "probe kind={} of {} failed ({}): {}",
+                probe.kind(),
+                outcome.target,
+                failure.reason.as_str(),
+                failure.detail
+            ));
+        }
+        if let (Some(sink), Some(stored)) = (&self.sink, stored) {
+            if sink.try_send(stored).is_err() {
+                (self.pages.log)(&format!(
+                    "probe kind={} of {} is not stored: the store is behind or gone",
+                    probe.kind(),
+                    outcome.target
+                ));
+            }
         }
         Response {
             status: 200,
@@ -173,86 +240,241 @@ impl Exporter {
     }
 }
 
-/// Runs one probe's run within `limit`; a failure or timeout is an outcome, not an error.
-pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> ProbeOutcome {
-    let (target, addr) = match &cfg.target {
-        Target::Remote { name, addr } => (name.clone(), *addr),
-        // config::exporter only makes remote targets.
-        Target::Embedded(_) => {
-            return ProbeOutcome {
-                target: String::new(),
-                duration_ns: 0,
-                run: None,
-                ping: None,
-                error: Some("a probe needs a target".into()),
-            }
-        }
-    };
+/// What one probe function returns: the outcome for the page, the records for the store.
+type Finished = (ProbeOutcome, Option<StoredProbe>);
+
+/// Runs `test` within `limit`, timing it; `Err` is the one-line reason it failed.
+async fn bounded<T>(
+    limit: Duration,
+    what: &str,
+    test: impl std::future::Future<Output = Result<T, String>>,
+) -> (u64, Result<T, ProbeError>) {
     let start = Instant::now();
-    let ran = tokio::time::timeout(
-        limit,
-        runner::run_campaign(cfg, addr, |_, _, _| {}, |_, _| {}),
-    )
-    .await;
+    let ran = tokio::time::timeout(limit, test).await;
     let duration_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let (run, error) = match ran {
-        Ok(campaign) => match (campaign.runs.first(), campaign.failure) {
-            (_, Some(failure)) => (None, Some(failure)),
-            (Some(run), None) => (Some(run.record()), None),
-            (None, None) => (None, Some("the probe ran nothing".into())),
-        },
-        Err(_) => (
-            None,
-            Some(format!(
-                "the run did not finish within {limit:?} (--max-time or the scrape timeout)"
-            )),
-        ),
+    let result = match ran {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(detail)) => Err(ProbeError {
+            reason: FailReason::Error,
+            detail,
+        }),
+        Err(_) => Err(ProbeError {
+            reason: FailReason::Timeout,
+            detail: format!(
+                "the {what} did not finish within {limit:?} (--max-time or the scrape timeout)"
+            ),
+        }),
     };
-    ProbeOutcome {
-        target,
-        duration_ns,
-        run,
-        ping: None,
-        error,
+    (duration_ns, result)
+}
+
+/// The outcome of a probe that finished with `result` (or failed), and what to store.
+fn finished(
+    target: String,
+    (duration_ns, ran): (u64, Result<(ProbeResult, StoredProbe), ProbeError>),
+) -> Finished {
+    match ran {
+        Ok((result, stored)) => (
+            ProbeOutcome {
+                target,
+                duration_ns,
+                result: Some(result),
+                error: None,
+            },
+            Some(stored),
+        ),
+        Err(e) => (
+            ProbeOutcome {
+                target,
+                duration_ns,
+                result: None,
+                error: Some(e),
+            },
+            None,
+        ),
     }
 }
 
-/// Runs one ping probe (one protocol, one probe outstanding) within `limit`.
-pub async fn ping_probe(cfg: &RrConfig, limit: Duration) -> ProbeOutcome {
-    let (Target::Remote { name, addr }, Some(&protocol)) = (&cfg.target, cfg.protocols.first())
-    else {
-        return ProbeOutcome {
+/// A probe that could not start: its configuration lacks what config::exporter always gives.
+fn malformed(detail: &str) -> Finished {
+    (
+        ProbeOutcome {
             target: String::new(),
             duration_ns: 0,
-            run: None,
-            ping: None,
-            error: Some("a ping probe needs a target and a protocol".into()),
-        };
-    };
-    let start = Instant::now();
-    let ran = tokio::time::timeout(
-        limit,
-        run_rr_auth(*addr, &spec(cfg, protocol, 1), cfg.psk.as_deref()),
+            result: None,
+            error: Some(ProbeError {
+                reason: FailReason::Error,
+                detail: detail.into(),
+            }),
+        },
+        None,
     )
-    .await;
-    let duration_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let (ping, error) = match ran {
-        Ok(Ok(outcome)) => (Some(rr_result(cfg, protocol, 1, &outcome)), None),
-        Ok(Err(e)) => (None, Some(format!("{e:#}"))),
-        Err(_) => (
-            None,
-            Some(format!(
-                "the ping did not finish within {limit:?} (--max-time or the scrape timeout)"
-            )),
-        ),
+}
+
+/// Runs one probe's run within `limit`; a failure or timeout is an outcome, not an error.
+pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> Finished {
+    let (target, addr) = match &cfg.target {
+        Target::Remote { name, addr } => (name.clone(), *addr),
+        // config::exporter only makes remote targets.
+        Target::Embedded(_) => return malformed("a probe needs a target"),
     };
-    ProbeOutcome {
-        target: name.clone(),
-        duration_ns,
-        run: None,
-        ping,
-        error,
-    }
+    let ran = bounded(limit, "run", async {
+        let campaign = runner::run_campaign(cfg, addr, |_, _, _| {}, |_, _| {}).await;
+        match (campaign.runs.first(), campaign.failure) {
+            (_, Some(failure)) => Err(failure),
+            (Some(run), None) => Ok(run.record()),
+            (None, None) => Err("the probe ran nothing".into()),
+        }
+    })
+    .await;
+    let ran = (
+        ran.0,
+        ran.1.map(|run| {
+            let point = Point {
+                msg_size: cfg.msg_size,
+                total_bytes: cfg.total_bytes,
+            };
+            let campaign = NewCampaign {
+                started_at_unix_s: unix_now(),
+                parameters: runner::parameters(cfg, &target),
+                planned_runs: 1,
+                msg_sizes: vec![cfg.msg_size],
+                totals: vec![cfg.total_bytes],
+                environment: crate::environment::detect(),
+            };
+            let stored = StoredProbe::Run {
+                campaign: Box::new(campaign),
+                point,
+                run: Box::new(run.clone()),
+            };
+            (ProbeResult::Run(run), stored)
+        }),
+    );
+    finished(target, ran)
+}
+
+/// Runs one ping or rr probe (one protocol, one concurrency) within `limit`; `as_result` says
+/// which it was.
+pub async fn exchange_probe(
+    cfg: &RrConfig,
+    limit: Duration,
+    as_result: fn(RrResult) -> ProbeResult,
+) -> Finished {
+    let (Target::Remote { name, addr }, Some(&protocol), Some(&k)) =
+        (&cfg.target, cfg.protocols.first(), cfg.concurrency.first())
+    else {
+        return malformed("an exchange probe needs a target, a protocol and a concurrency");
+    };
+    let ran = bounded(limit, "exchange", async {
+        run_rr_auth(*addr, &spec(cfg, protocol, k), cfg.psk.as_deref())
+            .await
+            .map(|outcome| rr_result(cfg, protocol, k, &outcome))
+            .map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    let ran = (
+        ran.0,
+        ran.1.map(|result| {
+            let campaign = NewRrCampaign {
+                started_at_unix_s: unix_now(),
+                server: name.clone(),
+                protocols: protocol.to_string(),
+                concurrency: k.to_string(),
+                request_bytes: cfg.request,
+                response_bytes: cfg.response,
+                flows: cfg.flows,
+                planned_results: 1,
+                host_name: crate::environment::detect().host_name,
+                wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
+            };
+            let stored = StoredProbe::Rr {
+                campaign,
+                result: Box::new(result.clone()),
+            };
+            (as_result(result), stored)
+        }),
+    );
+    finished(name.clone(), ran)
+}
+
+/// Runs one dns probe (one transport, one concurrency) within `limit`.
+pub async fn dns_probe(cfg: &DnsConfig, limit: Duration) -> Finished {
+    let (Some(&transport), Some(&k)) = (cfg.transports.first(), cfg.concurrency.first()) else {
+        return malformed("a dns probe needs a transport and a concurrency");
+    };
+    let spec = DnsSpec {
+        resolver: cfg.addr_for(transport),
+        transport,
+        question: cfg.question.clone(),
+        count: cfg.count,
+        flows: cfg.flows,
+        concurrency: k,
+        new_connection: cfg.new_connection,
+        timeout: cfg.timeout,
+        retries: cfg.retries,
+        // config::exporter refuses DoT.
+        tls: None,
+        tcp_fallback: cfg.resolver,
+    };
+    let ran = bounded(limit, "DNS probe", async {
+        run_dns(&spec)
+            .await
+            .map(|outcome| dns_result(cfg, transport, k, &outcome))
+            .map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    let ran = (
+        ran.0,
+        ran.1.map(|result| {
+            let campaign = NewDnsCampaign {
+                started_at_unix_s: unix_now(),
+                resolver: cfg.resolver_name.clone(),
+                name: cfg.question.name(),
+                record_type: cfg.question.rtype(),
+                transports: transport.name().to_string(),
+                concurrency: k.to_string(),
+                planned_results: 1,
+                host_name: crate::environment::detect().host_name,
+                wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
+            };
+            let stored = StoredProbe::Dns {
+                campaign,
+                result: Box::new(result.clone()),
+            };
+            (ProbeResult::Dns(result), stored)
+        }),
+    );
+    finished(cfg.resolver_name.clone(), ran)
+}
+
+/// Runs one transfer against a real iperf3 server within `limit`.
+pub async fn iperf3_probe(cfg: &ClientConfig, limit: Duration) -> Finished {
+    let ran = bounded(limit, "iperf3 test", async {
+        crate::iperf3::client::run(cfg)
+            .await
+            .map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    let ran = (
+        ran.0,
+        ran.1.map(|outcome| {
+            let (campaign, point, run) = crate::iperf3::record::records(cfg, &outcome, unix_now());
+            let stored = StoredProbe::Run {
+                campaign: Box::new(campaign),
+                point,
+                run: Box::new(run.clone()),
+            };
+            (ProbeResult::Iperf3(run), stored)
+        }),
+    );
+    finished(cfg.name.clone(), ran)
+}
+
+/// Seconds since the Unix epoch, now (0 if the clock is before it).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// The scrape's timeout from Prometheus's header, if it sent a sensible one.

@@ -62,6 +62,8 @@ pub fn records(
                 Limit::Bytes(_) => None,
                 Limit::Time(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             },
+            bidir: false,
+            omit_us: None,
         },
         planned_runs: 1,
         msg_sizes: vec![cfg.len],
@@ -82,6 +84,9 @@ pub fn records(
             Limit::Bytes(_) => EndedBy::Bytes,
             Limit::Time(_) => EndedBy::Time,
         },
+        loaded_latency: None,
+        server_to_client: None,
+        rate_search: None,
     };
     (campaign, point, run)
 }
@@ -106,6 +111,7 @@ fn client_view(s: &SideJson, len: u32) -> ClientRecord {
         data_path: DataPathInfo::default(),
         measured: EndMetrics::default(),
         udp_received: None,
+        omitted: None,
     }
 }
 
@@ -129,5 +135,6 @@ fn server_view(s: &SideJson, protocol: Protocol) -> ServerRecord {
         abort_reason: None,
         data_path: DataPathInfo::default(),
         measured: EndMetrics::default(),
+        omitted: None,
     }
 }

@@ -417,6 +417,7 @@ impl Test {
             peer: self.peer,
             params: SessionParams {
                 duration_us: None,
+                omit_us: None,
                 protocol,
                 mechanism: Mechanism::Stream,
                 msg_size: plan.len,

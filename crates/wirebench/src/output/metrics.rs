@@ -8,9 +8,10 @@
 
 use std::fmt::Write as _;
 
+use wirebench_core::record::dns::DnsResult;
 use wirebench_core::record::rr::RrResult;
-use wirebench_core::record::service::{ExporterCounts, ProbeOutcome, ServerCounts};
-use wirebench_core::record::RttFigures;
+use wirebench_core::record::service::{ExporterCounts, ProbeOutcome, ProbeResult, ServerCounts};
+use wirebench_core::record::{RttFigures, RunRecord};
 
 /// The `Content-Type` of every page rendered here.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -93,36 +94,61 @@ pub fn exporter_page(c: &ExporterCounts) -> String {
     p.out
 }
 
-/// One probe's page: success and duration always; the run's headline when it finished.
+/// One probe's page: success and duration always, the failure's reason when it failed, and
+/// the finished test's figures by kind.
 pub fn probe_page(o: &ProbeOutcome) -> String {
     let mut p = Page::default();
+    let failure = o.failure();
     p.gauge(
         "wirebench_probe_success",
-        "Whether the probe's run finished (1) or failed (0).",
-        if o.success() { 1.0 } else { 0.0 },
+        "Whether the probe's test finished and passed (1) or failed (0).",
+        if failure.is_none() { 1.0 } else { 0.0 },
     );
     p.gauge(
         "wirebench_probe_duration_seconds",
         "Wall time of the whole probe: set-up, the run and its report.",
         o.duration_ns as f64 / 1e9,
     );
-    if let Some(ping) = &o.ping {
-        ping_figures(&mut p, ping);
+    if let Some(f) = &failure {
+        let name = "wirebench_probe_failure_info";
+        p.family(
+            name,
+            "gauge",
+            "Why the probe failed: timeout, error, aborted, unanswered or rcode (the exporter's log has the detail).",
+        );
+        p.sample(name, &[("reason", f.reason.as_str())], 1.0);
     }
-    let Some(run) = &o.run else {
-        return p.out;
-    };
-    let h = run.headline();
+    match &o.result {
+        None => {}
+        Some(r @ (ProbeResult::Run(run) | ProbeResult::Iperf3(run))) => {
+            run_figures(&mut p, r.kind(), run)
+        }
+        Some(ProbeResult::Ping(r)) => exchange_figures(&mut p, "ping", r),
+        Some(ProbeResult::Rr(r)) => exchange_figures(&mut p, "rr", r),
+        Some(ProbeResult::Dns(d)) => dns_figures(&mut p, d),
+    }
+    p.out
+}
+
+/// What the probe ran: its kind, protocol and mechanism (or exchange).
+fn info(p: &mut Page, kind: &str, proto: &str, mode: &str) {
     let name = "wirebench_probe_info";
-    p.family(name, "gauge", "What the probe ran: protocol and mechanism.");
+    p.family(
+        name,
+        "gauge",
+        "What the probe ran: kind, protocol and mechanism.",
+    );
     p.sample(
         name,
-        &[
-            ("proto", run.protocol.as_str()),
-            ("mode", run.mechanism.as_str()),
-        ],
+        &[("kind", kind), ("proto", proto), ("mode", mode)],
         1.0,
     );
+}
+
+/// A transfer's figures (`kind=run` and `kind=iperf3`): the run's headline.
+fn run_figures(p: &mut Page, kind: &str, run: &RunRecord) {
+    let h = run.headline();
+    info(p, kind, run.protocol.as_str(), run.mechanism.as_str());
     p.gauge(
         "wirebench_probe_transfer_seconds",
         "The run's transfer time (the client's span), which the rates are taken over.",
@@ -176,51 +202,137 @@ pub fn probe_page(o: &ProbeOutcome) -> String {
             d.out_of_order as f64,
         );
     }
-    if let Some(rate) = h.retrans_rate {
+    retransmissions(p, h.retrans_rate);
+    if let Some(rtt) = &h.rtt {
+        rtt_summary(p, rtt);
+    }
+}
+
+/// The share of packets the transport sent again, one help text for every kind.
+fn retransmissions(p: &mut Page, rate: Option<f64>) {
+    if let Some(rate) = rate {
         p.gauge(
             "wirebench_probe_retransmission_ratio",
-            "The sender's data packets sent again (TCP, QUIC, UDP stop-and-wait) or lost (UDP streaming) / packets sent.",
+            "The sender's data packets sent again (TCP from TCP_INFO, QUIC, UDP retries or stop-and-wait) or lost (UDP streaming) / packets sent.",
             rate,
         );
     }
-    if let Some(rtt) = &h.rtt {
-        rtt_summary(&mut p, rtt);
-    }
-    p.out
 }
 
-/// A ping probe's figures: round trips, and what was sent, answered, lost and late.
-fn ping_figures(p: &mut Page, r: &RrResult) {
-    let name = "wirebench_probe_info";
-    p.family(name, "gauge", "What the probe ran: protocol and mechanism.");
-    p.sample(
-        name,
-        &[("proto", r.protocol.as_str()), ("mode", "ping")],
-        1.0,
-    );
+/// A ping's or rr's figures (`wirebench_probe_ping_*`, `wirebench_probe_rr_*`): requests sent,
+/// answered, lost and late, and their response times.
+fn exchange_figures(p: &mut Page, kind: &str, r: &RrResult) {
+    info(p, kind, r.protocol.as_str(), kind);
+    let what = if kind == "ping" {
+        "Ping probes"
+    } else {
+        "Requests"
+    };
     let counts = [
-        ("sent", r.sent, "Ping probes sent (each once)."),
-        ("answered", r.answered, "Ping probes answered in time."),
+        ("sent", r.sent, format!("{what} sent (each once).")),
+        ("answered", r.answered, format!("{what} answered in time.")),
         (
             "lost",
             r.lost,
-            "Ping probes never answered in time (UDP, after the retries).",
+            format!("{what} never answered in time (UDP, after the retries)."),
         ),
         (
             "late",
             r.late,
-            "Answers that came after their probe was given up (UDP).",
+            "Answers that came after their request was given up (UDP).".to_string(),
         ),
     ];
-    for (what, n, help) in counts {
-        p.gauge(&format!("wirebench_probe_ping_{what}"), help, n as f64);
+    for (name, n, help) in counts {
+        p.gauge(&format!("wirebench_probe_{kind}_{name}"), &help, n as f64);
     }
     p.gauge(
-        "wirebench_probe_ping_loss_ratio",
-        "Ping probes lost / sent.",
+        &format!("wirebench_probe_{kind}_loss_ratio"),
+        &format!("{what} lost / sent."),
         r.loss_ratio,
     );
+    if kind == "rr" {
+        p.gauge(
+            "wirebench_probe_rr_retries",
+            "UDP request copies sent again after a timeout.",
+            r.retries as f64,
+        );
+        p.gauge(
+            "wirebench_probe_rr_flows",
+            "Flows (connections or UDP sockets) the requests went over.",
+            f64::from(r.flows),
+        );
+        p.gauge(
+            "wirebench_probe_rr_concurrency",
+            "Requests in flight per flow.",
+            f64::from(r.concurrency),
+        );
+        p.gauge(
+            "wirebench_probe_requests_per_second",
+            "Requests answered / time from the first request to the last answer.",
+            r.requests_per_second,
+        );
+        retransmissions(p, r.retrans_rate);
+    }
     if let Some(rtt) = &r.response {
+        rtt_summary(p, rtt);
+    }
+}
+
+/// A DNS probe's figures (`wirebench_probe_dns_*`): queries, answers by RCODE, timeouts and
+/// response times.
+fn dns_figures(p: &mut Page, d: &DnsResult) {
+    let transport = d.transport.name();
+    info(p, "dns", transport, "dns");
+    let c = &d.counts;
+    let counts = [
+        ("sent", c.sent, "Queries sent (retries not counted)."),
+        (
+            "answered",
+            c.answered,
+            "Queries answered by a valid response.",
+        ),
+        (
+            "timeouts",
+            c.timeouts,
+            "Queries never answered in time (UDP: after the retries).",
+        ),
+        (
+            "wrong",
+            c.wrong,
+            "Responses not trusted: malformed, another question, an unknown ID.",
+        ),
+        (
+            "retries",
+            c.retries,
+            "UDP query copies sent again after a timeout.",
+        ),
+    ];
+    for (name, n, help) in counts {
+        p.gauge(&format!("wirebench_probe_dns_{name}"), help, n as f64);
+    }
+    let name = "wirebench_probe_dns_answers";
+    p.family(name, "gauge", "Valid answers by RCODE.");
+    for (rcode, n) in [
+        ("NOERROR", c.noerror),
+        ("NXDOMAIN", c.nxdomain),
+        ("SERVFAIL", c.servfail),
+        ("REFUSED", c.refused),
+        ("other", c.other_rcode),
+    ] {
+        p.sample(name, &[("rcode", rcode)], n as f64);
+    }
+    p.gauge(
+        "wirebench_probe_dns_timeout_ratio",
+        "Queries timed out / sent (the loss the resolver's clients see).",
+        d.timeout_ratio,
+    );
+    p.gauge(
+        "wirebench_probe_dns_queries_per_second",
+        "Queries answered / time from the first query to the last settled.",
+        d.queries_per_second,
+    );
+    retransmissions(p, d.retrans_rate);
+    if let Some(rtt) = &d.response {
         rtt_summary(p, rtt);
     }
 }
@@ -231,7 +343,7 @@ fn rtt_summary(p: &mut Page, rtt: &RttFigures) {
     p.family(
         name,
         "summary",
-        "Round trips (stop-and-wait: first transmissions only; ping: answered probes): quantile 0 is the smallest, 1 the largest.",
+        "Round trips (stop-and-wait: first transmissions only; ping, rr and dns: answered requests' response times): quantile 0 is the smallest, 1 the largest.",
     );
     for (q, ns) in [
         ("0", rtt.min_ns),
@@ -305,7 +417,7 @@ fn number(v: f64) -> String {
 mod tests {
     use super::*;
     use wirebench_core::plan::Protocol;
-    use wirebench_core::record::service::ProtocolBytes;
+    use wirebench_core::record::service::{FailReason, ProbeError, ProtocolBytes};
 
     #[test]
     fn server_page_counts_by_reason_and_protocol() {
@@ -334,16 +446,20 @@ mod tests {
         let page = probe_page(&ProbeOutcome {
             target: "127.0.0.1:1".into(),
             duration_ns: 1_500_000_000,
-            run: None,
-            ping: None,
-            error: Some("connection refused".into()),
+            result: None,
+            error: Some(ProbeError {
+                reason: FailReason::Error,
+                detail: "connection refused".into(),
+            }),
         });
         assert_eq!(
             page,
-            "# HELP wirebench_probe_success Whether the probe's run finished (1) or failed (0).\n\
+            "# HELP wirebench_probe_success Whether the probe's test finished and passed (1) or failed (0).\n\
              # TYPE wirebench_probe_success gauge\nwirebench_probe_success 0\n\
              # HELP wirebench_probe_duration_seconds Wall time of the whole probe: set-up, the run and its report.\n\
-             # TYPE wirebench_probe_duration_seconds gauge\nwirebench_probe_duration_seconds 1.5\n"
+             # TYPE wirebench_probe_duration_seconds gauge\nwirebench_probe_duration_seconds 1.5\n\
+             # HELP wirebench_probe_failure_info Why the probe failed: timeout, error, aborted, unanswered or rcode (the exporter's log has the detail).\n\
+             # TYPE wirebench_probe_failure_info gauge\nwirebench_probe_failure_info{reason=\"error\"} 1\n"
         );
     }
 

@@ -2,6 +2,7 @@
 //! Formatting only: these functions return strings or serialisable values and never print.
 
 pub mod dns;
+pub mod latency;
 pub mod metrics;
 pub mod progress;
 pub mod ratesearch;

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry, TrialKindName};
+use wirebench_core::record::ratesearch::{
+    EarlyEndName, RateSearchRecord, TrialEntry, TrialKindName,
+};
 use wirebench_core::units::format_bitrate;
 
 /// The line announcing a search (before its first trial); rates in bit/s, shares in %.
@@ -43,7 +45,19 @@ pub fn trial_line(index: usize, t: &TrialEntry) -> String {
             .map_or_else(|| "too short".to_string(), format_bitrate),
         pct(t.lost_pct),
         t.sent_messages,
-        if t.passed { "pass" } else { "fail" }
+        match t.ended_early {
+            _ if t.passed => "pass".to_string(),
+            None => "fail".to_string(),
+            Some(why) => format!(
+                "fail, ended early ({} of {} sent: {})",
+                t.sent_messages,
+                t.planned_messages,
+                match why {
+                    EarlyEndName::Loss => "lost too many already",
+                    EarlyEndName::Sender => "the sender fell behind",
+                }
+            ),
+        }
     )
 }
 

@@ -143,8 +143,90 @@ pub struct BlockLayout {
 }
 
 /// The block printed after each run: the headline (goodput, sent rate, UDP loss), then each
-/// side's counts.
+/// side's counts. A `--bidir` run prints both directions added up, then each direction's
+/// block (`server_line` belongs to the client → server one).
 pub fn run_block(
+    position: usize,
+    of: usize,
+    run: &RunRecord,
+    server_line: Option<&str>,
+    layout: BlockLayout,
+) -> String {
+    let Some(back) = &run.server_to_client else {
+        return direction_block(position, of, run, server_line, layout);
+    };
+    let mut out = String::new();
+    if !layout.headed {
+        let _ = writeln!(out, "{}", run_heading(position, of, run));
+    }
+    let _ = writeln!(
+        out,
+        "  goodput, both directions added up: {}",
+        headline_text_in(&run.headline(), layout.rate_unit)
+    );
+    let one_way = |reverse: bool| RunRecord {
+        client: if reverse {
+            back.client.clone()
+        } else {
+            run.client.clone()
+        },
+        server: if reverse {
+            back.server.clone()
+        } else {
+            run.server.clone()
+        },
+        session: if reverse { back.session } else { run.session },
+        flows: run
+            .flows
+            .iter()
+            .filter(|f| f.reverse == reverse)
+            .cloned()
+            .collect(),
+        reverse,
+        server_to_client: None,
+        ..run.clone()
+    };
+    let headed = BlockLayout {
+        headed: true,
+        ..layout
+    };
+    for (reverse, name, line) in [
+        (false, "client → server", server_line),
+        (true, "server → client", None),
+    ] {
+        let _ = writeln!(out, "  {name}:");
+        for l in direction_block(position, of, &one_way(reverse), line, headed).lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
+    out
+}
+
+/// The middle of an interval, ns: an interval whose middle lies before the omit mark is
+/// shown "(omitted)" (the two ends' clocks differ by a little, so no edge is exact).
+pub fn midpoint_ns(s: &IntervalSample) -> u64 {
+    s.start_ns + (s.end_ns.saturating_sub(s.start_ns)) / 2
+}
+
+/// The lines of an omit mark (`-O`): what each end moved before its mark, which the figures
+/// leave out.
+fn omitted_text(run: &RunRecord) -> Option<String> {
+    let (c, s) = (run.client.omitted?, run.server.omitted?);
+    let (client_verb, server_verb) = if run.reverse {
+        ("received", "sent")
+    } else {
+        ("sent", "read")
+    };
+    Some(format!(
+        "the first {:.4} s, left out of the goodput: client {client_verb} {} B, server {server_verb} {} B before their marks",
+        c.elapsed_ns.min(run.client.elapsed_ns) as f64 / 1e9,
+        c.bytes,
+        s.bytes
+    ))
+}
+
+/// [`run_block`] of one direction.
+fn direction_block(
     position: usize,
     of: usize,
     run: &RunRecord,
@@ -163,6 +245,9 @@ pub fn run_block(
         "  goodput: {}",
         headline_text_in(&run.headline(), unit)
     );
+    if let Some(line) = omitted_text(run) {
+        let _ = writeln!(out, "  omitted: {line}");
+    }
     let _ = writeln!(out, "  client: {}", client_text(c, run, unit));
     if run.ended_by == EndedBy::Time {
         // Runs ended by their total (the default) say nothing, as before -t existed.
@@ -200,7 +285,13 @@ pub fn run_block(
         let _ = writeln!(out, "  server intervals:");
         let verb = if run.reverse { "sent" } else { "read" };
         for sample in &s.measured.intervals {
-            let _ = writeln!(out, "    {}", interval_line_in(verb, &sample.sample, unit));
+            let mut line = interval_line_in(verb, &sample.sample, unit);
+            if s.omitted
+                .is_some_and(|o| midpoint_ns(&sample.sample) < o.elapsed_ns)
+            {
+                line.push_str(" (omitted)");
+            }
+            let _ = writeln!(out, "    {line}");
         }
     }
     if let Some(rtt) = &c.rtt {
@@ -246,6 +337,10 @@ pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
             h.sent_bytes,
             h.sent_bps.map_or("n/a".into(), rate)
         ),
+        None if h.omitted_ns > 0 => format!(
+            "nothing to time after the -O/--omit mark ({secs:.6} s left: the run ended before or just after it); {} of {} bytes sent after it arrived",
+            h.received_bytes, h.sent_bytes
+        ),
         None => format!(
             "too short to time ({secs:.6} s, under {} ms: send more data with -n); {} of {} bytes sent arrived",
             MIN_TIMED_NS / 1_000_000,
@@ -253,7 +348,14 @@ pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
             h.sent_bytes
         ),
     };
-    if let Some(d) = &h.delivery {
+    if let (Some(d), true) = (&h.delivery, h.omitted_ns > 0) {
+        // The counts cover the whole run, the omitted span too: "of N" would mislead.
+        let _ = write!(
+            s,
+            ", over the whole run: lost {} ({:.3} %), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
+            d.lost, d.lost_pct, d.duplicates, d.duplicates_pct, d.out_of_order, d.out_of_order_pct
+        );
+    } else if let Some(d) = &h.delivery {
         let _ = write!(
             s,
             ", lost {} of {} messages ({:.3} %), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
@@ -689,6 +791,47 @@ pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
             c.protocols,
             count_of(c.flows as usize, "flow", "flows"),
             c.concurrency
+        );
+    }
+    out
+}
+
+/// The `wirebench runs` block of rpm campaigns: id, start, status, tests stored of planned,
+/// what ran and the RPM of each test with the draft's rating word.
+pub fn rpm_campaign_list(
+    campaigns: &[(
+        wirebench_core::record::rpm::RpmCampaignInfo,
+        Vec<Option<f64>>,
+    )],
+) -> String {
+    use wirebench_core::responsiveness::Rating;
+    let mut out = format!(
+        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
+        "RPM", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --rpm ID)"
+    );
+    for (info, rpms) in campaigns {
+        let c = &info.campaign;
+        let figures: Vec<String> = rpms
+            .iter()
+            .map(|r| match r {
+                Some(v) => format!("RPM {v:.0} ({})", Rating::of(*v).word()),
+                None => "no RPM".to_string(),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} load against {} over {}, up to {} per direction{}{}",
+            info.id,
+            format_utc(c.started_at_unix_s),
+            info.status.as_str(),
+            format!("{}/{}", rpms.len(), c.planned_results),
+            host_or_dash(&c.host_name),
+            c.direction.as_str(),
+            c.server,
+            c.protocol,
+            count_of(c.max_flows as usize, "flow", "flows"),
+            if figures.is_empty() { "" } else { ": " },
+            figures.join(", ")
         );
     }
     out

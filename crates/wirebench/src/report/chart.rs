@@ -17,11 +17,11 @@ use wirebench_core::record::summary::ConfigurationSummary as Configuration;
 use wirebench_core::record::total_label;
 use wirebench_core::stats::Summary;
 
-const SIZE: (u32, u32) = (760, 420);
-const FONT: &str = "sans-serif";
+pub(super) const SIZE: (u32, u32) = (760, 420);
+pub(super) const FONT: &str = "sans-serif";
 
 /// The series colours, distinct in print as well (dark enough on white).
-const COLOURS: [RGBColor; 6] = [
+pub(super) const COLOURS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -41,7 +41,7 @@ fn colour_of(c: &Configuration) -> RGBColor {
 }
 
 /// Draws one series as a line with a dot on each point, and gives it a legend entry.
-fn line_with_dots<'a, DB, X, Y>(
+pub(super) fn line_with_dots<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     name: &str,
     colour: RGBColor,
@@ -69,7 +69,7 @@ where
 }
 
 /// The legend box, in the corner where a chart's data is not (upper left for most here).
-fn legend<'a, DB, X, Y>(
+pub(super) fn legend<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     corner: SeriesLabelPosition,
 ) -> io::Result<()>
@@ -88,7 +88,7 @@ where
         .map_err(chart_error)
 }
 
-fn chart_error(e: impl std::fmt::Display) -> io::Error {
+pub(super) fn chart_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("cannot draw the chart: {e}"))
 }
 
@@ -642,7 +642,7 @@ fn log_label(v: f64) -> String {
 }
 
 /// The unit a bit-rate axis reads in, chosen by its largest value: (divisor, name).
-fn rate_unit(max_bps: f64) -> (f64, &'static str) {
+pub(super) fn rate_unit(max_bps: f64) -> (f64, &'static str) {
     if max_bps >= 1e9 {
         (1e9, "Gbit/s")
     } else if max_bps >= 1e6 {
@@ -653,7 +653,7 @@ fn rate_unit(max_bps: f64) -> (f64, &'static str) {
 }
 
 /// Tick labels with as many decimals as the axis range needs.
-fn tick(v: f64, range: f64) -> String {
+pub(super) fn tick(v: f64, range: f64) -> String {
     if range >= 20.0 {
         format!("{v:.0}")
     } else if range >= 2.0 {

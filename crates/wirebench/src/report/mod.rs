@@ -11,6 +11,8 @@ pub mod dns;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod rpm;
+pub mod rpm_chart;
 pub mod rr;
 pub mod series;
 pub mod table;
@@ -224,6 +226,9 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
     }
     if let Some(s) = &c.sent_bps {
         out.push(rate("sent_rate", "Sent", s));
+    }
+    if let Some(s) = &c.rate_found_bps {
+        out.push(rate("rate_found", "Rate found (--rate max)", s));
     }
     out.push(m(
         View::Run,

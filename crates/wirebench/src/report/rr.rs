@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use wirebench_core::record::rr::RrResult;
+use wirebench_core::record::rr::{MeasuredPath, RrResult};
 
 use super::chart;
 use super::html::escape;
@@ -59,13 +59,42 @@ fn series_name(r: &RrResult) -> String {
     }
 }
 
-/// The text report: the heading line and the sweep table.
+/// What the sweep's paths measured: per distinct path note of its results, "path: NOTE" and,
+/// for the relay and the namespace lab, what drops packets there; empty when no result has a
+/// note.
+pub fn path_lines(results: &[RrResult]) -> Vec<String> {
+    let mut notes: Vec<&str> = Vec::new();
+    for note in results.iter().filter_map(|r| r.path_note.as_deref()) {
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    let mut lines = Vec::new();
+    for note in notes {
+        lines.push(format!("path: {note}"));
+        match MeasuredPath::of(note) {
+            MeasuredPath::Relay => lines.push(
+                "  the relay drops UDP datagrams only: UDP's losses are the relay's drops, TCP's retransmissions are the kernel's own over clean loopback legs (no TCP segment was dropped on purpose); for TCP drops use the namespace lab (lab/netns-lab.sh rr)".into(),
+            ),
+            MeasuredPath::NetnsLab => lines.push(
+                "  the lab router's tbf queue drops UDP datagrams and TCP segments alike when the offered load exceeds its rate: UDP's losses and TCP's retransmissions are real drops on the same path".into(),
+            ),
+            MeasuredPath::Other => {}
+        }
+    }
+    lines
+}
+
+/// The text report: the heading line, the path lines and the sweep table.
 pub fn write_text(h: &RrHeading, results: &[RrResult], out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "rr sweep {} ({}, started {} UTC, host {}) against {}",
         h.campaign, h.status, h.started, h.host, h.server
     )?;
+    for line in path_lines(results) {
+        writeln!(out, "{line}")?;
+    }
     write!(out, "{}", sweep_table(results))
 }
 
@@ -125,6 +154,9 @@ pub fn write_html(h: &RrHeading, results: &[RrResult], out: &mut dyn Write) -> i
         escape(&h.host),
         escape(&h.server)
     )?;
+    for line in path_lines(results) {
+        writeln!(out, "<p>{}</p>", escape(line.trim()))?;
+    }
     if let Some(svg) = chart::rr_repair_against_concurrency(&points(results))? {
         writeln!(out, "<h2>Loss and retransmissions against load</h2>")?;
         writeln!(out, "<figure>\n{}", svg.trim())?;

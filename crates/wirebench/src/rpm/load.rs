@@ -139,6 +139,7 @@ struct Session {
 async fn open_session(server: SocketAddr, download: bool, psk: Option<&Psk>) -> Result<Session> {
     let params = SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
         msg_size: IO_CHUNK as u32,

@@ -93,6 +93,23 @@ pub async fn run_rpm(
     settings: &RpmSettings,
     psk: Option<Arc<Psk>>,
 ) -> Result<RpmResult> {
+    let (result, _) =
+        run_rpm_until(server, server_name, settings, psk, std::future::pending()).await?;
+    Ok(result)
+}
+
+/// Runs the test as [`run_rpm`] does, ending the load phase early when `stop` completes (a
+/// signal): the result then covers the intervals that finished, says so in its differences,
+/// and comes back with `true`.
+pub async fn run_rpm_until(
+    server: SocketAddr,
+    server_name: &str,
+    settings: &RpmSettings,
+    psk: Option<Arc<Psk>>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(RpmResult, bool)> {
+    tokio::pin!(stop);
+    let mut stopped = false;
     let params = settings.params;
     let mut foreign_session = ProbeSession::open(server, true, psk.as_deref()).await?;
     let mut self_session = ProbeSession::open(server, false, psk.as_deref()).await?;
@@ -176,24 +193,37 @@ pub async fn run_rpm(
     let mut up_series = Vec::new();
     let mut total_series = Vec::new();
     let mut failed_probes = 0u64;
-    for index in 0u32.. {
+    'intervals: for index in 0u32.. {
         let end = started + interval * (index + 1);
         let mut current = IntervalProbes::default();
         let (mut n_foreign, mut n_self) = (0u32, 0u32);
+        let (mut tcp_ns, mut request_ns, mut own_ns) = (Vec::new(), Vec::new(), Vec::new());
         // Collect the probes that complete before the interval ends.
         loop {
             let now = Instant::now();
             if now >= end {
                 break;
             }
-            match tokio::time::timeout(end - now, rx.recv()).await {
+            let received = tokio::select! {
+                biased;
+                () = &mut stop => {
+                    // The unfinished interval is left out: its goodput would be of a part.
+                    stopped = true;
+                    break 'intervals;
+                }
+                received = tokio::time::timeout(end - now, rx.recv()) => received,
+            };
+            match received {
                 Ok(Some(Sample::Foreign(f))) => {
                     current.foreign_tcp_ms.push(ms(f.tcp));
                     current.foreign_request_ms.push(ms(f.request));
+                    tcp_ns.push(ns(f.tcp));
+                    request_ns.push(ns(f.request));
                     n_foreign += 1;
                 }
                 Ok(Some(Sample::Own(d))) => {
                     current.self_request_ms.push(ms(d));
+                    own_ns.push(ns(d));
                     n_self += 1;
                 }
                 Ok(Some(Sample::Failed)) => failed_probes += 1,
@@ -229,6 +259,9 @@ pub async fn run_rpm(
                 .filter(|r| r.is_finite()),
             foreign_probes: n_foreign,
             self_probes: n_self,
+            foreign_tcp_handshake_rtt_ns: tcp_ns,
+            foreign_request_rtt_ns: request_ns,
+            self_request_rtt_ns: own_ns,
         });
         // The probes' share of the capacity: PTC of the last interval's goodput.
         let goodput_bps = (down + up) as f64 * 8.0 / secs;
@@ -287,13 +320,19 @@ pub async fn run_rpm(
             "The server refused more load flows, so the ramp stopped at {open_flows} per direction: {why}"
         ));
     }
+    if stopped {
+        diffs.push(format!(
+            "Stopped by a signal after {}: the figures cover only those.",
+            wirebench_core::record::count_of(intervals.len(), "interval", "intervals")
+        ));
+    }
     let failures = bytes.failures.load(Ordering::Relaxed);
     if failures > 0 {
         diffs.push(format!(
             "{failures} load session(s) failed during the test."
         ));
     }
-    Ok(RpmResult {
+    let result = RpmResult {
         schema_version: RPM_SCHEMA_VERSION,
         draft: DRAFT.to_owned(),
         server: server_name.to_owned(),
@@ -317,7 +356,8 @@ pub async fn run_rpm(
         parameters: params,
         intervals,
         differences: diffs,
-    })
+    };
+    Ok((result, stopped))
 }
 
 /// Opens one load flow per direction the test loads.

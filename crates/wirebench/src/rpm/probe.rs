@@ -42,8 +42,21 @@ pub struct ForeignSample {
 impl ProbeSession {
     /// Asks the server for a probe session: `new_connection` for foreign probes.
     pub async fn open(server: SocketAddr, new_connection: bool, psk: Option<&Psk>) -> Result<Self> {
+        Ok(Self::open_over(server, Protocol::Tcp, new_connection, psk)
+            .await?
+            .0)
+    }
+
+    /// Like [`ProbeSession::open`] over `protocol` (`run --latency-probe` probes over UDP and
+    /// QUIC too); also returns the server's QUIC certificate, when it announced one.
+    pub async fn open_over(
+        server: SocketAddr,
+        protocol: Protocol,
+        new_connection: bool,
+        psk: Option<&Psk>,
+    ) -> Result<(Self, Option<Vec<u8>>)> {
         let params = RrParams {
-            protocol: Protocol::Tcp,
+            protocol,
             request: REQUEST_BYTES,
             response: RESPONSE_BYTES,
             flows: 1,
@@ -54,12 +67,20 @@ impl ProbeSession {
             control::request_session_auth(server, &ControlMessage::RrRequest(params), psk)
                 .await
                 .context("the server refused the probe session")?;
-        Ok(ProbeSession {
-            ctrl,
-            preamble: Preamble::data(granted.session, granted.token),
-            server,
-            sent: 0,
-        })
+        Ok((
+            ProbeSession {
+                ctrl,
+                preamble: Preamble::data(granted.session, granted.token),
+                server,
+                sent: 0,
+            },
+            granted.quic_cert,
+        ))
+    }
+
+    /// The session's data-connection preamble (its session id and token).
+    pub fn preamble(&self) -> Preamble {
+        self.preamble
     }
 
     /// Where and with which credentials this session's probe connections go, cheap to copy

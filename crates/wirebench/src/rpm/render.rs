@@ -11,8 +11,9 @@ fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
 
-/// Writes `r` as text: the RPM with its rating and confidence, both components, goodput,
-/// idle latency, the intervals and the differences from the draft.
+/// Writes `r` as text: the RPM with its rating and confidence, both components, the loaded
+/// round trips' percentiles, goodput, idle latency, the intervals and the differences from the
+/// draft.
 pub fn write_text(r: &RpmResult, out: &mut impl Write) -> io::Result<()> {
     let direction = match r.direction {
         LoadDirection::Download => "download",
@@ -57,6 +58,18 @@ pub fn write_text(r: &RpmResult, out: &mut impl Write) -> io::Result<()> {
             "  self:    {:.0} RPM  (request {})",
             c.self_rpm,
             ms(c.self_request_rtt_ns)
+        )?;
+    }
+    let loaded = wirebench_core::record::rpm::loaded_latency(r);
+    if let Some(l) = loaded.all {
+        writeln!(
+            out,
+            "Loaded round trips ({} samples, foreign and self requests): p50 {}, p90 {}, p99 {}, max {}",
+            l.samples,
+            ms(l.p50_ns),
+            ms(l.p90_ns),
+            ms(l.p99_ns),
+            ms(l.max_ns)
         )?;
     }
     if let Some(i) = &r.idle {
@@ -157,8 +170,11 @@ mod tests {
                 upload_goodput_bps: 0.0,
                 moving_average_goodput_bps: None,
                 rpm: Some(883.0),
-                foreign_probes: 88,
-                self_probes: 9,
+                foreign_probes: 3,
+                self_probes: 1,
+                foreign_tcp_handshake_rtt_ns: vec![279_000; 3],
+                foreign_request_rtt_ns: vec![101_000_000, 102_500_000, 104_000_000],
+                self_request_rtt_ns: vec![103_000_000],
             }],
             differences: vec!["No TLS.".into()],
         }
@@ -174,11 +190,12 @@ Responsiveness (draft-ietf-ippm-responsiveness-08) against embedded 127.0.0.1:53
 RPM: 877 (Fair), confidence High
   foreign: 1170 RPM  (TCP handshake 0.279 ms, request 102.260 ms)
   self:    583 RPM  (request 102.962 ms)
+Loaded round trips (4 samples, foreign and self requests): p50 102.500 ms, p90 104.000 ms, p99 104.000 ms, max 104.000 ms
 Idle (10 probes): TCP handshake 0.581 ms, request 1.262 ms (new connection), 0.767 ms (persistent)
 Goodput: download 20.04 Mbit/s, upload 0 bit/s, confidence High (stable)
 Load phase 11.0 s, 1 interval, 0 failed probes
   #  flows  download      upload        RPM     probes
-  0      1  19.74 Mbit/s  0 bit/s           883  88+9
+  0      1  19.74 Mbit/s  0 bit/s           883  3+1
 Differences from the draft:
   - No TLS.
 ";

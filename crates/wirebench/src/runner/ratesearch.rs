@@ -5,8 +5,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use wirebench_core::plan::message_count;
 use wirebench_core::plan::{Combination, Mechanism, Protocol};
-use wirebench_core::ratesearch::{Next, RateSearch, SearchConfig, TrialCounts};
+use wirebench_core::ratesearch::{
+    Next, RateSearch, ReceivedSoFar, SearchConfig, TrialCounts, TrialSoFar,
+};
 use wirebench_core::record::ratesearch::{outcome_name, RateSearchRecord, TrialEntry};
 use wirebench_core::units::format_bitrate;
 
@@ -14,9 +17,11 @@ use super::{session_params, FinishedRun, RunConfig, Target};
 use crate::client;
 use crate::interval::Progress;
 
-/// A trial passes only if its sender offered at least this share of the trial's rate: below
-/// it, the sender (not the path) was the limit, and the rate is not shown to pass.
-pub const SENDER_SHORTFALL: f64 = 0.95;
+pub use wirebench_core::ratesearch::SENDER_SHORTFALL;
+
+/// How often the server reports its receive counts during a trial, so a failed trial ends
+/// early: a few dozen receipts in a 200 ms trial, each one small control frame.
+pub const RECEIPT_PERIOD: Duration = Duration::from_millis(20);
 
 /// Default length of a trial: long enough for a few hundred datagrams at most rates, short
 /// enough that a dozen trials take a few seconds.
@@ -78,15 +83,35 @@ pub async fn search(
         params.total_bytes = trial_bytes(trial.rate_bps, plan.trial, cfg.msg_size);
         params.grace_us = u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX);
         params.interval_us = None;
-        let mut outcome =
-            client::run_session_auth(server, &params, &Progress::new(), cfg.psk.as_deref())
-                .await
-                .with_context(|| {
-                    format!(
-                        "rate search: the trial at {} failed",
-                        format_bitrate(trial.rate_bps as f64)
-                    )
-                })?;
+        params.options.receipt_us = Some(u64::try_from(RECEIPT_PERIOD.as_micros()).unwrap_or(0));
+        let planned_messages = message_count(params.total_bytes, cfg.msg_size);
+        // The server's receipts decide a failing trial before its end (passing needs it all).
+        let mut ended_early = None;
+        let mut judge = |received: ReceivedSoFar, sent_bytes: u64, elapsed: Duration| {
+            ended_early = machine.decide_early(&TrialSoFar {
+                rate_bps: trial.rate_bps,
+                planned_messages,
+                planned_bytes: params.total_bytes,
+                elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                sent_bytes,
+                received,
+            });
+            ended_early.is_some()
+        };
+        let mut outcome = client::run_trial(
+            server,
+            &params,
+            &Progress::new(),
+            cfg.psk.as_deref(),
+            &mut judge,
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "rate search: the trial at {} failed",
+                format_bitrate(trial.rate_bps as f64)
+            )
+        })?;
         if matches!(cfg.target, Target::Embedded(_)) {
             outcome.mark_shared_process();
         }
@@ -96,6 +121,8 @@ pub async fn search(
             params,
             outcome,
             flows: Vec::new(),
+            latency: None,
+            back: None,
         }
         .record()
         .headline();
@@ -108,9 +135,13 @@ pub async fn search(
         let kept_up = headline
             .sent_bps
             .is_some_and(|sent| sent >= trial.rate_bps as f64 * SENDER_SHORTFALL);
-        let passed = kept_up && machine.passes(counts);
-        let entry = TrialEntry::of(trial.kind, trial.rate_bps, &headline, passed);
-        if kept_up {
+        let passed = ended_early.is_none() && kept_up && machine.passes(counts);
+        let mut entry = TrialEntry::of(trial.kind, trial.rate_bps, &headline, passed);
+        entry.planned_messages = planned_messages;
+        entry.ended_early = ended_early.map(Into::into);
+        if ended_early.is_some() {
+            machine.handle_ended_early(counts);
+        } else if kept_up {
             machine.handle_result(counts);
         } else {
             machine.handle_shortfall(counts);
@@ -122,6 +153,7 @@ pub async fn search(
     Ok(RateSearchRecord {
         outcome: name.to_string(),
         rate_bps,
+        msg_size: cfg.msg_size,
         low_bps: plan.config.low_bps,
         high_bps: plan.config.high_bps,
         resolution_pct: plan.config.resolution * 100.0,

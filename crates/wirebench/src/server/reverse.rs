@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use wirebench_core::proto::{ServerReport, SessionParams};
 
 use super::registry::DataStream;
-use super::session::{ns, watch_control, QUIC_LINGER};
+use super::session::{ns, omit_span, omitted, watch_control, QUIC_LINGER};
 use super::Shared;
 use crate::control::SETUP_TIMEOUT;
 use crate::counters;
@@ -106,7 +106,11 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
             }
         }
     };
-    let (result, intervals) = interval::sampled(sending, period, || progress.read(), |_| {}).await;
+    let began = Instant::now();
+    let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
+    report.omitted = omitted(mark, Some(began), p);
     report.intervals = intervals;
     match result {
         Ok(sent) => {

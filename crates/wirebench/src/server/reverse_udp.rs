@@ -20,7 +20,7 @@ use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
 use wirebench_core::wire::{Header, Kind, HEADER_LEN};
 
-use super::session::{ns, watch_control};
+use super::session::{ns, omit_span, omitted, watch_control};
 use super::Shared;
 use crate::control::{self, SETUP_TIMEOUT};
 use crate::engine::stream::rtt_histogram;
@@ -140,7 +140,11 @@ where
         };
         result.map(|tally| (tally, started.elapsed()))
     };
-    let (result, intervals) = interval::sampled(sending, period, || progress.read(), |_| {}).await;
+    let began = Instant::now();
+    let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
+    report.omitted = omitted(mark, Some(began), p);
     report.intervals = intervals;
     report.data_path = super::session::shared_udp_data_path(shared);
     let (tally, elapsed) = result.inspect_err(|_| report.bytes = progress.read().bytes)?;

@@ -48,6 +48,7 @@ pub(super) async fn serve<R, W>(
     // The summary line shows the session as a stop-and-wait exchange of `request`-byte messages.
     let mut params = SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol: rr.protocol,
         mechanism: Mechanism::StopAndWait,
         msg_size: rr.request,

@@ -219,6 +219,15 @@ fn within_limits(p: &SessionParams, limits: &Limits) -> Result<(), String> {
             p.total_bytes, limits.max_bytes
         ));
     }
+    if let Some(us) = p.omit_us {
+        let asked = Duration::from_micros(us);
+        if asked >= limits.max_duration {
+            return Err(format!(
+                "an omit span (-O) of {asked:?} is longer than this server allows a session: less than {:?} (--max-duration)",
+                limits.max_duration
+            ));
+        }
+    }
     if let Some(max) = limits.max_rate_bps {
         // The server paces what it sends and reads itself; a UDP sender it cannot slow down
         // must pace to the limit on its own.
@@ -341,11 +350,13 @@ where
             }
         }
     };
-    let (result, intervals) =
-        interval::sampled(receiving, period, || progress.read(), |_| {}).await;
+    let sampled = interval::sampled(receiving, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
     if result.is_err() {
         settle_cancelled(&mut tally, p);
     }
+    report.omitted = omitted(mark, tally.first_at, p);
     report.intervals = intervals;
     report.messages = tally.messages;
     report.bytes = tally.bytes;
@@ -465,13 +476,24 @@ where
     let period = p.interval_us.map(Duration::from_micros);
     // Stragglers belong to the series too: it ends when the session's counting does.
     let receiving = async {
-        let sent = wait_sender_done(rd).await?;
+        // --rate max trials ask for the counts so far while they send, to end a failed trial
+        // early; the reports stop when the client is done.
+        let sent = match receipt_period(p) {
+            None => wait_sender_done(rd).await?,
+            Some(every) => tokio::select! {
+                sent = wait_sender_done(rd) => sent?,
+                never = send_receipts(wr, &udp, every) => match never {},
+            },
+        };
         udp.sender_done(sent);
         udp.wait_for_stragglers(Duration::from_micros(p.grace_us))
             .await;
         anyhow::Ok(sent)
     };
-    let (done, intervals) = interval::sampled(receiving, period, || udp.progress(), |_| {}).await;
+    let sampled = interval::sampled(receiving, period, || udp.progress(), |_| {});
+    let ((done, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || udp.progress().bytes).await;
+    report.omitted = omitted(mark, udp.counts().first_at, p);
     report.intervals = intervals;
     let sent = match done {
         Ok(sent) => sent,
@@ -484,6 +506,41 @@ where
     fill_udp(&mut report, &udp, Some(sent));
     report.data_path = shared_udp_data_path(shared);
     (Some(session), report)
+}
+
+/// How often a forward UDP streaming session reports its receive counts: when its client
+/// asked (`receipt_us`), at most every `MIN_RECEIPT_US`.
+fn receipt_period(p: &SessionParams) -> Option<Duration> {
+    let us = p.options.receipt_us?;
+    (p.mechanism == Mechanism::Stream && !p.reverse)
+        .then(|| Duration::from_micros(us.max(wirebench_core::proto::MIN_RECEIPT_US)))
+}
+
+/// Sends what `udp` has received so far every `every` until the session ends; if the control
+/// connection cannot take them, stops sending them (the done message's reader sees why).
+async fn send_receipts<W>(
+    wr: &mut W,
+    udp: &UdpReceiver,
+    every: Duration,
+) -> std::convert::Infallible
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let (messages, bytes, next_seq) = udp.receipt();
+        let receipt = ControlMessage::Receipt {
+            messages,
+            bytes,
+            next_seq,
+        };
+        if control::send(wr, &receipt).await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// UDP reversed: the server sends from the shared port to where the client's hello came from.
@@ -556,6 +613,21 @@ fn fill_udp(report: &mut ServerReport, udp: &UdpReceiver, sent: Option<u64>) {
     report.idle_after_last_ns = c.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
 }
 
+/// `-O`: how long after its transfer began an end takes its omit mark.
+pub(super) fn omit_span(p: &SessionParams) -> Option<Duration> {
+    p.omit_us.map(Duration::from_micros)
+}
+
+/// The record of an omit mark, its time counted from `first` (the first byte moved; the mark
+/// itself when none moved).
+pub(super) fn omitted(
+    mark: Option<interval::Mark>,
+    first: Option<Instant>,
+    p: &SessionParams,
+) -> Option<wirebench_core::proto::Omitted> {
+    mark.map(|m| m.omitted(first.unwrap_or(m.at), p.msg_size))
+}
+
 /// Waits until the control connection ends or carries something unexpected mid-session.
 pub(super) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
     match control::recv(rd).await {
@@ -583,6 +655,7 @@ fn kind_name(m: &ControlMessage) -> &'static str {
         ControlMessage::AuthChallenge { .. } => "authentication challenge",
         ControlMessage::AuthResponse { .. } => "authentication response",
         ControlMessage::AuthOk { .. } => "authentication confirmation",
+        ControlMessage::Receipt { .. } => "receipt",
     }
 }
 

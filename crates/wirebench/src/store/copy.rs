@@ -1,5 +1,6 @@
 //! Copying history from one store into another (`wirebench store copy`): every throughput
-//! campaign with its finished and aborted runs, every DNS campaign and every rr sweep, each
+//! campaign with its finished and aborted runs, every DNS campaign, rr sweep and rpm
+//! campaign, each
 //! in one transaction of the destination, new ids given by the destination. A campaign the
 //! destination already holds (same start, host and plan) is skipped, so copying twice
 //! duplicates nothing. Must not print.
@@ -8,6 +9,7 @@ use anyhow::{Context, Result};
 use wirebench_core::record::NewCampaign;
 
 use super::dns::{insert_dns_campaign, insert_dns_result};
+use super::rpm::{insert_rpm_campaign, insert_rpm_result};
 use super::rr::{insert_rr_campaign, insert_rr_result};
 use super::sql::args;
 use super::{insert_aborted, insert_campaign, insert_run, int, Store};
@@ -23,6 +25,8 @@ pub struct CopyCounts {
     pub dns: u64,
     /// rr sweeps copied.
     pub rr: u64,
+    /// rpm campaigns copied.
+    pub rpm: u64,
     /// Campaigns and sweeps of any kind the destination already held.
     pub skipped: u64,
 }
@@ -144,6 +148,37 @@ impl Store {
             })
             .with_context(|| format!("while copying rr sweep {}", info.id))?;
             n.rr += 1;
+        }
+        for (info, _) in from.rpm_campaigns()? {
+            let c = &info.campaign;
+            let there = self
+                .query_one(
+                    "SELECT count(*) FROM rpm_campaign WHERE started_at_unix_s = ?1
+                     AND server = ?2 AND direction = ?3 AND host_name IS NOT DISTINCT FROM ?4
+                     AND planned_results = ?5",
+                    args![
+                        c.started_at_unix_s,
+                        &c.server,
+                        c.direction.as_str(),
+                        &c.host_name,
+                        int(c.planned_results, "planned results")?
+                    ],
+                )?
+                .i64(0)?;
+            if there > 0 {
+                n.skipped += 1;
+                continue;
+            }
+            let results = from.rpm_results(info.id)?;
+            self.transaction(|tx| {
+                let id = insert_rpm_campaign(tx, c, info.status, info.finished_at_unix_s)?;
+                for (i, r) in results.iter().enumerate() {
+                    insert_rpm_result(tx, id, i as u64 + 1, r)?;
+                }
+                Ok(())
+            })
+            .with_context(|| format!("while copying rpm campaign {}", info.id))?;
+            n.rpm += 1;
         }
         Ok(n)
     }

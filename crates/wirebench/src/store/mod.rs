@@ -24,6 +24,7 @@ pub mod copy;
 pub mod dns;
 pub mod liveness;
 mod pg;
+pub mod rpm;
 pub mod rr;
 pub mod schema;
 pub mod sql;

@@ -112,6 +112,16 @@ impl Row {
         Ok(u64::try_from(self.i64(i)?).unwrap_or(0))
     }
 
+    /// Column `i` as a floating-point number that may be NULL (an integer reads as one).
+    pub fn opt_f64(&self, i: usize) -> Result<Option<f64>> {
+        match self.at(i)? {
+            Value::Null => Ok(None),
+            Value::Real(v) => Ok(Some(*v)),
+            Value::Int(v) => Ok(Some(*v as f64)),
+            other => Err(anyhow!("column {i} holds {other:?} where a number belongs")),
+        }
+    }
+
     /// Column `i` as text that may be NULL.
     pub fn opt_text(&self, i: usize) -> Result<Option<String>> {
         match self.at(i)? {

@@ -206,6 +206,7 @@ impl ServerProcess {
 fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size,

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
             "rr_client",
             "parallel",
             "rpm",
+            "latency_probe",
         ],
         true,
     ),

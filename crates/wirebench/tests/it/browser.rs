@@ -18,7 +18,7 @@ use wirebench::report::Format;
 use crate::report::{fixture_db, interval_fixture_db};
 use crate::support::TempPath;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 /// Chromium starts in about a second; a run past this has hung and is killed.
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -93,7 +93,7 @@ async fn every_chart_of_the_report_reads_in_a_browser() {
 
 /// Appended to a copy of the report: lists every pair of texts of one chart whose boxes, as
 /// laid out, overlap by more than half a pixel each way, in `<pre id="text-overlaps">`.
-const OVERLAP_PROBE: &str = r#"<script>
+pub(crate) const OVERLAP_PROBE: &str = r#"<script>
 const found = [];
 document.querySelectorAll("svg").forEach((svg, i) => {
   const boxes = [...svg.querySelectorAll("text")]
@@ -117,7 +117,7 @@ document.body.appendChild(pre);
 </body>"#;
 
 /// The SVG charts of a page, in order (each from after `<svg` to before `</svg>`).
-fn charts_of(page: &str) -> Vec<&str> {
+pub(crate) fn charts_of(page: &str) -> Vec<&str> {
     page.split("<svg")
         .skip(1)
         .filter_map(|s| s.split("</svg>").next())
@@ -126,7 +126,7 @@ fn charts_of(page: &str) -> Vec<&str> {
 
 /// Runs chromium headless on `args` with a throw-away profile; kills it (the process it
 /// started, by its handle) when it outlives [`LIMIT`].
-async fn chromium(args: &[&str]) -> Output {
+pub(crate) async fn chromium(args: &[&str]) -> Output {
     let profile = TempPath::new("-chromium");
     std::fs::create_dir(&profile.0).expect("profile directory");
     let mut cmd = tokio::process::Command::new(CHROMIUM);
@@ -206,7 +206,7 @@ fn elements(svg: &str) -> Vec<Element> {
         .collect()
 }
 
-fn unescape(s: &str) -> String {
+pub(crate) fn unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")

@@ -28,7 +28,7 @@ const HOST_A: &str = "host.wb.test. 300 IN A 192.0.2.7";
 const BIG_RECORDS: usize = 12;
 
 /// An unbound process on loopback: UDP/TCP on `port`, DoT on `tls_port`; killed by PID on drop.
-struct Unbound {
+pub(crate) struct Unbound {
     child: Child,
     port: u16,
     tls_port: u16,
@@ -37,7 +37,7 @@ struct Unbound {
 
 impl Unbound {
     /// Starts unbound and waits (up to 10 s) until it answers; `None` when it is not installed.
-    fn start() -> Option<Unbound> {
+    pub(crate) fn start() -> Option<Unbound> {
         Unbound::start_with(None)
     }
 
@@ -121,7 +121,7 @@ impl Unbound {
         Some(ub)
     }
 
-    fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 

@@ -2,16 +2,19 @@
 //! binary (see STYLE.md); modules by theme.
 
 mod architecture;
+mod bidir;
 mod browser;
 mod cli;
 mod compare;
 mod dns;
 mod exporter;
 mod interop;
+mod latency_probe;
 mod limits;
 mod liveness;
 mod measurements;
 mod netns;
+mod omit;
 mod pacing;
 mod peers;
 mod postgres;
@@ -22,6 +25,7 @@ mod report;
 mod results;
 mod robustness;
 mod rpm;
+mod rpm_store;
 mod rr;
 mod rr_store;
 mod security;

@@ -17,6 +17,7 @@ use crate::support::{TestServer, TEST_TIMEOUT};
 fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size,

@@ -1,6 +1,7 @@
 //! Real kernel paths: two network namespaces joined by a veth pair with a 1500-byte MTU, made by
-//! the test and removed when it ends (even on failure). Needs root and `ip netns`; skips with a
-//! message where they are missing. Traffic stays inside the namespaces.
+//! the test and removed when it ends (even on failure), and lab/netns-lab.sh's three namespaces
+//! with a tbf-shaped router. Needs root, `ip netns` and `tc`; skips with a message where they
+//! are missing. Traffic stays inside the namespaces.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::support::TEST_TIMEOUT;
+use crate::cli::wirebench;
+use crate::support::{TempPath, TEST_TIMEOUT};
 
 /// Two namespaces, `a` (client, 10.213.0.1) and `b` (server, 10.213.0.2), on one veth link.
 struct Lab {
@@ -163,4 +165,128 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link() {
     .await
     .expect("test finished in time");
     drop(lab);
+}
+
+/// Why lab/netns-lab.sh cannot run here, if it cannot: it needs root, `ip` and `tc`.
+fn lab_script_unavailable() -> Option<String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return Some("lab/netns-lab.sh needs root".into());
+    }
+    for tool in ["ip", "tc"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some(format!("`{tool}` (iproute2) is not installed"));
+        }
+    }
+    None
+}
+
+/// The seed's comparison through the lab: rr over UDP and TCP with 1 and 64 requests in flight,
+/// 1 KiB requests toward a server behind a 10 Mbit/s tbf with a 12 KiB queue and bucket. The
+/// router's queue drops what does not fit, UDP datagrams and TCP segments alike: at K=64 UDP
+/// loses requests and TCP retransmits (TCP_INFO total_retrans, from the stored record), and the
+/// report says which path measured them.
+#[tokio::test]
+async fn the_lab_drops_udp_and_tcp_alike_in_an_rr_sweep() {
+    if let Some(why) = lab_script_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let db = TempPath::new(".sqlite3");
+        let stats = TempPath::new(".stats");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
+        let out = tokio::process::Command::new("bash")
+            .arg(script)
+            .args(["--rate", "10mbit", "--burst", "4kb", "--tbf-limit", "8kb"])
+            .args([
+                "--stats",
+                stats.arg(),
+                "--bin",
+                env!("CARGO_BIN_EXE_wirebench"),
+            ])
+            .args(["rr", "--proto", "udp,tcp", "--concurrency", "1,64"])
+            .args([
+                "--request",
+                "1024",
+                "--response",
+                "64",
+                "-t",
+                "2",
+                "--timeout",
+                "200ms",
+            ])
+            .args(["--db", db.arg()])
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("the lab script runs");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{said}");
+        let tc_drops: u64 = std::fs::read_to_string(&stats.0)
+            .expect("the lab's counters")
+            .lines()
+            .find_map(|l| l.strip_prefix("tc_drops=")?.parse().ok())
+            .expect("tc_drops in the counters");
+        assert!(tc_drops > 0, "the tbf queue dropped nothing: {said}");
+
+        let json = wirebench(&["report", "--rr", "1", "--db", db.arg(), "--format", "json"]).await;
+        assert!(json.status.success(), "{}", crate::cli::stderr(&json));
+        let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON report");
+        let results = doc["results"].as_array().expect("results");
+        assert_eq!(results.len(), 4, "{doc}");
+        let at = |proto: &str, k: u64| {
+            results
+                .iter()
+                .find(|r| r["protocol"] == proto && r["concurrency"] == k)
+                .unwrap_or_else(|| panic!("no {proto} K={k} result in {doc}"))
+        };
+        for r in results {
+            let note = r["path_note"].as_str().unwrap_or_default();
+            assert!(
+                note.starts_with("netns lab: tbf rate 10mbit burst 4kb limit 8kb"),
+                "{r}"
+            );
+            assert!(r["answered"].as_u64().unwrap() > 0, "{r}");
+        }
+        let udp = at("udp", 64);
+        assert!(
+            udp["lost"].as_u64().unwrap() > 0,
+            "no UDP request lost at K=64: {udp}"
+        );
+        let tcp = at("tcp", 64);
+        let retrans = tcp["transport"]["tcp_total_retrans"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no TCP_INFO total_retrans: {tcp}"));
+        assert!(retrans > 0, "no TCP segment retransmitted at K=64: {tcp}");
+        assert!(tcp["retrans_rate"].as_f64().unwrap() > 0.0, "{tcp}");
+        // TCP repairs what the queue dropped: every request answered.
+        assert_eq!(tcp["lost"], 0, "{tcp}");
+
+        let text = wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
+        let text = String::from_utf8_lossy(&text.stdout).into_owned();
+        assert!(
+            text.contains("\npath: netns lab: tbf rate 10mbit"),
+            "{text}"
+        );
+        assert!(
+            text.contains("drops UDP datagrams and TCP segments alike"),
+            "{text}"
+        );
+    })
+    .await
+    .expect("test finished in time");
 }

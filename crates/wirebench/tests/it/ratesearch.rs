@@ -4,13 +4,31 @@
 use serde_json::Value;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
+use crate::support::TempPath;
 
-/// The search's figures from a `run --json` document, with the checks every search passes:
-/// the schema, the outcome found, the last trial a passing confirmation at the rate found
-/// within the allowed loss, and the transfer run at that rate.
-fn found(doc: &Value, max_loss_pct: f64) -> (u64, &Value) {
+/// The search's figures from a `run --json` document of one run, with the checks every search
+/// passes: the schema, the outcome found, the last trial a passing confirmation at the rate
+/// found within the allowed loss, and the run carrying the search that found its rate.
+fn found(doc: &Value, max_loss_pct: f64) -> (u64, &Value, &Value) {
     assert_matches_schema(doc);
-    let search = &doc["rate_search"];
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(1));
+    let (rate, confirm) = found_in(&doc["runs"][0], max_loss_pct);
+    // Each point has its own rate: the parameters give none, the run's search says it.
+    assert!(
+        doc["parameters"]["rate_bps"].is_null(),
+        "{:#}",
+        doc["parameters"]
+    );
+    assert!(
+        doc.get("rate_search").is_none(),
+        "only a search that found nothing is top-level"
+    );
+    (rate, confirm, &doc["runs"][0]["rate_search"])
+}
+
+/// The rate a run's search found, and its passing confirmation.
+fn found_in(run: &Value, max_loss_pct: f64) -> (u64, &Value) {
+    let search = &run["rate_search"];
     assert_eq!(search["outcome"], "found", "{search:#}");
     let rate = search["rate_bps"].as_u64().expect("a rate");
     let trials = search["trials"].as_array().expect("trials");
@@ -18,11 +36,13 @@ fn found(doc: &Value, max_loss_pct: f64) -> (u64, &Value) {
     assert_eq!(confirm["kind"], "confirm");
     assert_eq!(confirm["passed"], true);
     assert_eq!(confirm["rate_bps"].as_u64(), Some(rate));
+    assert!(
+        confirm.get("ended_early").is_none(),
+        "a passing trial ran to its end"
+    );
+    assert_eq!(confirm["sent_messages"], confirm["planned_messages"]);
     let lost = confirm["lost_pct"].as_f64().unwrap();
     assert!(lost <= max_loss_pct, "confirmation lost {lost}%");
-    // The transfer ran at the rate found, and the document says it was found.
-    assert_eq!(doc["parameters"]["rate_bps"].as_u64(), Some(rate));
-    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(1));
     (rate, confirm)
 }
 
@@ -51,14 +71,19 @@ async fn the_search_finds_a_rate_against_the_embedded_server() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    let (rate, _) = found(&doc, 0.5);
-    let search = &doc["rate_search"];
+    let (rate, _, search) = found(&doc, 0.5);
     let seconds = search["elapsed_ns"].as_u64().unwrap() as f64 / 1e9;
+    let trials = search["trials"].as_array().unwrap();
     eprintln!(
-        "embedded, 1472 B: found {:.1} Mbit/s in {seconds:.1} s, {} trials",
+        "embedded, 1472 B: found {:.1} Mbit/s in {seconds:.1} s, {} trials, {} ended early",
         rate as f64 / 1e6,
-        search["trials"].as_array().unwrap().len()
+        trials.len(),
+        trials
+            .iter()
+            .filter(|t| t.get("ended_early").is_some())
+            .count()
     );
+    assert_eq!(search["msg_size"], 1472);
     assert!(seconds < 30.0, "the search took {seconds} s");
     // Each trial is one line beside the document (stderr with --json), and the result too.
     assert_eq!(
@@ -102,7 +127,18 @@ async fn through_a_200_mbit_relay_the_search_finds_200_mbit() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    let (rate, confirm) = found(&doc, 0.5);
+    let (rate, confirm, search) = found(&doc, 0.5);
+    // The first trial, at the high bound (twice the bottleneck), lost half its datagrams:
+    // the server's receipts decided it long before its planned volume was sent.
+    let first = &search["trials"][0];
+    assert_eq!(first["rate_bps"].as_u64(), Some(400_000_000));
+    assert_eq!(first["passed"], false);
+    assert!(first.get("ended_early").is_some(), "{first:#}");
+    let (sent, planned) = (
+        first["sent_messages"].as_u64().unwrap(),
+        first["planned_messages"].as_u64().unwrap(),
+    );
+    assert!(sent < planned, "{sent} of {planned}");
     let goodput = confirm["goodput_bps"].as_f64().expect("timed");
     let truth = 200e6 * 1472.0 / 1488.0;
     eprintln!(
@@ -132,6 +168,165 @@ async fn through_a_200_mbit_relay_the_search_finds_200_mbit() {
             "note: the sender reached {:.1}% of the offered rate; goodput not judged",
             sent * 100.0 / rate as f64
         );
+    }
+}
+
+/// `--rate max` with a sweep: every message size searches its own rate, and every run (each
+/// repeat of a size too) is stored with the search that found its rate, which the export
+/// carries.
+#[tokio::test]
+async fn a_sweep_searches_a_rate_per_message_size_and_stores_it_with_each_run() {
+    let db = TempPath::new(".db");
+    let out = wirebench(&[
+        "run",
+        "--db",
+        db.arg(),
+        "--proto",
+        "udp",
+        "-l",
+        "1024,1472",
+        "-n",
+        "1MiB",
+        "--repeat",
+        "2",
+        "--rate",
+        "max",
+        "--max-loss",
+        "0.5%",
+        "--search-high",
+        "2Gbit",
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}{text}", stderr(&out));
+    assert_eq!(
+        text.matches("rate search (--rate max)").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("of 1024 B datagrams"), "{text}");
+    assert!(text.contains("of 1472 B datagrams"), "{text}");
+    assert_eq!(
+        text.matches("found by the search, not given").count(),
+        4,
+        "{text}"
+    );
+    // The summary tables (of the run, and of `report`) give each size's rate found.
+    assert_eq!(
+        text.matches("Rate found (--rate max) (").count(),
+        2,
+        "{text}"
+    );
+    let report = wirebench(&["report", "--last", "--db", db.arg()]).await;
+    assert!(report.status.success(), "{}", stderr(&report));
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    assert_eq!(
+        report.matches("Rate found (--rate max) (").count(),
+        2,
+        "{report}"
+    );
+    let export = wirebench(&["export", "1", "--db", db.arg()]).await;
+    assert!(export.status.success(), "{}", stderr(&export));
+    let doc: Value = serde_json::from_slice(&export.stdout).expect("one JSON document");
+    check_schema(&doc, "export.schema.json");
+    let runs = doc["runs"].as_array().expect("runs");
+    let points = doc["campaign"]["run_points"].as_array().expect("points");
+    assert_eq!(runs.len(), 4);
+    let searches: Vec<&Value> = runs
+        .iter()
+        .zip(points)
+        .map(|(run, point)| {
+            found_in(run, 0.5);
+            assert_eq!(run["rate_search"]["msg_size"], point["msg_size"], "{run:#}");
+            &run["rate_search"]
+        })
+        .collect();
+    // Sizes outer, repeats inner: the repeats of a size share its search, the sizes do not.
+    assert_eq!(searches[0], searches[1]);
+    assert_eq!(searches[2], searches[3]);
+    assert_ne!(searches[0]["msg_size"], searches[2]["msg_size"]);
+    assert_eq!(points[0]["msg_size"], 1024);
+    assert_eq!(points[2]["msg_size"], 1472);
+}
+
+/// Through a relay that drops 20% of the datagrams, no rate passes a 0.5% allowance, and every
+/// trial ends early: the server's receive counts, reported during the trial, show the loss
+/// decided long before the trial's planned volume is sent. The search that found nothing is
+/// the document's own, and the run fails.
+#[tokio::test]
+async fn trials_on_a_lossy_path_end_as_soon_as_the_loss_is_decided() {
+    let out = wirebench(&[
+        "run",
+        "--json",
+        "--no-store",
+        "--proto",
+        "udp",
+        "-l",
+        "1472",
+        "-n",
+        "1MiB",
+        "--impair",
+        "loss=20%",
+        "--rate",
+        "max",
+        "--max-loss",
+        "0.5%",
+        "--search-low",
+        "10Mbit",
+        "--search-high",
+        "50Mbit",
+        "--trial",
+        "1s",
+    ])
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_matches_schema(&doc);
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(0));
+    let search = &doc["rate_search"];
+    assert_eq!(search["outcome"], "below_low", "{search:#}");
+    let trials = search["trials"].as_array().expect("trials");
+    let rates: Vec<u64> = trials
+        .iter()
+        .map(|t| t["rate_bps"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        rates,
+        [50_000_000, 10_000_000],
+        "the high bound, then the low"
+    );
+    for t in trials {
+        assert_eq!(t["ended_early"], "loss", "{t:#}");
+        assert_eq!(t["passed"], false);
+        let (sent, planned) = (
+            t["sent_messages"].as_u64().unwrap(),
+            t["planned_messages"].as_u64().unwrap(),
+        );
+        // 1 s at 50 Mbit/s is 4246 datagrams of 1472 B, at 10 Mbit/s 850 (rounded up).
+        assert_eq!(
+            planned,
+            (t["rate_bps"].as_u64().unwrap() / 8).div_ceil(1472)
+        );
+        assert!(sent < planned, "{sent} of {planned}: {t:#}");
+        assert!(t["lost_pct"].as_f64().unwrap() > 0.5, "{t:#}");
+    }
+    assert_eq!(err.matches("ended early").count(), 2, "{err}");
+    assert!(err.contains("no rate found"), "{err}");
+}
+
+/// Panics unless `doc` is valid against the schema `file` in docs/.
+fn check_schema(doc: &Value, file: &str) {
+    let path = format!("{}/../../docs/{file}", env!("CARGO_MANIFEST_DIR"));
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource(file, schema).unwrap();
+    let index = compiler
+        .compile(file, &mut schemas)
+        .expect("the schema compiles");
+    if let Err(e) = schemas.validate(doc, index) {
+        panic!("{file}: {e:#}");
     }
 }
 

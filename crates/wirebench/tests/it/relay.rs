@@ -20,6 +20,7 @@ fn spec(
 ) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size,
@@ -456,6 +457,69 @@ async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
         let got = 2_500_000.0 * 8.0 / out.client.elapsed.as_secs_f64();
         eprintln!("rate 20Mbit, TCP: client goodput {:.2} Mbit/s", got / 1e6);
         assert!((got - 20e6).abs() / 20e6 < 0.05, "TCP {got} bit/s vs 20 Mbit/s");
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// An rr sweep through a relay that drops 10% of UDP datagrams each way, stored with the path
+/// note README suggests: UDP loses requests, and `report --rr` says the relay dropped UDP only,
+/// so TCP's retransmissions there are the kernel's over clean loopback legs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rr_sweep_through_the_relay_says_what_it_dropped() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start().await;
+        let relay = relay(&server, "loss=10%", 11).await;
+        let db = crate::support::TempPath::new(".sqlite3");
+        let to = relay.local_addr().to_string();
+        let out = crate::cli::wirebench(&[
+            "rr",
+            "--server",
+            &to,
+            "--proto",
+            "udp,tcp",
+            "--concurrency",
+            "1,8",
+            "--count",
+            "100",
+            "--timeout",
+            "100ms",
+            "--path-note",
+            "relay --loss 10% (seed 11)",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+        let counts = relay.counts();
+        assert!(
+            counts.udp_up.dropped + counts.udp_down.dropped > 0,
+            "{counts:?}"
+        );
+        let report = crate::cli::wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
+        let text = String::from_utf8_lossy(&report.stdout).into_owned();
+        assert!(report.status.success(), "{}", crate::cli::stderr(&report));
+        assert!(
+            text.contains("\npath: relay --loss 10% (seed 11)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the relay drops UDP datagrams only"),
+            "{text}"
+        );
+        assert!(text.contains("clean loopback legs"), "{text}");
+        // UDP's losses are the relay's drops: some requests at K=8 were never answered.
+        let lost: u64 = text
+            .lines()
+            .filter(|l| l.starts_with("  udp "))
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(5)
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert!(lost > 0, "{text}");
     })
     .await
     .expect("test finished in time");

@@ -15,6 +15,7 @@ use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 fn small_tcp() -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
         msg_size: 1000,

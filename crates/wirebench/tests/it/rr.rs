@@ -317,6 +317,7 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
         for protocol in [Protocol::Tcp, Protocol::Quic] {
             let params = SessionParams {
                 duration_us: None,
+                omit_us: None,
                 protocol,
                 mechanism: Mechanism::StopAndWait,
                 msg_size: 100,

@@ -31,6 +31,7 @@ fn psk_server_options() -> ServerOptions {
 fn transfer(protocol: Protocol, mechanism: Mechanism, total_bytes: u64) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size: 1000,

@@ -15,6 +15,7 @@ pub(crate) fn spec(
 ) -> SessionParams {
     SessionParams {
         duration_us: None,
+        omit_us: None,
         protocol,
         mechanism,
         msg_size,

@@ -131,10 +131,10 @@ async fn time_and_total_together_are_refused_and_bare_numbers_are_seconds() {
         err.contains("-n/--total and -t/--time are two ways to end a run"),
         "{err}"
     );
-    let out = wirebench(&["run", "-t", "2", "-O", "1", "--no-store"]).await;
+    let out = wirebench(&["run", "-t", "2", "-O", "2", "--no-store"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("-O/--omit is not supported yet"),
+        stderr(&out).contains("-O/--omit 2s leaves nothing of -t/--time 2s"),
         "{}",
         stderr(&out)
     );
