@@ -591,11 +591,12 @@ pub struct ShowArgs {
 /// The subcommands of `wirebench store`.
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
-    /// Copy every campaign, run (finished and aborted), DNS campaign, rr sweep and rpm
-    /// campaign of --from into --to, each campaign in one transaction; ids are given anew by
-    /// --to. Campaigns --to already holds (same start time, host and plan) are skipped, so
-    /// running it twice copies nothing twice. Both stores are migrated to the current schema
-    /// first.
+    /// Copy the history of one store into another (an SQLite file, a PostgreSQL database).
+    ///
+    /// Every campaign, run (finished and aborted), DNS campaign, rr sweep and rpm campaign of
+    /// --from goes into --to, each campaign in one transaction; ids are given anew by --to.
+    /// Campaigns --to already holds (same start time, host and plan) are skipped, so running it
+    /// twice copies nothing twice. Both stores are migrated to the current schema first.
     #[command(visible_alias = "migrate")]
     Copy(StoreCopyArgs),
 }

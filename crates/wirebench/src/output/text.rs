@@ -706,26 +706,27 @@ pub fn campaign_what(c: &CampaignInfo) -> String {
     )
 }
 
-/// The measuring host in a `wirebench runs` line (`-` when it was not recorded).
-fn host_or_dash(host: &Option<String>) -> &str {
-    host.as_deref().unwrap_or("-")
+/// The measuring host at the end of a `wirebench runs` line (nothing when not recorded): a
+/// store many hosts share (PostgreSQL) lists every host's campaigns.
+fn host_suffix(host: &Option<String>) -> String {
+    host.as_deref()
+        .map_or_else(String::new, |h| format!("; host {h}"))
 }
 
 /// The `wirebench runs` table: one line per campaign.
 pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
-        "ID", "STARTED (UTC)", "STATUS", "RUNS", "HOST", "WHAT"
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "ID", "STARTED (UTC)", "STATUS", "RUNS", "WHAT"
     );
     for c in campaigns {
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}{}{}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}{}{}",
             c.id,
             format_utc(c.started_at_unix_s),
             c.status.as_str(),
             format!("{}/{}", c.stored_runs, c.planned_runs),
-            host_or_dash(&c.environment.host_name),
             campaign_what(c),
             if c.origin == "import" {
                 " (imported)"
@@ -736,7 +737,8 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
                 format!(" (+{} aborted in flight)", c.aborted_runs)
             } else {
                 String::new()
-            }
+            },
+            host_suffix(&c.environment.host_name),
         );
     }
     out
@@ -745,25 +747,25 @@ pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
 /// The `wirebench runs` table of DNS campaigns (`wirebench report --dns ID` shows one).
 pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}
 ",
-        "DNS", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --dns ID)"
+        "DNS", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --dns ID)"
     );
     for (info, stored) in campaigns {
         let c = &info.campaign;
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} {} at {} over {}, concurrency {}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} {} at {} over {}, concurrency {}{}",
             info.id,
             format_utc(c.started_at_unix_s),
             info.status.as_str(),
             format!("{stored}/{}", c.planned_results),
-            host_or_dash(&c.host_name),
             c.record_type,
             c.name,
             c.resolver,
             c.transports,
-            c.concurrency
+            c.concurrency,
+            host_suffix(&c.host_name),
         );
     }
     out
@@ -772,25 +774,25 @@ pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
 /// The `wirebench runs` table of rr sweeps (`wirebench report --rr ID` shows one).
 pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
-        "RR", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --rr ID)"
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "RR", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rr ID)"
     );
     for (info, stored) in campaigns {
         let c = &info.campaign;
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} B requests, {} B responses to {} over {}, {}, requests in flight {}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} B requests, {} B responses to {} over {}, {}, requests in flight {}{}",
             info.id,
             format_utc(c.started_at_unix_s),
             info.status.as_str(),
             format!("{stored}/{}", c.planned_results),
-            host_or_dash(&c.host_name),
             c.request_bytes,
             c.response_bytes,
             c.server,
             c.protocols,
             count_of(c.flows as usize, "flow", "flows"),
-            c.concurrency
+            c.concurrency,
+            host_suffix(&c.host_name),
         );
     }
     out
@@ -806,8 +808,8 @@ pub fn rpm_campaign_list(
 ) -> String {
     use wirebench_core::responsiveness::Rating;
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {}\n",
-        "RPM", "STARTED (UTC)", "STATUS", "RESULTS", "HOST", "WHAT (wirebench report --rpm ID)"
+        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "RPM", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rpm ID)"
     );
     for (info, rpms) in campaigns {
         let c = &info.campaign;
@@ -820,18 +822,18 @@ pub fn rpm_campaign_list(
             .collect();
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {:<15}  {} load against {} over {}, up to {} per direction{}{}",
+            "{:>4}  {:<19}  {:<8}  {:>9}  {} load against {} over {}, up to {} per direction{}{}{}",
             info.id,
             format_utc(c.started_at_unix_s),
             info.status.as_str(),
             format!("{}/{}", rpms.len(), c.planned_results),
-            host_or_dash(&c.host_name),
             c.direction.as_str(),
             c.server,
             c.protocol,
             count_of(c.max_flows as usize, "flow", "flows"),
             if figures.is_empty() { "" } else { ": " },
-            figures.join(", ")
+            figures.join(", "),
+            host_suffix(&c.host_name),
         );
     }
     out

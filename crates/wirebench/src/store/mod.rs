@@ -218,11 +218,6 @@ impl Store {
         &self.location
     }
 
-    /// Whether the database is a PostgreSQL one.
-    pub fn is_postgres(&self) -> bool {
-        matches!(self.location, Location::Postgres(_))
-    }
-
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<u32> {
         match &mut *self.db.borrow_mut() {
