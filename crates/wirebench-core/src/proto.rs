@@ -187,6 +187,10 @@ pub struct DataPathOptions {
     /// Spin on non-blocking sockets instead of sleeping (stop-and-wait latency runs).
     #[serde(default)]
     pub busy_poll: bool,
+    /// QUIC: the largest UDP payload either end may send (`--quic-mtu`); None = discover up to
+    /// what the path carries. Applied by the client, which advertises it to the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_mtu: Option<u16>,
 }
 
 /// What one end's data path actually ran with, as the OS reports it.

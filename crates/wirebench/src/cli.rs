@@ -726,6 +726,12 @@ pub struct RunArgs {
     /// sleeps); not QUIC, and not UDP with -R.
     #[arg(long)]
     pub busy_poll: bool,
+    /// QUIC: the largest UDP payload (path MTU) either end may send, 1200..65527, e.g. 1452 to
+    /// match quinn's default. Without it, PMTU discovery finds what the path carries, up to
+    /// 65527 towards a loopback server and 6550 elsewhere (the most one segmentation-offload
+    /// send holds; larger MTUs send without it). The transport line and JSON report the MTU reached.
+    #[arg(long, value_name = "BYTES")]
+    pub quic_mtu: Option<u16>,
     /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and
     /// server session; -n is split exactly across them by whole messages. Prints the summed
     /// figures and one line per flow.

@@ -543,11 +543,22 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
             "--busy-poll applies to TCP and UDP; run QUIC without it",
         ));
     }
+    if let Some(mtu) = args.quic_mtu {
+        if !(1200..=65527).contains(&mtu) {
+            return Err(usage(format!(
+                "--quic-mtu {mtu} is out of range: QUIC needs 1200..65527 bytes of UDP payload"
+            )));
+        }
+        if !protocols.contains(&Protocol::Quic) {
+            return Err(usage("--quic-mtu applies to QUIC only: add --proto quic"));
+        }
+    }
     Ok(DataPathOptions {
         window,
         congestion,
         nodelay: args.nodelay,
         busy_poll: args.busy_poll,
+        quic_mtu: args.quic_mtu,
     })
 }
 

@@ -42,6 +42,7 @@ fn session_params() -> SessionParams {
             congestion: Some("cubic".into()),
             nodelay: true,
             busy_poll: false,
+            quic_mtu: None,
         },
         interval_us: Some(1_000_000),
         reverse: true,
