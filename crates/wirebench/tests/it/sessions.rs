@@ -317,3 +317,44 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
     .await
     .expect("test finished in time");
 }
+
+/// The sender's path MTU that a QUIC session reports.
+fn quic_mtu(t: Option<&wirebench_core::metrics::TransportStats>) -> u64 {
+    t.and_then(|t| t.path_mtu)
+        .expect("QUIC reports its path MTU")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quic_discovers_loopbacks_mtu_and_keeps_under_quic_mtu() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let (size, total) = (65536, 8 << 20);
+        // Loopback carries 64 KiB datagrams: discovery goes past Ethernet's 1452 at once (its
+        // first probe is half-way to 65527).
+        let out = run(
+            &mut server,
+            &spec(Protocol::Quic, Mechanism::Stream, size, total),
+        )
+        .await;
+        assert_exact(&out, size, total);
+        let mtu = quic_mtu(out.client.transport.as_ref());
+        assert!((1453..=65527).contains(&mtu), "client MTU {mtu}");
+        // --quic-mtu bounds both directions: our sends, and (advertised) the server's.
+        for reverse in [false, true] {
+            let mut sp = spec(Protocol::Quic, Mechanism::Stream, size, total);
+            sp.options.quic_mtu = Some(1300);
+            sp.reverse = reverse;
+            let out = run(&mut server, &sp).await;
+            assert_eq!(out.server.bytes, total);
+            let sender = if reverse {
+                out.server.transport.as_ref()
+            } else {
+                out.client.transport.as_ref()
+            };
+            let mtu = quic_mtu(sender);
+            assert!((1200..=1300).contains(&mtu), "reverse {reverse}: MTU {mtu}");
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
