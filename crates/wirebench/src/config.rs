@@ -1239,4 +1239,15 @@ mod tests {
         let err = RunConfig::from_args(&parse_run(&["-f", "q"])).unwrap_err();
         assert!(err.0.contains("-f/--rate-unit"), "{}", err.0);
     }
+
+    #[test]
+    fn quic_mtu_is_checked_and_reaches_the_session_options() {
+        let quic = [Protocol::Quic];
+        let opts = parse_options(&parse_run(&["--quic-mtu", "1452"]), &quic).unwrap();
+        assert_eq!(opts.quic_mtu, Some(1452));
+        let err = parse_options(&parse_run(&["--quic-mtu", "1100"]), &quic).unwrap_err();
+        assert!(err.0.contains("1200..65527"), "{}", err.0);
+        let err = parse_options(&parse_run(&["--quic-mtu", "1452"]), &[Protocol::Tcp]).unwrap_err();
+        assert!(err.0.contains("QUIC only"), "{}", err.0);
+    }
 }
