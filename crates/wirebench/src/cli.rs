@@ -729,7 +729,8 @@ pub struct RunArgs {
     /// QUIC: the largest UDP payload (path MTU) either end may send, 1200..65527, e.g. 1452 to
     /// match quinn's default. Without it, PMTU discovery finds what the path carries, up to
     /// 65527 towards a loopback server and 6550 elsewhere (the most one segmentation-offload
-    /// send holds; larger MTUs send without it). The transport line and JSON report the MTU reached.
+    /// send holds; larger MTUs send without it); with --impair, 1452. The transport line and
+    /// JSON report the MTU reached.
     #[arg(long, value_name = "BYTES")]
     pub quic_mtu: Option<u16>,
     /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and
