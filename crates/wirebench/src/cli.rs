@@ -726,10 +726,9 @@ pub struct RunArgs {
     /// sleeps); not QUIC, and not UDP with -R.
     #[arg(long)]
     pub busy_poll: bool,
-    /// QUIC: the largest UDP payload (path MTU) either end may send, 1200..65527, e.g. 1452 to
-    /// match quinn's default. Without it, PMTU discovery finds what the path carries, up to
-    /// 65527 towards a loopback server and 6550 elsewhere (the most one segmentation-offload
-    /// send holds; larger MTUs send without it); with --impair, 1452. The transport line and
+    /// QUIC: the largest UDP payload (path MTU) PMTU discovery may reach, either direction,
+    /// 1200..65527 [default: 1452, quinn's]. Loopback carries 65527 (several times less CPU
+    /// per GiB); above 6550 QUIC sends without segmentation offload. The transport line and
     /// JSON report the MTU reached.
     #[arg(long, value_name = "BYTES")]
     pub quic_mtu: Option<u16>,

@@ -553,23 +553,14 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
             return Err(usage("--quic-mtu applies to QUIC only: add --proto quic"));
         }
     }
-    // The impairment relay stands for a network path: its loss and rate act per datagram, so
-    // QUIC keeps Ethernet-sized packets there rather than loopback's 64 KiB.
-    let impaired_quic = args.impair.is_some() && protocols.contains(&Protocol::Quic);
-    let quic_mtu = args
-        .quic_mtu
-        .or_else(|| impaired_quic.then_some(IMPAIRED_QUIC_MTU));
     Ok(DataPathOptions {
         window,
         congestion,
         nodelay: args.nodelay,
         busy_poll: args.busy_poll,
-        quic_mtu,
+        quic_mtu: args.quic_mtu,
     })
 }
-
-/// QUIC's MTU bound through the impairment relay when `--quic-mtu` is not given (quinn's default).
-const IMPAIRED_QUIC_MTU: u16 = 1452;
 
 /// Parses `-l`, checking it against the limits of every protocol that will run.
 /// Parses one `-l` value, checking it against the limits of every protocol that will run.
@@ -1258,10 +1249,6 @@ mod tests {
         assert!(err.0.contains("1200..65527"), "{}", err.0);
         let err = parse_options(&parse_run(&["--quic-mtu", "1452"]), &[Protocol::Tcp]).unwrap_err();
         assert!(err.0.contains("QUIC only"), "{}", err.0);
-        let opts = parse_options(&parse_run(&["--impair", "loss=1%"]), &quic).unwrap();
-        assert_eq!(opts.quic_mtu, Some(IMPAIRED_QUIC_MTU));
-        let udp = parse_options(&parse_run(&["--impair", "loss=1%"]), &[Protocol::Udp]).unwrap();
-        assert_eq!(udp.quic_mtu, None);
         assert_eq!(
             parse_options(&parse_run(&[]), &quic).unwrap().quic_mtu,
             None
