@@ -345,6 +345,10 @@ def workloads(total_tcp, total_udp, saw_msgs):
         # Small messages: each 1 KiB message its own write, against our own TCP at 1 KiB.
         ("quic_1k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp // 2),
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp // 2))]),
+        # The same with loopback's MTU, which our TCP uses too (64 KiB segments).
+        ("quic_1k_pmtu", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp // 2, ["--quic-mtu", "65527"]),
+         [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp // 2))]),
         ("quic_saw_1k", "p50_us", False, lambda s: wirebench_run(s, "quic", "saw", 1024, 1024 * saw_msgs),
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs))]),
         ("quic_ping_1k", "p50_us", False, lambda s: wirebench_ping(s, "quic", 1024, saw_msgs),
