@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: wirebench against iperf3, nuttcp, sockperf and xfr on loopback.
+"""Side-by-side benchmark: wirebench against iperf3, nuttcp, sockperf, xfr and quinn-perf on loopback.
 
 Runs every workload for wirebench and its reference tool *alternately* (A B A B ...), so slow
 drifts of a noisy VM hit both equally, then prints medians with min-max and the ratio
@@ -7,7 +7,11 @@ wirebench / reference. CPU seconds per GiB are measured for client and server pr
 getrusage (client) and /proc/PID/stat (server). Results are also written as JSON.
 
 It installs nothing: missing reference tools are reported and their workloads skipped.
-Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--out FILE]
+QUIC's reference is quinn's own perf tool, built from a quinn source checkout named by
+--quinn-src PATH or $QUINN_SRC (`git clone https://github.com/quinn-rs/quinn`; it is built there
+with `cargo build --release -p perf` when target/release/quinn-perf is missing, never copied here).
+Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--quinn-src PATH] [--out FILE]
+The QUIC rows alone: QUINN_SRC=~/src/quinn bench/compare.py --only quic
 Traffic goes to 127.0.0.1 only.
 """
 
@@ -85,6 +89,18 @@ class Servers:
                     proc.kill()
 
 
+def udp_bound(port):
+    """True once some socket is bound to UDP `port` on 127.0.0.1 (quinn-perf has no TCP port to probe)."""
+    def probe():
+        want = f"0100007F:{port:04X}"
+        try:
+            with open("/proc/net/udp") as f:
+                return any(line.split()[1] == want for line in f.readlines()[1:])
+        except (OSError, IndexError):
+            return False
+    return probe
+
+
 def tcp_ready(port):
     def probe():
         try:
@@ -117,7 +133,76 @@ def wirebench_run(servers, proto, mode, size, total, extra=()):
             res["datagrams_per_s"] = s["messages"] / s["seconds"] if s["seconds"] else 0
             res["loss_pct"] = run["headline"]["delivery"]["lost_pct"]
     res["data_path"] = {"client": c["data_path"], "server": s["data_path"]}
+    if proto == "quic":
+        # The sender's path MTU (largest UDP payload) at the end, packets it sent per GiB.
+        sender = s if "-R" in extra else c
+        t = (sender.get("transport") or {})
+        res["path_mtu"] = t.get("path_mtu")
+        res["packets_per_gib"] = t.get("packets_sent", 0) / max(c["bytes"] / GiB, 1e-9)
     return res
+
+
+def quinn_perf_binary(src):
+    """quinn's perf tool from the checkout `src`, built there (its own target dir) if missing."""
+    binary = os.path.join(src, "target", "release", "quinn-perf")
+    if not os.access(binary, os.X_OK):
+        if not os.path.isfile(os.path.join(src, "perf", "Cargo.toml")):
+            return None
+        print(f"building quinn-perf in {src} (cargo build --release -p perf) ...", file=sys.stderr, flush=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "perf"], cwd=src, check=True)
+    return binary
+
+
+# quinn 0.11 and main put up to 10 packets in one GSO send, which the kernel refuses above
+# 65507 bytes; quinn-perf cannot turn GSO off, so it runs at most at this MTU.
+QUINN_PERF_MAX_MTU = 6550
+
+
+def quinn_perf_mtu(mtu):
+    """The MTU quinn-perf runs at for a wanted `mtu` (None: its own default, 1452)."""
+    return 1452 if mtu is None else min(mtu, QUINN_PERF_MAX_MTU)
+
+
+def quinn_perf_mtu_args(mtu):
+    """quinn-perf at a fixed MTU (it has no discovery bound flag): start at `mtu`, accept up to it."""
+    if mtu is None:
+        return []  # its defaults: initial 1200, discovery up to 1452
+    mtu = quinn_perf_mtu(mtu)
+    return ["--initial-mtu", str(mtu), "--max-udp-payload-size", str(max(mtu, 1472))]
+
+
+def quinn_perf_run(servers, upload, download, mtu=None, seconds=None):
+    """quinn-perf client: repeated requests on one bidirectional stream for `seconds`; the
+    figure is the median per-request throughput it prints (upload: until the server has
+    acknowledged every byte; download: request to last byte), CPU per GiB over all bytes moved."""
+    name = "quinn-perf" if mtu is None else f"quinn-perf-{mtu}"
+    if name not in servers.procs:
+        # A server at this MTU too: each end sends at its own initial MTU (downloads: the server's).
+        p = servers.ports[name] = free_port()
+        servers.start(name, [servers.quinn_perf, "server", "--listen", f"{HOST}:{p}",
+                             *quinn_perf_mtu_args(mtu)], udp_bound(p))
+    port = servers.ports[name]
+    pid = servers.pid(name)
+    size = upload or download
+    # Long enough for a few whole requests even on a loaded machine; it prints per second.
+    seconds = seconds or servers.quinn_seconds
+    jpath = f"/tmp/quinn-perf-{os.getpid()}.json"
+    srv0 = proc_cpu_seconds(pid)
+    out, cpu = run_client([servers.quinn_perf, "client", f"{HOST}:{port}", "--bi-requests", "1",
+                           "--upload-size", str(upload), "--download-size", str(download),
+                           "--duration", str(seconds), "--json", jpath, *quinn_perf_mtu_args(mtu)])
+    srv_cpu = proc_cpu_seconds(pid) - srv0
+    rows = [line for line in out.splitlines() if line.strip().startswith("P50")]
+    with open(jpath) as f:
+        moved = sum(i["sum"]["bytes"] for i in json.load(f)["intervals"])
+    os.unlink(jpath)
+    col = -2 if upload else -1  # Upload / Download Throughput (Mb/s, 10^6 bit/s)
+    mbit = float(re.split(r"[│|]", rows[-1])[col].split()[0]) if rows else 0.0
+    if mbit == 0.0:
+        if seconds >= 120:
+            raise RuntimeError(f"quinn-perf finished no {size}-byte request in {seconds} s")
+        return quinn_perf_run(servers, upload, download, mtu, seconds * 2)
+    return {"gbit_s": mbit / 1000, "client_cpu_s": cpu, "server_cpu_s": srv_cpu, "gib": moved / GiB}
 
 
 def wirebench_ping(servers, proto, size, count):
@@ -238,12 +323,36 @@ def workloads(total_tcp, total_udp, saw_msgs):
          [("sockperf", lambda s: sockperf_run(s, False, 1024))]),
         ("ping_quic_1k", "p50_us", False, lambda s: wirebench_ping(s, "quic", 1024, saw_msgs),
          [("sockperf-tcp", lambda s: sockperf_run(s, True, 1024))]),
-        ("quic1k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp),
-         [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp))]),
         ("quic128k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp),
          [("xfr-quic", lambda s: xfr_run(s, "quic", 0, total_tcp))]),
         ("udp1472xfr", "gbit_s", True, lambda s: wirebench_run(s, "udp", "stream", 1472, total_udp),
          [("xfr-udp", lambda s: xfr_run(s, "udp", 1472, 0))]),
+        # QUIC against quinn's perf tool, one stream, TLS on. At quinn-perf's MTU (both discover
+        # up to 1452: the fair ratio), then with our discovery bound at 65527 (what loopback
+        # carries), quinn-perf started at the MTU ours reached (at most 6550, see above).
+        ("quic_up", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp, ["--quic-mtu", "1452"]),
+         [("quinn-perf", lambda s: quinn_perf_run(s, total_tcp, 0))]),
+        ("quic_down", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp, ["-R", "--quic-mtu", "1452"]),
+         [("quinn-perf", lambda s: quinn_perf_run(s, 0, total_tcp))]),
+        ("quic_up_pmtu", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp, ["--quic-mtu", "65527"]),
+         [("quinn-perf", lambda s: quinn_perf_run(s, total_tcp, 0, s.discovered_mtu))]),
+        ("quic_down_pmtu", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 131072, total_tcp, ["-R", "--quic-mtu", "65527"]),
+         [("quinn-perf", lambda s: quinn_perf_run(s, 0, total_tcp, s.discovered_mtu))]),
+        # Small messages: each 1 KiB message its own write, against our own TCP at 1 KiB.
+        ("quic_1k", "gbit_s", True, lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp // 2),
+         [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp // 2))]),
+        # The same with loopback's MTU, which our TCP uses too (64 KiB segments).
+        ("quic_1k_pmtu", "gbit_s", True,
+         lambda s: wirebench_run(s, "quic", "stream", 1024, total_tcp // 2, ["--quic-mtu", "65527"]),
+         [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp // 2))]),
+        ("quic_saw_1k", "p50_us", False, lambda s: wirebench_run(s, "quic", "saw", 1024, 1024 * saw_msgs),
+         [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs))]),
+        ("quic_ping_1k", "p50_us", False, lambda s: wirebench_ping(s, "quic", 1024, saw_msgs),
+         [("wirebench-tcp", lambda s: wirebench_ping(s, "tcp", 1024, saw_msgs))]),
     ]
 
 
@@ -260,6 +369,10 @@ def main():
     ap.add_argument("--total-udp", type=int, default=GiB // 2, help="bytes per UDP run (default 512 MiB)")
     ap.add_argument("--saw-msgs", type=int, default=30000, help="round trips per wirebench stop-and-wait run")
     ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
+    ap.add_argument("--quinn-src", default=os.environ.get("QUINN_SRC", ""),
+                    help="quinn source checkout for quinn-perf, QUIC's reference (default: $QUINN_SRC)")
+    ap.add_argument("--quinn-seconds", type=int, default=5,
+                    help="length of one quinn-perf client run (it repeats its request until then)")
     args = ap.parse_args()
 
     if not os.access(args.wirebench, os.X_OK):
@@ -268,8 +381,16 @@ def main():
     if missing:
         print(f"reference tools missing: {' '.join(missing)} (apt-get install iperf3 nuttcp sockperf; "
               "cargo install xfr); their comparisons are skipped", file=sys.stderr)
+    quinn_perf = quinn_perf_binary(args.quinn_src) if args.quinn_src else None
+    if quinn_perf is None:
+        missing.append("quinn")
+        print("quinn-perf missing: get a quinn checkout (git clone https://github.com/quinn-rs/quinn) and "
+              "pass --quinn-src PATH or set QUINN_SRC=PATH; the QUIC rows against it are skipped",
+              file=sys.stderr)
 
     servers = Servers(args.wirebench)
+    servers.quinn_perf, servers.quinn_seconds = quinn_perf, args.quinn_seconds
+    servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "pairs": args.pairs, "workloads": []}
     try:
         p = servers.ports["wirebench"] = free_port()
@@ -295,7 +416,8 @@ def main():
         only = set(filter(None, args.only.split(",")))
         rows = []
         for name, metric, higher, ours, refs in workloads(args.total_tcp, args.total_udp, args.saw_msgs):
-            if only and name not in only:
+            # A name in --only selects itself and every workload it prefixes (quic: all QUIC rows).
+            if only and not any(name == o or name.startswith(o + "_") for o in only):
                 continue
             for ref_name, ref in refs:
                 tool = ref_name.split("-")[0]
@@ -304,6 +426,8 @@ def main():
                 a, b = [], []
                 for _ in range(args.pairs):
                     a.append(ours(servers))
+                    if name.endswith("_pmtu") and servers.discovered_mtu is None:
+                        servers.discovered_mtu = a[-1].get("path_mtu")
                     b.append(ref(servers))
                 wa = summarise([r[metric] for r in a])
                 wb = summarise([r[metric] for r in b])
@@ -319,6 +443,13 @@ def main():
                 if metric == "p50_us":
                     entry["p99_us"] = {"wirebench": statistics.median(r["p99_us"] for r in a),
                                        "reference": statistics.median(r["p99_us"] for r in b)}
+                mtus = [r["path_mtu"] for r in a if r.get("path_mtu")]
+                if mtus:
+                    ref_mtu = None
+                    if ref_name == "quinn-perf":
+                        ref_mtu = quinn_perf_mtu(servers.discovered_mtu if name.endswith("_pmtu") else None)
+                    entry["path_mtu"] = {"wirebench": statistics.median(mtus), "reference": ref_mtu}
+                    entry["packets_per_gib"] = statistics.median(r["packets_per_gib"] for r in a)
                 if metric == "datagrams_per_s":
                     entry["loss_pct"] = {"wirebench": statistics.median(r["loss_pct"] for r in a),
                                          "reference": statistics.median(r["loss_pct"] for r in b)}
@@ -341,6 +472,10 @@ def print_row(e):
     extra = []
     if "p99_us" in e:
         extra.append(f"p99 {e['p99_us']['wirebench']:.1f} vs {e['p99_us']['reference']:.1f} us")
+    if "path_mtu" in e:
+        ref_mtu = e["path_mtu"]["reference"]
+        extra.append(f"MTU {e['path_mtu']['wirebench']:.0f}" + (f" vs {ref_mtu}" if ref_mtu else "")
+                     + f", {e['packets_per_gib']:.0f} packets/GiB")
     if "loss_pct" in e:
         extra.append(f"loss {e['loss_pct']['wirebench']:.2f}% vs {e['loss_pct']['reference']:.2f}%")
     if "wirebench_client_cpu_s_per_gib" in e:

@@ -53,6 +53,10 @@ pub struct TransportStats {
     /// QUIC: congestion events (the window was cut).
     #[serde(default)]
     pub congestion_events: Option<u64>,
+    /// QUIC: the path MTU this end sent with at the end (largest UDP payload, after PMTU
+    /// discovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u64>,
 }
 
 impl TransportStats {
@@ -80,6 +84,7 @@ impl TransportStats {
             srtt_us: Some(srtt_us),
             cwnd_bytes: Some(cwnd_bytes),
             congestion_events: None,
+            path_mtu: None,
         }
     }
 

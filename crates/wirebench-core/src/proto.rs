@@ -214,6 +214,10 @@ pub struct DataPathOptions {
     /// its whole length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_us: Option<u64>,
+    /// QUIC: the largest UDP payload either end may send (`--quic-mtu`); None = discover up to
+    /// what the path carries. Applied by the client, which advertises it to the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_mtu: Option<u16>,
 }
 
 /// The shortest period a server sends [`ControlMessage::Receipt`] at, microseconds: a client

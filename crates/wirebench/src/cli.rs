@@ -806,6 +806,12 @@ pub struct RunArgs {
     /// sleeps); not QUIC, and not UDP with -R.
     #[arg(long)]
     pub busy_poll: bool,
+    /// QUIC: the largest UDP payload (path MTU) PMTU discovery may reach, either direction,
+    /// 1200..65527 [default: 1452, quinn's]. Loopback carries 65527 (several times less CPU
+    /// per GiB); above 6550 QUIC sends without segmentation offload. The transport line and
+    /// JSON report the MTU reached.
+    #[arg(long, value_name = "BYTES")]
+    pub quic_mtu: Option<u16>,
     /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and
     /// server session; -n is split exactly across them by whole messages. Prints the summed
     /// figures and one line per flow.

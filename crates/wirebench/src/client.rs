@@ -430,14 +430,15 @@ async fn run_quic(
     rtt: &mut Histogram<u64>,
     progress: &Progress,
 ) -> Result<Leg> {
-    let (endpoint, connection, mut data_path) = quic::connect(server, cert).await?;
+    let (endpoint, connection, mut data_path) =
+        quic::connect(server, cert, p.options.quic_mtu).await?;
     let (mut send, mut recv) = connection
         .open_bi()
         .await
         .context("while opening the QUIC stream")?;
     control::write_preamble(&mut send, preamble).await?;
     if p.reverse {
-        let mut source = QuicSource { stream: &mut recv };
+        let mut source = QuicSource::new(&mut recv);
         let mut tally = ReadTally::default();
         let receiving =
             stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes);

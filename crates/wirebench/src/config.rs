@@ -603,12 +603,23 @@ fn parse_options(args: &RunArgs, protocols: &[Protocol]) -> Result<DataPathOptio
             "--busy-poll applies to TCP and UDP; run QUIC without it",
         ));
     }
+    if let Some(mtu) = args.quic_mtu {
+        if !(1200..=65527).contains(&mtu) {
+            return Err(usage(format!(
+                "--quic-mtu {mtu} is out of range: QUIC needs 1200..65527 bytes of UDP payload"
+            )));
+        }
+        if !protocols.contains(&Protocol::Quic) {
+            return Err(usage("--quic-mtu applies to QUIC only: add --proto quic"));
+        }
+    }
     Ok(DataPathOptions {
         window,
         congestion,
         nodelay: args.nodelay,
         busy_poll: args.busy_poll,
         receipt_us: None,
+        quic_mtu: args.quic_mtu,
     })
 }
 
@@ -1296,5 +1307,20 @@ mod tests {
         assert!(err.0.contains("no IPv4 address"), "{}", err.0);
         let err = RunConfig::from_args(&parse_run(&["-f", "q"])).unwrap_err();
         assert!(err.0.contains("-f/--rate-unit"), "{}", err.0);
+    }
+
+    #[test]
+    fn quic_mtu_is_checked_and_reaches_the_session_options() {
+        let quic = [Protocol::Quic];
+        let opts = parse_options(&parse_run(&["--quic-mtu", "1452"]), &quic).unwrap();
+        assert_eq!(opts.quic_mtu, Some(1452));
+        let err = parse_options(&parse_run(&["--quic-mtu", "1100"]), &quic).unwrap_err();
+        assert!(err.0.contains("1200..65527"), "{}", err.0);
+        let err = parse_options(&parse_run(&["--quic-mtu", "1452"]), &[Protocol::Tcp]).unwrap_err();
+        assert!(err.0.contains("QUIC only"), "{}", err.0);
+        assert_eq!(
+            parse_options(&parse_run(&[]), &quic).unwrap().quic_mtu,
+            None
+        );
     }
 }

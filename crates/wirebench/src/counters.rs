@@ -101,6 +101,7 @@ pub fn quic_stats(connection: &quinn::Connection) -> TransportStats {
         srtt_us: Some(u64::try_from(path.rtt.as_micros()).unwrap_or(u64::MAX)),
         cwnd_bytes: Some(path.cwnd),
         congestion_events: Some(path.congestion_events),
+        path_mtu: Some(u64::from(path.current_mtu)),
     }
 }
 

@@ -44,6 +44,7 @@ fn session_params() -> SessionParams {
             nodelay: true,
             busy_poll: false,
             receipt_us: Some(20_000),
+            quic_mtu: None,
         },
         interval_us: Some(1_000_000),
         reverse: true,

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{
-    AsyncUdpSocket, ClientConfig, Endpoint, EndpointConfig, IdleTimeout, RecvStream, SendStream,
-    ServerConfig, TransportConfig, VarInt,
+    ClientConfig, Endpoint, EndpointConfig, IdleTimeout, MtuDiscoveryConfig, RecvStream,
+    SendStream, ServerConfig, TransportConfig, VarInt,
 };
 use socket2::SockRef;
 use wirebench_core::proto::DataPathInfo;
@@ -20,17 +20,43 @@ use super::demux::{DatagramHandler, DemuxSocket};
 use super::stream::{ByteSource, MessageSink};
 use crate::tls::{self, ServerIdentity};
 
-/// Flow-control window of one stream. quinn's defaults (1.25 MB) cap a loopback run far below
-/// what the stack can do; one session uses one stream, so it may have the whole window.
-const STREAM_WINDOW: u32 = 16 << 20;
+/// Flow-control window of one stream (quinn's default is 1.25 MB). It bounds the data in
+/// flight: at 16 MiB a loaded loopback host overflowed the receiver's 8 MiB UDP buffer (2,000
+/// to 7,000 packets lost and 2 to 14 congestion events per 512 MiB, at 1452- and 65495-byte
+/// MTUs alike); at 4 MiB none were lost and the rate held.
+const STREAM_WINDOW: u32 = 4 << 20;
 
 /// Connection-wide receive window and send buffer.
 const CONNECTION_WINDOW: u32 = 32 << 20;
 
-/// Transport settings shared by client and server.
+/// The largest UDP payload QUIC allows (RFC 9000: 65527), which a loopback path carries (64 KiB
+/// datagrams); the highest `--quic-mtu`. quinn's default bound, 1452, keeps
+/// loopback and jumbo-frame paths at Ethernet-sized packets, and every packet costs the same
+/// header protection, frame and acknowledgement bookkeeping whatever its size (measured on
+/// loopback: 771,000 packets and 3.1 CPU s per GiB at 1452, 17,000 and 1.3 s at 65495).
+pub const MAX_UDP_PAYLOAD: u16 = 65_527;
+
+/// The largest UDP payload that still fits a segmentation-offload (GSO) send: quinn 0.11 puts
+/// up to 10 packets in one send, and the kernel takes at most 65507 bytes in one. Above this,
+/// GSO sends fail as a whole (quinn-udp drops them without a word), which looks like a path
+/// black hole and sets the connection back to 1200 bytes. So larger MTUs go without GSO.
+pub const GSO_MAX_MTU: u16 = 6_550;
+
+/// Transport settings shared by client and server: PMTU discovery up to [`GSO_MAX_MTU`], with
+/// segmentation offload. The client's advertised limit caps what a server sends.
 pub fn transport() -> Arc<TransportConfig> {
+    Arc::new(transport_with(GSO_MAX_MTU))
+}
+
+/// The transport settings with PMTU discovery bounded by `max_mtu` (without GSO above
+/// [`GSO_MAX_MTU`]).
+fn transport_with(max_mtu: u16) -> TransportConfig {
     let mut t = TransportConfig::default();
-    t.stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+    let mut mtud = MtuDiscoveryConfig::default();
+    mtud.upper_bound(max_mtu);
+    t.mtu_discovery_config(Some(mtud))
+        .enable_segmentation_offload(max_mtu <= GSO_MAX_MTU)
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
         .send_window(u64::from(CONNECTION_WINDOW))
         .max_concurrent_bidi_streams(VarInt::from_u32(4))
@@ -39,8 +65,14 @@ pub fn transport() -> Arc<TransportConfig> {
     if let Ok(idle) = IdleTimeout::try_from(IDLE_TIMEOUT) {
         t.max_idle_timeout(Some(idle));
     }
-    Arc::new(t)
+    t
 }
+
+/// The default bound of a client's PMTU discovery: quinn's, Ethernet-sized. Higher bounds
+/// (`--quic-mtu`, up to [`MAX_UDP_PAYLOAD`] on loopback) cut the per-packet cost several-fold,
+/// but their large datagrams fill a busy server's UDP receive buffer far sooner: with hundreds
+/// of concurrent sessions on one host, handshakes were dropped until they timed out.
+pub const DEFAULT_MTU: u16 = 1452;
 
 /// A peer silent this long is gone (quinn stretches it to three probe timeouts on a slow
 /// path). quinn's default is 30 s; a benchmark whose server vanished (a killed process, an
@@ -67,12 +99,12 @@ pub fn server_endpoint(
     let mut endpoint_cfg = EndpointConfig::default();
     // Never let clients clear the fixed bit: the demultiplexer relies on it.
     endpoint_cfg.grease_quic_bit(false);
-    // quinn sizes each receive slot as payload × GRO segments; our own datagrams reach 65507
-    // bytes, so one slot must hold that even without GRO.
-    let segments = demux.max_receive_segments().max(1);
-    let payload = (65_535usize.div_ceil(segments)).clamp(1472, 65_527);
+    // Accept QUIC packets as large as PMTU discovery may find (the client's own bound, which it
+    // advertises, then caps what the server sends). quinn sizes its receive buffer as payload ×
+    // GRO segments × batch, capped at 64 KiB per datagram; the memory is only touched as far
+    // as datagrams fill it. One slot also holds our own datagrams (up to 65507 bytes).
     endpoint_cfg
-        .max_udp_payload_size(payload as u16)
+        .max_udp_payload_size(MAX_UDP_PAYLOAD)
         .context("while sizing the QUIC receive buffers")?;
     let crypto = QuicServerConfig::try_from(tls::server_crypto(identity)?)
         .context("while configuring QUIC TLS")?;
@@ -82,11 +114,13 @@ pub fn server_endpoint(
         .context("while starting the QUIC endpoint")
 }
 
-/// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`; also
-/// returns what its UDP socket runs with.
+/// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`, sending
+/// and accepting UDP payloads up to `max_mtu` (None: [`DEFAULT_MTU`]); also returns what its
+/// UDP socket runs with.
 pub async fn connect(
     server: SocketAddr,
     pinned_cert_der: Vec<u8>,
+    max_mtu: Option<u16>,
 ) -> Result<(Endpoint, quinn::Connection, DataPathInfo)> {
     let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
     let (recv_buffer, send_buffer) = crate::net::buffer_sizes(&SockRef::from(&socket));
@@ -96,12 +130,19 @@ pub async fn connect(
         ..DataPathInfo::default()
     };
     let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
-    let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)
+    let max_mtu = max_mtu.unwrap_or(DEFAULT_MTU);
+    // The advertised limit caps what the server sends (downloads); the discovery bound below
+    // caps what we send.
+    let mut endpoint_cfg = EndpointConfig::default();
+    endpoint_cfg
+        .max_udp_payload_size(max_mtu)
+        .context("while sizing the QUIC receive buffers")?;
+    let endpoint = Endpoint::new(endpoint_cfg, None, socket, runtime)
         .context("while starting a QUIC client endpoint")?;
     let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
         .context("while configuring QUIC TLS")?;
     let mut cfg = ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(transport());
+    cfg.transport_config(Arc::new(transport_with(max_mtu)));
     let connection = endpoint
         .connect_with(cfg, server, tls::SERVER_NAME)
         .context("while starting the QUIC handshake")?
@@ -134,20 +175,41 @@ impl MessageSink for QuicSink<'_> {
     }
 }
 
-/// A [`ByteSource`] over a QUIC receive stream: reads quinn's buffers in place (no copy).
+/// Chunks taken from quinn per read: one lock of the connection and one wake-up hand over this
+/// many received packets' worth of stream data (as quinn's perf tool reads).
+const READ_CHUNKS: usize = 32;
+
+/// A [`ByteSource`] over a QUIC receive stream: reads quinn's buffers in place (no copy),
+/// up to [`READ_CHUNKS`] at a time.
 #[derive(Debug)]
 pub struct QuicSource<'a> {
     /// The stream.
-    pub stream: &'a mut RecvStream,
+    stream: &'a mut RecvStream,
+    /// Bytes taken from quinn but not yet handed to the reader (more than its `max`).
+    pending: usize,
+}
+
+impl<'a> QuicSource<'a> {
+    /// Reads from `stream`.
+    pub fn new(stream: &'a mut RecvStream) -> Self {
+        QuicSource { stream, pending: 0 }
+    }
 }
 
 impl ByteSource for QuicSource<'_> {
     async fn read_some(&mut self, max: usize) -> io::Result<usize> {
-        match self.stream.read_chunk(max, true).await {
-            Ok(Some(chunk)) => Ok(chunk.bytes.len()),
-            Ok(None) => Ok(0),
-            Err(e) => Err(io::Error::from(e)),
+        if self.pending == 0 {
+            let mut bufs: [Bytes; READ_CHUNKS] = Default::default();
+            self.pending = match self.stream.read_chunks(&mut bufs).await {
+                Ok(Some(n)) => bufs[..n].iter().map(Bytes::len).sum(),
+                Ok(None) => return Ok(0),
+                Err(e) => return Err(io::Error::from(e)),
+            };
         }
+        // What the reader did not ask for yet is counted by its next calls, as if unread.
+        let n = self.pending.min(max);
+        self.pending -= n;
+        Ok(n)
     }
 }
 

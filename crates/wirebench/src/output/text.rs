@@ -509,6 +509,9 @@ fn transport_text(t: Option<&TransportRecord>) -> String {
     if let Some(events) = t.congestion_events {
         let _ = write!(s, ", {events} congestion events");
     }
+    if let Some(mtu) = t.path_mtu {
+        let _ = write!(s, ", MTU {mtu}");
+    }
     s
 }
 

@@ -331,7 +331,7 @@ where
                 mut recv,
             } => {
                 let mut source = Throttled::new(
-                    QuicSource { stream: &mut recv },
+                    QuicSource::new(&mut recv),
                     shared.options.limits.max_rate_bps,
                     Pause::Timer,
                 );

@@ -318,3 +318,41 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
     .await
     .expect("test finished in time");
 }
+
+/// The sender's path MTU that a QUIC session reports.
+fn quic_mtu(t: Option<&wirebench_core::metrics::TransportStats>) -> u64 {
+    t.and_then(|t| t.path_mtu)
+        .expect("QUIC reports its path MTU")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quic_discovers_loopbacks_mtu_up_to_quic_mtu() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let (size, total) = (65536, 8 << 20);
+        // By default quinn's Ethernet-sized bound, both directions.
+        for reverse in [false, true] {
+            let mut sp = spec(Protocol::Quic, Mechanism::Stream, size, total);
+            sp.reverse = reverse;
+            let out = run(&mut server, &sp).await;
+            assert_eq!(out.server.bytes, total);
+            let sender = if reverse {
+                out.server.transport.as_ref()
+            } else {
+                out.client.transport.as_ref()
+            };
+            let mtu = quic_mtu(sender);
+            assert!((1200..=1452).contains(&mtu), "reverse {reverse}: MTU {mtu}");
+        }
+        // Loopback carries 64 KiB datagrams: with a high bound, discovery goes past 1452 at
+        // once (its first probe is half-way up).
+        let mut sp = spec(Protocol::Quic, Mechanism::Stream, size, total);
+        sp.options.quic_mtu = Some(65527);
+        let out = run(&mut server, &sp).await;
+        assert_exact(&out, size, total);
+        let mtu = quic_mtu(out.client.transport.as_ref());
+        assert!((1453..=65527).contains(&mtu), "client MTU {mtu}");
+    })
+    .await
+    .expect("test finished in time");
+}
