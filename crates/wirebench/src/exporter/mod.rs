@@ -194,12 +194,16 @@ impl Exporter {
             );
         };
         let limit = time_limit(self.cfg.limits.max_time, scrape_timeout(req));
+        // Each probe's future lives on the heap (here and around each flow below): a debug
+        // build lays every nested future out on the stack when it polls it, and the run, rr,
+        // dns and iperf3 flows inlined into the connection task overflow a tokio worker's
+        // 2 MiB stack.
         let (outcome, stored) = match &probe {
-            Probe::Run(cfg) => run_probe(cfg, limit).await,
-            Probe::Ping(cfg) => exchange_probe(cfg, limit, ProbeResult::Ping).await,
-            Probe::Rr(cfg) => exchange_probe(cfg, limit, ProbeResult::Rr).await,
-            Probe::Dns(cfg) => dns_probe(cfg, limit).await,
-            Probe::Iperf3(cfg) => iperf3_probe(cfg, limit).await,
+            Probe::Run(cfg) => Box::pin(run_probe(cfg, limit)).await,
+            Probe::Ping(cfg) => Box::pin(exchange_probe(cfg, limit, ProbeResult::Ping)).await,
+            Probe::Rr(cfg) => Box::pin(exchange_probe(cfg, limit, ProbeResult::Rr)).await,
+            Probe::Dns(cfg) => Box::pin(dns_probe(cfg, limit)).await,
+            Probe::Iperf3(cfg) => Box::pin(iperf3_probe(cfg, limit)).await,
         };
         self.probes_run.fetch_add(1, Ordering::Relaxed);
         if let Some(failure) = outcome.failure() {
@@ -319,7 +323,7 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> Finished {
         Target::Embedded(_) => return malformed("a probe needs a target"),
     };
     let ran = bounded(limit, "run", async {
-        let campaign = runner::run_campaign(cfg, addr, |_, _, _| {}, |_, _| {}).await;
+        let campaign = Box::pin(runner::run_campaign(cfg, addr, |_, _, _| {}, |_, _| {})).await;
         match (campaign.runs.first(), campaign.failure) {
             (_, Some(failure)) => Err(failure),
             (Some(run), None) => Ok(run.record()),
@@ -366,10 +370,14 @@ pub async fn exchange_probe(
         return malformed("an exchange probe needs a target, a protocol and a concurrency");
     };
     let ran = bounded(limit, "exchange", async {
-        run_rr_auth(*addr, &spec(cfg, protocol, k), cfg.psk.as_deref())
-            .await
-            .map(|outcome| rr_result(cfg, protocol, k, &outcome))
-            .map_err(|e| format!("{e:#}"))
+        Box::pin(run_rr_auth(
+            *addr,
+            &spec(cfg, protocol, k),
+            cfg.psk.as_deref(),
+        ))
+        .await
+        .map(|outcome| rr_result(cfg, protocol, k, &outcome))
+        .map_err(|e| format!("{e:#}"))
     })
     .await;
     let ran = (
@@ -417,7 +425,7 @@ pub async fn dns_probe(cfg: &DnsConfig, limit: Duration) -> Finished {
         tcp_fallback: cfg.resolver,
     };
     let ran = bounded(limit, "DNS probe", async {
-        run_dns(&spec)
+        Box::pin(run_dns(&spec))
             .await
             .map(|outcome| dns_result(cfg, transport, k, &outcome))
             .map_err(|e| format!("{e:#}"))
@@ -450,7 +458,7 @@ pub async fn dns_probe(cfg: &DnsConfig, limit: Duration) -> Finished {
 /// Runs one transfer against a real iperf3 server within `limit`.
 pub async fn iperf3_probe(cfg: &ClientConfig, limit: Duration) -> Finished {
     let ran = bounded(limit, "iperf3 test", async {
-        crate::iperf3::client::run(cfg)
+        Box::pin(crate::iperf3::client::run(cfg))
             .await
             .map_err(|e| format!("{e:#}"))
     })
