@@ -492,7 +492,7 @@ async fn udp_timeouts_equal_what_the_relay_dropped() {
             let c = out.counts;
             assert!(
                 n.udp_up.dropped + n.udp_down.dropped > 0,
-                "something dropped"
+                "K={k}: the relay dropped nothing: relay {n:?}, probe {c:?}"
             );
             // With --retries 0 every query is one datagram each way: a query dropped on the way
             // in, or its answer dropped on the way back, is one timeout; nothing else is.
