@@ -128,11 +128,19 @@ fn after_mark(messages: u64, bytes: u64, omitted: Option<&crate::proto::Omitted>
 fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerRecord) -> Headline {
     let client = after_mark(c.messages, c.bytes, c.omitted.as_ref());
     let server = after_mark(s.messages, s.bytes, s.omitted.as_ref());
-    let ((sent_messages, sent_bytes), (received_messages, received_bytes)) = if reverse {
+    let ((sent_messages, sent_bytes), (mut received_messages, mut received_bytes)) = if reverse {
         (server, client)
     } else {
         (client, server)
     };
+    // -O: each end takes its mark on its own clock, from its own start, so the receiver's
+    // mark can fall a few milliseconds before the sender's and count fewer bytes before it.
+    // Bytes that arrived after the marks cannot exceed those sent after them: the excess is
+    // that skew, not data, and a headline saying "710 of 700 bytes arrived" is not believed.
+    if c.omitted.is_some() || s.omitted.is_some() {
+        received_messages = received_messages.min(sent_messages);
+        received_bytes = received_bytes.min(sent_bytes);
+    }
     let omitted_ns = c.omitted.map_or(0, |o| o.elapsed_ns.min(c.elapsed_ns));
     let transfer_ns = c.elapsed_ns - omitted_ns;
     let seconds = transfer_ns as f64 / 1e9;
@@ -325,7 +333,8 @@ pub(crate) mod tests {
     fn omit_leaves_out_what_each_end_moved_before_its_mark() {
         use crate::proto::Omitted;
         // 1000 messages sent in 2 s, all read; 300 sent and 290 read before the marks, the
-        // client's mark 0.5 s in: goodput is the 710 read after it over the last 1.5 s.
+        // client's mark 0.5 s in: 710 were read after the receiver's mark, but only 700 were
+        // sent after the sender's, so goodput is those 700 over the last 1.5 s.
         let mut r = run(Protocol::Tcp, 1000, 1000, 2_000_000_000);
         r.client.omitted = Some(Omitted {
             bytes: 300_000,
@@ -339,8 +348,16 @@ pub(crate) mod tests {
         });
         let h = r.headline();
         assert_eq!((h.transfer_ns, h.omitted_ns), (1_500_000_000, 500_000_000));
-        assert_eq!((h.sent_bytes, h.received_bytes), (700_000, 710_000));
-        assert_eq!(h.goodput_bps, Some(710_000.0 * 8.0 / 1.5));
+        assert_eq!((h.sent_bytes, h.received_bytes), (700_000, 700_000));
+        assert_eq!((h.sent_messages, h.received_messages), (700, 700));
+        assert_eq!(h.goodput_bps, Some(700_000.0 * 8.0 / 1.5));
+        // A receiver whose mark came later (fewer after it) is taken as it counted.
+        r.server.omitted = Some(Omitted {
+            bytes: 320_000,
+            messages: 320,
+            elapsed_ns: 501_000_000,
+        });
+        assert_eq!(r.headline().received_bytes, 680_000);
         // A run that ended before its mark has nothing left to time.
         r.client.omitted = Some(Omitted {
             bytes: 1_000_000,
