@@ -154,16 +154,9 @@ pub fn execute_dns(
                 record_type: c.record_type.clone(),
                 results,
             };
-            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
-            body.push(b'\n');
+            write_json(&doc, &mut body)?;
         }
-        other => {
-            return Err(UsageError(format!(
-                "--dns reports come as --format html, table or json, not {}",
-                format!("{other:?}").to_lowercase()
-            ))
-            .into())
-        }
+        other => return Err(html_table_or_json("--dns", other)),
     }
     deliver(&body, output, stdout)
 }
@@ -222,16 +215,9 @@ pub fn execute_rr(
                 server: c.server.clone(),
                 results,
             };
-            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
-            body.push(b'\n');
+            write_json(&doc, &mut body)?;
         }
-        other => {
-            return Err(UsageError(format!(
-                "--rr reports come as --format html, table or json, not {}",
-                format!("{other:?}").to_lowercase()
-            ))
-            .into())
-        }
+        other => return Err(html_table_or_json("--rr", other)),
     }
     deliver(&body, output, stdout)
 }
@@ -289,11 +275,26 @@ pub fn execute_rpm(
         Format::Csv => report::rpm::write_csv(&results, &mut body)?,
         Format::Json => {
             let doc = RpmCampaignDocument::new(info, results);
-            serde_json::to_writer_pretty(&mut body, &doc).context("while writing the JSON")?;
-            body.push(b'\n');
+            write_json(&doc, &mut body)?;
         }
     }
     deliver(&body, output, stdout)
+}
+
+/// `doc` as pretty JSON with a closing newline, into `body`.
+fn write_json(doc: &impl serde::Serialize, body: &mut Vec<u8>) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *body, doc).context("while writing the JSON")?;
+    body.push(b'\n');
+    Ok(())
+}
+
+/// The refusal of a format the `flag` (`--dns`, `--rr`) report does not come in.
+fn html_table_or_json(flag: &str, other: Format) -> anyhow::Error {
+    UsageError(format!(
+        "{flag} reports come as --format html, table or json, not {}",
+        format!("{other:?}").to_lowercase()
+    ))
+    .into()
 }
 
 /// The id `which` names: the given one, or the newest (`last`); without any, a usage error

@@ -2,7 +2,7 @@
 //! `dns_result`): begin, commit each result as it finishes, finish, and read back. Owns only
 //! the SQL of those two tables; the records are `wirebench_core::record::dns`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
 use wirebench_core::record::Status;
@@ -29,14 +29,13 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        let changed = self.execute(
-            "UPDATE dns_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
-            args![status.as_str(), finished_at_unix_s, campaign],
-        )?;
-        if changed != 1 {
-            bail!("DNS campaign {campaign} is not in the results database");
-        }
-        Ok(())
+        self.finish_sweep(
+            "dns_campaign",
+            "DNS campaign",
+            campaign,
+            status,
+            finished_at_unix_s,
+        )
     }
 
     /// One DNS campaign, `None` when there is no such id.
@@ -73,21 +72,12 @@ impl Store {
 
     /// The newest DNS campaign's id.
     pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
-        self.query_one("SELECT max(id) FROM dns_campaign", &[])?
-            .opt_i64(0)
+        self.last_sweep_id("dns_campaign")
     }
 
     /// The results of a DNS campaign, in run order.
     pub fn dns_results(&self, campaign: i64) -> Result<Vec<DnsResult>> {
-        let rows = self.query(
-            "SELECT result_json FROM dns_result WHERE campaign_id = ?1 ORDER BY position",
-            args![campaign],
-        )?;
-        rows.iter()
-            .map(|row| {
-                serde_json::from_str(&row.text(0)?).context("a stored DNS result does not decode")
-            })
-            .collect()
+        self.sweep_results("dns_result", "DNS result", campaign)
     }
 }
 

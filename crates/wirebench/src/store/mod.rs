@@ -400,6 +400,52 @@ impl Store {
             .collect()
     }
 
+    /// Marks a sweep of table `sweeps` (`dns_campaign`, `rr_campaign`, `rpm_campaign`) as
+    /// ended; `what` names it in the error when there is no such id. The names are ours.
+    pub(crate) fn finish_sweep(
+        &mut self,
+        sweeps: &str,
+        what: &str,
+        campaign: i64,
+        status: Status,
+        finished_at_unix_s: i64,
+    ) -> Result<()> {
+        let changed = self.execute(
+            &format!("UPDATE {sweeps} SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3"),
+            args![status.as_str(), finished_at_unix_s, campaign],
+        )?;
+        if changed != 1 {
+            bail!("{what} {campaign} is not in the results database");
+        }
+        Ok(())
+    }
+
+    /// The newest id of a sweep table, `None` when it is empty. The name is ours.
+    pub(crate) fn last_sweep_id(&self, sweeps: &str) -> Result<Option<i64>> {
+        self.query_one(&format!("SELECT max(id) FROM {sweeps}"), &[])?
+            .opt_i64(0)
+    }
+
+    /// The `result_json` of every result of `campaign` in table `results`, decoded, in run
+    /// order; `what` names a result that does not decode. The name is ours.
+    pub(crate) fn sweep_results<T: serde::de::DeserializeOwned>(
+        &self,
+        results: &str,
+        what: &str,
+        campaign: i64,
+    ) -> Result<Vec<T>> {
+        self.query(
+            &format!("SELECT result_json FROM {results} WHERE campaign_id = ?1 ORDER BY position"),
+            args![campaign],
+        )?
+        .iter()
+        .map(|row| {
+            serde_json::from_str(&row.text(0)?)
+                .with_context(|| format!("a stored {what} does not decode"))
+        })
+        .collect()
+    }
+
     /// Every campaign, oldest first.
     pub fn campaigns(&self) -> Result<Vec<CampaignInfo>> {
         let rows = self.query(&format!("{CAMPAIGN_SELECT} ORDER BY c.id"), &[])?;

@@ -3,7 +3,7 @@
 //! SQL of those two tables (written once for both backends, see `store/mod.rs`); the records
 //! are `wirebench_core::record::rpm` and `wirebench_core::responsiveness::RpmResult`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use wirebench_core::record::rpm::{NewRpmCampaign, RpmCampaignInfo};
 use wirebench_core::record::Status;
@@ -35,14 +35,13 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        let changed = self.execute(
-            "UPDATE rpm_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
-            args![status.as_str(), finished_at_unix_s, campaign],
-        )?;
-        if changed != 1 {
-            bail!("rpm campaign {campaign} is not in the results database");
-        }
-        Ok(())
+        self.finish_sweep(
+            "rpm_campaign",
+            "rpm campaign",
+            campaign,
+            status,
+            finished_at_unix_s,
+        )
     }
 
     /// One rpm campaign, `None` when there is no such id.
@@ -79,8 +78,7 @@ impl Store {
 
     /// The newest rpm campaign's id.
     pub fn last_rpm_campaign_id(&self) -> Result<Option<i64>> {
-        self.query_one("SELECT max(id) FROM rpm_campaign", &[])?
-            .opt_i64(0)
+        self.last_sweep_id("rpm_campaign")
     }
 
     /// The RPM of each test of an rpm campaign, in run order (`None` for a test that measured
@@ -97,15 +95,7 @@ impl Store {
 
     /// The tests of an rpm campaign, in run order.
     pub fn rpm_results(&self, campaign: i64) -> Result<Vec<RpmResult>> {
-        self.query(
-            "SELECT result_json FROM rpm_result WHERE campaign_id = ?1 ORDER BY position",
-            args![campaign],
-        )?
-        .iter()
-        .map(|row| {
-            serde_json::from_str(&row.text(0)?).context("a stored rpm result does not decode")
-        })
-        .collect()
+        self.sweep_results("rpm_result", "rpm result", campaign)
     }
 }
 

@@ -2,7 +2,7 @@
 //! begin, commit each result as it finishes, finish, and read back. Owns only the SQL of those
 //! two tables; the records are `wirebench_core::record::rr`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use wirebench_core::record::rr::{NewRrCampaign, RrCampaignInfo, RrResult};
 use wirebench_core::record::Status;
@@ -29,14 +29,13 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        let changed = self.execute(
-            "UPDATE rr_campaign SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3",
-            args![status.as_str(), finished_at_unix_s, campaign],
-        )?;
-        if changed != 1 {
-            bail!("rr campaign {campaign} is not in the results database");
-        }
-        Ok(())
+        self.finish_sweep(
+            "rr_campaign",
+            "rr campaign",
+            campaign,
+            status,
+            finished_at_unix_s,
+        )
     }
 
     /// One rr sweep, `None` when there is no such id.
@@ -73,21 +72,12 @@ impl Store {
 
     /// The newest rr sweep's id.
     pub fn last_rr_campaign_id(&self) -> Result<Option<i64>> {
-        self.query_one("SELECT max(id) FROM rr_campaign", &[])?
-            .opt_i64(0)
+        self.last_sweep_id("rr_campaign")
     }
 
     /// The results of an rr sweep, in run order.
     pub fn rr_results(&self, campaign: i64) -> Result<Vec<RrResult>> {
-        let rows = self.query(
-            "SELECT result_json FROM rr_result WHERE campaign_id = ?1 ORDER BY position",
-            args![campaign],
-        )?;
-        rows.iter()
-            .map(|row| {
-                serde_json::from_str(&row.text(0)?).context("a stored rr result does not decode")
-            })
-            .collect()
+        self.sweep_results("rr_result", "rr result", campaign)
     }
 }
 
