@@ -807,9 +807,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub busy_poll: bool,
     /// QUIC: the largest UDP payload (path MTU) PMTU discovery may reach, either direction,
-    /// 1200..65527 [default: 1452, quinn's]. Loopback carries 65527 (several times less CPU
-    /// per GiB); above 6550 QUIC sends without segmentation offload. The transport line and
-    /// JSON report the MTU reached.
+    /// 1200..65527 [default: 6550, the largest with segmentation offload; an Ethernet path stops
+    /// at its own 1452-1472]. Loopback carries 65527 (less CPU per GiB still); above 6550 QUIC
+    /// sends without segmentation offload. 1452 compares with quinn's default. The transport
+    /// line and JSON report the MTU reached.
     #[arg(long, value_name = "BYTES")]
     pub quic_mtu: Option<u16>,
     /// Run each test as N flows at once (1 to 128), each its own connection (UDP: socket) and

@@ -4,8 +4,8 @@
 //! probe round trips). SIGINT, SIGTERM or SIGHUP ends the load phase early: the intervals that
 //! finished are stored and the campaign is marked aborted.
 
-use std::cell::Cell;
 use std::io::Write;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use wirebench_core::record::rpm::NewRpmCampaign;
@@ -50,11 +50,12 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
     };
     // The first signal ends the load phase (the result keeps what finished); from then on a
     // second one ends the process at once.
-    let caught: Cell<Option<StopSignal>> = Cell::new(None);
+    // A OnceLock, not a Cell: the command's future runs on the runtime's workers, so it is Send.
+    let caught: OnceLock<StopSignal> = OnceLock::new();
     let caught_ref = &caught;
     let stop = async move {
         let signal = stops.next().await;
-        caught_ref.set(Some(signal));
+        let _ = caught_ref.set(signal);
         stops.second_ends_process();
     };
     let outcome = run_rpm_until(target, &server_name, &cfg.settings, cfg.psk.clone(), stop).await;
@@ -70,7 +71,7 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
             return Err(e);
         }
     };
-    let signal = caught.get();
+    let signal = caught.get().copied();
     print_result(&cfg, &result)?;
     if let (Some(db), Some(id)) = (db.as_mut(), campaign) {
         let stored = db.add_rpm_result(id, 1, &result);

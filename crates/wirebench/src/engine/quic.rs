@@ -68,11 +68,14 @@ fn transport_with(max_mtu: u16) -> TransportConfig {
     t
 }
 
-/// The default bound of a client's PMTU discovery: quinn's, Ethernet-sized. Higher bounds
-/// (`--quic-mtu`, up to [`MAX_UDP_PAYLOAD`] on loopback) cut the per-packet cost several-fold,
-/// but their large datagrams fill a busy server's UDP receive buffer far sooner: with hundreds
-/// of concurrent sessions on one host, handshakes were dropped until they timed out.
-pub const DEFAULT_MTU: u16 = 1452;
+/// The default bound of a client's PMTU discovery: the largest size that keeps segmentation
+/// offload. quinn probes upwards from 1200 and stops where probes are lost, so an Ethernet path
+/// settles at its own limit (1452–1472) while loopback and jumbo-frame paths reach this one
+/// (measured on loopback, 1 KiB messages: 2.3–3.3 Gbit/s at 1452, 4.9–5.2 at 6550).
+/// Higher bounds (`--quic-mtu`, up to [`MAX_UDP_PAYLOAD`]) go without GSO and stay opt-in:
+/// 500 concurrent sessions probing with 64 KiB datagrams filled the server's UDP receive
+/// buffer until their handshakes timed out.
+pub const DEFAULT_MTU: u16 = GSO_MAX_MTU;
 
 /// A peer silent this long is gone (quinn stretches it to three probe timeouts on a slow
 /// path). quinn's default is 30 s; a benchmark whose server vanished (a killed process, an
