@@ -153,8 +153,7 @@ async fn run_each(
     for (index, (flow_params, counter)) in flows.into_iter().enumerate() {
         let psk = psk.cloned();
         set.spawn(async move {
-            let result =
-                client::run_session_auth(server, &flow_params, &counter, psk.as_ref()).await;
+            let result = client::run_flow(server, &flow_params, &counter, psk.as_ref()).await;
             (index, result)
         });
     }

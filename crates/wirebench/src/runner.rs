@@ -196,7 +196,7 @@ pub async fn run_campaign(
                         .await
                         .map(|(o, f)| (o, f, None))
                 } else {
-                    client::run_session_auth(server, &params, &progress[0], cfg.psk.as_deref())
+                    client::run_flow(server, &params, &progress[0], cfg.psk.as_deref())
                         .await
                         .map(|o| (o, Vec::new(), None))
                 }

@@ -376,7 +376,19 @@ async fn no_store_writes_nothing() {
 
 /// Stops a running campaign with `signal` once three runs are printed; returns how many runs
 /// were printed in all, the exit code, and the store.
+/// A TCP stop-and-wait campaign of 1000 runs of 2 MB in 1000-byte messages.
+const TCP_SAW_PLAN: [&str; 4] = ["tcp", "saw", "1000", "2MB"];
+
 async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) {
+    interrupt_plan_after_3_runs(signal, TCP_SAW_PLAN).await
+}
+
+/// Runs `[proto, mode, msg size, total]` 1000 times, sends `signal` after the third run is
+/// printed; what was printed and the exit code.
+async fn interrupt_plan_after_3_runs(
+    signal: &str,
+    [proto, mode, size, total]: [&str; 4],
+) -> (usize, Option<i32>, TempPath) {
     let db = TempPath::new(".sqlite3");
     let data_home = TempPath::new("-data");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
@@ -385,13 +397,13 @@ async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) 
             "--db",
             db.arg(),
             "--proto",
-            "tcp",
+            proto,
             "--mode",
-            "saw",
+            mode,
             "-l",
-            "1000",
+            size,
             "-n",
-            "2MB",
+            total,
             "--repeat",
             "1000",
         ])
@@ -403,7 +415,8 @@ async fn interrupt_after_3_runs(signal: &str) -> (usize, Option<i32>, TempPath) 
         .expect("wirebench starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut printed = 0;
-    let run_line = |l: &str| l.starts_with('[') && l.contains("/1000] tcp saw");
+    let heading = format!("/1000] {proto} {mode}");
+    let run_line = |l: &str| l.starts_with('[') && l.contains(&heading);
     tokio::time::timeout(TEST_TIMEOUT, async {
         while printed < 3 {
             let line = lines.next_line().await.unwrap().expect("runs are printed");
@@ -483,6 +496,21 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
         listed.contains(&format!("{stored}/")) && listed.contains("(+1 aborted in flight)"),
         "{listed}"
     );
+}
+
+/// Ctrl-C in a QUIC campaign whose flows run on threads of their own (large messages): the
+/// same truthful store, and the process ends rather than waiting for the flow's thread.
+#[tokio::test]
+async fn interrupting_quic_flows_on_their_own_threads_stores_what_finished() {
+    let (printed, code, db) =
+        interrupt_plan_after_3_runs("-INT", ["quic", "stream", "64KiB", "32MiB"]).await;
+    assert_eq!(code, Some(130), "128 + SIGINT");
+    let (status, stored) = runs_of(&db.0, 1);
+    assert_eq!(status, Status::Aborted);
+    assert_eq!(stored, printed, "every printed run is stored, nothing more");
+    assert!((3..1000).contains(&stored));
+    let store = Store::open(&db.0).unwrap();
+    assert_eq!(store.aborted_runs(1).unwrap().len(), 1);
 }
 
 /// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
