@@ -156,6 +156,12 @@ pub async fn connect(
 
 /// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload
 /// buffer handed to quinn without copying or allocating.
+///
+/// Each message stays one write, which is what makes small messages dear: quinn (0.11 and its
+/// main branch alike) keeps every write as a segment and walks the unacknowledged ones from the
+/// front for each STREAM frame it builds, 36% of the client's CPU at 1 KiB and MTU 1452.
+/// Larger packets (the default MTU bound) take more of each walk per frame; the fix belongs in
+/// quinn's send buffer (coalescing small writes, quinn-rs/quinn#561).
 #[derive(Debug)]
 pub struct QuicSink<'a> {
     /// The stream.
