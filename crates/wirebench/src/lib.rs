@@ -96,44 +96,20 @@ pub fn run_cli(cli: Cli) -> Result<ExitCode> {
                 Some(id) => commands::report::Which::Id(id),
                 None => commands::report::Which::Last,
             };
+            let format = commands::report::format_of(args.format);
+            let output = args.output.as_deref();
+            let stdout = &mut std::io::stdout().lock();
+            use commands::report::{execute, execute_dns, execute_rpm, execute_rr};
             if args.dns {
-                commands::report::execute_dns(
-                    &db,
-                    which,
-                    commands::report::format_of(args.format),
-                    args.output.as_deref(),
-                    &mut std::io::stdout().lock(),
-                )?;
-                return Ok(ExitCode::SUCCESS);
+                execute_dns(&db, which, format, output, stdout)?;
+            } else if args.rpm {
+                execute_rpm(&db, which, format, output, stdout)?;
+            } else if args.rr {
+                execute_rr(&db, which, format, output, stdout)?;
+            } else {
+                let run = args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+                execute(&db, which, format, run, output, stdout)?;
             }
-            if args.rpm {
-                commands::report::execute_rpm(
-                    &db,
-                    which,
-                    commands::report::format_of(args.format),
-                    args.output.as_deref(),
-                    &mut std::io::stdout().lock(),
-                )?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            if args.rr {
-                commands::report::execute_rr(
-                    &db,
-                    which,
-                    commands::report::format_of(args.format),
-                    args.output.as_deref(),
-                    &mut std::io::stdout().lock(),
-                )?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            commands::report::execute(
-                &db,
-                which,
-                commands::report::format_of(args.format),
-                args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                args.output.as_deref(),
-                &mut std::io::stdout().lock(),
-            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare(args) => {

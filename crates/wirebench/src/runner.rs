@@ -215,6 +215,14 @@ pub async fn run_campaign(
                     })
             };
             let position = campaign.runs.len() + 1;
+            let failed = |e: &anyhow::Error| {
+                let (proto, mech) = (combination.protocol, combination.mechanism);
+                format!(
+                    "{proto} {mech} run {} of {} failed: {e:#}",
+                    repeat_index + 1,
+                    cfg.repeat
+                )
+            };
             // --latency-probe: the probe flows open (and probe idle) before the load starts.
             let probes = match &cfg.latency_probe {
                 Some(plan) => {
@@ -223,13 +231,7 @@ pub async fn run_campaign(
                     {
                         Ok(p) => Some(p),
                         Err(e) => {
-                            campaign.failure = Some(format!(
-                                "{} {} run {} of {} failed: {e:#}",
-                                combination.protocol,
-                                combination.mechanism,
-                                repeat_index + 1,
-                                cfg.repeat
-                            ));
+                            campaign.failure = Some(failed(&e));
                             return campaign;
                         }
                     }
@@ -279,13 +281,7 @@ pub async fn run_campaign(
                     campaign.runs.push(record);
                 }
                 Err(e) => {
-                    campaign.failure = Some(format!(
-                        "{} {} run {} of {} failed: {e:#}",
-                        combination.protocol,
-                        combination.mechanism,
-                        repeat_index + 1,
-                        cfg.repeat
-                    ));
+                    campaign.failure = Some(failed(&e));
                     return campaign;
                 }
             }

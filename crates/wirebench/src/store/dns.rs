@@ -61,13 +61,7 @@ impl Store {
 
     /// Every DNS campaign with the number of results stored, oldest first.
     pub fn dns_campaigns(&self) -> Result<Vec<(DnsCampaignInfo, u64)>> {
-        let mut out = Vec::new();
-        for (id, stored) in self.ids_with_results("dns_campaign", "dns_result")? {
-            if let Some(info) = self.dns_campaign(id)? {
-                out.push((info, stored));
-            }
-        }
-        Ok(out)
+        self.sweeps_with_counts("dns_campaign", "dns_result", Self::dns_campaign)
     }
 
     /// The newest DNS campaign's id.

@@ -26,7 +26,7 @@ pub fn this_process() -> Writer {
 }
 
 use super::sql::args;
-use super::{insert_aborted, int, AbortedRun, Status, Store};
+use super::{insert_aborted, AbortedRun, Status, Store};
 
 impl Store {
     /// Records `writer` as the process writing `campaign`.
@@ -97,19 +97,7 @@ impl Store {
         reason: &str,
         so_far: Option<SoFar>,
     ) -> Result<()> {
-        let figures = so_far
-            .map(|s| -> Result<_> {
-                Ok((
-                    int(s.messages, "messages")?,
-                    int(s.bytes, "bytes")?,
-                    int(
-                        u64::try_from(s.elapsed.as_nanos()).unwrap_or(u64::MAX),
-                        "elapsed ns",
-                    )?,
-                ))
-            })
-            .transpose()?;
-        self.transaction(|tx| insert_aborted(tx, campaign, run, Some(reason), figures))
+        self.transaction(|tx| insert_aborted(tx, campaign, run, Some(reason), so_far))
     }
 
     /// Why each aborted run of `campaign` stopped and what its client had done, in plan order.

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 use wirebench_core::error::UsageError;
+use wirebench_core::record::campaign::SoFar;
 use wirebench_core::record::{
     AbortedRun, CampaignInfo, Environment, NewCampaign, Parameters, RunRecord, Status,
 };
@@ -330,39 +331,10 @@ impl Store {
     /// Stores a whole campaign read from a file, runs and all, in one transaction; returns its
     /// new id. Nothing is stored when anything is wrong.
     pub fn import(&mut self, info: &CampaignInfo, runs: &[(Point, RunRecord)]) -> Result<i64> {
-        self.import_with_origin(info, runs, &[], "import")
-    }
-
-    /// Stores a whole campaign (finished runs and aborted ones) with the given origin, in one
-    /// transaction; returns its new id.
-    pub(crate) fn import_with_origin(
-        &mut self,
-        info: &CampaignInfo,
-        runs: &[(Point, RunRecord)],
-        aborted: &[(AbortedRun, Option<String>)],
-        origin: &str,
-    ) -> Result<i64> {
         self.transaction(|tx| {
-            let id = insert_campaign(
-                tx,
-                &NewCampaign {
-                    started_at_unix_s: info.started_at_unix_s,
-                    parameters: info.parameters.clone(),
-                    planned_runs: info.planned_runs,
-                    msg_sizes: info.msg_sizes.clone(),
-                    totals: info.totals.clone(),
-                    environment: info.environment.clone(),
-                },
-                info.status,
-                info.finished_at_unix_s,
-                info.error.as_deref(),
-                origin,
-            )?;
+            let id = insert_campaign_as(tx, info, "import")?;
             for (i, (point, run)) in runs.iter().enumerate() {
                 insert_run(tx, id, i as u64 + 1, *point, run)?;
-            }
-            for (run, reason) in aborted {
-                insert_aborted(tx, id, run, reason.as_deref(), None)?;
             }
             Ok(id)
         })
@@ -385,9 +357,15 @@ impl Store {
         .opt_i64(0)
     }
 
-    /// Every id of a sweep table (`dns_campaign`, `rr_campaign`) with the number of results its
-    /// result table holds for it, oldest first. The names are ours, never the user's.
-    pub(crate) fn ids_with_results(&self, sweeps: &str, results: &str) -> Result<Vec<(i64, u64)>> {
+    /// Every sweep of table `sweeps` (`dns_campaign`, `rr_campaign`, `rpm_campaign`), read by
+    /// `one`, with the number of results its table `results` holds for it, oldest first. The
+    /// names are ours, never the user's.
+    pub(crate) fn sweeps_with_counts<I>(
+        &self,
+        sweeps: &str,
+        results: &str,
+        one: impl Fn(&Self, i64) -> Result<Option<I>>,
+    ) -> Result<Vec<(I, u64)>> {
         let rows = self.query(
             &format!(
                 "SELECT c.id, (SELECT count(*) FROM {results} r WHERE r.campaign_id = c.id)
@@ -395,9 +373,13 @@ impl Store {
             ),
             &[],
         )?;
-        rows.iter()
-            .map(|row| Ok((row.i64(0)?, row.count(1)?)))
-            .collect()
+        let mut out = Vec::new();
+        for row in &rows {
+            if let Some(info) = one(self, row.i64(0)?)? {
+                out.push((info, row.count(1)?));
+            }
+        }
+        Ok(out)
     }
 
     /// Marks a sweep of table `sweeps` (`dns_campaign`, `rr_campaign`, `rpm_campaign`) as
@@ -700,6 +682,28 @@ fn insert_run(
     Ok(())
 }
 
+/// Stores the row of a campaign read from elsewhere (a file, another store) as it was: plan,
+/// status, end and error, with `origin`; returns its new id.
+fn insert_campaign_as(tx: &mut dyn Conn, info: &CampaignInfo, origin: &str) -> Result<i64> {
+    let plan = NewCampaign {
+        started_at_unix_s: info.started_at_unix_s,
+        parameters: info.parameters.clone(),
+        planned_runs: info.planned_runs,
+        msg_sizes: info.msg_sizes.clone(),
+        totals: info.totals.clone(),
+        environment: info.environment.clone(),
+    };
+    let error = info.error.as_deref();
+    insert_campaign(
+        tx,
+        &plan,
+        info.status,
+        info.finished_at_unix_s,
+        error,
+        origin,
+    )
+}
+
 /// Stores a run that stopped before its end: its parameters, why (when known) and the
 /// client's messages, bytes and nanoseconds so far (when known).
 fn insert_aborted(
@@ -707,9 +711,19 @@ fn insert_aborted(
     campaign: i64,
     run: &AbortedRun,
     reason: Option<&str>,
-    figures: Option<(i64, i64, i64)>,
+    so_far: Option<SoFar>,
 ) -> Result<()> {
     let p = &run.params;
+    let figures = so_far
+        .map(|s| -> Result<_> {
+            let elapsed_ns = u64::try_from(s.elapsed.as_nanos()).unwrap_or(u64::MAX);
+            Ok((
+                int(s.messages, "messages")?,
+                int(s.bytes, "bytes")?,
+                int(elapsed_ns, "elapsed ns")?,
+            ))
+        })
+        .transpose()?;
     tx.execute(
         "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
              repeat_index, status, params_json, abort_reason, client_messages,

@@ -67,13 +67,7 @@ impl Store {
 
     /// Every rpm campaign with the number of tests stored, oldest first.
     pub fn rpm_campaigns(&self) -> Result<Vec<(RpmCampaignInfo, u64)>> {
-        let mut out = Vec::new();
-        for (id, stored) in self.ids_with_results("rpm_campaign", "rpm_result")? {
-            if let Some(info) = self.rpm_campaign(id)? {
-                out.push((info, stored));
-            }
-        }
-        Ok(out)
+        self.sweeps_with_counts("rpm_campaign", "rpm_result", Self::rpm_campaign)
     }
 
     /// The newest rpm campaign's id.

@@ -61,13 +61,7 @@ impl Store {
 
     /// Every rr sweep with the number of results stored, oldest first.
     pub fn rr_campaigns(&self) -> Result<Vec<(RrCampaignInfo, u64)>> {
-        let mut out = Vec::new();
-        for (id, stored) in self.ids_with_results("rr_campaign", "rr_result")? {
-            if let Some(info) = self.rr_campaign(id)? {
-                out.push((info, stored));
-            }
-        }
-        Ok(out)
+        self.sweeps_with_counts("rr_campaign", "rr_result", Self::rr_campaign)
     }
 
     /// The newest rr sweep's id.

@@ -213,3 +213,47 @@ async fn sigterm_stores_the_sweep_as_aborted() {
     assert_eq!(info.status, Status::Aborted);
     assert!(info.finished_at_unix_s.is_some());
 }
+
+/// `store copy` carries an rr sweep (campaign and results) into a fresh store of each backend:
+/// `report --rr --format json` reads the same from both, and a second copy copies nothing.
+#[tokio::test]
+async fn store_copy_carries_an_rr_sweep_once() {
+    let from = TestDb::sqlite();
+    let out = wirebench(&[
+        "rr",
+        "--proto",
+        "udp",
+        "--concurrency",
+        "1,2",
+        "--count",
+        "20",
+        "--db",
+        from.arg(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = |db: &TestDb| {
+        let db = db.arg().to_string();
+        async move {
+            let out =
+                wirebench(&["report", "--rr", "--last", "--format", "json", "--db", &db]).await;
+            assert!(out.status.success(), "{}", stderr(&out));
+            out.stdout
+        }
+    };
+    let original = report(&from).await;
+    for to in backends() {
+        for (copied, there) in [(1, 0), (0, 1)] {
+            let out = wirebench(&["store", "copy", "--from", from.arg(), "--to", to.arg()]).await;
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{said}{}", stderr(&out));
+            assert!(
+                said.contains(&format!("{copied} rr sweep(s)"))
+                    && said.contains(&format!("; {there} already there")),
+                "{said}"
+            );
+        }
+        assert_eq!(report(&to).await, original);
+        assert_eq!(to.open().rr_results(1).unwrap().len(), 2);
+    }
+}
