@@ -10,7 +10,8 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use wirebench_core::plan::Mechanism;
 use wirebench_core::proto::{DataPathInfo, DataPathOptions};
 
-/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max`.
+/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max` unless we
+/// may go past that (see `size_udp_buffers`).
 pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
 
 /// A non-blocking UDP socket bound to `bind` (or the unspecified address of the family, port 0),
@@ -27,10 +28,7 @@ pub fn udp_socket(
         // Dual stack where the host allows it; failure just means IPv6 only.
         let _ = socket.set_only_v6(false);
     }
-    // Best effort: the kernel caps these at net.core.{r,w}mem_max; the effective size is reported.
-    let size = buffer.map_or(UDP_SOCKET_BUFFER, |b| b as usize);
-    let _ = socket.set_recv_buffer_size(size);
-    let _ = socket.set_send_buffer_size(size);
+    size_udp_buffers(&socket, buffer.map_or(UDP_SOCKET_BUFFER, |b| b as usize));
     socket
         .set_nonblocking(true)
         .context("while making a UDP socket non-blocking")?;
@@ -38,6 +36,31 @@ pub fn udp_socket(
         .bind(&bind.into())
         .with_context(|| format!("while binding UDP {bind}"))?;
     Ok(socket.into())
+}
+
+/// Asks for UDP socket buffers of `size` bytes (best effort; the effective sizes, which Linux
+/// reports doubled for its own bookkeeping, go with each run).
+///
+/// The kernel caps a plain request at net.core.{r,w}mem_max, 208 KiB on a stock Debian host,
+/// which a loaded server's one UDP socket overruns: hundreds of concurrent QUIC and UDP
+/// sessions then lost handshake packets there until handshakes timed out. A privileged process
+/// (CAP_NET_ADMIN) may go past the cap, as quic-go and WireGuard do, so a capped request is
+/// made again that way.
+fn size_udp_buffers(socket: &Socket, size: usize) {
+    let _ = socket.set_recv_buffer_size(size);
+    let _ = socket.set_send_buffer_size(size);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let uncapped = size.saturating_mul(2);
+        let value = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+        if socket.recv_buffer_size().is_ok_and(|got| got < uncapped) {
+            let _ = setsockopt(socket.as_raw_fd(), libc::SO_RCVBUFFORCE, &value);
+        }
+        if socket.send_buffer_size().is_ok_and(|got| got < uncapped) {
+            let _ = setsockopt(socket.as_raw_fd(), libc::SO_SNDBUFFORCE, &value);
+        }
+    }
 }
 
 /// A non-blocking TCP listener on `bind`, address reuse on, dual stack for `::`.
@@ -111,8 +134,8 @@ pub fn set_max_pacing_rate<'s>(socket: impl Into<SockRef<'s>>, rate_bps: u64) ->
     // Kernels before 64-bit pacing rates read a 32-bit value; ~0 is "unlimited" there, so a
     // rate that does not fit is passed as 64 bits (which those kernels then cap).
     let rc = match u32::try_from(bytes_per_second) {
-        Ok(v) if v != u32::MAX => setsockopt(s.as_raw_fd(), &v),
-        _ => setsockopt(s.as_raw_fd(), &bytes_per_second),
+        Ok(v) if v != u32::MAX => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &v),
+        _ => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &bytes_per_second),
     };
     if rc == 0 {
         Ok(())
@@ -130,16 +153,16 @@ pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<
     ))
 }
 
-/// setsockopt(SOL_SOCKET, SO_MAX_PACING_RATE) with a value of `T`'s width.
+/// setsockopt(SOL_SOCKET, `option`) with a value of `T`'s width.
 #[cfg(target_os = "linux")]
-fn setsockopt<T>(fd: std::os::fd::RawFd, value: &T) -> libc::c_int {
+fn setsockopt<T>(fd: std::os::fd::RawFd, option: libc::c_int, value: &T) -> libc::c_int {
     // SAFETY: setsockopt reads `size_of::<T>()` bytes from a valid `T` for the duration of the
     // call, on a descriptor the caller's socket owns.
     unsafe {
         libc::setsockopt(
             fd,
             libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
+            option,
             (value as *const T).cast(),
             std::mem::size_of::<T>() as libc::socklen_t,
         )
@@ -219,5 +242,29 @@ fn unspecified(ipv6: bool) -> SocketAddr {
         SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0)
     } else {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A privileged process gets the UDP buffers it asks for whatever net.core.rmem_max says
+    /// (a stock Debian host caps plain requests at 208 KiB; CI runs as root there), large or
+    /// small.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn udp_sockets_get_the_buffers_they_ask_for_when_privileged() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root (CAP_NET_ADMIN) to go past net.core.rmem_max");
+            return;
+        }
+        let socket = udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
+        // Linux reports twice what it was given.
+        let doubled = 2 * UDP_SOCKET_BUFFER;
+        assert_eq!(buffer_sizes(&SockRef::from(&socket)), (doubled, doubled));
+        let small = udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), Some(65536)).unwrap();
+        assert_eq!(buffer_sizes(&SockRef::from(&small)), (131072, 131072));
     }
 }

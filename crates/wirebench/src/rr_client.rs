@@ -585,7 +585,7 @@ pub(crate) fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
     crypto.enable_early_data = true;
     let crypto = QuicClientConfig::try_from(crypto).context("while configuring QUIC TLS")?;
     let mut cfg = ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(quic::transport());
+    cfg.transport_config(quic::client_transport(quic::DEFAULT_MTU));
     Ok(cfg)
 }
 

@@ -42,10 +42,26 @@ pub const MAX_UDP_PAYLOAD: u16 = 65_527;
 /// black hole and sets the connection back to 1200 bytes. So larger MTUs go without GSO.
 pub const GSO_MAX_MTU: u16 = 6_550;
 
-/// Transport settings shared by client and server: PMTU discovery up to [`GSO_MAX_MTU`], with
-/// segmentation offload. The client's advertised limit caps what a server sends.
+/// The server's transport settings: PMTU discovery up to [`GSO_MAX_MTU`], with segmentation
+/// offload. The client's advertised limit caps what a server sends.
 pub fn transport() -> Arc<TransportConfig> {
     Arc::new(transport_with(GSO_MAX_MTU))
+}
+
+/// A client's transport settings: those of [`transport_with`], waiting up to
+/// [`HANDSHAKE_TIMEOUT`] for the server's first answer.
+///
+/// quinn bounds a handshake by the local idle timeout until the peer's transport parameters
+/// arrive, and by the negotiated one (the smaller of the two) after. Advertising the longer
+/// bound gives a loaded server's first answer time (a lost Initial is resent after about 1 s,
+/// then 2 s, 4 s), while our server's [`IDLE_TIMEOUT`] still governs the connection once it
+/// has answered.
+pub fn client_transport(max_mtu: u16) -> Arc<TransportConfig> {
+    let mut t = transport_with(max_mtu);
+    if let Ok(wait) = IdleTimeout::try_from(HANDSHAKE_TIMEOUT) {
+        t.max_idle_timeout(Some(wait));
+    }
+    Arc::new(t)
 }
 
 /// The transport settings with PMTU discovery bounded by `max_mtu` (without GSO above
@@ -82,6 +98,13 @@ pub const DEFAULT_MTU: u16 = GSO_MAX_MTU;
 /// unreachable host) must notice within about a second or two, not a run later. Both ends
 /// send keep-alives every [`KEEP_ALIVE`], so only a dead peer or path stays silent.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a client waits for a server's first QUIC answer: as long as the server waits for a
+/// client's data connection. The server is known to be up (the control connection reached it
+/// first), so a silent one is loaded or its packets were lost: 500 concurrent sessions against
+/// a debug build on a 2-vCPU CI machine once took longer than [`IDLE_TIMEOUT`] to answer one
+/// handshake, and each lost Initial alone costs a second or more.
+pub const HANDSHAKE_TIMEOUT: Duration = crate::control::SETUP_TIMEOUT;
 
 /// How often an otherwise idle connection sends a PING: three per idle timeout, so one lost
 /// keep-alive never ends a live connection.
@@ -145,7 +168,7 @@ pub async fn connect(
     let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
         .context("while configuring QUIC TLS")?;
     let mut cfg = ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(Arc::new(transport_with(max_mtu)));
+    cfg.transport_config(client_transport(max_mtu));
     let connection = endpoint
         .connect_with(cfg, server, tls::SERVER_NAME)
         .context("while starting the QUIC handshake")?

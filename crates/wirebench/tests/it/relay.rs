@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use wirebench::client::{run_session, SessionOutcome};
+use wirebench::engine::quic;
 use wirebench::relay::{Relay, RelayConfig, RelayCounts};
 use wirebench_core::impair::Impairments;
 use wirebench_core::plan::{message_count, Mechanism, Protocol};
@@ -241,6 +242,35 @@ async fn quic_crosses_a_lossy_relay_with_exact_counts() {
             (2_000_000, 2_000_000)
         );
         assert!(r.udp_up.dropped > 0, "{r:?}");
+        assert_eq!(r.udp_flows, 1);
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// A QUIC server whose first answer comes later than the connection's idle timeout (here the
+/// relay holds every server → client packet that long; on a loaded server it is a queue or a
+/// lost Initial) still completes the handshake: the client waits up to the handshake bound for
+/// that answer, and the counts stay exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_handshake_outlasts_the_idle_timeout_when_the_server_answers_late() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let late = quic::IDLE_TIMEOUT + Duration::from_millis(300);
+        assert!(late < quic::HANDSHAKE_TIMEOUT);
+        let impair = format!("delay=down:{}ms", late.as_millis());
+        let relay = relay(&server, &impair, 1).await;
+        let sp = spec(Protocol::Quic, Mechanism::Stream, 1000, 20_000);
+        let (out, r) = through(&mut server, &relay, &sp).await;
+        assert_eq!(
+            (
+                out.server.messages,
+                out.server.bytes,
+                out.client.tally.bytes
+            ),
+            (20, 20_000, 20_000)
+        );
+        assert!(r.udp_down.delayed > 0, "{r:?}");
         assert_eq!(r.udp_flows, 1);
     })
     .await
