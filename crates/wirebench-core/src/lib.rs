@@ -25,6 +25,7 @@ pub mod responsiveness;
 pub mod rr;
 pub mod rto;
 pub mod saw;
+pub mod send_window;
 pub mod seq;
 pub mod stats;
 pub mod sweep;

@@ -57,6 +57,11 @@ pub struct TransportStats {
     /// discovery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_mtu: Option<u64>,
+    /// QUIC, the sending end: how much stream data it could leave unacknowledged at the end
+    /// (its send window, sized by message and grown to the path: see
+    /// [`crate::send_window`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_window_bytes: Option<u64>,
 }
 
 impl TransportStats {
@@ -85,6 +90,7 @@ impl TransportStats {
             cwnd_bytes: Some(cwnd_bytes),
             congestion_events: None,
             path_mtu: None,
+            send_window_bytes: None,
         }
     }
 

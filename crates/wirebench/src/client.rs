@@ -22,8 +22,6 @@ use wirebench_core::rto::{RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DE
 use wirebench_core::saw::RtoPolicy;
 use wirebench_core::units::BitRate;
 
-use bytes::Bytes;
-
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::quic::{self, QuicSink, QuicSource};
@@ -193,11 +191,23 @@ pub async fn run_flow(
                 }
             };
             runtime.block_on(async move {
+                // A task, not the `block_on` future itself: tokio polls the latter only after
+                // a look at the event queue (one more `epoll_wait` per wake-up, so per round
+                // trip), a task runs straight from the run queue after the task that woke it.
+                let session = tokio::spawn(async move {
+                    run_session_auth(server, &params, &progress, psk.as_ref()).await
+                });
+                let stop = session.abort_handle();
                 tokio::select! {
-                    outcome = run_session_auth(server, &params, &progress, psk.as_ref()) => {
-                        let _ = result_tx.send(outcome);
-                    }
-                    _ = cancelled => {}
+                    joined = session => match joined {
+                        Ok(outcome) => {
+                            let _ = result_tx.send(outcome);
+                        }
+                        // As if it had panicked on this thread: the caller sees the thread end.
+                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                        Err(_) => {}
+                    },
+                    _ = cancelled => stop.abort(),
                 }
             });
         })
@@ -528,10 +538,7 @@ async fn run_quic(
         quic::drain(&endpoint).await;
         return Ok(received_leg(&tally, report?, data_path, transport));
     }
-    let sink = QuicSink {
-        stream: &mut send,
-        payload: Bytes::from(vec![0u8; p.msg_size as usize]),
-    };
+    let sink = QuicSink::new(&mut send, &connection, p);
     // --rate: paced by the application (quinn's own pacer follows its congestion window).
     let mut sink = Throttled::new(sink, p.rate_bps, Pause::Timer);
     let started = Instant::now();
@@ -553,9 +560,14 @@ async fn run_quic(
     };
     let done_at = Instant::now();
     data_path.cpu = net::current_cpu();
+    let send_window = sink.get_ref().send_window();
+    drop(sink);
     let _ = send.finish();
     let result = finish_timing(p.mechanism, started, done_at, ctrl).await;
-    let transport = Some(counters::quic_stats(&connection));
+    let transport = Some(TransportStats {
+        send_window_bytes: send_window,
+        ..counters::quic_stats(&connection)
+    });
     connection.close(0u32.into(), b"done");
     quic::drain(&endpoint).await;
     let (elapsed, report) = result?;

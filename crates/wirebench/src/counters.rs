@@ -102,6 +102,7 @@ pub fn quic_stats(connection: &quinn::Connection) -> TransportStats {
         cwnd_bytes: Some(path.cwnd),
         congestion_events: Some(path.congestion_events),
         path_mtu: Some(u64::from(path.current_mtu)),
+        send_window_bytes: None,
     }
 }
 

@@ -269,7 +269,7 @@ fn add_report(mut a: ServerReport, b: &ServerReport) -> ServerReport {
     a
 }
 
-/// Packet counts add up; per-connection figures (RTT, window) have no sum and are left out.
+/// Packet counts add up; per-connection figures (RTT, windows) have no sum and are left out.
 fn sum_transport<'a>(
     mut each: impl Iterator<Item = Option<&'a TransportStats>>,
 ) -> Option<TransportStats> {
@@ -278,6 +278,7 @@ fn sum_transport<'a>(
         TransportStats {
             srtt_us: None,
             cwnd_bytes: None,
+            send_window_bytes: None,
             ..first
         },
         |acc, t| {

@@ -244,6 +244,7 @@ pub(crate) fn sum_transport(
                 .map(|(x, y)| x + y),
             srtt_us: None,
             cwnd_bytes: None,
+            send_window_bytes: None,
             ..a
         }),
         (a, b) => a.or(b),
@@ -592,7 +593,5 @@ pub(crate) fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
 /// A client endpoint on a fresh UDP socket of the server's address family.
 pub(crate) fn quic_endpoint(server: SocketAddr) -> Result<Endpoint> {
     let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
-    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
-    Endpoint::new(EndpointConfig::default(), None, socket, runtime)
-        .context("while starting a QUIC client endpoint")
+    quic::client_endpoint(socket, EndpointConfig::default())
 }

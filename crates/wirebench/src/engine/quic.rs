@@ -4,27 +4,31 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{
-    ClientConfig, Endpoint, EndpointConfig, IdleTimeout, MtuDiscoveryConfig, RecvStream,
-    SendStream, ServerConfig, TransportConfig, VarInt,
+    ClientConfig, Connection, Endpoint, EndpointConfig, IdleTimeout, MtuDiscoveryConfig,
+    RecvStream, SendStream, ServerConfig, TransportConfig, VarInt,
 };
 use socket2::SockRef;
-use wirebench_core::proto::DataPathInfo;
+use wirebench_core::plan::Mechanism;
+use wirebench_core::proto::{DataPathInfo, SessionParams};
+use wirebench_core::send_window::SendWindow;
 
 use super::demux::{DatagramHandler, DemuxSocket};
+use super::quic_socket::QuicUdpSocket;
 use super::stream::{ByteSource, MessageSink};
 use crate::tls::{self, ServerIdentity};
 
-/// Flow-control window of one stream (quinn's default is 1.25 MB). It bounds the data in
-/// flight: at 16 MiB a loaded loopback host overflowed the receiver's 8 MiB UDP buffer (2,000
-/// to 7,000 packets lost and 2 to 14 congestion events per 512 MiB, at 1452- and 65495-byte
-/// MTUs alike); at 4 MiB none were lost and the rate held.
-const STREAM_WINDOW: u32 = 4 << 20;
+/// Flow-control window of one stream (quinn's default is 1.25 MB): the most a sender's window
+/// may grow to, enough for 2.7 Gbit/s at a 50 ms round trip. Our senders start far lower and
+/// grow only as the path needs ([`SendWindow`]): a sender that filled 16 MiB on loopback
+/// overflowed the receiver's 8 MiB UDP buffer (2,000 to 7,000 packets lost per 512 MiB), where
+/// the path needs tens of kilobytes.
+const STREAM_WINDOW: u32 = 16 << 20;
 
 /// Connection-wide receive window and send buffer.
 const CONNECTION_WINDOW: u32 = 32 << 20;
@@ -117,10 +121,7 @@ pub fn server_endpoint(
     identity: &ServerIdentity,
     handler: Arc<dyn DatagramHandler>,
 ) -> Result<Endpoint> {
-    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
-    let inner = runtime
-        .wrap_udp_socket(socket)
-        .context("while registering the server's UDP socket")?;
+    let inner = QuicUdpSocket::new(socket).context("while registering the server's UDP socket")?;
     let demux = Arc::new(DemuxSocket::new(inner, handler));
     let mut endpoint_cfg = EndpointConfig::default();
     // Never let clients clear the fixed bit: the demultiplexer relies on it.
@@ -136,8 +137,13 @@ pub fn server_endpoint(
         .context("while configuring QUIC TLS")?;
     let mut server_cfg = ServerConfig::with_crypto(Arc::new(crypto));
     server_cfg.transport_config(transport());
-    Endpoint::new_with_abstract_socket(endpoint_cfg, Some(server_cfg), demux, runtime)
-        .context("while starting the QUIC endpoint")
+    Endpoint::new_with_abstract_socket(
+        endpoint_cfg,
+        Some(server_cfg),
+        demux,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .context("while starting the QUIC endpoint")
 }
 
 /// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`, sending
@@ -155,7 +161,6 @@ pub async fn connect(
         send_buffer: send_buffer as u64,
         ..DataPathInfo::default()
     };
-    let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
     let max_mtu = max_mtu.unwrap_or(DEFAULT_MTU);
     // The advertised limit caps what the server sends (downloads); the discovery bound below
     // caps what we send.
@@ -163,8 +168,7 @@ pub async fn connect(
     endpoint_cfg
         .max_udp_payload_size(max_mtu)
         .context("while sizing the QUIC receive buffers")?;
-    let endpoint = Endpoint::new(endpoint_cfg, None, socket, runtime)
-        .context("while starting a QUIC client endpoint")?;
+    let endpoint = client_endpoint(socket, endpoint_cfg)?;
     let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
         .context("while configuring QUIC TLS")?;
     let mut cfg = ClientConfig::new(Arc::new(crypto));
@@ -177,20 +181,67 @@ pub async fn connect(
     Ok((endpoint, connection, info))
 }
 
-/// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload
-/// buffer handed to quinn without copying or allocating.
+/// A client endpoint (no server role) on `socket`, in the current tokio runtime.
 ///
-/// Each message stays one write, which is what makes small messages dear: quinn (0.11 and its
-/// main branch alike) keeps every write as a segment and walks the unacknowledged ones from the
-/// front for each STREAM frame it builds, 36% of the client's CPU at 1 KiB and MTU 1452.
-/// Larger packets (the default MTU bound) take more of each walk per frame; the fix belongs in
-/// quinn's send buffer (coalescing small writes, quinn-rs/quinn#561).
+/// It never invites the server to clear QUIC's fixed bit (grease it): wirebench's own UDP
+/// datagrams are told from QUIC packets by that bit, by the server's demultiplexer in one
+/// direction and by the impairment relay in both. A server packet greased to look like a
+/// wirebench hello passed the relay undelayed, ahead of its neighbours, and quinn took the
+/// reordering for loss (3% of a `-R --impair delay=10ms` stream, which then ran at 40 Mbit/s).
+pub fn client_endpoint(
+    socket: std::net::UdpSocket,
+    mut config: EndpointConfig,
+) -> Result<Endpoint> {
+    config.grease_quic_bit(false);
+    let socket = QuicUdpSocket::new(socket).context("while registering a QUIC client socket")?;
+    Endpoint::new_with_abstract_socket(config, None, socket, Arc::new(quinn::TokioRuntime))
+        .context("while starting a QUIC client endpoint")
+}
+
+/// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload
+/// buffer handed to quinn as a write of its own, without copying or allocating.
+///
+/// quinn keeps each write as a segment and walks the unacknowledged ones for every STREAM frame
+/// it builds, so what a message costs grows with the messages in flight. A streaming sink
+/// therefore sizes the connection's send window by messages and lets it grow only as far as
+/// the path needs ([`SendWindow`]).
 #[derive(Debug)]
 pub struct QuicSink<'a> {
-    /// The stream.
-    pub stream: &'a mut SendStream,
+    stream: &'a mut SendStream,
     /// At least `msg_size` bytes of payload.
-    pub payload: Bytes,
+    payload: Bytes,
+    /// Streaming: the send window as it is tuned.
+    window: Option<WindowTuning<'a>>,
+}
+
+impl<'a> QuicSink<'a> {
+    /// A sink for the messages of session `p` on `stream`, a stream of `connection`.
+    pub fn new(stream: &'a mut SendStream, connection: &'a Connection, p: &SessionParams) -> Self {
+        let window = (p.mechanism == Mechanism::Stream).then(|| {
+            let window = SendWindow::for_messages(p.msg_size, u64::from(STREAM_WINDOW));
+            connection.set_send_window(window.bytes());
+            // About 64 KiB of messages between two looks at the clock.
+            let stride = (64 * 1024 / p.msg_size.max(1)).max(1);
+            WindowTuning {
+                connection,
+                window,
+                stride,
+                countdown: 1,
+                written: 0,
+                due: None,
+            }
+        });
+        QuicSink {
+            stream,
+            payload: Bytes::from(vec![0u8; p.msg_size as usize]),
+            window,
+        }
+    }
+
+    /// The send window at the end of a streaming session (`None` for stop-and-wait).
+    pub fn send_window(&self) -> Option<u64> {
+        self.window.as_ref().map(|w| w.window.bytes())
+    }
 }
 
 impl MessageSink for QuicSink<'_> {
@@ -199,11 +250,50 @@ impl MessageSink for QuicSink<'_> {
             .write_chunk(self.payload.slice(..len))
             .await
             .map_err(io::Error::from)?;
+        if let Some(window) = &mut self.window {
+            window.wrote(len);
+        }
         Ok(1)
     }
 
     async fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A streaming sink's send window and when to look at it again.
+#[derive(Debug)]
+struct WindowTuning<'a> {
+    connection: &'a Connection,
+    window: SendWindow,
+    /// Messages between two looks at the clock.
+    stride: u32,
+    /// Messages until the next look.
+    countdown: u32,
+    /// Bytes written to the stream so far.
+    written: u64,
+    /// When the next sample is due (`None`: at the next look).
+    due: Option<Instant>,
+}
+
+impl WindowTuning<'_> {
+    /// Counts a write of `len` bytes; now and then samples the path and grows the window.
+    fn wrote(&mut self, len: usize) {
+        self.written += len as u64;
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return;
+        }
+        self.countdown = self.stride;
+        let now = Instant::now();
+        if self.due.is_some_and(|due| now < due) {
+            return;
+        }
+        let path = self.connection.stats().path;
+        if let Some(grown) = self.window.on_sample(now, self.written, path.min_rtt) {
+            self.connection.set_send_window(grown);
+        }
+        self.due = Some(now + SendWindow::sample_interval(path.rtt));
     }
 }
 

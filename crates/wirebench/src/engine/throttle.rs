@@ -41,6 +41,11 @@ impl<T> Throttled<T> {
         }
     }
 
+    /// The wrapped source or sink.
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
     /// Counts `n` bytes moved and waits until they are within the rate.
     async fn account(&mut self, n: usize) {
         let Some(rate) = self.rate_bps else {

@@ -512,6 +512,9 @@ fn transport_text(t: Option<&TransportRecord>) -> String {
     if let Some(mtu) = t.path_mtu {
         let _ = write!(s, ", MTU {mtu}");
     }
+    if let Some(window) = t.send_window_bytes {
+        let _ = write!(s, ", send window {}", ByteSize(window));
+    }
     s
 }
 

@@ -18,7 +18,7 @@ use quinn::crypto::rustls::QuicClientConfig;
 use quinn::rustls;
 use quinn::rustls::pki_types::pem::PemObject;
 use quinn::rustls::pki_types::CertificateDer;
-use quinn::{Endpoint, EndpointConfig, TransportConfig, VarInt};
+use quinn::{EndpointConfig, TransportConfig, VarInt};
 use serde::Serialize;
 use wirebench_core::perf;
 
@@ -92,13 +92,7 @@ pub async fn run(cfg: &PerfConfig) -> Result<PerfDocument> {
     let mut client_cfg = quinn::ClientConfig::new(Arc::new(quic));
     client_cfg.transport_config(transport());
     let socket = crate::net::udp_socket(cfg.server.is_ipv6(), None, None)?;
-    let endpoint = Endpoint::new(
-        EndpointConfig::default(),
-        None,
-        socket,
-        Arc::new(quinn::TokioRuntime),
-    )
-    .context("while starting a QUIC client endpoint")?;
+    let endpoint = crate::engine::quic::client_endpoint(socket, EndpointConfig::default())?;
     let started = Instant::now();
     let connection = tokio::time::timeout(
         Duration::from_secs(10),

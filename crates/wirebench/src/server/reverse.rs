@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
+use wirebench_core::metrics::TransportStats;
 use wirebench_core::proto::{ServerReport, SessionParams};
 
 use super::registry::DataStream;
@@ -61,10 +61,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                 mut send,
                 mut recv,
             } => {
-                let sink = QuicSink {
-                    stream: &mut send,
-                    payload: Bytes::from(vec![0u8; p.msg_size as usize]),
-                };
+                let sink = QuicSink::new(&mut send, &connection, p);
                 // The lower of the server's --max-rate and the client's --rate.
                 let rate = match (shared.options.limits.max_rate_bps, p.rate_bps) {
                     (Some(max), Some(asked)) => Some(max.min(asked)),
@@ -77,6 +74,8 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                     res = stream::send_role(&mut recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
                     reason = watch_control(rd) => Err(reason),
                 };
+                let send_window = sink.get_ref().send_window();
+                drop(sink);
                 let res = match res {
                     Ok(tally) => {
                         let _ = send.finish();
@@ -98,7 +97,10 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                     Err(e) => Err(e),
                 };
                 report.data_path = super::session::shared_udp_data_path(shared);
-                report.transport = Some(counters::quic_stats(&connection));
+                report.transport = Some(TransportStats {
+                    send_window_bytes: send_window,
+                    ..counters::quic_stats(&connection)
+                });
                 tokio::spawn(async move {
                     let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
                 });

@@ -1,0 +1,181 @@
+//! The UDP socket under every quinn endpoint of ours: quinn's own socket layer (`quinn::udp`:
+//! GSO, GRO, ECN, source addresses) behind a readiness registration that wakes the endpoint
+//! only for what it waits for.
+//!
+//! quinn's tokio socket registers for readability and writability at once, and reads until the
+//! kernel says "would block". On a quiet connection (one request, one answer) that costs two
+//! extra system calls per packet received: every send that the kernel completes at once
+//! (always, on loopback) raises a writable edge that wakes the event loop for nothing, and
+//! every wake-up ends with a `recvmmsg` that finds the queue empty. Here:
+//! - the socket is registered for readability only; writability is watched (on a second
+//!   descriptor of the same socket) only once a send has found the socket full, which a
+//!   request–response exchange never does;
+//! - a `recvmmsg` that returns fewer datagrams than it had room for emptied the queue, so the
+//!   readiness is cleared there and then (tokio's tick check keeps a datagram that arrived
+//!   meanwhile from being missed) instead of asking the kernel again.
+
+use std::future::Future;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use quinn::udp::{RecvMeta, Transmit, UdpSocketState};
+use quinn::{AsyncUdpSocket, UdpPoller};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+/// A UDP socket for quinn, registered with the tokio runtime that is current when it is made.
+#[derive(Debug)]
+pub struct QuicUdpSocket {
+    /// The socket, registered for readability only.
+    io: AsyncFd<std::net::UdpSocket>,
+    /// quinn's per-socket state: segmentation offload, ECN and source-address handling.
+    state: UdpSocketState,
+    /// Writability of the socket, watched through a duplicate descriptor once a send found
+    /// the socket full (see [`QuicUdpSocket::try_send`]).
+    writable: Mutex<Option<Arc<AsyncFd<OwnedFd>>>>,
+}
+
+impl QuicUdpSocket {
+    /// Wraps a non-blocking UDP socket; must be called within a tokio runtime.
+    pub fn new(socket: std::net::UdpSocket) -> io::Result<Arc<Self>> {
+        let state = UdpSocketState::new((&socket).into())?;
+        // SAFETY: the AsyncFd owns the socket, whose descriptor stays open and unreplaced for
+        // as long as the registration lives.
+        let io = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE)? };
+        Ok(Arc::new(QuicUdpSocket {
+            io,
+            state,
+            writable: Mutex::new(None),
+        }))
+    }
+
+    /// The writability watch, if a send ever found the socket full.
+    fn writable_watch(&self) -> Option<Arc<AsyncFd<OwnedFd>>> {
+        self.writable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Starts watching writability (once). Registering reports the socket's current state, so
+    /// room that appeared since the send that failed is not missed.
+    fn watch_writability(&self) -> io::Result<()> {
+        let mut slot = self.writable.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            let fd = OwnedFd::from(self.io.get_ref().try_clone()?);
+            // SAFETY: as in `new`: the AsyncFd owns this duplicate descriptor.
+            let watch = unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE)? };
+            *slot = Some(Arc::new(watch));
+        }
+        Ok(())
+    }
+}
+
+impl AsyncUdpSocket for QuicUdpSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        Box::pin(WritablePoller {
+            socket: self,
+            waiting: None,
+        })
+    }
+
+    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        let send = || self.state.send(self.io.get_ref().into(), transmit);
+        match self.writable_watch() {
+            // Through the watch, so that "would block" clears its readiness and the next
+            // `poll_writable` waits for room.
+            Some(watch) => watch.try_io(Interest::WRITABLE, |_| send()),
+            None => match send() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.watch_writability()?;
+                    Err(e)
+                }
+                other => other,
+            },
+        }
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut guard = match self.io.poll_read_ready(cx) {
+                Poll::Ready(guard) => guard?,
+                Poll::Pending => return Poll::Pending,
+            };
+            let room = bufs.len().min(meta.len()).min(quinn::udp::BATCH_SIZE);
+            match guard.try_io(|socket| self.state.recv(socket.get_ref().into(), bufs, meta)) {
+                Ok(Ok(n)) => {
+                    if n < room {
+                        // recvmmsg stops early only at an empty queue.
+                        guard.clear_ready();
+                    }
+                    return Poll::Ready(Ok(n));
+                }
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                // Would block: readiness is cleared; poll again to register the waker.
+                Err(_) => continue,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.state.may_fragment()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.state.max_gso_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.state.gro_segments()
+    }
+}
+
+/// A wait for room to send (one per quinn connection): ready at once unless a send has found
+/// the socket full, then ready when the watch says so.
+struct WritablePoller {
+    socket: Arc<QuicUdpSocket>,
+    /// The wait in progress.
+    waiting: Option<Pin<Box<dyn Future<Output = io::Result<()>> + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for WritablePoller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WritablePoller").finish_non_exhaustive()
+    }
+}
+
+impl UdpPoller for WritablePoller {
+    fn poll_writable(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<io::Result<()>> {
+        if self.waiting.is_none() {
+            let Some(watch) = self.socket.writable_watch() else {
+                return Poll::Ready(Ok(()));
+            };
+            // `writable()` has a waiter per call, so every connection sharing the socket is
+            // woken, not just the last one to ask.
+            self.waiting = Some(Box::pin(async move {
+                watch.writable().await.map(|mut guard| guard.retain_ready())
+            }));
+        }
+        let result = match self.waiting.as_mut() {
+            Some(waiting) => waiting.as_mut().poll(cx),
+            None => Poll::Ready(Ok(())),
+        };
+        if result.is_ready() {
+            self.waiting = None;
+        }
+        result
+    }
+}
