@@ -171,7 +171,7 @@ def quinn_perf_mtu_args(mtu):
     return ["--initial-mtu", str(mtu), "--max-udp-payload-size", str(max(mtu, 1472))]
 
 
-def quinn_perf_run(servers, upload, download, mtu=None, seconds=None):
+def quinn_perf_run(servers, upload, download, mtu=None, seconds=None, attempt=0):
     """quinn-perf client: repeated requests on one bidirectional stream for `seconds`; the
     figure is the median per-request throughput it prints (upload: until the server has
     acknowledged every byte; download: request to last byte), CPU per GiB over all bytes moved."""
@@ -193,9 +193,16 @@ def quinn_perf_run(servers, upload, download, mtu=None, seconds=None):
                            "--duration", str(seconds), "--json", jpath, *quinn_perf_mtu_args(mtu)])
     srv_cpu = proc_cpu_seconds(pid) - srv0
     rows = [line for line in out.splitlines() if line.strip().startswith("P50")]
-    with open(jpath) as f:
-        moved = sum(i["sum"]["bytes"] for i in json.load(f)["intervals"])
-    os.unlink(jpath)
+    try:
+        with open(jpath) as f:
+            moved = sum(i["sum"]["bytes"] for i in json.load(f)["intervals"])
+        os.unlink(jpath)
+    except (OSError, ValueError, KeyError) as e:
+        # quinn-perf exits 0 without writing its JSON when its connection fails early (seen
+        # once in a long run); the run counts for nothing, so it is run again.
+        if attempt >= 2:
+            raise RuntimeError(f"quinn-perf wrote no usable JSON three times ({e}): {out[-400:]}")
+        return quinn_perf_run(servers, upload, download, mtu, seconds, attempt + 1)
     col = -2 if upload else -1  # Upload / Download Throughput (Mb/s, 10^6 bit/s)
     mbit = float(re.split(r"[│|]", rows[-1])[col].split()[0]) if rows else 0.0
     if mbit == 0.0:

@@ -60,6 +60,8 @@ pub enum Command {
     ///
     /// It serves many sessions, one after another and at the same time, and prints one summary
     /// after each session: protocol, mechanism, messages read, bytes read, time and throughput.
+    /// TCP sessions run on threads of their own; the rest (control, QUIC, UDP) on one worker
+    /// thread fewer than there are CPUs, at least one (TOKIO_WORKER_THREADS=N sets the number).
     Server(ServerArgs),
     /// Run a test against a server (or, without --server, against one started in-process on loopback).
     ///

@@ -141,26 +141,12 @@ pub async fn run_session_auth(
     run_session_judged(server, params, progress, psk, None).await
 }
 
-/// Smallest message of a QUIC stream the client sends from a thread of its own (see
-/// [`run_flow`]); smaller messages keep the sender and quinn's driver on two threads.
-const OWN_THREAD_MIN_MSG: u32 = 16 * 1024;
-
-/// Whether a flow runs on a thread of its own: QUIC, unless the client streams messages
-/// smaller than [`OWN_THREAD_MIN_MSG`].
-fn on_own_thread(p: &SessionParams) -> bool {
-    let small_sender =
-        p.mechanism == Mechanism::Stream && !p.reverse && p.msg_size < OWN_THREAD_MIN_MSG;
-    p.protocol == Protocol::Quic && !small_sender
-}
-
 /// One flow of a run: [`run_session_auth`], with a QUIC flow on a thread of its own and a
 /// single-threaded runtime, so its endpoint, quinn's connection driver and the data loop
 /// share one thread as in quinn's perf tool, instead of handing the connection's lock and
 /// wake-ups between the runtime's workers (measured on loopback, medians of 3: 1 GiB in
-/// 128 KiB writes at MTU 1452, upload 6.13 → 6.58 Gbit/s, download 6.13 → 6.40; 16 KiB and
-/// 64 KiB messages +6% and +9%; 4 KiB even). A forward stream of smaller messages stays on
-/// the workers, where the sender's per-message work runs beside quinn's packet building
-/// (1 KiB on one thread: 5.94 → 3.38 Gbit/s).
+/// 128 KiB writes at MTU 1452, upload 6.13 → 6.58 Gbit/s, download 6.13 → 6.40; with the send
+/// window sized by message, 1 KiB messages 6.1 → 7.5 Gbit/s, 100 B and 4 KiB even).
 /// Dropping the returned future ends the flow's thread too.
 pub async fn run_flow(
     server: SocketAddr,
@@ -168,7 +154,7 @@ pub async fn run_flow(
     progress: &Arc<Progress>,
     psk: Option<&wirebench_core::auth::Psk>,
 ) -> Result<SessionOutcome> {
-    if !on_own_thread(params) {
+    if params.protocol != Protocol::Quic {
         return run_session_auth(server, params, progress, psk).await;
     }
     let (params, progress, psk) = (params.clone(), Arc::clone(progress), psk.cloned());
