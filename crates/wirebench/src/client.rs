@@ -24,7 +24,8 @@ use wirebench_core::units::BitRate;
 
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
-use crate::engine::quic::{self, QuicSink, QuicSource};
+use crate::engine::quic;
+use crate::engine::quic_stream::{QuicSink, QuicSource};
 use crate::engine::stream::{self, MessageSink, ReadSource, ReadTally, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};

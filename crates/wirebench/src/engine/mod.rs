@@ -5,6 +5,7 @@ pub mod blocking;
 pub mod demux;
 pub mod quic;
 pub mod quic_socket;
+pub mod quic_stream;
 pub mod rr;
 pub mod rr_blocking_udp;
 pub mod stream;

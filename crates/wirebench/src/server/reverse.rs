@@ -20,7 +20,7 @@ use super::Shared;
 use crate::control::SETUP_TIMEOUT;
 use crate::counters;
 use crate::engine::blocking::{self, block_on, Blocking};
-use crate::engine::quic::QuicSink;
+use crate::engine::quic_stream::QuicSink;
 use crate::engine::stream::{self, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::SendTally;

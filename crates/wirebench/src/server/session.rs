@@ -22,7 +22,7 @@ use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::control::{self, SETUP_TIMEOUT};
 use crate::counters::{self, CpuMeter};
 use crate::engine::blocking::{self, block_on, Blocking};
-use crate::engine::quic::QuicSource;
+use crate::engine::quic_stream::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::engine::udp_receiver::UdpReceiver;
