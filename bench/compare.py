@@ -139,6 +139,7 @@ def wirebench_run(servers, proto, mode, size, total, extra=()):
         t = (sender.get("transport") or {})
         res["path_mtu"] = t.get("path_mtu")
         res["packets_per_gib"] = t.get("packets_sent", 0) / max(c["bytes"] / GiB, 1e-9)
+        res["send_window"] = t.get("send_window_bytes")  # streaming senders only
     return res
 
 
@@ -457,6 +458,9 @@ def main():
                         ref_mtu = quinn_perf_mtu(servers.discovered_mtu if name.endswith("_pmtu") else None)
                     entry["path_mtu"] = {"wirebench": statistics.median(mtus), "reference": ref_mtu}
                     entry["packets_per_gib"] = statistics.median(r["packets_per_gib"] for r in a)
+                    windows = [r["send_window"] for r in a if r.get("send_window")]
+                    if windows:
+                        entry["send_window"] = statistics.median(windows)
                 if metric == "datagrams_per_s":
                     entry["loss_pct"] = {"wirebench": statistics.median(r["loss_pct"] for r in a),
                                          "reference": statistics.median(r["loss_pct"] for r in b)}
@@ -482,7 +486,8 @@ def print_row(e):
     if "path_mtu" in e:
         ref_mtu = e["path_mtu"]["reference"]
         extra.append(f"MTU {e['path_mtu']['wirebench']:.0f}" + (f" vs {ref_mtu}" if ref_mtu else "")
-                     + f", {e['packets_per_gib']:.0f} packets/GiB")
+                     + f", {e['packets_per_gib']:.0f} packets/GiB"
+                     + (f", send window {e['send_window'] / 1024:.0f} KiB" if "send_window" in e else ""))
     if "loss_pct" in e:
         extra.append(f"loss {e['loss_pct']['wirebench']:.2f}% vs {e['loss_pct']['reference']:.2f}%")
     if "wirebench_client_cpu_s_per_gib" in e:
