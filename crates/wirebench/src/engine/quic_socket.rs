@@ -119,7 +119,15 @@ impl AsyncUdpSocket for QuicUdpSocket {
                     }
                     return Poll::Ready(Ok(n));
                 }
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                // quinn's endpoint driver ends on any receive error but a reset, and with it
+                // every connection (and, on the server, the UDP sessions behind the
+                // demultiplexer). A datagram socket's errors are one-offs the kernel has
+                // now cleared (an ICMP report, a short allocation failure), so, as quinn's own
+                // tokio socket does, they end nothing: this call received no datagram.
+                Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    return Poll::Ready(Err(e))
+                }
+                Ok(Err(_)) => return Poll::Ready(Ok(0)),
                 // Would block: readiness is cleared; poll again to register the waker.
                 Err(_) => continue,
             }
@@ -177,5 +185,87 @@ impl UdpPoller for WritablePoller {
             self.waiting = None;
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    fn bound() -> std::net::UdpSocket {
+        crate::net::udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), None).unwrap()
+    }
+
+    /// Receives what is queued now (waiting for the first datagram), as quinn's endpoint does.
+    async fn receive(socket: &QuicUdpSocket) -> Vec<Vec<u8>> {
+        let mut storage = vec![[0u8; 2048]; quinn::udp::BATCH_SIZE];
+        let mut bufs: Vec<IoSliceMut> = storage.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let mut meta = [RecvMeta::default(); quinn::udp::BATCH_SIZE];
+        let n = tokio::time::timeout(
+            WAIT,
+            poll_fn(|cx| socket.poll_recv(cx, &mut bufs, &mut meta)),
+        )
+        .await
+        .expect("a datagram arrives")
+        .unwrap();
+        (0..n).map(|i| bufs[i][..meta[i].len].to_vec()).collect()
+    }
+
+    /// A short receive clears readiness without asking the kernel again, yet a datagram that
+    /// arrives afterwards still wakes the receiver (tokio's registration reports it).
+    #[tokio::test]
+    async fn a_short_receive_does_not_miss_the_next_datagram() {
+        let socket = QuicUdpSocket::new(bound()).unwrap();
+        let to = socket.local_addr().unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for byte in [1u8, 2, 3] {
+            peer.send_to(&[byte; 10], to).unwrap();
+        }
+        // All three queued ones in one receive (fewer than the batch: the queue was drained).
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            got.extend(receive(&socket).await);
+        }
+        assert_eq!(got, [vec![1u8; 10], vec![2; 10], vec![3; 10]]);
+        peer.send_to(&[4u8; 10], to).unwrap();
+        assert_eq!(receive(&socket).await, [vec![4u8; 10]]);
+    }
+
+    /// Before a send has found the socket full, a connection may always send; once writability
+    /// is watched, the watch reports the room an idle socket has, and sends still leave.
+    #[tokio::test]
+    async fn a_watched_socket_reports_room_and_still_sends() {
+        let socket = QuicUdpSocket::new(bound()).unwrap();
+        let mut poller = socket.clone().create_io_poller();
+        let ready = poll_fn(|cx| Poll::Ready(poller.as_mut().poll_writable(cx))).await;
+        assert!(
+            matches!(ready, Poll::Ready(Ok(()))),
+            "unwatched: ready at once"
+        );
+
+        socket.watch_writability().unwrap();
+        tokio::time::timeout(WAIT, poll_fn(|cx| poller.as_mut().poll_writable(cx)))
+            .await
+            .expect("the watch reports room")
+            .unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let transmit = Transmit {
+            destination: peer.local_addr().unwrap(),
+            ecn: None,
+            contents: b"through the watch",
+            segment_size: None,
+            src_ip: None,
+        };
+        socket.try_send(&transmit).unwrap();
+        let mut buf = [0u8; 64];
+        peer.set_read_timeout(Some(WAIT)).unwrap();
+        let (n, _) = peer.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"through the watch");
     }
 }
