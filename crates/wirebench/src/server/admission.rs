@@ -85,8 +85,13 @@ impl Admission {
 
     /// Waits until no session runs.
     pub(super) async fn idle(&self) {
+        self.at_most(0).await;
+    }
+
+    /// Waits until at most `n` sessions hold a place.
+    pub(super) async fn at_most(&self, n: usize) {
         let mut running = self.running.subscribe();
-        let _ = running.wait_for(|n| *n == 0).await;
+        let _ = running.wait_for(|running| *running <= n).await;
     }
 
     /// Sessions running now.

@@ -76,6 +76,12 @@ pub struct MetricsHandle {
 }
 
 impl MetricsHandle {
+    /// Waits until at most `n` sessions hold a place. A session frees its place once it has
+    /// sent its report, just after its summary is announced.
+    pub async fn sessions_running_at_most(&self, n: usize) {
+        self.admission.at_most(n).await;
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> ServerCounts {
         let m = &self.metrics;

@@ -91,11 +91,13 @@ async fn sessions_are_limited_in_all_and_per_client() {
             "{answer:?}"
         );
 
-        // The first client leaves: its session is reported aborted and its place is free.
+        // The first client leaves: its session is reported aborted and its place is free
+        // (once its report is sent, just after the summary).
         drop(held_one);
         let summary = server.next_session().await;
         assert!(summary.report.aborted);
         assert_eq!(summary.peer.ip(), one);
+        server.metrics.sessions_running_at_most(1).await;
         let out = run_session(server.addr, &sp).await.expect("admitted again");
         assert_eq!((out.server.bytes, out.server.messages), (10_000, 10));
     })

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
-use wirebench::server::{Server, ServerEvent, ServerOptions, SessionSummary};
+use wirebench::server::{MetricsHandle, Server, ServerEvent, ServerOptions, SessionSummary};
 use wirebench::tls::ServerIdentity;
 
 /// Every test bounds its own time with this.
@@ -20,6 +20,8 @@ pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct TestServer {
     pub addr: SocketAddr,
     pub events: mpsc::UnboundedReceiver<ServerEvent>,
+    /// The server's counters and its sessions running.
+    pub metrics: MetricsHandle,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -35,9 +37,15 @@ impl TestServer {
             .await
             .expect("bind test server");
         let addr = server.local_addr();
+        let metrics = server.metrics();
         let (tx, events) = mpsc::unbounded_channel();
         let task = tokio::spawn(server.run(tx));
-        TestServer { addr, events, task }
+        TestServer {
+            addr,
+            events,
+            metrics,
+            task,
+        }
     }
 
     /// The next session summary (skipping notices), waiting at most 30 s.
