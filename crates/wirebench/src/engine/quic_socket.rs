@@ -19,7 +19,7 @@ use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use quinn::udp::{RecvMeta, Transmit, UdpSocketState};
@@ -35,8 +35,9 @@ pub struct QuicUdpSocket {
     /// quinn's per-socket state: segmentation offload, ECN and source-address handling.
     state: UdpSocketState,
     /// Writability of the socket, watched through a duplicate descriptor once a send found
-    /// the socket full (see [`QuicUdpSocket::try_send`]).
-    writable: Mutex<Option<Arc<AsyncFd<OwnedFd>>>>,
+    /// the socket full (see [`QuicUdpSocket::try_send`]). Set once, then read without a lock
+    /// on every send.
+    writable: OnceLock<AsyncFd<OwnedFd>>,
 }
 
 impl QuicUdpSocket {
@@ -49,27 +50,19 @@ impl QuicUdpSocket {
         Ok(Arc::new(QuicUdpSocket {
             io,
             state,
-            writable: Mutex::new(None),
+            writable: OnceLock::new(),
         }))
     }
 
-    /// The writability watch, if a send ever found the socket full.
-    fn writable_watch(&self) -> Option<Arc<AsyncFd<OwnedFd>>> {
-        self.writable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
     /// Starts watching writability (once). Registering reports the socket's current state, so
-    /// room that appeared since the send that failed is not missed.
+    /// room that appeared since the send that failed is not missed. Two sends racing here may
+    /// both register; the second watch is dropped, which deregisters it.
     fn watch_writability(&self) -> io::Result<()> {
-        let mut slot = self.writable.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.is_none() {
+        if self.writable.get().is_none() {
             let fd = OwnedFd::from(self.io.get_ref().try_clone()?);
             // SAFETY: as in `new`: the AsyncFd owns this duplicate descriptor.
             let watch = unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE)? };
-            *slot = Some(Arc::new(watch));
+            let _ = self.writable.set(watch);
         }
         Ok(())
     }
@@ -85,7 +78,7 @@ impl AsyncUdpSocket for QuicUdpSocket {
 
     fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
         let send = || self.state.send(self.io.get_ref().into(), transmit);
-        match self.writable_watch() {
+        match self.writable.get() {
             // Through the watch, so that "would block" clears its readiness and the next
             // `poll_writable` waits for room.
             Some(watch) => watch.try_io(Interest::WRITABLE, |_| send()),
@@ -168,13 +161,17 @@ impl std::fmt::Debug for WritablePoller {
 impl UdpPoller for WritablePoller {
     fn poll_writable(mut self: Pin<&mut Self>, cx: &mut Context) -> Poll<io::Result<()>> {
         if self.waiting.is_none() {
-            let Some(watch) = self.socket.writable_watch() else {
+            if self.socket.writable.get().is_none() {
                 return Poll::Ready(Ok(()));
-            };
+            }
+            let socket = Arc::clone(&self.socket);
             // `writable()` has a waiter per call, so every connection sharing the socket is
             // woken, not just the last one to ask.
             self.waiting = Some(Box::pin(async move {
-                watch.writable().await.map(|mut guard| guard.retain_ready())
+                match socket.writable.get() {
+                    Some(watch) => watch.writable().await.map(|mut guard| guard.retain_ready()),
+                    None => Ok(()),
+                }
             }));
         }
         let result = match self.waiting.as_mut() {
