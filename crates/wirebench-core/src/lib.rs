@@ -6,29 +6,10 @@
 
 #![warn(missing_docs)]
 
-pub mod amplification;
-pub mod auth;
-pub mod dns;
-pub mod error;
-pub mod impair;
-pub mod iperf3;
-pub mod limits;
-pub mod metrics;
-pub mod pacing;
-pub mod peer_kind;
-pub mod perf;
-pub mod plan;
-pub mod proto;
-pub mod ratesearch;
+pub mod machine;
 pub mod record;
-pub mod responsiveness;
-pub mod rr;
-pub mod rto;
-pub mod saw;
-pub mod send_window;
-pub mod seq;
-pub mod stats;
-pub mod sweep;
-pub mod units;
+pub mod security;
+#[cfg(feature = "fuzzing")]
 pub mod untrusted;
+pub mod vocab;
 pub mod wire;

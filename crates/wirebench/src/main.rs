@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use wirebench::args::{self, ArgsError};
-use wirebench_core::error::UsageError;
+use wirebench::config::args::{self, ArgsError};
+use wirebench_core::vocab::error::UsageError;
 
 fn main() -> ExitCode {
     let cli = match args::parse_from(std::env::args_os()) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::run::Parameters;
-use crate::proto::SessionParams;
+use crate::wire::proto::SessionParams;
 
 /// How a campaign ended (or that it has not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

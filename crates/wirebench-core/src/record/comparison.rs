@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::run::RunRecord;
 use super::summary::{configuration_keys, runs_of, ConfigurationKey};
-use crate::stats::{MannWhitney, Summary};
-use crate::sweep::Point;
+use crate::vocab::stats::{MannWhitney, Summary};
+use crate::vocab::sweep::Point;
 
 /// Significance level: a difference counts when the test's p-value is below this.
 pub const ALPHA: f64 = 0.05;
@@ -170,8 +170,8 @@ fn row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Protocol;
     use crate::record::headline::tests::run;
+    use crate::vocab::plan::Protocol;
 
     fn campaign(read: &[u64], ns: u64) -> Vec<(Point, RunRecord)> {
         let point = Point {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::campaign::Status;
 use super::run::{RttFigures, TransportRecord};
-use crate::dns::{DnsCounts, DnsTransport};
+use crate::wire::dns::{DnsCounts, DnsTransport};
 
 /// Version of the JSON document below; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -9,7 +9,7 @@ use super::headline::{DirectionHeadlines, Headline};
 use super::ratesearch::RateSearchRecord;
 use super::run::{Parameters, RunRecord};
 use super::summary::{summarise, ConfigurationSummary};
-use crate::sweep::Point;
+use crate::vocab::sweep::Point;
 
 /// Version of the run document's layout; bumped on any incompatible change. Version 2: the
 /// sides' `throughput_bps` became `rate_bps`, each run carries its `headline` (goodput, sent

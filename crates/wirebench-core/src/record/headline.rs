@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
-use crate::plan::Protocol;
+use crate::vocab::plan::Protocol;
 
 /// A run's headline figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -119,7 +119,11 @@ impl RunRecord {
 }
 
 /// Payload bytes and messages one end moved after its omit mark (all of them without one).
-fn after_mark(messages: u64, bytes: u64, omitted: Option<&crate::proto::Omitted>) -> (u64, u64) {
+fn after_mark(
+    messages: u64,
+    bytes: u64,
+    omitted: Option<&crate::wire::proto::Omitted>,
+) -> (u64, u64) {
     let (m, b) = omitted.map_or((0, 0), |o| (o.messages, o.bytes));
     (messages.saturating_sub(m), bytes.saturating_sub(b))
 }
@@ -228,9 +232,9 @@ fn both_ways(d: &DirectionHeadlines, whole_sent: u64) -> Headline {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::plan::Mechanism;
-    use crate::proto::ServerReport;
     use crate::record::run::{ClientRecord, EndMetrics, ServerRecord, UdpReceipt};
+    use crate::vocab::plan::Mechanism;
+    use crate::wire::proto::ServerReport;
 
     /// A run whose client sent `sent` 1000-byte messages in `ns` and whose server read `read`,
     /// losing the rest.
@@ -331,7 +335,7 @@ pub(crate) mod tests {
 
     #[test]
     fn omit_leaves_out_what_each_end_moved_before_its_mark() {
-        use crate::proto::Omitted;
+        use crate::wire::proto::Omitted;
         // 1000 messages sent in 2 s, all read; 300 sent and 290 read before the marks, the
         // client's mark 0.5 s in: 710 were read after the receiver's mark, but only 700 were
         // sent after the sender's, so goodput is those 700 over the last 1.5 s.

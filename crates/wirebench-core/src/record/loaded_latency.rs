@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Protocol;
+use crate::vocab::plan::Protocol;
 
 /// The latency probes of one run: one entry per probe flow (e.g. UDP and the protocol under
 /// test), in the order they were configured.

@@ -42,12 +42,12 @@ pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
 }
 
 /// A run's total as views name it: its size (`100 MiB`), or `timed (-t)` for the upper bound
-/// a time-based run carries ([`crate::proto::UNBOUNDED_TOTAL`]).
+/// a time-based run carries ([`crate::wire::proto::UNBOUNDED_TOTAL`]).
 pub fn total_label(total_bytes: u64) -> String {
-    if total_bytes == crate::proto::UNBOUNDED_TOTAL {
+    if total_bytes == crate::wire::proto::UNBOUNDED_TOTAL {
         "timed (-t)".to_string()
     } else {
-        crate::units::ByteSize(total_bytes).to_string()
+        crate::vocab::units::ByteSize(total_bytes).to_string()
     }
 }
 
@@ -63,6 +63,9 @@ mod tests {
     #[test]
     fn a_timed_total_is_named_by_its_limit() {
         assert_eq!(total_label(100 << 20), "104857600 B (100 MiB)");
-        assert_eq!(total_label(crate::proto::UNBOUNDED_TOTAL), "timed (-t)");
+        assert_eq!(
+            total_label(crate::wire::proto::UNBOUNDED_TOTAL),
+            "timed (-t)"
+        );
     }
 }

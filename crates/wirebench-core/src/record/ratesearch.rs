@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::headline::Headline;
-use crate::ratesearch::{EarlyEnd, SearchOutcome, TrialKind};
+use crate::machine::ratesearch::{EarlyEnd, SearchOutcome, TrialKind};
 
 /// A finished rate search: each run measured at a rate found carries the search that found it
 /// (`runs[].rate_search` in the `run --json` document, and in the store); a search that found

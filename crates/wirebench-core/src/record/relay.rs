@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::impair::Counts;
+use crate::machine::impair::Counts;
 
 /// Everything the relay did so far, per transport and direction (`up` = client → server).
 /// TCP counts are in read chunks and bytes (a stream has no packets).

@@ -1,5 +1,5 @@
 //! Stored responsiveness (`wirebench rpm`) campaigns and the figures their views need beyond
-//! the test's own result (`wirebench_core::responsiveness::RpmResult`): loaded-latency
+//! the test's own result (`wirebench_core::machine::responsiveness::RpmResult`): loaded-latency
 //! percentiles over the probes' round trips, the per-interval time series the report charts,
 //! and the comparison of two campaigns (RPM, loaded p99, Mann–Whitney U on the round trips).
 //! Owns these records and their arithmetic; must not know how they are stored or drawn.
@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::campaign::Status;
-use crate::responsiveness::{LoadDirection, Rating, RpmResult};
-use crate::stats::{MannWhitney, Summary};
+use crate::machine::responsiveness::{LoadDirection, Rating, RpmResult};
+use crate::vocab::stats::{MannWhitney, Summary};
 
 /// Significance level of [`RpmComparison`]: a difference counts when p is below this.
 pub const ALPHA: f64 = super::comparison::ALPHA;
@@ -289,7 +289,9 @@ pub fn compare(a: (i64, &[RpmResult]), b: (i64, &[RpmResult])) -> RpmComparison 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::responsiveness::{Confidence, IntervalRecord, Parameters, RPM_SCHEMA_VERSION};
+    use crate::machine::responsiveness::{
+        Confidence, IntervalRecord, Parameters, RPM_SCHEMA_VERSION,
+    };
 
     fn result(rpm: f64, foreign: Vec<Vec<u64>>, own: Vec<Vec<u64>>) -> RpmResult {
         RpmResult {

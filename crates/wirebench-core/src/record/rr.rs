@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::run::{RttFigures, TransportRecord};
-use crate::plan::Protocol;
+use crate::vocab::plan::Protocol;
 
 /// QUIC resumed with 0-RTT: a second connection that sends its first request as early data.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::bits_per_second;
 use super::relay::RelayCounts;
-use crate::metrics::{CpuUsage, IntervalSample, TransportStats};
-use crate::plan::{Mechanism, Protocol};
-use crate::proto::{DataPathInfo, DataPathOptions, Omitted, ServerReport};
+use crate::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
+use crate::vocab::plan::{Mechanism, Protocol};
+use crate::wire::proto::{DataPathInfo, DataPathOptions, Omitted, ServerReport};
 
 /// The run parameters of a campaign: what was asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

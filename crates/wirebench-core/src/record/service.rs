@@ -2,7 +2,7 @@
 //! the exporter's probes — and one exporter probe's outcome: plain figures, counted by the
 //! flows and rendered (as Prometheus text) by the app's `output::metrics`. Pure data, no I/O.
 
-use crate::plan::Protocol;
+use crate::vocab::plan::Protocol;
 
 use super::dns::DnsResult;
 use super::rr::RrResult;

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::headline::Headline;
 use super::run::RunRecord;
-use crate::plan::{Mechanism, Protocol};
-use crate::stats::Summary;
-use crate::sweep::Point;
+use crate::vocab::plan::{Mechanism, Protocol};
+use crate::vocab::stats::Summary;
+use crate::vocab::sweep::Point;
 
 /// Which configuration a run belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

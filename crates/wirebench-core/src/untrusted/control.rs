@@ -3,7 +3,7 @@
 //! a peer's first answer (`peer_kind`); must not do I/O.
 
 use super::assert_one_line;
-use crate::proto::{
+use crate::wire::proto::{
     decode_body, encode_frame, frame_len, ConnKind, Preamble, MAX_CONTROL_FRAME, PREAMBLE_LEN,
     PROTOCOL_VERSION,
 };
@@ -30,7 +30,7 @@ pub fn control_connection(data: &[u8]) -> ControlSummary {
     // The same bytes as a client sees an answer: whatever they are, they are named in one line,
     // and a complete input always gets a name.
     for complete in [false, true] {
-        if let Some(kind) = crate::peer_kind::classify(data, complete) {
+        if let Some(kind) = crate::wire::peer_kind::classify(data, complete) {
             assert_one_line(&kind.explain("127.0.0.1:5310"));
         } else {
             assert!(!complete, "complete input left unclassified");

@@ -1,17 +1,17 @@
 //! Harnesses for the UDP data path: owns feeding arbitrary datagrams to the header decoder and
 //! the receiver's accounting (the steps of `wirebench::engine::udp_receiver`, with its session
-//! check [`wire::is_session_data`] shared), and arbitrary sequence numbers to the
+//! check [`datagram::is_session_data`] shared), and arbitrary sequence numbers to the
 //! [`SequenceTracker`], checked against a reference model; must not do I/O.
 
 use std::collections::BTreeSet;
 
 use super::assert_one_line;
 use super::cursor::Cursor;
-use crate::metrics::JitterEstimator;
-use crate::plan::{message_count, message_len};
-use crate::saw::{Delivery, StopAndWaitReceiver};
-use crate::seq::{Arrival, SequenceTracker, WINDOW};
-use crate::wire::{self, Header, Kind, FLAG_RETRANSMIT, HEADER_LEN, MAX_UDP_PAYLOAD_V6};
+use crate::machine::saw::{Delivery, StopAndWaitReceiver};
+use crate::machine::seq::{Arrival, SequenceTracker, WINDOW};
+use crate::vocab::metrics::JitterEstimator;
+use crate::vocab::plan::{message_count, message_len};
+use crate::wire::datagram::{self, Header, Kind, FLAG_RETRANSMIT, HEADER_LEN, MAX_UDP_PAYLOAD_V6};
 
 /// What a session's datagrams did to its receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,7 +30,7 @@ pub struct DatagramSummary {
 /// payload of the right length for that seq (op bit 1: another session; bit 2: retransmit flag).
 ///
 /// Each datagram goes through what the app's receiver does: [`Header::decode`], the session's
-/// checks ([`wire::is_session_data`]), then the [`SequenceTracker`] (streaming) or the
+/// checks ([`datagram::is_session_data`]), then the [`SequenceTracker`] (streaming) or the
 /// [`StopAndWaitReceiver`], and the jitter estimate. Checks: a decoded header re-encodes to its
 /// bytes (unused flags and reserved bits aside); the counts add up; delivered messages and bytes
 /// never exceed what the session holds.
@@ -93,12 +93,12 @@ pub fn data_datagrams(data: &[u8]) -> DatagramSummary {
 
         // The session's checks, as in the app's receiver.
         let len = datagram.len();
-        if !wire::is_session_data(&header, len, session, total_bytes, msg_size) {
+        if !datagram::is_session_data(&header, len, session, total_bytes, msg_size) {
             summary.malformed += 1;
             continue;
         }
         summary.accepted += 1;
-        if let Some(sent_us) = wire::read_timestamp(&datagram[HEADER_LEN..]) {
+        if let Some(sent_us) = datagram::read_timestamp(&datagram[HEADER_LEN..]) {
             jitter.record(sent_us, arrived_us);
         }
         let new = if stop_and_wait {

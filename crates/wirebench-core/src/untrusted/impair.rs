@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::cursor::Cursor;
-use crate::impair::{Impairer, Impairment, Impairments, Loss, MAX_PENDING};
-use crate::units::{BitRate, ByteSize};
+use crate::machine::impair::{Impairer, Impairment, Impairments, Loss, MAX_PENDING};
+use crate::vocab::units::{BitRate, ByteSize};
 
 /// What the impairment machine did with one input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

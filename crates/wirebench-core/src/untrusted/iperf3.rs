@@ -4,7 +4,7 @@
 
 use super::assert_one_line;
 use super::cursor::Cursor;
-use crate::iperf3::{
+use crate::wire::iperf3::{
     check_cookie, decode_json, encode_json, json_len, make_cookie, udp_header_len, State,
     TestParams, TestResults, UdpHeader, UdpReceiver, COOKIE_LEN, MAX_PARALLEL, MAX_TCP_BLOCK,
     MAX_UDP_BLOCK,

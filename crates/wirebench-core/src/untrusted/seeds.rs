@@ -3,17 +3,17 @@
 //! (the ignored test `write_seed_corpus` writes them under `fuzz/corpus/`).
 
 use super::Target;
-use crate::iperf3::{
+use crate::machine::seq::WINDOW;
+use crate::vocab::metrics::{CpuUsage, IntervalSample, StatsSource, TransportStats};
+use crate::vocab::plan::{Mechanism, Protocol};
+use crate::wire::datagram::{write_timestamp, Header, Kind, HEADER_LEN};
+use crate::wire::iperf3::{
     encode_json, make_cookie, State, StreamResult, TestParams, TestResults, UdpHeader, COOKIE_LEN,
     UDP_CONNECT_MSG,
 };
-use crate::metrics::{CpuUsage, IntervalSample, StatsSource, TransportStats};
-use crate::plan::{Mechanism, Protocol};
-use crate::proto::{
+use crate::wire::proto::{
     encode_frame, ControlMessage, DataPathOptions, Preamble, RrParams, ServerReport, SessionParams,
 };
-use crate::seq::WINDOW;
-use crate::wire::{write_timestamp, Header, Kind, HEADER_LEN};
 
 /// Named seed inputs for `target`.
 pub fn seeds(target: Target) -> Vec<(&'static str, Vec<u8>)> {

@@ -63,9 +63,9 @@ pub fn execute_rpm(
 ) -> Result<bool> {
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
-    let load = |id: i64| -> Result<Vec<wirebench_core::responsiveness::RpmResult>> {
+    let load = |id: i64| -> Result<Vec<wirebench_core::machine::responsiveness::RpmResult>> {
         if store.rpm_campaign(id)?.is_none() {
-            return Err(wirebench_core::error::UsageError(format!(
+            return Err(wirebench_core::vocab::error::UsageError(format!(
                 "there is no rpm campaign {id} in {}; `wirebench runs` lists them",
                 db.display()
             ))

@@ -6,16 +6,16 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use wirebench_core::dns::DnsTransport;
+use wirebench_core::wire::dns::DnsTransport;
 
 use crate::commands::run::unix_now;
 use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::StoreTarget;
-use crate::dns::{run_dns, DnsSpec, DotTls};
+use crate::flows::dns::{run_dns, DnsSpec, DotTls};
 use crate::output::dns as out;
 use crate::report;
-use crate::signals::{Ended, Stops};
 use crate::store::Store;
+use crate::transport::signals::{Ended, Stops};
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
 use wirebench_core::record::{count_of, Status};
 
@@ -121,7 +121,7 @@ fn new_campaign(cfg: &DnsConfig) -> NewDnsCampaign {
         ),
         concurrency: list(cfg.concurrency.iter().map(u32::to_string).collect()),
         planned_results: (cfg.transports.len() * cfg.concurrency.len()) as u64,
-        host_name: crate::environment::detect().host_name,
+        host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }

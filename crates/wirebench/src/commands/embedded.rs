@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
+use crate::flows::server::{Server, ServerEvent, ServerOptions};
 use crate::runner::Target;
-use crate::server::{Server, ServerEvent, ServerOptions};
-use crate::tls::ServerIdentity;
+use crate::transport::tls::ServerIdentity;
 
 /// A task that is aborted when this is dropped: the embedded server ends with its command.
 pub struct AbortOnDrop(pub tokio::task::JoinHandle<Result<()>>);
@@ -25,7 +25,7 @@ impl Drop for AbortOnDrop {
 /// embedded server's session lines go there; without, they are dropped.
 pub async fn server_for(
     target: &Target,
-    psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+    psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
 ) -> Result<(SocketAddr, Option<AbortOnDrop>)> {
     match target {

@@ -12,9 +12,9 @@ use wirebench_core::record::Status;
 
 use crate::config::exporter::ExporterConfig;
 use crate::exporter::{Exporter, Pages, Sink, StoredProbe};
-use crate::http;
 use crate::output::metrics;
 use crate::store::{Location, Store};
+use crate::transport::http;
 
 /// The renderers and log of the exporter's pages.
 pub const PAGES: Pages = Pages {

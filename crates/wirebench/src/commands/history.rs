@@ -5,13 +5,13 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use wirebench_core::error::UsageError;
 use wirebench_core::record::document::{
     CampaignMeta, ExportDocument, ImportDocument, RunDocument, OLDEST_READABLE_VERSION,
     SCHEMA_VERSION,
 };
 use wirebench_core::record::{CampaignInfo, Environment, RunRecord, Status};
-use wirebench_core::sweep::Point;
+use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::sweep::Point;
 
 use crate::output::text;
 use crate::store::{Location, Store};

@@ -9,21 +9,21 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use crate::config::StoreTarget;
-use crate::iperf3::client::{ClientConfig, ClientOutcome};
-use crate::iperf3::server::Iperf3Server;
-use crate::perf::client::PerfConfig;
-use crate::server::ServerEvent;
+use crate::flows::iperf3::client::{ClientConfig, ClientOutcome};
+use crate::flows::iperf3::server::Iperf3Server;
+use crate::flows::perf::client::PerfConfig;
+use crate::flows::server::ServerEvent;
 
 /// Runs one test against an iperf3 server, prints both views and stores the run.
 pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
-    let outcome = crate::iperf3::client::run(&cfg)
+    let outcome = crate::flows::iperf3::client::run(&cfg)
         .await
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
     let text = if cfg.json {
-        let doc = crate::iperf3::report::document(&cfg, &outcome);
+        let doc = crate::flows::iperf3::report::document(&cfg, &outcome);
         serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
     } else {
-        crate::iperf3::report::text(&cfg, &outcome)
+        crate::flows::iperf3::report::text(&cfg, &outcome)
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {
@@ -50,7 +50,7 @@ fn store_iperf3(
 ) -> Result<i64> {
     let path: &crate::store::Location = &path.into();
     let now = super::run::unix_now();
-    let (campaign, point, run) = crate::iperf3::record::records(cfg, outcome, now);
+    let (campaign, point, run) = crate::flows::iperf3::record::records(cfg, outcome, now);
     let mut store = crate::store::Store::open(path)?;
     let id = store.begin_campaign(&campaign)?;
     store.add_run(id, 1, point, &run)?;
@@ -60,13 +60,13 @@ fn store_iperf3(
 
 /// Runs the QUIC perf transfers and prints them.
 pub async fn run_perf(cfg: PerfConfig) -> Result<()> {
-    let doc = crate::perf::client::run(&cfg)
+    let doc = crate::flows::perf::client::run(&cfg)
         .await
         .with_context(|| format!("QUIC perf test with {} failed", cfg.name))?;
     let text = if cfg.json {
         serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
     } else {
-        crate::perf::client::text(&doc)
+        crate::flows::perf::client::text(&doc)
     };
     print(&text)
 }

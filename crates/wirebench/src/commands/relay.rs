@@ -6,8 +6,8 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::flows::relay::{Relay, RelayConfig};
 use crate::output::relay::{counts_block, RelayLine, SCHEMA_VERSION};
-use crate::relay::{Relay, RelayConfig};
 
 /// Runs the relay command.
 pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {

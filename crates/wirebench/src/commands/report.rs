@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use wirebench_core::error::UsageError;
 use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
 use wirebench_core::record::rpm::RpmCampaignDocument;
 use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION as RR_SCHEMA_VERSION};
+use wirebench_core::vocab::error::UsageError;
 
 use crate::cli::ReportFormat;
 use crate::commands::history;

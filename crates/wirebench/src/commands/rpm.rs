@@ -8,18 +8,18 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
+use wirebench_core::machine::responsiveness::RpmResult;
 use wirebench_core::record::rpm::NewRpmCampaign;
 use wirebench_core::record::Status;
-use wirebench_core::responsiveness::RpmResult;
 
 use crate::commands::embedded;
 use crate::commands::run::unix_now;
 use crate::config::rpm::RpmConfig;
 use crate::config::StoreTarget;
-use crate::relay::RunRelay;
-use crate::rpm::{render, run_rpm_until};
-use crate::signals::{Ended, StopSignal, Stops};
+use crate::flows::relay::RunRelay;
+use crate::flows::rpm::{render, run_rpm_until};
 use crate::store::Store;
+use crate::transport::signals::{Ended, StopSignal, Stops};
 
 /// Runs the test: [`Ended::Ran`]`(false)` when no RPM could be computed (exit status 1);
 /// [`Ended::Stopped`] when a signal ended it early (the partial result is printed and stored).
@@ -139,7 +139,7 @@ fn new_campaign(cfg: &RpmConfig, server: &str) -> NewRpmCampaign {
         interval_ns: s.params.interval_ns,
         max_load_ns: u64::try_from(s.max_duration.as_nanos()).unwrap_or(u64::MAX),
         planned_results: 1,
-        host_name: crate::environment::detect().host_name,
+        host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }

@@ -5,20 +5,20 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use wirebench_core::plan::Protocol;
 use wirebench_core::record::count_of;
 use wirebench_core::record::rr::{NewRrCampaign, RrDocument, RrResult, SCHEMA_VERSION};
 use wirebench_core::record::Status;
+use wirebench_core::vocab::plan::Protocol;
 
 use crate::commands::run::unix_now;
 use crate::config::StoreTarget;
-use crate::signals::{Ended, Stops};
 use crate::store::Store;
+use crate::transport::signals::{Ended, Stops};
 
 use crate::commands::embedded;
 use crate::config::rr::{rr_result, spec, ExchangeKind, RrConfig};
+use crate::flows::rr_client::run_rr_auth;
 use crate::output::rr as out;
-use crate::rr_client::run_rr_auth;
 
 /// Runs ping or rr: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after printing
 /// the others; [`Ended::Stopped`] when SIGINT, SIGTERM or SIGHUP stopped it. An `rr` sweep is
@@ -153,7 +153,7 @@ fn new_campaign(cfg: &RrConfig, server: &str) -> NewRrCampaign {
         response_bytes: cfg.response,
         flows: cfg.flows,
         planned_results: (cfg.protocols.len() * cfg.concurrency.len()) as u64,
-        host_name: crate::environment::detect().host_name,
+        host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
-use wirebench_core::plan::{self, Mechanism};
-use wirebench_core::sweep::Point;
-use wirebench_core::units::{ByteSize, RateUnit};
+use wirebench_core::vocab::plan::{self, Mechanism};
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::vocab::units::{ByteSize, RateUnit};
 
 use wirebench_core::record::document::RunDocument;
 use wirebench_core::record::ratesearch::RateSearchRecord;
@@ -22,15 +22,15 @@ use wirebench_core::record::{count_of, AbortedRun, NewCampaign, RunRecord, Statu
 
 use crate::commands::embedded;
 use crate::config::StoreTarget;
-use crate::inflight::InFlight;
+use crate::engine::inflight::InFlight;
+use crate::flows::relay::RunRelay;
+use crate::flows::server::ServerEvent;
 use crate::output::progress::Progress;
 use crate::output::text;
-use crate::relay::RunRelay;
 use crate::report::table;
 use crate::runner::{self, Campaign, RunConfig, Target};
-use crate::server::ServerEvent;
-use crate::signals::{Ended, Stops};
 use crate::store::Store;
+use crate::transport::signals::{Ended, Stops};
 use wirebench_core::record::campaign::SoFar;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
@@ -146,7 +146,7 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                     break;
                 };
                 warming.store(false, Ordering::Relaxed);
-                point_cfg.rate = Some(wirebench_core::units::BitRate(rate));
+                point_cfg.rate = Some(wirebench_core::vocab::units::BitRate(rate));
                 found = Some(record);
             }
             if cfg.warmup > 0 {
@@ -573,7 +573,7 @@ impl Recorder {
                 planned_runs: (runner::planned_runs(cfg) * cfg.points.len()) as u64,
                 msg_sizes: distinct(cfg.points.iter().map(|p| p.msg_size)),
                 totals: distinct(cfg.points.iter().map(|p| p.total_bytes)),
-                environment: crate::environment::detect(),
+                environment: crate::transport::environment::detect(),
             })
             .with_context(|| format!("cannot store in {}", store.path().display()))?;
         // Who writes it, so a later command can tell if this process died without a word.

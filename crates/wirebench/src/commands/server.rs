@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, watch};
 use crate::config::ServerConfig;
 use wirebench_core::record::{ServerRecord, SessionLine};
 
+use crate::flows::server::{Server, ServerEvent, StopRequest};
 use crate::output::text;
-use crate::server::{Server, ServerEvent, StopRequest};
-use crate::tls::ServerIdentity;
+use crate::transport::tls::ServerIdentity;
 
 /// Writes one line to stderr. Unlike `eprintln!`, it never panics: a server whose stderr was
 /// closed (a terminal gone, a pipe nobody reads) keeps serving.
@@ -82,14 +82,14 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
 /// Serves the server's counters at http://ADDR/metrics until the returned guard is dropped.
 async fn serve_metrics(
     addr: std::net::SocketAddr,
-    handle: crate::server::MetricsHandle,
+    handle: crate::flows::server::MetricsHandle,
 ) -> Result<AbortOnDrop> {
-    let listener = crate::http::bind(addr).await?;
+    let listener = crate::transport::http::bind(addr).await?;
     let local = listener
         .local_addr()
         .context("while reading the metrics address")?;
     say!("wirebench server: metrics on http://{local}/metrics");
-    Ok(AbortOnDrop(tokio::spawn(crate::http::serve(
+    Ok(AbortOnDrop(tokio::spawn(crate::transport::http::serve(
         listener,
         move |req| {
             let handle = handle.clone();
@@ -100,16 +100,18 @@ async fn serve_metrics(
 
 /// The answer of the server's metrics endpoint.
 pub fn metrics_page(
-    req: &crate::http::Request,
-    handle: &crate::server::MetricsHandle,
-) -> crate::http::Response {
+    req: &crate::transport::http::Request,
+    handle: &crate::flows::server::MetricsHandle,
+) -> crate::transport::http::Response {
     match req.path.as_str() {
-        "/metrics" => crate::http::Response {
+        "/metrics" => crate::transport::http::Response {
             status: 200,
             content_type: crate::output::metrics::CONTENT_TYPE,
             body: crate::output::metrics::server_page(&handle.snapshot()),
         },
-        other => crate::http::Response::text(404, format!("no page {other}: try /metrics")),
+        other => {
+            crate::transport::http::Response::text(404, format!("no page {other}: try /metrics"))
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use wirebench_core::error::UsageError;
+use wirebench_core::vocab::error::UsageError;
 
 use crate::store::{Location, Store};
 

@@ -7,17 +7,17 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wirebench_core::dns::{parse_transports, DnsTransport, Question};
-use wirebench_core::units::parse_duration;
+use wirebench_core::vocab::units::parse_duration;
+use wirebench_core::wire::dns::{parse_transports, DnsTransport, Question};
 
 use super::rr::{MAX_CONCURRENCY, MAX_CONNECTIONS, MAX_FLOWS, MAX_RETRIES};
 use super::{usage, UsageError};
 use crate::cli::DnsArgs;
-use crate::dns::trust::DotTrust;
-use crate::dns::DnsOutcome;
-use wirebench_core::metrics::TransportStats;
+use crate::flows::dns::trust::DotTrust;
+use crate::flows::dns::DnsOutcome;
 use wirebench_core::record::dns::DnsResult;
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::metrics::TransportStats;
 
 /// Everything `wirebench dns` needs, validated.
 #[derive(Debug, Clone)]

@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use clap::Parser;
 use ipnet::IpNet;
-use wirebench_core::error::UsageError;
-use wirebench_core::units::{parse_duration, ByteSize};
+use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::units::{parse_duration, ByteSize};
 
 use crate::cli::{DnsArgs, ExporterArgs, PingArgs, RrArgs, RunArgs};
 use crate::config::dns::DnsConfig;
 use crate::config::rr::RrConfig;
-use crate::iperf3::client::{ClientConfig, Limit};
+use crate::flows::iperf3::client::{ClientConfig, Limit};
 use crate::runner::{RunConfig, Target};
-use wirebench_core::dns::DnsTransport;
+use wirebench_core::wire::dns::DnsTransport;
 
 /// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";

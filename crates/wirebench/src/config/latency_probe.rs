@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use wirebench_core::plan::Protocol;
-use wirebench_core::units::parse_duration;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::vocab::units::parse_duration;
 
 use super::{usage, UsageError};
-use crate::latency_probe::{
+use crate::flows::latency_probe::{
     ProbeKind, ProbePlan, DEFAULT_IDLE_PROBES, DEFAULT_INTERVAL, DEFAULT_TIMEOUT,
 };
 

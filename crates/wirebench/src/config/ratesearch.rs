@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use wirebench_core::error::UsageError;
-use wirebench_core::impair::parse_percent;
-use wirebench_core::plan::{Combination, Mechanism, Protocol};
-use wirebench_core::ratesearch::{RateSearch, SearchConfig};
-use wirebench_core::units::{parse_duration, BitRate};
+use wirebench_core::machine::impair::parse_percent;
+use wirebench_core::machine::ratesearch::{RateSearch, SearchConfig};
+use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::vocab::units::{parse_duration, BitRate};
 
 use crate::cli::SearchArgs;
 use crate::runner::ratesearch::{SearchPlan, DEFAULT_TRIAL, DEFAULT_TRIAL_GRACE};

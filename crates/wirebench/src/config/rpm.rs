@@ -6,13 +6,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wirebench_core::impair::Impairments;
-use wirebench_core::responsiveness::{LoadDirection, Parameters};
-use wirebench_core::units::parse_duration;
+use wirebench_core::machine::impair::Impairments;
+use wirebench_core::machine::responsiveness::{LoadDirection, Parameters};
+use wirebench_core::vocab::units::parse_duration;
 
 use super::{resolve_server, usage, Target, UsageError};
 use crate::cli::RpmArgs;
-use crate::rpm::RpmSettings;
+use crate::flows::rpm::RpmSettings;
 
 /// Largest --max-flows.
 pub const MAX_FLOWS: u32 = 64;
@@ -32,7 +32,7 @@ pub struct RpmConfig {
     /// One JSON document instead of text.
     pub json: bool,
     /// Pre-shared key to authenticate with; the embedded server requires it too.
-    pub psk: Option<Arc<wirebench_core::auth::Psk>>,
+    pub psk: Option<Arc<wirebench_core::security::auth::Psk>>,
 }
 
 impl RpmConfig {
@@ -119,7 +119,7 @@ impl RpmConfig {
             psk: args
                 .psk
                 .as_deref()
-                .map(crate::control::auth::load_psk)
+                .map(crate::transport::control::auth::load_psk)
                 .transpose()?,
         })
     }

@@ -6,18 +6,18 @@
 
 use std::time::Duration;
 
-use wirebench_core::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
-use wirebench_core::units::{parse_duration, ByteSize};
-use wirebench_core::wire;
+use wirebench_core::vocab::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
+use wirebench_core::vocab::units::{parse_duration, ByteSize};
+use wirebench_core::wire::datagram;
 
 use super::{usage, Target, UsageError};
-use wirebench_core::metrics::TransportStats;
-use wirebench_core::proto::RrParams;
 use wirebench_core::record::rr::{RrResult, ServerRr};
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::wire::proto::RrParams;
 
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
-use crate::rr_client::{RrOutcome, RrSpec};
+use crate::flows::rr_client::{RrOutcome, RrSpec};
 
 /// Probes a ping sends when neither --count nor --time is given.
 pub const DEFAULT_PING_COUNT: u64 = 100;
@@ -75,7 +75,7 @@ pub struct RrConfig {
     /// One JSON document instead of text.
     pub json: bool,
     /// Pre-shared key to authenticate with (`--psk`); the embedded server requires it too.
-    pub psk: Option<std::sync::Arc<wirebench_core::auth::Psk>>,
+    pub psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
     /// What path the requests cross (`rr --path-note`), recorded with every result.
     pub path_note: Option<String>,
 }
@@ -269,7 +269,7 @@ fn parse_size(
 ) -> Result<u32, UsageError> {
     let size: ByteSize = text.parse().map_err(|e| usage(format!("{flag}: {e}")))?;
     let max = if protocols.contains(&Protocol::Udp) {
-        wire::max_message_size(ipv6)
+        datagram::max_message_size(ipv6)
     } else {
         MAX_STREAM_MSG_SIZE
     };
@@ -354,7 +354,7 @@ fn finish(
         psk: common
             .psk
             .as_deref()
-            .map(crate::control::auth::load_psk)
+            .map(crate::transport::control::auth::load_psk)
             .transpose()?,
         path_note: None,
     })

@@ -15,7 +15,7 @@ use std::task::{ready, Context, Poll};
 
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
-use wirebench_core::wire;
+use wirebench_core::wire::datagram;
 
 /// Receives wirebench data-plane datagrams taken out of the shared UDP socket.
 pub trait DatagramHandler: Send + Sync + Debug + 'static {
@@ -82,7 +82,7 @@ impl AsyncUdpSocket for DemuxSocket {
             let len = meta[i].len.min(bufs[i].len());
             let ours = bufs[i][..len]
                 .first()
-                .is_some_and(|b| wire::looks_like_ours(*b));
+                .is_some_and(|b| datagram::looks_like_ours(*b));
             if ours {
                 self.dispatch(&bufs[i][..len], &meta[i]);
             } else {

@@ -3,6 +3,9 @@
 
 pub mod blocking;
 pub mod demux;
+pub mod inflight;
+pub mod interval;
+pub mod liveness;
 pub mod quic;
 pub mod quic_socket;
 pub mod quic_stream;

@@ -13,15 +13,15 @@ use quinn::{
     TransportConfig, VarInt,
 };
 use socket2::SockRef;
-use wirebench_core::proto::DataPathInfo;
+use wirebench_core::wire::proto::DataPathInfo;
 
 use super::demux::{DatagramHandler, DemuxSocket};
 use super::quic_socket::QuicUdpSocket;
-use crate::tls::{self, ServerIdentity};
+use crate::transport::tls::{self, ServerIdentity};
 
 /// Flow-control window of one stream (quinn's default is 1.25 MB): the most a sender's window
 /// may grow to, enough for 2.7 Gbit/s at a 50 ms round trip. Our senders start far lower and
-/// grow only as the path needs (`wirebench_core::send_window`): a sender that filled 16 MiB on loopback
+/// grow only as the path needs (`wirebench_core::machine::send_window`): a sender that filled 16 MiB on loopback
 /// overflowed the receiver's 8 MiB UDP buffer (2,000 to 7,000 packets lost per 512 MiB), where
 /// the path needs tens of kilobytes.
 pub(crate) const STREAM_WINDOW: u32 = 16 << 20;
@@ -104,7 +104,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// first), so a silent one is loaded or its packets were lost: 500 concurrent sessions against
 /// a debug build on a 2-vCPU CI machine once took longer than [`IDLE_TIMEOUT`] to answer one
 /// handshake, and each lost Initial alone costs a second or more.
-pub const HANDSHAKE_TIMEOUT: Duration = crate::control::SETUP_TIMEOUT;
+pub const HANDSHAKE_TIMEOUT: Duration = crate::transport::control::SETUP_TIMEOUT;
 
 /// How often an otherwise idle connection sends a PING: three per idle timeout, so one lost
 /// keep-alive never ends a live connection.
@@ -150,8 +150,8 @@ pub async fn connect(
     pinned_cert_der: Vec<u8>,
     max_mtu: Option<u16>,
 ) -> Result<(Endpoint, quinn::Connection, DataPathInfo)> {
-    let socket = crate::net::udp_socket(server.is_ipv6(), None, None)?;
-    let (recv_buffer, send_buffer) = crate::net::buffer_sizes(&SockRef::from(&socket));
+    let socket = crate::transport::net::udp_socket(server.is_ipv6(), None, None)?;
+    let (recv_buffer, send_buffer) = crate::transport::net::buffer_sizes(&SockRef::from(&socket));
     let info = DataPathInfo {
         recv_buffer: recv_buffer as u64,
         send_buffer: send_buffer as u64,

@@ -196,7 +196,8 @@ mod tests {
     const WAIT: Duration = Duration::from_secs(5);
 
     fn bound() -> std::net::UdpSocket {
-        crate::net::udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), None).unwrap()
+        crate::transport::net::udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), None)
+            .unwrap()
     }
 
     /// Receives what is queued now (waiting for the first datagram), as quinn's endpoint does.

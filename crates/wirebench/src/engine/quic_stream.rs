@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use quinn::{Connection, RecvStream, SendStream};
-use wirebench_core::plan::Mechanism;
-use wirebench_core::proto::SessionParams;
-use wirebench_core::send_window::SendWindow;
+use wirebench_core::machine::send_window::SendWindow;
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::proto::SessionParams;
 
 use super::quic::STREAM_WINDOW;
 use super::stream::{ByteSource, MessageSink};

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
-use wirebench_core::rr::{Answer, Expiry, RequestTracker, RrCounts};
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker, RrCounts};
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
 /// What the server's answering loops counted, shared by every connection of a session.
 #[derive(Debug, Default)]

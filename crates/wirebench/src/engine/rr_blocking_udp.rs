@@ -9,8 +9,8 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use wirebench_core::rr::{Answer, Expiry, RequestTracker};
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker};
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
 use super::rr::{write_request_header, FlowTally, Plan, Shape};
 

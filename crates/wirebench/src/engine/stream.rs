@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use wirebench_core::plan::{message_count, message_len, Mechanism};
-use wirebench_core::proto::SessionParams;
+use wirebench_core::vocab::plan::{message_count, message_len, Mechanism};
+use wirebench_core::wire::proto::SessionParams;
 
 use super::SendTally;
 
@@ -386,7 +386,7 @@ mod tests {
         let mut acks = Vec::new();
         let mut tally = ReadTally::default();
         let progress = AtomicU64::new(0);
-        let total = wirebench_core::proto::UNBOUNDED_TOTAL;
+        let total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
         let result = match mechanism {
             Mechanism::Stream => {
                 receive_stream(&mut source, total, 100, timed, &mut tally, &progress).await

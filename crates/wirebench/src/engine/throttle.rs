@@ -6,7 +6,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use wirebench_core::pacing::pause_for;
+use wirebench_core::machine::pacing::pause_for;
 
 use super::stream::{ByteSource, MessageSink};
 

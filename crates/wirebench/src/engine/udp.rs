@@ -19,19 +19,19 @@ use quinn::udp::{Transmit, UdpSocketState};
 use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
-use wirebench_core::pacing::MOST_CATCH_UP;
-use wirebench_core::plan::{message_count, message_len};
-use wirebench_core::proto::DataPathInfo;
-use wirebench_core::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
-use wirebench_core::units::BitRate;
-use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
+use wirebench_core::machine::pacing::MOST_CATCH_UP;
+use wirebench_core::machine::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
+use wirebench_core::vocab::plan::{message_count, message_len};
+use wirebench_core::vocab::units::BitRate;
+use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
+use wirebench_core::wire::proto::DataPathInfo;
 
 use super::SendTally;
 
-pub use crate::net::UDP_SOCKET_BUFFER;
+pub use crate::transport::net::UDP_SOCKET_BUFFER;
 
 /// Largest UDP payload one GSO `sendmsg` may carry in total (IPv4 limit, the smaller one).
-const GSO_MAX_BYTES: usize = wire::MAX_UDP_PAYLOAD_V4;
+const GSO_MAX_BYTES: usize = datagram::MAX_UDP_PAYLOAD_V4;
 
 /// Consecutive errors or timeouts after which the client gives up on the server.
 const MAX_CONSECUTIVE_FAILURES: u32 = 20;
@@ -48,7 +48,7 @@ impl UdpClient {
     /// Opens a socket of the server's address family and connects it, so only the server's
     /// datagrams are received.
     pub async fn connect(server: SocketAddr, buffer: Option<u32>) -> Result<Self> {
-        let std_socket = crate::net::udp_socket(server.is_ipv6(), None, buffer)?;
+        let std_socket = crate::transport::net::udp_socket(server.is_ipv6(), None, buffer)?;
         let socket = UdpSocket::from_std(std_socket).context("while registering the UDP socket")?;
         socket
             .connect(server)
@@ -71,7 +71,7 @@ impl UdpClient {
     /// What this socket runs with: buffers, and the most datagrams one `sendmsg` may carry
     /// (1 without GSO).
     pub fn data_path(&self, busy_poll: bool) -> DataPathInfo {
-        let (recv, send) = crate::net::buffer_sizes(&SockRef::from(&self.socket));
+        let (recv, send) = crate::transport::net::buffer_sizes(&SockRef::from(&self.socket));
         DataPathInfo {
             recv_buffer: recv as u64,
             send_buffer: send as u64,
@@ -187,7 +187,7 @@ impl DatagramSender<'_> {
                 }
                 .write_to(&mut batch[at..])
                 .context("datagram buffer too small")?;
-                wire::write_timestamp(
+                datagram::write_timestamp(
                     &mut batch[at + HEADER_LEN..at + HEADER_LEN + msg_len],
                     sent_us,
                 );
@@ -354,7 +354,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
             }
             .write_to(&mut datagram)
             .context("datagram buffer too small")?;
-            wire::write_timestamp(
+            datagram::write_timestamp(
                 &mut datagram[HEADER_LEN..HEADER_LEN + tx.len as usize],
                 micros_since(started),
             );

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use tokio::net::UdpSocket;
-use wirebench_core::amplification::encode_hello;
-use wirebench_core::wire::{Header, Kind};
+use wirebench_core::security::amplification::encode_hello;
+use wirebench_core::wire::datagram::{Header, Kind};
 
 /// Wait for the echo of the first hello; doubled after each unanswered one.
 const FIRST_WAIT: Duration = Duration::from_millis(50);

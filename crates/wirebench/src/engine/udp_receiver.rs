@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
-use wirebench_core::metrics::{Cumulative, JitterEstimator};
-use wirebench_core::plan::Mechanism;
-use wirebench_core::saw::{Delivery, StopAndWaitReceiver};
-use wirebench_core::seq::{Arrival, SequenceTracker};
-use wirebench_core::wire::{self, Header, Kind, HEADER_LEN};
+use wirebench_core::machine::saw::{Delivery, StopAndWaitReceiver};
+use wirebench_core::machine::seq::{Arrival, SequenceTracker};
+use wirebench_core::vocab::metrics::{Cumulative, JitterEstimator};
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 
 /// Counters of a UDP session, as of now.
 #[derive(Debug, Clone, Copy, Default)]
@@ -120,12 +120,12 @@ impl UdpReceiver {
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         let len = datagram.len();
-        if !wire::is_session_data(header, len, self.id, self.total_bytes, self.msg_size) {
+        if !datagram::is_session_data(header, len, self.id, self.total_bytes, self.msg_size) {
             state.counts.malformed += 1;
             return;
         }
         let payload = (len - HEADER_LEN) as u64;
-        if let Some(sent_us) = wire::read_timestamp(&datagram[HEADER_LEN..]) {
+        if let Some(sent_us) = datagram::read_timestamp(&datagram[HEADER_LEN..]) {
             state.jitter.record(sent_us, arrived_us);
         }
         let c = &mut state.counts;

@@ -11,12 +11,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use quinn::udp::RecvMeta;
 use tokio::io::Interest;
-use wirebench_core::proto::SessionParams;
-use wirebench_core::wire::HEADER_LEN;
+use wirebench_core::wire::datagram::HEADER_LEN;
+use wirebench_core::wire::proto::SessionParams;
 
 use super::udp::UdpClient;
 use super::udp_receiver::{UdpCounts, UdpReceiver};
-use crate::interval::Progress;
+use crate::engine::interval::Progress;
 
 /// How often the client repeats its hello until the first datagram arrives.
 const HELLO_INTERVAL: Duration = Duration::from_millis(100);
@@ -38,7 +38,7 @@ where
 {
     let receiver = UdpReceiver::new(session, p.mechanism, p.total_bytes, p.msg_size);
     // The hello carries the session's token: the server sends nothing to an address before.
-    let hello = wirebench_core::amplification::encode_hello(session, token, 0);
+    let hello = wirebench_core::security::amplification::encode_hello(session, token, 0);
     let socket = udp.socket();
     let segment = HEADER_LEN + p.msg_size as usize;
     // One receive may hold a whole GRO batch of this session's datagrams.

@@ -19,16 +19,16 @@ use wirebench_core::record::service::{
     ExporterCounts, FailReason, ProbeError, ProbeOutcome, ProbeResult,
 };
 use wirebench_core::record::{NewCampaign, RunRecord};
-use wirebench_core::sweep::Point;
+use wirebench_core::vocab::sweep::Point;
 
 use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::exporter::{probe_config, ExporterConfig, Probe, ProbeRefusal};
 use crate::config::rr::{rr_result, spec, RrConfig};
-use crate::dns::{run_dns, DnsSpec};
-use crate::http::{self, Request, Response};
-use crate::iperf3::client::ClientConfig;
-use crate::rr_client::run_rr_auth;
+use crate::flows::dns::{run_dns, DnsSpec};
+use crate::flows::iperf3::client::ClientConfig;
+use crate::flows::rr_client::run_rr_auth;
 use crate::runner::{self, RunConfig, Target};
+use crate::transport::http::{self, Request, Response};
 
 /// Prometheus's header with the scrape's timeout in seconds.
 pub const SCRAPE_TIMEOUT_HEADER: &str = "x-prometheus-scrape-timeout-seconds";
@@ -344,7 +344,7 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> Finished {
                 planned_runs: 1,
                 msg_sizes: vec![cfg.msg_size],
                 totals: vec![cfg.total_bytes],
-                environment: crate::environment::detect(),
+                environment: crate::transport::environment::detect(),
             };
             let stored = StoredProbe::Run {
                 campaign: Box::new(campaign),
@@ -392,7 +392,7 @@ pub async fn exchange_probe(
                 response_bytes: cfg.response,
                 flows: cfg.flows,
                 planned_results: 1,
-                host_name: crate::environment::detect().host_name,
+                host_name: crate::transport::environment::detect().host_name,
                 wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
             };
             let stored = StoredProbe::Rr {
@@ -442,7 +442,7 @@ pub async fn dns_probe(cfg: &DnsConfig, limit: Duration) -> Finished {
                 transports: transport.name().to_string(),
                 concurrency: k.to_string(),
                 planned_results: 1,
-                host_name: crate::environment::detect().host_name,
+                host_name: crate::transport::environment::detect().host_name,
                 wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
             };
             let stored = StoredProbe::Dns {
@@ -458,7 +458,7 @@ pub async fn dns_probe(cfg: &DnsConfig, limit: Duration) -> Finished {
 /// Runs one transfer against a real iperf3 server within `limit`.
 pub async fn iperf3_probe(cfg: &ClientConfig, limit: Duration) -> Finished {
     let ran = bounded(limit, "iperf3 test", async {
-        Box::pin(crate::iperf3::client::run(cfg))
+        Box::pin(crate::flows::iperf3::client::run(cfg))
             .await
             .map_err(|e| format!("{e:#}"))
     })
@@ -466,7 +466,8 @@ pub async fn iperf3_probe(cfg: &ClientConfig, limit: Duration) -> Finished {
     let ran = (
         ran.0,
         ran.1.map(|outcome| {
-            let (campaign, point, run) = crate::iperf3::record::records(cfg, &outcome, unix_now());
+            let (campaign, point, run) =
+                crate::flows::iperf3::record::records(cfg, &outcome, unix_now());
             let stored = StoredProbe::Run {
                 campaign: Box::new(campaign),
                 point,

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use wirebench_core::dns::DnsTransport;
 use wirebench_core::record::dns::DnsResult;
+use wirebench_core::wire::dns::DnsTransport;
 
 use super::text::rtt_text;
 

@@ -72,8 +72,8 @@ fn time(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirebench_core::plan::Protocol;
     use wirebench_core::record::loaded_latency::{PhaseSamples, ProbeSample};
+    use wirebench_core::vocab::plan::Protocol;
 
     fn phase_of(rtts_us: &[u64], lost: u64) -> PhaseSamples {
         PhaseSamples {

@@ -416,8 +416,8 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirebench_core::plan::Protocol;
     use wirebench_core::record::service::{FailReason, ProbeError, ProtocolBytes};
+    use wirebench_core::vocab::plan::Protocol;
 
     #[test]
     fn server_page_counts_by_reason_and_protocol() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use wirebench_core::record::ratesearch::{
     EarlyEndName, RateSearchRecord, TrialEntry, TrialKindName,
 };
-use wirebench_core::units::format_bitrate;
+use wirebench_core::vocab::units::format_bitrate;
 
 /// The line announcing a search (before its first trial); rates in bit/s, shares in %.
 pub fn heading(

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use wirebench_core::impair::Counts;
+use wirebench_core::machine::impair::Counts;
 
 use wirebench_core::record::{count_of, RelayCounts};
 

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use wirebench_core::plan::Protocol;
 use wirebench_core::record::rr::{ResumedFigures, RrResult, ServerRr};
+use wirebench_core::vocab::plan::Protocol;
 
 use super::text::rtt_text;
 

@@ -4,9 +4,6 @@
 
 use std::fmt::Write as _;
 
-use wirebench_core::metrics::{IntervalSample, StatsSource};
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{DataPathInfo, ServerReport, SessionParams};
 use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
 use wirebench_core::record::rr::RrCampaignInfo;
@@ -14,8 +11,11 @@ use wirebench_core::record::{
     bits_per_second, count_of, AbortedRun, CampaignInfo, ClientRecord, CpuRecord, EndedBy,
     Headline, RttFigures, RunRecord, ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
-use wirebench_core::sweep::Point;
-use wirebench_core::units::{format_bitrate, format_byterate_iec, ByteSize, RateUnit};
+use wirebench_core::vocab::metrics::{IntervalSample, StatsSource};
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::vocab::units::{format_bitrate, format_byterate_iec, ByteSize, RateUnit};
+use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 /// A bit rate for `bytes` over `seconds`, or "too short to time" when the span is under
 /// [`MIN_TIMED_NS`] (a single small message arrives within one clock reading).
@@ -812,7 +812,7 @@ pub fn rpm_campaign_list(
         Vec<Option<f64>>,
     )],
 ) -> String {
-    use wirebench_core::responsiveness::Rating;
+    use wirebench_core::machine::responsiveness::Rating;
     let mut out = format!(
         "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
         "RPM", "STARTED (UTC)", "STATUS", "RESULTS", "WHAT (wirebench report --rpm ID)"

@@ -12,10 +12,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::series::{LossPoint, Timeline};
-use wirebench_core::plan::Protocol;
 use wirebench_core::record::summary::ConfigurationSummary as Configuration;
 use wirebench_core::record::total_label;
-use wirebench_core::stats::Summary;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::vocab::stats::Summary;
 
 pub(super) const SIZE: (u32, u32) = (760, 420);
 pub(super) const FONT: &str = "sans-serif";

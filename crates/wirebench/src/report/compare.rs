@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use wirebench_core::record::comparison::{Comparison, ALPHA};
-use wirebench_core::units::format_bitrate;
+use wirebench_core::vocab::units::format_bitrate;
 
 /// The comparison as a text table; with `fail_pct`, rows over it are marked REGRESSION.
 pub fn write_text(c: &Comparison, fail_pct: Option<f64>, out: &mut dyn Write) -> io::Result<()> {

@@ -22,9 +22,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 use wirebench_core::record::summary::ConfigurationSummary;
 use wirebench_core::record::{summarise, RunRecord};
-use wirebench_core::stats::Summary;
-use wirebench_core::sweep::Point;
-use wirebench_core::units::bitrate_unit;
+use wirebench_core::vocab::stats::Summary;
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::vocab::units::bitrate_unit;
 
 /// Version of the JSON report's layout. Version 2: configurations are the result model's
 /// summaries (goodput, sent rate, UDP delivery) instead of two throughput views.
@@ -271,7 +271,7 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
     }
     // UDP streaming's retransmission rate is its loss, shown above already.
     let udp_stream =
-        c.delivery.is_some() && c.key.mechanism == wirebench_core::plan::Mechanism::Stream;
+        c.delivery.is_some() && c.key.mechanism == wirebench_core::vocab::plan::Mechanism::Stream;
     if let Some(s) = c.retrans_rate.as_ref().filter(|_| !udp_stream) {
         // A share in the model, a percentage on the page.
         out.push(m(

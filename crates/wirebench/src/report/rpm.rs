@@ -7,12 +7,12 @@
 
 use std::io::{self, Write};
 
+use wirebench_core::machine::responsiveness::{LoadDirection, RpmResult};
 use wirebench_core::record::count_of;
 use wirebench_core::record::rpm::{
     loaded_latency, timeline, IntervalPoint, LatencyFigures, RpmComparison, ALPHA,
 };
-use wirebench_core::responsiveness::{LoadDirection, RpmResult};
-use wirebench_core::units::format_bitrate;
+use wirebench_core::vocab::units::format_bitrate;
 
 use super::html::escape;
 use super::rpm_chart;
@@ -395,10 +395,11 @@ pub fn write_comparison(
          Test: Mann–Whitney U of A's loaded round trips against B's, two-sided, normal approximation with tie and continuity correction; significant when p < {ALPHA}.\n",
         c.a, c.b
     )?;
-    let rpm = |v: Option<f64>, r: Option<wirebench_core::responsiveness::Rating>| match (v, r) {
-        (Some(v), Some(r)) => format!("{v:.0} ({})", r.word()),
-        _ => "n/a".to_string(),
-    };
+    let rpm =
+        |v: Option<f64>, r: Option<wirebench_core::machine::responsiveness::Rating>| match (v, r) {
+            (Some(v), Some(r)) => format!("{v:.0} ({})", r.word()),
+            _ => "n/a".to_string(),
+        };
     let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:+.1}%"));
     let lat = |l: Option<LatencyFigures>, f: fn(&LatencyFigures) -> u64| {
         l.as_ref().map_or("n/a".to_string(), |l| ms(f(l)))

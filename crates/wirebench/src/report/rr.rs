@@ -53,9 +53,9 @@ pub fn points(results: &[RrResult]) -> Vec<RrPoint> {
 
 fn series_name(r: &RrResult) -> String {
     match r.protocol {
-        wirebench_core::plan::Protocol::Udp => "UDP requests lost".into(),
-        wirebench_core::plan::Protocol::Tcp => "TCP segments retransmitted".into(),
-        wirebench_core::plan::Protocol::Quic => "QUIC packets lost".into(),
+        wirebench_core::vocab::plan::Protocol::Udp => "UDP requests lost".into(),
+        wirebench_core::vocab::plan::Protocol::Tcp => "TCP segments retransmitted".into(),
+        wirebench_core::vocab::plan::Protocol::Quic => "QUIC packets lost".into(),
     }
 }
 

@@ -2,8 +2,8 @@
 //! over time) and, for UDP streaming runs, server loss against offered load. Owns picking the
 //! run and the arithmetic; must not draw, open files or read clocks.
 
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::sweep::Point;
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::sweep::Point;
 
 use wirebench_core::record::summary::title;
 use wirebench_core::record::{IntervalRecord, RunRecord};

@@ -1,23 +1,23 @@
-//! `--rate max`: runs the trials of the core rate search ([`wirebench_core::ratesearch`]) as
+//! `--rate max`: runs the trials of the core rate search ([`wirebench_core::machine::ratesearch`]) as
 //! paced UDP streaming sessions against the server, one after another, and records them.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use wirebench_core::plan::message_count;
-use wirebench_core::plan::{Combination, Mechanism, Protocol};
-use wirebench_core::ratesearch::{
+use wirebench_core::machine::ratesearch::{
     Next, RateSearch, ReceivedSoFar, SearchConfig, TrialCounts, TrialSoFar,
 };
 use wirebench_core::record::ratesearch::{outcome_name, RateSearchRecord, TrialEntry};
-use wirebench_core::units::format_bitrate;
+use wirebench_core::vocab::plan::message_count;
+use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
+use wirebench_core::vocab::units::format_bitrate;
 
 use super::{session_params, FinishedRun, RunConfig, Target};
-use crate::client;
-use crate::interval::Progress;
+use crate::engine::interval::Progress;
+use crate::flows::client;
 
-pub use wirebench_core::ratesearch::SENDER_SHORTFALL;
+pub use wirebench_core::machine::ratesearch::SENDER_SHORTFALL;
 
 /// How often the server reports its receive counts during a trial, so a failed trial ends
 /// early: a few dozen receipts in a 200 ms trial, each one small control frame.

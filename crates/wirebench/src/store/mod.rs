@@ -35,12 +35,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
-use wirebench_core::error::UsageError;
 use wirebench_core::record::campaign::SoFar;
 use wirebench_core::record::{
     AbortedRun, CampaignInfo, Environment, NewCampaign, Parameters, RunRecord, Status,
 };
-use wirebench_core::sweep::Point;
+use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::sweep::Point;
 
 use sql::{args, Conn, Row, Value};
 

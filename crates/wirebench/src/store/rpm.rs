@@ -1,13 +1,13 @@
 //! `wirebench rpm` campaigns in the results store (schema version 8: `rpm_campaign`,
 //! `rpm_result`): begin, commit each test as it finishes, finish, and read back. Owns only the
 //! SQL of those two tables (written once for both backends, see `store/mod.rs`); the records
-//! are `wirebench_core::record::rpm` and `wirebench_core::responsiveness::RpmResult`.
+//! are `wirebench_core::record::rpm` and `wirebench_core::machine::responsiveness::RpmResult`.
 
 use anyhow::{Context, Result};
 
+use wirebench_core::machine::responsiveness::{LoadDirection, RpmResult};
 use wirebench_core::record::rpm::{NewRpmCampaign, RpmCampaignInfo};
 use wirebench_core::record::Status;
-use wirebench_core::responsiveness::{LoadDirection, RpmResult};
 
 use super::sql::{args, Conn, Row};
 use super::Store;

@@ -76,7 +76,7 @@ async fn lab(args: &[&str]) -> (Vec<u8>, HashMap<String, u64>) {
 fn congestion_args() -> Vec<&'static str> {
     // Cubic when the kernel has it: a loss-based control keeps the tbf queue from running dry,
     // and it is what iperf3 is given too.
-    let available = wirebench::net::available_congestion_controls().unwrap_or_default();
+    let available = wirebench::transport::net::available_congestion_controls().unwrap_or_default();
     if available.iter().any(|c| c == "cubic") {
         vec!["-C", "cubic"]
     } else {

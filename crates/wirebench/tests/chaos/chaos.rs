@@ -18,11 +18,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::process::{Child, Command};
-use wirebench::client::{run_session, SessionOutcome};
-use wirebench::control::{self, SETUP_TIMEOUT};
-use wirebench_core::plan::{message_count, Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, Preamble, SessionParams, MAGIC};
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench::transport::control::{self, SETUP_TIMEOUT};
+use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::proto::{ControlMessage, Preamble, SessionParams, MAGIC};
 
 use crate::support::TEST_TIMEOUT;
 

@@ -1,59 +1,33 @@
-//! The layering of docs/architecture.md, checked on the source: every `crate::` path in each
-//! top-level module of `crates/wirebench/src` must point to a module of a lower layer (or a
-//! sibling of the same layer where the layer allows it), no two modules may import each other
-//! through any path, and `wirebench-core` stays pure. A failure names the file, the line and
-//! the rule.
+//! The layering of docs/architecture.md, checked on the source. The layer of a file is the
+//! folder it sits in under `crates/wirebench/src` (`flows/client.rs` is in `flows`); every
+//! `crate::` path must point to a lower layer, or to a sibling unit of the same layer where the
+//! layer allows it, and no two units may import each other through any path. Nothing but
+//! `lib.rs` and `main.rs` sits beside the layer folders, and `wirebench-core` stays pure. A
+//! failure names the file, the line and the rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, top first. A module may import any module of a lower layer; within a layer
-/// only where `siblings` is true, and never in a circle.
-const LAYERS: &[(&str, &[&str], bool)] = &[
-    ("commands", &["commands"], false),
-    ("exporter", &["exporter"], false),
-    ("config", &["config", "args"], true),
-    ("runner", &["runner"], false),
-    (
-        "flows",
-        &[
-            "client",
-            "server",
-            "relay",
-            "dns",
-            "iperf3",
-            "perf",
-            "rr_client",
-            "parallel",
-            "rpm",
-            "latency_probe",
-        ],
-        true,
-    ),
-    (
-        "engine",
-        &["engine", "interval", "liveness", "inflight"],
-        true,
-    ),
-    (
-        "transport",
-        &[
-            "net",
-            "control",
-            "tls",
-            "counters",
-            "environment",
-            "signals",
-            "http",
-        ],
-        true,
-    ),
-    ("cli", &["cli"], false),
+/// The layers, top first: folder name and whether its units may import each other. A unit is
+/// one file or folder inside the layer's folder (`flows/server/` is the unit `flows::server`).
+const LAYERS: &[(&str, bool)] = &[
+    ("commands", true),
+    ("exporter", true),
+    ("config", true),
+    ("cli", false),
+    ("runner", false),
+    ("flows", true),
+    ("engine", true),
+    ("transport", true),
 ];
 
 /// Renderers and the store: they see the result model in `wirebench-core` and nothing of the
 /// crate (commands load records from the store and hand them to them).
 const LEAVES: &[&str] = &["store", "output", "report"];
+
+/// The layers that may reach the leaves: commands wire them together; config resolves the
+/// store's default location.
+const REACH_LEAVES: &[&str] = &["commands", "config"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -73,124 +47,278 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to (`commands/run.rs` → `commands`); `None` for the
-/// crate root (lib.rs, main.rs), which dispatches and may use everything.
-fn module_of(root: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(root).ok()?;
-    let first = rel.components().next()?.as_os_str().to_str()?;
-    let name = first.trim_end_matches(".rs");
-    (!matches!(name, "lib" | "main")).then(|| name.to_string())
+/// Every source file of the crate as (path relative to `src`, with `/`, text).
+fn sources() -> Vec<(String, String)> {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&root).expect("under src");
+            let rel = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let text = std::fs::read_to_string(&f).expect("source readable");
+            (rel, text)
+        })
+        .collect()
 }
 
-/// Every `crate::NAME` a source text uses outside comments, with its line number; a
-/// `crate::{a, b}` group counts each name.
-fn crate_paths(text: &str) -> Vec<(usize, String)> {
+/// A place in the crate: its layer (top folder) and, below it, its unit (`None` for the
+/// layer's own `mod.rs` or a path that names only the layer).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    layer: String,
+    unit: Option<String>,
+}
+
+impl Place {
+    fn name(&self) -> String {
+        match &self.unit {
+            Some(u) => format!("{}::{u}", self.layer),
+            None => self.layer.clone(),
+        }
+    }
+}
+
+/// Where a file sits: `flows/client.rs` → flows::client; `flows/server/session.rs` →
+/// flows::server; `flows/mod.rs` → flows; `lib.rs`/`main.rs` → None (the crate root, which
+/// may use everything).
+fn place_of_file(rel: &str) -> Option<Place> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.len() == 1 {
+        return None;
+    }
+    let unit = match parts.get(1) {
+        Some(&"mod.rs") if parts.len() == 2 => None,
+        Some(u) => Some(u.trim_end_matches(".rs").to_string()),
+        None => None,
+    };
+    Some(Place {
+        layer: parts[0].to_string(),
+        unit,
+    })
+}
+
+/// Every `crate::` path of a source text outside comments, as its first two segments with the
+/// line number; groups (`crate::{a, b::c}`, `crate::flows::{client, server}`) count each
+/// member.
+fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
     let mut found = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let code = line.split("//").next().unwrap_or("");
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
+            // `$crate::` and `wirebench_crate::` are not ours.
+            let before = rest[..at].chars().next_back();
             rest = &rest[at + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or("");
-                for item in inner.split(',') {
-                    let name: String = item
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() {
-                        found.push((i + 1, name));
-                    }
-                }
-            } else {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.push((i + 1, name));
-                }
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let mut paths = Vec::new();
+            parse_tree(rest, Vec::new(), &mut paths);
+            for p in paths {
+                found.push((i + 1, p.into_iter().take(2).collect()));
             }
         }
     }
     found
 }
 
-/// module → (the modules it imports → where, for the message).
-fn import_graph() -> BTreeMap<String, BTreeMap<String, String>> {
-    let root = src();
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    files.sort();
-    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for file in files {
-        let Some(module) = module_of(&root, &file) else {
+/// Parses a use-tree (`a::b`, `a::{b, c::d}`) at the start of `text`, pushing each full path
+/// (prefixed by `prefix`) to `out`; returns how many bytes it read.
+fn parse_tree(text: &str, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut pos = 0;
+    let mut path = prefix;
+    loop {
+        let rest = &text[pos..];
+        let trimmed = rest.trim_start();
+        pos += rest.len() - trimmed.len();
+        if let Some(group) = trimmed.strip_prefix('{') {
+            pos += 1;
+            let mut inner = group;
+            loop {
+                let read = parse_tree(inner, path.clone(), out);
+                pos += read;
+                inner = &inner[read..];
+                let t = inner.trim_start();
+                pos += inner.len() - t.len();
+                inner = t;
+                if let Some(after) = inner.strip_prefix(',') {
+                    pos += 1;
+                    inner = after;
+                    if inner.trim_start().starts_with('}') {
+                        let t = inner.trim_start();
+                        pos += inner.len() - t.len() + 1;
+                        return pos;
+                    }
+                    continue;
+                }
+                if inner.starts_with('}') {
+                    pos += 1;
+                }
+                return pos;
+            }
+        }
+        let name = ident(trimmed);
+        if name.is_empty() {
+            if !path.is_empty() {
+                out.push(path);
+            }
+            return pos;
+        }
+        pos += name.len();
+        if name != "self" {
+            path.push(name);
+        }
+        let after = &text[pos..];
+        if let Some(next) = after.strip_prefix("::") {
+            let _ = next;
+            pos += 2;
+            continue;
+        }
+        out.push(path);
+        return pos;
+    }
+}
+
+/// The place a `crate::` path points to: its first segment is the layer, its second the unit
+/// when that names a module of the layer's folder (not an item of the layer's `mod.rs`).
+fn place_of_path(segments: &[String], units: &BTreeMap<String, BTreeSet<String>>) -> Place {
+    let layer = segments[0].clone();
+    let unit = segments
+        .get(1)
+        .filter(|u| units.get(&layer).is_some_and(|set| set.contains(*u)))
+        .cloned();
+    Place { layer, unit }
+}
+
+/// The units of each layer folder, read from the file names.
+fn units_of(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, _) in files {
+        if let Some(Place {
+            layer,
+            unit: Some(u),
+        }) = place_of_file(rel)
+        {
+            units.entry(layer).or_default().insert(u);
+        }
+    }
+    units
+}
+
+fn layer_index(layer: &str) -> Option<usize> {
+    LAYERS.iter().position(|(name, _)| *name == layer)
+}
+
+/// Every broken rule of the crate's sources, one message each.
+fn violations(files: &[(String, String)]) -> Vec<String> {
+    let units = units_of(files);
+    let mut wrong = Vec::new();
+    for (rel, text) in files {
+        let Some(from) = place_of_file(rel) else {
             continue;
         };
-        let text = std::fs::read_to_string(&file).expect("source readable");
-        let entry = graph.entry(module.clone()).or_default();
-        for (line, target) in crate_paths(&text) {
-            if target != module {
-                entry
-                    .entry(target)
-                    .or_insert_with(|| format!("{}:{line}", file.display()));
+        if layer_index(&from.layer).is_none() && !LEAVES.contains(&from.layer.as_str()) {
+            wrong.push(format!(
+                "src/{rel}: `{}` is neither a layer nor a leaf of tests/it/architecture.rs and docs/architecture.md",
+                from.layer
+            ));
+            continue;
+        }
+        for (line, segments) in crate_paths(text) {
+            let to = place_of_path(&segments, &units);
+            let at = format!("src/{rel}:{line}");
+            if to.layer == from.layer {
+                let siblings = layer_index(&from.layer).is_some_and(|i| LAYERS[i].1);
+                let same_unit = to.unit.is_none() || from.unit.is_none() || to.unit == from.unit;
+                if !siblings && !same_unit && !LEAVES.contains(&from.layer.as_str()) {
+                    wrong.push(format!(
+                        "{at}: {} imports crate::{}: units of the {} layer do not import each other",
+                        from.name(),
+                        to.name(),
+                        from.layer
+                    ));
+                }
+                continue;
             }
+            if LEAVES.contains(&from.layer.as_str()) {
+                wrong.push(format!(
+                    "{at}: {} imports crate::{}, but store, output and report import nothing of the crate (only wirebench_core)",
+                    from.name(),
+                    to.name()
+                ));
+                continue;
+            }
+            if LEAVES.contains(&to.layer.as_str()) {
+                if !REACH_LEAVES.contains(&from.layer.as_str()) {
+                    wrong.push(format!(
+                        "{at}: {} imports crate::{}: only commands (and config, for paths) reach the store and the renderers",
+                        from.name(),
+                        to.name()
+                    ));
+                }
+                continue;
+            }
+            let (Some(a), Some(b)) = (layer_index(&from.layer), layer_index(&to.layer)) else {
+                // A path to an item of the crate root (lib.rs): the runtime, which is below
+                // nothing and above nothing.
+                if units.contains_key(&to.layer) || to.layer == "cli" {
+                    wrong.push(format!(
+                        "{at}: {} → {}: unknown layer",
+                        from.name(),
+                        to.name()
+                    ));
+                }
+                continue;
+            };
+            if b <= a {
+                wrong.push(format!(
+                    "{at}: {} (layer {}) imports crate::{} (layer {}): imports must point down",
+                    from.name(),
+                    from.layer,
+                    to.name(),
+                    to.layer
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+/// Unit → the units it imports (first place, for the message).
+fn unit_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, String>> {
+    let units = units_of(files);
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (rel, text) in files {
+        let Some(from) = place_of_file(rel) else {
+            continue;
+        };
+        let entry = graph.entry(from.name()).or_default();
+        for (line, segments) in crate_paths(text) {
+            let to = place_of_path(&segments, &units);
+            if to.unit.is_none() || to == from {
+                continue;
+            }
+            entry
+                .entry(to.name())
+                .or_insert_with(|| format!("src/{rel}:{line}"));
         }
     }
     graph
 }
 
-fn layer_of(module: &str) -> Option<(usize, bool)> {
-    LAYERS
-        .iter()
-        .position(|(_, members, _)| members.contains(&module))
-        .map(|i| (i, LAYERS[i].2))
-}
-
-#[test]
-fn every_import_points_down_the_layers() {
-    let graph = import_graph();
-    let mut wrong = Vec::new();
-    for (module, imports) in &graph {
-        for (target, at) in imports {
-            if LEAVES.contains(&module.as_str()) {
-                wrong.push(format!(
-                    "{at}: {module} imports crate::{target}, but store, output and report import nothing of the crate (only wirebench_core)"
-                ));
-                continue;
-            }
-            if LEAVES.contains(&target.as_str()) {
-                if !matches!(module.as_str(), "commands" | "config") {
-                    wrong.push(format!(
-                        "{at}: {module} imports crate::{target}: only commands (and config, for paths) reach the store and the renderers"
-                    ));
-                }
-                continue;
-            }
-            let (Some((from, siblings)), Some((to, _))) = (layer_of(module), layer_of(target))
-            else {
-                wrong.push(format!(
-                    "{at}: {module} → {target}: a module missing from the layer table in tests/it/architecture.rs and docs/architecture.md"
-                ));
-                continue;
-            };
-            let ok = to > from || (to == from && siblings);
-            if !ok {
-                wrong.push(format!(
-                    "{at}: {module} (layer {}) imports crate::{target} (layer {}): imports must point down",
-                    LAYERS[from].0, LAYERS[to].0
-                ));
-            }
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
-#[test]
-fn no_two_modules_import_each_other() {
-    let graph = import_graph();
-    // Depth-first search for a cycle; reports the first one found as a path.
+fn find_cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<Vec<String>> {
     fn visit(
         node: &str,
         graph: &BTreeMap<String, BTreeMap<String, String>>,
@@ -216,29 +344,128 @@ fn no_two_modules_import_each_other() {
         None
     }
     let mut done = BTreeSet::new();
-    for module in graph.keys() {
-        if let Some(cycle) = visit(module, &graph, &mut Vec::new(), &mut done) {
-            panic!("import circle: {}", cycle.join(" → "));
+    graph
+        .keys()
+        .find_map(|unit| visit(unit, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn every_import_points_down_the_layers() {
+    let wrong = violations(&sources());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_two_units_import_each_other() {
+    if let Some(cycle) = find_cycle(&unit_graph(&sources())) {
+        panic!("import circle: {}", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn only_the_crate_root_sits_beside_the_layers() {
+    let root = src();
+    let mut loose = Vec::new();
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(&root).expect("src readable").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() {
+            folders.push(name);
+        } else if !matches!(name.as_str(), "lib.rs" | "main.rs") {
+            loose.push(name);
         }
+    }
+    assert!(
+        loose.is_empty(),
+        "files beside the layer folders in src/ (move each into its layer): {loose:?}"
+    );
+    for folder in folders {
+        assert!(
+            layer_index(&folder).is_some() || LEAVES.contains(&folder.as_str()),
+            "src/{folder}/ is not a layer of tests/it/architecture.rs"
+        );
     }
 }
 
 #[test]
 fn cli_imports_nothing_of_the_crate() {
-    let graph = import_graph();
-    let imports = graph.get("cli").cloned().unwrap_or_default();
-    assert!(imports.is_empty(), "cli imports {imports:?}");
+    let files = sources();
+    let cli: Vec<String> = files
+        .iter()
+        .filter(|(rel, _)| rel.starts_with("cli/"))
+        .flat_map(|(rel, text)| {
+            crate_paths(text)
+                .into_iter()
+                .filter(|(_, s)| s[0] != "cli")
+                .map(move |(line, s)| format!("src/{rel}:{line}: crate::{}", s.join("::")))
+        })
+        .collect();
+    assert!(cli.is_empty(), "cli imports {cli:?}");
 }
 
 #[test]
-fn the_checker_sees_imports_and_circles() {
-    // The checker itself: a grouped import, an inline path, and a commented one.
+fn the_checker_sees_imports_groups_and_circles() {
     let found = crate_paths(
-        "use crate::{runner, store::Store};\nlet x = crate::net::f(); // crate::config\n",
+        "use crate::{runner, store::Store};\nlet x = crate::transport::net::f(); // crate::config\nuse crate::flows::{client::{self, Run}, server};\n",
     );
-    let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
-    assert_eq!(names, ["runner", "store", "net"]);
-    assert!(layer_of("client").is_some_and(|(l, _)| l > layer_of("runner").unwrap().0));
+    let paths: Vec<String> = found.iter().map(|(_, s)| s.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "runner",
+            "store::Store",
+            "transport::net",
+            "flows::client",
+            "flows::client",
+            "flows::server"
+        ]
+    );
+    // An injected upward import and a leaf reaching up are caught, with file and line.
+    let files = vec![
+        (
+            "engine/stream.rs".to_string(),
+            "use crate::transport::net;\nuse crate::flows::client::Session;\n".to_string(),
+        ),
+        (
+            "flows/client.rs".to_string(),
+            "use crate::engine::stream;\n".to_string(),
+        ),
+        (
+            "report/chart.rs".to_string(),
+            "use crate::output::text;\n".to_string(),
+        ),
+        (
+            "runner/mod.rs".to_string(),
+            "use crate::store::Store;\n".to_string(),
+        ),
+    ];
+    let wrong = violations(&files);
+    assert_eq!(wrong.len(), 3, "{wrong:#?}");
+    assert!(wrong[0].starts_with(
+        "src/engine/stream.rs:2: engine::stream (layer engine) imports crate::flows::client"
+    ));
+    assert!(wrong[1].starts_with("src/report/chart.rs:1"));
+    assert!(wrong[2].starts_with("src/runner/mod.rs:1"));
+    // Siblings of one layer importing each other both ways make a circle.
+    let circle = vec![
+        (
+            "flows/a.rs".to_string(),
+            "use crate::flows::b::X;\n".to_string(),
+        ),
+        (
+            "flows/b.rs".to_string(),
+            "use crate::flows::a::Y;\n".to_string(),
+        ),
+    ];
+    assert!(violations(&circle).is_empty());
+    assert_eq!(
+        find_cycle(&unit_graph(&circle)),
+        Some(vec![
+            "flows::a".into(),
+            "flows::b".into(),
+            "flows::a".into()
+        ])
+    );
 }
 
 /// `wirebench-core` is pure: outside its tests it opens no socket or file, reads no clock and

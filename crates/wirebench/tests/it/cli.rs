@@ -352,7 +352,7 @@ pub(crate) async fn start_server(
 
 /// Every subcommand's name, from the clap definitions the binary parses with.
 fn subcommand_names() -> Vec<String> {
-    wirebench::args::command()
+    wirebench::config::args::command()
         .get_subcommands()
         .map(|s| s.get_name().to_string())
         .collect()
@@ -468,7 +468,7 @@ const ROLE_FLAGS: &[&str] = &["iperf3"];
 #[test]
 fn every_subcommand_speaks_one_vocabulary() {
     use std::collections::{BTreeMap, BTreeSet};
-    let cmd = wirebench::args::command();
+    let cmd = wirebench::config::args::command();
     // long name -> (subcommand, short, value name, takes a value)
     type Use = (String, Option<char>, String, bool);
     let mut longs: BTreeMap<String, Vec<Use>> = BTreeMap::new();

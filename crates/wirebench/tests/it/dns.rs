@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wirebench::dns::{run_dns, DnsSpec};
-use wirebench::relay::{Relay, RelayConfig};
+use wirebench::flows::dns::{run_dns, DnsSpec};
+use wirebench::flows::relay::{Relay, RelayConfig};
 use wirebench::store::Store;
-use wirebench_core::dns::{DnsTransport, Question};
-use wirebench_core::impair::Impairments;
+use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::dns::{DnsResult, NewDnsCampaign};
 use wirebench_core::record::Status;
+use wirebench_core::wire::dns::{DnsTransport, Question};
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};

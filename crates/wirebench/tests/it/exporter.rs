@@ -16,8 +16,8 @@ use tokio::task::JoinHandle;
 use wirebench::cli::ExporterArgs;
 use wirebench::config::exporter::ExporterConfig;
 use wirebench::exporter::Exporter;
-use wirebench::server::{Limits, Server, ServerOptions};
-use wirebench::tls::ServerIdentity;
+use wirebench::flows::server::{Limits, Server, ServerOptions};
+use wirebench::transport::tls::ServerIdentity;
 
 use crate::cli::wirebench;
 use crate::dns::Unbound;
@@ -46,7 +46,7 @@ impl MeteredServer {
             .expect("bind test server");
         let addr = server.local_addr();
         let handle = server.metrics();
-        let listener = wirebench::http::bind("127.0.0.1:0".parse().unwrap())
+        let listener = wirebench::transport::http::bind("127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind metrics");
         let metrics = listener.local_addr().unwrap();
@@ -55,7 +55,7 @@ impl MeteredServer {
             let _ = server.run(tx).await;
         });
         let draining = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-        let http = tokio::spawn(wirebench::http::serve(listener, move |req| {
+        let http = tokio::spawn(wirebench::transport::http::serve(listener, move |req| {
             let handle = handle.clone();
             async move { wirebench::commands::server::metrics_page(&req, &handle) }
         }));
@@ -82,7 +82,7 @@ struct TestExporter {
 impl TestExporter {
     async fn start(args: ExporterArgs) -> TestExporter {
         let cfg = ExporterConfig::from_args(&args).expect("valid exporter flags");
-        let listener = wirebench::http::bind("127.0.0.1:0".parse().unwrap())
+        let listener = wirebench::transport::http::bind("127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind exporter");
         let addr = listener.local_addr().unwrap();

@@ -11,11 +11,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use wirebench::iperf3::client::{self, ClientConfig, ClientOutcome, Limit};
-use wirebench::iperf3::server::Iperf3Server;
-use wirebench::perf::client::{PerfConfig, Trust};
-use wirebench::server::{Server, ServerEvent, ServerOptions, SessionSummary};
-use wirebench::tls::ServerIdentity;
+use wirebench::flows::iperf3::client::{self, ClientConfig, ClientOutcome, Limit};
+use wirebench::flows::iperf3::server::Iperf3Server;
+use wirebench::flows::perf::client::{PerfConfig, Trust};
+use wirebench::flows::server::{Server, ServerEvent, ServerOptions, SessionSummary};
+use wirebench::transport::tls::ServerIdentity;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TestServer, TEST_TIMEOUT};
@@ -506,7 +506,7 @@ async fn quic_perf_client_against_our_perf_server_moves_exact_bytes() {
         trust: Trust::Insecure,
         json: false,
     };
-    let doc = tokio::time::timeout(TEST_TIMEOUT, wirebench::perf::client::run(&perf))
+    let doc = tokio::time::timeout(TEST_TIMEOUT, wirebench::flows::perf::client::run(&perf))
         .await
         .expect("in time")
         .expect("perf run succeeded");
@@ -553,7 +553,7 @@ async fn quic_perf_verifies_the_certificate_when_given_a_ca() {
     };
     let ok = tokio::time::timeout(
         TEST_TIMEOUT,
-        wirebench::perf::client::run(&trusted("localhost")),
+        wirebench::flows::perf::client::run(&trusted("localhost")),
     )
     .await
     .expect("in time")
@@ -561,7 +561,7 @@ async fn quic_perf_verifies_the_certificate_when_given_a_ca() {
     assert_eq!(ok.transfers[0].bytes, 1 << 20);
     let err = tokio::time::timeout(
         TEST_TIMEOUT,
-        wirebench::perf::client::run(&trusted("example.org")),
+        wirebench::flows::perf::client::run(&trusted("example.org")),
     )
     .await
     .expect("in time")

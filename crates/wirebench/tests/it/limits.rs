@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
-use wirebench::client::run_session;
-use wirebench::control;
-use wirebench::server::{Limits, Server, ServerEvent, ServerOptions, StopRequest};
-use wirebench::tls::ServerIdentity;
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, DataPathOptions, Preamble, SessionParams};
+use wirebench::flows::client::run_session;
+use wirebench::flows::server::{Limits, Server, ServerEvent, ServerOptions, StopRequest};
+use wirebench::transport::control;
+use wirebench::transport::tls::ServerIdentity;
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::wire::proto::{ControlMessage, DataPathOptions, Preamble, SessionParams};
 
 use crate::sessions::spec;
 use crate::support::{TestServer, TEST_TIMEOUT};

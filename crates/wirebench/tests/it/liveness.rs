@@ -241,10 +241,10 @@ async fn closed_udp_port() -> std::net::SocketAddr {
 async fn a_closed_udp_port_stops_the_sender_at_once() {
     use std::sync::atomic::AtomicU64;
     use wirebench::engine::udp::{self, AsyncPort, UdpClient};
-    use wirebench_core::rto::{
+    use wirebench_core::machine::rto::{
         RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
     };
-    use wirebench_core::saw::RtoPolicy;
+    use wirebench_core::machine::saw::RtoPolicy;
 
     let to = closed_udp_port().await;
     let started = Instant::now();

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use wirebench::client::run_session;
-use wirebench::interval::Progress;
-use wirebench::parallel::run_flows;
-use wirebench_core::metrics::StatsSource;
-use wirebench_core::plan::{message_count, Mechanism, Protocol};
-use wirebench_core::proto::SessionParams;
+use wirebench::engine::interval::Progress;
+use wirebench::flows::client::run_session;
+use wirebench::flows::parallel::run_flows;
+use wirebench_core::vocab::metrics::StatsSource;
+use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::wire::proto::SessionParams;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
 use crate::support::{TestServer, TEST_TIMEOUT};

@@ -238,8 +238,8 @@ async fn bad_omit_spans_are_refused_in_one_line() {
 /// refused with the reason, and the server goes on serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_refuses_an_omit_span_past_its_duration_limit() {
-    use wirebench::client::run_session;
-    use wirebench_core::plan::{Mechanism, Protocol};
+    use wirebench::flows::client::run_session;
+    use wirebench_core::vocab::plan::{Mechanism, Protocol};
 
     use crate::sessions::spec;
     use crate::support::{TestServer, TEST_TIMEOUT};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use wirebench_core::proto::{ControlMessage, RrParams};
+use wirebench_core::wire::proto::{ControlMessage, RrParams};
 
 use crate::cli::{stderr, wirebench};
 use crate::interop::{have_iperf3, RealServer};
@@ -119,7 +119,7 @@ async fn every_client_names(addr: SocketAddr, expect: &str) {
 /// The session request itself, in-process: the error names the peer within 1 s.
 async fn request_names_within_a_second(addr: SocketAddr, expect: &str) {
     let request = ControlMessage::RrRequest(RrParams {
-        protocol: wirebench_core::plan::Protocol::Tcp,
+        protocol: wirebench_core::vocab::plan::Protocol::Tcp,
         request: 64,
         response: 64,
         concurrency: 1,
@@ -129,7 +129,7 @@ async fn request_names_within_a_second(addr: SocketAddr, expect: &str) {
     let started = Instant::now();
     let err = tokio::time::timeout(
         Duration::from_secs(5),
-        wirebench::control::request_session(addr, &request),
+        wirebench::transport::control::request_session(addr, &request),
     )
     .await
     .expect("an answer within 5 s")

@@ -5,8 +5,8 @@
 //! Placeholders (HOST, FILE) parse as values; synopsis lines with `[--flag]` or `a|b`
 //! alternatives are not commands and are skipped.
 
-use wirebench::args;
 use wirebench::cli::Command;
+use wirebench::config::args;
 use wirebench::config::rr::RrConfig;
 use wirebench::runner::RunConfig;
 

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use wirebench::client::{run_session, SessionOutcome};
 use wirebench::engine::quic;
-use wirebench::relay::{Relay, RelayConfig, RelayCounts};
-use wirebench_core::impair::Impairments;
-use wirebench_core::plan::{message_count, Mechanism, Protocol};
-use wirebench_core::proto::SessionParams;
+use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench::flows::relay::{Relay, RelayConfig, RelayCounts};
+use wirebench_core::machine::impair::Impairments;
+use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::wire::proto::SessionParams;
 
 use crate::support::{TestServer, TEST_TIMEOUT};
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
-use wirebench::client::run_session;
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{self, ControlMessage, Preamble, SessionParams};
+use wirebench::flows::client::run_session;
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::wire::proto::{self, ControlMessage, Preamble, SessionParams};
 
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 

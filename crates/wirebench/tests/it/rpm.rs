@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use wirebench::relay::{Relay, RelayConfig};
-use wirebench::rpm::{run_rpm, RpmSettings};
-use wirebench::server::{Limits, ServerOptions};
-use wirebench_core::auth::Psk;
-use wirebench_core::impair::Impairments;
-use wirebench_core::responsiveness::{LoadDirection, Parameters, RpmResult};
+use wirebench::flows::relay::{Relay, RelayConfig};
+use wirebench::flows::rpm::{run_rpm, RpmSettings};
+use wirebench::flows::server::{Limits, ServerOptions};
+use wirebench_core::machine::impair::Impairments;
+use wirebench_core::machine::responsiveness::{LoadDirection, Parameters, RpmResult};
+use wirebench_core::security::auth::Psk;
 
 use crate::support::{TestServer, TEST_TIMEOUT};
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wirebench::store::Store;
+use wirebench_core::machine::responsiveness::{Rating, RpmResult};
 use wirebench_core::record::rpm::NewRpmCampaign;
 use wirebench_core::record::Status;
-use wirebench_core::responsiveness::{Rating, RpmResult};
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};

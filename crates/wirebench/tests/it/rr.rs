@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use wirebench::rr_client::{run_rr, RrOutcome, RrSpec};
-use wirebench_core::metrics::StatsSource;
-use wirebench_core::plan::Protocol;
-use wirebench_core::proto::RrParams;
+use wirebench::flows::rr_client::{run_rr, RrOutcome, RrSpec};
 use wirebench_core::record::RttFigures;
+use wirebench_core::vocab::metrics::StatsSource;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::proto::RrParams;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
@@ -308,9 +308,9 @@ async fn bad_ping_and_rr_input_gets_one_line_and_exit_status_2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_wait_runs_report_the_same_ladder() {
-    use wirebench::client::run_session;
-    use wirebench_core::plan::Mechanism;
-    use wirebench_core::proto::SessionParams;
+    use wirebench::flows::client::run_session;
+    use wirebench_core::vocab::plan::Mechanism;
+    use wirebench_core::wire::proto::SessionParams;
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
         // TCP and QUIC: every message is sampled (UDP's retransmitted ones are not, by Karn's rule).
@@ -406,8 +406,8 @@ async fn the_server_refuses_impossible_sessions_and_keeps_serving() {
 async fn a_client_that_vanishes_mid_request_aborts_only_its_session() {
     use tokio::io::AsyncWriteExt;
     use tokio::net::TcpStream;
-    use wirebench::control;
-    use wirebench_core::proto::{ControlMessage, Preamble};
+    use wirebench::transport::control;
+    use wirebench_core::wire::proto::{ControlMessage, Preamble};
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
         let mut ctrl = TcpStream::connect(server.addr).await.unwrap();

@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpStream, UdpSocket};
-use wirebench::client::run_session_auth;
-use wirebench::control;
-use wirebench::interval::Progress;
-use wirebench::rr_client::{run_rr_auth, RrSpec};
-use wirebench::server::ServerOptions;
-use wirebench_core::amplification::encode_hello;
-use wirebench_core::auth::{self, Psk, CLIENT_LABEL, NONCE_LEN, SERVER_LABEL};
-use wirebench_core::plan::{Mechanism, Protocol};
-use wirebench_core::proto::{ControlMessage, Preamble, RrParams, SessionParams};
-use wirebench_core::wire::{Header, Kind, HEADER_LEN};
+use wirebench::engine::interval::Progress;
+use wirebench::flows::client::run_session_auth;
+use wirebench::flows::rr_client::{run_rr_auth, RrSpec};
+use wirebench::flows::server::ServerOptions;
+use wirebench::transport::control;
+use wirebench_core::security::amplification::encode_hello;
+use wirebench_core::security::auth::{self, Psk, CLIENT_LABEL, NONCE_LEN, SERVER_LABEL};
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, SessionParams};
 
 use crate::support::{TestServer, TEST_TIMEOUT};
 
@@ -71,7 +71,7 @@ async fn notice_containing(server: &mut TestServer, needle: &str) -> String {
             .await
             .unwrap_or_else(|_| panic!("a notice containing {needle:?} within 10 s"))
             .expect("server running");
-        if let wirebench::server::ServerEvent::Notice(n) = ev {
+        if let wirebench::flows::server::ServerEvent::Notice(n) = ev {
             if n.message.contains(needle) {
                 return n.message;
             }
@@ -172,7 +172,7 @@ async fn psk_missing_or_wrong_key_is_refused_with_its_message() {
 /// The notices up to the next session summary, and the summary.
 async fn notices_and_session(
     server: &mut TestServer,
-) -> (Vec<String>, wirebench::server::SessionSummary) {
+) -> (Vec<String>, wirebench::flows::server::SessionSummary) {
     let mut notices = Vec::new();
     loop {
         let ev = tokio::time::timeout(Duration::from_secs(30), server.events.recv())
@@ -180,8 +180,8 @@ async fn notices_and_session(
             .expect("a session summary within 30 s")
             .expect("server running");
         match ev {
-            wirebench::server::ServerEvent::Notice(n) => notices.push(n.message),
-            wirebench::server::ServerEvent::Session(s) => return (notices, *s),
+            wirebench::flows::server::ServerEvent::Notice(n) => notices.push(n.message),
+            wirebench::flows::server::ServerEvent::Session(s) => return (notices, *s),
         }
     }
 }
@@ -200,7 +200,7 @@ async fn open_control(addr: SocketAddr, request: &ControlMessage) -> (TcpStream,
         .await
         .expect("preamble");
     let mut frame = Vec::new();
-    wirebench_core::proto::encode_frame(request, &mut frame);
+    wirebench_core::wire::proto::encode_frame(request, &mut frame);
     tokio::io::AsyncWriteExt::write_all(&mut ctrl, &frame)
         .await
         .expect("request");
@@ -493,7 +493,7 @@ async fn psk_flag_refuses_a_short_or_missing_key_file() {
 /// says so in a notice, while an open server serves it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn psk_server_refuses_quic_perf_clients() {
-    use wirebench::perf::client::{PerfConfig, Trust};
+    use wirebench::flows::perf::client::{PerfConfig, Trust};
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start_with(psk_server_options()).await;
         let perf = PerfConfig {
@@ -504,7 +504,7 @@ async fn psk_server_refuses_quic_perf_clients() {
             trust: Trust::Insecure,
             json: false,
         };
-        wirebench::perf::client::run(&perf)
+        wirebench::flows::perf::client::run(&perf)
             .await
             .expect_err("a perf client is refused");
         notice_containing(&mut server, "QUIC perf client refused").await;

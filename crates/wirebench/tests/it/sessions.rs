@@ -1,9 +1,9 @@
 //! Exact counts for every protocol × mechanism, edge message sizes, lossy stop-and-wait.
 
-use wirebench::client::{run_session, SessionOutcome};
-use wirebench_core::plan::{message_count, Mechanism, Protocol};
-use wirebench_core::proto::SessionParams;
-use wirebench_core::wire;
+use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::wire::datagram;
+use wirebench_core::wire::proto::SessionParams;
 
 use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
 
@@ -121,7 +121,7 @@ async fn tcp_and_quic_carry_one_byte_and_65535_byte_messages() {
 async fn udp_carries_the_largest_datagram() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        let largest = wire::max_message_size(false);
+        let largest = datagram::max_message_size(false);
         assert_eq!(largest, 65507 - 16);
         let total = u64::from(largest) * 10 + 1;
         let out = run(
@@ -145,7 +145,7 @@ async fn udp_carries_the_largest_datagram() {
 async fn server_refuses_a_udp_message_one_byte_too_big() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let server = TestServer::start().await;
-        let too_big = wire::max_message_size(false) + 1;
+        let too_big = datagram::max_message_size(false) + 1;
         let err = run_session(
             server.addr,
             &spec(Protocol::Udp, Mechanism::Stream, too_big, 1_000_000),
@@ -212,7 +212,7 @@ async fn udp_stop_and_wait_survives_loss_in_both_directions() {
 async fn data_path_options_apply_on_both_ends() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let mut server = TestServer::start().await;
-        let cc = wirebench::net::available_congestion_controls()
+        let cc = wirebench::transport::net::available_congestion_controls()
             .and_then(|list| list.into_iter().find(|c| c == "reno" || c == "cubic"));
         for mechanism in [Mechanism::Stream, Mechanism::StopAndWait] {
             let mut sp = spec(Protocol::Tcp, mechanism, 1000, 200_001);
@@ -253,7 +253,7 @@ async fn data_path_options_apply_on_both_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_refuses_an_unknown_congestion_control() {
     tokio::time::timeout(TEST_TIMEOUT, async {
-        if wirebench::net::available_congestion_controls().is_none() {
+        if wirebench::transport::net::available_congestion_controls().is_none() {
             eprintln!("skipped: this kernel does not list its congestion controls");
             return;
         }
@@ -320,7 +320,7 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
 }
 
 /// The sender's path MTU that a QUIC session reports.
-fn quic_mtu(t: Option<&wirebench_core::metrics::TransportStats>) -> u64 {
+fn quic_mtu(t: Option<&wirebench_core::vocab::metrics::TransportStats>) -> u64 {
     t.and_then(|t| t.path_mtu)
         .expect("QUIC reports its path MTU")
 }

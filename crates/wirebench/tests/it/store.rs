@@ -110,7 +110,7 @@ fn runs_are_committed_one_by_one(db: &TestDb) {
 
 /// The first run of the V1 fixture: a real run record.
 fn fixture_run() -> (
-    wirebench_core::sweep::Point,
+    wirebench_core::vocab::sweep::Point,
     wirebench_core::record::RunRecord,
 ) {
     let f = TempPath::new(".sqlite3");

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
-use wirebench::server::{MetricsHandle, Server, ServerEvent, ServerOptions, SessionSummary};
-use wirebench::tls::ServerIdentity;
+use wirebench::flows::server::{MetricsHandle, Server, ServerEvent, ServerOptions, SessionSummary};
+use wirebench::transport::tls::ServerIdentity;
 
 /// Every test bounds its own time with this.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);

@@ -1,0 +1,824 @@
+//! Control protocol: owns the connection preamble, the control messages and their length-prefixed JSON
+//! framing; must not do I/O or decide how a session runs.
+//!
+//! Every TCP connection to the server, and the first bytes of the QUIC data stream, start with a 16-byte
+//! preamble (magic, version, kind, session, token) so a stray client fails with a clear message.
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
+use crate::vocab::plan::{Mechanism, Protocol};
+
+/// First four bytes of every wirebench connection.
+pub const MAGIC: [u8; 4] = *b"WBNC";
+/// Version of the preamble and control messages this build speaks.
+pub const PROTOCOL_VERSION: u16 = 2;
+/// Length of the connection preamble, in bytes.
+pub const PREAMBLE_LEN: usize = 16;
+/// Largest accepted control frame body, in bytes.
+pub const MAX_CONTROL_FRAME: usize = 64 * 1024;
+
+/// What a connection is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnKind {
+    /// Carries framed [`ControlMessage`]s (kind byte 1).
+    Control,
+    /// Carries the data of an accepted session (kind byte 2).
+    Data,
+}
+
+/// The 16 bytes that open every connection:
+/// `magic [4] | version u16 | kind u8 | reserved u8 | session u32 | token u32`, big endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Preamble {
+    /// Protocol version of the sender.
+    pub version: u16,
+    /// Control or data connection.
+    pub kind: ConnKind,
+    /// Session id for data connections, 0 for control.
+    pub session: u32,
+    /// Per-session random token proving a data connection belongs to the session, 0 for control.
+    pub token: u32,
+}
+
+/// A control message; on the wire, a `u32` big-endian body length followed by the JSON body.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ControlMessage {
+    /// Client → server: start a session with these parameters.
+    SessionRequest(SessionParams),
+    /// Server → client: the session exists; attach data with this id and token.
+    Accepted {
+        /// Session id to put in data preambles and UDP headers.
+        session: u32,
+        /// Token to put in the data preamble.
+        token: u32,
+        /// QUIC sessions: the server's self-signed certificate (DER), which the client pins for the data
+        /// connection; None otherwise. Not in the original spec: the app needs it to trust the server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quic_cert: Option<Vec<u8>>,
+    },
+    /// Server → client: the session was refused; the reason is for the user.
+    Rejected {
+        /// Why, in words for the user.
+        reason: String,
+    },
+    /// Client → server: the client has sent everything.
+    SenderDone {
+        /// Messages the client sent (UDP: distinct messages, not counting retransmissions).
+        messages_sent: u64,
+        /// Payload bytes the client sent (not counting retransmissions or headers).
+        bytes_sent: u64,
+    },
+    /// Server → client: what the server read in this session.
+    Report(Box<ServerReport>),
+    /// Either side: a protocol error, for the user.
+    Error {
+        /// What went wrong, in words for the user.
+        reason: String,
+    },
+    /// Client → server: start a request-response session (`wirebench ping` and `rr`) instead of a
+    /// transfer. Answered like [`ControlMessage::SessionRequest`] (`accepted` or `rejected`); the client
+    /// ends it with [`ControlMessage::SenderDone`] and gets a [`ControlMessage::Report`]. A server from
+    /// before this variant cannot decode it and answers with an error frame.
+    RrRequest(RrParams),
+    /// Server → client, only on a server with a pre-shared key, right after the client's request:
+    /// prove you hold the key. `nonce` is 32 fresh random bytes, hex (see [`crate::security::auth`]).
+    AuthChallenge {
+        /// The server's nonce for this connection, 64 hex digits.
+        nonce: String,
+    },
+    /// Client → server: the answer to [`ControlMessage::AuthChallenge`]: the client's own nonce
+    /// and `HMAC-SHA256(key, transcript)` under the client label, both hex.
+    AuthResponse {
+        /// The client's nonce, 64 hex digits.
+        nonce: String,
+        /// The client's MAC, 64 hex digits.
+        mac: String,
+    },
+    /// Server → client: the client's MAC was right; the server's own MAC (server label) proves
+    /// it holds the key too. `accepted` or `rejected` follows.
+    AuthOk {
+        /// The server's MAC, 64 hex digits.
+        mac: String,
+    },
+    /// Server → client, only in a UDP streaming session whose client asked for it
+    /// ([`DataPathOptions::receipt_us`]): what the server has received so far, sent
+    /// periodically until the client's [`ControlMessage::SenderDone`] arrives (one may cross
+    /// it; the client skips them before the report). A rate-search trial ends as soon as
+    /// these decide it has failed.
+    Receipt {
+        /// Unique messages received so far.
+        messages: u64,
+        /// Unique payload bytes received so far.
+        bytes: u64,
+        /// One above the highest sequence number received so far (0: none yet): the messages
+        /// below it that have not arrived are lost or late.
+        next_seq: u64,
+    },
+}
+
+/// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`]: for every request of
+/// `request` bytes the server answers with `response` bytes (on the same stream, or one datagram each).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct RrParams {
+    /// Transport protocol of the requests.
+    pub protocol: Protocol,
+    /// Request size in bytes (UDP: the payload after the 16-byte header).
+    pub request: u32,
+    /// Response size in bytes (UDP: the payload after the 16-byte header).
+    pub response: u32,
+    /// Flows (connections or sockets) the client opens; for the server's summary only.
+    pub flows: u32,
+    /// Requests outstanding per flow; for the server's summary only.
+    pub concurrency: u32,
+    /// Each request on a fresh TCP or QUIC connection (the server then accepts many data connections).
+    #[serde(default)]
+    pub new_connection: bool,
+}
+
+/// Parameters of one session, sent by the client in [`ControlMessage::SessionRequest`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SessionParams {
+    /// Transport protocol of the data.
+    pub protocol: Protocol,
+    /// Transfer mechanism.
+    pub mechanism: Mechanism,
+    /// Message size in bytes (the last message may be shorter).
+    pub msg_size: u32,
+    /// Total payload to transfer, in bytes.
+    pub total_bytes: u64,
+    /// Fixed UDP stop-and-wait retransmission timeout in microseconds; None = adaptive.
+    pub rto_us: Option<u64>,
+    /// UDP streaming pacing in bit/s; None = unpaced.
+    pub rate_bps: Option<u64>,
+    /// UDP streaming: how long the server waits for late datagrams after the sender is done, microseconds.
+    pub grace_us: u64,
+    /// Data-path options both ends apply (absent fields mean defaults, so older peers interoperate).
+    #[serde(default)]
+    pub options: DataPathOptions,
+    /// Period of the interval series (`-i`) the server keeps and reports, microseconds; None
+    /// keeps none. Omitted on the wire when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_us: Option<u64>,
+    /// The server sends and the client receives (`-R`; TCP and QUIC). Omitted on the wire when
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reverse: bool,
+    /// A timed session (`run -t`): the sender sends whole messages for this many microseconds,
+    /// then ends the session as usual (closing or finishing the stream, or `SenderDone`), and
+    /// `total_bytes` is only an upper bound ([`UNBOUNDED_TOTAL`]). Omitted on the wire when
+    /// None. A server older than this field ignores it and refuses the unbounded total
+    /// against its `--max-bytes` limit (or, without one, reports the session truncated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
+    /// `run -O/--omit`: each end notes what it has moved this many microseconds after its
+    /// transfer began (the omit mark) and reports it in [`ServerReport::omitted`], so the
+    /// figures can leave the first span out, as iperf3's `-O`. Omitted on the wire when None;
+    /// a server older than this field reports no mark (and the client refuses its figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_us: Option<u64>,
+}
+
+/// The `total_bytes` of a timed session: no byte limit, in a number that still fits the
+/// signed 64-bit integers the results store keeps.
+pub const UNBOUNDED_TOTAL: u64 = i64::MAX as u64;
+
+impl SessionParams {
+    /// Whether the session ends by time (`duration_us`) rather than by `total_bytes`.
+    pub fn timed(&self) -> bool {
+        self.duration_us.is_some()
+    }
+}
+
+/// Socket and scheduling options of a session's data path, requested by the user.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataPathOptions {
+    /// Socket send and receive buffer size in bytes for TCP data sockets on both ends and the
+    /// client's UDP socket (`-w`); None = the OS default (autotuning for TCP).
+    #[serde(default)]
+    pub window: Option<u32>,
+    /// TCP congestion control algorithm on both ends (`-C`); None = the system default.
+    #[serde(default)]
+    pub congestion: Option<String>,
+    /// TCP_NODELAY on TCP data sockets also when streaming (stop-and-wait always sets it).
+    #[serde(default)]
+    pub nodelay: bool,
+    /// Spin on non-blocking sockets instead of sleeping (stop-and-wait latency runs).
+    #[serde(default)]
+    pub busy_poll: bool,
+    /// UDP streaming (`run --rate max` trials): the server reports what it has received so far
+    /// ([`ControlMessage::Receipt`]) on the control connection every this many microseconds
+    /// until the client is done (at most every [`MIN_RECEIPT_US`]). Omitted on the wire when
+    /// None; a server older than this field ignores it and sends none, so a trial then runs
+    /// its whole length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_us: Option<u64>,
+    /// QUIC: the largest UDP payload either end may send (`--quic-mtu`); None = discover up to
+    /// what the path carries. Applied by the client, which advertises it to the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_mtu: Option<u16>,
+}
+
+/// The shortest period a server sends [`ControlMessage::Receipt`] at, microseconds: a client
+/// asking for less gets this, so it cannot make the server flood the control connection.
+pub const MIN_RECEIPT_US: u64 = 5_000;
+
+/// What one end's data path actually ran with, as the OS reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataPathInfo {
+    /// Effective socket receive buffer, bytes (0 when not applicable).
+    pub recv_buffer: u64,
+    /// Effective socket send buffer, bytes (0 when not applicable).
+    pub send_buffer: u64,
+    /// TCP congestion control in use, if TCP.
+    pub congestion: Option<String>,
+    /// TCP_NODELAY set on the data socket.
+    pub nodelay: bool,
+    /// The data path spun instead of sleeping.
+    pub busy_poll: bool,
+    /// UDP GSO: most datagrams one send carried (1 = no segmentation offload); 0 when not UDP.
+    pub gso_segments: u32,
+    /// CPU the data path last ran on, if known.
+    pub cpu: Option<u32>,
+}
+
+/// What the server read in one session, sent in [`ControlMessage::Report`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct ServerReport {
+    /// Transport protocol of the session.
+    pub protocol: Protocol,
+    /// Transfer mechanism of the session.
+    pub mechanism: Mechanism,
+    /// Application messages read (UDP: unique datagrams delivered).
+    pub messages: u64,
+    /// Application payload bytes read (unique).
+    pub bytes: u64,
+    /// Read calls that returned data (TCP/QUIC) or datagrams received including duplicates (UDP).
+    pub read_calls: u64,
+    /// First byte read → last byte read, on the server's monotonic clock, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// Time between the last data arrival and the moment the report was made, in nanoseconds.
+    pub idle_after_last_ns: u64,
+    /// Messages sent but never delivered (UDP).
+    pub lost: u64,
+    /// Copies of already delivered messages (UDP).
+    pub duplicates: u64,
+    /// New messages that arrived after a higher one (UDP).
+    pub out_of_order: u64,
+    /// Interarrival jitter of the data datagrams, RFC 3550 estimator, microseconds (UDP, with
+    /// messages of 4 bytes or more, which carry the sender's timestamp).
+    #[serde(default)]
+    pub jitter_us: Option<f64>,
+    /// Acknowledgements the server sent (stop-and-wait).
+    pub acks_sent: u64,
+    /// The session ended before all data arrived.
+    pub aborted: bool,
+    /// Why the session was aborted, for the user.
+    pub abort_reason: Option<String>,
+    /// What the server's data path ran with.
+    #[serde(default)]
+    pub data_path: DataPathInfo,
+    /// What the server's transport reported (TCP_INFO of the data socket, QUIC connection
+    /// stats); None for UDP, whose loss the figures above already give.
+    #[serde(default)]
+    pub transport: Option<TransportStats>,
+    /// CPU time the server process spent while the session ran (getrusage).
+    #[serde(default)]
+    pub cpu: Option<CpuUsage>,
+    /// What the server read per interval, when the client asked for intervals (`-i`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalSample>,
+    /// With `omit_us` asked (`-O`): what the server had moved at its omit mark; None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
+}
+
+/// What one end had moved at its omit mark (`run -O`): the span the figures leave out.
+/// A run that ended before the mark has everything in it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// Payload bytes sent (stop-and-wait: acknowledged) or read before the mark.
+    pub bytes: u64,
+    /// Whole messages in those bytes.
+    pub messages: u64,
+    /// From the start of this end's transfer to the mark, nanoseconds (shorter than the
+    /// omit span when the run ended before the mark).
+    pub elapsed_ns: u64,
+}
+
+/// Why a preamble or control frame was refused; messages are one line, for users.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtoError {
+    /// The peer did not open with [`MAGIC`].
+    #[error("peer is not a wirebench endpoint (bad magic \"{}\")", found.escape_ascii())]
+    BadMagic {
+        /// The four bytes received instead.
+        found: [u8; 4],
+    },
+    /// The peer speaks another protocol version.
+    #[error("peer speaks protocol version {found}, this wirebench speaks {supported}")]
+    UnsupportedVersion {
+        /// The peer's version.
+        found: u16,
+        /// Ours, [`PROTOCOL_VERSION`].
+        supported: u16,
+    },
+    /// The connection kind byte is neither 1 (control) nor 2 (data).
+    #[error("peer opened a connection of unknown kind {0} (expected 1 for control or 2 for data)")]
+    BadKind(u8),
+    /// A control frame longer than [`MAX_CONTROL_FRAME`].
+    #[error("control message of {len} bytes exceeds the {MAX_CONTROL_FRAME}-byte limit")]
+    Oversized {
+        /// The announced body length.
+        len: usize,
+    },
+    /// An empty frame, or a body that is not a valid [`ControlMessage`].
+    #[error("malformed control message: {0}")]
+    Malformed(String),
+}
+
+impl ConnKind {
+    /// The byte on the wire.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            ConnKind::Control => 1,
+            ConnKind::Data => 2,
+        }
+    }
+
+    /// The kind for a byte on the wire.
+    pub fn from_byte(byte: u8) -> Result<ConnKind, ProtoError> {
+        match byte {
+            1 => Ok(ConnKind::Control),
+            2 => Ok(ConnKind::Data),
+            other => Err(ProtoError::BadKind(other)),
+        }
+    }
+}
+
+impl Preamble {
+    /// The preamble of a control connection (session and token 0).
+    pub fn control() -> Preamble {
+        Preamble {
+            version: PROTOCOL_VERSION,
+            kind: ConnKind::Control,
+            session: 0,
+            token: 0,
+        }
+    }
+
+    /// The preamble of a data connection for an accepted session.
+    pub fn data(session: u32, token: u32) -> Preamble {
+        Preamble {
+            version: PROTOCOL_VERSION,
+            kind: ConnKind::Data,
+            session,
+            token,
+        }
+    }
+
+    /// The 16 bytes on the wire.
+    pub fn encode(&self) -> [u8; PREAMBLE_LEN] {
+        let mut out = [0u8; PREAMBLE_LEN];
+        out[0..4].copy_from_slice(&MAGIC);
+        out[4..6].copy_from_slice(&self.version.to_be_bytes());
+        out[6] = self.kind.to_byte();
+        out[7] = 0;
+        out[8..12].copy_from_slice(&self.session.to_be_bytes());
+        out[12..16].copy_from_slice(&self.token.to_be_bytes());
+        out
+    }
+
+    /// Parses and checks a preamble: magic first (so a non-wirebench peer gets the clearest error), then
+    /// version, then kind. The reserved byte is ignored.
+    pub fn decode(bytes: &[u8; PREAMBLE_LEN]) -> Result<Preamble, ProtoError> {
+        let [m0, m1, m2, m3, v0, v1, kind, _reserved, s0, s1, s2, s3, t0, t1, t2, t3] = *bytes;
+        let found = [m0, m1, m2, m3];
+        if found != MAGIC {
+            return Err(ProtoError::BadMagic { found });
+        }
+        let version = u16::from_be_bytes([v0, v1]);
+        if version != PROTOCOL_VERSION {
+            return Err(ProtoError::UnsupportedVersion {
+                found: version,
+                supported: PROTOCOL_VERSION,
+            });
+        }
+        Ok(Preamble {
+            version,
+            kind: ConnKind::from_byte(kind)?,
+            session: u32::from_be_bytes([s0, s1, s2, s3]),
+            token: u32::from_be_bytes([t0, t1, t2, t3]),
+        })
+    }
+}
+
+/// Appends one frame (`u32` BE body length, then the JSON body) to `out`.
+///
+/// Reasons are free text: keep them short, since a body over [`MAX_CONTROL_FRAME`] is written but refused
+/// by the peer.
+pub fn encode_frame(msg: &ControlMessage, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    // Serializing these types into a Vec cannot fail (plain structs, strings and integers, no maps, and Vec
+    // writes are infallible); should it ever, send a well-formed error frame rather than panic or send junk.
+    if serde_json::to_writer(&mut *out, msg).is_err() {
+        out.truncate(start + 4);
+        out.extend_from_slice(
+            br#"{"type":"error","reason":"internal error: could not encode a control message"}"#,
+        );
+    }
+    let body_len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
+    out[start..start + 4].copy_from_slice(&body_len.to_be_bytes());
+}
+
+/// Body length announced by a frame's 4-byte header; 0 is malformed and more than [`MAX_CONTROL_FRAME`]
+/// is oversized, so a reader never allocates what a peer merely claims.
+pub fn frame_len(header: [u8; 4]) -> Result<usize, ProtoError> {
+    let len = usize::try_from(u32::from_be_bytes(header)).unwrap_or(usize::MAX);
+    check_len(len)?;
+    Ok(len)
+}
+
+/// Parses a frame body (without its length header) into a message.
+pub fn decode_body(body: &[u8]) -> Result<ControlMessage, ProtoError> {
+    check_len(body.len())?;
+    serde_json::from_slice(body).map_err(|e| ProtoError::Malformed(printable(&e.to_string())))
+}
+
+/// `text` with control characters escaped (`\n`, `\u{7f}`): serde's messages quote what the peer
+/// sent (an unknown `type`, say), and a peer must not put line breaks or terminal escapes into
+/// what we print or log.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn check_len(len: usize) -> Result<(), ProtoError> {
+    if len == 0 {
+        return Err(ProtoError::Malformed("empty frame (length 0)".to_owned()));
+    }
+    if len > MAX_CONTROL_FRAME {
+        return Err(ProtoError::Oversized { len });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> SessionParams {
+        SessionParams {
+            duration_us: None,
+            omit_us: None,
+            protocol: Protocol::Udp,
+            mechanism: Mechanism::StopAndWait,
+            msg_size: 1200,
+            total_bytes: 1_000_000,
+            rto_us: Some(5_000),
+            rate_bps: None,
+            grace_us: 250_000,
+            options: DataPathOptions::default(),
+            interval_us: None,
+            reverse: false,
+        }
+    }
+
+    fn round_trip(msg: &ControlMessage) -> ControlMessage {
+        let mut out = Vec::new();
+        encode_frame(msg, &mut out);
+        let len = frame_len([out[0], out[1], out[2], out[3]]).unwrap();
+        assert_eq!(len, out.len() - 4);
+        decode_body(&out[4..]).unwrap()
+    }
+
+    #[test]
+    fn preamble_exact_bytes() {
+        assert_eq!(
+            Preamble::control().encode(),
+            [b'W', b'B', b'N', b'C', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            Preamble::data(0x0102_0304, 0xA0B0_C0D0).encode(),
+            [b'W', b'B', b'N', b'C', 0, 2, 2, 0, 1, 2, 3, 4, 0xA0, 0xB0, 0xC0, 0xD0]
+        );
+    }
+
+    #[test]
+    fn preamble_round_trip() {
+        for preamble in [
+            Preamble::control(),
+            Preamble::data(7, 99),
+            Preamble::data(u32::MAX, u32::MAX),
+        ] {
+            assert_eq!(Preamble::decode(&preamble.encode()), Ok(preamble));
+        }
+    }
+
+    #[test]
+    fn preamble_errors() {
+        let http = *b"GET / HTTP/1.1\r\n";
+        assert_eq!(
+            Preamble::decode(&http),
+            Err(ProtoError::BadMagic { found: *b"GET " })
+        );
+        assert_eq!(
+            Preamble::decode(&http).unwrap_err().to_string(),
+            "peer is not a wirebench endpoint (bad magic \"GET \")"
+        );
+        assert_eq!(
+            ProtoError::BadMagic {
+                found: [0, 0xFF, b'a', b'"']
+            }
+            .to_string(),
+            "peer is not a wirebench endpoint (bad magic \"\\x00\\xffa\\\"\")"
+        );
+
+        let mut future = Preamble::control().encode();
+        future[5] = 7;
+        assert_eq!(
+            Preamble::decode(&future),
+            Err(ProtoError::UnsupportedVersion {
+                found: 7,
+                supported: 2
+            })
+        );
+        assert_eq!(
+            Preamble::decode(&future).unwrap_err().to_string(),
+            "peer speaks protocol version 7, this wirebench speaks 2"
+        );
+
+        let mut odd = Preamble::control().encode();
+        odd[6] = 3;
+        assert_eq!(Preamble::decode(&odd), Err(ProtoError::BadKind(3)));
+    }
+
+    #[test]
+    fn frame_exact_bytes() {
+        let mut out = vec![0xFF];
+        encode_frame(
+            &ControlMessage::Accepted {
+                session: 3,
+                token: 4,
+                quic_cert: None,
+            },
+            &mut out,
+        );
+        let body = br#"{"type":"accepted","session":3,"token":4}"#;
+        assert_eq!(out[0], 0xFF, "existing bytes are kept");
+        assert_eq!(out[1..5], [0, 0, 0, body.len() as u8]);
+        assert_eq!(&out[5..], body);
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let report = ServerReport {
+            protocol: Protocol::Quic,
+            messages: 10,
+            bytes: 12_000,
+            aborted: true,
+            abort_reason: Some("client went away".into()),
+            ..ServerReport::default()
+        };
+        for msg in [
+            ControlMessage::SessionRequest(params()),
+            ControlMessage::Accepted {
+                session: 1,
+                token: 0xDEAD_BEEF,
+                quic_cert: None,
+            },
+            ControlMessage::Accepted {
+                session: 2,
+                token: 5,
+                quic_cert: Some(vec![0x30, 0x82, 0, 255]),
+            },
+            ControlMessage::Rejected {
+                reason: "busy".into(),
+            },
+            ControlMessage::SenderDone {
+                messages_sent: 834,
+                bytes_sent: 1_000_000,
+            },
+            ControlMessage::Report(Box::new(report)),
+            ControlMessage::Error {
+                reason: "unexpected message".into(),
+            },
+            ControlMessage::RrRequest(RrParams {
+                protocol: Protocol::Udp,
+                request: 64,
+                response: 512,
+                flows: 2,
+                concurrency: 10,
+                new_connection: false,
+            }),
+        ] {
+            assert_eq!(round_trip(&msg), msg);
+        }
+    }
+
+    #[test]
+    fn session_request_json_shape() {
+        let json = serde_json::to_string(&ControlMessage::SessionRequest(params())).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000,"options":{"window":null,"congestion":null,"nodelay":false,"busy_poll":false}}"#
+        );
+        // A request from before the options existed still decodes, with default options.
+        let old = br#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000}"#;
+        assert_eq!(
+            decode_body(old).unwrap(),
+            ControlMessage::SessionRequest(params())
+        );
+    }
+
+    #[test]
+    fn receipts_are_asked_for_in_the_options_and_sent_as_one_small_frame() {
+        let mut p = params();
+        p.options.receipt_us = Some(20_000);
+        let json = serde_json::to_string(&ControlMessage::SessionRequest(p.clone())).unwrap();
+        assert!(
+            json.contains(r#""busy_poll":false,"receipt_us":20000}"#),
+            "{json}"
+        );
+        assert_eq!(
+            round_trip(&ControlMessage::SessionRequest(p)),
+            ControlMessage::SessionRequest({
+                let mut q = params();
+                q.options.receipt_us = Some(20_000);
+                q
+            })
+        );
+        let receipt = ControlMessage::Receipt {
+            messages: 9_990,
+            bytes: 14_705_280,
+            next_seq: 10_000,
+        };
+        assert_eq!(
+            serde_json::to_string(&receipt).unwrap(),
+            r#"{"type":"receipt","messages":9990,"bytes":14705280,"next_seq":10000}"#
+        );
+        assert_eq!(round_trip(&receipt), receipt);
+    }
+
+    #[test]
+    fn accepted_json_shape() {
+        let with_cert = ControlMessage::Accepted {
+            session: 2,
+            token: 5,
+            quic_cert: Some(vec![48, 130]),
+        };
+        assert_eq!(
+            serde_json::to_string(&with_cert).unwrap(),
+            r#"{"type":"accepted","session":2,"token":5,"quic_cert":[48,130]}"#
+        );
+        // An absent certificate is omitted, and a peer that omits it means None.
+        assert_eq!(
+            decode_body(br#"{"type":"accepted","session":2,"token":5}"#),
+            Ok(ControlMessage::Accepted {
+                session: 2,
+                token: 5,
+                quic_cert: None
+            })
+        );
+    }
+
+    #[test]
+    fn rr_request_json_shape() {
+        let msg = ControlMessage::RrRequest(RrParams {
+            protocol: Protocol::Tcp,
+            request: 1,
+            response: 2,
+            flows: 3,
+            concurrency: 4,
+            new_connection: true,
+        });
+        assert_eq!(
+            serde_json::to_string(&msg).unwrap(),
+            r#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4,"new_connection":true}"#
+        );
+        // new_connection may be left out.
+        assert_eq!(
+            decode_body(br#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4}"#),
+            Ok(ControlMessage::RrRequest(RrParams {
+                protocol: Protocol::Tcp,
+                request: 1,
+                response: 2,
+                flows: 3,
+                concurrency: 4,
+                new_connection: false,
+            }))
+        );
+    }
+
+    #[test]
+    fn auth_messages_json_shape() {
+        let n = "ab".repeat(32);
+        let cases = [
+            (
+                ControlMessage::AuthChallenge { nonce: n.clone() },
+                format!(r#"{{"type":"auth_challenge","nonce":"{n}"}}"#),
+            ),
+            (
+                ControlMessage::AuthResponse {
+                    nonce: n.clone(),
+                    mac: "01".repeat(32),
+                },
+                format!(
+                    r#"{{"type":"auth_response","nonce":"{n}","mac":"{}"}}"#,
+                    "01".repeat(32)
+                ),
+            ),
+            (
+                ControlMessage::AuthOk { mac: n.clone() },
+                format!(r#"{{"type":"auth_ok","mac":"{n}"}}"#),
+            ),
+        ];
+        for (msg, json) in cases {
+            assert_eq!(serde_json::to_string(&msg).unwrap(), json);
+            assert_eq!(round_trip(&msg), msg);
+        }
+    }
+
+    #[test]
+    fn frame_length_limits() {
+        assert_eq!(frame_len([0, 0, 0, 1]), Ok(1));
+        assert_eq!(frame_len([0, 1, 0, 0]), Ok(MAX_CONTROL_FRAME));
+        assert_eq!(
+            frame_len([0, 1, 0, 1]),
+            Err(ProtoError::Oversized { len: 65_537 })
+        );
+        assert_eq!(
+            frame_len([0xFF; 4]),
+            Err(ProtoError::Oversized { len: 4_294_967_295 })
+        );
+        assert!(matches!(frame_len([0; 4]), Err(ProtoError::Malformed(_))));
+        assert_eq!(
+            ProtoError::Oversized { len: 900_000 }.to_string(),
+            "control message of 900000 bytes exceeds the 65536-byte limit"
+        );
+        assert_eq!(
+            decode_body(&vec![b' '; MAX_CONTROL_FRAME + 1]),
+            Err(ProtoError::Oversized { len: 65_537 })
+        );
+    }
+
+    #[test]
+    fn malformed_bodies_cannot_inject_control_characters() {
+        // Found by fuzzing: serde quotes an unknown variant verbatim.
+        let err = decode_body(br#"{"type":"lau\u007fch\n\u001b[31m"}"#).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(
+            text.contains(r"unknown variant `lau\u{7f}ch\n\u{1b}[31m`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn malformed_bodies() {
+        for body in [
+            &b""[..],
+            b"not json",
+            br#"{"type":"launch"}"#,
+            br#"{"type":"accepted","session":1}"#,
+        ] {
+            let err = decode_body(body).unwrap_err();
+            assert!(matches!(err, ProtoError::Malformed(_)), "{err:?}");
+            assert!(
+                err.to_string().starts_with("malformed control message: "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn duration_is_omitted_when_absent_and_read_when_present() {
+        let plain = params();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("duration_us"), "{json}");
+        let back: SessionParams = serde_json::from_str(&json).unwrap();
+        assert!(!back.timed());
+        let timed = SessionParams {
+            duration_us: Some(2_000_000),
+            total_bytes: UNBOUNDED_TOTAL,
+            ..params()
+        };
+        let back: SessionParams =
+            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
+        assert_eq!(back, timed);
+        assert!(back.timed());
+        assert!(
+            i64::try_from(UNBOUNDED_TOTAL).is_ok(),
+            "fits the store's integers"
+        );
+    }
+}

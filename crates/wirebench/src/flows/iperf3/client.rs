@@ -1,0 +1,599 @@
+//! `wirebench run --iperf3`: one test against a real iperf3 server, TCP or UDP, forward or
+//! reverse, one or more streams, limited by bytes or time. Owns the client's side of the control
+//! dialogue and the data tasks; must not print (see `iperf3::report`).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use wirebench_core::wire::iperf3::{
+    self as wire, State, StreamResult, TestParams, TestResults, UdpHeader, UdpReceiver,
+};
+
+use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TIMEOUT};
+
+/// What ends the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// This many bytes over all streams (the sender's count; exact).
+    Bytes(u64),
+    /// This long.
+    Time(Duration),
+}
+
+/// A validated iperf3 client test.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The server as the user named it.
+    pub name: String,
+    /// Its resolved address (control and data).
+    pub server: SocketAddr,
+    /// UDP instead of TCP.
+    pub udp: bool,
+    /// The server sends (`-R`).
+    pub reverse: bool,
+    /// Parallel streams (`-P`).
+    pub parallel: u32,
+    /// Bytes per write (TCP) or per datagram, header included (UDP).
+    pub len: u32,
+    /// What ends the test.
+    pub limit: Limit,
+    /// Per-stream rate in bit/s, 0 = unlimited (UDP defaults to iperf3's 1 Mbit/s).
+    pub rate_bps: u64,
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+/// One stream's figures on our side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamTally {
+    /// iperf3 stream id.
+    pub id: u32,
+    /// Bytes sent (forward) or received (reverse).
+    pub bytes: u64,
+    /// UDP datagrams sent or received.
+    pub datagrams: u64,
+    /// UDP receiver accounting (reverse UDP only).
+    pub udp: Option<UdpReceiver>,
+    /// First byte moved, seconds after the test started.
+    pub first_s: f64,
+    /// Last byte moved, seconds after the test started.
+    pub last_s: f64,
+}
+
+/// Both views of one finished test.
+#[derive(Debug, Clone)]
+pub struct ClientOutcome {
+    /// Our streams, in id order.
+    pub ours: Vec<StreamTally>,
+    /// The results we sent to the server.
+    pub our_results: TestResults,
+    /// The results the server sent us.
+    pub server: TestResults,
+}
+
+impl ClientOutcome {
+    /// Bytes over all our streams.
+    pub fn our_bytes(&self) -> u64 {
+        self.ours.iter().map(|s| s.bytes).sum()
+    }
+
+    /// First byte to last byte over all our streams, seconds.
+    pub fn our_seconds(&self) -> f64 {
+        let first = self.ours.iter().map(|s| s.first_s).fold(f64::MAX, f64::min);
+        let last = self.ours.iter().map(|s| s.last_s).fold(0.0, f64::max);
+        if last > first {
+            last - first
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs one test to its end.
+pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
+    let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+        .await
+        .map_err(|_| anyhow::anyhow!("iperf3 server {} did not answer in time", cfg.name))?
+        .with_context(|| format!("cannot connect to the iperf3 server {}", cfg.name))?;
+    let _ = ctrl.set_nodelay(true);
+    let cookie = super::new_cookie();
+    ctrl.write_all(&cookie)
+        .await
+        .context("while sending the iperf3 cookie")?;
+
+    // Set-up: answer the server's states until it says the test runs.
+    let mut streams: Vec<DataStream> = Vec::new();
+    loop {
+        let state = expect_state(&mut ctrl, "during set-up").await?;
+        match state {
+            State::ParamExchange => send_json(&mut ctrl, &params(cfg)).await?,
+            State::CreateStreams => {
+                for index in 0..cfg.parallel {
+                    streams.push(open_stream(cfg, &cookie, index).await?);
+                }
+            }
+            State::TestStart => {}
+            State::TestRunning => break,
+            other => return Err(refusal(&mut ctrl, other).await),
+        }
+    }
+    if streams.len() != cfg.parallel as usize {
+        bail!("the iperf3 server started the test before asking for the data streams");
+    }
+
+    let start = Instant::now();
+    let shared = Arc::new(Shared {
+        budget: AtomicU64::new(match cfg.limit {
+            Limit::Bytes(n) if !cfg.reverse => n,
+            _ => u64::MAX,
+        }),
+        moved: AtomicU64::new(0),
+        target: match cfg.limit {
+            Limit::Bytes(n) if cfg.reverse => n,
+            _ => u64::MAX,
+        },
+        reached: tokio::sync::Notify::new(),
+        finished: AtomicUsize::new(0),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    for (index, stream) in streams.into_iter().enumerate() {
+        let ctx = TaskCtx {
+            id: wire::stream_id(index as u32),
+            len: cfg.len as usize,
+            rate_bps: cfg.rate_bps,
+            start,
+            shared: shared.clone(),
+            stop: stop_rx.clone(),
+        };
+        match (stream, cfg.reverse) {
+            (DataStream::Tcp(s), false) => tasks.spawn(send_tcp(s, ctx)),
+            (DataStream::Tcp(s), true) => tasks.spawn(recv_tcp(s, ctx)),
+            (DataStream::Udp(s), false) => tasks.spawn(send_udp(s, ctx)),
+            (DataStream::Udp(s), true) => tasks.spawn(recv_udp(s, ctx)),
+        };
+    }
+
+    // Data phase: watch the limit, the streams and the control connection.
+    let deadline = match cfg.limit {
+        Limit::Time(d) => Some(start + d),
+        Limit::Bytes(_) => None,
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let mut last_progress = (0u64, Instant::now());
+    // A paced UDP stream may be quiet for a few datagram intervals; TCP never should be.
+    let stall_limit = SETUP_TIMEOUT
+        + match cfg.rate_bps {
+            0 => Duration::ZERO,
+            r => Duration::from_secs_f64(3.0 * f64::from(cfg.len) * 8.0 / r as f64),
+        };
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shared.reached.notified() => {}
+            state = recv_state(&mut ctrl) => match state? {
+                None => bail!("the iperf3 server closed the control connection during the test"),
+                Some(other) => return Err(refusal(&mut ctrl, other).await),
+            },
+        }
+        let now = Instant::now();
+        let moved = shared.moved.load(Ordering::Relaxed);
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        match (cfg.limit, cfg.reverse) {
+            (Limit::Bytes(n), true) if moved >= n => break,
+            _ => {}
+        }
+        if shared.finished.load(Ordering::Relaxed) == cfg.parallel as usize {
+            break;
+        }
+        if moved != last_progress.0 {
+            last_progress = (moved, now);
+        } else if now.duration_since(last_progress.1) > stall_limit {
+            bail!("no data moved for {stall_limit:?}: the iperf3 test stalled");
+        }
+    }
+    if !cfg.reverse {
+        // Senders stop; the server counts what they wrote before TEST_END.
+        let _ = stop_tx.send(true);
+    }
+    let mut ours = if cfg.reverse {
+        Vec::new()
+    } else {
+        let tallies = join(&mut tasks).await?;
+        // UDP has no acknowledgements: the settle alone gives the server time to read the
+        // last datagrams before TEST_END.
+        tokio::time::sleep(SETTLE).await;
+        tallies
+    };
+    send_state(&mut ctrl, State::TestEnd).await?;
+    match expect_state(&mut ctrl, "after TEST_END").await? {
+        State::ExchangeResults => {}
+        other => return Err(refusal(&mut ctrl, other).await),
+    }
+    if cfg.reverse {
+        // The server has stopped sending: receivers take what already arrived, then stop.
+        let _ = stop_tx.send(true);
+        ours = join(&mut tasks).await?;
+    }
+    ours.sort_by_key(|s| s.id);
+    let our_results = results(&ours, cfg.reverse);
+    send_json(&mut ctrl, &our_results).await?;
+    let server: TestResults = recv_json(&mut ctrl).await?;
+    match expect_state(&mut ctrl, "after the results").await? {
+        State::DisplayResults => {}
+        other => return Err(refusal(&mut ctrl, other).await),
+    }
+    send_state(&mut ctrl, State::IperfDone).await?;
+    let _ = ctrl.shutdown().await;
+    Ok(ClientOutcome {
+        ours,
+        our_results,
+        server,
+    })
+}
+
+/// The parameters we send for `cfg`.
+pub fn params(cfg: &ClientConfig) -> TestParams {
+    let (time, num) = match cfg.limit {
+        Limit::Bytes(n) => (0, n),
+        // iperf3 takes whole seconds; we stop on our own clock, so round up.
+        Limit::Time(d) => ((d.as_secs_f64().ceil() as u64).max(1), 0),
+    };
+    TestParams {
+        tcp: !cfg.udp,
+        udp: cfg.udp,
+        omit: 0,
+        time,
+        num,
+        blockcount: 0,
+        parallel: cfg.parallel,
+        reverse: cfg.reverse,
+        bidirectional: false,
+        len: cfg.len,
+        bandwidth: cfg.rate_bps,
+        udp_counters_64bit: 0,
+        pacing_timer: Some(1000),
+        client_version: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
+        other: serde_json::Map::new(),
+    }
+}
+
+/// The results document for our streams.
+fn results(ours: &[StreamTally], reverse: bool) -> TestResults {
+    TestResults {
+        // wirebench does not measure its CPU use; iperf3 prints these as given.
+        cpu_util_total: 0.0,
+        cpu_util_user: 0.0,
+        cpu_util_system: 0.0,
+        sender_has_retransmits: if reverse { -1 } else { 0 },
+        congestion_used: None,
+        streams: ours
+            .iter()
+            .map(|s| StreamResult {
+                id: s.id,
+                bytes: s.bytes,
+                retransmits: -1,
+                jitter: s.udp.as_ref().map_or(0.0, |u| u.jitter_s),
+                errors: s
+                    .udp
+                    .as_ref()
+                    .map_or(0, |u| i64::try_from(u.lost).unwrap_or(i64::MAX)),
+                packets: match &s.udp {
+                    Some(u) => i64::try_from(u.highest).unwrap_or(i64::MAX),
+                    None => i64::try_from(s.datagrams).unwrap_or(i64::MAX),
+                },
+                start_time: 0.0,
+                end_time: s.last_s,
+            })
+            .collect(),
+    }
+}
+
+/// Turns an unexpected state into an error that says what the server meant.
+async fn refusal(ctrl: &mut TcpStream, state: State) -> anyhow::Error {
+    match state {
+        State::AccessDenied => {
+            anyhow::anyhow!("the iperf3 server is busy with another test (it serves one at a time)")
+        }
+        State::ServerError => {
+            let mut codes = [0u8; 8];
+            let read = tokio::time::timeout(SETUP_TIMEOUT, ctrl.read_exact(&mut codes)).await;
+            if matches!(read, Ok(Ok(_))) {
+                let code = i32::from_be_bytes([codes[0], codes[1], codes[2], codes[3]]);
+                let errno = i32::from_be_bytes([codes[4], codes[5], codes[6], codes[7]]);
+                anyhow::anyhow!(
+                    "the iperf3 server reported error {code} (errno {errno}); its own log says more"
+                )
+            } else {
+                anyhow::anyhow!("the iperf3 server reported an error")
+            }
+        }
+        State::ServerTerminate => anyhow::anyhow!("the iperf3 server is shutting down"),
+        other => anyhow::anyhow!("the iperf3 server sent {other:?} out of turn"),
+    }
+}
+
+/// A connected data stream.
+enum DataStream {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+/// Opens data stream number `index`: TCP with the cookie, or UDP with the connect handshake.
+async fn open_stream(cfg: &ClientConfig, cookie: &[u8], index: u32) -> Result<DataStream> {
+    let what = format!("data stream {} to {}", index + 1, cfg.name);
+    if !cfg.udp {
+        let mut s = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+            .await
+            .map_err(|_| anyhow::anyhow!("{what}: no answer in time"))?
+            .with_context(|| format!("cannot open {what}"))?;
+        s.write_all(cookie)
+            .await
+            .with_context(|| format!("while opening {what}"))?;
+        return Ok(DataStream::Tcp(s));
+    }
+    let std = crate::transport::net::udp_socket(cfg.server.is_ipv6(), None, None)?;
+    let s = UdpSocket::from_std(std).context("while registering a UDP socket")?;
+    s.connect(cfg.server)
+        .await
+        .with_context(|| format!("cannot open {what}"))?;
+    let handshake = async {
+        s.send(&wire::UDP_CONNECT_MSG).await?;
+        let mut reply = [0u8; 64];
+        loop {
+            let n = s.recv(&mut reply).await?;
+            if reply[..n] == wire::UDP_CONNECT_REPLY || reply[..n] == wire::LEGACY_UDP_CONNECT_REPLY
+            {
+                return Ok::<_, std::io::Error>(());
+            }
+        }
+    };
+    tokio::time::timeout(SETUP_TIMEOUT, handshake)
+        .await
+        .map_err(|_| anyhow::anyhow!("{what}: the server did not answer the UDP connect message"))?
+        .with_context(|| format!("while opening {what}"))?;
+    Ok(DataStream::Udp(s))
+}
+
+/// Counters the data tasks share with the coordinator.
+#[derive(Debug)]
+struct Shared {
+    /// Bytes senders may still send over all streams (forward, byte-limited).
+    budget: AtomicU64,
+    /// Bytes moved over all streams so far.
+    moved: AtomicU64,
+    /// Receivers wake the coordinator when `moved` reaches this (reverse, byte-limited).
+    target: u64,
+    reached: tokio::sync::Notify,
+    /// Tasks that ran out of budget.
+    finished: AtomicUsize,
+}
+
+impl Shared {
+    /// Takes up to `want` bytes from the budget; 0 when it is spent.
+    fn claim(&self, want: u64) -> u64 {
+        let mut got = 0;
+        let _ = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                got = left.min(want);
+                Some(left - got)
+            });
+        got
+    }
+}
+
+/// What each data task gets.
+struct TaskCtx {
+    id: u32,
+    len: usize,
+    rate_bps: u64,
+    start: Instant,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+}
+
+impl TaskCtx {
+    fn tally(&self) -> StreamTally {
+        StreamTally {
+            id: self.id,
+            ..StreamTally::default()
+        }
+    }
+
+    fn now_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn moved(&self, tally: &mut StreamTally, n: usize) {
+        if tally.bytes == 0 {
+            tally.first_s = self.now_s();
+        }
+        tally.bytes += n as u64;
+        tally.last_s = self.now_s();
+        let before = self.shared.moved.fetch_add(n as u64, Ordering::Relaxed);
+        if before < self.shared.target && before + n as u64 >= self.shared.target {
+            // notify_one keeps the wake-up even if the coordinator is not waiting yet.
+            self.shared.reached.notify_one();
+        }
+    }
+
+    /// When the next datagram may leave to keep `rate_bps`.
+    fn due(&self, bytes_sent: u64) -> Option<Instant> {
+        if self.rate_bps == 0 {
+            return None;
+        }
+        let secs = bytes_sent as f64 * 8.0 / self.rate_bps as f64;
+        Some(self.start + Duration::from_secs_f64(secs))
+    }
+}
+
+/// Waits for every data task and returns their tallies.
+async fn join(tasks: &mut JoinSet<Result<StreamTally>>) -> Result<Vec<StreamTally>> {
+    let mut out = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        out.push(done.context("a data task failed")??);
+    }
+    Ok(out)
+}
+
+fn payload(len: usize) -> Vec<u8> {
+    // Not all zeros, so compressing links do not flatter the figures.
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
+        .collect()
+}
+
+async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
+    let buf = payload(ctx.len);
+    let mut tally = ctx.tally();
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        let n = ctx.shared.claim(ctx.len as u64) as usize;
+        if n == 0 {
+            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        s.write_all(&buf[..n])
+            .await
+            .context("while sending on an iperf3 TCP stream")?;
+        ctx.moved(&mut tally, n);
+    }
+    wait_acked(&s).await;
+    Ok(tally)
+}
+
+/// Waits (up to a few seconds) until the peer acknowledged everything written to `s`.
+///
+/// An iperf3 server stops counting the moment it reads TEST_END, even with data still in its
+/// socket buffers; waiting for the acknowledgements (and [`SETTLE`] after them) lets it read
+/// what we sent, so its byte count matches ours.
+async fn wait_acked(s: &TcpStream) {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Time the server gets to read acknowledged data before TEST_END.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
+#[cfg(target_os = "linux")]
+fn unacked(s: &TcpStream) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
+    // the descriptor stays open while `s` is borrowed.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+}
+
+/// Not measurable here: do not wait.
+#[cfg(not(target_os = "linux"))]
+fn unacked(_s: &TcpStream) -> Option<u64> {
+    None
+}
+
+async fn recv_tcp(mut s: TcpStream, mut ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut tally = ctx.tally();
+    loop {
+        tokio::select! {
+            r = s.read(&mut buf) => match r.context("while reading an iperf3 TCP stream")? {
+                0 => return Ok(tally),
+                n => ctx.moved(&mut tally, n),
+            },
+            _ = ctx.stop.changed() => break,
+        }
+    }
+    // Take what already arrived before the server's results.
+    while let Ok(n) = s.try_read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        ctx.moved(&mut tally, n);
+    }
+    Ok(tally)
+}
+
+async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = payload(ctx.len);
+    let mut tally = ctx.tally();
+    let header_len = wire::udp_header_len(false);
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        if let Some(due) = ctx.due(tally.bytes) {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let n = ctx.shared.claim(ctx.len as u64) as usize;
+        if n == 0 {
+            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        // A datagram always carries the whole header, even when the budget's tail is shorter.
+        let n = n.max(header_len);
+        let (sec, usec) = super::udp_timestamp(ctx.start);
+        let header = UdpHeader {
+            sec,
+            usec,
+            count: tally.datagrams + 1,
+        };
+        header.encode(false, &mut buf);
+        match s.send(&buf[..n]).await {
+            Ok(_) => {
+                tally.datagrams += 1;
+                ctx.moved(&mut tally, n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                bail!("the iperf3 server's UDP port refused datagrams")
+            }
+            // A full queue (ENOBUFS) drops this datagram; the receiver counts it as lost.
+            Err(_) => {}
+        }
+    }
+    Ok(tally)
+}
+
+async fn recv_udp(s: UdpSocket, mut ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = vec![0u8; 65_536];
+    let mut tally = ctx.tally();
+    let mut acct = UdpReceiver::default();
+    loop {
+        tokio::select! {
+            r = s.recv(&mut buf) => match r {
+                Ok(n) => account(&buf[..n], &mut acct, &mut tally, &ctx),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(anyhow::Error::from(e).context("while reading an iperf3 UDP stream")),
+            },
+            _ = ctx.stop.changed() => break,
+        }
+    }
+    while let Ok(n) = s.try_recv(&mut buf) {
+        account(&buf[..n], &mut acct, &mut tally, &ctx);
+    }
+    tally.udp = Some(acct);
+    Ok(tally)
+}
+
+/// Counts one received datagram; ones too short for the header are ignored.
+fn account(datagram: &[u8], acct: &mut UdpReceiver, tally: &mut StreamTally, ctx: &TaskCtx) {
+    if let Ok(h) = UdpHeader::decode(datagram, false) {
+        acct.on_datagram(&h, datagram.len(), ctx.now_s());
+        tally.datagrams += 1;
+        ctx.moved(tally, datagram.len());
+    }
+}

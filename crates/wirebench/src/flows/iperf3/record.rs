@@ -1,0 +1,140 @@
+//! One `run --iperf3` test as result records: a one-run campaign, so the store, `runs`,
+//! `show`, `report` and `export` treat it like our own. Owns the mapping of both views onto a
+//! run record; must not run tests, store or print.
+//!
+//! Mapping: the stored run's client view is the sender, its server view the receiver (as in
+//! wirebench's own runs). Forward: the sender is wirebench, the receiver the iperf3 server;
+//! with `-R` the sender is the iperf3 server and the receiver wirebench. The campaign's server
+//! is recorded as `iperf3://HOST:PORT`.
+
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::wire::proto::DataPathInfo;
+
+use super::client::{ClientConfig, ClientOutcome, Limit};
+use super::report::{document, SideJson};
+use wirebench_core::record::{
+    ClientRecord, EndMetrics, EndedBy, NewCampaign, Parameters, RunRecord, ServerRecord,
+};
+
+/// The campaign, the point and the one run of a finished test started at `now_unix_s`.
+pub fn records(
+    cfg: &ClientConfig,
+    o: &ClientOutcome,
+    now_unix_s: i64,
+) -> (NewCampaign, Point, RunRecord) {
+    let protocol = if cfg.udp {
+        Protocol::Udp
+    } else {
+        Protocol::Tcp
+    };
+    let doc = document(cfg, o);
+    let (sender, receiver) = if cfg.reverse {
+        (&doc.iperf3_server, &doc.wirebench)
+    } else {
+        (&doc.wirebench, &doc.iperf3_server)
+    };
+    let total_bytes = match cfg.limit {
+        Limit::Bytes(n) => n,
+        Limit::Time(_) => sender.bytes,
+    };
+    let point = Point {
+        msg_size: cfg.len,
+        total_bytes,
+    };
+    let campaign = NewCampaign {
+        started_at_unix_s: now_unix_s,
+        parameters: Parameters {
+            server: format!("iperf3://{}", cfg.name),
+            embedded_server: false,
+            protocols: vec![protocol],
+            mechanisms: vec![Mechanism::Stream],
+            msg_size: cfg.len,
+            total_bytes,
+            repeat: 1,
+            rto_us: None,
+            rate_bps: (cfg.rate_bps > 0).then_some(cfg.rate_bps),
+            grace_us: 0,
+            options: Default::default(),
+            parallel: cfg.parallel,
+            reverse: cfg.reverse,
+            duration_us: match cfg.limit {
+                Limit::Bytes(_) => None,
+                Limit::Time(d) => Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            },
+            bidir: false,
+            omit_us: None,
+        },
+        planned_runs: 1,
+        msg_sizes: vec![cfg.len],
+        totals: vec![total_bytes],
+        environment: crate::transport::environment::detect(),
+    };
+    let run = RunRecord {
+        protocol,
+        mechanism: Mechanism::Stream,
+        repeat_index: 0,
+        session: 0,
+        client: client_view(sender, cfg.len),
+        server: server_view(receiver, protocol),
+        flows: Vec::new(),
+        relay: None,
+        reverse: cfg.reverse,
+        ended_by: match cfg.limit {
+            Limit::Bytes(_) => EndedBy::Bytes,
+            Limit::Time(_) => EndedBy::Time,
+        },
+        loaded_latency: None,
+        server_to_client: None,
+        rate_search: None,
+    };
+    (campaign, point, run)
+}
+
+fn client_view(s: &SideJson, len: u32) -> ClientRecord {
+    // UDP: datagrams; TCP: blocks of `len` bytes (the last one may be short).
+    let messages = s
+        .packets
+        .unwrap_or_else(|| s.bytes.div_ceil(u64::from(len.max(1))));
+    ClientRecord {
+        messages,
+        bytes: s.bytes,
+        seconds: s.seconds,
+        elapsed_ns: (s.seconds * 1e9) as u64,
+        rate_bps: s.throughput_bps,
+        send_calls: 0,
+        datagrams: s.packets.unwrap_or(0),
+        retransmissions: 0,
+        timeouts: 0,
+        send_errors: 0,
+        rtt: None,
+        data_path: DataPathInfo::default(),
+        measured: EndMetrics::default(),
+        udp_received: None,
+        omitted: None,
+    }
+}
+
+fn server_view(s: &SideJson, protocol: Protocol) -> ServerRecord {
+    let lost = s.lost.unwrap_or(0);
+    ServerRecord {
+        protocol,
+        mechanism: Mechanism::Stream,
+        messages: s.packets.map_or(0, |p| p.saturating_sub(lost)),
+        bytes: s.bytes,
+        seconds: s.seconds,
+        elapsed_ns: (s.seconds * 1e9) as u64,
+        rate_bps: s.throughput_bps,
+        read_calls: 0,
+        lost,
+        duplicates: 0,
+        out_of_order: 0,
+        jitter_us: s.jitter_ms.map(|ms| ms * 1000.0),
+        acks_sent: 0,
+        aborted: false,
+        abort_reason: None,
+        data_path: DataPathInfo::default(),
+        measured: EndMetrics::default(),
+        omitted: None,
+    }
+}

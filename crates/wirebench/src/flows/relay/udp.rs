@@ -1,0 +1,161 @@
+//! UDP forwarding of the relay: owns the front socket's dispatch loop and one task per client
+//! address (its own socket toward the server, one impairment machine per direction); must not
+//! decide anything about a datagram itself — the core machine does.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use wirebench_core::machine::impair::{Impairer, Impairments};
+
+use super::{wait_until, FlowCounts, Registry, UDP_FLOW_IDLE};
+
+/// Largest datagram relayed (the largest UDP payload over IPv6, with room).
+const MAX_DATAGRAM: usize = 65_536;
+
+/// Datagrams queued from the dispatcher to one flow's task before the dispatcher waits.
+const FLOW_QUEUE: usize = 8192;
+
+/// Reads the front socket and hands each datagram, stamped with its arrival time, to its
+/// client's flow (started on the first datagram from a new address).
+pub(super) async fn dispatch_loop(
+    front: Arc<UdpSocket>,
+    upstream: SocketAddr,
+    impairments: Impairments,
+    seed: u64,
+    registry: Arc<Registry>,
+) {
+    let mut flows: HashMap<SocketAddr, mpsc::Sender<(Instant, Bytes)>> = HashMap::new();
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut next_index = 0u64;
+    loop {
+        let (n, from) = match front.recv_from(&mut buf).await {
+            Ok(x) => x,
+            Err(_) => {
+                // A transient error (e.g. an ICMP report surfacing): keep serving the others,
+                // without spinning on a socket that keeps failing.
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                continue;
+            }
+        };
+        let item = (Instant::now(), Bytes::copy_from_slice(&buf[..n]));
+        let item = match flows.get(&from) {
+            Some(tx) => match tx.send(item).await {
+                Ok(()) => continue,
+                // The flow ended (idle): start a new one for this datagram.
+                Err(mpsc::error::SendError(item)) => {
+                    flows.remove(&from);
+                    item
+                }
+            },
+            None => item,
+        };
+        let back = match upstream_socket(upstream).await {
+            Ok(s) => s,
+            Err(_) => continue,
+        };
+        let (tx, rx) = mpsc::channel(FLOW_QUEUE);
+        let index = next_index;
+        next_index += 1;
+        tokio::spawn(flow(
+            front.clone(),
+            back,
+            from,
+            rx,
+            impairments,
+            seed,
+            index,
+            registry.udp_flow(),
+        ));
+        if tx.send(item).await.is_ok() {
+            flows.insert(from, tx);
+        }
+    }
+}
+
+/// A socket connected to the server, for one client.
+async fn upstream_socket(upstream: SocketAddr) -> anyhow::Result<UdpSocket> {
+    let socket = UdpSocket::from_std(crate::transport::net::udp_socket(
+        upstream.is_ipv6(),
+        None,
+        None,
+    )?)?;
+    socket.connect(upstream).await?;
+    Ok(socket)
+}
+
+/// One client's datagrams both ways through two impairment machines (streams `2·index` up,
+/// `2·index + 1` down of the seed), until it has been idle for [`UDP_FLOW_IDLE`].
+#[allow(clippy::too_many_arguments)]
+async fn flow(
+    front: Arc<UdpSocket>,
+    back: UdpSocket,
+    client: SocketAddr,
+    mut from_client: mpsc::Receiver<(Instant, Bytes)>,
+    impairments: Impairments,
+    seed: u64,
+    index: u64,
+    counts: FlowCounts,
+) {
+    let mut up: Impairer<Bytes> = Impairer::new(impairments.up, seed, 2 * index);
+    let mut down: Impairer<Bytes> = Impairer::new(impairments.down, seed, 2 * index + 1);
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut last_activity = Instant::now();
+    loop {
+        let now = Instant::now();
+        while let Some(p) = up.poll_release(now) {
+            // A refused send is the network's loss, as on a real path; the server counts it.
+            let _ = back.send(&p).await;
+        }
+        while let Some(p) = down.poll_release(now) {
+            let _ = front.send_to(&p, client).await;
+        }
+        if let Ok(mut c) = counts.lock() {
+            *c = [up.counts(), down.counts()];
+        }
+        let idle_end = last_activity + UDP_FLOW_IDLE;
+        let wake = [up.poll_timeout(), down.poll_timeout(), Some(idle_end)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(idle_end);
+        tokio::select! {
+            item = from_client.recv() => match item {
+                Some((arrived, p)) => {
+                    last_activity = arrived;
+                    if is_hello(&p) {
+                        let _ = back.send(&p).await;
+                    } else {
+                        up.handle_packet(arrived, p.len(), p);
+                    }
+                }
+                None => break,
+            },
+            r = back.recv(&mut buf) => {
+                if let Ok(n) = r {
+                    last_activity = Instant::now();
+                    if is_hello(&buf[..n]) {
+                        let _ = front.send_to(&buf[..n], client).await;
+                    } else {
+                        down.handle_packet(last_activity, n, Bytes::copy_from_slice(&buf[..n]));
+                    }
+                }
+            }
+            () = wait_until(wake) => {
+                if Instant::now() >= idle_end && up.pending() == 0 && down.pending() == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A wirebench address-validation hello or its echo (kind 5): session set-up, like the control
+/// connection, so it passes unimpaired and uncounted and the relay's figures are the data's.
+fn is_hello(datagram: &[u8]) -> bool {
+    datagram.first() == Some(&wirebench_core::wire::datagram::Kind::Hello.to_byte())
+}

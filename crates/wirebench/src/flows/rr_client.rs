@@ -1,0 +1,597 @@
+//! One request-response session from the client's side (`wirebench ping` and `rr`): the control
+//! exchange, T flows (each its own TCP connection, QUIC connection or UDP socket) with K requests
+//! outstanding, or a fresh connection per request, connection set-up times (TCP connect, QUIC
+//! handshake, QUIC resumed with 0-RTT), and the server's report. It measures; it never prints.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use quinn::crypto::rustls::QuicClientConfig;
+use quinn::{ClientConfig, Endpoint, EndpointConfig};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+use wirebench_core::machine::rr::{RequestTracker, RrCounts};
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
+
+use crate::engine::rr::{self, FlowTally, Plan, Shape};
+use crate::engine::rr_blocking_udp;
+use crate::engine::stream::rtt_histogram;
+use crate::engine::udp::UdpClient;
+use crate::engine::{blocking, quic};
+use crate::transport::{control, counters, tls};
+use wirebench_core::record::rr::ResumedFigures;
+use wirebench_core::record::RttFigures;
+
+/// What to run: the session's parameters and when each flow stops.
+#[derive(Debug, Clone)]
+pub struct RrSpec {
+    /// Transport, sizes, flows, concurrency, new connection per request.
+    pub params: RrParams,
+    /// Requests per flow; `None` runs for `duration`.
+    pub count: Option<u64>,
+    /// How long flows issue new requests; `None` runs `count` requests.
+    pub duration: Option<Duration>,
+    /// Pause after issuing each request (per flow).
+    pub interval: Option<Duration>,
+    /// UDP: how long a request copy waits for its response.
+    pub timeout: Duration,
+    /// UDP: copies sent again after a timeout before the request is lost.
+    pub retries: u32,
+    /// QUIC: after the flows, measure a resumed connection with 0-RTT (one extra request).
+    pub resumption_probe: bool,
+}
+
+/// Both sides of one request-response session.
+#[derive(Debug, Clone)]
+pub struct RrOutcome {
+    /// The server's session id.
+    pub session: u32,
+    /// Requests sent, answered, lost, late, retries, summed over flows (measured requests only).
+    pub counts: RrCounts,
+    /// Sends the OS refused (UDP).
+    pub send_errors: u64,
+    /// First request → last answer (or loss), all flows; connection set-up before the first
+    /// request and the 0-RTT probe after the last are not part of it.
+    pub elapsed: Duration,
+    /// Response time of every answered request (ns): request sent → response read.
+    pub response: Option<RttFigures>,
+    /// TCP connect or QUIC handshake time (ns), one sample per connection: per flow, or per
+    /// request with a new connection per request. None for UDP.
+    pub connect: Option<RttFigures>,
+    /// QUIC resumed with 0-RTT, when probed.
+    pub resumed: Option<ResumedFigures>,
+    /// Requests the server answered outside the measured ones (the 0-RTT probe).
+    pub setup_requests: u64,
+    /// The server's figures (`messages` = requests it answered).
+    pub server: ServerReport,
+    /// The client's transport counters over all its connections (TCP_INFO, QUIC stats; UDP:
+    /// request datagrams sent and retried), summed.
+    pub transport: Option<TransportStats>,
+}
+
+/// What one flow (or worker) brings back.
+struct FlowResult {
+    tally: FlowTally,
+    /// First request sent → last request done (connection set-up before it excluded, except
+    /// with a new connection per request, where each handshake is part of its request).
+    span: (Instant, Instant),
+    hist: Histogram<u64>,
+    connect: Histogram<u64>,
+    resumed: Option<ResumedFigures>,
+    /// What the transport counted on this flow's connections (TCP_INFO, QUIC stats).
+    transport: Option<TransportStats>,
+}
+
+/// Runs one request-response session against the server at `server`.
+pub async fn run_rr(server: SocketAddr, spec: &RrSpec) -> Result<RrOutcome> {
+    run_rr_auth(server, spec, None).await
+}
+
+/// Like [`run_rr`], proving to the server that we hold `psk` when given.
+pub async fn run_rr_auth(
+    server: SocketAddr,
+    spec: &RrSpec,
+    psk: Option<&wirebench_core::security::auth::Psk>,
+) -> Result<RrOutcome> {
+    let p = &spec.params;
+    if p.new_connection && p.protocol == Protocol::Udp {
+        bail!("--new-connection applies to TCP and QUIC, not UDP");
+    }
+    let (mut ctrl, granted) =
+        control::request_session_auth(server, &ControlMessage::RrRequest(p.clone()), psk).await?;
+    let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
+    let preamble = Preamble::data(session, token);
+    let quic_cfg = match p.protocol {
+        Protocol::Quic => Some(quic_client_config(
+            quic_cert.context("the server announced no QUIC certificate")?,
+        )?),
+        _ => None,
+    };
+    let started = Instant::now();
+    let plan = Plan {
+        count: spec.count,
+        until: spec.duration.map(|d| started + d),
+        interval: spec.interval,
+    };
+    let mut tasks: JoinSet<Result<FlowResult>> = JoinSet::new();
+    if p.new_connection {
+        let claims = Arc::new(AtomicU64::new(0));
+        // Every flow's K outstanding requests are K workers, each on its own connections.
+        let total = spec.count.map(|n| n.saturating_mul(u64::from(p.flows)));
+        for _ in 0..p.flows.max(1) * p.concurrency.max(1) {
+            let plan = Plan {
+                count: total,
+                ..plan
+            };
+            tasks.spawn(new_connection_worker(
+                server,
+                p.clone(),
+                preamble,
+                quic_cfg.clone(),
+                plan,
+                claims.clone(),
+            ));
+        }
+    } else {
+        for flow in 0..p.flows.max(1) {
+            let probe = spec.resumption_probe && flow == 0;
+            match p.protocol {
+                Protocol::Tcp => {
+                    tasks.spawn(tcp_flow(server, p.clone(), preamble, plan));
+                }
+                Protocol::Quic => {
+                    let cfg = quic_cfg.clone().context("no QUIC configuration")?;
+                    tasks.spawn(quic_flow(server, p.clone(), preamble, cfg, plan, probe));
+                }
+                Protocol::Udp => {
+                    tasks.spawn(udp_flow(
+                        server,
+                        p.clone(),
+                        (session, token),
+                        plan,
+                        spec.timeout,
+                        spec.retries,
+                    ));
+                }
+            }
+        }
+    }
+    let mut counts = RrCounts::default();
+    let mut send_errors = 0;
+    let mut hist = rtt_histogram()?;
+    let mut connect = rtt_histogram()?;
+    let mut resumed = None;
+    let mut failure = None;
+    let mut span: Option<(Instant, Instant)> = None;
+    let mut transport: Option<TransportStats> = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(r)) => {
+                span = Some(match span {
+                    None => r.span,
+                    Some((a, b)) => (a.min(r.span.0), b.max(r.span.1)),
+                });
+                add_counts(&mut counts, &r.tally.counts);
+                send_errors += r.tally.send_errors;
+                hist.add(&r.hist).context("while merging response times")?;
+                connect
+                    .add(&r.connect)
+                    .context("while merging connection times")?;
+                resumed = resumed.or(r.resumed);
+                transport = sum_transport(transport, r.transport);
+            }
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Err(e) => {
+                failure.get_or_insert(anyhow::anyhow!("a flow failed: {e}"));
+            }
+        }
+    }
+    let elapsed = span.map_or(Duration::ZERO, |(a, b)| b.saturating_duration_since(a));
+    if let Some(e) = failure {
+        return Err(e.context("the request-response run failed"));
+    }
+    let setup_requests = u64::from(resumed.is_some_and(|r| r.first_response_ns.is_some()));
+    control::send(
+        &mut ctrl,
+        &ControlMessage::SenderDone {
+            messages_sent: counts.sent + setup_requests,
+            bytes_sent: (counts.sent + setup_requests) * u64::from(p.request),
+        },
+    )
+    .await?;
+    let server_report = control::read_report(&mut ctrl).await?;
+    Ok(RrOutcome {
+        session,
+        counts,
+        send_errors,
+        elapsed,
+        response: RttFigures::of(&hist),
+        connect: RttFigures::of(&connect),
+        resumed,
+        setup_requests,
+        server: server_report,
+        transport,
+    })
+}
+
+/// Packet counts of connections add up; per-connection figures (RTT, window) are left out of a
+/// sum of more than one.
+pub(crate) fn sum_transport(
+    a: Option<TransportStats>,
+    b: Option<TransportStats>,
+) -> Option<TransportStats> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(TransportStats {
+            packets_sent: a.packets_sent + b.packets_sent,
+            packets_retransmitted: a.packets_retransmitted + b.packets_retransmitted,
+            tcp_total_retrans: a
+                .tcp_total_retrans
+                .zip(b.tcp_total_retrans)
+                .map(|(x, y)| x + y),
+            tcp_dsack_dups: a.tcp_dsack_dups.zip(b.tcp_dsack_dups).map(|(x, y)| x + y),
+            congestion_events: a
+                .congestion_events
+                .zip(b.congestion_events)
+                .map(|(x, y)| x + y),
+            srtt_us: None,
+            cwnd_bytes: None,
+            send_window_bytes: None,
+            ..a
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn add_counts(sum: &mut RrCounts, c: &RrCounts) {
+    sum.sent += c.sent;
+    sum.answered += c.answered;
+    sum.lost += c.lost;
+    sum.late += c.late;
+    sum.retries += c.retries;
+    sum.duplicates += c.duplicates;
+    sum.unknown += c.unknown;
+}
+
+fn histograms() -> Result<(Histogram<u64>, Histogram<u64>)> {
+    Ok((rtt_histogram()?, rtt_histogram()?))
+}
+
+fn shape(p: &RrParams) -> Shape {
+    Shape {
+        request: p.request as usize,
+        response: p.response as usize,
+        concurrency: p.concurrency as usize,
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// TCP: one connection, K requests pipelined on it.
+async fn tcp_flow(
+    server: SocketAddr,
+    p: RrParams,
+    preamble: Preamble,
+    plan: Plan,
+) -> Result<FlowResult> {
+    let (mut hist, mut connect) = histograms()?;
+    let at = Instant::now();
+    let mut tcp = TcpStream::connect(server)
+        .await
+        .with_context(|| format!("cannot open a TCP data connection to {server}"))?;
+    connect.saturating_record(ns(at.elapsed()));
+    tcp.set_nodelay(true)
+        .context("while setting TCP_NODELAY on the data connection")?;
+    control::write_preamble(&mut tcp, &preamble).await?;
+    if p.concurrency <= 1 {
+        // One request outstanding: a blocking socket in a thread of its own.
+        let tcp = blocking::into_blocking(tcp, false).context("while preparing the data socket")?;
+        let shape = shape(&p);
+        let (tally, span, hist, transport) = tokio::task::spawn_blocking(move || {
+            let begun = Instant::now();
+            let tally = rr::blocking_flow(&tcp, shape, plan, &mut hist);
+            let span = (begun, Instant::now());
+            let transport = counters::tcp_stats(&tcp);
+            let _ = tcp.shutdown(std::net::Shutdown::Write);
+            (tally, span, hist, transport)
+        })
+        .await
+        .context("the TCP request-response thread failed")?;
+        let tally = tally.context("the TCP request-response flow failed")?;
+        return Ok(FlowResult {
+            tally,
+            span,
+            hist,
+            connect,
+            resumed: None,
+            transport,
+        });
+    }
+    let (mut rd, mut wr) = tcp.into_split();
+    let begun = Instant::now();
+    let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist)
+        .await
+        .context("the TCP request-response flow failed")?;
+    let span = (begun, Instant::now());
+    let transport = counters::tcp_stats(wr.as_ref());
+    let _ = wr.shutdown().await;
+    Ok(FlowResult {
+        tally,
+        span,
+        hist,
+        connect,
+        resumed: None,
+        transport,
+    })
+}
+
+/// QUIC: one connection (its own endpoint), one stream, K requests pipelined; flow 0 of a ping
+/// then probes a resumed connection with 0-RTT.
+async fn quic_flow(
+    server: SocketAddr,
+    p: RrParams,
+    preamble: Preamble,
+    cfg: ClientConfig,
+    plan: Plan,
+    probe: bool,
+) -> Result<FlowResult> {
+    let (mut hist, mut connect) = histograms()?;
+    let endpoint = quic_endpoint(server)?;
+    let at = Instant::now();
+    let connection = endpoint
+        .connect_with(cfg.clone(), server, tls::SERVER_NAME)
+        .context("while starting the QUIC handshake")?
+        .await
+        .with_context(|| format!("QUIC handshake with {server} failed"))?;
+    connect.saturating_record(ns(at.elapsed()));
+    let (mut send, mut recv) = connection
+        .open_bi()
+        .await
+        .context("while opening the QUIC stream")?;
+    control::write_preamble(&mut send, &preamble).await?;
+    let begun = Instant::now();
+    let tally = rr::stream_flow(&mut recv, &mut send, shape(&p), plan, &mut hist)
+        .await
+        .context("the QUIC request-response flow failed")?;
+    let span = (begun, Instant::now());
+    let transport = Some(counters::quic_stats(&connection));
+    let _ = send.finish();
+    connection.close(0u32.into(), b"done");
+    let resumed = if probe {
+        Some(resumed_probe(&endpoint, server, &cfg, &p, &preamble).await)
+    } else {
+        None
+    };
+    quic::drain(&endpoint).await;
+    Ok(FlowResult {
+        tally,
+        span,
+        hist,
+        connect,
+        resumed,
+        transport,
+    })
+}
+
+/// A second QUIC connection on the same endpoint and configuration (so it holds the session
+/// ticket of the first): its one request goes out as 0-RTT data when the ticket allows.
+async fn resumed_probe(
+    endpoint: &Endpoint,
+    server: SocketAddr,
+    cfg: &ClientConfig,
+    p: &RrParams,
+    preamble: &Preamble,
+) -> ResumedFigures {
+    let mut figures = ResumedFigures {
+        zero_rtt_sent: false,
+        zero_rtt_accepted: false,
+        first_response_ns: None,
+        handshake_ns: None,
+    };
+    let mut first = preamble.encode().to_vec();
+    first.resize(first.len() + p.request as usize, 0);
+    let mut response = vec![0u8; p.response as usize];
+    let at = Instant::now();
+    let Ok(connecting) = endpoint.connect_with(cfg.clone(), server, tls::SERVER_NAME) else {
+        return figures;
+    };
+    let (connection, accepted) = match connecting.into_0rtt() {
+        Ok((connection, accepted)) => {
+            figures.zero_rtt_sent = true;
+            (connection, Some(accepted))
+        }
+        Err(connecting) => match connecting.await {
+            Ok(c) => {
+                figures.handshake_ns = Some(ns(at.elapsed()));
+                (c, None)
+            }
+            Err(_) => return figures,
+        },
+    };
+    if let Ok((mut send, mut recv)) = connection.open_bi().await {
+        if rr::single_exchange(&mut recv, &mut send, &first, &mut response)
+            .await
+            .is_ok()
+        {
+            figures.first_response_ns = Some(ns(at.elapsed()));
+        }
+        let _ = send.finish();
+    }
+    if let Some(accepted) = accepted {
+        figures.zero_rtt_accepted = accepted.await;
+        // The handshake is complete once the server's acceptance (or refusal) is known.
+        figures.handshake_ns = Some(ns(at.elapsed()));
+    }
+    connection.close(0u32.into(), b"done");
+    figures
+}
+
+/// UDP: one connected socket, K requests outstanding, timeouts and retries by the tracker.
+async fn udp_flow(
+    server: SocketAddr,
+    p: RrParams,
+    (session, token): (u32, u32),
+    plan: Plan,
+    timeout: Duration,
+    retries: u32,
+) -> Result<FlowResult> {
+    let (mut hist, connect) = histograms()?;
+    let udp = UdpClient::connect(server, None).await?;
+    // The server answers no request from this socket until it has echoed the token.
+    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
+    let mut tracker = RequestTracker::new(timeout, retries);
+    let (tally, span) = if p.concurrency <= 1 {
+        // One request outstanding (ping): a blocking socket on a thread of its own, one
+        // wake-up less per round trip, as for TCP.
+        let socket = udp
+            .into_std()
+            .context("while preparing the UDP socket for blocking use")?;
+        let shape = shape(&p);
+        let (tally, span, returned_hist) = tokio::task::spawn_blocking(move || {
+            let begun = Instant::now();
+            let tally =
+                rr_blocking_udp::flow(&socket, session, shape, plan, &mut tracker, &mut hist);
+            (tally, (begun, Instant::now()), hist)
+        })
+        .await
+        .context("the UDP request-response thread failed")?;
+        hist = returned_hist;
+        (tally.context("the UDP request-response flow failed")?, span)
+    } else {
+        let begun = Instant::now();
+        let tally = rr::udp_flow(
+            udp.socket(),
+            session,
+            shape(&p),
+            plan,
+            &mut tracker,
+            &mut hist,
+        )
+        .await
+        .context("the UDP request-response flow failed")?;
+        (tally, (begun, Instant::now()))
+    };
+    Ok(FlowResult {
+        tally,
+        span,
+        hist,
+        connect,
+        resumed: None,
+        // As for UDP stop-and-wait runs: datagrams sent again over datagrams sent.
+        transport: Some(TransportStats::from_udp(
+            tally.counts.sent + tally.counts.retries,
+            tally.counts.retries,
+        )),
+    })
+}
+
+/// A new connection per request (TCP_CRR style): connect, send preamble and request in one
+/// write, read the response, close; repeated while requests remain to be claimed.
+async fn new_connection_worker(
+    server: SocketAddr,
+    p: RrParams,
+    preamble: Preamble,
+    quic_cfg: Option<ClientConfig>,
+    plan: Plan,
+    claims: Arc<AtomicU64>,
+) -> Result<FlowResult> {
+    let (mut hist, mut connect) = histograms()?;
+    let mut first = preamble.encode().to_vec();
+    first.resize(first.len() + p.request as usize, 0);
+    let mut response = vec![0u8; p.response as usize];
+    let endpoint = match p.protocol {
+        Protocol::Quic => Some(quic_endpoint(server)?),
+        _ => None,
+    };
+    let mut tally = FlowTally::default();
+    let mut transport: Option<TransportStats> = None;
+    let begun = Instant::now();
+    loop {
+        let claim = claims.fetch_add(1, Ordering::Relaxed);
+        if !plan.more(claim, Instant::now()) {
+            break;
+        }
+        tally.counts.sent += 1;
+        let at = Instant::now();
+        let took = match (&endpoint, &quic_cfg) {
+            (Some(endpoint), Some(cfg)) => {
+                let connection = endpoint
+                    .connect_with(cfg.clone(), server, tls::SERVER_NAME)
+                    .context("while starting the QUIC handshake")?
+                    .await
+                    .with_context(|| format!("QUIC handshake with {server} failed"))?;
+                connect.saturating_record(ns(at.elapsed()));
+                let (mut send, mut recv) = connection
+                    .open_bi()
+                    .await
+                    .context("while opening the QUIC stream")?;
+                let took = rr::single_exchange(&mut recv, &mut send, &first, &mut response)
+                    .await
+                    .context("a QUIC request on a new connection failed")?;
+                transport = sum_transport(transport, Some(counters::quic_stats(&connection)));
+                let _ = send.finish();
+                connection.close(0u32.into(), b"done");
+                took
+            }
+            _ => {
+                let mut tcp = TcpStream::connect(server)
+                    .await
+                    .with_context(|| format!("cannot open a TCP connection to {server}"))?;
+                connect.saturating_record(ns(at.elapsed()));
+                tcp.set_nodelay(true)
+                    .context("while setting TCP_NODELAY on the data connection")?;
+                let (mut rd, mut wr) = tcp.split();
+                let took = rr::single_exchange(&mut rd, &mut wr, &first, &mut response)
+                    .await
+                    .context("a TCP request on a new connection failed")?;
+                transport = sum_transport(transport, counters::tcp_stats(&tcp));
+                let _ = tcp.shutdown().await;
+                took
+            }
+        };
+        hist.saturating_record(ns(took));
+        tally.counts.answered += 1;
+        if let Some(pause) = plan.interval {
+            tokio::time::sleep(pause).await;
+        }
+    }
+    let span = (begun, Instant::now());
+    if let Some(endpoint) = endpoint {
+        quic::drain(&endpoint).await;
+    }
+    Ok(FlowResult {
+        tally,
+        span,
+        hist,
+        connect,
+        resumed: None,
+        transport,
+    })
+}
+
+/// The QUIC client configuration every connection of a session shares: it pins the server's
+/// certificate, keeps session tickets (resumption) and may send 0-RTT data.
+pub(crate) fn quic_client_config(cert: Vec<u8>) -> Result<ClientConfig> {
+    let mut crypto = tls::client_crypto(cert)?;
+    crypto.enable_early_data = true;
+    let crypto = QuicClientConfig::try_from(crypto).context("while configuring QUIC TLS")?;
+    let mut cfg = ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(quic::client_transport(quic::DEFAULT_MTU));
+    Ok(cfg)
+}
+
+/// A client endpoint on a fresh UDP socket of the server's address family.
+pub(crate) fn quic_endpoint(server: SocketAddr) -> Result<Endpoint> {
+    let socket = crate::transport::net::udp_socket(server.is_ipv6(), None, None)?;
+    quic::client_endpoint(socket, EndpointConfig::default())
+}

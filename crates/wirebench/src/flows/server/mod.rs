@@ -1,0 +1,334 @@
+//! The wirebench server: one port number for TCP (control connections and TCP data) and UDP
+//! (wirebench datagrams and QUIC), many sessions at once. Each session ends with one
+//! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
+
+mod admission;
+mod auth;
+mod metrics;
+pub mod options;
+mod registry;
+mod reverse;
+mod reverse_udp;
+mod rr_session;
+mod session;
+mod stop;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use wirebench_core::wire::proto::{ConnKind, ServerReport, SessionParams};
+
+use crate::engine::quic;
+use crate::transport::control;
+use crate::transport::tls::ServerIdentity;
+pub use metrics::MetricsHandle;
+pub use options::{Limits, ServerOptions};
+use registry::Registry;
+
+/// What the server knows about one finished (or aborted) session.
+#[derive(Debug, Clone)]
+pub struct SessionSummary {
+    /// Session id (random, as announced to the client).
+    pub session: u32,
+    /// The client's control connection address.
+    pub peer: SocketAddr,
+    /// What the client asked for.
+    pub params: SessionParams,
+    /// What the server read.
+    pub report: ServerReport,
+}
+
+/// Something the server noticed that is not a session: a refused connection, a stray datagram.
+#[derive(Debug, Clone)]
+pub struct ServerNotice {
+    /// Where it came from.
+    pub peer: SocketAddr,
+    /// What happened, one line.
+    pub message: String,
+}
+
+/// Events the server reports to whoever runs it.
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// A session ended (completed or aborted).
+    Session(Box<SessionSummary>),
+    /// A connection was refused or dropped before it became a session.
+    Notice(ServerNotice),
+}
+
+/// A bound server, ready to run.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    endpoint: quinn::Endpoint,
+    shared: Arc<Shared>,
+    local: SocketAddr,
+}
+
+/// State every connection handler shares.
+#[derive(Debug)]
+struct Shared {
+    registry: Arc<Registry>,
+    cert_der: Vec<u8>,
+    /// Effective receive and send buffers of the shared UDP socket.
+    udp_buffers: (u64, u64),
+    /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
+    udp_tx: reverse_udp::UdpTx,
+    /// Limits and authentication.
+    options: ServerOptions,
+    /// Sessions running, in all and per client.
+    admission: Arc<admission::Admission>,
+    /// Turns true when the shutdown's grace period is over: running sessions abort.
+    abort: tokio::sync::watch::Sender<bool>,
+    /// Sessions started, ended and refused, bytes per protocol (`server --metrics`).
+    metrics: Arc<metrics::ServerMetrics>,
+}
+
+impl Server {
+    /// Binds TCP and UDP on the same port. With port 0 the OS picks a TCP port and UDP takes
+    /// the same number (retrying a few times if that UDP port is taken).
+    pub async fn bind(
+        listen: SocketAddr,
+        identity: ServerIdentity,
+        options: ServerOptions,
+    ) -> Result<Server> {
+        let registry = Arc::new(Registry::default());
+        let attempts = if listen.port() == 0 { 20 } else { 1 };
+        let mut last_err = None;
+        for _ in 0..attempts {
+            let tcp = crate::transport::net::tcp_listener(listen)?;
+            let port = tcp
+                .local_addr()
+                .context("while reading the TCP port")?
+                .port();
+            let udp_addr = SocketAddr::new(listen.ip(), port);
+            match crate::transport::net::udp_socket(listen.is_ipv6(), Some(udp_addr), None) {
+                Ok(udp) => {
+                    let (udp_recv, udp_send) =
+                        crate::transport::net::buffer_sizes(&socket2::SockRef::from(&udp));
+                    let udp_tx = udp
+                        .try_clone()
+                        .and_then(reverse_udp::UdpTx::new)
+                        .context("while preparing the UDP socket for sending")?;
+                    let endpoint = quic::server_endpoint(udp, &identity, registry.clone())?;
+                    let listener =
+                        TcpListener::from_std(tcp).context("while registering the TCP listener")?;
+                    let local = listener
+                        .local_addr()
+                        .context("while reading the TCP address")?;
+                    return Ok(Server {
+                        listener,
+                        endpoint,
+                        shared: Arc::new(Shared {
+                            registry,
+                            cert_der: identity.leaf_der().to_vec(),
+                            udp_buffers: (udp_recv as u64, udp_send as u64),
+                            udp_tx,
+                            admission: admission::Admission::new(&options.limits),
+                            abort: tokio::sync::watch::Sender::new(false),
+                            options: options.clone(),
+                            metrics: Arc::default(),
+                        }),
+                        local,
+                    });
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err
+            .unwrap_or_else(|| anyhow::anyhow!("no port"))
+            .context(format!("cannot use UDP port {} next to TCP", listen.port())))
+    }
+
+    /// The address (and the one port) the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The server's counters, readable while it runs (for `--metrics`).
+    pub fn metrics(&self) -> MetricsHandle {
+        MetricsHandle {
+            metrics: Arc::clone(&self.shared.metrics),
+            admission: Arc::clone(&self.shared.admission),
+        }
+    }
+
+    /// Serves until the task is dropped; every session's summary and every notice goes to
+    /// `events`.
+    pub async fn run(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+        let (_keep, stop) = watch::channel(StopRequest::Serve);
+        self.run_until(events, stop).await
+    }
+
+    /// Serves until `stop` asks to drain: from then on new sessions are refused, running ones
+    /// may finish within the shutdown grace period (`Limits::shutdown_grace`), and the rest are
+    /// aborted — at once when `stop` asks to abort. Returns when no session runs any more; by
+    /// then every session's summary is in `events`.
+    pub async fn run_until(
+        self,
+        events: mpsc::UnboundedSender<ServerEvent>,
+        mut stop: watch::Receiver<StopRequest>,
+    ) -> Result<()> {
+        let shared = self.shared.clone();
+        let drain_events = events.clone();
+        let local = self.local;
+        let draining = async move {
+            if stop.wait_for(|s| *s != StopRequest::Serve).await.is_err() {
+                // Nobody can ask any more: serve for ever.
+                std::future::pending::<()>().await;
+            }
+            shared.admission.close();
+            let running = shared.admission.running();
+            let grace = shared.options.limits.shutdown_grace;
+            let _ = drain_events.send(ServerEvent::Notice(ServerNotice {
+                peer: local,
+                message: format!("shutting down: {running} sessions running, {grace:?} to finish"),
+            }));
+            tokio::select! {
+                () = shared.admission.idle() => {}
+                () = tokio::time::sleep(grace) => {}
+                _ = stop.wait_for(|s| *s == StopRequest::Abort) => {}
+            }
+            // Sessions still running abort now and report at once; the bound is for a
+            // session stuck in a kernel call.
+            shared.abort.send_replace(true);
+            let _ = tokio::time::timeout(ABORT_WAIT, shared.admission.idle()).await;
+        };
+        tokio::select! {
+            () = draining => Ok(()),
+            result = self.serve(events) => result,
+        }
+    }
+
+    /// Accepts connections for ever.
+    async fn serve(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+        self.shared.registry.set_notices(events.clone());
+        let quic_events = events.clone();
+        let quic_shared = self.shared.clone();
+        let endpoint = self.endpoint.clone();
+        let quic_task = tokio::spawn(async move {
+            while let Some(incoming) = endpoint.accept().await {
+                let shared = quic_shared.clone();
+                let events = quic_events.clone();
+                tokio::spawn(async move {
+                    let peer = incoming.remote_address();
+                    if let Err(e) = session::attach_quic(
+                        incoming,
+                        &shared.registry,
+                        shared.options.psk.is_some(),
+                    )
+                    .await
+                    {
+                        let _ = events.send(ServerEvent::Notice(ServerNotice {
+                            peer,
+                            message: format!("QUIC connection dropped: {e:#}"),
+                        }));
+                    }
+                });
+            }
+        });
+        // Abort the QUIC accept loop when this future ends or is dropped.
+        let _guard = AbortOnDrop(quic_task);
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(x) => x,
+                // Running out of descriptors or a reset during accept ends one connection, not the server.
+                Err(e) => {
+                    let _ = events.send(ServerEvent::Notice(ServerNotice {
+                        peer: self.local,
+                        message: format!("accept failed: {e}"),
+                    }));
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let shared = self.shared.clone();
+            let events = events.clone();
+            tokio::spawn(async move {
+                handle_tcp(stream, peer, shared, events).await;
+            });
+        }
+    }
+}
+
+/// What the owner of a running server asks of it (see [`Server::run_until`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRequest {
+    /// Keep serving.
+    Serve,
+    /// Refuse new sessions, let running ones finish within the grace period.
+    Drain,
+    /// Abort the running sessions now (each still reports, marked aborted).
+    Abort,
+}
+
+/// How long aborted sessions may take to report before the server stops anyway.
+const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the preamble of a new TCP connection and routes it: control connections become
+/// sessions, data connections are handed to the session waiting for them.
+async fn handle_tcp(
+    mut stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedSender<ServerEvent>,
+) {
+    let notice = |message: String| {
+        let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
+    };
+    // One deadline for the preamble and the session request: a client that connects and then
+    // trickles (or sends nothing) holds a connection for at most this long.
+    let hello_timeout = shared.options.limits.hello_timeout;
+    let hello_deadline = tokio::time::Instant::now() + hello_timeout;
+    let preamble =
+        match tokio::time::timeout_at(hello_deadline, control::read_preamble(&mut stream))
+            .await
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!(
+                    "no preamble within {hello_timeout:?} (the server's --hello-timeout)"
+                ))
+            }) {
+            Ok(p) => p,
+            Err(e) => {
+                // Tell the peer why, in our framing, then close; a garbage client costs one line.
+                let reason = format!("{e:#}");
+                let _ = control::send(
+                    &mut stream,
+                    &wirebench_core::wire::proto::ControlMessage::Error {
+                        reason: reason.clone(),
+                    },
+                )
+                .await;
+                notice(format!("connection refused: {reason}"));
+                control::close_gracefully(stream).await;
+                return;
+            }
+        };
+    match preamble.kind {
+        ConnKind::Control => {
+            let _ = stream.set_nodelay(true);
+            session::serve(&mut stream, peer, &shared, &events, hello_deadline).await;
+            control::close_gracefully(stream).await;
+        }
+        ConnKind::Data => {
+            if let Err(e) = shared.registry.attach_stream(
+                &preamble,
+                peer.ip(),
+                registry::DataStream::Tcp(stream),
+            ) {
+                notice(format!("data connection refused: {e}"));
+            }
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,408 @@
+//! The table of live sessions: hands data connections (TCP, QUIC) to the session that waits for
+//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens; it does
+//! not count anything itself.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use rand::Rng;
+use tokio::sync::{mpsc, oneshot};
+use wirebench_core::security::amplification::{
+    encode_echo, AddressValidation, Budget, Verdict, MAX_VALIDATED,
+};
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::datagram::{Header, Kind};
+use wirebench_core::wire::proto::Preamble;
+
+use super::reverse_udp::ReverseUdp;
+use super::rr_session::RrUdpSession;
+use super::{ServerEvent, ServerNotice};
+use crate::engine::demux::DatagramHandler;
+use crate::engine::udp_receiver::UdpReceiver;
+use crate::transport::net::canonical_ip;
+
+/// A data connection handed to its session.
+#[derive(Debug)]
+pub enum DataStream {
+    /// A TCP connection (its preamble already read).
+    Tcp(tokio::net::TcpStream),
+    /// A QUIC stream pair (its preamble already read) and the connection that carries it.
+    Quic {
+        /// The connection, kept alive for the session.
+        connection: quinn::Connection,
+        /// Server → client half (acknowledgements).
+        send: quinn::SendStream,
+        /// Client → server half (data).
+        recv: quinn::RecvStream,
+    },
+}
+
+/// Where a session's datagrams go.
+enum UdpTarget {
+    Forward(Arc<UdpReceiver>),
+    Reverse(Arc<ReverseUdp>),
+    Rr(Arc<RrUdpSession>),
+}
+
+#[derive(Debug)]
+enum SlotKind {
+    /// A TCP or QUIC session waiting for its data connection (taken once).
+    Stream(Mutex<Option<oneshot::Sender<DataStream>>>),
+    /// A UDP session receiving datagrams.
+    Udp(Arc<UdpReceiver>),
+    /// A reversed UDP session: the server sends, hellos and acknowledgements arrive.
+    UdpReverse(Arc<ReverseUdp>),
+    /// A TCP or QUIC request-response session: takes any number of data connections.
+    RrStream(tokio::sync::mpsc::UnboundedSender<DataStream>),
+    /// A UDP request-response session answering request datagrams.
+    RrUdp(Arc<RrUdpSession>),
+}
+
+#[derive(Debug)]
+struct Slot {
+    token: u32,
+    peer_ip: IpAddr,
+    kind: SlotKind,
+    /// Which source addresses presented the token (UDP), and what was dropped before.
+    validation: Arc<Mutex<AddressValidation>>,
+}
+
+/// Why a data connection or datagram was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// No such session (ended, or never existed).
+    #[error("no session {0:#010x}")]
+    UnknownSession(u32),
+    /// The token does not match the session's.
+    #[error("wrong token for session {0:#010x}")]
+    BadToken(u32),
+    /// It came from another address than the session's control connection.
+    #[error("session {session:#010x} belongs to another client address, not {from}")]
+    WrongPeer {
+        /// The session.
+        session: u32,
+        /// Where the data came from.
+        from: IpAddr,
+    },
+    /// The session already has its data connection, or is no longer waiting.
+    #[error("session {0:#010x} is not waiting for a data connection")]
+    NotWaiting(u32),
+}
+
+/// Live sessions, by id.
+#[derive(Debug, Default)]
+pub struct Registry {
+    slots: RwLock<HashMap<u32, Slot>>,
+    /// UDP datagrams of ours that matched no session (or the wrong peer), dropped.
+    stray_datagrams: AtomicU64,
+    /// Where dropped datagrams are reported, once the server runs.
+    notices: OnceLock<mpsc::UnboundedSender<ServerEvent>>,
+}
+
+/// Removes its session from the registry when dropped, whatever path the session took.
+#[derive(Debug)]
+pub struct Registration {
+    registry: Arc<Registry>,
+    /// The session id.
+    pub id: u32,
+    /// The token the client must present.
+    pub token: u32,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let removed = match self.registry.slots.write() {
+            Ok(mut slots) => slots.remove(&self.id),
+            Err(_) => None,
+        };
+        // What address validation dropped for this session, one notice at its end.
+        if let Some(slot) = removed {
+            let dropped = slot
+                .validation
+                .lock()
+                .map(|v| v.dropped())
+                .unwrap_or_default();
+            if dropped.total() > 0 {
+                self.registry.notice(
+                    SocketAddr::new(slot.peer_ip, 0),
+                    format!(
+                        "session {:#010x}: dropped {} UDP datagrams, never answered, from addresses that had not presented the session's token ({} hellos with a wrong token, {} other datagrams, {} hellos beyond {MAX_VALIDATED} addresses)",
+                        self.id,
+                        dropped.total(),
+                        dropped.bad_token,
+                        dropped.unvalidated,
+                        dropped.too_many
+                    ),
+                );
+            }
+        }
+    }
+}
+
+impl Registry {
+    /// Sends dropped-datagram notices to `events` from now on (the first call wins).
+    pub fn set_notices(&self, events: mpsc::UnboundedSender<ServerEvent>) {
+        let _ = self.notices.set(events);
+    }
+
+    fn notice(&self, peer: SocketAddr, message: String) {
+        if let Some(events) = self.notices.get() {
+            let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
+        }
+    }
+
+    /// Registers a TCP/QUIC session; the receiver yields its data connection.
+    pub fn register_stream(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (Registration, oneshot::Receiver<DataStream>) {
+        let (tx, rx) = oneshot::channel();
+        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::Stream(Mutex::new(Some(tx))), ()));
+        (reg, rx)
+    }
+
+    /// Registers a UDP session expecting `total_bytes` in messages of `msg_size`.
+    pub fn register_udp(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        mechanism: Mechanism,
+        total_bytes: u64,
+        msg_size: u32,
+    ) -> (Registration, Arc<UdpReceiver>) {
+        self.insert(peer_ip, |id| {
+            let session = Arc::new(UdpReceiver::new(id, mechanism, total_bytes, msg_size));
+            (SlotKind::Udp(session.clone()), session)
+        })
+    }
+
+    /// Registers a reversed UDP session (the server sends); the receiver yields the
+    /// acknowledgements that arrive for it.
+    pub fn register_udp_reverse(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (Registration, Arc<ReverseUdp>, mpsc::UnboundedReceiver<u64>) {
+        let (reg, (slot, acks)) = self.insert(peer_ip, |id| {
+            let (slot, acks) = ReverseUdp::new(id);
+            let slot = Arc::new(slot);
+            (SlotKind::UdpReverse(slot.clone()), (slot, acks))
+        });
+        (reg, slot, acks)
+    }
+
+    /// Registers a TCP/QUIC request-response session; the receiver yields every data connection
+    /// that presents its id and token, for as long as the registration lives.
+    pub fn register_rr_stream(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+    ) -> (
+        Registration,
+        tokio::sync::mpsc::UnboundedReceiver<DataStream>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::RrStream(tx), ()));
+        (reg, rx)
+    }
+
+    /// Registers a UDP request-response session answering `request`-byte requests with
+    /// `response`-byte responses.
+    pub fn register_rr_udp(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        request: u32,
+        response: u32,
+    ) -> (Registration, Arc<RrUdpSession>) {
+        self.insert(peer_ip, |id| {
+            let session = Arc::new(RrUdpSession::new(id, request, response));
+            (SlotKind::RrUdp(session.clone()), session)
+        })
+    }
+
+    /// Hands a data connection that presented `preamble` to its session.
+    pub fn attach_stream(
+        &self,
+        preamble: &Preamble,
+        from: IpAddr,
+        data: DataStream,
+    ) -> Result<(), AttachError> {
+        let slots = self
+            .slots
+            .read()
+            .map_err(|_| AttachError::UnknownSession(preamble.session))?;
+        let slot = slots
+            .get(&preamble.session)
+            .ok_or(AttachError::UnknownSession(preamble.session))?;
+        check(slot, preamble.session, preamble.token, from)?;
+        if let SlotKind::RrStream(sessions) = &slot.kind {
+            return sessions
+                .send(data)
+                .map_err(|_| AttachError::NotWaiting(preamble.session));
+        }
+        let SlotKind::Stream(waiting) = &slot.kind else {
+            return Err(AttachError::NotWaiting(preamble.session));
+        };
+        let sender = waiting
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .ok_or(AttachError::NotWaiting(preamble.session))?;
+        sender
+            .send(data)
+            .map_err(|_| AttachError::NotWaiting(preamble.session))
+    }
+
+    /// Picks a fresh random id and token, and stores the slot `make` builds for that id.
+    fn insert<T>(
+        self: &Arc<Self>,
+        peer_ip: IpAddr,
+        make: impl FnOnce(u32) -> (SlotKind, T),
+    ) -> (Registration, T) {
+        let mut rng = rand::thread_rng();
+        let token: u32 = rng.gen();
+        let mut slots = match self.slots.write() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Ids are random so they are not guessable from outside; 0 is never used.
+        let id = loop {
+            let id: u32 = rng.gen();
+            if id != 0 && !slots.contains_key(&id) {
+                break id;
+            }
+        };
+        let (kind, extra) = make(id);
+        slots.insert(
+            id,
+            Slot {
+                token,
+                peer_ip: canonical_ip(peer_ip),
+                kind,
+                validation: Arc::new(Mutex::new(AddressValidation::new(token))),
+            },
+        );
+        let reg = Registration {
+            registry: self.clone(),
+            id,
+            token,
+        };
+        (reg, extra)
+    }
+
+    fn udp_target(
+        &self,
+        id: u32,
+        from: IpAddr,
+    ) -> Option<(UdpTarget, Arc<Mutex<AddressValidation>>)> {
+        let slots = self.slots.read().ok()?;
+        let slot = slots.get(&id)?;
+        if slot.peer_ip != canonical_ip(from) {
+            return None;
+        }
+        let target = match &slot.kind {
+            SlotKind::Udp(s) => UdpTarget::Forward(s.clone()),
+            SlotKind::UdpReverse(s) => UdpTarget::Reverse(s.clone()),
+            SlotKind::RrUdp(s) => UdpTarget::Rr(s.clone()),
+            SlotKind::Stream(_) | SlotKind::RrStream(_) => return None,
+        };
+        Some((target, slot.validation.clone()))
+    }
+
+    /// Counts datagrams that match no session; the first, second, fourth, eighth... make a
+    /// notice, so a flood is visible without flooding the log.
+    fn stray(&self, count: u64, from: SocketAddr) {
+        let before = self.stray_datagrams.fetch_add(count, Ordering::Relaxed);
+        let after = before + count;
+        if count > 0 && (before == 0 || before.ilog2() != after.ilog2()) {
+            self.notice(
+                from,
+                format!(
+                    "{after} UDP datagrams so far matched no session (unknown session, or another IP than the session's client): dropped, never answered"
+                ),
+            );
+        }
+    }
+}
+
+fn check(slot: &Slot, session: u32, token: u32, from: IpAddr) -> Result<(), AttachError> {
+    if slot.token != token {
+        return Err(AttachError::BadToken(session));
+    }
+    if slot.peer_ip != canonical_ip(from) {
+        return Err(AttachError::WrongPeer {
+            session,
+            from: canonical_ip(from),
+        });
+    }
+    Ok(())
+}
+
+impl DatagramHandler for Registry {
+    fn handle(
+        &self,
+        data: &[u8],
+        stride: usize,
+        from: SocketAddr,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        // One receive holds datagrams of one flow: route the batch by its first header.
+        let stride = stride.max(1);
+        let session = Header::decode(data)
+            .ok()
+            .and_then(|h| self.udp_target(h.session, from.ip()));
+        let Some((target, validation)) = session else {
+            self.stray(data.len().div_ceil(stride) as u64, from);
+            return;
+        };
+        let Ok(mut validation) = validation.lock() else {
+            return;
+        };
+        // The common case: a batch of data from a source that presented the token.
+        let hello = Kind::Hello.to_byte();
+        if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
+            drop(validation);
+            route(&target, data, stride, from, reply);
+            return;
+        }
+        // Otherwise datagram by datagram: only a hello with the token validates its source,
+        // and nothing from a source that has not is answered (or counted by the session).
+        for datagram in data.chunks(stride) {
+            let Ok(header) = Header::decode(datagram) else {
+                continue;
+            };
+            match validation.on_datagram(&header, datagram, from) {
+                Verdict::Hello => match &target {
+                    // A reversed session's answer is its data, sent to the latest hello.
+                    UdpTarget::Reverse(s) => s.on_datagrams(datagram, datagram.len(), from),
+                    UdpTarget::Forward(_) | UdpTarget::Rr(_) => {
+                        let echo = encode_echo(&header);
+                        let budget = Budget {
+                            received: datagram.len() as u64,
+                            sent: 0,
+                        };
+                        if budget.allows(echo.len() as u64) {
+                            let _ = reply(&echo);
+                        }
+                    }
+                },
+                Verdict::Pass => route(&target, datagram, datagram.len(), from, reply),
+                Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
+            }
+        }
+    }
+}
+
+/// Hands datagrams from a validated source to their session.
+fn route(
+    target: &UdpTarget,
+    data: &[u8],
+    stride: usize,
+    from: SocketAddr,
+    reply: &mut dyn FnMut(&[u8]) -> bool,
+) {
+    match target {
+        UdpTarget::Forward(s) => s.on_datagrams(data, stride, reply),
+        UdpTarget::Reverse(s) => s.on_datagrams(data, stride, from),
+        UdpTarget::Rr(s) => s.on_datagrams(data, stride, reply),
+    }
+}

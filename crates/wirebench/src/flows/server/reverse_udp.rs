@@ -1,0 +1,270 @@
+//! `--reverse` over UDP on the server: learns where the client wants the data (its hello
+//! datagrams), sends the session's datagrams from the shared port (streaming in GSO batches,
+//! or stop-and-wait with acknowledgements routed here by the registry), then tells the client
+//! on the control connection how much it sent. Must not count what the client received.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, Notify};
+use wirebench_core::machine::rto::{
+    RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
+};
+use wirebench_core::machine::saw::RtoPolicy;
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::vocab::units::BitRate;
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
+
+use super::session::{ns, omit_span, omitted, watch_control};
+use super::Shared;
+use crate::engine::interval::{self, Progress};
+use crate::engine::stream::rtt_histogram;
+use crate::engine::udp::{self, DatagramPort, DatagramSender};
+use crate::engine::SendTally;
+use crate::transport::control::{self, SETUP_TIMEOUT};
+
+/// A reversed UDP session as the registry sees it: where its client is, and the
+/// acknowledgements that arrive for it.
+#[derive(Debug)]
+pub struct ReverseUdp {
+    id: u32,
+    client: Mutex<Option<SocketAddr>>,
+    hello: Notify,
+    acks: mpsc::UnboundedSender<u64>,
+}
+
+impl ReverseUdp {
+    /// A session `id` and the receiving end of its acknowledgements (sequence numbers).
+    pub fn new(id: u32) -> (ReverseUdp, mpsc::UnboundedReceiver<u64>) {
+        let (acks, rx) = mpsc::unbounded_channel();
+        let slot = ReverseUdp {
+            id,
+            client: Mutex::new(None),
+            hello: Notify::new(),
+            acks,
+        };
+        (slot, rx)
+    }
+
+    /// Handles the datagrams of one receive from `from`: a hello names the data's destination
+    /// (the latest one wins, so a client behind a rebinding NAT still gets its data), an
+    /// acknowledgement goes to the sender. Anything else is ignored.
+    pub fn on_datagrams(&self, data: &[u8], stride: usize, from: SocketAddr) {
+        for datagram in data.chunks(stride.max(1)) {
+            let Ok(header) = Header::decode(datagram) else {
+                continue;
+            };
+            if header.session != self.id {
+                continue;
+            }
+            match header.kind {
+                Kind::Hello => {
+                    if let Ok(mut client) = self.client.lock() {
+                        *client = Some(from);
+                    }
+                    self.hello.notify_one();
+                }
+                Kind::Ack => {
+                    let _ = self.acks.send(header.seq);
+                }
+                Kind::Data | Kind::Request | Kind::Response => {}
+            }
+        }
+    }
+
+    /// Where the client asked for the data, once it has said.
+    async fn client(&self) -> SocketAddr {
+        loop {
+            let notified = self.hello.notified();
+            if let Some(addr) = self.client.lock().ok().and_then(|c| *c) {
+                return addr;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The server's second handle on its shared UDP socket, for sending reversed sessions' data
+/// with errors reported (quinn's own send path drops most of them).
+#[derive(Debug)]
+pub struct UdpTx {
+    socket: UdpSocket,
+    state: quinn::udp::UdpSocketState,
+}
+
+impl UdpTx {
+    /// Wraps a duplicate of the shared socket.
+    pub fn new(socket: std::net::UdpSocket) -> io::Result<UdpTx> {
+        let socket = UdpSocket::from_std(socket)?;
+        let state = quinn::udp::UdpSocketState::new((&socket).into())?;
+        Ok(UdpTx { socket, state })
+    }
+}
+
+/// Sends a reversed UDP session: waits for the client's hello, sends every message, tells the
+/// client what was sent (`sender_done` on the control connection), and fills `report` with
+/// what the server sent (messages, bytes, send calls in `read_calls`, time, and the datagrams
+/// and retransmissions in `transport`).
+pub(super) async fn send_to_client<R, W>(
+    slot: &ReverseUdp,
+    acks: &mut mpsc::UnboundedReceiver<u64>,
+    rd: &mut R,
+    wr: &mut W,
+    shared: &Shared,
+    p: &SessionParams,
+    report: &mut ServerReport,
+) -> Result<(), String>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let client = tokio::select! {
+        c = tokio::time::timeout(SETUP_TIMEOUT, slot.client()) => c.map_err(|_| {
+            format!("the client sent no hello datagram within {SETUP_TIMEOUT:?}")
+        })?,
+        reason = watch_control(rd) => return Err(reason),
+    };
+    let progress = Progress::new();
+    let period = p.interval_us.map(Duration::from_micros);
+    let sending = async {
+        let started = Instant::now();
+        let sent_as = capped(p, shared);
+        let result = tokio::select! {
+            r = send(slot.id, &shared.udp_tx, client, acks, &sent_as, &progress.bytes) => r.map_err(|e| format!("{e:#}")),
+            reason = watch_control(rd) => Err(reason),
+        };
+        result.map(|tally| (tally, started.elapsed()))
+    };
+    let began = Instant::now();
+    let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
+    report.omitted = omitted(mark, Some(began), p);
+    report.intervals = intervals;
+    report.data_path = super::session::shared_udp_data_path(shared);
+    let (tally, elapsed) = result.inspect_err(|_| report.bytes = progress.read().bytes)?;
+    report.messages = tally.messages;
+    report.bytes = tally.bytes;
+    report.read_calls = tally.send_calls;
+    report.elapsed_ns = ns(elapsed);
+    let resent = match p.mechanism {
+        Mechanism::StopAndWait => tally.retransmissions,
+        // Streaming resends nothing; what was lost the client counts.
+        Mechanism::Stream => 0,
+    };
+    report.transport = Some(TransportStats::from_udp(tally.datagrams, resent));
+    control::send(
+        wr,
+        &ControlMessage::SenderDone {
+            messages_sent: tally.messages,
+            bytes_sent: tally.bytes,
+        },
+    )
+    .await
+    .map_err(|e| format!("cannot tell the client the data is sent: {e:#}"))
+}
+
+/// The session as the server sends it: a streaming rate above the server's --max-rate (or an
+/// unpaced one) comes down to it.
+fn capped(p: &SessionParams, shared: &Shared) -> SessionParams {
+    let mut p = p.clone();
+    if let Some(max) = shared.options.limits.max_rate_bps {
+        p.rate_bps = Some(p.rate_bps.map_or(max, |r| r.min(max)));
+    }
+    p
+}
+
+async fn send(
+    session: u32,
+    tx: &UdpTx,
+    client: SocketAddr,
+    acks: &mut mpsc::UnboundedReceiver<u64>,
+    p: &SessionParams,
+    progress: &AtomicU64,
+) -> anyhow::Result<SendTally> {
+    let deadline = crate::engine::stream::session_deadline(p, std::time::Instant::now());
+    match p.mechanism {
+        Mechanism::Stream => {
+            let sender = DatagramSender {
+                socket: &tx.socket,
+                state: &tx.state,
+                destination: client,
+            };
+            sender
+                .send_stream(
+                    session,
+                    (p.total_bytes, deadline),
+                    p.msg_size,
+                    p.rate_bps.map(BitRate),
+                    progress,
+                )
+                .await
+        }
+        Mechanism::StopAndWait => {
+            let policy = match p.rto_us {
+                Some(us) => RtoPolicy::Fixed(Duration::from_micros(us)),
+                None => RtoPolicy::Adaptive(RtoEstimator::new(
+                    DEFAULT_INITIAL_RTO,
+                    DEFAULT_MIN_RTO,
+                    DEFAULT_MAX_RTO,
+                )),
+            };
+            let mut port = AckPort {
+                session,
+                socket: &tx.socket,
+                client,
+                acks,
+            };
+            let mut rtt = rtt_histogram()?;
+            udp::send_stop_and_wait(
+                &mut port,
+                session,
+                (p.total_bytes, deadline),
+                p.msg_size,
+                policy,
+                &mut rtt,
+                progress,
+            )
+            .await
+        }
+    }
+}
+
+/// Stop-and-wait from the shared socket: datagrams go to the client; its acknowledgements
+/// arrive through the registry, as sequence numbers.
+struct AckPort<'a> {
+    session: u32,
+    socket: &'a UdpSocket,
+    client: SocketAddr,
+    acks: &'a mut mpsc::UnboundedReceiver<u64>,
+}
+
+impl DatagramPort for AckPort<'_> {
+    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        self.socket.send_to(datagram, self.client).await
+    }
+
+    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        match tokio::time::timeout_at(deadline.into(), self.acks.recv()).await {
+            Ok(Some(seq)) => {
+                // Handed over as the acknowledgement datagram it came in.
+                let written = Header::ack(self.session, seq)
+                    .write_to(buf)
+                    .map(|()| HEADER_LEN);
+                Some(written.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)))
+            }
+            Ok(None) => Some(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the session's acknowledgement channel closed",
+            ))),
+            Err(_) => None,
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Socket construction: options that must be set before bind (dual stack, buffer sizes,
+//! address reuse) live here, so engines receive ready sockets.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use std::io;
+
+use anyhow::{Context, Result};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::proto::{DataPathInfo, DataPathOptions};
+
+/// Socket buffer size we ask for on UDP sockets; the kernel caps it at its `*mem_max` unless we
+/// may go past that (see `size_udp_buffers`).
+pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
+
+/// A non-blocking UDP socket bound to `bind` (or the unspecified address of the family, port 0),
+/// with buffers of `buffer` bytes (default: large). Binding `::` accepts IPv4 too.
+pub fn udp_socket(
+    ipv6: bool,
+    bind: Option<SocketAddr>,
+    buffer: Option<u32>,
+) -> Result<std::net::UdpSocket> {
+    let bind = bind.unwrap_or_else(|| unspecified(ipv6));
+    let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
+        .context("while creating a UDP socket")?;
+    if bind.is_ipv6() && bind.ip().is_unspecified() {
+        // Dual stack where the host allows it; failure just means IPv6 only.
+        let _ = socket.set_only_v6(false);
+    }
+    size_udp_buffers(&socket, buffer.map_or(UDP_SOCKET_BUFFER, |b| b as usize));
+    socket
+        .set_nonblocking(true)
+        .context("while making a UDP socket non-blocking")?;
+    socket
+        .bind(&bind.into())
+        .with_context(|| format!("while binding UDP {bind}"))?;
+    Ok(socket.into())
+}
+
+/// Asks for UDP socket buffers of `size` bytes (best effort; the effective sizes, which Linux
+/// reports doubled for its own bookkeeping, go with each run).
+///
+/// The kernel caps a plain request at net.core.{r,w}mem_max, 208 KiB on a stock Debian host,
+/// which a loaded server's one UDP socket overruns: hundreds of concurrent QUIC and UDP
+/// sessions then lost handshake packets there until handshakes timed out. A privileged process
+/// (CAP_NET_ADMIN) may go past the cap, as quic-go and WireGuard do, so a capped request is
+/// made again that way.
+fn size_udp_buffers(socket: &Socket, size: usize) {
+    let _ = socket.set_recv_buffer_size(size);
+    let _ = socket.set_send_buffer_size(size);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let uncapped = size.saturating_mul(2);
+        let value = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+        if socket.recv_buffer_size().is_ok_and(|got| got < uncapped) {
+            let _ = setsockopt(socket.as_raw_fd(), libc::SO_RCVBUFFORCE, &value);
+        }
+        if socket.send_buffer_size().is_ok_and(|got| got < uncapped) {
+            let _ = setsockopt(socket.as_raw_fd(), libc::SO_SNDBUFFORCE, &value);
+        }
+    }
+}
+
+/// A non-blocking TCP listener on `bind`, address reuse on, dual stack for `::`.
+pub fn tcp_listener(bind: SocketAddr) -> Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))
+        .context("while creating a TCP socket")?;
+    socket
+        .set_reuse_address(true)
+        .context("while setting SO_REUSEADDR")?;
+    if bind.is_ipv6() && bind.ip().is_unspecified() {
+        let _ = socket.set_only_v6(false);
+    }
+    socket
+        .set_nonblocking(true)
+        .context("while making the listener non-blocking")?;
+    socket
+        .bind(&bind.into())
+        .with_context(|| format!("while binding TCP {bind}"))?;
+    socket
+        .listen(1024)
+        .with_context(|| format!("while listening on TCP {bind}"))?;
+    Ok(socket.into())
+}
+
+/// The effective receive and send buffer sizes of a socket, as the kernel reports them.
+pub fn buffer_sizes(s: &SockRef<'_>) -> (usize, usize) {
+    (
+        s.recv_buffer_size().unwrap_or(0),
+        s.send_buffer_size().unwrap_or(0),
+    )
+}
+
+/// Where the kernel lists the TCP congestion controls it offers.
+const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// The TCP congestion control algorithms this kernel offers, when it says (Linux).
+pub fn available_congestion_controls() -> Option<Vec<String>> {
+    std::fs::read_to_string(AVAILABLE_CC)
+        .ok()
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+}
+
+/// Applies the requested options to a TCP data socket (either end). Stop-and-wait always
+/// sets TCP_NODELAY: with one message in flight, Nagle would hold back its tail.
+pub fn apply_tcp_options<'s>(
+    socket: impl Into<SockRef<'s>>,
+    opts: &DataPathOptions,
+    mechanism: Mechanism,
+) -> io::Result<()> {
+    let s = socket.into();
+    if let Some(w) = opts.window {
+        s.set_send_buffer_size(w as usize)?;
+        s.set_recv_buffer_size(w as usize)?;
+    }
+    if let Some(cc) = &opts.congestion {
+        set_congestion(&s, cc)?;
+    }
+    if opts.nodelay || mechanism == Mechanism::StopAndWait {
+        s.set_nodelay(true)?;
+    }
+    Ok(())
+}
+
+/// Paces a TCP sender to `rate_bps` bits per second in the kernel (SO_MAX_PACING_RATE: the fq
+/// qdisc, or TCP's own pacing under any other qdisc, spaces the packets out). `--rate` on TCP.
+#[cfg(target_os = "linux")]
+pub fn set_max_pacing_rate<'s>(socket: impl Into<SockRef<'s>>, rate_bps: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let s = socket.into();
+    let bytes_per_second = (rate_bps / 8).max(1);
+    // Kernels before 64-bit pacing rates read a 32-bit value; ~0 is "unlimited" there, so a
+    // rate that does not fit is passed as 64 bits (which those kernels then cap).
+    let rc = match u32::try_from(bytes_per_second) {
+        Ok(v) if v != u32::MAX => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &v),
+        _ => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &bytes_per_second),
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// SO_MAX_PACING_RATE exists on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "TCP pacing (SO_MAX_PACING_RATE) needs Linux",
+    ))
+}
+
+/// setsockopt(SOL_SOCKET, `option`) with a value of `T`'s width.
+#[cfg(target_os = "linux")]
+fn setsockopt<T>(fd: std::os::fd::RawFd, option: libc::c_int, value: &T) -> libc::c_int {
+    // SAFETY: setsockopt reads `size_of::<T>()` bytes from a valid `T` for the duration of the
+    // call, on a descriptor the caller's socket owns.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    }
+}
+
+/// What a TCP data socket runs with, as the kernel reports it.
+pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> DataPathInfo {
+    let s = socket.into();
+    let (recv, send) = buffer_sizes(&s);
+    DataPathInfo {
+        recv_buffer: recv as u64,
+        send_buffer: send as u64,
+        congestion: congestion(&s),
+        nodelay: s.nodelay().unwrap_or(false),
+        busy_poll,
+        gso_segments: 0,
+        cpu: current_cpu(),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn set_congestion(s: &SockRef<'_>, cc: &str) -> io::Result<()> {
+    s.set_tcp_congestion(cc.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot use congestion control {cc}: {e}")))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_congestion(_: &SockRef<'_>, cc: &str) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("cannot use congestion control {cc}: only Linux lets a socket choose one"),
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn congestion(s: &SockRef<'_>) -> Option<String> {
+    s.tcp_congestion().ok().map(|name| {
+        String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_string()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn congestion(_: &SockRef<'_>) -> Option<String> {
+    None
+}
+
+/// The CPU the calling thread runs on now, where the OS tells (Linux).
+#[cfg(target_os = "linux")]
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the caller's scheduling state.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
+}
+
+/// The CPU the calling thread runs on now, where the OS tells (not here).
+#[cfg(not(target_os = "linux"))]
+pub fn current_cpu() -> Option<u32> {
+    None
+}
+
+/// Maps an IPv4-mapped IPv6 address (from a dual-stack socket) back to IPv4, so peers compare equal.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+fn unspecified(ipv6: bool) -> SocketAddr {
+    if ipv6 {
+        SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0)
+    } else {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A privileged process gets the UDP buffers it asks for whatever net.core.rmem_max says
+    /// (a stock Debian host caps plain requests at 208 KiB; CI runs as root there), large or
+    /// small.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn udp_sockets_get_the_buffers_they_ask_for_when_privileged() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root (CAP_NET_ADMIN) to go past net.core.rmem_max");
+            return;
+        }
+        let socket = udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
+        // Linux reports twice what it was given.
+        let doubled = 2 * UDP_SOCKET_BUFFER;
+        assert_eq!(buffer_sizes(&SockRef::from(&socket)), (doubled, doubled));
+        let small = udp_socket(false, Some("127.0.0.1:0".parse().unwrap()), Some(65536)).unwrap();
+        assert_eq!(buffer_sizes(&SockRef::from(&small)), (131072, 131072));
+    }
+}
