@@ -10,7 +10,8 @@ use wirebench_core::machine::impair::Impairments;
 use wirebench_core::machine::responsiveness::{LoadDirection, Parameters};
 use wirebench_core::vocab::units::parse_duration;
 
-use super::{resolve_server, usage, Target, UsageError};
+use super::address::resolve_server;
+use super::{usage, Target, UsageError};
 use crate::cli::RpmArgs;
 use crate::flows::rpm::RpmSettings;
 

@@ -1,0 +1,132 @@
+//! The flags of the history commands: `runs`, `show`, `report`, `compare`, `export`, `import`
+//! and `store copy`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::DbArgs;
+
+/// Flags of `wirebench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline campaign id.
+    pub a: i64,
+    /// Campaign to compare with the baseline.
+    pub b: i64,
+    /// Exit with status 1 when B's median time is more than PCT percent above A's and the
+    /// difference is significant (e.g. 10).
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// A and B are rpm campaigns (as `wirebench rpm` printed them): compares RPM, loaded p50
+    /// and p99 and the sample counts, with a Mann–Whitney U test of the probes' round trips.
+    /// With --fail-on-regression PCT, exit status 1 when B's round trips are significantly
+    /// longer and its RPM is lower, or its loaded p99 higher, by more than PCT percent.
+    #[arg(long)]
+    pub rpm: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags of `wirebench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    #[arg(required_unless_present = "last", conflicts_with = "last")]
+    pub id: Option<i64>,
+    /// Report on the newest campaign.
+    #[arg(long)]
+    pub last: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// HTML: the run whose interval series (measured with `run -i D`) the throughput-over-time
+    /// chart shows, numbered as `wirebench show` lists them. Default: the first run that has them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: Option<u64>,
+    /// The id (or --last) is a DNS campaign, as `wirebench dns` printed it: --format html
+    /// charts its timeouts against concurrency; table prints its sweep table; json its results.
+    #[arg(long, conflicts_with = "run")]
+    pub dns: bool,
+    /// The id (or --last) is an rr sweep, as `wirebench rr` printed it: --format html charts
+    /// UDP loss and TCP/QUIC retransmissions against requests in flight; table prints the sweep
+    /// table; json its results.
+    #[arg(long, conflicts_with_all = ["run", "dns"])]
+    pub rr: bool,
+    /// The id (or --last) is an rpm campaign, as `wirebench rpm` printed it: RPM with the
+    /// draft's rating, its components, idle and loaded latency and the intervals; --format html
+    /// charts probe latency over time above the goodput; table, markdown, csv (one row per
+    /// interval) or json.
+    #[arg(long, conflicts_with_all = ["run", "dns", "rr"])]
+    pub rpm: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The formats of `wirebench report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Plain-text tables ("Statistics for TCP Streaming ...").
+    Table,
+    /// Markdown tables, one per configuration.
+    Markdown,
+    /// One CSV row per configuration × view × metric.
+    Csv,
+    /// One JSON document.
+    Json,
+    /// One self-contained HTML file with SVG charts and the tables.
+    Html,
+}
+
+/// Flags of `wirebench show` and `wirebench export`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    pub id: i64,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Flags of `wirebench import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// JSON file written by `wirebench export` or `wirebench run --json` (`-` reads stdin).
+    pub file: PathBuf,
+    /// Import it even if the store already holds this campaign (same start time, parameters
+    /// and host): by default a second import of one export is refused.
+    #[arg(long)]
+    pub again: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// The subcommands of `wirebench store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy the history of one store into another (an SQLite file, a PostgreSQL database).
+    ///
+    /// Every campaign, run (finished and aborted), DNS campaign, rr sweep and rpm campaign of
+    /// --from goes into --to, each campaign in one transaction; ids are given anew by --to.
+    /// Campaigns --to already holds (same start time, host and plan) are skipped, so running it
+    /// twice copies nothing twice. Both stores are migrated to the current schema first.
+    #[command(visible_alias = "migrate")]
+    Copy(StoreCopyArgs),
+}
+
+/// Flags of `wirebench store copy`.
+#[derive(Debug, Args)]
+pub struct StoreCopyArgs {
+    /// The store to copy from: an SQLite file or a postgres://user@host/dbname URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub from: PathBuf,
+    /// The store to copy into (created if it is a file that does not exist yet).
+    #[arg(long, value_name = "PATH|URL")]
+    pub to: PathBuf,
+}

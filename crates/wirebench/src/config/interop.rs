@@ -1,0 +1,215 @@
+//! The interop targets of `wirebench run`: `--iperf3 HOST` and `--perf-server HOST` as validated
+//! client configurations.
+
+use std::time::Duration;
+
+use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::plan::{self, Mechanism, Protocol};
+use wirebench_core::vocab::sweep;
+use wirebench_core::vocab::units::{BitRate, ByteSize};
+
+use crate::cli::{RunArgs, DEFAULT_PORT};
+
+use super::address::host_part;
+use super::address::resolve_address;
+use super::run::parse_run_time;
+use super::usage;
+
+/// `run --iperf3`: the validated iperf3 client test, or None without `--iperf3`.
+pub fn iperf3_client(
+    args: &RunArgs,
+) -> Result<Option<crate::flows::iperf3::client::ClientConfig>, UsageError> {
+    use crate::flows::iperf3::client::{ClientConfig, Limit};
+    use wirebench_core::wire::iperf3 as ip3;
+    let i = &args.iperf3;
+    let Some(name) = &i.iperf3 else {
+        return Ok(None);
+    };
+    if i.omit.is_some() || args.bidir {
+        return Err(usage(
+            "-O/--omit and --bidir apply to wirebench servers, not --iperf3: drop them",
+        ));
+    }
+    if args.perf.perf_server.is_some() {
+        return Err(usage(
+            "--iperf3 and --perf-server are two kinds of test: give one",
+        ));
+    }
+    let protocols: Vec<Protocol> =
+        plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+    let udp = match protocols.as_slice() {
+        [Protocol::Tcp] => false,
+        [Protocol::Udp] => true,
+        _ => return Err(usage(
+            "--iperf3 runs one test over --proto tcp or --proto udp (iperf3 does not speak QUIC)",
+        )),
+    };
+    let mechanisms: Vec<Mechanism> =
+        plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
+    if mechanisms != [Mechanism::Stream] {
+        return Err(usage(
+            "--iperf3 streams; drop --mode (stop-and-wait is wirebench's own)",
+        ));
+    }
+    if args.repeat != 1 || args.plan.warmup != 0 {
+        return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
+    }
+    if args.window.is_some()
+        || args.congestion.is_some()
+        || args.nodelay
+        || args.busy_poll
+        || args.rto.is_some()
+        || args.interval.is_some()
+        || args.impair.is_some()
+    {
+        return Err(usage(
+            "-w, -C, --nodelay, --busy-poll, --rto, -i and --impair apply to wirebench servers, \
+             not --iperf3",
+        ));
+    }
+    if args.parallel == 0 || args.parallel > ip3::MAX_PARALLEL {
+        return Err(usage(format!(
+            "-P/--parallel {} is out of range: allowed 1 to {}",
+            args.parallel,
+            ip3::MAX_PARALLEL
+        )));
+    }
+    let single = |text: &str, flag: &str| -> Result<u64, UsageError> {
+        match sweep::parse_sizes(text)
+            .map_err(|e| usage(format!("{flag}: {e}")))?
+            .as_slice()
+        {
+            [one] => Ok(*one),
+            _ => Err(usage(format!(
+                "{flag}: --iperf3 takes one value, not a sweep"
+            ))),
+        }
+    };
+    let len = single(&args.msg_size, "-l/--msg-size")?;
+    let (min, max) = if udp {
+        (
+            ip3::udp_header_len(false) as u64,
+            u64::from(ip3::MAX_UDP_BLOCK),
+        )
+    } else {
+        (1, u64::from(ip3::MAX_TCP_BLOCK))
+    };
+    if len < min || len > max {
+        return Err(usage(format!(
+            "-l/--msg-size {len} is out of range for an iperf3 {} test: allowed {min} to {max} bytes",
+            if udp { "UDP" } else { "TCP" }
+        )));
+    }
+    let limit = match &i.time {
+        Some(t) => {
+            let d = parse_run_time(t)?;
+            if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
+                return Err(usage(format!(
+                    "-t/--time {t} is out of range: allowed 1s to 24h"
+                )));
+            }
+            Limit::Time(d)
+        }
+        None => {
+            let n = single(&args.total, "-n/--total")?;
+            if n == 0 {
+                return Err(usage("-n/--total must be at least 1 byte"));
+            }
+            Limit::Bytes(n)
+        }
+    };
+    let rate_bps = match &args.rate {
+        Some(_) if !udp => {
+            return Err(usage("--rate paces UDP; an iperf3 TCP test runs unpaced"));
+        }
+        Some(s) => {
+            s.parse::<BitRate>()
+                .map_err(|e| usage(format!("--rate: {e}")))?
+                .0
+        }
+        // iperf3's own default for UDP.
+        None if udp => 1_000_000,
+        None => 0,
+    };
+    let (name, server) = resolve_address(name, &args.address, ip3::DEFAULT_PORT, "--iperf3")?;
+    Ok(Some(ClientConfig {
+        name: name.clone(),
+        server,
+        udp,
+        reverse: args.reverse,
+        parallel: args.parallel,
+        // Range-checked above against limits below u32::MAX.
+        len: len as u32,
+        limit,
+        rate_bps,
+        json: args.json,
+    }))
+}
+
+/// `run --perf-server`: the validated QUIC perf test, or None without `--perf-server`.
+pub fn perf_client(
+    args: &RunArgs,
+) -> Result<Option<crate::flows::perf::client::PerfConfig>, UsageError> {
+    use crate::flows::perf::client::{PerfConfig, Trust};
+    let p = &args.perf;
+    let Some(name) = &p.perf_server else {
+        if p.upload.is_some() || p.download.is_some() || p.perf_insecure || p.perf_ca.is_some() {
+            return Err(usage(
+                "--upload, --download, --perf-ca and --perf-insecure apply to --perf-server tests",
+            ));
+        }
+        return Ok(None);
+    };
+    if args.iperf3.time.is_some() {
+        return Err(usage(
+            "-t/--time does not apply to --perf-server tests: give --upload/--download sizes",
+        ));
+    }
+    if args.iperf3.omit.is_some() || args.bidir {
+        return Err(usage(
+            "-O/--omit and --bidir do not apply to --perf-server tests (--upload and --download \
+             together run both directions)",
+        ));
+    }
+    let protocols: Vec<Protocol> =
+        plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
+    if protocols != [Protocol::Quic] {
+        return Err(usage("--perf-server speaks QUIC: add --proto quic"));
+    }
+    let bytes = |text: &Option<String>, flag: &str| -> Result<Option<u64>, UsageError> {
+        text.as_deref()
+            .map(|t| {
+                t.parse::<ByteSize>()
+                    .map(|b| b.0)
+                    .map_err(|e| usage(format!("{flag}: {e}")))
+            })
+            .transpose()
+    };
+    let mut upload = bytes(&p.upload, "--upload")?;
+    let mut download = bytes(&p.download, "--download")?;
+    if upload.is_none() && download.is_none() {
+        upload = Some(10 << 20);
+        download = Some(10 << 20);
+    }
+    let host = host_part(name);
+    let trust = match (&p.perf_ca, p.perf_insecure) {
+        (Some(ca), false) => Trust::Ca {
+            file: ca.clone(),
+            server_name: p.perf_server_name.clone().unwrap_or_else(|| host.clone()),
+        },
+        (None, true) => Trust::Insecure,
+        _ => return Err(usage(
+            "--perf-server needs a trust choice: --perf-ca FILE (verify the server's certificate) \
+                 or --perf-insecure (accept any certificate)",
+        )),
+    };
+    let (name, server) = resolve_address(name, &args.address, DEFAULT_PORT, "--perf-server")?;
+    Ok(Some(PerfConfig {
+        name: name.clone(),
+        server,
+        upload,
+        download,
+        trust,
+        json: args.json,
+    }))
+}
