@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::plan::Protocol;
+use crate::vocab::stats::nearest_rank;
 
 /// The latency probes of one run: one entry per probe flow (e.g. UDP and the protocol under
 /// test), in the order they were configured.
@@ -110,9 +111,9 @@ impl ProbeRtt {
         let sum: u128 = sorted.iter().map(|&v| u128::from(v)).sum();
         Some(ProbeRtt {
             min_ns,
-            p50_ns: nearest_rank(&sorted, 50),
-            p90_ns: nearest_rank(&sorted, 90),
-            p99_ns: nearest_rank(&sorted, 99),
+            p50_ns: nearest_rank(&sorted, 500)?,
+            p90_ns: nearest_rank(&sorted, 900)?,
+            p99_ns: nearest_rank(&sorted, 990)?,
             max_ns,
             mean_ns: sum as f64 / sorted.len() as f64,
         })
@@ -172,15 +173,6 @@ impl ProbeFlowRecord {
             series: loaded.answered.clone(),
         }
     }
-}
-
-/// The nearest-rank `p`th percentile of `sorted` (non-empty, ascending): the smallest value
-/// with at least p % of the values at or below it.
-fn nearest_rank(sorted: &[u64], p: usize) -> u64 {
-    let n = sorted.len();
-    // ceil(p × n / 100), at least rank 1.
-    let rank = (p * n).div_ceil(100).max(1);
-    sorted[rank.min(n) - 1]
 }
 
 #[cfg(test)]

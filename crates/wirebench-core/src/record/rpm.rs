@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::campaign::Status;
 use crate::machine::responsiveness::{LoadDirection, Rating, RpmResult};
+use crate::vocab::stats::nearest_rank;
 use crate::vocab::stats::{MannWhitney, Summary};
 
 /// Significance level of [`RpmComparison`]: a difference counts when p is below this.
@@ -118,8 +119,7 @@ impl LatencyFigures {
         }
         v.sort_unstable();
         let n = v.len();
-        // Nearest rank: ceil(q × n), 1-based; in integers so 0.99 × 100 is exactly 99.
-        let rank = |per_mille: usize| v[(per_mille * n).div_ceil(1000).clamp(1, n) - 1];
+        let rank = |per_mille: usize| nearest_rank(&v, per_mille).unwrap_or(0);
         Some(LatencyFigures {
             samples: n as u64,
             p50_ns: rank(500),

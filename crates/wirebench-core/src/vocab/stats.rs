@@ -1,8 +1,21 @@
 //! Summary statistics over repeated runs: owns min, mean, median, max and sample standard
-//! deviation, and the Mann–Whitney U test used to compare two sets of runs; must not know what
-//! the numbers measure.
+//! deviation, nearest-rank percentiles, and the Mann–Whitney U test used to compare two sets of
+//! runs; must not know what the numbers measure.
 
 use serde::{Deserialize, Serialize};
+
+/// The nearest-rank percentile of `sorted` (ascending) at `per_mille` ‰ (500 = the median,
+/// 990 = p99): the smallest value with at least that share of the values at or below it;
+/// `None` for no values. Integer arithmetic, so 99 % of 100 values is exactly rank 99.
+pub fn nearest_rank(sorted: &[u64], per_mille: usize) -> Option<u64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    // ceil(per_mille × n / 1000), clamped to ranks 1..=n (1-based).
+    let rank = (per_mille * n).div_ceil(1000).clamp(1, n);
+    Some(sorted[rank - 1])
+}
 
 /// Summary of a set of values.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -223,5 +236,17 @@ mod tests {
             json,
             r#"{"count":1,"min":1.0,"mean":1.0,"median":1.0,"max":1.0,"stddev":0.0}"#
         );
+    }
+
+    #[test]
+    fn nearest_rank_is_the_smallest_value_covering_the_share() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&v, 500), Some(50));
+        assert_eq!(nearest_rank(&v, 990), Some(99));
+        assert_eq!(nearest_rank(&v, 1000), Some(100));
+        assert_eq!(nearest_rank(&v, 0), Some(1));
+        assert_eq!(nearest_rank(&[7, 9], 500), Some(7));
+        assert_eq!(nearest_rank(&[7, 9], 501), Some(9));
+        assert_eq!(nearest_rank(&[], 500), None);
     }
 }

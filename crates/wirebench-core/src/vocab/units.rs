@@ -254,6 +254,12 @@ impl FromStr for RateUnit {
     }
 }
 
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (about 584 years): the one
+/// conversion every record's `*_ns` field goes through.
+pub fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Parses a duration with a required unit: `ns`, `us`/`µs`, `ms`, `s`, `m` (minutes), `h`; fractions allowed
 /// (`"1.5s"`) as long as they come to whole nanoseconds. A bare number is an error because `5` is ambiguous.
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {

@@ -20,6 +20,7 @@ use crate::flows::relay::RunRelay;
 use crate::flows::rpm::{render, run_rpm_until};
 use crate::store::Store;
 use crate::transport::signals::{Ended, StopSignal, Stops};
+use wirebench_core::vocab::units::duration_ns;
 
 /// Runs the test: [`Ended::Ran`]`(false)` when no RPM could be computed (exit status 1);
 /// [`Ended::Stopped`] when a signal ended it early (the partial result is printed and stored).
@@ -137,7 +138,7 @@ fn new_campaign(cfg: &RpmConfig, server: &str) -> NewRpmCampaign {
         protocol: "tcp".to_string(),
         max_flows: s.params.max_flows,
         interval_ns: s.params.interval_ns,
-        max_load_ns: u64::try_from(s.max_duration.as_nanos()).unwrap_or(u64::MAX),
+        max_load_ns: duration_ns(s.max_duration),
         planned_results: 1,
         host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),

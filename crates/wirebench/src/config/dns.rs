@@ -18,6 +18,7 @@ use crate::flows::dns::DnsOutcome;
 use wirebench_core::record::dns::DnsResult;
 use wirebench_core::record::TransportRecord;
 use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::units::duration_ns;
 
 /// Everything `wirebench dns` needs, validated.
 #[derive(Debug, Clone)]
@@ -155,11 +156,11 @@ pub fn dns_result(
         concurrency,
         new_connection: cfg.new_connection && transport != DnsTransport::Udp,
         count_per_flow: cfg.count,
-        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+        timeout_ns: duration_ns(cfg.timeout),
         retries_allowed: cfg.retries,
         counts: c,
         timeout_ratio: c.timeout_pct() / 100.0,
-        elapsed_ns: u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: duration_ns(out.elapsed),
         queries_per_second: if secs > 0.0 {
             c.answered as f64 / secs
         } else {

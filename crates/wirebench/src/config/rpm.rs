@@ -14,6 +14,7 @@ use super::address::resolve_server;
 use super::{usage, Target, UsageError};
 use crate::cli::RpmArgs;
 use crate::flows::rpm::RpmSettings;
+use wirebench_core::vocab::units::duration_ns;
 
 /// Largest --max-flows.
 pub const MAX_FLOWS: u32 = 64;
@@ -101,7 +102,7 @@ impl RpmConfig {
             Some(name) => resolve_server(name)?,
         };
         let params = Parameters {
-            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+            interval_ns: duration_ns(interval),
             max_flows: args.max_flows,
             max_probes_per_second: args.probe_rate,
             ..Parameters::draft()

@@ -18,6 +18,7 @@ use wirebench_core::wire::proto::RrParams;
 
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
 use crate::flows::rr_client::{RrOutcome, RrSpec};
+use wirebench_core::vocab::units::duration_ns;
 
 /// Probes a ping sends when neither --count nor --time is given.
 pub const DEFAULT_PING_COUNT: u64 = 100;
@@ -163,7 +164,7 @@ pub fn rr_result(
     out: &RrOutcome,
 ) -> RrResult {
     let c = &out.counts;
-    let elapsed_ns = u64::try_from(out.elapsed.as_nanos()).unwrap_or(u64::MAX);
+    let elapsed_ns = duration_ns(out.elapsed);
     let secs = out.elapsed.as_secs_f64();
     RrResult {
         protocol,
@@ -173,10 +174,8 @@ pub fn rr_result(
         concurrency,
         new_connection: cfg.new_connection,
         count_per_flow: cfg.count,
-        duration_ns: cfg
-            .duration
-            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        timeout_ns: u64::try_from(cfg.timeout.as_nanos()).unwrap_or(u64::MAX),
+        duration_ns: cfg.duration.map(duration_ns),
+        timeout_ns: duration_ns(cfg.timeout),
         retries_allowed: cfg.retries,
         sent: c.sent,
         answered: c.answered,

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use wirebench_core::vocab::metrics::{Cumulative, IntervalSample, IntervalSeries};
 
 use crate::transport::counters;
+use wirebench_core::vocab::units::duration_ns;
 
 /// Runs `work` to its end; with a `period`, calls `read` every period and once at the end and
 /// turns the readings into intervals, each passed to `on_sample` as it closes. Returns the
@@ -62,8 +63,7 @@ impl Mark {
         wirebench_core::wire::proto::Omitted {
             bytes: self.bytes,
             messages: self.bytes / u64::from(msg_size.max(1)),
-            elapsed_ns: u64::try_from(self.at.saturating_duration_since(start).as_nanos())
-                .unwrap_or(u64::MAX),
+            elapsed_ns: duration_ns(self.at.saturating_duration_since(start)),
         }
     }
 }
@@ -141,7 +141,7 @@ impl Progress {
 }
 
 fn ns_since(t: Instant) -> u64 {
-    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    duration_ns(t.elapsed())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
 use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker, RrCounts};
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
 /// What the server's answering loops counted, shared by every connection of a session.
@@ -374,8 +375,4 @@ pub(crate) fn write_request_header(
 
 fn elapsed_ns(t: Instant) -> u64 {
     duration_ns(t.elapsed())
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

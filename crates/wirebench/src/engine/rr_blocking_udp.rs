@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker};
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
 use super::rr::{write_request_header, FlowTally, Plan, Shape};
@@ -150,10 +151,6 @@ fn send_request(
     retransmit: bool,
 ) -> bool {
     write_request_header(out, session, seq, retransmit) && socket.send(out).is_ok()
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

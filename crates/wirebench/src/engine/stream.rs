@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use wirebench_core::vocab::plan::{message_count, message_len, Mechanism};
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::SessionParams;
 
 use super::SendTally;
@@ -343,7 +344,7 @@ pub fn rtt_histogram() -> io::Result<Histogram<u64>> {
 
 /// Nanoseconds since `t`, saturating.
 pub fn elapsed_ns(t: Instant) -> u64 {
-    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    duration_ns(t.elapsed())
 }
 
 /// The acknowledgement byte for message `index`: its low byte, so an ack that belongs to another

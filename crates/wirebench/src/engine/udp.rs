@@ -22,6 +22,7 @@ use tokio::net::UdpSocket;
 use wirebench_core::machine::pacing::MOST_CATCH_UP;
 use wirebench_core::machine::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
 use wirebench_core::vocab::plan::{message_count, message_len};
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::DataPathInfo;
@@ -505,8 +506,4 @@ async fn pace(from: &mut (Instant, u64), bytes_sent: u64, rate: BitRate) {
     } else if now.duration_since(at) > MOST_CATCH_UP {
         *from = (now.checked_sub(MOST_CATCH_UP).unwrap_or(now), bytes_sent);
     }
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -29,6 +29,7 @@ use crate::flows::iperf3::client::ClientConfig;
 use crate::flows::rr_client::run_rr_auth;
 use crate::runner::{self, RunConfig, Target};
 use crate::transport::http::{self, Request, Response};
+use wirebench_core::vocab::units::duration_ns;
 
 /// Prometheus's header with the scrape's timeout in seconds.
 pub const SCRAPE_TIMEOUT_HEADER: &str = "x-prometheus-scrape-timeout-seconds";
@@ -255,7 +256,7 @@ async fn bounded<T>(
 ) -> (u64, Result<T, ProbeError>) {
     let start = Instant::now();
     let ran = tokio::time::timeout(limit, test).await;
-    let duration_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let duration_ns = duration_ns(start.elapsed());
     let result = match ran {
         Ok(Ok(t)) => Ok(t),
         Ok(Err(detail)) => Err(ProbeError {

@@ -36,6 +36,7 @@ use crate::engine::udp_reverse;
 use crate::engine::SendTally;
 use crate::transport::counters::{self, CpuMeter};
 use crate::transport::{control, net};
+use wirebench_core::vocab::units::duration_ns;
 
 /// What the client measured in one session.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +75,7 @@ impl ClientFigures {
             messages: t.messages,
             bytes: t.bytes,
             seconds,
-            elapsed_ns: u64::try_from(self.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            elapsed_ns: duration_ns(self.elapsed),
             rate_bps: bits_per_second(t.bytes, seconds),
             send_calls: t.send_calls,
             datagrams: t.datagrams,

@@ -34,6 +34,7 @@ use crate::engine::udp::UdpClient;
 use crate::flows::rpm::probe::{ProbeSession, REQUEST_BYTES, RESPONSE_BYTES};
 use crate::flows::rr_client;
 use crate::transport::tls;
+use wirebench_core::vocab::units::duration_ns;
 
 /// Default spacing of the probes during the load.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
@@ -138,8 +139,8 @@ impl ProbeFlows {
         for (flow, loaded) in flows {
             probes.push(ProbeFlowRecord::of(
                 flow.protocol,
-                ns(plan.interval),
-                ns(plan.timeout),
+                duration_ns(plan.interval),
+                duration_ns(plan.timeout),
                 &flow.idle,
                 &loaded,
             ));
@@ -309,8 +310,8 @@ impl ProbeFlow {
                         {
                             let sent_at = now.checked_sub(response_time).unwrap_or(began);
                             samples.answered.push(ProbeSample {
-                                t_ns: ns(sent_at.saturating_duration_since(began)),
-                                rtt_ns: ns(response_time),
+                                t_ns: duration_ns(sent_at.saturating_duration_since(began)),
+                                rtt_ns: duration_ns(response_time),
                             });
                         }
                         // Late (already lost), duplicate or unknown answers are no samples.
@@ -327,9 +328,11 @@ impl ProbeFlow {
                 }
             }
         }
-        samples.duration_ns = ns(sending_until
-            .unwrap_or_else(Instant::now)
-            .saturating_duration_since(began));
+        samples.duration_ns = duration_ns(
+            sending_until
+                .unwrap_or_else(Instant::now)
+                .saturating_duration_since(began),
+        );
         samples
     }
 
@@ -472,8 +475,4 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
             }
         }
     }
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -22,6 +22,7 @@ use crate::engine::SendTally;
 use crate::flows::client::{self, ClientFigures, SessionOutcome};
 use crate::transport::counters::CpuMeter;
 use wirebench_core::record::{RttFigures, UdpReceipt};
+use wirebench_core::vocab::units::duration_ns;
 
 /// Runs one session per `progress` counter at once against `server`, splitting
 /// `params.total_bytes` across them; each flow stores its bytes sent so far in its counter.
@@ -201,8 +202,7 @@ pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
             // Each flow's mark on the summed clock, which starts at the first flow's start.
             let at = f.client.started + std::time::Duration::from_nanos(o.elapsed_ns);
             Some(Omitted {
-                elapsed_ns: u64::try_from(at.saturating_duration_since(started).as_nanos())
-                    .unwrap_or(u64::MAX),
+                elapsed_ns: duration_ns(at.saturating_duration_since(started)),
                 ..o
             })
         })),

@@ -28,6 +28,7 @@ use crate::engine::{blocking, quic};
 use crate::transport::{control, counters, tls};
 use wirebench_core::record::rr::ResumedFigures;
 use wirebench_core::record::RttFigures;
+use wirebench_core::vocab::units::duration_ns;
 
 /// What to run: the session's parameters and when each flow stops.
 #[derive(Debug, Clone)]
@@ -273,10 +274,6 @@ fn shape(p: &RrParams) -> Shape {
     }
 }
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// TCP: one connection, K requests pipelined on it.
 async fn tcp_flow(
     server: SocketAddr,
@@ -289,7 +286,7 @@ async fn tcp_flow(
     let mut tcp = TcpStream::connect(server)
         .await
         .with_context(|| format!("cannot open a TCP data connection to {server}"))?;
-    connect.saturating_record(ns(at.elapsed()));
+    connect.saturating_record(duration_ns(at.elapsed()));
     tcp.set_nodelay(true)
         .context("while setting TCP_NODELAY on the data connection")?;
     control::write_preamble(&mut tcp, &preamble).await?;
@@ -353,7 +350,7 @@ async fn quic_flow(
         .context("while starting the QUIC handshake")?
         .await
         .with_context(|| format!("QUIC handshake with {server} failed"))?;
-    connect.saturating_record(ns(at.elapsed()));
+    connect.saturating_record(duration_ns(at.elapsed()));
     let (mut send, mut recv) = connection
         .open_bi()
         .await
@@ -412,7 +409,7 @@ async fn resumed_probe(
         }
         Err(connecting) => match connecting.await {
             Ok(c) => {
-                figures.handshake_ns = Some(ns(at.elapsed()));
+                figures.handshake_ns = Some(duration_ns(at.elapsed()));
                 (c, None)
             }
             Err(_) => return figures,
@@ -423,14 +420,14 @@ async fn resumed_probe(
             .await
             .is_ok()
         {
-            figures.first_response_ns = Some(ns(at.elapsed()));
+            figures.first_response_ns = Some(duration_ns(at.elapsed()));
         }
         let _ = send.finish();
     }
     if let Some(accepted) = accepted {
         figures.zero_rtt_accepted = accepted.await;
         // The handshake is complete once the server's acceptance (or refusal) is known.
-        figures.handshake_ns = Some(ns(at.elapsed()));
+        figures.handshake_ns = Some(duration_ns(at.elapsed()));
     }
     connection.close(0u32.into(), b"done");
     figures
@@ -530,7 +527,7 @@ async fn new_connection_worker(
                     .context("while starting the QUIC handshake")?
                     .await
                     .with_context(|| format!("QUIC handshake with {server} failed"))?;
-                connect.saturating_record(ns(at.elapsed()));
+                connect.saturating_record(duration_ns(at.elapsed()));
                 let (mut send, mut recv) = connection
                     .open_bi()
                     .await
@@ -547,7 +544,7 @@ async fn new_connection_worker(
                 let mut tcp = TcpStream::connect(server)
                     .await
                     .with_context(|| format!("cannot open a TCP connection to {server}"))?;
-                connect.saturating_record(ns(at.elapsed()));
+                connect.saturating_record(duration_ns(at.elapsed()));
                 tcp.set_nodelay(true)
                     .context("while setting TCP_NODELAY on the data connection")?;
                 let (mut rd, mut wr) = tcp.split();
@@ -559,7 +556,7 @@ async fn new_connection_worker(
                 took
             }
         };
-        hist.saturating_record(ns(took));
+        hist.saturating_record(duration_ns(took));
         tally.counts.answered += 1;
         if let Some(pause) = plan.interval {
             tokio::time::sleep(pause).await;

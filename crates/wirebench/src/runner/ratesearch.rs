@@ -16,6 +16,7 @@ use wirebench_core::vocab::units::format_bitrate;
 use super::{session_params, FinishedRun, RunConfig, Target};
 use crate::engine::interval::Progress;
 use crate::flows::client;
+use wirebench_core::vocab::units::duration_ns;
 
 pub use wirebench_core::machine::ratesearch::SENDER_SHORTFALL;
 
@@ -92,7 +93,7 @@ pub async fn search(
                 rate_bps: trial.rate_bps,
                 planned_messages,
                 planned_bytes: params.total_bytes,
-                elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+                elapsed_ns: duration_ns(elapsed),
                 sent_bytes,
                 received,
             });
@@ -158,9 +159,9 @@ pub async fn search(
         high_bps: plan.config.high_bps,
         resolution_pct: plan.config.resolution * 100.0,
         max_loss_pct: plan.config.max_loss * 100.0,
-        trial_ns: u64::try_from(plan.trial.as_nanos()).unwrap_or(u64::MAX),
+        trial_ns: duration_ns(plan.trial),
         trial_grace_us: u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX),
-        elapsed_ns: u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns: duration_ns(started.elapsed()),
         trials,
     })
 }

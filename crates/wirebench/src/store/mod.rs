@@ -43,6 +43,7 @@ use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::sweep::Point;
 
 use sql::{args, Conn, Row, Value};
+use wirebench_core::vocab::units::duration_ns;
 
 /// The file name of the default database, under `$XDG_DATA_HOME/wirebench/`.
 pub const DEFAULT_FILE: &str = "results.sqlite3";
@@ -716,7 +717,7 @@ fn insert_aborted(
     let p = &run.params;
     let figures = so_far
         .map(|s| -> Result<_> {
-            let elapsed_ns = u64::try_from(s.elapsed.as_nanos()).unwrap_or(u64::MAX);
+            let elapsed_ns = duration_ns(s.elapsed);
             Ok((
                 int(s.messages, "messages")?,
                 int(s.bytes, "bytes")?,

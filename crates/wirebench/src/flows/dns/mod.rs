@@ -170,7 +170,3 @@ pub async fn run_dns(spec: &DnsSpec) -> Result<DnsOutcome> {
         answer: sum.answer.unwrap_or_default(),
     })
 }
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}

@@ -16,9 +16,10 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirebench_core::wire::dns::{answer_lines, response_id, IdMap, Question, Verdict};
 
-use super::{ns, DnsSpec, DotTls, FlowResult};
+use super::{DnsSpec, DotTls, FlowResult};
 use crate::flows::rr_client::sum_transport;
 use crate::transport::counters;
+use wirebench_core::vocab::units::duration_ns;
 
 /// Longest a TCP connect plus TLS handshake may take (a loaded resolver's listen queue may drop
 /// a SYN, which Linux sends again after 1 s, then 3 s).
@@ -132,7 +133,7 @@ async fn connect(
             )
         })?
         .with_context(|| format!("cannot open a TCP connection to the resolver at {addr}"))?;
-    out.connect.saturating_record(ns(at.elapsed()));
+    out.connect.saturating_record(duration_ns(at.elapsed()));
     out.counts.connections += 1;
     tcp.set_nodelay(true)
         .context("while setting TCP_NODELAY on the resolver connection")?;
@@ -150,7 +151,7 @@ async fn connect(
         anyhow::anyhow!("no TLS handshake with the resolver at {addr} within {CONNECT_TIMEOUT:?}")
     })?
     .with_context(|| format!("TLS handshake with the resolver at {addr} failed"))?;
-    out.tls.saturating_record(ns(at.elapsed()));
+    out.tls.saturating_record(duration_ns(at.elapsed()));
     Ok((Box::new(stream), fd))
 }
 
@@ -243,7 +244,7 @@ fn judge(question: &Question, bytes: &[u8], sent_at: Instant, now: Instant, out:
             out.counts.answered += 1;
             out.counts.count_rcode(rcode);
             out.hist
-                .saturating_record(ns(now.saturating_duration_since(sent_at)));
+                .saturating_record(duration_ns(now.saturating_duration_since(sent_at)));
             if out.answer.is_none() {
                 out.answer = Some(answer_lines(bytes));
             }

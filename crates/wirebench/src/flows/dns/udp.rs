@@ -10,9 +10,10 @@ use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{Answer, RequestTracker};
 use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::dns::{answer_lines, response_id, IdMap, Verdict};
 
-use super::{ns, stream, DnsSpec, FlowResult};
+use super::{stream, DnsSpec, FlowResult};
 
 /// Runs one UDP flow of `spec.count` queries.
 pub(super) async fn flow(spec: Arc<DnsSpec>) -> Result<FlowResult> {
@@ -126,7 +127,7 @@ fn on_datagram(
         Verdict::Answer { rcode, .. } => {
             out.counts.answered += 1;
             out.counts.count_rcode(rcode);
-            out.hist.saturating_record(ns(response_time));
+            out.hist.saturating_record(duration_ns(response_time));
             if out.answer.is_none() {
                 out.answer = Some(answer_lines(bytes));
             }

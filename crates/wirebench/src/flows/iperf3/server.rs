@@ -23,6 +23,7 @@ use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
 use super::{expect_state, recv_cookie, recv_json, recv_state, send_json, send_state};
 use crate::flows::server::{ServerEvent, ServerNotice, SessionSummary};
+use wirebench_core::vocab::units::duration_ns;
 
 /// iperf3's error code for "not implemented", sent with `SERVER_ERROR` when a client asks for
 /// something this listener does not serve (the reason is printed on our side).
@@ -374,9 +375,7 @@ impl Test {
             Err(e) => (Counted::default(), Some(format!("{e:#}"))),
         };
         let elapsed_ns = match (counted.first, counted.last) {
-            (Some(f), Some(l)) => {
-                u64::try_from(l.saturating_duration_since(f).as_nanos()).unwrap_or(u64::MAX)
-            }
+            (Some(f), Some(l)) => duration_ns(l.saturating_duration_since(f)),
             _ => 0,
         };
         let udp = counted.udp.clone().unwrap_or_default();

@@ -24,6 +24,7 @@ use wirebench_core::security::auth::Psk;
 
 use load::{LoadBytes, LoadFlow};
 use probe::{ForeignSample, ProbeSession, ProbeTarget};
+use wirebench_core::vocab::units::duration_ns;
 
 /// The draft revision followed.
 pub const DRAFT: &str = "draft-ietf-ippm-responsiveness-08";
@@ -77,10 +78,6 @@ enum Sample {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Probe pairs per second, in thousandths, shared with the probe scheduler.
@@ -217,13 +214,13 @@ pub async fn run_rpm_until(
                 Ok(Some(Sample::Foreign(f))) => {
                     current.foreign_tcp_ms.push(ms(f.tcp));
                     current.foreign_request_ms.push(ms(f.request));
-                    tcp_ns.push(ns(f.tcp));
-                    request_ns.push(ns(f.request));
+                    tcp_ns.push(duration_ns(f.tcp));
+                    request_ns.push(duration_ns(f.request));
                     n_foreign += 1;
                 }
                 Ok(Some(Sample::Own(d))) => {
                     current.self_request_ms.push(ms(d));
-                    own_ns.push(ns(d));
+                    own_ns.push(duration_ns(d));
                     n_self += 1;
                 }
                 Ok(Some(Sample::Failed)) => failed_probes += 1,
@@ -351,7 +348,7 @@ pub async fn run_rpm_until(
         load_flows: open_flows,
         goodput_stable: machine.goodput_saturated(),
         rpm_stable: machine.responsiveness_stable(),
-        duration_ns: ns(duration),
+        duration_ns: duration_ns(duration),
         failed_probes,
         parameters: params,
         intervals,

@@ -15,7 +15,7 @@ use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
 use super::registry::DataStream;
-use super::session::{ns, omit_span, omitted, watch_control, QUIC_LINGER};
+use super::session::{omit_span, omitted, watch_control, QUIC_LINGER};
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
@@ -26,6 +26,7 @@ use crate::engine::SendTally;
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
 use crate::transport::net;
+use wirebench_core::vocab::units::duration_ns;
 
 /// What the sending role produced.
 struct Sent {
@@ -119,7 +120,7 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
             report.messages = sent.tally.messages;
             report.bytes = sent.tally.bytes;
             report.read_calls = sent.tally.send_calls;
-            report.elapsed_ns = ns(sent.elapsed);
+            report.elapsed_ns = duration_ns(sent.elapsed);
             Ok(())
         }
         Err(reason) => {

@@ -22,13 +22,14 @@ use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 
-use super::session::{ns, omit_span, omitted, watch_control};
+use super::session::{omit_span, omitted, watch_control};
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::{self, DatagramPort, DatagramSender};
 use crate::engine::SendTally;
 use crate::transport::control::{self, SETUP_TIMEOUT};
+use wirebench_core::vocab::units::duration_ns;
 
 /// A reversed UDP session as the registry sees it: where its client is, and the
 /// acknowledgements that arrive for it.
@@ -153,7 +154,7 @@ where
     report.messages = tally.messages;
     report.bytes = tally.bytes;
     report.read_calls = tally.send_calls;
-    report.elapsed_ns = ns(elapsed);
+    report.elapsed_ns = duration_ns(elapsed);
     let resent = match p.mechanism {
         Mechanism::StopAndWait => tally.retransmissions,
         // Streaming resends nothing; what was lost the client counts.

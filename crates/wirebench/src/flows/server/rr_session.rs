@@ -16,12 +16,13 @@ use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::{ControlMessage, RrParams, ServerReport, SessionParams};
 
 use super::registry::DataStream;
-use super::session::{abort, ns, send_accepted, shared_udp_data_path, wait_sender_done};
+use super::session::{abort, send_accepted, shared_udp_data_path, wait_sender_done};
 use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
 use crate::transport::control;
 use crate::transport::net::canonical_ip;
+use wirebench_core::vocab::units::duration_ns;
 
 /// How long the server keeps a QUIC connection whose requests are done open, so its last
 /// responses are acknowledged, unless the client closes it first.
@@ -179,7 +180,7 @@ where
     report.bytes = counters.request_bytes.load(Ordering::Relaxed);
     report.read_calls = counters.read_calls.load(Ordering::Relaxed);
     report.acks_sent = report.messages;
-    report.elapsed_ns = ns(started.elapsed());
+    report.elapsed_ns = duration_ns(started.elapsed());
     if rr.protocol == Protocol::Quic {
         report.data_path = shared_udp_data_path(shared);
     } else {
@@ -267,7 +268,7 @@ where
     report.read_calls = c.datagrams;
     report.acks_sent = c.answered;
     report.duplicates = c.retransmissions;
-    report.elapsed_ns = ns(started.elapsed());
+    report.elapsed_ns = duration_ns(started.elapsed());
     report.data_path = shared_udp_data_path(shared);
     Some((session, result))
 }

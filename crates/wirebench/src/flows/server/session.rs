@@ -28,6 +28,7 @@ use crate::engine::udp_receiver::UdpReceiver;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 use crate::transport::counters::{self, CpuMeter};
 use crate::transport::net::{self, canonical_ip};
+use wirebench_core::vocab::units::duration_ns;
 
 /// Longest grace period a client may ask for.
 const MAX_GRACE: Duration = Duration::from_secs(60);
@@ -363,7 +364,7 @@ where
     report.read_calls = tally.read_calls;
     report.acks_sent = tally.acks_sent;
     report.elapsed_ns = span_ns(tally.first_at, tally.last_at);
-    report.idle_after_last_ns = tally.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
+    report.idle_after_last_ns = tally.last_at.map(|t| duration_ns(t.elapsed())).unwrap_or(0);
     match result {
         Ok(()) if p.timed() && tally.bytes >= p.total_bytes => {
             let reason = format!(
@@ -610,7 +611,7 @@ fn fill_udp(report: &mut ServerReport, udp: &UdpReceiver, sent: Option<u64>) {
     report.jitter_us = c.jitter_us;
     report.lost = sent.map_or(0, |s| s.saturating_sub(c.messages));
     report.elapsed_ns = span_ns(c.first_at, c.last_at);
-    report.idle_after_last_ns = c.last_at.map(|t| ns(t.elapsed())).unwrap_or(0);
+    report.idle_after_last_ns = c.last_at.map(|t| duration_ns(t.elapsed())).unwrap_or(0);
 }
 
 /// `-O`: how long after its transfer began an end takes its omit mark.
@@ -661,13 +662,9 @@ fn kind_name(m: &ControlMessage) -> &'static str {
 
 fn span_ns(first: Option<Instant>, last: Option<Instant>) -> u64 {
     match (first, last) {
-        (Some(f), Some(l)) => ns(l.saturating_duration_since(f)),
+        (Some(f), Some(l)) => duration_ns(l.saturating_duration_since(f)),
         _ => 0,
     }
-}
-
-pub(super) fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Accepts one QUIC connection, reads the preamble of its first stream and hands the stream
