@@ -1,19 +1,23 @@
 //! CSV report: one row per configuration × view × metric, in base units (s, bit/s, %, ratio,
-//! count, B), full precision, for spreadsheets. Writes only to the writer given.
+//! count, B), full precision, for spreadsheets; or, with the grid layout, one line per row of
+//! the seeds' grid. Writes only to the writer given.
 
 use std::io::{self, Write};
 
-use super::{metrics, Exporter, Report};
+use super::grid::Grid;
+use super::{metrics, Exporter, Layout, Report};
 
 /// The CSV exporter.
 pub struct Csv;
 
 /// The header row.
-pub const HEADER: &str =
-    "protocol,mechanism,msg_size,total_bytes,runs,view,metric,unit,min,mean,median,max,stddev";
+pub const HEADER: &str = "protocol,mechanism,msg_size,total_bytes,runs,timed_runs,view,metric,unit,min,mean,median,max,stddev";
 
 impl Exporter for Csv {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
+        if report.layout == Layout::Grid {
+            return Grid::of(&report.configurations).csv().write_csv(out);
+        }
         writeln!(out, "{HEADER}")?;
         for c in &report.configurations {
             let k = &c.key;
@@ -22,12 +26,13 @@ impl Exporter for Csv {
                 // No field can hold a comma or a quote: names are fixed words.
                 writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     k.protocol,
                     k.mechanism,
                     k.msg_size,
                     k.total_bytes,
                     c.runs,
+                    c.runs - c.untimed_runs,
                     m.view.name(),
                     m.name,
                     m.unit,

@@ -688,7 +688,7 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&snapshot, &page).unwrap();
     }
-    assert!(page.contains("DNS: queries never answered against concurrency"));
+    assert!(page.contains("DNS: UDP loss and TCP retransmissions against queries in flight"));
     assert!(page.contains("<svg") && page.contains("\nUDP\n") && page.contains("\nTCP\n"));
     assert!(
         page == std::fs::read_to_string(&snapshot).expect("snapshot exists"),

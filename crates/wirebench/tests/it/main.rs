@@ -32,4 +32,5 @@ mod security;
 mod sessions;
 mod store;
 mod support;
+mod sweep_report;
 mod timed;
