@@ -8,6 +8,7 @@ mod cli;
 mod compare;
 mod dns;
 mod exporter;
+mod guide;
 mod interop;
 mod latency_probe;
 mod limits;

@@ -76,6 +76,35 @@ pub(crate) fn rr_db() -> TempPath {
     db
 }
 
+/// A store holding the rr flows fixture sweep (tcp,udp × 1, 2, 3 flows, K = 1) as rr sweep 1.
+pub(crate) fn rr_flows_db() -> TempPath {
+    let results: Vec<RrResult> =
+        serde_json::from_value(fixture("rr-flows.json")["results"].clone()).unwrap();
+    let db = TempPath::new(".sqlite3");
+    let mut store = Store::open(&db.0).unwrap();
+    let id = store
+        .begin_rr_campaign(&NewRrCampaign {
+            started_at_unix_s: 1_700_000_000,
+            server: "embedded 127.0.0.1:40000".into(),
+            protocols: "tcp,udp".into(),
+            concurrency: "1".into(),
+            request_bytes: 64,
+            response_bytes: 64,
+            flows: 3,
+            planned_results: 6,
+            host_name: Some("testhost".into()),
+            wirebench_version: "0.1.0".into(),
+        })
+        .unwrap();
+    for (i, r) in results.iter().enumerate() {
+        store.add_rr_result(id, i as u64 + 1, r).unwrap();
+    }
+    store
+        .finish_rr_campaign(id, Status::Complete, 1_700_000_060)
+        .unwrap();
+    db
+}
+
 async fn report(flag: &str, format: &str, db: &TempPath) -> String {
     let out = wirebench(&["report", flag, "1", "--format", format, "--db", db.arg()]).await;
     assert!(out.status.success(), "{flag} {format}: {}", stderr(&out));
