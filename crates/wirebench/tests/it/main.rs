@@ -23,6 +23,7 @@ mod ratesearch;
 mod readme;
 mod relay;
 mod report;
+mod report_charts;
 mod results;
 mod robustness;
 mod rpm;
