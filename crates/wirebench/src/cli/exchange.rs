@@ -106,7 +106,7 @@ pub struct RrArgs {
     /// Flows (T), 1 to 1024: each its own TCP connection, QUIC connection or UDP socket; a
     /// comma list (1,2,3) runs each in turn, every --concurrency at each (one result per
     /// protocol × flows × K).
-    #[arg(long, default_value = "1", value_name = "T")]
+    #[arg(long, default_value = "1")]
     pub flows: String,
     /// Open a fresh TCP or QUIC connection for every request (not UDP) and report the handshake
     /// time per request apart from the response time.
