@@ -97,9 +97,9 @@ pub enum ReportLayout {
 pub enum ReportFormat {
     /// Plain-text tables ("Statistics for TCP Streaming ...").
     Table,
-    /// Markdown tables, one per configuration.
+    /// Markdown tables (per configuration, or the grid).
     Markdown,
-    /// One CSV row per configuration × view × metric.
+    /// CSV: one row per configuration × view × metric, or one per row of the grid.
     Csv,
     /// One JSON document.
     Json,
