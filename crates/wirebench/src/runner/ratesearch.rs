@@ -14,8 +14,7 @@ use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::units::format_bitrate;
 
 use super::{session_params, FinishedRun, RunConfig, Target};
-use crate::engine::interval::Progress;
-use crate::flows::client;
+use crate::flows::client::SessionRequest;
 use wirebench_core::vocab::units::duration_ns;
 
 pub use wirebench_core::machine::ratesearch::SENDER_SHORTFALL;
@@ -99,20 +98,17 @@ pub async fn search(
             });
             ended_early.is_some()
         };
-        let mut outcome = client::run_trial(
-            server,
-            &params,
-            &Progress::new(),
-            cfg.psk.as_deref(),
-            &mut judge,
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "rate search: the trial at {} failed",
-                format_bitrate(trial.rate_bps as f64)
-            )
-        })?;
+        let mut outcome = SessionRequest::new(server, &params)
+            .psk(cfg.psk.as_deref())
+            .judged(&mut judge)
+            .run()
+            .await
+            .with_context(|| {
+                format!(
+                    "rate search: the trial at {} failed",
+                    format_bitrate(trial.rate_bps as f64)
+                )
+            })?;
         if matches!(cfg.target, Target::Embedded(_)) {
             outcome.mark_shared_process();
         }

@@ -1,14 +1,11 @@
 //! Transport counters, CPU time, parallel flows and interval series, checked against what is
 //! known on loopback: exact sums, no retransmissions on an idle link, series that add up.
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use wirebench::engine::interval::Progress;
-use wirebench::flows::client::run_session;
-use wirebench::flows::parallel::run_flows;
+use wirebench::flows::client::SessionRequest;
+use wirebench::flows::parallel::{self, RunFlows};
 use wirebench_core::vocab::metrics::StatsSource;
-use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::vocab::plan::{message_count, split_flows, Mechanism, Protocol};
 use wirebench_core::wire::proto::SessionParams;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
@@ -41,10 +38,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         // tail-loss probe. So up to three sessions; one of them must retransmit nothing.
         let mut seen = Vec::new();
         let out = loop {
-            let out = run_session(
+            let out = SessionRequest::new(
                 server.addr,
                 &spec(Protocol::Tcp, Mechanism::Stream, 1024, total),
             )
+            .run()
             .await
             .expect("session runs");
             let t = out.client.transport.clone().expect("TCP_INFO on Linux");
@@ -70,10 +68,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         );
         assert!(out.server.cpu.is_some());
 
-        let quic = run_session(
+        let quic = SessionRequest::new(
             server.addr,
             &spec(Protocol::Quic, Mechanism::Stream, 1024, 4 << 20),
         )
+        .run()
         .await
         .expect("session runs");
         let q = quic.client.transport.expect("quinn's stats");
@@ -83,10 +82,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         assert!(q.packets_sent >= (4 << 20) / mtu, "{q:?}");
         assert!(q.srtt_us.is_some() && q.cwnd_bytes.is_some());
 
-        let udp = run_session(
+        let udp = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::StopAndWait, 1024, 100_000),
         )
+        .run()
         .await
         .expect("session runs");
         let u = udp.client.transport.expect("UDP tallies");
@@ -110,14 +110,27 @@ async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
             (Protocol::Udp, Mechanism::StopAndWait),
             (Protocol::Tcp, Mechanism::StopAndWait),
         ] {
-            let progress: Vec<Arc<Progress>> = (0..3).map(|_| Progress::new()).collect();
-            let (sum, flows) = run_flows(
-                server.addr,
-                &spec(protocol, mechanism, size, total),
-                &progress,
-            )
+            // The runner's split: whole messages, so the flows add up to the total exactly.
+            let params = spec(protocol, mechanism, size, total);
+            let flows = split_flows(total, size, 3)
+                .expect("1001 messages split three ways")
+                .into_iter()
+                .map(|total_bytes| {
+                    let p = SessionParams {
+                        total_bytes,
+                        ..params.clone()
+                    };
+                    SessionRequest::new(server.addr, &p)
+                })
+                .collect();
+            let run = parallel::run(RunFlows {
+                flows,
+                back: Vec::new(),
+            })
             .await
             .expect("flows run");
+            assert!(run.back.is_none());
+            let (sum, flows) = run.forward;
             let what = format!("{protocol} {mechanism}");
             assert_eq!(flows.len(), 3, "{what}");
             assert_eq!(sum.client.tally.bytes, total, "{what}");
@@ -225,19 +238,21 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
 async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let server = TestServer::start().await;
-        let stamped = run_session(
+        let stamped = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::Stream, 1024, 2 << 20),
         )
+        .run()
         .await
         .expect("session runs");
         let jitter = stamped.server.jitter_us.expect("2048 stamped datagrams");
         assert!(jitter.is_finite() && jitter >= 0.0, "{jitter}");
         // Three-byte messages have no room for the four-byte stamp: no estimate, not a zero.
-        let unstamped = run_session(
+        let unstamped = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::Stream, 3, 3000),
         )
+        .run()
         .await
         .expect("session runs");
         assert_eq!(unstamped.server.messages + unstamped.server.lost, 1000);
@@ -259,7 +274,8 @@ async fn reverse_delivers_the_exact_total_from_server_to_client() {
                     reverse: true,
                     ..spec(protocol, mechanism, size, total)
                 };
-                let out = run_session(server.addr, &params)
+                let out = SessionRequest::new(server.addr, &params)
+                    .run()
                     .await
                     .expect("session runs");
                 let what = format!("{protocol} {mechanism} reverse");

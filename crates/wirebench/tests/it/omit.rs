@@ -238,7 +238,7 @@ async fn bad_omit_spans_are_refused_in_one_line() {
 /// refused with the reason, and the server goes on serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_refuses_an_omit_span_past_its_duration_limit() {
-    use wirebench::flows::client::run_session;
+    use wirebench::flows::client::SessionRequest;
     use wirebench_core::vocab::plan::{Mechanism, Protocol};
 
     use crate::sessions::spec;
@@ -248,7 +248,10 @@ async fn a_server_refuses_an_omit_span_past_its_duration_limit() {
         let mut server = TestServer::start().await;
         let mut sp = spec(Protocol::Tcp, Mechanism::Stream, 1024, 1 << 20);
         sp.omit_us = Some(u64::MAX);
-        let err = run_session(server.addr, &sp).await.expect_err("refused");
+        let err = SessionRequest::new(server.addr, &sp)
+            .run()
+            .await
+            .expect_err("refused");
         let msg = format!("{err:#}");
         assert!(
             msg.contains("an omit span (-O)") && msg.contains("--max-duration"),
@@ -256,7 +259,10 @@ async fn a_server_refuses_an_omit_span_past_its_duration_limit() {
         );
         // Asked within the limit, the session runs and both ends report their marks.
         sp.omit_us = Some(1);
-        let out = run_session(server.addr, &sp).await.expect("session runs");
+        let out = SessionRequest::new(server.addr, &sp)
+            .run()
+            .await
+            .expect("session runs");
         let summary = server.next_session().await;
         assert_eq!(summary.report, out.server);
         assert!(out.server.omitted.is_some() && out.client.omitted.is_some());

@@ -308,7 +308,7 @@ async fn bad_ping_and_rr_input_gets_one_line_and_exit_status_2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_wait_runs_report_the_same_ladder() {
-    use wirebench::flows::client::run_session;
+    use wirebench::flows::client::SessionRequest;
     use wirebench_core::vocab::plan::Mechanism;
     use wirebench_core::wire::proto::SessionParams;
     tokio::time::timeout(TEST_TIMEOUT, async {
@@ -329,7 +329,10 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
                 interval_us: None,
                 reverse: false,
             };
-            let out = run_session(server.addr, &params).await.expect("runs");
+            let out = SessionRequest::new(server.addr, &params)
+                .run()
+                .await
+                .expect("runs");
             server.next_session().await;
             assert_ladder(out.client.rtt.as_ref().expect("round trips"), 200);
         }
