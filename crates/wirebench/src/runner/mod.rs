@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::{
-    DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
+    AbortedRun, DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
 };
 use wirebench_core::vocab::metrics::{Cumulative, IntervalSample};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
@@ -164,6 +164,26 @@ pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParam
 /// Number of runs the plan holds.
 pub fn planned_runs(cfg: &RunConfig) -> usize {
     cfg.combinations.len() * cfg.repeat as usize
+}
+
+/// The run at 1-based `position` of the plan (points outer, then combinations, then repeats),
+/// as the client knows it before any figure (the run in flight when a run is cut short):
+/// `None` past the end of the plan.
+pub fn run_at(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
+    let per_point = planned_runs(cfg);
+    let index = position.checked_sub(1)?;
+    let point = cfg.points.get(index / per_point.max(1))?;
+    let within = index % per_point.max(1);
+    let repeat = cfg.repeat.max(1) as usize;
+    let combination = *cfg.combinations.get(within / repeat)?;
+    let mut params = session_params(cfg, combination);
+    params.msg_size = point.msg_size;
+    params.total_bytes = point.total_bytes;
+    Some(AbortedRun {
+        position: position as u64,
+        repeat_index: (within % repeat) as u32,
+        params,
+    })
 }
 
 /// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
@@ -341,7 +361,13 @@ impl SessionPlan {
         let mut request = |p: &SessionParams| {
             let counter = Progress::new();
             progress.push(Arc::clone(&counter));
-            SessionRequest::new(server, p).progress(&counter).psk(psk)
+            SessionRequest {
+                server,
+                params: p.clone(),
+                progress: counter,
+                psk: psk.cloned(),
+                judge: None,
+            }
         };
         let flows = RunFlows {
             flows: self.flows.iter().map(&mut request).collect(),

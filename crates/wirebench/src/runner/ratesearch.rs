@@ -14,6 +14,7 @@ use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::units::format_bitrate;
 
 use super::{session_params, FinishedRun, RunConfig, Target};
+use crate::engine::interval::Progress;
 use crate::flows::client::SessionRequest;
 use wirebench_core::vocab::units::duration_ns;
 
@@ -98,17 +99,19 @@ pub async fn search(
             });
             ended_early.is_some()
         };
-        let mut outcome = SessionRequest::new(server, &params)
-            .psk(cfg.psk.as_deref())
-            .judged(&mut judge)
-            .run()
-            .await
-            .with_context(|| {
-                format!(
-                    "rate search: the trial at {} failed",
-                    format_bitrate(trial.rate_bps as f64)
-                )
-            })?;
+        let trial_request = SessionRequest {
+            server,
+            params: params.clone(),
+            progress: Progress::new(),
+            psk: cfg.psk.as_deref().cloned(),
+            judge: Some(&mut judge),
+        };
+        let mut outcome = trial_request.run().await.with_context(|| {
+            format!(
+                "rate search: the trial at {} failed",
+                format_bitrate(trial.rate_bps as f64)
+            )
+        })?;
         if matches!(cfg.target, Target::Embedded(_)) {
             outcome.mark_shared_process();
         }

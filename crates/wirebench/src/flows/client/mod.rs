@@ -120,11 +120,20 @@ impl SessionOutcome {
 /// Built once by whoever plans the run and handed down; [`SessionRequest::run`] is the one way
 /// a client session runs.
 pub struct SessionRequest<'j> {
-    server: SocketAddr,
-    params: SessionParams,
-    progress: Arc<Progress>,
-    psk: Option<Psk>,
-    judge: Option<Judge<'j>>,
+    /// The server's address.
+    pub server: SocketAddr,
+    /// What the session asks of the server.
+    pub params: SessionParams,
+    /// Where the transfer stores the payload bytes sent (or acknowledged, or received) so far,
+    /// for interval reports and the run in flight, read on another task.
+    pub progress: Arc<Progress>,
+    /// Prove to the server that we hold this key (and refuse a server that does not ask).
+    pub psk: Option<Psk>,
+    /// A `run --rate max` trial: a forward UDP stream whose params ask for receipts
+    /// (`options.receipt_us`); each receipt goes to the judge, and the sending stops (the
+    /// session then ends as usual, with what was sent) as soon as it says so. Other sessions
+    /// never hear from the server before its report, so their judge is never called.
+    pub judge: Option<Judge<'j>>,
 }
 
 impl SessionRequest<'static> {
@@ -142,37 +151,12 @@ impl SessionRequest<'static> {
 }
 
 impl<'j> SessionRequest<'j> {
-    /// Stores the payload bytes sent (or acknowledged, or received) so far in `progress` as
-    /// the transfer goes, for interval reports and the run in flight, read on another task.
-    pub fn progress(mut self, progress: &Arc<Progress>) -> Self {
-        self.progress = Arc::clone(progress);
-        self
-    }
-
-    /// Proves to the server that we hold `psk` when given (and refuses a server that does not
-    /// ask for it).
-    pub fn psk(mut self, psk: Option<&Psk>) -> Self {
-        self.psk = psk.cloned();
-        self
-    }
-
-    /// A `run --rate max` trial: a forward UDP stream whose params ask for receipts
-    /// (`options.receipt_us`); each receipt goes to `judge`, and the sending stops (the session
-    /// then ends as usual, with what was sent) as soon as it says so. Other sessions never
-    /// hear from the server before its report, so their judge is never called.
-    pub fn judged<'k>(self, judge: Judge<'k>) -> SessionRequest<'k> {
+    /// The same request, proving it holds `psk` when given.
+    pub fn psk(self, psk: Option<&Psk>) -> Self {
         SessionRequest {
-            server: self.server,
-            params: self.params,
-            progress: self.progress,
-            psk: self.psk,
-            judge: Some(judge),
+            psk: psk.cloned(),
+            ..self
         }
-    }
-
-    /// What the session asks of the server.
-    pub fn params(&self) -> &SessionParams {
-        &self.params
     }
 
     /// Runs the session. A QUIC session runs on a thread of its own with a single-threaded

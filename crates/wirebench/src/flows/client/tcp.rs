@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use tokio::net::TcpSocket;
 use wirebench_core::wire::proto::{Preamble, SessionParams};
 
 use super::leg::{received_leg, send_on_stream, Leg, Transfer};
@@ -26,37 +25,17 @@ pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble) -> Result<Leg
     }
 }
 
-/// The data connection with the session's options (-w before connect, the rest after, and
-/// `--rate` as the socket's pacing rate when we send), announced by `preamble`, handed over
-/// as a blocking socket.
+/// The data connection with the session's options (the pacing rate only when we send),
+/// announced by `preamble`, handed over as a blocking socket.
 async fn connect(
     server: std::net::SocketAddr,
     p: &SessionParams,
     preamble: &Preamble,
 ) -> Result<std::net::TcpStream> {
-    let opts = &p.options;
-    let socket = if server.is_ipv6() {
-        TcpSocket::new_v6()
-    } else {
-        TcpSocket::new_v4()
-    }
-    .context("while creating the TCP data socket")?;
-    if let Some(w) = opts.window {
-        // Before connect, so the window scale offered in the SYN fits the buffer.
-        socket.set_send_buffer_size(w).context("while setting -w")?;
-        socket.set_recv_buffer_size(w).context("while setting -w")?;
-    }
-    let mut data = socket
-        .connect(server)
-        .await
-        .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
-    net::apply_tcp_options(&data, opts, p.mechanism).context("while setting TCP options")?;
-    if let (Some(rate), false) = (p.rate_bps, p.reverse) {
-        net::set_max_pacing_rate(&data, rate)
-            .context("while pacing the TCP data socket to --rate (SO_MAX_PACING_RATE)")?;
-    }
+    let pacing = p.rate_bps.filter(|_| !p.reverse);
+    let mut data = net::connect_tcp_data(server, &p.options, p.mechanism, pacing).await?;
     control::write_preamble(&mut data, preamble).await?;
-    blocking::into_blocking(data, opts.busy_poll).context("while preparing the data socket")
+    blocking::into_blocking(data, p.options.busy_poll).context("while preparing the data socket")
 }
 
 /// The sending role in a thread of its own; the clock stops as [`Transfer::finish_timing`]
