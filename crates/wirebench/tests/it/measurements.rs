@@ -201,31 +201,27 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
         assert_matches_schema(&doc);
         assert_eq!(doc["parameters"]["parallel"], 2);
-        for run in doc["runs"].as_array().expect("runs") {
-            let proto = run["protocol"].as_str().unwrap_or("?").to_string();
+        let runs = doc["runs"].as_array().expect("runs");
+        let protocols: Vec<&str> = runs.iter().filter_map(|r| r["protocol"].as_str()).collect();
+        assert_eq!(protocols, ["tcp", "udp"], "one run per protocol");
+        for run in runs {
+            let proto = &run["protocol"];
             let sum = |side: &str| -> u64 {
-                run[side]["intervals"]
+                let intervals = run[side]["intervals"]
                     .as_array()
-                    .unwrap_or_else(|| panic!("{proto}: {side} intervals"))
-                    .iter()
-                    .map(|i| i["bytes"].as_u64().unwrap_or(0))
-                    .sum()
+                    .unwrap_or_else(|| panic!("{proto}: {side} intervals"));
+                assert!(intervals.len() >= 2, "{proto}: {side}: {intervals:?}");
+                intervals.iter().map(|i| count(&i["bytes"])).sum()
             };
             // The client's series covers every byte it sent, the server's every byte it read
             // before the client said it was done (all of them on a lossless loopback).
             assert_eq!(sum("client"), total, "{proto}");
-            assert_eq!(
-                sum("server"),
-                run["server"]["bytes"].as_u64().unwrap_or(0),
-                "{proto}"
-            );
+            let server_bytes = count(&run["server"]["bytes"]);
+            assert_eq!(sum("server"), server_bytes, "{proto}");
             let flows = run["flows"].as_array().expect("two flows");
             assert_eq!(flows.len(), 2);
-            let flow_bytes: u64 = flows
-                .iter()
-                .map(|f| f["server"]["bytes"].as_u64().unwrap_or(0))
-                .sum();
-            assert_eq!(flow_bytes, run["server"]["bytes"].as_u64().unwrap_or(0));
+            let flow_bytes: u64 = flows.iter().map(|f| count(&f["server"]["bytes"])).sum();
+            assert_eq!(flow_bytes, server_bytes, "{proto}");
             assert!(run["client"]["retrans_rate"].is_number(), "{proto}");
             assert!(run["client"]["cpu"]["shared_process"].as_bool() == Some(true));
         }
@@ -234,19 +230,59 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
     .expect("test finished in time");
 }
 
+/// A count in a JSON document; anything else fails the test.
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The receiver's jitter is RFC 3550's estimate over the senders' stamps. The test plays the
+/// sender: 400 datagrams sent back to back, stamped alternately 0 and 1 s, so each transit
+/// differs from the last by 1 s (give or take the µs between arrivals) and the estimate
+/// converges to 1 s; a receiver that ignored the stamps would see microseconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
+    use wirebench::engine::{udp::UdpClient, udp_hello};
+    use wirebench::transport::control;
+    use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
+    use wirebench_core::wire::proto::ControlMessage;
+
     tokio::time::timeout(TEST_TIMEOUT, async {
         let server = TestServer::start().await;
-        let stamped = SessionRequest::new(
-            server.addr,
-            &spec(Protocol::Udp, Mechanism::Stream, 1024, 2 << 20),
-        )
-        .run()
-        .await
-        .expect("session runs");
-        let jitter = stamped.server.jitter_us.expect("2048 stamped datagrams");
-        assert!(jitter.is_finite() && jitter >= 0.0, "{jitter}");
+        let (messages, size) = (400u64, 64u32);
+        let params = spec(Protocol::Udp, Mechanism::Stream, size, messages * 64);
+        let request = ControlMessage::SessionRequest(params);
+        let (mut ctrl, granted) = control::request_session(server.addr, &request)
+            .await
+            .expect("session granted");
+        let udp = UdpClient::connect(server.addr, None).await.expect("socket");
+        udp_hello::validate(udp.socket(), granted.session, granted.token)
+            .await
+            .expect("address validated");
+        let mut datagram = vec![0u8; HEADER_LEN + size as usize];
+        for seq in 0..messages {
+            Header {
+                kind: Kind::Data,
+                retransmit: false,
+                session: granted.session,
+                seq,
+            }
+            .write_to(&mut datagram)
+            .expect("room for the header");
+            let stamp_us = if seq % 2 == 0 { 0 } else { 1_000_000 };
+            datagram::write_timestamp(&mut datagram[HEADER_LEN..], stamp_us);
+            udp.socket().send(&datagram).await.expect("sent");
+        }
+        let done = ControlMessage::SenderDone {
+            messages_sent: messages,
+            bytes_sent: messages * u64::from(size),
+        };
+        control::send(&mut ctrl, &done).await.expect("done sent");
+        let report = control::read_report(&mut ctrl).await.expect("a report");
+        assert_eq!((report.messages, report.lost), (messages, 0), "{report:?}");
+        let jitter = report.jitter_us.expect("stamped datagrams");
+        // 1% is 10 ms: room for a sender the machine stalls now and then.
+        assert!((jitter - 1e6).abs() <= 1e4, "{jitter} µs");
+
         // Three-byte messages have no room for the four-byte stamp: no estimate, not a zero.
         let unstamped = SessionRequest::new(
             server.addr,

@@ -44,7 +44,11 @@ async fn run(server: &mut TestServer, spec: &RrSpec) -> RrOutcome {
     out
 }
 
-fn assert_ladder(r: &RttFigures, samples: u64) {
+/// The ladder of `samples` response times (or round trips) taken while at most `in_flight`
+/// requests were outstanding at once, all within `elapsed`: ordered, and bounded by the time
+/// they were taken in (a figure measured from the wrong start, or in the wrong unit, breaks
+/// the bounds). The histogram keeps 3 significant digits: its figures may be 0.1% off.
+fn assert_ladder(r: &RttFigures, samples: u64, (in_flight, elapsed): (u64, Duration)) {
     assert_eq!(r.samples, samples);
     let ladder = [r.min_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns, r.max_ns];
     assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "ordered: {r:?}");
@@ -54,6 +58,24 @@ fn assert_ladder(r: &RttFigures, samples: u64) {
         "{r:?}"
     );
     assert!(r.stddev_ns >= 0.0 && r.stddev_ns <= (r.max_ns - r.min_ns) as f64);
+    let elapsed_ns = elapsed.as_nanos() as f64 * 1.001;
+    assert!(
+        r.max_ns as f64 <= elapsed_ns,
+        "no request took longer than the run ({elapsed:?}): {r:?}"
+    );
+    // At most `in_flight` requests were outstanding at any moment of the run.
+    assert!(
+        r.mean_ns * samples as f64 <= in_flight as f64 * elapsed_ns,
+        "{samples} requests, at most {in_flight} at once, fit in {elapsed:?}: {r:?}"
+    );
+}
+
+/// What bounds an rr or ping run's ladder: its flows × outstanding requests, and its time.
+fn bounds(sp: &RrSpec, out: &RrOutcome) -> (u64, Duration) {
+    (
+        u64::from(sp.params.flows * sp.params.concurrency),
+        out.elapsed,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,13 +86,14 @@ async fn ping_count_equals_probes_for_every_protocol() {
             let mut sp = spec(protocol, (1024, 1024), 1, 1, 300);
             sp.resumption_probe = protocol == Protocol::Quic;
             let out = run(&mut server, &sp).await;
+            let bounds = bounds(&sp, &out);
             let c = out.counts;
             assert_eq!(
                 (c.sent, c.answered, c.lost, c.late),
                 (300, 300, 0, 0),
                 "{protocol}"
             );
-            assert_ladder(out.response.as_ref().expect("response times"), 300);
+            assert_ladder(out.response.as_ref().expect("response times"), 300, bounds);
             // Set-up probes are reported apart, and the server counts them too.
             assert_eq!(out.server.messages, 300 + out.setup_requests, "{protocol}");
             assert_eq!(out.server.bytes, (300 + out.setup_requests) * 1024);
@@ -99,7 +122,8 @@ async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
         let mut server = TestServer::start().await;
         for protocol in [Protocol::Tcp, Protocol::Quic] {
             // 3 flows x 400 requests, 8 outstanding on each: 1200 requests.
-            let out = run(&mut server, &spec(protocol, (64, 512), 3, 8, 400)).await;
+            let sp = spec(protocol, (64, 512), 3, 8, 400);
+            let out = run(&mut server, &sp).await;
             let c = out.counts;
             assert_eq!((c.sent, c.answered, c.lost), (1200, 1200, 0), "{protocol}");
             assert_eq!(out.server.messages, 1200, "server answered each once");
@@ -108,7 +132,7 @@ async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
                 1200 * 64,
                 "server read every request byte"
             );
-            assert_ladder(out.response.as_ref().unwrap(), 1200);
+            assert_ladder(out.response.as_ref().unwrap(), 1200, bounds(&sp, &out));
             assert_eq!(out.connect.unwrap().samples, 3, "one connection per flow");
             // The transport's own counters, summed over the three connections: every request
             // left in some packet, and a retransmission rate is there to compare.
@@ -144,7 +168,7 @@ async fn new_connection_per_request_answers_every_request() {
                 total,
                 "a handshake per request"
             );
-            assert_ladder(out.response.as_ref().unwrap(), total);
+            assert_ladder(out.response.as_ref().unwrap(), total, bounds(&sp, &out));
         }
     })
     .await
@@ -192,7 +216,11 @@ async fn udp_losses_equal_what_the_forwarder_dropped() {
                 out.server.messages, c2s_fwd,
                 "the server answered all it got"
             );
-            assert_ladder(out.response.as_ref().unwrap(), c.answered);
+            assert_ladder(
+                out.response.as_ref().unwrap(),
+                c.answered,
+                bounds(&sp, &out),
+            );
         }
     })
     .await
@@ -334,7 +362,9 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
                 .await
                 .expect("runs");
             server.next_session().await;
-            assert_ladder(out.client.rtt.as_ref().expect("round trips"), 200);
+            // One message in flight, every round trip within the client's transfer time.
+            let rtt = out.client.rtt.as_ref().expect("round trips");
+            assert_ladder(rtt, 200, (1, out.client.elapsed));
         }
     })
     .await
@@ -483,6 +513,39 @@ async fn udp_retries_account_for_every_datagram_through_a_lossy_forwarder() {
                 "K={k}: the server answered every copy it got"
             );
             assert_eq!(c.unknown, 0);
+        }
+    })
+    .await
+    .expect("within the test timeout");
+}
+
+/// Response times measure the path: through a relay that delays each direction by 5 ms, every
+/// UDP and QUIC response takes at least the 10 ms round trip the relay adds (a response time
+/// taken from the wrong moment, or in the wrong unit, falls below it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_times_include_the_delay_of_the_path() {
+    use wirebench::flows::relay::{Relay, RelayConfig};
+    use wirebench_core::machine::impair::Impairments;
+
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start().await;
+        let relay = Relay::start(RelayConfig {
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            upstream: server.addr,
+            impairments: Impairments::parse_list("delay=5ms").expect("valid impairments"),
+            seed: 1,
+            tcp: true,
+            udp: true,
+        })
+        .await
+        .expect("relay starts");
+        for protocol in [Protocol::Udp, Protocol::Quic] {
+            let sp = spec(protocol, (64, 64), 1, 1, 20);
+            let out = run_rr(relay.local_addr(), &sp).await.expect("session runs");
+            assert_eq!(server.next_session().await.report, out.server);
+            let r = out.response.as_ref().expect("response times");
+            assert_ladder(r, 20, bounds(&sp, &out));
+            assert!(r.min_ns >= 10_000_000 * 999 / 1000, "{protocol}: {r:?}");
         }
     })
     .await
