@@ -9,7 +9,7 @@ use wirebench_core::vocab::plan::{message_count, split_flows, Mechanism, Protoco
 use wirebench_core::wire::proto::SessionParams;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
-use crate::support::{TestServer, TEST_TIMEOUT};
+use crate::support::{within, TestServer};
 
 fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> SessionParams {
     SessionParams {
@@ -30,7 +30,7 @@ fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_and_cpu() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let server = TestServer::start().await;
         let total = 8 << 20;
         // Loopback loses nothing when idle, but this binary runs its tests in parallel: a
@@ -94,13 +94,12 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         assert_eq!(u.packets_sent, udp.client.tally.datagrams);
         assert_eq!(u.packets_retransmitted, udp.client.tally.retransmissions);
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // 1_000_003 B in 1000 B messages: 1001 messages, the last one 3 B.
         let (size, total) = (1000, 1_000_003);
@@ -171,13 +170,12 @@ async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
             }
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interval_series_add_up_to_the_run_and_match_the_schema() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let total: u64 = 24 << 20;
         let out = wirebench(&[
             "run",
@@ -226,8 +224,7 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
             assert!(run["client"]["cpu"]["shared_process"].as_bool() == Some(true));
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 /// A count in a JSON document; anything else fails the test.
@@ -246,7 +243,7 @@ async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
     use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
     use wirebench_core::wire::proto::ControlMessage;
 
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let server = TestServer::start().await;
         let (messages, size) = (400u64, 64u32);
         let params = spec(Protocol::Udp, Mechanism::Stream, size, messages * 64);
@@ -294,13 +291,12 @@ async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
         assert_eq!(unstamped.server.messages + unstamped.server.lost, 1000);
         assert_eq!(unstamped.server.jitter_us, None);
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reverse_delivers_the_exact_total_from_server_to_client() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         let (size, total) = (1000, 1_000_003);
         for protocol in [Protocol::Tcp, Protocol::Quic, Protocol::Udp] {
@@ -343,6 +339,5 @@ async fn reverse_delivers_the_exact_total_from_server_to_client() {
             }
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
