@@ -1,8 +1,8 @@
-//! Units: owns parsing and formatting of byte sizes, bit rates and durations; must not do I/O, read
-//! clocks
-//! or decide which values are allowed for a run (the app's config does).
+//! Units: owns parsing and formatting of byte sizes, bit rates and durations; must not do I/O,
+//! read clocks or decide which values are allowed for a run (the app's config does).
 //!
-//! Bytes are shown in IEC units (KiB, MiB), bit rates in SI units (Mbit/s), as STYLE.md asks.
+//! Bytes are shown in IEC units (KiB, MiB), bit rates in SI units (Mbit/s), as the style guide
+//! asks (docs/dev/style.md, "Units").
 
 use std::fmt;
 use std::str::FromStr;
