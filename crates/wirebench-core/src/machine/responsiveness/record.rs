@@ -137,7 +137,7 @@ pub struct IdleRecord {
 /// A finished responsiveness test.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct RpmResult {
-    /// [`RPM_SCHEMA_VERSION`].
+    /// [`RPM_SCHEMA_VERSION`](super::RPM_SCHEMA_VERSION).
     pub schema_version: u32,
     /// The draft revision the test follows.
     pub draft: String,
