@@ -11,7 +11,7 @@ use wirebench::commands::report::{self, Options, Which};
 use wirebench::report::{Format, Layout};
 
 use crate::cli::{stderr, wirebench};
-use crate::support::TempPath;
+use crate::support::{assert_snapshot, TempPath};
 
 pub(crate) fn manifest_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -72,19 +72,6 @@ pub(crate) fn report_of(db: &TempPath, ids: &[i64], format: Format, layout: Layo
     String::from_utf8(out).expect("UTF-8")
 }
 
-fn snapshot(name: &str, out: &str) {
-    let path = manifest_path(&format!("tests/snapshots/{name}"));
-    if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&path, out).expect("snapshot written");
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        out == expected,
-        "{name} differs from {}:\n{out}",
-        path.display()
-    );
-}
-
 fn extension(name: &str) -> &str {
     match name {
         "table" => "txt",
@@ -98,7 +85,7 @@ fn every_format_matches_its_snapshot() {
     let db = fixture_db();
     for (format, name) in FORMATS {
         let out = report_of(&db, &[1], format, Layout::Configurations);
-        snapshot(&format!("report.{}", extension(name)), &out);
+        assert_snapshot(&format!("report.{}", extension(name)), out.as_bytes());
     }
 }
 
@@ -112,7 +99,7 @@ fn the_grid_layout_gives_the_seeds_table_in_every_format() {
             continue;
         }
         let out = report_of(&db, &[1, 2, 3], format, Layout::Grid);
-        snapshot(&format!("report-grid.{}", extension(name)), &out);
+        assert_snapshot(&format!("report-grid.{}", extension(name)), out.as_bytes());
     }
     let text = report_of(&db, &[1, 2, 3], Format::Table, Layout::Grid);
     let header = text
