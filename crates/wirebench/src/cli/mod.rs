@@ -23,7 +23,8 @@ pub use dns::DnsArgs;
 pub use exchange::{ExchangeArgs, PingArgs, RrArgs};
 pub use exporter::ExporterArgs;
 pub use history::{
-    CompareArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs, StoreCommand, StoreCopyArgs,
+    CompareArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs, StoreCommand,
+    StoreCopyArgs,
 };
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
@@ -106,12 +107,16 @@ pub enum Command {
     /// --to postgres://wirebench@db.example/wirebench
     #[command(subcommand)]
     Store(StoreCommand),
-    /// Summarise one stored campaign as a table, Markdown, CSV, JSON or an HTML page with charts.
+    /// Summarise stored campaigns as a table, Markdown, CSV, JSON or an HTML page with charts.
     ///
-    /// Per configuration (message size × total × protocol × mechanism): min / avg / median / max
-    /// / stddev of time, throughput, messages and bytes, for the client and the server view.
+    /// Several ids (or --last N) make one report. Per configuration (message size × total ×
+    /// protocol × mechanism): min / avg / median / max / stddev of goodput, time, loss, round
+    /// trips, and both sides' messages and bytes; or, with --layout grid, the lab-report table
+    /// (rows = totals or sizes, columns = protocol × mechanism, cells min / avg / max of time
+    /// and goodput). --dns, --rr and --rpm report a stored sweep of those commands.
     ///
-    /// Example: wirebench report --last --format markdown -o results.md
+    /// Examples: wirebench report --last --format markdown -o results.md;
+    /// wirebench report 1 2 3 --layout grid; wirebench report --last 7 --format html -o lab.html
     Report(ReportArgs),
     /// Compare two stored campaigns per configuration, with a significance test.
     ///
@@ -150,9 +155,10 @@ pub enum Command {
     /// response-time percentiles, UDP requests lost (timeout and retries) and late.
     ///
     /// A comma list for --concurrency sweeps K in one command, one line per K (loss grows with
-    /// load). With --new-connection every request opens a fresh TCP or QUIC connection (as
-    /// netperf TCP_CRR does) and the handshake time per request is reported apart from the
-    /// response time.
+    /// load); a comma list for --flows sweeps T the same way (response time and requests/s as
+    /// sessions are added). With --new-connection every request opens a fresh TCP or QUIC
+    /// connection (as netperf TCP_CRR does) and the handshake time per request is reported
+    /// apart from the response time. The sweep is stored: `wirebench report --rr --last`.
     ///
     /// Example: wirebench rr --proto udp --request 64 --response 512 --concurrency 10,20,40,80 --flows 4
     Rr(RrArgs),

@@ -94,7 +94,7 @@ pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<Ended> {
     Ok(Ended::Ran(ok))
 }
 
-/// Runs every protocol × concurrency in order, printing each result as it finishes and
+/// Runs every protocol × flows × concurrency in order, printing each result as it finishes and
 /// committing it to `sweep` when there is one; returns the results and whether all ran.
 async fn run_all(
     cfg: &RrConfig,
@@ -108,15 +108,20 @@ async fn run_all(
         if !cfg.json {
             println!("{}", heading(cfg, protocol, server_name));
         }
-        for &k in &cfg.concurrency {
-            let spec = spec(cfg, protocol, k);
+        for at in cfg.points() {
+            let k = at.concurrency;
+            let spec = spec(cfg, protocol, at);
             match run_rr_auth(server_addr, &spec, cfg.psk.as_deref()).await {
                 Ok(outcome) => {
-                    let result = rr_result(cfg, protocol, k, &outcome);
+                    let result = rr_result(cfg, protocol, at, &outcome);
                     if !cfg.json {
                         let text = match cfg.kind {
                             ExchangeKind::Ping => out::ping_block(&result),
-                            ExchangeKind::Rr => out::rr_block(&result, cfg.concurrency.len() == 1),
+                            ExchangeKind::Rr => out::rr_block(
+                                &result,
+                                cfg.concurrency.len() == 1 && cfg.flows.len() == 1,
+                                cfg.flows.len() > 1,
+                            ),
                         };
                         let mut stdout = std::io::stdout().lock();
                         let _ = write!(stdout, "{text}");
@@ -132,7 +137,10 @@ async fn run_all(
                     results.push(result);
                 }
                 Err(e) => {
-                    eprintln!("error: {protocol} with concurrency {k}: {e:#}");
+                    eprintln!(
+                        "error: {protocol} with {} and concurrency {k}: {e:#}",
+                        count_of(at.flows as usize, "flow", "flows")
+                    );
                     ok = false;
                 }
             }
@@ -151,8 +159,9 @@ fn new_campaign(cfg: &RrConfig, server: &str) -> NewRrCampaign {
         concurrency: list(cfg.concurrency.iter().map(|k| k.to_string()).collect()),
         request_bytes: cfg.request,
         response_bytes: cfg.response,
-        flows: cfg.flows,
-        planned_results: (cfg.protocols.len() * cfg.concurrency.len()) as u64,
+        // A --flows list keeps its largest here; each result holds its own.
+        flows: cfg.most_flows(),
+        planned_results: (cfg.protocols.len() * cfg.flows.len() * cfg.concurrency.len()) as u64,
         host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
@@ -174,7 +183,16 @@ fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
             "rr {protocol} to {server}: {} B requests, {} B responses, {}{}, {how_long}",
             cfg.request,
             cfg.response,
-            count_of(cfg.flows as usize, "flow", "flows"),
+            match cfg.flows.as_slice() {
+                [one] => count_of(*one as usize, "flow", "flows"),
+                many => format!(
+                    "flows {}",
+                    many.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            },
             if cfg.new_connection {
                 ", a new connection per request"
             } else {

@@ -365,19 +365,20 @@ pub async fn exchange_probe(
     limit: Duration,
     as_result: fn(RrResult) -> ProbeResult,
 ) -> Finished {
-    let (Target::Remote { name, addr }, Some(&protocol), Some(&k)) =
-        (&cfg.target, cfg.protocols.first(), cfg.concurrency.first())
+    let (Target::Remote { name, addr }, Some(&protocol), Some(at)) =
+        (&cfg.target, cfg.protocols.first(), cfg.points().next())
     else {
         return malformed("an exchange probe needs a target, a protocol and a concurrency");
     };
+    let k = at.concurrency;
     let ran = bounded(limit, "exchange", async {
         Box::pin(run_rr_auth(
             *addr,
-            &spec(cfg, protocol, k),
+            &spec(cfg, protocol, at),
             cfg.psk.as_deref(),
         ))
         .await
-        .map(|outcome| rr_result(cfg, protocol, k, &outcome))
+        .map(|outcome| rr_result(cfg, protocol, at, &outcome))
         .map_err(|e| format!("{e:#}"))
     })
     .await;
@@ -391,7 +392,7 @@ pub async fn exchange_probe(
                 concurrency: k.to_string(),
                 request_bytes: cfg.request,
                 response_bytes: cfg.response,
-                flows: cfg.flows,
+                flows: at.flows,
                 planned_results: 1,
                 host_name: crate::transport::environment::detect().host_name,
                 wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
