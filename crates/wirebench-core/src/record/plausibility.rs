@@ -31,6 +31,17 @@ pub enum ClientView {
     },
 }
 
+impl ClientView {
+    /// What a transfer's client counted: sent forward, received when `reverse`.
+    pub fn of(reverse: bool, messages: u64, bytes: u64) -> ClientView {
+        if reverse {
+            ClientView::Received { messages, bytes }
+        } else {
+            ClientView::Sent { messages, bytes }
+        }
+    }
+}
+
 /// Slack allowed between the server's clock and the client's wait for it (one scheduling
 /// delay, one round trip): a server span longer than the client's whole wait plus this is
 /// impossible.
@@ -55,14 +66,6 @@ pub fn check_report(
     waited_ns: u64,
     report: &ServerReport,
 ) -> Result<(), ReportIssue> {
-    if report.aborted {
-        return Err(ReportIssue::Aborted(
-            report
-                .abort_reason
-                .clone()
-                .unwrap_or_else(|| "no reason given".into()),
-        ));
-    }
     let wrong = |what: String| Err(ReportIssue::Inconsistent(what));
     match client {
         ClientView::Sent { messages, bytes } => {
@@ -146,6 +149,15 @@ pub fn check_report(
         return wrong(format!(
             "an interval from {} ns to {} ns holds {} bytes of the {} it counted",
             s.start_ns, s.end_ns, s.bytes, report.bytes
+        ));
+    }
+    // Figures that cannot be true say more than the flag: they are checked first.
+    if report.aborted {
+        return Err(ReportIssue::Aborted(
+            report
+                .abort_reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".into()),
         ));
     }
     Ok(())

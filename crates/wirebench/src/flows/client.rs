@@ -262,6 +262,16 @@ async fn run_session_judged(
     let (leg, mark) =
         interval::marked(transfer, omit, || progress.bytes.load(Ordering::Relaxed)).await;
     let leg = leg?;
+    // A report that cannot be true, or that says the session was aborted, is no run's.
+    wirebench_core::record::plausibility::check_report(
+        wirebench_core::record::plausibility::ClientView::of(
+            params.reverse,
+            leg.tally.messages,
+            leg.tally.bytes,
+        ),
+        wirebench_core::vocab::units::duration_ns(leg.started.elapsed()),
+        &leg.report,
+    )?;
     if omit.is_some() && leg.report.omitted.is_none() {
         bail!(
             "the server did not report its -O/--omit mark (a wirebench server older than -O): \
