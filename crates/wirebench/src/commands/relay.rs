@@ -16,6 +16,10 @@ pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {
         .await
         .context("while starting the relay")?;
     let mut notices = relay.notices();
+    // Watch the signals before saying we listen: a signal sent right after that line must
+    // stop the relay with its counts, not kill it.
+    let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch for SIGUSR1")?;
+    let mut stops = Stops::watch();
     eprintln!(
         "wirebench relay listening on {} ({}), forwarding to {} (seed {}); SIGUSR1 prints the counts",
         relay.local_addr(),
@@ -33,8 +37,6 @@ pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {
              (delay, jitter and rate apply)"
         );
     }
-    let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch for SIGUSR1")?;
-    let mut stops = Stops::watch();
     loop {
         tokio::select! {
             _ = usr1.recv() => print_counts(&relay, &cfg, "signal", json),

@@ -165,7 +165,8 @@ impl SessionParams {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             if !fine {
                 return Err(FieldError(format!(
-                    "options.congestion {cc:?} is not a congestion-control name: allowed 1 to {MAX_CONGESTION_NAME} letters, digits, '_' or '-'"
+                    "options.congestion \"{}\" is not a congestion-control name: allowed 1 to {MAX_CONGESTION_NAME} letters, digits, '_' or '-'",
+                    crate::security::text::peer_text(cc)
                 )));
             }
         }

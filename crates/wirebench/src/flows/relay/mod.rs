@@ -14,6 +14,7 @@ mod inline;
 mod tcp;
 mod udp;
 
+pub use hold::MAX_HELD_BYTES;
 pub use inline::RunRelay;
 
 use std::net::{IpAddr, SocketAddr};

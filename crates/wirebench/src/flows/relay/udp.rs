@@ -32,7 +32,7 @@ pub(super) async fn dispatch_loop(
     seed: u64,
     registry: Arc<Registry>,
 ) {
-    let mut flows: HashMap<SocketAddr, mpsc::Sender<(Instant, Bytes)>> = HashMap::new();
+    let mut flows: HashMap<SocketAddr, mpsc::Sender<Arrival>> = HashMap::new();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut next_index = 0u64;
     loop {
@@ -45,17 +45,14 @@ pub(super) async fn dispatch_loop(
                 continue;
             }
         };
-        // Its bytes are held from here until it leaves (or is dropped by its flow's machine).
-        if !registry.hold.try_take(n as u64) {
-            registry.trouble(Trouble::Memory, || {
-                format!(
-                    "relay: datagrams dropped, the relay holds its most ({} bytes) already",
-                    super::hold::MAX_HELD_BYTES
-                )
-            });
-            continue;
-        }
-        let item = (Instant::now(), Bytes::copy_from_slice(&buf[..n]));
+        // Its bytes are held from here until it leaves (or is dropped by its flow's machine);
+        // without room it is dropped, and its flow counts the drop.
+        let item = if registry.hold.try_take(n as u64) {
+            (Instant::now(), Some(Bytes::copy_from_slice(&buf[..n])))
+        } else {
+            (Instant::now(), None)
+        };
+        let taken = if item.1.is_some() { n as u64 } else { 0 };
         let item = match flows.get(&from) {
             Some(tx) => match tx.send(item).await {
                 Ok(()) => continue,
@@ -68,7 +65,7 @@ pub(super) async fn dispatch_loop(
             None => item,
         };
         let Some(slot) = registry.udp_flow() else {
-            registry.hold.give_back(n as u64);
+            registry.hold.give_back(taken);
             registry.trouble(Trouble::Flows, || {
                 format!(
                     "relay: datagrams from a new client ({from}) dropped: {} UDP flows run already, the most it relays at once",
@@ -80,7 +77,7 @@ pub(super) async fn dispatch_loop(
         let back = match upstream_socket(upstream).await {
             Ok(s) => s,
             Err(e) => {
-                registry.hold.give_back(n as u64);
+                registry.hold.give_back(taken);
                 registry.trouble(Trouble::Sockets, || {
                     format!(
                         "relay: no socket towards {upstream} for client {from}: {e:#} (out of file descriptors? raise `ulimit -n`); its datagrams are dropped"
@@ -104,9 +101,20 @@ pub(super) async fn dispatch_loop(
             Ok(()) => {
                 flows.insert(from, tx);
             }
-            Err(_) => registry.hold.give_back(n as u64),
+            Err(_) => registry.hold.give_back(taken),
         }
     }
+}
+
+/// A datagram handed to its flow: when it arrived, and its bytes (None: dropped for want of
+/// room, for the flow to count).
+type Arrival = (Instant, Option<Bytes>);
+
+fn out_of_room() -> String {
+    format!(
+        "relay: datagrams dropped, the relay holds its most ({} bytes) already",
+        super::hold::MAX_HELD_BYTES
+    )
 }
 
 /// A socket connected to the server, for one client.
@@ -134,7 +142,7 @@ impl Flow {
     /// up, `2·index + 1` down of the seed), until it has been idle for [`UDP_FLOW_IDLE`].
     async fn run(
         self,
-        mut from_client: mpsc::Receiver<(Instant, Bytes)>,
+        mut from_client: mpsc::Receiver<Arrival>,
         impairments: Impairments,
         seed: u64,
         index: u64,
@@ -163,9 +171,7 @@ impl Flow {
                 let _ = front.send_to(&p, client).await;
             }
             hold.settle(&mut taken, up.pending_bytes() + down.pending_bytes());
-            if let Ok(mut c) = slot.counts.lock() {
-                *c = [up.counts(), down.counts()];
-            }
+            publish(&slot, &up, &down);
             let idle_end = last_activity + UDP_FLOW_IDLE;
             let wake = [up.poll_timeout(), down.poll_timeout(), Some(idle_end)]
                 .into_iter()
@@ -174,7 +180,7 @@ impl Flow {
                 .unwrap_or(idle_end);
             tokio::select! {
                 item = from_client.recv() => match item {
-                    Some((arrived, p)) => {
+                    Some((arrived, Some(p))) => {
                         last_activity = arrived;
                         // The dispatcher took its bytes: they are this flow's now.
                         taken += p.len() as u64;
@@ -183,6 +189,12 @@ impl Flow {
                         } else {
                             up.handle_packet(arrived, p.len(), p);
                         }
+                    }
+                    Some((arrived, None)) => {
+                        last_activity = arrived;
+                        up.refuse_packet();
+                        publish(&slot, &up, &down);
+                        registry.trouble(Trouble::Memory, out_of_room);
                     }
                     None => break,
                 },
@@ -196,12 +208,8 @@ impl Flow {
                             down.handle_packet(last_activity, n, Bytes::copy_from_slice(&buf[..n]));
                         } else {
                             down.refuse_packet();
-                            registry.trouble(Trouble::Memory, || {
-                                format!(
-                                    "relay: datagrams dropped, the relay holds its most ({} bytes) already",
-                                    super::hold::MAX_HELD_BYTES
-                                )
-                            });
+                            publish(&slot, &up, &down);
+                            registry.trouble(Trouble::Memory, out_of_room);
                         }
                     }
                 }
@@ -215,10 +223,17 @@ impl Flow {
         // Datagrams still queued for this flow were never forwarded: their bytes go back.
         from_client.close();
         while let Ok((_, p)) = from_client.try_recv() {
-            taken += p.len() as u64;
+            taken += p.map_or(0, |p| p.len() as u64);
         }
         hold.settle(&mut taken, 0);
         drop(slot);
+    }
+}
+
+/// Makes the flow's counts what its machines say.
+fn publish(slot: &FlowSlot, up: &Impairer<Bytes>, down: &Impairer<Bytes>) {
+    if let Ok(mut c) = slot.counts.lock() {
+        *c = [up.counts(), down.counts()];
     }
 }
 

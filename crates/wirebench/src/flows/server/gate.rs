@@ -365,6 +365,11 @@ impl Pass {
     /// its status, counts it, announces its line; returns the report to send to the client.
     /// The session's place is freed when the pass is dropped, after the report has gone out.
     pub fn end(&mut self, mut report: ServerReport, outcome: Result<(), String>) -> ServerReport {
+        // A limit a data path ran into is the cause, whatever the kind saw after it.
+        let outcome = match self.meter.tripped() {
+            Some(reason) => Err(reason.to_string()),
+            None => outcome,
+        };
         match outcome {
             Err(reason) if !report.aborted => {
                 report.aborted = true;
@@ -461,7 +466,10 @@ async fn watch(
     let mut read = rates.read.map(|(bps, what)| (RateCheck::new(bps), what));
     let mut sent = rates.sent.map(RateCheck::new);
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            _ = ticks.tick() => {}
+            why = meter.tripped_wait() => return why,
+        }
         if let Some(why) = meter.over_limit() {
             return why;
         }

@@ -47,6 +47,10 @@ pub struct Meter {
     first_sent: OnceLock<Instant>,
     /// When the gate's readers read their first byte.
     first_read: OnceLock<Instant>,
+    /// Why a writer of the gate's refused to go on (the first reason wins), and the wake-up
+    /// of whoever waits for it.
+    tripped: OnceLock<String>,
+    trip: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Meter {
@@ -69,6 +73,8 @@ impl Meter {
             max_rate_bps,
             first_sent: OnceLock::new(),
             first_read: OnceLock::new(),
+            tripped: OnceLock::new(),
+            trip: tokio::sync::Notify::new(),
         }
     }
 
@@ -121,9 +127,39 @@ impl Meter {
     pub fn may_send(&self, n: u64) -> Result<(), String> {
         let after = self.moved().total().saturating_add(n);
         if after > self.max_bytes {
-            return Err(self.over_bytes(after));
+            let reason = format!(
+                "the session would move {after} bytes (read and sent), more than this server allows: at most {} bytes (--max-bytes)",
+                self.max_bytes
+            );
+            self.trip(&reason);
+            return Err(reason);
         }
         Ok(())
+    }
+
+    /// Records why the session must stop (a limit one of its data paths ran into) and wakes
+    /// the gate's watch; the first reason is the one the session ends with.
+    pub fn trip(&self, reason: &str) {
+        if self.tripped.set(reason.to_string()).is_ok() {
+            self.trip.notify_waiters();
+            self.trip.notify_one();
+        }
+    }
+
+    /// Why the session must stop, once a data path ran into a limit.
+    pub fn tripped(&self) -> Option<&str> {
+        self.tripped.get().map(String::as_str)
+    }
+
+    /// Resolves with the reason once [`Meter::trip`] has been called.
+    pub async fn tripped_wait(&self) -> String {
+        loop {
+            let notified = self.trip.notified();
+            if let Some(reason) = self.tripped() {
+                return reason.to_string();
+            }
+            notified.await;
+        }
     }
 
     /// Counts `n` bytes sent by the gate's own writers.
@@ -280,7 +316,10 @@ mod tests {
         m.count_sent(600);
         assert!(m.over_limit().is_none());
         let why = m.may_send(1).unwrap_err();
-        assert!(why.contains("1001 bytes (read and sent)"), "{why}");
+        assert!(
+            why.contains("would move 1001 bytes (read and sent)"),
+            "{why}"
+        );
         assert!(why.contains("at most 1000 bytes (--max-bytes)"), "{why}");
         m.watch(|| Moved { read: 10, sent: 0 });
         assert_eq!(

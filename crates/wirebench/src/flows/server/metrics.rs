@@ -85,6 +85,11 @@ impl MetricsHandle {
         self.admission.at_most(n).await;
     }
 
+    /// Waits until at least `n` sessions hold a place (a test that must act while they run).
+    pub async fn sessions_running_at_least(&self, n: usize) {
+        self.admission.at_least(n).await;
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> ServerCounts {
         let m = &self.metrics;

@@ -29,6 +29,7 @@ const MAX_STREAMS_AT_ONCE: usize = 256;
 struct Streams {
     served: AtomicU64,
     reads: AtomicU64,
+    writes: AtomicU64,
 }
 
 /// Serves one perf connection to its end through the gate.
@@ -58,7 +59,16 @@ pub(super) async fn serve(connection: quinn::Connection, shared: &Shared) {
     let moved = meter.moved();
     let mut report = pass.empty_report();
     report.messages = streams.served.load(Ordering::Relaxed);
-    report.read_calls = streams.reads.load(Ordering::Relaxed);
+    let (reads, writes) = (
+        streams.reads.load(Ordering::Relaxed),
+        streams.writes.load(Ordering::Relaxed),
+    );
+    // The line shows the larger direction: its calls with its bytes.
+    report.read_calls = if moved.sent > moved.read {
+        writes
+    } else {
+        reads
+    };
     report.bytes = moved.read.max(moved.sent);
     report.elapsed_ns = duration_ns(started.elapsed());
     report.data_path = shared_udp_data_path(shared);
@@ -138,6 +148,7 @@ async fn serve_stream(
             return Ok(());
         }
         meter.count_sent(take);
+        streams.writes.fetch_add(1, Ordering::Relaxed);
         left -= take;
         let wait = meter.send_pause();
         if !wait.is_zero() {
