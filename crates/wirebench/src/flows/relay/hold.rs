@@ -6,7 +6,7 @@
 //! number of clients say, the relay never holds more than [`MAX_HELD_BYTES`] (duplicates made
 //! by `duplicate=` may pass it by their own size).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
@@ -21,6 +21,8 @@ pub(crate) struct Hold {
     limit: u64,
     /// Woken when bytes are given back (a TCP pipe waits on it).
     room: Notify,
+    /// Pipes waiting for room: only then does giving back wake anyone (no lock per datagram).
+    waiting: AtomicUsize,
 }
 
 impl Default for Hold {
@@ -36,6 +38,7 @@ impl Hold {
             held: AtomicU64::new(0),
             limit,
             room: Notify::new(),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -52,16 +55,21 @@ impl Hold {
     /// Waits until `n` bytes fit, then takes them (a byte stream waits instead of dropping).
     /// More than the whole budget is taken once nothing else is held.
     pub(crate) async fn take(&self, n: u64) {
+        if self.try_take(n) {
+            return;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
         loop {
             let room = self.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
             let alone = self.held.load(Ordering::Acquire) == 0;
             if self.try_take(n) || (alone && self.force(n)) {
-                return;
+                break;
             }
             room.await;
         }
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Takes `n` bytes whether they fit or not (a duplicate of a packet already held).
@@ -80,7 +88,9 @@ impl Hold {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
                 Some(held.saturating_sub(n))
             });
-        self.room.notify_waiters();
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            self.room.notify_waiters();
+        }
     }
 
     /// Moves what a holder has taken from `taken` to `now` (what it really holds after its
