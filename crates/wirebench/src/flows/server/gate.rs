@@ -23,8 +23,6 @@ use wirebench_core::wire::proto::{
 };
 
 use super::admission::{Admission, SessionSlot};
-#[cfg(test)]
-use super::meter::Moved;
 use super::meter::{Meter, RateCheck};
 use super::metrics::ServerMetrics;
 use super::options::Limits;

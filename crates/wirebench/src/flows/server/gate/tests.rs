@@ -1,6 +1,7 @@
 //! The gate's rules on their own: refusals counted and told, one end per session (also for a
 //! session dropped without one), a timed transfer that stopped early, the flag durations.
 
+use super::super::meter::Moved;
 use super::*;
 use tokio::sync::mpsc;
 use wirebench_core::wire::proto::DataPathOptions;
