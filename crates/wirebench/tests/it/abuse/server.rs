@@ -256,7 +256,8 @@ async fn a_zero_rate_is_refused_and_every_started_session_reported() {
             "{answer:?}"
         );
         let ok = request(Protocol::Tcp, Mechanism::Stream, 1000, 100_000);
-        wirebench::flows::client::run_session(server.addr, &ok)
+        wirebench::flows::client::SessionRequest::new(server.addr, &ok)
+            .run()
             .await
             .expect("the server serves on");
         server.next_session().await;
