@@ -10,6 +10,7 @@ pub mod dns;
 pub mod document;
 pub mod headline;
 pub mod loaded_latency;
+pub mod plausibility;
 pub mod ratesearch;
 pub mod relay;
 pub mod rpm;

@@ -84,6 +84,9 @@ pub enum Command {
     /// after each session: protocol, mechanism, messages read, bytes read, time and throughput.
     /// TCP sessions run on threads of their own; the rest (control, QUIC, UDP) on one worker
     /// thread fewer than there are CPUs, at least one (TOKIO_WORKER_THREADS=N sets the number).
+    /// Every session of every kind (transfers, ping and rr, QUIC perf, iperf3 tests) passes one
+    /// gate: its request checked field by field, the limits below, one line, /metrics counts
+    /// (docs/security.md says what it guarantees). SIGINT, SIGTERM or SIGHUP stops it.
     Server(ServerArgs),
     /// Run a test against a server (or, without --server, against one started in-process on loopback).
     ///
@@ -210,7 +213,8 @@ pub enum Command {
     /// against --max-total. The answer is Prometheus text: wirebench_probe_success (0 with
     /// wirebench_probe_failure_info{reason=...} when it failed), _duration_seconds,
     /// _goodput_bytes_per_second, bytes, UDP loss, retransmission ratio, RTT quantiles,
-    /// requests or queries per second. /metrics serves the exporter's own counters.
+    /// requests or queries per second. /metrics serves the exporter's own counters. A query
+    /// holding a control character is refused (400). SIGINT, SIGTERM or SIGHUP stops it.
     ///
     /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
     Exporter(ExporterArgs),
@@ -247,5 +251,7 @@ others' queued bytes: a full queue adds queue / rate of delay; a full queue stop
 of dropping); loss, reorder and duplicate apply to UDP only, and --proto tcp refuses them.
 
 Counts per direction (received, forwarded, dropped, queue drops, duplicated, reordered, delayed)
-are printed on SIGUSR1 and at exit (Ctrl-C or SIGTERM); --json prints them as one JSON object
-per line. The same --seed with the same traffic makes the same decisions.";
+are printed on SIGUSR1 and at exit (Ctrl-C, SIGTERM or SIGHUP); --json prints them as one JSON
+object per line. The same --seed with the same traffic makes the same decisions. A --to that is
+the relay's own --listen is refused; the relay holds at most 256 MiB and 1024 UDP clients, and
+says on stderr when it drops for want of room or the system refuses it a socket.";

@@ -1,6 +1,7 @@
 //! Integration tests: real sockets on loopback, real servers started by each test. One test
 //! binary (see docs/dev/testing.md); modules by theme.
 
+mod abuse;
 mod architecture;
 mod bidir;
 mod browser;
