@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::loss::LossSplit;
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
 use crate::vocab::plan::Protocol;
@@ -70,6 +71,10 @@ pub struct Delivery {
     pub out_of_order: u64,
     /// `out_of_order` / messages sent × 100.
     pub out_of_order_pct: f64,
+    /// `lost` split by where: dropped by the receiving host, not sent by the sending host,
+    /// lost on the path; absent where the receiver's socket does not say what it dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_split: Option<LossSplit>,
 }
 
 impl Headline {
@@ -153,10 +158,12 @@ fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerReco
     // once, at the end.
     let whole_sent = if reverse { s.messages } else { c.messages };
     let delivery = (protocol == Protocol::Udp).then(|| {
-        let (lost, duplicates, out_of_order) = match (&c.udp_received, reverse) {
-            (Some(u), true) => (u.lost, u.duplicates, u.out_of_order),
-            _ => (s.lost, s.duplicates, s.out_of_order),
+        let (lost, duplicates, out_of_order, dropped_by_receiver) = match (&c.udp_received, reverse)
+        {
+            (Some(u), true) => (u.lost, u.duplicates, u.out_of_order, u.dropped_by_host),
+            _ => (s.lost, s.duplicates, s.out_of_order, s.dropped_by_host),
         };
+        let not_sent = if reverse { s.not_sent } else { c.not_sent };
         Delivery {
             lost,
             lost_pct: percent(lost, whole_sent),
@@ -164,6 +171,7 @@ fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerReco
             duplicates_pct: percent(duplicates, whole_sent),
             out_of_order,
             out_of_order_pct: percent(out_of_order, whole_sent),
+            loss_split: LossSplit::of(lost, dropped_by_receiver, not_sent),
         }
     });
     let sender = if reverse { &s.measured } else { &c.measured };
@@ -209,6 +217,7 @@ fn both_ways(d: &DirectionHeadlines, whole_sent: u64) -> Headline {
                 duplicates_pct: percent(duplicates, sent),
                 out_of_order,
                 out_of_order_pct: percent(out_of_order, sent),
+                loss_split: x.loss_split.zip(y.loss_split).map(|(p, q)| p.plus(q)),
             })
         }
         _ => None,

@@ -62,6 +62,8 @@ impl UdpClient {
         // IP layer fragment what does not fit.
         allow_fragmentation(&socket, server.is_ipv6())
             .context("while allowing IP fragmentation on the UDP socket")?;
+        // Best effort: without it a dropped batch looks sent and counts as the path's loss.
+        let _ = report_host_drops(&socket, server.is_ipv6());
         Ok(UdpClient {
             socket,
             state,
@@ -214,6 +216,18 @@ impl DatagramSender<'_> {
                 }
                 Err(e) if connected && port_closed(&e) => {
                     return Err(e).context(PORT_CLOSED);
+                }
+                // The host dropped the batch (its device queue was full; IP_RECVERR makes the
+                // kernel say so instead of counting it in SndbufErrors alone): numbered, not
+                // sent, and not sent again (the queue drops as much as ever).
+                Err(e) if host_dropped(&e) => {
+                    failures = 0;
+                    tally.send_errors += 1;
+                    tally.not_sent += n;
+                    tally.messages += n;
+                    tally.bytes += payload;
+                    progress.store(tally.bytes, Ordering::Relaxed);
+                    next += n;
                 }
                 Err(e) if n > 1 && refuses_segmentation(&e) => {
                     tally.send_errors += 1;
@@ -439,6 +453,12 @@ fn micros_since(t: Instant) -> u32 {
 /// What a sender says when the server's UDP port turned out closed.
 const PORT_CLOSED: &str = "the server is gone: its UDP port is closed (ICMP port unreachable)";
 
+/// Whether a send failed because the host dropped what it was given (a full device queue):
+/// Linux says so only to a socket with IP_RECVERR set (see [`report_host_drops`]).
+fn host_dropped(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
 /// Whether `e` is the kernel's report of an ICMP port unreachable on a connected socket.
 fn port_closed(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ECONNREFUSED)
@@ -491,6 +511,42 @@ fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
+    Ok(())
+}
+
+/// Asks the kernel to report a datagram its host dropped on the way out (a full device
+/// queue) as a send error, `ENOBUFS`, instead of counting it in `SndbufErrors` alone and
+/// saying it was sent (IP_RECVERR; it also reports ICMP errors, which a connected socket's
+/// sends see anyway). Linux; elsewhere nothing changes.
+#[cfg(target_os = "linux")]
+fn report_host_drops(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVERR)
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call,
+    // on a descriptor this socket owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn report_host_drops(_: &UdpSocket, _: bool) -> io::Result<()> {
     Ok(())
 }
 

@@ -74,7 +74,8 @@ async fn receive(
             }
         }
     };
-    let (counts, sent) = udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
+    let (counts, sent, dropped_by_host) =
+        udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
     data_path.cpu = net::current_cpu();
     let report = t.report().await?;
     let lost = sent.saturating_sub(counts.messages);
@@ -97,6 +98,7 @@ async fn receive(
             .then(|| TransportStats::from_udp(sent, lost)),
         udp_received: Some(UdpReceipt {
             lost,
+            dropped_by_host,
             duplicates: counts.duplicates,
             out_of_order: counts.out_of_order,
             jitter_us: counts.jitter_us,

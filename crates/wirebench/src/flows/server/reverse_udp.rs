@@ -24,9 +24,7 @@ use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 
 use super::gate::Pass;
 use super::meter::Moved;
-use super::session::{
-    omit_span, omitted, send_accepted, shared_udp_data_path, watch_control, Ended,
-};
+use super::session::{omit_span, omitted, send_accepted, udp_data_path, watch_control, Ended};
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
@@ -135,6 +133,7 @@ where
         return (report, Err(reason));
     }
     let result = send_to_client(&slot, &mut acks, rd, wr, shared, pass, &mut report).await;
+    report.data_path = udp_data_path(shared, &registration);
     (report, result)
 }
 
@@ -180,7 +179,6 @@ where
     let elapsed = started.elapsed();
     report.omitted = omitted(mark, Some(started), p);
     report.intervals = intervals;
-    report.data_path = shared_udp_data_path(shared);
     report.elapsed_ns = duration_ns(elapsed);
     let tally = match result {
         Ok(tally) => tally,
@@ -201,6 +199,7 @@ where
     report.messages = tally.messages;
     report.bytes = tally.bytes;
     report.read_calls = tally.send_calls;
+    report.not_sent = tally.not_sent;
     let resent = match p.mechanism {
         Mechanism::StopAndWait => tally.retransmissions,
         // Streaming resends nothing; what was lost the client counts.
