@@ -257,6 +257,8 @@ pub(crate) mod tests {
             elapsed_ns: ns / 2,
             idle_after_last_ns: 0,
             lost: sent.saturating_sub(read),
+            dropped_by_host: None,
+            not_sent: 0,
             duplicates: 0,
             out_of_order: 0,
             jitter_us: None,
@@ -285,6 +287,7 @@ pub(crate) mod tests {
                 retransmissions: 0,
                 timeouts: 0,
                 send_errors: 0,
+                not_sent: 0,
                 rtt: None,
                 data_path: Default::default(),
                 measured: EndMetrics::default(),
@@ -417,5 +420,38 @@ pub(crate) mod tests {
         assert!(run(Protocol::Udp, 1, 1, 2_000_000)
             .direction_headlines()
             .is_none());
+    }
+
+    #[test]
+    fn the_loss_split_takes_each_share_from_the_end_that_knows_it() {
+        // Forward: the server (receiver) says what its host dropped, the client (sender) what
+        // its host did not send.
+        let mut r = run(Protocol::Udp, 1000, 900, 2_000_000);
+        r.server.dropped_by_host = Some(60);
+        r.client.not_sent = 15;
+        let split = r.headline().delivery.unwrap().loss_split.unwrap();
+        assert_eq!(
+            (split.receiving_host, split.sending_host, split.path),
+            (60, 15, 25)
+        );
+        // -R: the other way round.
+        r.reverse = true;
+        r.server.not_sent = 3;
+        r.client.udp_received = Some(UdpReceipt {
+            lost: 10,
+            dropped_by_host: Some(7),
+            ..UdpReceipt::default()
+        });
+        let split = r.headline().delivery.unwrap().loss_split.unwrap();
+        assert_eq!(
+            (split.receiving_host, split.sending_host, split.path),
+            (7, 3, 0)
+        );
+        // A receiver that cannot say: no split.
+        r.client.udp_received = Some(UdpReceipt {
+            lost: 10,
+            ..UdpReceipt::default()
+        });
+        assert_eq!(r.headline().delivery.unwrap().loss_split, None);
     }
 }

@@ -656,11 +656,16 @@ fn insert_run(
     run: &RunRecord,
 ) -> Result<()> {
     let (msg_size, total_bytes) = (point.msg_size, int(point.total_bytes, "total bytes")?);
+    let delivery = run.headline().delivery;
+    let split = delivery.and_then(|d| d.loss_split);
+    let count = |n: Option<u64>| n.map(|n| int(n, "lost messages")).transpose();
     tx.execute(
         "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
              repeat_index, session, client_messages, client_bytes, client_elapsed_ns,
-             server_messages, server_bytes, server_elapsed_ns, run_json)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             server_messages, server_bytes, server_elapsed_ns, run_json, udp_lost,
+             udp_lost_receiving_host, udp_lost_sending_host, udp_lost_path)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             ?18, ?19)",
         args![
             campaign,
             int(position, "run position")?,
@@ -677,6 +682,10 @@ fn insert_run(
             int(run.server.bytes, "bytes")?,
             int(run.server.elapsed_ns, "elapsed ns")?,
             serde_json::to_string(run)?,
+            count(delivery.map(|d| d.lost))?,
+            count(split.map(|s| s.receiving_host))?,
+            count(split.map(|s| s.sending_host))?,
+            count(split.map(|s| s.path))?,
         ],
     )
     .with_context(|| format!("while storing run {position} of campaign {campaign}"))?;

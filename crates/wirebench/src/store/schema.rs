@@ -48,6 +48,10 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: V8,
         postgres: PG_V8,
     },
+    Migration {
+        sqlite: V9,
+        postgres: PG_V9,
+    },
 ];
 
 /// The schema version this build writes.
@@ -465,4 +469,24 @@ CREATE TABLE rpm_result (
     result_json  TEXT NOT NULL,
     UNIQUE (campaign_id, position)
 );
+";
+
+/// Version 9: a UDP run's loss and where it went (`record::loss`): dropped by the receiving
+/// host, not sent by the sending host, lost on the path, in messages, so a query can find the
+/// runs whose loss was the hosts' own. NULL for runs of other protocols, for the shares of a
+/// run whose receiver could not tell, and for runs stored before (their documents hold the
+/// loss; no split was measured).
+const V9: &str = "
+ALTER TABLE run ADD COLUMN udp_lost INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_receiving_host INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_sending_host INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_path INTEGER;
+";
+
+/// PostgreSQL version 9 (SQLite's `V9`).
+const PG_V9: &str = "
+ALTER TABLE run ADD COLUMN udp_lost BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_receiving_host BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_sending_host BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_path BIGINT;
 ";

@@ -37,3 +37,5 @@ mod store;
 mod support;
 mod sweep_report;
 mod timed;
+mod udp_lanes;
+mod udp_loss;

@@ -259,7 +259,11 @@ async fn finish(t: &mut Transfer<'_>, sent: Sent, data_path: DataPathInfo) -> Re
         elapsed,
         report,
         data_path,
-        transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
+        // Of the datagrams numbered (those the host refused too), the share resent or lost.
+        transport: Some(TransportStats::from_udp(
+            tally.datagrams + tally.not_sent,
+            resent_or_lost,
+        )),
         udp_received: None,
     })
 }

@@ -205,7 +205,10 @@ where
         // Streaming resends nothing; what was lost the client counts.
         Mechanism::Stream => 0,
     };
-    report.transport = Some(TransportStats::from_udp(tally.datagrams, resent));
+    report.transport = Some(TransportStats::from_udp(
+        tally.datagrams + tally.not_sent,
+        resent,
+    ));
     control::send(
         wr,
         &ControlMessage::SenderDone {
