@@ -19,6 +19,7 @@ pub mod udp_lanes;
 pub mod udp_receiver;
 pub mod udp_recv;
 pub mod udp_reverse;
+pub mod udp_saw;
 
 /// What a sender did, counted as it happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

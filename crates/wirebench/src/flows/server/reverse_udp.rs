@@ -28,7 +28,8 @@ use super::session::{omit_span, omitted, send_accepted, udp_data_path, watch_con
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
-use crate::engine::udp::{self, DatagramPort, DatagramSender};
+use crate::engine::udp::DatagramSender;
+use crate::engine::udp_saw::{self, DatagramPort};
 use crate::engine::SendTally;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 use wirebench_core::vocab::units::duration_ns;
@@ -290,7 +291,7 @@ async fn send(
                 counts,
             };
             let mut rtt = rtt_histogram()?;
-            udp::send_stop_and_wait(
+            udp_saw::send_stop_and_wait(
                 &mut port,
                 session,
                 (p.total_bytes, deadline),
