@@ -23,7 +23,8 @@ pub use dns::DnsArgs;
 pub use exchange::{ExchangeArgs, PingArgs, RrArgs};
 pub use exporter::ExporterArgs;
 pub use history::{
-    CompareArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs, StoreCommand, StoreCopyArgs,
+    CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs, StoreCommand,
+    StoreCopyArgs,
 };
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
@@ -95,10 +96,17 @@ pub enum Command {
     Show(ShowArgs),
     /// Print one stored campaign as JSON on stdout, for `wirebench import` elsewhere.
     ///
-    /// The document is the `run --json` document plus a `campaign` block (id, times, status,
-    /// planned sizes and totals, each run's size and total, environment).
-    Export(ShowArgs),
-    /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
+    /// A throughput campaign's document is the `run --json` document plus a `campaign` block
+    /// (id, uid, times, status, planned sizes and totals, each run's size, total and place in
+    /// the plan, environment). With --rr, --dns or --rpm the id is such a campaign and the
+    /// document is a campaign document (kind, campaign, plan, results). An export taken while
+    /// the campaign ran, imported, is brought up to date by importing a later export of it.
+    Export(ExportArgs),
+    /// Store a campaign from a file written by `wirebench export`, `wirebench run --json` or
+    /// kept in a spool file (docs/store.md).
+    ///
+    /// A campaign the store holds unfinished (imported while it ran) is brought up to date: the
+    /// results it lacks and its end. One it holds in full is refused unless --again.
     Import(ImportArgs),
     /// Copy results between stores: an SQLite file and a PostgreSQL database, either way.
     ///
