@@ -20,6 +20,7 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     // Listing never creates a database: a missing one is just an empty history.
     let (campaigns, dns, rr, rpm) = if db.exists() {
         let store = Store::open(db)?;
+        crate::commands::recording::say_replayed(&store);
         let mut rpm = Vec::new();
         for (info, _) in store.rpm_campaigns()? {
             let figures = store.rpm_figures(info.id)?;
@@ -63,6 +64,7 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
 pub fn show(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
+    crate::commands::recording::say_replayed(&store);
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
     let details = store.aborted_details(id)?;

@@ -14,7 +14,7 @@ use wirebench_core::record::document::{
 use wirebench_core::record::lifecycle::{
     CampaignDocument, CampaignKind, Lifecycle, Positioned, StoredRun,
 };
-use wirebench_core::record::{count_of, Environment, NewCampaign, Status};
+use wirebench_core::record::{Environment, NewCampaign, Status};
 use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::sweep::Point;
 
@@ -45,14 +45,14 @@ pub fn import(
         )?,
         Merged::Updated { id, added, ended } => writeln!(
             out,
-            "brought {noun} {id} in {} up to date from {}: {} more{}",
+            "brought {noun} {id} in {} up to date from {}: {added} more {}{}",
             db.display(),
             file.display(),
-            count_of(
-                added as usize,
-                kind.result_noun(),
-                &format!("{}s", kind.result_noun())
-            ),
+            if added == 1 {
+                kind.result_noun().to_string()
+            } else {
+                format!("{}s", kind.result_noun())
+            },
             if ended {
                 format!(", now {}", status.as_str())
             } else {
@@ -87,6 +87,7 @@ pub fn import_file(
         None => Some(run_document(&text, file, now_unix_s)?),
     };
     let store = Store::open(db)?;
+    crate::commands::recording::say_replayed(&store);
     let (kind, merged) = match &legacy {
         Some(doc) => (
             CampaignKind::Run,

@@ -8,6 +8,7 @@ pub mod exporter;
 pub mod history;
 pub mod import;
 pub mod interop;
+pub mod recording;
 pub mod relay;
 pub mod report;
 pub mod rpm;

@@ -21,6 +21,7 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     }
     let source = Store::open_existing(from)?;
     let mut dest = Store::open(to)?;
+    crate::commands::recording::say_replayed(&dest);
     let n = dest.copy_from(&source).with_context(|| {
         format!(
             "while copying from {} to {} (each campaign copied before this one is kept)",
@@ -32,7 +33,8 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     writeln!(
         out,
         "copied {} campaign(s) with {} run(s), {} DNS campaign(s), {} rr sweep(s), {} ping \
-         sweep(s) and {} rpm campaign(s) from {} to {}; {} brought up to date; {} already there",
+         sweep(s) and {} rpm campaign(s) from {} to {}; {} brought up to date ({} result(s) \
+         added); {} already there",
         runs.copied,
         runs.results,
         n.of(CampaignKind::Dns).copied,
@@ -42,6 +44,7 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
         from.display(),
         to.display(),
         n.updated(),
+        n.added(),
         n.skipped()
     )?;
     Ok(())

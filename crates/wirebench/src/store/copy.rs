@@ -24,8 +24,10 @@ pub struct KindCounts {
     pub updated: u64,
     /// Campaigns the destination already held in full.
     pub skipped: u64,
-    /// Results copied (finished and aborted), into new and updated campaigns.
+    /// Results (finished and aborted runs) of the campaigns copied whole.
     pub results: u64,
+    /// Results added to the campaigns brought up to date.
+    pub added: u64,
 }
 
 /// What a copy did, per kind.
@@ -53,6 +55,11 @@ impl CopyCounts {
     /// Campaigns of every kind brought up to date.
     pub fn updated(&self) -> u64 {
         self.kinds.iter().map(|(_, c)| c.updated).sum()
+    }
+
+    /// Results added to the campaigns brought up to date, of every kind.
+    pub fn added(&self) -> u64 {
+        self.kinds.iter().map(|(_, c)| c.added).sum()
     }
 }
 
@@ -91,7 +98,7 @@ impl Store {
                 }
                 Merged::Updated { added, .. } => {
                     n.updated += 1;
-                    n.results += added;
+                    n.added += added;
                 }
                 Merged::AlreadyThere(_) => n.skipped += 1,
             }

@@ -108,7 +108,11 @@ impl Store {
         let failed = format!("cannot open results database {}", location.display());
         let what = || failed.clone();
         let backend = match &location {
-            Location::File(path) => Backend::Sqlite(open_file(path).with_context(what)?),
+            Location::File(path) => {
+                // A usage error, said as it is (not behind "cannot open").
+                check_regular_file(path)?;
+                Backend::Sqlite(open_file(path).with_context(what)?)
+            }
             Location::Postgres(url) => Backend::Postgres(pg::Pg::connect(url).with_context(what)?),
         };
         let mut store = Store {
@@ -248,10 +252,8 @@ impl Store {
     }
 }
 
-/// Opens (creating it and its directory if needed) an SQLite store; refuses a place that is
-/// not a regular file.
+/// Opens (creating it and its directory if needed) an SQLite store.
 fn open_file(path: &std::path::Path) -> Result<Connection> {
-    check_regular_file(path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(

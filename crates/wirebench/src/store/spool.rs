@@ -162,6 +162,10 @@ pub fn replay(store: &mut Store) -> Vec<Replayed> {
             .map_err(|e| format!("{e:#}"));
         if outcome.is_ok() {
             remove(&path);
+            // An emptied spool place goes too (best effort: another file may be there).
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
         done.push(Replayed {
             path,
