@@ -148,6 +148,9 @@ pub enum Command {
     /// --retries times, then lost; an answer that comes after that is counted as late, never as
     /// a sample.
     ///
+    /// The results are stored as a ping sweep, as rr stores its sweeps: `wirebench runs` lists
+    /// it, `wirebench report --rr ID` shows it (--no-store keeps nothing).
+    ///
     /// Example: wirebench ping --proto tcp,udp,quic -l 1024 -c 20000 127.0.0.1
     #[command(
         mut_arg("server", |a| a.short(None)),

@@ -31,5 +31,7 @@ mod rr_store;
 mod security;
 mod sessions;
 mod store;
+mod store_faults;
+mod store_lifecycle;
 mod support;
 mod timed;
