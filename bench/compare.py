@@ -11,6 +11,9 @@ QUIC's reference is quinn's own perf tool, built from a quinn source checkout na
 --quinn-src PATH or $QUINN_SRC (`git clone https://github.com/quinn-rs/quinn`; it is built there
 with `cargo build --release -p perf` when target/release/quinn-perf is missing, never copied here).
 Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--quinn-src PATH] [--out FILE]
+                        [--seconds 3] [--iperf3 PATH] [--sockperf PATH]
+iperf3 always runs timed (-t): 3.17+ reports a -n run over whole seconds. The _P1/_P4/_P8 rows run
+both tools with -t and -P N. The first line printed gives the machine's CPU count.
 The QUIC rows alone: QUINN_SRC=~/src/quinn bench/compare.py --only quic
 Traffic goes to 127.0.0.1 only.
 """
@@ -113,12 +116,15 @@ def tcp_ready(port):
 
 # --- one measurement per tool -------------------------------------------------------------
 
-def wirebench_run(servers, proto, mode, size, total, extra=()):
+def wirebench_run(servers, proto, mode, size, total, extra=(), seconds=None, parallel=1):
+    """One wirebench run: `total` bytes (-n, exact), or for `seconds` (-t) when given; `parallel` flows."""
     port = servers.ports["wirebench"]
     pid = servers.pid("wirebench")
     srv0 = proc_cpu_seconds(pid)
+    amount = ["-t", str(seconds)] if seconds else ["-n", str(total)]
+    flows = ["-P", str(parallel)] if parallel > 1 else []
     out, cpu = run_client([servers.wirebench, "run", "--server", f"{HOST}:{port}", "--proto", proto,
-                           "--mode", mode, "-l", str(size), "-n", str(total), "--json", "--no-store", *extra])
+                           "--mode", mode, "-l", str(size), *amount, *flows, "--json", "--no-store", *extra])
     srv_cpu = proc_cpu_seconds(pid) - srv0
     run = json.loads(out)["runs"][0]
     c, s = run["client"], run["server"]
@@ -248,25 +254,32 @@ def xfr_run(servers, mode, size, total, seconds=3):
     return res
 
 
-def iperf3_run(servers, udp, size, total):
+def iperf3_run(servers, udp, size, seconds, parallel=1):
+    """iperf3 for `seconds` (-t), never -n: iperf3 3.17+ reports a -n run over whole seconds
+    (1 GiB at 128 KiB reads 8.58 Gbit/s at any speed, -P 8 reads 8 x 8.58), so only a timed
+    run gives its true rate. UDP is unpaced (-b 0), as ours; -P streams are threads (3.16+)."""
     port = servers.ports["iperf3"]
     pid = servers.pid("iperf3")
     srv0 = proc_cpu_seconds(pid)
-    cmd = ["iperf3", "-c", HOST, "-p", str(port), "-n", str(total), "-l", str(size), "-J"]
+    cmd = [servers.iperf3, "-c", HOST, "-p", str(port), "-t", str(seconds), "-l", str(size), "-J"]
+    if parallel > 1:
+        cmd += ["-P", str(parallel)]
     if udp:
         cmd += ["-u", "-b", "0"]
     out, cpu = run_client(cmd)
     srv_cpu = proc_cpu_seconds(pid) - srv0
     end = json.loads(out)["end"]
-    res = {"client_cpu_s": cpu, "server_cpu_s": srv_cpu, "gib": total / GiB}
+    res = {"client_cpu_s": cpu, "server_cpu_s": srv_cpu}
     if udp:
         s = end["sum"]
         delivered = s["packets"] - s["lost_packets"]
         res["datagrams_per_s"] = delivered / s["seconds"] if s["seconds"] else 0
         res["loss_pct"] = s["lost_percent"]
         res["gbit_s"] = delivered * size * 8 / s["seconds"] / 1e9
+        res["gib"] = delivered * size / GiB
     else:
         res["gbit_s"] = end["sum_received"]["bits_per_second"] / 1e9
+        res["gib"] = end["sum_received"]["bytes"] / GiB
     return res
 
 
@@ -282,7 +295,7 @@ def nuttcp_run(servers, size, total):
 
 def sockperf_run(servers, tcp, size, seconds=3):
     port = servers.ports["sockperf_tcp" if tcp else "sockperf_udp"]
-    cmd = ["sockperf", "ping-pong", "-i", HOST, "-p", str(port), "-m", str(size), "-t", str(seconds), "--full-rtt"]
+    cmd = [servers.sockperf, "ping-pong", "-i", HOST, "-p", str(port), "-m", str(size), "-t", str(seconds), "--full-rtt"]
     if tcp:
         cmd.append("--tcp")
     out, cpu = run_client(cmd)
@@ -292,27 +305,42 @@ def sockperf_run(servers, tcp, size, seconds=3):
 
 # --- workloads ----------------------------------------------------------------------------
 
-def workloads(total_tcp, total_udp, saw_msgs):
+def workloads(total_tcp, total_udp, saw_msgs, seconds):
     """(name, metric, higher_is_better, wirebench thunk, [(reference name, thunk)])"""
-    return [
+    rows = [
         ("tcp128k", "gbit_s", True, lambda s: wirebench_run(s, "tcp", "stream", 131072, total_tcp),
-         [("iperf3", lambda s: iperf3_run(s, False, 131072, total_tcp))]),
+         [("iperf3", lambda s: iperf3_run(s, False, 131072, seconds))]),
         ("tcp1k", "gbit_s", True, lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp),
          [("nuttcp", lambda s: nuttcp_run(s, 1024, total_tcp)),
-          ("iperf3", lambda s: iperf3_run(s, False, 1024, total_tcp))]),
+          ("iperf3", lambda s: iperf3_run(s, False, 1024, seconds))]),
         ("udp1024", "datagrams_per_s", True, lambda s: wirebench_run(s, "udp", "stream", 1024, total_udp),
-         [("iperf3", lambda s: iperf3_run(s, True, 1024, total_udp))]),
+         [("iperf3", lambda s: iperf3_run(s, True, 1024, seconds))]),
         ("udp1472", "datagrams_per_s", True, lambda s: wirebench_run(s, "udp", "stream", 1472, total_udp),
-         [("iperf3", lambda s: iperf3_run(s, True, 1472, total_udp))]),
+         [("iperf3", lambda s: iperf3_run(s, True, 1472, seconds))]),
         # Paced: the same datagrams at a fixed offered rate well above what iperf3 delivers,
         # to compare delivered datagrams/s at equal or lower loss (the unpaced runs above
         # send so fast that the receiver, on the same two vCPUs, drops some).
         ("udp1024paced", "datagrams_per_s", True,
          lambda s: wirebench_run(s, "udp", "stream", 1024, total_udp, ["--rate", "4Gbit"]),
-         [("iperf3", lambda s: iperf3_run(s, True, 1024, total_udp))]),
+         [("iperf3", lambda s: iperf3_run(s, True, 1024, seconds))]),
         ("udp1472paced", "datagrams_per_s", True,
          lambda s: wirebench_run(s, "udp", "stream", 1472, total_udp, ["--rate", "6Gbit"]),
-         [("iperf3", lambda s: iperf3_run(s, True, 1472, total_udp))]),
+         [("iperf3", lambda s: iperf3_run(s, True, 1472, seconds))]),
+    ]
+    # Parallel flows, both tools timed (-t) with -P N: TCP at 128 KiB and 1 KiB, UDP 1472 B unpaced.
+    for n in (1, 4, 8):
+        rows += [
+            (f"tcp128k_P{n}", "gbit_s", True,
+             lambda s, n=n: wirebench_run(s, "tcp", "stream", 131072, 0, seconds=seconds, parallel=n),
+             [("iperf3", lambda s, n=n: iperf3_run(s, False, 131072, seconds, n))]),
+            (f"tcp1k_P{n}", "gbit_s", True,
+             lambda s, n=n: wirebench_run(s, "tcp", "stream", 1024, 0, seconds=seconds, parallel=n),
+             [("iperf3", lambda s, n=n: iperf3_run(s, False, 1024, seconds, n))]),
+            (f"udp1472_P{n}", "gbit_s", True,
+             lambda s, n=n: wirebench_run(s, "udp", "stream", 1472, 0, seconds=seconds, parallel=n),
+             [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n))]),
+        ]
+    return rows + [
         ("saw_tcp_1k", "p50_us", False, lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs),
          [("sockperf", lambda s: sockperf_run(s, True, 1024))]),
         ("saw_udp_1k", "p50_us", False, lambda s: wirebench_run(s, "udp", "saw", 1024, 1024 * saw_msgs),
@@ -376,6 +404,10 @@ def main():
     ap.add_argument("--total-tcp", type=int, default=GiB, help="bytes per TCP/QUIC run (default 1 GiB)")
     ap.add_argument("--total-udp", type=int, default=GiB // 2, help="bytes per UDP run (default 512 MiB)")
     ap.add_argument("--saw-msgs", type=int, default=30000, help="round trips per wirebench stop-and-wait run")
+    ap.add_argument("--seconds", type=int, default=3,
+                    help="length of every timed run: iperf3's (always -t, see iperf3_run) and the -P rows' (default 3)")
+    ap.add_argument("--iperf3", default="iperf3", help="iperf3 binary (e.g. one built from esnet/iperf)")
+    ap.add_argument("--sockperf", default="sockperf", help="sockperf binary")
     ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
     ap.add_argument("--quinn-src", default=os.environ.get("QUINN_SRC", ""),
                     help="quinn source checkout for quinn-perf, QUIC's reference (default: $QUINN_SRC)")
@@ -385,7 +417,8 @@ def main():
 
     if not os.access(args.wirebench, os.X_OK):
         sys.exit(f"{args.wirebench} not found: build it first with `cargo build --release`")
-    missing = [t for t in ("iperf3", "nuttcp", "sockperf", "xfr") if shutil.which(t) is None]
+    tools = {"iperf3": args.iperf3, "nuttcp": "nuttcp", "sockperf": args.sockperf, "xfr": "xfr"}
+    missing = [name for name, path in tools.items() if shutil.which(path) is None]
     if missing:
         print(f"reference tools missing: {' '.join(missing)} (apt-get install iperf3 nuttcp sockperf; "
               "cargo install xfr); their comparisons are skipped", file=sys.stderr)
@@ -398,14 +431,21 @@ def main():
 
     servers = Servers(args.wirebench)
     servers.quinn_perf, servers.quinn_seconds = quinn_perf, args.quinn_seconds
+    servers.iperf3, servers.sockperf = args.iperf3, args.sockperf
+    cores = os.cpu_count()
+    iperf3_version = ""
+    if "iperf3" not in missing:
+        iperf3_version = subprocess.run([args.iperf3, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    print(f"machine: {cores} CPUs, kernel {os.uname().release}; {iperf3_version or 'no iperf3'}", flush=True)
     servers.discovered_mtu = None
-    results = {"host": os.uname().nodename, "kernel": os.uname().release, "pairs": args.pairs, "workloads": []}
+    results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores,
+               "iperf3": iperf3_version, "pairs": args.pairs, "workloads": []}
     try:
         p = servers.ports["wirebench"] = free_port()
         servers.start("wirebench", [args.wirebench, "server", "--bind", HOST, "--port", str(p)], tcp_ready(p))
         if "iperf3" not in missing:
             p = servers.ports["iperf3"] = free_port()
-            servers.start("iperf3", ["iperf3", "-s", "-B", HOST, "-p", str(p)], tcp_ready(p))
+            servers.start("iperf3", [args.iperf3, "-s", "-B", HOST, "-p", str(p)], tcp_ready(p))
         if "nuttcp" not in missing:
             p = servers.ports["nuttcp"] = free_port()
             # nuttcp's data port is its control port + 1.
@@ -416,14 +456,14 @@ def main():
             servers.start("xfr", ["xfr", "serve", "-B", HOST, "-p", str(p), "--no-mdns"], tcp_ready(p))
         if "sockperf" not in missing:
             p = servers.ports["sockperf_tcp"] = free_port()
-            servers.start("sockperf_tcp", ["sockperf", "server", "-i", HOST, "-p", str(p), "--tcp"], tcp_ready(p))
+            servers.start("sockperf_tcp", [args.sockperf, "server", "-i", HOST, "-p", str(p), "--tcp"], tcp_ready(p))
             servers.ports["sockperf_udp"] = free_port()
-            servers.start("sockperf_udp", ["sockperf", "server", "-i", HOST, "-p", str(servers.ports["sockperf_udp"])])
+            servers.start("sockperf_udp", [args.sockperf, "server", "-i", HOST, "-p", str(servers.ports["sockperf_udp"])])
             time.sleep(0.3)  # UDP has nothing to probe; give it a moment to bind
 
         only = set(filter(None, args.only.split(",")))
         rows = []
-        for name, metric, higher, ours, refs in workloads(args.total_tcp, args.total_udp, args.saw_msgs):
+        for name, metric, higher, ours, refs in workloads(args.total_tcp, args.total_udp, args.saw_msgs, args.seconds):
             # A name in --only selects itself and every workload it prefixes (quic: all QUIC rows).
             if only and not any(name == o or name.startswith(o + "_") for o in only):
                 continue
@@ -461,7 +501,7 @@ def main():
                     windows = [r["send_window"] for r in a if r.get("send_window")]
                     if windows:
                         entry["send_window"] = statistics.median(windows)
-                if metric == "datagrams_per_s":
+                if all("loss_pct" in r for r in a + b):
                     entry["loss_pct"] = {"wirebench": statistics.median(r["loss_pct"] for r in a),
                                          "reference": statistics.median(r["loss_pct"] for r in b)}
                 results["workloads"].append(entry)
@@ -477,7 +517,7 @@ def main():
 def print_row(e):
     w, r = e["wirebench"], e["reference_figures"]
     better = "higher" if e["higher_is_better"] else "lower"
-    line = (f"{e['workload']:<11} {e['metric']:<16} wirebench {w['median']:>12.3f} [{w['min']:.3f}-{w['max']:.3f}]  "
+    line = (f"{e['workload']:<14} {e['metric']:<16} wirebench {w['median']:>12.3f} [{w['min']:.3f}-{w['max']:.3f}]  "
             f"{e['reference']:<13} {r['median']:>12.3f} [{r['min']:.3f}-{r['max']:.3f}]  "
             f"ratio {e['ratio']:.2f} ({better} is better)")
     extra = []
@@ -494,7 +534,7 @@ def print_row(e):
         extra.append("cpu s/GiB client+server {:.2f}+{:.2f} vs {:.2f}+{:.2f}".format(
             e["wirebench_client_cpu_s_per_gib"], e["wirebench_server_cpu_s_per_gib"],
             e.get("reference_client_cpu_s_per_gib", 0), e.get("reference_server_cpu_s_per_gib", 0)))
-    print(line + ("\n" + " " * 12 + "; ".join(extra) if extra else ""), flush=True)
+    print(line + ("\n" + " " * 15 + "; ".join(extra) if extra else ""), flush=True)
 
 
 if __name__ == "__main__":
