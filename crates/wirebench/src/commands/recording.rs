@@ -4,6 +4,8 @@
 //! the campaign ended up. The policy itself (wait, spool, break) is `store::recording`'s.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -28,9 +30,38 @@ pub fn open(location: &Location) -> Result<Store> {
             crate::store::BUSY_WAIT_ENV
         );
     };
-    let store = Store::open_noting(location, Some(Box::new(notice)))?;
+    let mut store = blocking(|| Store::open_noting(location, Some(Box::new(notice))))?;
     say_replayed(&store);
+    store.give_up_when(stop_flag());
     Ok(store)
+}
+
+/// A flag set when SIGINT, SIGTERM or SIGHUP arrives, watched on a task of its own (beside
+/// the command's own watch): a store write blocked on a busy store is no task the command can
+/// interrupt, so the store itself checks this flag and stops waiting.
+fn stop_flag() -> Arc<AtomicBool> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = Arc::new(AtomicBool::new(false));
+    if tokio::runtime::Handle::try_current().is_err() {
+        return flag;
+    }
+    for kind in [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ] {
+        // A signal that cannot be watched here is still the command's to handle.
+        let Ok(mut stream) = signal(kind) else {
+            continue;
+        };
+        let flag = Arc::clone(&flag);
+        tokio::spawn(async move {
+            if stream.recv().await.is_some() {
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+    flag
 }
 
 /// One line per spool file the open of `store` brought in, or could not.
@@ -70,7 +101,7 @@ impl<K: Kind> Recorder<K> {
     /// stops the command before anything is measured.
     pub fn begin(store: Store, plan: K::Plan) -> Result<Recorder<K>> {
         let location = store.path().display().to_string();
-        let recording = Recording::<K>::begin(store, plan)
+        let recording = blocking(|| Recording::<K>::begin(store, plan))
             .with_context(|| format!("cannot store in {location}"))?;
         Ok(Recorder {
             recording,
@@ -97,7 +128,7 @@ impl<K: Kind> Recorder<K> {
     /// it was kept (in the store or a spool file). When the store broke (a full disk, a lost
     /// connection), [`Recorder::broken`] says why, and the command must stop.
     pub fn record(&mut self, position: u64, result: K::Result) -> bool {
-        let kept = self.recording.record(position, result);
+        let kept = blocking(|| self.recording.record(position, result));
         self.say(&kept);
         !matches!(kept, Kept::Lost { .. })
     }
@@ -118,7 +149,7 @@ impl<K: Kind> Recorder<K> {
         stored: impl FnOnce(&Finished, &Location) -> String,
     ) -> bool {
         let location = self.location().clone();
-        let finished = self.recording.finish(status, error, unix_now());
+        let finished = blocking(|| self.recording.finish(status, error, unix_now()));
         match &finished.kept {
             Kept::Stored => {
                 let line = stored(&finished, &location);
@@ -162,6 +193,17 @@ impl<K: Kind> Recorder<K> {
                 );
             }
         }
+    }
+}
+
+/// Runs `f`, which may wait for a busy store, such that the runtime's other tasks go on
+/// meanwhile (the embedded server, the watch for a stop signal): the worker hands its queue
+/// to another thread for the time it blocks.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

@@ -40,6 +40,8 @@ pub mod sql;
 mod sqlite;
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -72,6 +74,8 @@ pub struct Store {
     location: Location,
     busy_wait: Duration,
     on_busy: Option<BusyNotice>,
+    /// Set when the command is asked to stop: a busy store is then not waited for.
+    give_up: Option<Arc<AtomicBool>>,
     replayed: Vec<spool::Replayed>,
 }
 
@@ -120,6 +124,7 @@ impl Store {
             location,
             busy_wait,
             on_busy,
+            give_up: None,
             replayed: Vec::new(),
         };
         store
@@ -167,6 +172,12 @@ impl Store {
         self.busy_wait = wait;
     }
 
+    /// Stops waiting for a busy store once `flag` is set (a stop signal: what the store does
+    /// not take at once then goes to the spool, and the command ends without delay).
+    pub fn give_up_when(&mut self, flag: Arc<AtomicBool>) {
+        self.give_up = Some(flag);
+    }
+
     /// The spool files the open brought in (or could not), for the command to say so.
     pub fn replayed(&self) -> &[spool::Replayed] {
         &self.replayed
@@ -190,6 +201,16 @@ impl Store {
             let out = op(&mut self.db.borrow_mut());
             match out {
                 Err(e) if fault_of(&e) == Fault::Busy => {
+                    if self
+                        .give_up
+                        .as_ref()
+                        .is_some_and(|f| f.load(Ordering::Relaxed))
+                    {
+                        return Err(e.context(
+                            "the results store is busy (another process holds it), and a stop \
+                             signal came: not waiting for it",
+                        ));
+                    }
                     if start.elapsed() >= self.busy_wait {
                         return Err(e.context(format!(
                             "the results store stayed busy (another process holds it) for {:.0} s",

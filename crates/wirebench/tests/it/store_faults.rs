@@ -245,6 +245,44 @@ async fn a_store_busy_past_the_wait_keeps_the_runs_until_the_next_open() {
     }
 }
 
+/// Ctrl-C while the process waits for a busy store (a wait of 60 s): it stops waiting at
+/// once, keeps what the store did not take in the spool and ends (status 130) long before the
+/// wait would have; the next open stores the campaign as aborted.
+#[tokio::test]
+async fn a_stop_signal_does_not_wait_for_a_busy_store() {
+    let db = TestDb::sqlite();
+    drop(db.open());
+    let data_home = TempPath::new("-data");
+    let args = busy_plan(&db);
+    let mut child = spawn(&args, &data_home, &[("WIREBENCH_STORE_WAIT", "60s")]);
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut seen, mut said) = (Vec::new(), Vec::new());
+    wait_for_line(&mut out, "wirebench: 2 runs", &mut seen).await;
+    let held = Held::take(&db);
+    wait_for_line(&mut err, "is busy (another process holds it)", &mut said).await;
+    let pid = i32::try_from(child.id().expect("running")).unwrap();
+    let signalled = Instant::now();
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    said.extend(rest(&mut err).await);
+    let status = child.wait().await.unwrap();
+    let took = signalled.elapsed();
+    assert_eq!(status.code(), Some(130), "{said:#?}");
+    assert!(
+        took < Duration::from_secs(30),
+        "it waited {took:?} for the store"
+    );
+    let said = said.join("\n");
+    let spool = spool_path(&said).unwrap_or_else(|| panic!("a spool file is named: {said}"));
+    held.release();
+    let listed = run_with(&["runs", "--db", db.arg()], &data_home).await;
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let c = db.open().campaign(1).unwrap().unwrap();
+    assert_eq!(c.status, Status::Aborted, "{said}");
+    assert!(!spool.exists());
+}
+
 /// The spool file a warning names: the word after "kept in".
 fn spool_path(said: &str) -> Option<std::path::PathBuf> {
     let at = said.find("kept in ")? + "kept in ".len();
