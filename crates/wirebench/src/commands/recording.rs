@@ -16,6 +16,7 @@ use crate::store::kind::Kind;
 use crate::store::lifecycle::Merged;
 use crate::store::recording::{Finished, Kept, Recording};
 use crate::store::{Location, Store};
+use crate::transport::signals::Stops;
 
 /// Opens the store at `location` for a measuring command: a busy store is waited for, and
 /// said on stderr; spool files the open brought in are said too.
@@ -36,29 +37,17 @@ pub fn open(location: &Location) -> Result<Store> {
     Ok(store)
 }
 
-/// A flag set when SIGINT, SIGTERM or SIGHUP arrives, watched on a task of its own (beside
-/// the command's own watch): a store write blocked on a busy store is no task the command can
-/// interrupt, so the store itself checks this flag and stops waiting.
+/// A flag set when a stop signal (SIGINT, SIGTERM, SIGHUP) arrives, watched on a task of its
+/// own beside the command's own watch: a store write blocked on a busy store is no task the
+/// command can interrupt, so the store itself checks this flag and stops waiting.
 fn stop_flag() -> Arc<AtomicBool> {
-    use tokio::signal::unix::{signal, SignalKind};
     let flag = Arc::new(AtomicBool::new(false));
-    if tokio::runtime::Handle::try_current().is_err() {
-        return flag;
-    }
-    for kind in [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-    ] {
-        // A signal that cannot be watched here is still the command's to handle.
-        let Ok(mut stream) = signal(kind) else {
-            continue;
-        };
-        let flag = Arc::clone(&flag);
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let mut stops = Stops::watch();
+        let set = Arc::clone(&flag);
         tokio::spawn(async move {
-            if stream.recv().await.is_some() {
-                flag.store(true, Ordering::Relaxed);
-            }
+            stops.next().await;
+            set.store(true, Ordering::Relaxed);
         });
     }
     flag

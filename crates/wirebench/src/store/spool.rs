@@ -176,3 +176,36 @@ pub fn replay(store: &mut Store) -> Vec<Replayed> {
     }
     done
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_store_spools_beside_itself_first_and_a_store_has_one_key() {
+        let db = Location::File(PathBuf::from("/var/lib/wb/results.sqlite3"));
+        let dirs = places(&db);
+        assert_eq!(dirs[0], PathBuf::from("/var/lib/wb/results.sqlite3.spool"));
+        assert!(dirs.last().unwrap().starts_with(std::env::temp_dir()));
+        // A PostgreSQL store has no "beside": the data directory, then the temporary one.
+        let pg = Location::Postgres("postgres://wb:secret@db.example/wb".into());
+        assert!(places(&pg)
+            .iter()
+            .all(|d| !d.to_string_lossy().contains("secret")));
+        // One store, one key, however it is named; two stores, two keys.
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            key(&Location::File("r.sqlite3".into())),
+            key(&Location::File(here.join("r.sqlite3")))
+        );
+        assert_ne!(
+            key(&Location::File("r.sqlite3".into())),
+            key(&Location::File("s.sqlite3".into()))
+        );
+        assert_eq!(
+            key(&Location::Postgres("postgres://wb:a@h/x".into())),
+            key(&Location::Postgres("postgres://wb:b@h/x".into())),
+            "the password is not part of the store's name"
+        );
+    }
+}
