@@ -192,6 +192,13 @@ pub fn message_len(index: u64, total_bytes: u64, msg_size: u32) -> u32 {
     u32::try_from(remaining).map_or(size, |r| r.min(size))
 }
 
+/// The messages of `total_bytes` in `msg_size`-byte messages, in order: each one's 0-based index
+/// and length ([`message_len`]), [`message_count`] of them.
+pub fn messages(total_bytes: u64, msg_size: u32) -> impl Iterator<Item = (u64, u32)> {
+    (0..message_count(total_bytes, msg_size))
+        .map(move |index| (index, message_len(index, total_bytes, msg_size)))
+}
+
 /// Splits one run's `total_bytes` of `msg_size`-byte messages across `flows` parallel flows by
 /// whole messages: flow i gets ⌊M/flows⌋ messages, the first M mod flows one more, and only the
 /// last flow's last message carries the remainder. So the flows' totals add up to `total_bytes`
@@ -237,6 +244,20 @@ pub fn matrix(protocols: &[Protocol], mechanisms: &[Mechanism]) -> Vec<Combinati
 mod tests {
     use super::*;
     use crate::vocab::units::{ByteSize, UnitError};
+
+    #[test]
+    fn messages_are_whole_but_the_last_and_add_up_to_the_total() {
+        let all: Vec<(u64, u32)> = messages(2500, 1000).collect();
+        assert_eq!(all, [(0, 1000), (1, 1000), (2, 500)]);
+        assert_eq!(messages(3000, 1000).last(), Some((2, 1000)));
+        assert_eq!(messages(0, 1000).count(), 0);
+        // A timed run's unbounded total is never walked to its end.
+        assert_eq!(
+            messages(u64::MAX, 1).nth(5_000_000),
+            Some((5_000_000, 1)),
+            "lazy"
+        );
+    }
 
     #[test]
     fn protocol_names() {

@@ -134,16 +134,23 @@ where
         response,
         concurrency,
     } = shape;
-    // The channel holds the send time of every outstanding request: its capacity is the window.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Instant>(concurrency.max(1));
+    // At most `concurrency` requests outstanding: a request takes a permit when it is sent and
+    // gives it back once its response is read. (A channel's capacity alone let one more out:
+    // the one the reader had taken off the channel while it waited for its response.)
+    let window = tokio::sync::Semaphore::new(concurrency.max(1));
+    // The send time of every outstanding request, oldest first (the window bounds it).
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let payload = vec![0u8; request];
     let writer = async {
         let mut sent = 0u64;
         while plan.more(sent, Instant::now()) {
-            let Ok(permit) = tx.reserve().await else {
+            let Ok(permit) = window.acquire().await else {
                 break;
             };
-            permit.send(Instant::now());
+            permit.forget();
+            if tx.send(Instant::now()).is_err() {
+                break;
+            }
             wr.write_all(&payload).await?;
             wr.flush().await?;
             sent += 1;
@@ -169,6 +176,7 @@ where
                 })??;
             hist.saturating_record(elapsed_ns(sent_at));
             answered += 1;
+            window.add_permits(1);
         }
         Ok::<u64, io::Error>(answered)
     };

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use wirebench_core::vocab::plan::{message_count, message_len, Mechanism};
+use wirebench_core::vocab::plan::{message_count, messages, Mechanism};
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::SessionParams;
 
@@ -118,13 +118,12 @@ pub async fn send_stream<S: MessageSink>(
 ) -> io::Result<SendTally> {
     let mut tally = SendTally::default();
     let stride = deadline_stride(msg_size);
-    for index in 0..message_count(total_bytes, msg_size) {
+    for (index, len) in messages(total_bytes, msg_size) {
         if let Some(deadline) = deadline {
             if index % stride == 0 && Instant::now() >= deadline {
                 break;
             }
         }
-        let len = message_len(index, total_bytes, msg_size);
         tally.send_calls += sink.send_message(len as usize).await?;
         tally.messages += 1;
         tally.bytes += u64::from(len);
@@ -153,8 +152,7 @@ where
 {
     let mut tally = SendTally::default();
     let mut ack = [0u8; 1];
-    for index in 0..message_count(total_bytes, msg_size) {
-        let len = message_len(index, total_bytes, msg_size);
+    for (index, len) in messages(total_bytes, msg_size) {
         let sent_at = Instant::now();
         if deadline.is_some_and(|d| sent_at >= d) {
             break;
@@ -219,8 +217,8 @@ where
     S: ByteSource,
     W: AsyncWrite + Unpin,
 {
-    for index in 0..message_count(total_bytes, msg_size) {
-        let len = message_len(index, total_bytes, msg_size) as u64;
+    for (index, len) in messages(total_bytes, msg_size) {
+        let len = u64::from(len);
         let mut got = 0u64;
         while got < len {
             let want = (len - got).min(RECV_BUFFER as u64) as usize;

@@ -1,167 +1,99 @@
-//! Runs one test as N concurrent flows (`-P`), each its own session with its own connection,
-//! and sums their figures into one outcome; must not print or decide the plan.
+//! Runs the flows of one run at once (`-P`, `--bidir`), each its own session with its own
+//! connection, and sums each direction's figures into one outcome; must not print or decide
+//! the plan (the runner splits the total across the flows and hands their requests down).
 //!
-//! The total is split across flows by whole messages (`plan::split_flows`), so the flows' bytes
-//! and messages add up to the requested ones exactly. The summed client time runs from the
-//! first flow's first byte to the last flow's end, on this host's clock.
-//!
-//! `--bidir` runs N flows each way at once ([`run_bidir`]): the client → server flows and the
-//! server → client ones (as `-R` runs them), each direction summed on its own.
+//! The summed client time runs from the first flow's first byte to the last flow's end, on
+//! this host's clock. `--bidir` runs the client → server flows and the server → client ones
+//! (as `-R` runs them) at once, each direction summed on its own.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use tokio::task::JoinSet;
-use wirebench_core::vocab::metrics::TransportStats;
-use wirebench_core::vocab::plan;
-use wirebench_core::wire::proto::{Omitted, ServerReport, SessionParams};
-
-use crate::engine::interval::Progress;
-use crate::engine::SendTally;
-use crate::flows::client::{self, ClientFigures, SessionOutcome};
-use crate::transport::counters::CpuMeter;
 use wirebench_core::record::{RttFigures, UdpReceipt};
+use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
+use wirebench_core::wire::proto::{Omitted, ServerReport};
 
-/// Runs one session per `progress` counter at once against `server`, splitting
-/// `params.total_bytes` across them; each flow stores its bytes sent so far in its counter.
-/// Returns the summed outcome and each flow's, in flow order.
-pub async fn run_flows(
-    server: SocketAddr,
-    params: &SessionParams,
-    progress: &[Arc<Progress>],
-) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
-    run_flows_auth(server, params, progress, None).await
+use crate::engine::SendTally;
+use crate::flows::client::{ClientFigures, SessionOutcome, SessionRequest};
+use crate::transport::counters::CpuMeter;
+
+/// The sessions of one run, built once by whoever plans it: `flows` in the run's direction
+/// (one, or `-P` of them), and with `--bidir` the server → client flows in `back`.
+pub struct RunFlows {
+    /// The flows in the run's direction (client → server with `--bidir`).
+    pub flows: Vec<SessionRequest<'static>>,
+    /// `--bidir`: the server → client flows; empty otherwise.
+    pub back: Vec<SessionRequest<'static>>,
 }
 
-/// Like [`run_flows`], every flow proving it holds `psk` when given.
-pub async fn run_flows_auth(
-    server: SocketAddr,
-    params: &SessionParams,
-    progress: &[Arc<Progress>],
-    psk: Option<&wirebench_core::security::auth::Psk>,
-) -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
-    let flows = split(params, progress)?;
-    let cpu = CpuMeter::start();
-    let mut outcomes = run_each(server, flows, psk, |index, of| {
-        format!("flow {index} of {of}")
-    })
-    .await?;
-    let mut total = combine(&outcomes).context("no flow finished")?;
-    // Each flow's meter saw the whole process, so every other flow too: only the meter around
-    // all of them means something.
-    total.client.cpu = cpu.stop();
-    for o in &mut outcomes {
-        o.client.cpu = None;
-    }
-    Ok((total, outcomes))
-}
+/// One direction of a run: its flows summed, and each flow's outcome in flow order.
+pub type Direction = (SessionOutcome, Vec<SessionOutcome>);
 
-/// Both directions of a `--bidir` run: each summed, with its flows in flow order.
+/// What a run's flows measured.
 #[derive(Debug, Clone)]
-pub struct Bidir {
-    /// The client sent, the server received.
-    pub client_to_server: (SessionOutcome, Vec<SessionOutcome>),
-    /// The server sent, the client received (`-R` sessions).
-    pub server_to_client: (SessionOutcome, Vec<SessionOutcome>),
+pub struct RunOutcome {
+    /// The run's direction (client → server with `--bidir`).
+    pub forward: Direction,
+    /// `--bidir`: the server → client direction.
+    pub back: Option<Direction>,
 }
 
-/// `--bidir`: runs `progress.len() / 2` flows each way at the same time, each direction
-/// splitting `params.total_bytes` across its own flows (so `-n` is per direction). The first
-/// half of `progress` counts the client → server flows, the second the server → client ones.
-pub async fn run_bidir(
-    server: SocketAddr,
-    params: &SessionParams,
-    progress: &[Arc<Progress>],
-    psk: Option<&wirebench_core::security::auth::Psk>,
-) -> Result<Bidir> {
-    let half = progress.len() / 2;
-    let (up, down) = progress.split_at(half);
-    let forward = SessionParams {
-        reverse: false,
-        ..params.clone()
+/// Runs every flow of `run` at once and sums each direction; the first failure ends it, named
+/// by its flow when there are several.
+pub async fn run(run: RunFlows) -> Result<RunOutcome> {
+    let (forward, back) = (run.flows.len(), run.back.len());
+    let name = |index: usize| match (index <= forward, back) {
+        (_, 0) if forward == 1 => None,
+        (_, 0) => Some(format!("flow {index} of {forward}")),
+        (true, _) => Some(format!("client → server flow {index} of {forward}")),
+        (false, _) => Some(format!(
+            "server → client flow {} of {back}",
+            index - forward
+        )),
     };
-    let back = SessionParams {
-        reverse: true,
-        ..params.clone()
-    };
-    let mut flows = split(&forward, up)?;
-    flows.extend(split(&back, down)?);
     let cpu = CpuMeter::start();
-    let name = |index: usize, _of: usize| {
-        if index <= half {
-            format!("client → server flow {index} of {half}")
-        } else {
-            format!("server → client flow {} of {half}", index - half)
-        }
-    };
-    let mut outcomes = run_each(server, flows, psk, name).await?;
+    let mut outcomes = run_each(run.flows.into_iter().chain(run.back), name).await?;
+    // Each flow's meter saw the whole process, so every other flow too (both directions,
+    // with --bidir): only the meter around all of them means something.
     for o in &mut outcomes {
         o.client.cpu = None;
     }
-    let back_flows = outcomes.split_off(half);
+    let back_flows = outcomes.split_off(forward);
     let cpu = cpu.stop();
-    // One process ran both directions: each direction's figure is that whole process's.
-    let sum = |flows: Vec<SessionOutcome>| -> Result<(SessionOutcome, Vec<SessionOutcome>)> {
+    let sum = |flows: Vec<SessionOutcome>| -> Result<Direction> {
         let mut total = combine(&flows).context("no flow finished")?;
         total.client.cpu = cpu;
         Ok((total, flows))
     };
-    Ok(Bidir {
-        client_to_server: sum(outcomes)?,
-        server_to_client: sum(back_flows)?,
+    Ok(RunOutcome {
+        forward: sum(outcomes)?,
+        back: if back == 0 {
+            None
+        } else {
+            Some(sum(back_flows)?)
+        },
     })
 }
 
-/// One session's parameters per `progress` counter, `params.total_bytes` split across them.
-fn split(
-    params: &SessionParams,
-    progress: &[Arc<Progress>],
-) -> Result<Vec<(SessionParams, Arc<Progress>)>> {
-    let flows = u32::try_from(progress.len()).context("too many flows")?;
-    let totals =
-        plan::split_flows(params.total_bytes, params.msg_size, flows).ok_or_else(|| {
-            anyhow!(
-                "cannot split {} B of {} B messages into {flows} flows",
-                params.total_bytes,
-                params.msg_size
-            )
-        })?;
-    Ok(totals
-        .into_iter()
-        .zip(progress)
-        .map(|(total_bytes, counter)| {
-            let p = SessionParams {
-                total_bytes,
-                ..params.clone()
-            };
-            (p, Arc::clone(counter))
-        })
-        .collect())
-}
-
 /// Runs every flow at once; their outcomes in flow order, or the first failure, named by
-/// `name(1-based index, flows)`.
+/// `name(1-based index)` when it gives a name.
 async fn run_each(
-    server: SocketAddr,
-    flows: Vec<(SessionParams, Arc<Progress>)>,
-    psk: Option<&wirebench_core::security::auth::Psk>,
-    name: impl Fn(usize, usize) -> String,
+    flows: impl Iterator<Item = SessionRequest<'static>>,
+    name: impl Fn(usize) -> Option<String>,
 ) -> Result<Vec<SessionOutcome>> {
-    let count = flows.len();
     let mut set = JoinSet::new();
-    for (index, (flow_params, counter)) in flows.into_iter().enumerate() {
-        let psk = psk.cloned();
-        set.spawn(async move {
-            let result = client::run_flow(server, &flow_params, &counter, psk.as_ref()).await;
-            (index, result)
-        });
+    let mut count = 0;
+    for (index, request) in flows.enumerate() {
+        set.spawn(async move { (index, request.run().await) });
+        count += 1;
     }
     let mut done: Vec<Option<SessionOutcome>> = vec![None; count];
     while let Some(joined) = set.join_next().await {
         let (index, result) = joined.context("a flow's task failed")?;
-        let outcome = result.with_context(|| format!("{} failed", name(index + 1, count)))?;
+        let outcome = match name(index + 1) {
+            Some(name) => result.with_context(|| format!("{name} failed"))?,
+            None => result?,
+        };
         if let Some(slot) = done.get_mut(index) {
             *slot = Some(outcome);
         }
@@ -171,8 +103,12 @@ async fn run_each(
 
 /// Sums flows into one outcome: counts add up; the client's time spans the first start to the
 /// last end; the server's time is its longest session (its clock is not ours to line up);
-/// round trips merge. `None` for no flows.
+/// round trips merge. One flow is its own sum (its per-connection figures kept). `None` for no
+/// flows.
 pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
+    if let [only] = flows {
+        return Some(only.clone());
+    }
     let first = flows.first()?;
     let started = flows.iter().map(|f| f.client.started).min()?;
     let ended = flows
@@ -181,7 +117,7 @@ pub fn combine(flows: &[SessionOutcome]) -> Option<SessionOutcome> {
         .max()?;
     let mut rtt_histogram = first.client.rtt_histogram.clone();
     for f in &flows[1..] {
-        // Same bounds everywhere (client::run_session makes them); a refusal would only drop samples.
+        // Same bounds everywhere (every client session makes them alike); a refusal would only drop samples.
         let _ = rtt_histogram.add(&f.client.rtt_histogram);
     }
     let client = ClientFigures {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::{
-    DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
+    AbortedRun, DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
 };
 use wirebench_core::vocab::metrics::{Cumulative, IntervalSample};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
@@ -18,10 +18,13 @@ use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};
 use wirebench_core::wire::proto::{DataPathOptions, SessionParams};
 
+use wirebench_core::security::auth::Psk;
+use wirebench_core::vocab::plan::split_flows;
+
 use crate::engine::interval::{self, Progress};
-use crate::flows::client::{self, SessionOutcome};
+use crate::flows::client::{SessionOutcome, SessionRequest};
 use crate::flows::latency_probe::ProbeFlows;
-use crate::flows::parallel;
+use crate::flows::parallel::{self, RunFlows, RunOutcome};
 
 /// Where `run` sends its traffic.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,6 +166,26 @@ pub fn planned_runs(cfg: &RunConfig) -> usize {
     cfg.combinations.len() * cfg.repeat as usize
 }
 
+/// The run at 1-based `position` of the plan (points outer, then combinations, then repeats),
+/// as the client knows it before any figure (the run in flight when a run is cut short):
+/// `None` past the end of the plan.
+pub fn run_at(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
+    let per_point = planned_runs(cfg);
+    let index = position.checked_sub(1)?;
+    let point = cfg.points.get(index / per_point.max(1))?;
+    let within = index % per_point.max(1);
+    let repeat = cfg.repeat.max(1) as usize;
+    let combination = *cfg.combinations.get(within / repeat)?;
+    let mut params = session_params(cfg, combination);
+    params.msg_size = point.msg_size;
+    params.total_bytes = point.total_bytes;
+    Some(AbortedRun {
+        position: position as u64,
+        repeat_index: (within % repeat) as u32,
+        params,
+    })
+}
+
 /// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
 /// 1-based position and the plan size; with `-i`, `on_interval` sees each interval of the
 /// client's sending (all flows together) as it closes, with the position of its run. Stops at the first failed run.
@@ -174,33 +197,31 @@ pub async fn run_campaign(
 ) -> Campaign {
     let total = planned_runs(cfg);
     let mut campaign = Campaign::default();
+    let shared_process = matches!(cfg.target, Target::Embedded(_));
     for &combination in &cfg.combinations {
-        let params = session_params(cfg, combination);
+        let failed = |repeat_index: u32, e: &anyhow::Error| {
+            let (proto, mech) = (combination.protocol, combination.mechanism);
+            format!(
+                "{proto} {mech} run {} of {} failed: {e:#}",
+                repeat_index + 1,
+                cfg.repeat
+            )
+        };
+        // Built once per combination: every repeat asks the same of the server.
+        let plan = match SessionPlan::of(cfg, combination) {
+            Ok(plan) => plan,
+            Err(e) => {
+                campaign.failure = Some(failed(0, &e));
+                return campaign;
+            }
+        };
         for repeat_index in 0..cfg.repeat {
-            let flows = if cfg.bidir { 2 } else { 1 } * cfg.parallel;
-            let progress: Vec<Arc<Progress>> = (0..flows).map(|_| Progress::new()).collect();
+            let (flows, progress) = plan.requests(server, cfg.psk.as_deref());
             crate::engine::inflight::publish(&progress);
             // --bidir: the client's interval series is what it sent (the client → server
-            // flows, the first half); each server session keeps its own.
-            let sending = &progress[..cfg.parallel as usize];
-            let work = async {
-                if cfg.bidir {
-                    parallel::run_bidir(server, &params, &progress, cfg.psk.as_deref())
-                        .await
-                        .map(|b| {
-                            let (outcome, flows) = b.client_to_server;
-                            (outcome, flows, Some(b.server_to_client))
-                        })
-                } else if cfg.parallel > 1 {
-                    parallel::run_flows_auth(server, &params, &progress, cfg.psk.as_deref())
-                        .await
-                        .map(|(o, f)| (o, f, None))
-                } else {
-                    client::run_flow(server, &params, &progress[0], cfg.psk.as_deref())
-                        .await
-                        .map(|o| (o, Vec::new(), None))
-                }
-            };
+            // flows, the first ones); each server session keeps its own.
+            let sending = &progress[..plan.flows.len()];
+            let work = parallel::run(flows);
             let sent_so_far = || {
                 sending
                     .iter()
@@ -215,23 +236,15 @@ pub async fn run_campaign(
                     })
             };
             let position = campaign.runs.len() + 1;
-            let failed = |e: &anyhow::Error| {
-                let (proto, mech) = (combination.protocol, combination.mechanism);
-                format!(
-                    "{proto} {mech} run {} of {} failed: {e:#}",
-                    repeat_index + 1,
-                    cfg.repeat
-                )
-            };
             // --latency-probe: the probe flows open (and probe idle) before the load starts.
             let probes = match &cfg.latency_probe {
-                Some(plan) => {
-                    match ProbeFlows::open(server, plan, combination.protocol, cfg.psk.as_deref())
+                Some(probe) => {
+                    match ProbeFlows::open(server, probe, combination.protocol, cfg.psk.as_deref())
                         .await
                     {
                         Ok(p) => Some(p),
                         Err(e) => {
-                            campaign.failure = Some(failed(&e));
+                            campaign.failure = Some(failed(repeat_index, &e));
                             return campaign;
                         }
                     }
@@ -249,7 +262,10 @@ pub async fn run_campaign(
                 None => (sampled.await, None),
             };
             match result {
-                Ok((mut outcome, mut flows, mut back)) => {
+                Ok(RunOutcome {
+                    forward: (mut outcome, mut flows),
+                    mut back,
+                }) => {
                     outcome.client.intervals = intervals;
                     if cfg.parallel == 1 {
                         // One flow each way: the sums are the flows.
@@ -258,7 +274,7 @@ pub async fn run_campaign(
                             f.clear();
                         }
                     }
-                    if matches!(cfg.target, Target::Embedded(_)) {
+                    if shared_process {
                         outcome.mark_shared_process();
                         let back_flows = back
                             .iter_mut()
@@ -271,7 +287,7 @@ pub async fn run_campaign(
                     let record = FinishedRun {
                         combination,
                         repeat_index,
-                        params: params.clone(),
+                        params: plan.params.clone(),
                         outcome,
                         flows,
                         latency,
@@ -281,13 +297,84 @@ pub async fn run_campaign(
                     campaign.runs.push(record);
                 }
                 Err(e) => {
-                    campaign.failure = Some(failed(&e));
+                    campaign.failure = Some(failed(repeat_index, &e));
                     return campaign;
                 }
             }
         }
     }
     campaign
+}
+
+/// What every run of one combination asks of the server, built once from the configuration:
+/// the run's session parameters, and each flow's (the total split across `-P` flows by whole
+/// messages, so they add up exactly; `--bidir`'s server → client flows reversed).
+struct SessionPlan {
+    params: SessionParams,
+    flows: Vec<SessionParams>,
+    back: Vec<SessionParams>,
+}
+
+impl SessionPlan {
+    fn of(cfg: &RunConfig, combination: Combination) -> anyhow::Result<SessionPlan> {
+        let params = session_params(cfg, combination);
+        let split = |reverse: bool| {
+            let p = SessionParams {
+                reverse,
+                ..params.clone()
+            };
+            let totals = split_flows(p.total_bytes, p.msg_size, cfg.parallel).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "cannot split {} B of {} B messages into {} flows",
+                    p.total_bytes,
+                    p.msg_size,
+                    cfg.parallel
+                )
+            })?;
+            Ok::<_, anyhow::Error>(
+                totals
+                    .into_iter()
+                    .map(|total_bytes| SessionParams {
+                        total_bytes,
+                        ..p.clone()
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        };
+        // --bidir: `-n` (or `-t`) is per direction, each split across its own flows.
+        let (flows, back) = if cfg.bidir {
+            (split(false)?, split(true)?)
+        } else {
+            (split(params.reverse)?, Vec::new())
+        };
+        Ok(SessionPlan {
+            params,
+            flows,
+            back,
+        })
+    }
+
+    /// The requests of one run against `server`, each flow with a fresh progress counter;
+    /// the counters in flow order (the run's direction first).
+    fn requests(&self, server: SocketAddr, psk: Option<&Psk>) -> (RunFlows, Vec<Arc<Progress>>) {
+        let mut progress = Vec::new();
+        let mut request = |p: &SessionParams| {
+            let counter = Progress::new();
+            progress.push(Arc::clone(&counter));
+            SessionRequest {
+                server,
+                params: p.clone(),
+                progress: counter,
+                psk: psk.cloned(),
+                judge: None,
+            }
+        };
+        let flows = RunFlows {
+            flows: self.flows.iter().map(&mut request).collect(),
+            back: self.back.iter().map(&mut request).collect(),
+        };
+        (flows, progress)
+    }
 }
 
 impl FinishedRun {

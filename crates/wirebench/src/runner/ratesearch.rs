@@ -15,7 +15,7 @@ use wirebench_core::vocab::units::format_bitrate;
 
 use super::{session_params, FinishedRun, RunConfig, Target};
 use crate::engine::interval::Progress;
-use crate::flows::client;
+use crate::flows::client::SessionRequest;
 use wirebench_core::vocab::units::duration_ns;
 
 pub use wirebench_core::machine::ratesearch::SENDER_SHORTFALL;
@@ -99,15 +99,14 @@ pub async fn search(
             });
             ended_early.is_some()
         };
-        let mut outcome = client::run_trial(
+        let trial_request = SessionRequest {
             server,
-            &params,
-            &Progress::new(),
-            cfg.psk.as_deref(),
-            &mut judge,
-        )
-        .await
-        .with_context(|| {
+            params: params.clone(),
+            progress: Progress::new(),
+            psk: cfg.psk.as_deref().cloned(),
+            judge: Some(&mut judge),
+        };
+        let mut outcome = trial_request.run().await.with_context(|| {
             format!(
                 "rate search: the trial at {} failed",
                 format_bitrate(trial.rate_bps as f64)

@@ -103,6 +103,37 @@ pub fn available_congestion_controls() -> Option<Vec<String>> {
         .map(|s| s.split_whitespace().map(str::to_string).collect())
 }
 
+/// A client's TCP data connection to `server` with a session's options: `-w` before connect
+/// (so the window scale offered in the SYN fits the buffer), the rest after, and the sender's
+/// pacing rate (`--rate`, [`set_max_pacing_rate`]) when given.
+pub async fn connect_tcp_data(
+    server: SocketAddr,
+    opts: &DataPathOptions,
+    mechanism: Mechanism,
+    pacing_bps: Option<u64>,
+) -> Result<tokio::net::TcpStream> {
+    let socket = if server.is_ipv6() {
+        tokio::net::TcpSocket::new_v6()
+    } else {
+        tokio::net::TcpSocket::new_v4()
+    }
+    .context("while creating the TCP data socket")?;
+    if let Some(w) = opts.window {
+        socket.set_send_buffer_size(w).context("while setting -w")?;
+        socket.set_recv_buffer_size(w).context("while setting -w")?;
+    }
+    let data = socket
+        .connect(server)
+        .await
+        .with_context(|| format!("cannot open the TCP data connection to {server}"))?;
+    apply_tcp_options(&data, opts, mechanism).context("while setting TCP options")?;
+    if let Some(rate) = pacing_bps {
+        set_max_pacing_rate(&data, rate)
+            .context("while pacing the TCP data socket to --rate (SO_MAX_PACING_RATE)")?;
+    }
+    Ok(data)
+}
+
 /// Applies the requested options to a TCP data socket (either end). Stop-and-wait always
 /// sets TCP_NODELAY: with one message in flight, Nagle would hold back its tail.
 pub fn apply_tcp_options<'s>(

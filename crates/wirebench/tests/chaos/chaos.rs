@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::process::{Child, Command};
-use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench::flows::client::{SessionOutcome, SessionRequest};
 use wirebench::transport::control::{self, SETUP_TIMEOUT};
 use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
@@ -273,7 +273,7 @@ async fn concurrent_sessions(addr: SocketAddr) -> HashMap<u32, SessionOutcome> {
     for i in 0..SESSIONS {
         runs.spawn(async move {
             let p = session_spec(i);
-            let out = run_session(addr, &p).await;
+            let out = SessionRequest::new(addr, &p).run().await;
             (p, out)
         });
     }
@@ -586,7 +586,10 @@ async fn warm_up(addr: SocketAddr) -> Vec<u32> {
     let mut ids = Vec::new();
     for i in 0..8 {
         let p = session_spec(i);
-        let out = run_session(addr, &p).await.expect("warm-up session");
+        let out = SessionRequest::new(addr, &p)
+            .run()
+            .await
+            .expect("warm-up session");
         assert_exact(&out, &p);
         ids.push(out.session);
     }
@@ -691,7 +694,8 @@ async fn chaos() {
     // Still alive, still exact.
     assert!(server.alive(), "the server process is still running");
     let p = spec(Protocol::Tcp, Mechanism::Stream, 1000, 123_457);
-    let last = run_session(addr, &p)
+    let last = SessionRequest::new(addr, &p)
+        .run()
         .await
         .expect("a normal run after the storm");
     assert_exact(&last, &p);

@@ -489,8 +489,13 @@ fn the_core_crate_does_no_io() {
     ];
     let mut wrong = Vec::new();
     for file in files {
+        // A module's unit tests in a `tests.rs` of their own may use the clock.
+        if file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
         let text = std::fs::read_to_string(&file).expect("source readable");
-        // Tests come last in a module (STYLE.md): what follows #[cfg(test)] may use the clock.
+        // Tests come last in a module (docs/dev/style.md): what follows #[cfg(test)] may use
+        // the clock.
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         for (i, line) in code.lines().enumerate() {
             let line = line.split("//").next().unwrap_or("");

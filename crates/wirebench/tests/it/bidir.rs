@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
+use crate::support::within;
 
 /// Runs `wirebench run --bidir -J --no-store -l 1400 EXTRA...`, checks the document against
 /// the schema and returns its only run.
@@ -94,133 +95,155 @@ fn assert_both_directions(run: &Value, label: &str) {
 
 #[tokio::test]
 async fn tcp_bidir_for_two_seconds_carries_both_ways() {
-    let run = bidir_run(&["-t", "2", "--proto", "tcp"]).await;
-    assert_eq!(run["ended_by"], "time", "{run}");
-    assert_both_directions(&run, "tcp --bidir -t 2");
-    // Each direction sent for about the time asked (bounded generously: a loaded machine).
-    for secs in [
-        &run["client"]["seconds"],
-        &run["server_to_client"]["client"]["seconds"],
-    ] {
-        let secs = secs.as_f64().expect("seconds");
-        assert!((1.8..=6.0).contains(&secs), "took {secs} s for -t 2");
-    }
+    within(async {
+        let run = bidir_run(&["-t", "2", "--proto", "tcp"]).await;
+        assert_eq!(run["ended_by"], "time", "{run}");
+        assert_both_directions(&run, "tcp --bidir -t 2");
+        // Each direction sent for about the time asked (bounded generously: a loaded machine).
+        for secs in [
+            &run["client"]["seconds"],
+            &run["server_to_client"]["client"]["seconds"],
+        ] {
+            let secs = secs.as_f64().expect("seconds");
+            assert!((1.8..=6.0).contains(&secs), "took {secs} s for -t 2");
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn udp_bidir_for_two_seconds_carries_both_ways() {
-    // Paced, so the loopback drops little.
-    let run = bidir_run(&["-t", "2", "--proto", "udp", "-b", "50M"]).await;
-    assert_both_directions(&run, "udp --bidir -t 2");
-    let down = &run["directions"]["server_to_client"];
-    assert!(
-        down["delivery"]["lost_pct"].is_number(),
-        "UDP loss per direction: {down}"
-    );
+    within(async {
+        // Paced, so the loopback drops little.
+        let run = bidir_run(&["-t", "2", "--proto", "udp", "-b", "50M"]).await;
+        assert_both_directions(&run, "udp --bidir -t 2");
+        let down = &run["directions"]["server_to_client"];
+        assert!(
+            down["delivery"]["lost_pct"].is_number(),
+            "UDP loss per direction: {down}"
+        );
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn quic_bidir_for_two_seconds_carries_both_ways() {
-    // Paced: an unpaced QUIC sender on a debug build buffers seconds of data.
-    let run = bidir_run(&["-t", "2", "--proto", "quic", "-b", "50M"]).await;
-    assert_both_directions(&run, "quic --bidir -t 2");
+    within(async {
+        // Paced: an unpaced QUIC sender on a debug build buffers seconds of data.
+        let run = bidir_run(&["-t", "2", "--proto", "quic", "-b", "50M"]).await;
+        assert_both_directions(&run, "quic --bidir -t 2");
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn stop_and_wait_bidir_carries_both_ways() {
-    let run = bidir_run(&["-n", "200KiB", "--proto", "udp", "--mode", "saw"]).await;
-    assert_both_directions(&run, "udp saw --bidir");
+    within(async {
+        let run = bidir_run(&["-n", "200KiB", "--proto", "udp", "--mode", "saw"]).await;
+        assert_both_directions(&run, "udp saw --bidir");
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn total_is_per_direction_and_parallel_flows_run_each_way() {
-    // -n is what each direction sends, split across its -P flows.
-    let run = bidir_run(&["-n", "3MiB", "-P", "2", "--proto", "tcp"]).await;
-    assert_both_directions(&run, "tcp --bidir -n 3MiB -P 2");
-    assert_eq!(n(&run["client"]["bytes"]), 3 << 20, "{run}");
-    assert_eq!(
-        n(&run["server_to_client"]["server"]["bytes"]),
-        3 << 20,
-        "{run}"
-    );
-    let flows = run["flows"].as_array().expect("flows with -P 2");
-    let reverse: Vec<bool> = flows
-        .iter()
-        .map(|f| f["reverse"].as_bool().unwrap_or(false))
-        .collect();
-    assert_eq!(reverse, [false, false, true, true], "{run}");
-    let sum = |reverse: bool, side: &str| -> u64 {
-        flows
+    within(async {
+        // -n is what each direction sends, split across its -P flows.
+        let run = bidir_run(&["-n", "3MiB", "-P", "2", "--proto", "tcp"]).await;
+        assert_both_directions(&run, "tcp --bidir -n 3MiB -P 2");
+        assert_eq!(n(&run["client"]["bytes"]), 3 << 20, "{run}");
+        assert_eq!(
+            n(&run["server_to_client"]["server"]["bytes"]),
+            3 << 20,
+            "{run}"
+        );
+        let flows = run["flows"].as_array().expect("flows with -P 2");
+        let reverse: Vec<bool> = flows
             .iter()
-            .filter(|f| f["reverse"].as_bool().unwrap_or(false) == reverse)
-            .map(|f| n(&f[side]["bytes"]))
-            .sum()
-    };
-    assert_eq!(sum(false, "client"), 3 << 20);
-    assert_eq!(sum(false, "server"), 3 << 20);
-    assert_eq!(sum(true, "client"), 3 << 20);
-    assert_eq!(sum(true, "server"), 3 << 20);
-    let sessions: std::collections::HashSet<u64> = flows.iter().map(|f| n(&f["session"])).collect();
-    assert_eq!(sessions.len(), 4, "four sessions: {run}");
+            .map(|f| f["reverse"].as_bool().unwrap_or(false))
+            .collect();
+        assert_eq!(reverse, [false, false, true, true], "{run}");
+        let sum = |reverse: bool, side: &str| -> u64 {
+            flows
+                .iter()
+                .filter(|f| f["reverse"].as_bool().unwrap_or(false) == reverse)
+                .map(|f| n(&f[side]["bytes"]))
+                .sum()
+        };
+        assert_eq!(sum(false, "client"), 3 << 20);
+        assert_eq!(sum(false, "server"), 3 << 20);
+        assert_eq!(sum(true, "client"), 3 << 20);
+        assert_eq!(sum(true, "server"), 3 << 20);
+        let sessions: std::collections::HashSet<u64> =
+            flows.iter().map(|f| n(&f["session"])).collect();
+        assert_eq!(sessions.len(), 4, "four sessions: {run}");
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn text_shows_each_direction_and_labels_the_sum() {
-    let out = wirebench(&[
-        "run",
-        "--bidir",
-        "-n",
-        "2MiB",
-        "--proto",
-        "tcp",
-        "--no-store",
-    ])
+    within(async {
+        let out = wirebench(&[
+            "run",
+            "--bidir",
+            "-n",
+            "2MiB",
+            "--proto",
+            "tcp",
+            "--no-store",
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        for wanted in [
+            "goodput, both directions added up: ",
+            "  client → server:\n    goodput: ",
+            "  server → client:\n    goodput: ",
+            "client: sent 2048 messages, 2097152 bytes",
+            "client: received 2048 messages, 2097152 bytes",
+        ] {
+            assert!(text.contains(wanted), "{wanted:?} missing:\n{text}");
+        }
+    })
     .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    for wanted in [
-        "goodput, both directions added up: ",
-        "  client → server:\n    goodput: ",
-        "  server → client:\n    goodput: ",
-        "client: sent 2048 messages, 2097152 bytes",
-        "client: received 2048 messages, 2097152 bytes",
-    ] {
-        assert!(text.contains(wanted), "{wanted:?} missing:\n{text}");
-    }
 }
 
 #[tokio::test]
 async fn contradictions_are_refused_in_one_line() {
-    for (args, wanted) in [
-        (
-            &["run", "--bidir", "-R", "--no-store"][..],
-            "--bidir already runs both directions",
-        ),
-        (
-            &["run", "--bidir", "-P", "65", "--no-store"][..],
-            "allowed 1 to 64",
-        ),
-        (
-            &[
-                "run",
-                "--bidir",
-                "--proto",
-                "udp",
-                "--rate",
-                "max",
-                "--no-store",
-            ][..],
-            "drop --bidir and -O/--omit",
-        ),
-        (
-            &["run", "--bidir", "--iperf3", "127.0.0.1:9", "--no-store"][..],
-            "not --iperf3",
-        ),
-    ] {
-        let out = wirebench(args).await;
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = stderr(&out);
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(wanted), "{args:?}: {err}");
-    }
+    within(async {
+        for (args, wanted) in [
+            (
+                &["run", "--bidir", "-R", "--no-store"][..],
+                "--bidir already runs both directions",
+            ),
+            (
+                &["run", "--bidir", "-P", "65", "--no-store"][..],
+                "allowed 1 to 64",
+            ),
+            (
+                &[
+                    "run",
+                    "--bidir",
+                    "--proto",
+                    "udp",
+                    "--rate",
+                    "max",
+                    "--no-store",
+                ][..],
+                "drop --bidir and -O/--omit",
+            ),
+            (
+                &["run", "--bidir", "--iperf3", "127.0.0.1:9", "--no-store"][..],
+                "not --iperf3",
+            ),
+        ] {
+            let out = wirebench(args).await;
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(wanted), "{args:?}: {err}");
+        }
+    })
+    .await;
 }

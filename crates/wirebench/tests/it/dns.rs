@@ -684,16 +684,9 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     .await;
     assert!(html.status.success(), "{}", stderr(&html));
     let page = String::from_utf8(html.stdout).unwrap();
-    let snapshot = format!("{manifest}/tests/snapshots/dns-report.html");
-    if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&snapshot, &page).unwrap();
-    }
     assert!(page.contains("DNS: queries never answered against concurrency"));
     assert!(page.contains("<svg") && page.contains("\nUDP\n") && page.contains("\nTCP\n"));
-    assert!(
-        page == std::fs::read_to_string(&snapshot).expect("snapshot exists"),
-        "the DNS report differs from {snapshot}"
-    );
+    crate::support::assert_snapshot("dns-report.html", page.as_bytes());
     let json = wirebench(&[
         "report",
         "--dns",

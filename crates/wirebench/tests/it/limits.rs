@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
-use wirebench::flows::client::run_session;
+use wirebench::flows::client::SessionRequest;
 use wirebench::flows::server::{Limits, Server, ServerEvent, ServerOptions, StopRequest};
 use wirebench::transport::control;
 use wirebench::transport::tls::ServerIdentity;
@@ -71,7 +71,10 @@ async fn sessions_are_limited_in_all_and_per_client() {
 
         // The same client again: over its own limit.
         let sp = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
-        let err = run_session(server.addr, &sp).await.expect_err("refused");
+        let err = SessionRequest::new(server.addr, &sp)
+            .run()
+            .await
+            .expect_err("refused");
         assert!(
             format!("{err:#}").contains("allows 1 per client (--max-sessions-per-client)"),
             "{err:#}"
@@ -98,7 +101,10 @@ async fn sessions_are_limited_in_all_and_per_client() {
         assert!(summary.report.aborted);
         assert_eq!(summary.peer.ip(), one);
         server.metrics.sessions_running_at_most(1).await;
-        let out = run_session(server.addr, &sp).await.expect("admitted again");
+        let out = SessionRequest::new(server.addr, &sp)
+            .run()
+            .await
+            .expect("admitted again");
         assert_eq!((out.server.bytes, out.server.messages), (10_000, 10));
     })
     .await
@@ -144,13 +150,17 @@ async fn totals_above_the_byte_limit_are_refused() {
         .await;
         for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Quic] {
             let over = spec(protocol, Mechanism::Stream, 1000, 100_001);
-            let err = run_session(server.addr, &over).await.expect_err("refused");
+            let err = SessionRequest::new(server.addr, &over)
+                .run()
+                .await
+                .expect_err("refused");
             assert!(
                 format!("{err:#}").contains("at most 100000 bytes (--max-bytes)"),
                 "{err:#}"
             );
             let at = spec(protocol, Mechanism::Stream, 1000, 100_000);
-            let out = run_session(server.addr, &at)
+            let out = SessionRequest::new(server.addr, &at)
+                .run()
                 .await
                 .expect("within the limit");
             assert_eq!((out.server.bytes, out.server.messages), (100_000, 100));
@@ -179,7 +189,10 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
         // Unlimited, loopback moves these in milliseconds; the cap makes each take 0.6 s.
         for protocol in [Protocol::Tcp, Protocol::Quic] {
             let sp = spec(protocol, Mechanism::Stream, 16 * 1024, TOTAL);
-            let out = run_session(server.addr, &sp).await.expect("forward");
+            let out = SessionRequest::new(server.addr, &sp)
+                .run()
+                .await
+                .expect("forward");
             assert_eq!(out.server.bytes, TOTAL);
             let goodput = server_goodput(out.server.bytes, out.server.elapsed_ns);
             assert!(
@@ -190,7 +203,10 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
                 reverse: true,
                 ..sp.clone()
             };
-            let out = run_session(server.addr, &reverse).await.expect("reverse");
+            let out = SessionRequest::new(server.addr, &reverse)
+                .run()
+                .await
+                .expect("reverse");
             assert_eq!(out.client.tally.bytes, TOTAL);
             let received = TOTAL as f64 * 8.0 / out.client.elapsed.as_secs_f64();
             assert!(
@@ -200,7 +216,8 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
         }
         // UDP towards the server must be paced by its sender within the cap.
         let unpaced = spec(Protocol::Udp, Mechanism::Stream, 1000, TOTAL);
-        let err = run_session(server.addr, &unpaced)
+        let err = SessionRequest::new(server.addr, &unpaced)
+            .run()
             .await
             .expect_err("refused");
         assert!(
@@ -213,7 +230,10 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
             grace_us: 500_000,
             ..unpaced
         };
-        let out = run_session(server.addr, &reverse).await.expect("reverse");
+        let out = SessionRequest::new(server.addr, &reverse)
+            .run()
+            .await
+            .expect("reverse");
         let received = out.client.tally.bytes as f64 * 8.0 / out.client.elapsed.as_secs_f64();
         assert!(
             received <= RATE as f64 * 1.05,
@@ -270,10 +290,11 @@ async fn oversized_control_messages_and_silent_clients_are_cut_off() {
             "{answer:?}"
         );
         // The server still serves a normal session.
-        let out = run_session(
+        let out = SessionRequest::new(
             server.addr,
             &spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000),
         )
+        .run()
         .await
         .expect("session runs");
         assert_eq!(out.server.bytes, 10_000);

@@ -1,5 +1,5 @@
 //! Integration tests: real sockets on loopback, real servers started by each test. One test
-//! binary (see STYLE.md); modules by theme.
+//! binary (see docs/dev/testing.md); modules by theme.
 
 mod architecture;
 mod bidir;

@@ -1,18 +1,15 @@
 //! Transport counters, CPU time, parallel flows and interval series, checked against what is
 //! known on loopback: exact sums, no retransmissions on an idle link, series that add up.
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use wirebench::engine::interval::Progress;
-use wirebench::flows::client::run_session;
-use wirebench::flows::parallel::run_flows;
+use wirebench::flows::client::SessionRequest;
+use wirebench::flows::parallel::{self, RunFlows};
 use wirebench_core::vocab::metrics::StatsSource;
-use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
+use wirebench_core::vocab::plan::{message_count, split_flows, Mechanism, Protocol};
 use wirebench_core::wire::proto::SessionParams;
 
 use crate::cli::{assert_matches_schema, stderr, wirebench};
-use crate::support::{TestServer, TEST_TIMEOUT};
+use crate::support::{within, TestServer};
 
 fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> SessionParams {
     SessionParams {
@@ -33,7 +30,7 @@ fn spec(protocol: Protocol, mechanism: Mechanism, msg_size: u32, total: u64) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_and_cpu() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let server = TestServer::start().await;
         let total = 8 << 20;
         // Loopback loses nothing when idle, but this binary runs its tests in parallel: a
@@ -41,10 +38,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         // tail-loss probe. So up to three sessions; one of them must retransmit nothing.
         let mut seen = Vec::new();
         let out = loop {
-            let out = run_session(
+            let out = SessionRequest::new(
                 server.addr,
                 &spec(Protocol::Tcp, Mechanism::Stream, 1024, total),
             )
+            .run()
             .await
             .expect("session runs");
             let t = out.client.transport.clone().expect("TCP_INFO on Linux");
@@ -70,10 +68,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         );
         assert!(out.server.cpu.is_some());
 
-        let quic = run_session(
+        let quic = SessionRequest::new(
             server.addr,
             &spec(Protocol::Quic, Mechanism::Stream, 1024, 4 << 20),
         )
+        .run()
         .await
         .expect("session runs");
         let q = quic.client.transport.expect("quinn's stats");
@@ -83,10 +82,11 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         assert!(q.packets_sent >= (4 << 20) / mtu, "{q:?}");
         assert!(q.srtt_us.is_some() && q.cwnd_bytes.is_some());
 
-        let udp = run_session(
+        let udp = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::StopAndWait, 1024, 100_000),
         )
+        .run()
         .await
         .expect("session runs");
         let u = udp.client.transport.expect("UDP tallies");
@@ -94,13 +94,12 @@ async fn idle_loopback_tcp_retransmits_nothing_and_every_end_reports_counters_an
         assert_eq!(u.packets_sent, udp.client.tally.datagrams);
         assert_eq!(u.packets_retransmitted, udp.client.tally.retransmissions);
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // 1_000_003 B in 1000 B messages: 1001 messages, the last one 3 B.
         let (size, total) = (1000, 1_000_003);
@@ -110,14 +109,27 @@ async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
             (Protocol::Udp, Mechanism::StopAndWait),
             (Protocol::Tcp, Mechanism::StopAndWait),
         ] {
-            let progress: Vec<Arc<Progress>> = (0..3).map(|_| Progress::new()).collect();
-            let (sum, flows) = run_flows(
-                server.addr,
-                &spec(protocol, mechanism, size, total),
-                &progress,
-            )
+            // The runner's split: whole messages, so the flows add up to the total exactly.
+            let params = spec(protocol, mechanism, size, total);
+            let flows = split_flows(total, size, 3)
+                .expect("1001 messages split three ways")
+                .into_iter()
+                .map(|total_bytes| {
+                    let p = SessionParams {
+                        total_bytes,
+                        ..params.clone()
+                    };
+                    SessionRequest::new(server.addr, &p)
+                })
+                .collect();
+            let run = parallel::run(RunFlows {
+                flows,
+                back: Vec::new(),
+            })
             .await
             .expect("flows run");
+            assert!(run.back.is_none());
+            let (sum, flows) = run.forward;
             let what = format!("{protocol} {mechanism}");
             assert_eq!(flows.len(), 3, "{what}");
             assert_eq!(sum.client.tally.bytes, total, "{what}");
@@ -158,13 +170,12 @@ async fn parallel_flows_add_up_to_the_exact_total_for_every_protocol() {
             }
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interval_series_add_up_to_the_run_and_match_the_schema() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let total: u64 = 24 << 20;
         let out = wirebench(&[
             "run",
@@ -188,68 +199,104 @@ async fn interval_series_add_up_to_the_run_and_match_the_schema() {
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
         assert_matches_schema(&doc);
         assert_eq!(doc["parameters"]["parallel"], 2);
-        for run in doc["runs"].as_array().expect("runs") {
-            let proto = run["protocol"].as_str().unwrap_or("?").to_string();
+        let runs = doc["runs"].as_array().expect("runs");
+        let protocols: Vec<&str> = runs.iter().filter_map(|r| r["protocol"].as_str()).collect();
+        assert_eq!(protocols, ["tcp", "udp"], "one run per protocol");
+        for run in runs {
+            let proto = &run["protocol"];
             let sum = |side: &str| -> u64 {
-                run[side]["intervals"]
+                let intervals = run[side]["intervals"]
                     .as_array()
-                    .unwrap_or_else(|| panic!("{proto}: {side} intervals"))
-                    .iter()
-                    .map(|i| i["bytes"].as_u64().unwrap_or(0))
-                    .sum()
+                    .unwrap_or_else(|| panic!("{proto}: {side} intervals"));
+                assert!(intervals.len() >= 2, "{proto}: {side}: {intervals:?}");
+                intervals.iter().map(|i| count(&i["bytes"])).sum()
             };
             // The client's series covers every byte it sent, the server's every byte it read
             // before the client said it was done (all of them on a lossless loopback).
             assert_eq!(sum("client"), total, "{proto}");
-            assert_eq!(
-                sum("server"),
-                run["server"]["bytes"].as_u64().unwrap_or(0),
-                "{proto}"
-            );
+            let server_bytes = count(&run["server"]["bytes"]);
+            assert_eq!(sum("server"), server_bytes, "{proto}");
             let flows = run["flows"].as_array().expect("two flows");
             assert_eq!(flows.len(), 2);
-            let flow_bytes: u64 = flows
-                .iter()
-                .map(|f| f["server"]["bytes"].as_u64().unwrap_or(0))
-                .sum();
-            assert_eq!(flow_bytes, run["server"]["bytes"].as_u64().unwrap_or(0));
+            let flow_bytes: u64 = flows.iter().map(|f| count(&f["server"]["bytes"])).sum();
+            assert_eq!(flow_bytes, server_bytes, "{proto}");
             assert!(run["client"]["retrans_rate"].is_number(), "{proto}");
             assert!(run["client"]["cpu"]["shared_process"].as_bool() == Some(true));
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
+/// A count in a JSON document; anything else fails the test.
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The receiver's jitter is RFC 3550's estimate over the senders' stamps. The test plays the
+/// sender: 400 datagrams sent back to back, stamped alternately 0 and 1 s, so each transit
+/// differs from the last by 1 s (give or take the µs between arrivals) and the estimate
+/// converges to 1 s; a receiver that ignored the stamps would see microseconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    use wirebench::engine::{udp::UdpClient, udp_hello};
+    use wirebench::transport::control;
+    use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
+    use wirebench_core::wire::proto::ControlMessage;
+
+    within(async {
         let server = TestServer::start().await;
-        let stamped = run_session(
-            server.addr,
-            &spec(Protocol::Udp, Mechanism::Stream, 1024, 2 << 20),
-        )
-        .await
-        .expect("session runs");
-        let jitter = stamped.server.jitter_us.expect("2048 stamped datagrams");
-        assert!(jitter.is_finite() && jitter >= 0.0, "{jitter}");
+        let (messages, size) = (400u64, 64u32);
+        let params = spec(Protocol::Udp, Mechanism::Stream, size, messages * 64);
+        let request = ControlMessage::SessionRequest(params);
+        let (mut ctrl, granted) = control::request_session(server.addr, &request)
+            .await
+            .expect("session granted");
+        let udp = UdpClient::connect(server.addr, None).await.expect("socket");
+        udp_hello::validate(udp.socket(), granted.session, granted.token)
+            .await
+            .expect("address validated");
+        let mut datagram = vec![0u8; HEADER_LEN + size as usize];
+        for seq in 0..messages {
+            Header {
+                kind: Kind::Data,
+                retransmit: false,
+                session: granted.session,
+                seq,
+            }
+            .write_to(&mut datagram)
+            .expect("room for the header");
+            let stamp_us = if seq % 2 == 0 { 0 } else { 1_000_000 };
+            datagram::write_timestamp(&mut datagram[HEADER_LEN..], stamp_us);
+            udp.socket().send(&datagram).await.expect("sent");
+        }
+        let done = ControlMessage::SenderDone {
+            messages_sent: messages,
+            bytes_sent: messages * u64::from(size),
+        };
+        control::send(&mut ctrl, &done).await.expect("done sent");
+        let report = control::read_report(&mut ctrl).await.expect("a report");
+        assert_eq!((report.messages, report.lost), (messages, 0), "{report:?}");
+        let jitter = report.jitter_us.expect("stamped datagrams");
+        // 1% is 10 ms: room for a sender the machine stalls now and then.
+        assert!((jitter - 1e6).abs() <= 1e4, "{jitter} µs");
+
         // Three-byte messages have no room for the four-byte stamp: no estimate, not a zero.
-        let unstamped = run_session(
+        let unstamped = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::Stream, 3, 3000),
         )
+        .run()
         .await
         .expect("session runs");
         assert_eq!(unstamped.server.messages + unstamped.server.lost, 1000);
         assert_eq!(unstamped.server.jitter_us, None);
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reverse_delivers_the_exact_total_from_server_to_client() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         let (size, total) = (1000, 1_000_003);
         for protocol in [Protocol::Tcp, Protocol::Quic, Protocol::Udp] {
@@ -259,7 +306,8 @@ async fn reverse_delivers_the_exact_total_from_server_to_client() {
                     reverse: true,
                     ..spec(protocol, mechanism, size, total)
                 };
-                let out = run_session(server.addr, &params)
+                let out = SessionRequest::new(server.addr, &params)
+                    .run()
                     .await
                     .expect("session runs");
                 let what = format!("{protocol} {mechanism} reverse");
@@ -291,6 +339,5 @@ async fn reverse_delivers_the_exact_total_from_server_to_client() {
             }
         }
     })
-    .await
-    .expect("test finished in time");
+    .await;
 }

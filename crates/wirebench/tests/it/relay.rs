@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use wirebench::engine::quic;
-use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench::flows::client::{SessionOutcome, SessionRequest};
 use wirebench::flows::relay::{Relay, RelayConfig, RelayCounts};
 use wirebench_core::machine::impair::Impairments;
 use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
@@ -55,7 +55,8 @@ async fn through(
     sp: &SessionParams,
 ) -> (SessionOutcome, RelayCounts) {
     let before = relay.counts();
-    let out = run_session(relay.local_addr(), sp)
+    let out = SessionRequest::new(relay.local_addr(), sp)
+        .run()
         .await
         .expect("session runs");
     let summary = server.next_session().await;
@@ -473,7 +474,8 @@ async fn relay_command_prints_its_counts_on_sigusr1_and_at_exit() {
             .unwrap_or_else(|| panic!("address in {first:?}"));
         let mut sp = spec(Protocol::Udp, Mechanism::Stream, 500, 500_000);
         sp.rate_bps = Some(20_000_000);
-        let out = run_session(addr, &sp)
+        let out = SessionRequest::new(addr, &sp)
+            .run()
             .await
             .expect("session through the relay");
         server.next_session().await;

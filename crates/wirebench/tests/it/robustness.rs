@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
-use wirebench::flows::client::run_session;
+use wirebench::flows::client::SessionRequest;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::wire::proto::{self, ControlMessage, Preamble, SessionParams};
 
@@ -31,7 +31,8 @@ fn small_tcp() -> SessionParams {
 
 /// A normal session still gives exact counts.
 async fn still_serves(server: &mut TestServer) {
-    let out = run_session(server.addr, &small_tcp())
+    let out = SessionRequest::new(server.addr, &small_tcp())
+        .run()
         .await
         .expect("normal session");
     assert_eq!(out.server.bytes, 123_457);

@@ -13,7 +13,7 @@ use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::RrParams;
 
 use crate::cli::{stderr, wirebench};
-use crate::support::{Forwarder, TestServer, TEST_TIMEOUT};
+use crate::support::{within, Forwarder, TestServer};
 
 fn spec(protocol: Protocol, size: (u32, u32), flows: u32, k: u32, count: u64) -> RrSpec {
     RrSpec {
@@ -44,7 +44,11 @@ async fn run(server: &mut TestServer, spec: &RrSpec) -> RrOutcome {
     out
 }
 
-fn assert_ladder(r: &RttFigures, samples: u64) {
+/// The ladder of `samples` response times (or round trips) taken while at most `in_flight`
+/// requests were outstanding at once, all within `elapsed`: ordered, and bounded by the time
+/// they were taken in (a figure measured from the wrong start, or in the wrong unit, breaks
+/// the bounds). The histogram keeps 3 significant digits: its figures may be 0.1% off.
+fn assert_ladder(r: &RttFigures, samples: u64, (in_flight, elapsed): (u64, Duration)) {
     assert_eq!(r.samples, samples);
     let ladder = [r.min_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns, r.max_ns];
     assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "ordered: {r:?}");
@@ -54,23 +58,42 @@ fn assert_ladder(r: &RttFigures, samples: u64) {
         "{r:?}"
     );
     assert!(r.stddev_ns >= 0.0 && r.stddev_ns <= (r.max_ns - r.min_ns) as f64);
+    let elapsed_ns = elapsed.as_nanos() as f64 * 1.001;
+    assert!(
+        r.max_ns as f64 <= elapsed_ns,
+        "no request took longer than the run ({elapsed:?}): {r:?}"
+    );
+    // At most `in_flight` requests were outstanding at any moment of the run.
+    assert!(
+        r.mean_ns * samples as f64 <= in_flight as f64 * elapsed_ns,
+        "{samples} requests, at most {in_flight} at once, fit in {elapsed:?}: {r:?}"
+    );
+}
+
+/// What bounds an rr or ping run's ladder: its flows × outstanding requests, and its time.
+fn bounds(sp: &RrSpec, out: &RrOutcome) -> (u64, Duration) {
+    (
+        u64::from(sp.params.flows * sp.params.concurrency),
+        out.elapsed,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ping_count_equals_probes_for_every_protocol() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Quic] {
             let mut sp = spec(protocol, (1024, 1024), 1, 1, 300);
             sp.resumption_probe = protocol == Protocol::Quic;
             let out = run(&mut server, &sp).await;
+            let bounds = bounds(&sp, &out);
             let c = out.counts;
             assert_eq!(
                 (c.sent, c.answered, c.lost, c.late),
                 (300, 300, 0, 0),
                 "{protocol}"
             );
-            assert_ladder(out.response.as_ref().expect("response times"), 300);
+            assert_ladder(out.response.as_ref().expect("response times"), 300, bounds);
             // Set-up probes are reported apart, and the server counts them too.
             assert_eq!(out.server.messages, 300 + out.setup_requests, "{protocol}");
             assert_eq!(out.server.bytes, (300 + out.setup_requests) * 1024);
@@ -89,17 +112,17 @@ async fn ping_count_equals_probes_for_every_protocol() {
             }
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         for protocol in [Protocol::Tcp, Protocol::Quic] {
             // 3 flows x 400 requests, 8 outstanding on each: 1200 requests.
-            let out = run(&mut server, &spec(protocol, (64, 512), 3, 8, 400)).await;
+            let sp = spec(protocol, (64, 512), 3, 8, 400);
+            let out = run(&mut server, &sp).await;
             let c = out.counts;
             assert_eq!((c.sent, c.answered, c.lost), (1200, 1200, 0), "{protocol}");
             assert_eq!(out.server.messages, 1200, "server answered each once");
@@ -108,7 +131,7 @@ async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
                 1200 * 64,
                 "server read every request byte"
             );
-            assert_ladder(out.response.as_ref().unwrap(), 1200);
+            assert_ladder(out.response.as_ref().unwrap(), 1200, bounds(&sp, &out));
             assert_eq!(out.connect.unwrap().samples, 3, "one connection per flow");
             // The transport's own counters, summed over the three connections: every request
             // left in some packet, and a retransmission rate is there to compare.
@@ -122,13 +145,12 @@ async fn rr_answers_every_request_exactly_once_over_tcp_and_quic() {
             assert!(t.retrans_rate().is_some_and(|r| r < 1.0), "{t:?}");
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_connection_per_request_answers_every_request() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         for (protocol, count) in [(Protocol::Tcp, 60), (Protocol::Quic, 15)] {
             let mut sp = spec(protocol, (100, 200), 2, 3, count);
@@ -144,16 +166,15 @@ async fn new_connection_per_request_answers_every_request() {
                 total,
                 "a handshake per request"
             );
-            assert_ladder(out.response.as_ref().unwrap(), total);
+            assert_ladder(out.response.as_ref().unwrap(), total, bounds(&sp, &out));
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_losses_equal_what_the_forwarder_dropped() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // One request outstanding (ping) and eight: the same rules.
         for (k, count, seed) in [(1u32, 200u64, 0x5eedu64), (8, 500, 0xfeed)] {
@@ -192,126 +213,138 @@ async fn udp_losses_equal_what_the_forwarder_dropped() {
                 out.server.messages, c2s_fwd,
                 "the server answered all it got"
             );
-            assert_ladder(out.response.as_ref().unwrap(), c.answered);
+            assert_ladder(
+                out.response.as_ref().unwrap(),
+                c.answered,
+                bounds(&sp, &out),
+            );
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rr_json_matches_its_schema_and_sweeps_concurrency() {
-    let out = wirebench(&[
-        "rr",
-        "--proto",
-        "udp,tcp",
-        "--concurrency",
-        "1,4",
-        "--flows",
-        "2",
-        "--count",
-        "50",
-        "--json",
-    ])
+    within(async {
+        let out = wirebench(&[
+            "rr",
+            "--proto",
+            "udp,tcp",
+            "--concurrency",
+            "1,4",
+            "--flows",
+            "2",
+            "--count",
+            "50",
+            "--json",
+        ])
+        .await;
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let schema_path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/rr-output.schema.json"
+        );
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+        let mut schemas = boon::Schemas::new();
+        let mut compiler = boon::Compiler::new();
+        compiler
+            .add_resource("rr-output.schema.json", schema)
+            .unwrap();
+        let index = compiler
+            .compile("rr-output.schema.json", &mut schemas)
+            .expect("the schema compiles");
+        if let Err(e) = schemas.validate(&doc, index) {
+            panic!("output does not match the schema: {e:#}");
+        }
+        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["command"], "rr");
+        let results = doc["results"].as_array().unwrap();
+        let order: Vec<(String, u64)> = results
+            .iter()
+            .map(|r| {
+                (
+                    r["protocol"].as_str().unwrap().to_owned(),
+                    r["concurrency"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("udp".into(), 1),
+                ("udp".into(), 4),
+                ("tcp".into(), 1),
+                ("tcp".into(), 4)
+            ]
+        );
+        for r in results {
+            assert_eq!(r["sent"], 100);
+            assert_eq!(r["answered"], 100);
+            assert_eq!(r["server"]["answered"], 100);
+        }
+    })
     .await;
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    let schema_path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/rr-output.schema.json"
-    );
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("rr-output.schema.json", schema)
-        .unwrap();
-    let index = compiler
-        .compile("rr-output.schema.json", &mut schemas)
-        .expect("the schema compiles");
-    if let Err(e) = schemas.validate(&doc, index) {
-        panic!("output does not match the schema: {e:#}");
-    }
-    assert_eq!(doc["schema_version"], 1);
-    assert_eq!(doc["command"], "rr");
-    let results = doc["results"].as_array().unwrap();
-    let order: Vec<(String, u64)> = results
-        .iter()
-        .map(|r| {
-            (
-                r["protocol"].as_str().unwrap().to_owned(),
-                r["concurrency"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        order,
-        [
-            ("udp".into(), 1),
-            ("udp".into(), 4),
-            ("tcp".into(), 1),
-            ("tcp".into(), 4)
-        ]
-    );
-    for r in results {
-        assert_eq!(r["sent"], 100);
-        assert_eq!(r["answered"], 100);
-        assert_eq!(r["server"]["answered"], 100);
-    }
 }
 
 #[tokio::test]
 async fn ping_text_shows_setup_and_the_ladder() {
-    let out = wirebench(&["ping", "--proto", "tcp", "-l", "32", "--count", "20"]).await;
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("set-up: TCP connect"), "{text}");
-    assert!(text.contains("sent 20, answered 20, lost 0"), "{text}");
-    assert!(text.contains("p99.9"), "{text}");
-    assert!(
-        text.contains("server: answered 20 requests (640 B read)"),
-        "{text}"
-    );
+    within(async {
+        let out = wirebench(&["ping", "--proto", "tcp", "-l", "32", "--count", "20"]).await;
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("set-up: TCP connect"), "{text}");
+        assert!(text.contains("sent 20, answered 20, lost 0"), "{text}");
+        assert!(text.contains("p99.9"), "{text}");
+        assert!(
+            text.contains("server: answered 20 requests (640 B read)"),
+            "{text}"
+        );
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn bad_ping_and_rr_input_gets_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 8] = [
-        (
-            &["rr", "--proto", "udp", "--new-connection"],
-            "--new-connection applies to TCP and QUIC, not UDP",
-        ),
-        (&["ping", "--count", "0"], "--count must be at least 1"),
-        (&["ping", "-l", "0"], "allowed 1 to"),
-        (&["ping", "--proto", "udp", "-l", "65492"], "65491"),
-        (&["rr", "--response", "0"], "--response 0 is out of range"),
-        (
-            &["rr", "--concurrency", "10,,20"],
-            "whole numbers separated by commas",
-        ),
-        (&["rr", "--concurrency", "0"], "allowed 1 to 10000"),
-        (&["ping", "--timeout", "1ns"], "allowed 100us to 60s"),
-    ];
-    for (args, expect) in cases {
-        let out = wirebench(args).await;
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(
-            err.trim_end().lines().count(),
-            1,
-            "{args:?}: one line: {err}"
-        );
-        assert!(err.contains(expect), "{args:?}: {err}");
-    }
+    within(async {
+        let cases: [(&[&str], &str); 8] = [
+            (
+                &["rr", "--proto", "udp", "--new-connection"],
+                "--new-connection applies to TCP and QUIC, not UDP",
+            ),
+            (&["ping", "--count", "0"], "--count must be at least 1"),
+            (&["ping", "-l", "0"], "allowed 1 to"),
+            (&["ping", "--proto", "udp", "-l", "65492"], "65491"),
+            (&["rr", "--response", "0"], "--response 0 is out of range"),
+            (
+                &["rr", "--concurrency", "10,,20"],
+                "whole numbers separated by commas",
+            ),
+            (&["rr", "--concurrency", "0"], "allowed 1 to 10000"),
+            (&["ping", "--timeout", "1ns"], "allowed 100us to 60s"),
+        ];
+        for (args, expect) in cases {
+            let out = wirebench(args).await;
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(
+                err.trim_end().lines().count(),
+                1,
+                "{args:?}: one line: {err}"
+            );
+            assert!(err.contains(expect), "{args:?}: {err}");
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_wait_runs_report_the_same_ladder() {
-    use wirebench::flows::client::run_session;
+    use wirebench::flows::client::SessionRequest;
     use wirebench_core::vocab::plan::Mechanism;
     use wirebench_core::wire::proto::SessionParams;
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // TCP and QUIC: every message is sampled (UDP's retransmitted ones are not, by Karn's rule).
         for protocol in [Protocol::Tcp, Protocol::Quic] {
@@ -329,18 +362,22 @@ async fn stop_and_wait_runs_report_the_same_ladder() {
                 interval_us: None,
                 reverse: false,
             };
-            let out = run_session(server.addr, &params).await.expect("runs");
+            let out = SessionRequest::new(server.addr, &params)
+                .run()
+                .await
+                .expect("runs");
             server.next_session().await;
-            assert_ladder(out.client.rtt.as_ref().expect("round trips"), 200);
+            // One message in flight, every round trip within the client's transfer time.
+            let rtt = out.client.rtt.as_ref().expect("round trips");
+            assert_ladder(rtt, 200, (1, out.client.elapsed));
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_samples_never_exceed_the_timeout_and_every_request_ends_once() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // A timeout short enough that a loaded loopback misses it now and then.
         let mut sp = spec(Protocol::Udp, (64, 512), 2, 64, 2000);
@@ -365,13 +402,12 @@ async fn udp_samples_never_exceed_the_timeout_and_every_request_ends_once() {
         // The server answered every datagram it got: at most every copy sent.
         assert!(out.server.messages <= c.sent);
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_refuses_impossible_sessions_and_keeps_serving() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         // Past the client's own checks: the server must say no by itself.
         for (size, expect) in [
@@ -398,8 +434,7 @@ async fn the_server_refuses_impossible_sessions_and_keeps_serving() {
         assert_eq!(out.server.messages, 10, "still serving");
         assert!(server.is_running());
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -408,7 +443,7 @@ async fn a_client_that_vanishes_mid_request_aborts_only_its_session() {
     use tokio::net::TcpStream;
     use wirebench::transport::control;
     use wirebench_core::wire::proto::{ControlMessage, Preamble};
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         let mut ctrl = TcpStream::connect(server.addr).await.unwrap();
         control::write_preamble(&mut ctrl, &Preamble::control())
@@ -448,13 +483,12 @@ async fn a_client_that_vanishes_mid_request_aborts_only_its_session() {
         let out = run(&mut server, &spec(Protocol::Tcp, (8, 8), 1, 1, 10)).await;
         assert_eq!(out.server.messages, 10);
     })
-    .await
-    .expect("within the test timeout");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_retries_account_for_every_datagram_through_a_lossy_forwarder() {
-    tokio::time::timeout(TEST_TIMEOUT, async {
+    within(async {
         let mut server = TestServer::start().await;
         for (k, seed) in [(1u32, 0xabcu64), (8, 0xdef)] {
             let fwd = Forwarder::start(server.addr, 0.15, seed, u64::MAX).await;
@@ -482,6 +516,37 @@ async fn udp_retries_account_for_every_datagram_through_a_lossy_forwarder() {
             assert_eq!(c.unknown, 0);
         }
     })
-    .await
-    .expect("within the test timeout");
+    .await;
+}
+
+/// Response times measure the path: through a relay that delays each direction by 5 ms, every
+/// UDP and QUIC response takes at least the 10 ms round trip the relay adds (a response time
+/// taken from the wrong moment, or in the wrong unit, falls below it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_times_include_the_delay_of_the_path() {
+    use wirebench::flows::relay::{Relay, RelayConfig};
+    use wirebench_core::machine::impair::Impairments;
+
+    within(async {
+        let mut server = TestServer::start().await;
+        let relay = Relay::start(RelayConfig {
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            upstream: server.addr,
+            impairments: Impairments::parse_list("delay=5ms").expect("valid impairments"),
+            seed: 1,
+            tcp: true,
+            udp: true,
+        })
+        .await
+        .expect("relay starts");
+        for protocol in [Protocol::Udp, Protocol::Quic] {
+            let sp = spec(protocol, (64, 64), 1, 1, 20);
+            let out = run_rr(relay.local_addr(), &sp).await.expect("session runs");
+            assert_eq!(server.next_session().await.report, out.server);
+            let r = out.response.as_ref().expect("response times");
+            assert_ladder(r, 20, bounds(&sp, &out));
+            assert!(r.min_ns >= 10_000_000 * 999 / 1000, "{protocol}: {r:?}");
+        }
+    })
+    .await;
 }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpStream, UdpSocket};
-use wirebench::engine::interval::Progress;
-use wirebench::flows::client::run_session_auth;
+use wirebench::flows::client::SessionRequest;
 use wirebench::flows::rr_client::{run_rr_auth, RrSpec};
 use wirebench::flows::server::ServerOptions;
 use wirebench::transport::control;
@@ -91,7 +90,9 @@ async fn psk_right_key_runs_sessions_with_exact_counts() {
             (Protocol::Quic, Mechanism::Stream),
         ] {
             let p = transfer(protocol, mechanism, 200_000);
-            let out = run_session_auth(server.addr, &p, &Progress::new(), Some(&k))
+            let out = SessionRequest::new(server.addr, &p)
+                .psk(Some(&k))
+                .run()
                 .await
                 .expect("authenticated session runs");
             assert_eq!((out.server.messages, out.server.bytes), (200, 200_000));
@@ -116,7 +117,8 @@ async fn psk_missing_or_wrong_key_is_refused_with_its_message() {
         let mut server = TestServer::start_with(psk_server_options()).await;
         let p = transfer(Protocol::Tcp, Mechanism::Stream, 10_000);
 
-        let err = run_session_auth(server.addr, &p, &Progress::new(), None)
+        let err = SessionRequest::new(server.addr, &p)
+            .run()
             .await
             .expect_err("no key is refused");
         assert_eq!(
@@ -130,7 +132,9 @@ async fn psk_missing_or_wrong_key_is_refused_with_its_message() {
         );
 
         let wrong = key("not the server's key at all....");
-        let err = run_session_auth(server.addr, &p, &Progress::new(), Some(&wrong))
+        let err = SessionRequest::new(server.addr, &p)
+            .psk(Some(&wrong))
+            .run()
             .await
             .expect_err("a wrong key is refused");
         assert_eq!(
@@ -152,7 +156,9 @@ async fn psk_missing_or_wrong_key_is_refused_with_its_message() {
 
         // An open server proves nothing: a client holding a key will not talk to it.
         let open = TestServer::start().await;
-        let err = run_session_auth(open.addr, &p, &Progress::new(), Some(&wrong))
+        let err = SessionRequest::new(open.addr, &p)
+            .psk(Some(&wrong))
+            .run()
             .await
             .expect_err("a client with a key refuses an open server");
         assert!(
@@ -525,7 +531,8 @@ async fn udp_hello_loss_is_repaired_and_counts_stay_exact() {
         let fwd = Forwarder::start(server.addr, 0.5, 1, u64::MAX).await;
         let mut p = transfer(Protocol::Udp, Mechanism::StopAndWait, 5_000);
         p.rto_us = Some(20_000);
-        let out = run_session_auth(fwd.addr, &p, &Progress::new(), None)
+        let out = SessionRequest::new(fwd.addr, &p)
+            .run()
             .await
             .expect("session runs through 50% loss");
         assert_eq!((out.server.messages, out.server.bytes), (5, 5_000));
@@ -579,7 +586,9 @@ async fn psk_client_refuses_a_server_that_cannot_prove_the_key() {
         });
         let k = key("the server's key, 32 bytes long!");
         let p = transfer(Protocol::Tcp, Mechanism::Stream, 1000);
-        let err = run_session_auth(addr, &p, &Progress::new(), Some(&k))
+        let err = SessionRequest::new(addr, &p)
+            .psk(Some(&k))
+            .run()
             .await
             .expect_err("the impostor is refused");
         assert_eq!(

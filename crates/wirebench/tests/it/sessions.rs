@@ -1,6 +1,6 @@
 //! Exact counts for every protocol × mechanism, edge message sizes, lossy stop-and-wait.
 
-use wirebench::flows::client::{run_session, SessionOutcome};
+use wirebench::flows::client::{SessionOutcome, SessionRequest};
 use wirebench_core::vocab::plan::{message_count, Mechanism, Protocol};
 use wirebench_core::wire::datagram;
 use wirebench_core::wire::proto::SessionParams;
@@ -31,7 +31,10 @@ pub(crate) fn spec(
 
 /// Runs one session and checks the server's summary matches what the client got back.
 async fn run(server: &mut TestServer, spec: &SessionParams) -> SessionOutcome {
-    let out = run_session(server.addr, spec).await.expect("session runs");
+    let out = SessionRequest::new(server.addr, spec)
+        .run()
+        .await
+        .expect("session runs");
     let summary = server.next_session().await;
     assert_eq!(summary.session, out.session);
     assert_eq!(
@@ -146,10 +149,11 @@ async fn server_refuses_a_udp_message_one_byte_too_big() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let server = TestServer::start().await;
         let too_big = datagram::max_message_size(false) + 1;
-        let err = run_session(
+        let err = SessionRequest::new(
             server.addr,
             &spec(Protocol::Udp, Mechanism::Stream, too_big, 1_000_000),
         )
+        .run()
         .await
         .expect_err("refused");
         let msg = format!("{err:#}");
@@ -171,7 +175,10 @@ async fn udp_stop_and_wait_survives_loss_in_both_directions() {
         let mut sp = spec(Protocol::Udp, Mechanism::StopAndWait, size, total);
         // A fixed, generous timeout keeps spurious retransmissions out of the arithmetic.
         sp.rto_us = Some(20_000);
-        let out = run_session(fwd.addr, &sp).await.expect("session runs");
+        let out = SessionRequest::new(fwd.addr, &sp)
+            .run()
+            .await
+            .expect("session runs");
         let summary = server.next_session().await;
         assert_eq!(summary.report, out.server);
         assert_exact(&out, size, total);
@@ -260,7 +267,10 @@ async fn server_refuses_an_unknown_congestion_control() {
         let server = TestServer::start().await;
         let mut sp = spec(Protocol::Tcp, Mechanism::Stream, 1000, 10_000);
         sp.options.congestion = Some("warpdrive".into());
-        let err = run_session(server.addr, &sp).await.expect_err("refused");
+        let err = SessionRequest::new(server.addr, &sp)
+            .run()
+            .await
+            .expect_err("refused");
         let msg = format!("{err:#}");
         assert!(
             msg.contains("warpdrive is not available on the server: allowed"),
@@ -299,7 +309,9 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
             let (size, total) = (100 + 37 * i as u32, 50_000 + 1_001 * i as u64);
             let addr = server.addr;
             runs.spawn(async move {
-                let out = run_session(addr, &spec(protocol, mechanism, size, total)).await;
+                let out = SessionRequest::new(addr, &spec(protocol, mechanism, size, total))
+                    .run()
+                    .await;
                 (out, size, total)
             });
         }

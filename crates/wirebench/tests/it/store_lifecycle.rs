@@ -263,113 +263,119 @@ fn up_to_date<K: Kind>(from: &Store, to: &Store, plan: &K::Plan, results: &[K::R
 /// finished export a second time is refused.
 #[tokio::test]
 async fn copy_and_import_mid_run_bring_the_campaign_up_to_date() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let src = TempPath::new(".sqlite3");
-    let data_home = TempPath::new("-data");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["run", "--db", src.arg(), "--proto", "udp", "--rate", "20M"])
-        .args(["-t", "1", "--repeat", "6"])
-        .env("XDG_DATA_HOME", &data_home.0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.starts_with("[1/6]") {
-            break;
+    crate::support::within(async {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let src = TempPath::new(".sqlite3");
+        let data_home = TempPath::new("-data");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args(["run", "--db", src.arg(), "--proto", "udp", "--rate", "20M"])
+            .args(["-t", "1", "--repeat", "6"])
+            .env("XDG_DATA_HOME", &data_home.0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.starts_with("[1/6]") {
+                break;
+            }
         }
-    }
-    // Five runs of a second each are still to come.
-    let dests = backends();
-    for to in &dests {
-        let out = wirebench(&["store", "copy", "--from", src.arg(), "--to", to.arg()]).await;
+        // Five runs of a second each are still to come.
+        let dests = backends();
+        for to in &dests {
+            let out = wirebench(&["store", "copy", "--from", src.arg(), "--to", to.arg()]).await;
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        let mid = TempPath::new(".json");
+        let out = wirebench(&["export", "1", "--db", src.arg()]).await;
+        std::fs::write(&mid.0, &out.stdout).unwrap();
+        let imported = TempPath::new(".sqlite3");
+        let out = wirebench(&["import", mid.arg(), "--db", imported.arg()]).await;
         assert!(out.status.success(), "{}", stderr(&out));
-    }
-    let mid = TempPath::new(".json");
-    let out = wirebench(&["export", "1", "--db", src.arg()]).await;
-    std::fs::write(&mid.0, &out.stdout).unwrap();
-    let imported = TempPath::new(".sqlite3");
-    let out = wirebench(&["import", mid.arg(), "--db", imported.arg()]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    for store in dests
-        .iter()
-        .map(TestDb::open)
-        .chain([Store::open(&imported.0).unwrap()])
-    {
-        let c = store.campaign(1).unwrap().unwrap();
-        assert_eq!(c.status, Status::Running);
-        assert!((1..6).contains(&c.stored_runs), "{c:?}");
-    }
-    while lines.next_line().await.ok().flatten().is_some() {}
-    assert!(child.wait().await.unwrap().success());
-    let end = TempPath::new(".json");
-    let out = wirebench(&["export", "1", "--db", src.arg()]).await;
-    std::fs::write(&end.0, &out.stdout).unwrap();
-    let mut original: Value = serde_json::from_slice(&out.stdout).unwrap();
-    original["campaign"]["id"] = Value::Null;
-    for to in &dests {
-        let out = wirebench(&["store", "copy", "--from", src.arg(), "--to", to.arg()]).await;
+        for store in dests
+            .iter()
+            .map(TestDb::open)
+            .chain([Store::open(&imported.0).unwrap()])
+        {
+            let c = store.campaign(1).unwrap().unwrap();
+            assert_eq!(c.status, Status::Running);
+            assert!((1..6).contains(&c.stored_runs), "{c:?}");
+        }
+        while lines.next_line().await.ok().flatten().is_some() {}
+        assert!(child.wait().await.unwrap().success());
+        let end = TempPath::new(".json");
+        let out = wirebench(&["export", "1", "--db", src.arg()]).await;
+        std::fs::write(&end.0, &out.stdout).unwrap();
+        let mut original: Value = serde_json::from_slice(&out.stdout).unwrap();
+        original["campaign"]["id"] = Value::Null;
+        for to in &dests {
+            let out = wirebench(&["store", "copy", "--from", src.arg(), "--to", to.arg()]).await;
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(said.contains("; 1 brought up to date"), "{said}");
+            let out = wirebench(&["export", "1", "--db", to.arg()]).await;
+            let mut copied: Value = serde_json::from_slice(&out.stdout).unwrap();
+            copied["campaign"]["id"] = Value::Null;
+            assert_eq!(copied, original, "{}", to.name());
+        }
+        let out = wirebench(&["import", end.arg(), "--db", imported.arg()]).await;
         let said = String::from_utf8_lossy(&out.stdout);
-        assert!(said.contains("; 1 brought up to date"), "{said}");
-        let out = wirebench(&["export", "1", "--db", to.arg()]).await;
-        let mut copied: Value = serde_json::from_slice(&out.stdout).unwrap();
-        copied["campaign"]["id"] = Value::Null;
-        assert_eq!(copied, original, "{}", to.name());
-    }
-    let out = wirebench(&["import", end.arg(), "--db", imported.arg()]).await;
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        said.contains("brought campaign 1 in") && said.contains("now complete"),
-        "{said}"
-    );
-    let c = Store::open(&imported.0)
-        .unwrap()
-        .campaign(1)
-        .unwrap()
-        .unwrap();
-    assert_eq!((c.status, c.stored_runs), (Status::Complete, 6));
-    let out = wirebench(&["import", end.arg(), "--db", imported.arg()]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is already in"), "{}", stderr(&out));
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            said.contains("brought campaign 1 in") && said.contains("now complete"),
+            "{said}"
+        );
+        let c = Store::open(&imported.0)
+            .unwrap()
+            .campaign(1)
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.status, c.stored_runs), (Status::Complete, 6));
+        let out = wirebench(&["import", end.arg(), "--db", imported.arg()]).await;
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("is already in"), "{}", stderr(&out));
+    })
+    .await
 }
 
 /// `ping --db` stores its results as a ping sweep: `runs` lists it, `report --rr ID` renders
 /// it, `export --rr ID` writes it as a ping document, and --help says so.
 #[tokio::test]
 async fn ping_is_stored_as_an_rr_like_sweep() {
-    for db in backends() {
-        let out = wirebench(&["ping", "-c", "5", "--db", db.arg()]).await;
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", stderr(&out));
-        assert!(text.contains("stored as ping sweep 1 in "), "{text}");
-        let store = db.open();
-        let info = store.rr_campaign(1).unwrap().expect("stored");
-        assert_eq!(
-            (info.kind, info.status),
-            (CampaignKind::Ping, Status::Complete)
+    crate::support::within(async {
+        for db in backends() {
+            let out = wirebench(&["ping", "-c", "5", "--db", db.arg()]).await;
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(text.contains("stored as ping sweep 1 in "), "{text}");
+            let store = db.open();
+            let info = store.rr_campaign(1).unwrap().expect("stored");
+            assert_eq!(
+                (info.kind, info.status),
+                (CampaignKind::Ping, Status::Complete)
+            );
+            let results = store.rr_results(1).unwrap();
+            assert_eq!(results.len(), 1);
+            assert_eq!((results[0].sent, results[0].answered), (5, 5));
+            let runs = wirebench(&["runs", "--db", db.arg()]).await;
+            let listed = String::from_utf8_lossy(&runs.stdout);
+            assert!(listed.contains("RR ") && listed.contains("1/1"), "{listed}");
+            let report = wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
+            assert!(report.status.success(), "{}", stderr(&report));
+            let export = wirebench(&["export", "--rr", "1", "--db", db.arg()]).await;
+            let doc: Value = serde_json::from_slice(&export.stdout).expect("a document");
+            assert_eq!(doc["kind"], "ping");
+            assert_eq!(doc["results"][0]["result"]["sent"], 5);
+        }
+        let help = wirebench(&["ping", "--help"]).await;
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("--db") && help.contains("--no-store"),
+            "{help}"
         );
-        let results = store.rr_results(1).unwrap();
-        assert_eq!(results.len(), 1);
-        assert_eq!((results[0].sent, results[0].answered), (5, 5));
-        let runs = wirebench(&["runs", "--db", db.arg()]).await;
-        let listed = String::from_utf8_lossy(&runs.stdout);
-        assert!(listed.contains("RR ") && listed.contains("1/1"), "{listed}");
-        let report = wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
-        assert!(report.status.success(), "{}", stderr(&report));
-        let export = wirebench(&["export", "--rr", "1", "--db", db.arg()]).await;
-        let doc: Value = serde_json::from_slice(&export.stdout).expect("a document");
-        assert_eq!(doc["kind"], "ping");
-        assert_eq!(doc["results"][0]["result"]["sent"], 5);
-    }
-    let help = wirebench(&["ping", "--help"]).await;
-    let help = String::from_utf8_lossy(&help.stdout);
-    assert!(
-        help.contains("--db") && help.contains("--no-store"),
-        "{help}"
-    );
+    })
+    .await
 }
 
 /// A store at schema version 8 with a DNS campaign (whose table version 9 rebuilds), an rr

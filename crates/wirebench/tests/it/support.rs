@@ -1,7 +1,9 @@
-//! Test support: an in-process server on an ephemeral loopback port, and a small lossy
-//! forwarder (TCP relayed as is, UDP dropped with a seeded PRNG in each direction) that counts
-//! what it did.
+//! Test support: the bound every test runs within ([`within`]), snapshots ([`assert_snapshot`]),
+//! an in-process server on an ephemeral loopback port, a small lossy forwarder (TCP relayed as
+//! is, UDP dropped with a seeded PRNG in each direction) that counts what it did, and temporary
+//! paths removed when dropped.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,8 +15,50 @@ use tokio::task::JoinHandle;
 use wirebench::flows::server::{MetricsHandle, Server, ServerEvent, ServerOptions, SessionSummary};
 use wirebench::transport::tls::ServerIdentity;
 
-/// Every test bounds its own time with this.
+/// Every test bounds its own time with this (through [`within`]).
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Runs a test's body within [`TEST_TIMEOUT`]: a body that overruns fails the test, saying
+/// so, instead of hanging the suite. Every async test runs its body through this (or
+/// [`within_for`]), so the suite's length is bounded by its tests' count.
+pub async fn within<F: Future>(body: F) -> F::Output {
+    within_for(TEST_TIMEOUT, "the test", body).await
+}
+
+/// Runs `body` within `limit`, failing with `what` and the limit when it overruns (a step
+/// that must finish sooner than the whole test).
+pub async fn within_for<F: Future>(limit: Duration, what: &str, body: F) -> F::Output {
+    match tokio::time::timeout(limit, body).await {
+        Ok(output) => output,
+        Err(_) => panic!("{what} did not finish within {limit:?}"),
+    }
+}
+
+/// Compares `actual` byte for byte with the snapshot `tests/snapshots/{name}`. With
+/// `WIREBENCH_UPDATE_SNAPSHOTS=1` the snapshot is written first: run that after an intended
+/// change, and review the snapshot's diff before committing it.
+pub fn assert_snapshot(name: &str, actual: &[u8]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "no snapshot {} ({e}): run with WIREBENCH_UPDATE_SNAPSHOTS=1 to write it",
+            path.display()
+        )
+    });
+    assert!(
+        actual == expected.as_slice(),
+        "differs from the snapshot {} (WIREBENCH_UPDATE_SNAPSHOTS=1 rewrites it after an \
+         intended change):\n{}",
+        path.display(),
+        String::from_utf8_lossy(actual)
+    );
+}
 
 /// A server started by the test on 127.0.0.1:0; aborted when dropped.
 pub struct TestServer {

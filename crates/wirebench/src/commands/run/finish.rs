@@ -19,7 +19,6 @@ use crate::runner::{self, RunConfig};
 use crate::store::run::Run;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 
-use super::plan_text::in_flight_run;
 use super::points::{Done, Track};
 use super::setup::Setup;
 
@@ -64,7 +63,7 @@ pub(super) fn finish(
     if let (Some(failure), false) = (&failure, warming) {
         // The run that failed (a server that went away, a refusal) is kept as aborted, with
         // its error and what the client had done. A store that broke cut nothing measured.
-        if let Some(run) = in_flight_run(cfg, finished(track) + 1).filter(|_| !store_broke(&s)) {
+        if let Some(run) = runner::run_at(cfg, finished(track) + 1).filter(|_| !store_broke(&s)) {
             let so_far = track.in_flight.so_far(run.params.msg_size);
             let stored = record_aborted(&mut s.recorder, &run, failure, so_far);
             aborted += u64::from(stored);
@@ -107,7 +106,7 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
     let in_flight = if track.warming.load(std::sync::atomic::Ordering::Relaxed) {
         None
     } else {
-        in_flight_run(cfg, finished(track) + 1)
+        runner::run_at(cfg, finished(track) + 1)
     };
     let so_far = in_flight
         .as_ref()

@@ -1,9 +1,8 @@
 //! The words of a `run` plan before any figure: its heading (a sweep's sizes and totals, a
-//! long stop-and-wait plan announced), each run's progress-bar label, and the run at a
-//! position of the plan as the client knows it before it has figures (for the heading of its
-//! interval lines and for a run cut short).
+//! long stop-and-wait plan announced), each run's progress-bar label, and the heading of the
+//! run in flight before it has figures (for its interval lines).
 
-use wirebench_core::record::{count_of, AbortedRun};
+use wirebench_core::record::count_of;
 use wirebench_core::vocab::plan::{self, Mechanism};
 
 use crate::runner::{self, RunConfig};
@@ -100,32 +99,13 @@ pub(super) fn run_labels(cfg: &RunConfig) -> Vec<String> {
 /// The heading of the run at 1-based `position`, before it has any figure (for its interval
 /// lines).
 pub(super) fn heading_in_flight(cfg: &RunConfig, position: usize, of: usize) -> Option<String> {
-    let run = in_flight_run(cfg, position)?;
+    let run = runner::run_at(cfg, position)?;
     Some(format!(
         "[{position}/{of}] {} {}, run {}",
         run.params.protocol,
         run.params.mechanism,
         run.repeat_index + 1
     ))
-}
-
-/// The run at 1-based `position` of the plan (the order `run_labels` describes), as the client
-/// knows it before any figure: `None` past the end of the plan.
-pub(super) fn in_flight_run(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
-    let per_point = runner::planned_runs(cfg);
-    let index = position.checked_sub(1)?;
-    let point = cfg.points.get(index / per_point.max(1))?;
-    let within = index % per_point.max(1);
-    let repeat = cfg.repeat.max(1) as usize;
-    let combination = *cfg.combinations.get(within / repeat)?;
-    let mut params = runner::session_params(cfg, combination);
-    params.msg_size = point.msg_size;
-    params.total_bytes = point.total_bytes;
-    Some(AbortedRun {
-        position: position as u64,
-        repeat_index: (within % repeat) as u32,
-        params,
-    })
 }
 
 #[cfg(test)]
@@ -151,7 +131,7 @@ mod tests {
         // Plan: 100 B: tcp ×2, udp ×2; then 200 B: tcp ×2, udp ×2.
         let names: Vec<String> = (1..=8)
             .map(|i| {
-                let r = in_flight_run(&c, i).expect("in the plan");
+                let r = runner::run_at(&c, i).expect("in the plan");
                 assert_eq!(r.position, i as u64);
                 format!(
                     "{} {} {}",
@@ -172,14 +152,14 @@ mod tests {
                 "udp 200 1"
             ]
         );
-        let r = in_flight_run(&c, 7).unwrap();
+        let r = runner::run_at(&c, 7).unwrap();
         assert_eq!(
             (r.params.total_bytes, r.params.rate_bps),
             (1000, Some(1_000_000_000))
         );
-        assert_eq!(in_flight_run(&c, 0), None);
+        assert_eq!(runner::run_at(&c, 0), None);
         assert_eq!(
-            in_flight_run(&c, 9),
+            runner::run_at(&c, 9),
             None,
             "past the end: nothing in flight"
         );

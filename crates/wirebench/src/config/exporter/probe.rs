@@ -1,23 +1,21 @@
-//! `wirebench exporter` flags and `/probe` queries → validated values: the exporter's limits
-//! and allow-list, and one probe's configuration by kind (built by the same parser and checks
-//! as `wirebench run`, `ping`, `rr`, `dns` and `run --iperf3`, so a probe means what the same
-//! flags mean there). Refusals carry the HTTP status and a one-line reason; nothing here runs a
-//! probe.
+//! One `/probe` query → one probe's validated configuration by kind (`run`, `ping`, `rr`,
+//! `dns`, `iperf3`), built by the same parser and checks as the command with the same flags,
+//! held to the exporter's limits and allow-list; refusals carry the HTTP status and a one-line
+//! reason.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use clap::Parser;
-use ipnet::IpNet;
-use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::units::{parse_duration, ByteSize};
+use wirebench_core::vocab::units::ByteSize;
 
-use crate::cli::{DnsArgs, ExporterArgs, PingArgs, RrArgs, RunArgs};
+use crate::cli::{DnsArgs, PingArgs, RrArgs, RunArgs};
 use crate::config::dns::DnsConfig;
 use crate::config::rr::RrConfig;
 use crate::flows::iperf3::client::{ClientConfig, Limit};
 use crate::runner::{RunConfig, Target};
 use wirebench_core::wire::dns::DnsTransport;
+
+use super::ProbeLimits;
 
 /// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
@@ -32,52 +30,6 @@ pub const DEFAULT_DNS_COUNT: u64 = 100;
 /// What one DNS query and its answer count against `--max-total`: 512 bytes each way, the
 /// classic DNS message limit (a query is far smaller; most answers are too).
 pub const DNS_BYTES_PER_QUERY: u64 = 1024;
-/// Most probes `--max-concurrent` allows.
-const MAX_CONCURRENT: usize = 64;
-
-/// Everything `wirebench exporter` needs, validated.
-#[derive(Debug, Clone)]
-pub struct ExporterConfig {
-    /// Where to serve HTTP.
-    pub listen: SocketAddr,
-    /// What a probe may do.
-    pub limits: ProbeLimits,
-    /// Probes that may run at once.
-    pub max_concurrent: usize,
-    /// Where finished probes are stored (`--store`, `--db`); `None`: not stored.
-    pub store: Option<crate::store::Location>,
-}
-
-/// What one probe may do, and to whom.
-#[derive(Debug, Clone)]
-pub struct ProbeLimits {
-    /// Largest total one probe may transfer.
-    pub max_total: u64,
-    /// Longest a probe may run.
-    pub max_time: Duration,
-    /// Targets probes may test.
-    pub allow: Vec<Allowed>,
-}
-
-/// One allow-list entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allowed {
-    /// Any port of the addresses in a block (a bare address is a /32 or /128).
-    Net(IpNet),
-    /// One address and port.
-    Addr(SocketAddr),
-}
-
-impl Allowed {
-    fn admits(&self, addr: SocketAddr) -> bool {
-        let ip = canonical(addr.ip());
-        match self {
-            Allowed::Net(net) => net.contains(&ip),
-            Allowed::Addr(a) => canonical(a.ip()) == ip && a.port() == addr.port(),
-        }
-    }
-}
-
 /// What one probe runs.
 #[derive(Debug, Clone)]
 pub enum Probe {
@@ -114,76 +66,6 @@ pub struct ProbeRefusal {
     pub status: u16,
     /// Why, saying what is allowed.
     pub reason: String,
-}
-
-impl ExporterConfig {
-    /// Validates `wirebench exporter` flags.
-    pub fn from_args(args: &ExporterArgs) -> Result<Self, UsageError> {
-        let listen = socket_addr(&args.listen, "--listen")?;
-        let max_total = args
-            .max_total
-            .parse::<ByteSize>()
-            .map_err(|e| UsageError(format!("--max-total {}: {e}", args.max_total)))?
-            .0;
-        if max_total == 0 {
-            return Err(UsageError("--max-total must be at least 1 byte".into()));
-        }
-        let max_time = parse_duration(&args.max_time)
-            .map_err(|e| UsageError(format!("--max-time {}: {e}", args.max_time)))?;
-        if max_time < Duration::from_millis(100) || max_time > Duration::from_secs(3600) {
-            return Err(UsageError(format!(
-                "--max-time {}: allowed 100ms to 1h",
-                args.max_time
-            )));
-        }
-        if !(1..=MAX_CONCURRENT).contains(&args.max_concurrent) {
-            return Err(UsageError(format!(
-                "--max-concurrent {}: allowed 1 to {MAX_CONCURRENT}",
-                args.max_concurrent
-            )));
-        }
-        let allow = if args.allow.is_empty() {
-            // new_assert: 8 and 128 are valid prefix lengths for these families.
-            vec![
-                Allowed::Net(IpNet::new_assert(Ipv4Addr::LOCALHOST.into(), 8)),
-                Allowed::Net(IpNet::new_assert(Ipv6Addr::LOCALHOST.into(), 128)),
-            ]
-        } else {
-            args.allow
-                .iter()
-                .map(|a| allowed(a))
-                .collect::<Result<Vec<_>, _>>()?
-        };
-        Ok(ExporterConfig {
-            listen,
-            limits: ProbeLimits {
-                max_total,
-                max_time,
-                allow,
-            },
-            max_concurrent: args.max_concurrent,
-            store: match (&args.db, args.store) {
-                (Some(db), _) => Some(
-                    crate::store::Location::parse(db.as_os_str())
-                        .map_err(|e| UsageError(format!("{e:#}")))?,
-                ),
-                (None, true) => Some(
-                    super::db_path(&crate::cli::DbArgs::default())
-                        .map_err(|e| UsageError(format!("--store: {e:#}; give --db PATH")))?,
-                ),
-                (None, false) => None,
-            },
-        })
-    }
-}
-
-/// ADDR:PORT or [V6]:PORT for a listening flag (no name lookup).
-pub fn socket_addr(text: &str, flag: &str) -> Result<SocketAddr, UsageError> {
-    text.parse().map_err(|_| {
-        UsageError(format!(
-            "{flag} {text}: expected ADDRESS:PORT, e.g. 127.0.0.1:9310 or [::1]:9310"
-        ))
-    })
 }
 
 /// The run one `/probe` query asks for, checked against `limits`. The query's keys are the
@@ -654,197 +536,4 @@ struct PingArgv {
 struct ProbeArgv {
     #[command(flatten)]
     run: RunArgs,
-}
-
-/// One `--allow` entry: IP, IP:PORT, [V6]:PORT, CIDR, or a host name (every address it
-/// resolves to, now), with or without a port.
-fn allowed(text: &str) -> Result<Allowed, UsageError> {
-    if let Ok(net) = text.parse::<IpNet>() {
-        return Ok(Allowed::Net(net));
-    }
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Ok(Allowed::Net(IpNet::from(ip)));
-    }
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(Allowed::Addr(addr));
-    }
-    // HOST:PORT by name: its first address.
-    let resolved = text
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .or_else(|| {
-            (text, 0)
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut a| a.next())
-                .map(|a| SocketAddr::new(a.ip(), 0))
-        });
-    match resolved {
-        Some(a) if a.port() == 0 => Ok(Allowed::Net(IpNet::from(a.ip()))),
-        Some(a) => Ok(Allowed::Addr(a)),
-        None => Err(UsageError(format!(
-            "--allow {text}: expected an address, ADDRESS:PORT, a CIDR block (10.0.0.0/8) or a host name"
-        ))),
-    }
-}
-
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits() -> ProbeLimits {
-        ProbeLimits {
-            max_total: 1 << 20,
-            max_time: Duration::from_secs(5),
-            allow: vec![
-                allowed("127.0.0.0/8").unwrap(),
-                allowed("[::1]:9000").unwrap(),
-            ],
-        }
-    }
-
-    #[test]
-    fn a_query_becomes_one_run() {
-        let Probe::Run(cfg) = probe_config(
-            "target=127.0.0.1:5310&proto=udp&mode=saw&total=64KiB&size=512",
-            &limits(),
-        )
-        .unwrap() else {
-            panic!("a run")
-        };
-        assert_eq!(cfg.total_bytes, 65536);
-        assert_eq!(cfg.msg_size, 512);
-        assert_eq!(cfg.combinations.len(), 1);
-    }
-
-    #[test]
-    fn a_ping_query_is_bounded_too() {
-        let l = limits();
-        let Probe::Ping(cfg) = probe_config(
-            "kind=ping&target=127.0.0.1:5310&proto=udp&count=50&size=128",
-            &l,
-        )
-        .unwrap() else {
-            panic!("a ping")
-        };
-        assert_eq!((cfg.count, cfg.request), (Some(50), 128));
-        let r = probe_config("kind=ping&target=127.0.0.1:1&count=10000&size=1KiB", &l).unwrap_err();
-        assert!(r.reason.contains("--max-total"), "{}", r.reason);
-        assert_eq!(
-            probe_config("kind=ping&target=10.0.0.1:1", &l)
-                .unwrap_err()
-                .status,
-            403
-        );
-        assert_eq!(
-            probe_config("kind=nope&target=127.0.0.1:1", &l)
-                .unwrap_err()
-                .status,
-            400
-        );
-        assert_eq!(
-            probe_config("kind=ping&target=127.0.0.1:1&total=1", &l)
-                .unwrap_err()
-                .status,
-            400
-        );
-    }
-
-    #[test]
-    fn rr_dns_and_iperf3_queries_are_bounded_by_volume() {
-        let l = limits();
-        let Probe::Rr(cfg) = probe_config(
-            "kind=rr&target=127.0.0.1:5310&proto=tcp&concurrency=8&flows=2&count=10",
-            &l,
-        )
-        .unwrap() else {
-            panic!("an rr")
-        };
-        assert_eq!(
-            (cfg.count, cfg.flows, cfg.concurrency.as_slice()),
-            (Some(10), 2, &[8][..])
-        );
-        // 1000 x (64 + 512) B fits in 1 MiB; with two retries per request, 2000 x (3 x 64 +
-        // 512) B does not.
-        assert!(probe_config("kind=rr&target=127.0.0.1:5310", &l).is_ok());
-        let r = probe_config("kind=rr&target=127.0.0.1:5310&count=2000&retries=2", &l).unwrap_err();
-        assert!(r.reason.contains("--max-total"), "{}", r.reason);
-        let Probe::Dns(cfg) = probe_config(
-            "kind=dns&target=127.0.0.1:5353&name=example.org&transport=tcp&count=7",
-            &l,
-        )
-        .unwrap() else {
-            panic!("a dns")
-        };
-        assert_eq!((cfg.count, cfg.resolver.port()), (7, 5353));
-        // 1024 queries of 1 KiB fill 1 MiB exactly; one more is refused.
-        assert!(probe_config("kind=dns&target=127.0.0.1:53&name=a.test&count=1024", &l).is_ok());
-        let r =
-            probe_config("kind=dns&target=127.0.0.1:53&name=a.test&count=1025", &l).unwrap_err();
-        assert!(r.reason.contains("--max-total"), "{}", r.reason);
-        assert_eq!(
-            probe_config("kind=dns&target=10.0.0.1:53&name=a.test", &l)
-                .unwrap_err()
-                .status,
-            403
-        );
-        let Probe::Iperf3(cfg) = probe_config(
-            "kind=iperf3&target=127.0.0.1:5201&proto=udp&total=64KiB&reverse=true&rate=5Mbit",
-            &l,
-        )
-        .unwrap() else {
-            panic!("an iperf3")
-        };
-        assert!(cfg.udp && cfg.reverse);
-        assert_eq!(cfg.limit, Limit::Bytes(65536));
-        // Without total=, 10 MiB cut to --max-total.
-        let Probe::Iperf3(cfg) = probe_config("kind=iperf3&target=127.0.0.1:5201", &l).unwrap()
-        else {
-            panic!("an iperf3")
-        };
-        assert_eq!(cfg.limit, Limit::Bytes(1 << 20));
-        // 1 MiB at iperf3's default 1 Mbit/s is 8.4 s, more than the 5 s allowed.
-        let r = probe_config("kind=iperf3&target=127.0.0.1:5201&proto=udp", &l).unwrap_err();
-        assert!(r.reason.contains("--max-time"), "{}", r.reason);
-        let r = probe_config("kind=iperf3&target=127.0.0.1:5201&time=10", &l).unwrap_err();
-        assert!(r.reason.contains("unknown parameter"), "{}", r.reason);
-    }
-
-    #[test]
-    fn refusals_say_why_with_their_status() {
-        let l = limits();
-        let r = probe_config("target=127.0.0.1:1&total=2MiB", &l).unwrap_err();
-        assert_eq!(r.status, 400);
-        assert!(r.reason.contains("--max-total"), "{}", r.reason);
-        let r = probe_config("target=10.0.0.1:1&total=1KiB", &l).unwrap_err();
-        assert_eq!(r.status, 403);
-        assert!(probe_config("target=[::1]:9000&total=1KiB", &l).is_ok());
-        assert_eq!(
-            probe_config("target=[::1]:9001&total=1KiB", &l)
-                .unwrap_err()
-                .status,
-            403
-        );
-        let r = probe_config("target=127.0.0.1:1&db=/tmp/x", &l).unwrap_err();
-        assert!(r.reason.contains("unknown parameter"), "{}", r.reason);
-        let r = probe_config("target=127.0.0.1:1&proto=tcp,udp&total=1KiB", &l).unwrap_err();
-        assert!(r.reason.contains("one test"), "{}", r.reason);
-        let r = probe_config("target=127.0.0.1:1&size=--db&total=1KiB", &l).unwrap_err();
-        assert_eq!(r.status, 400);
-        assert!(!r.reason.contains('\n'));
-        assert_eq!(probe_config("proto=tcp", &l).unwrap_err().status, 400);
-        // Without total=, the default is cut to --max-total (1 MiB here).
-        let Probe::Run(cfg) = probe_config("target=127.0.0.1:1", &l).unwrap() else {
-            panic!("a run")
-        };
-        assert_eq!(cfg.total_bytes, 1 << 20);
-    }
 }

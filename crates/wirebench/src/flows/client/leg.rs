@@ -1,0 +1,141 @@
+//! What every protocol's transfer shares: the session as a transfer sees it ([`Transfer`]),
+//! what it leaves behind ([`Leg`]), where the server's report is read, when the clock stops,
+//! and the error of a transfer cut short.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use hdrhistogram::Histogram;
+use tokio::net::TcpStream;
+use wirebench_core::record::UdpReceipt;
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
+
+use crate::engine::interval::Progress;
+use crate::engine::liveness;
+use crate::engine::stream::{self, MessageSink, ReadTally};
+use crate::engine::SendTally;
+use crate::transport::control;
+
+/// One session's data transfer as a protocol's code sees it.
+pub(super) struct Transfer<'a> {
+    /// The server's address (the data connection goes to the same port).
+    pub server: SocketAddr,
+    /// What was asked of the server.
+    pub p: &'a SessionParams,
+    /// The control connection: watched for a vanished server; the report arrives on it.
+    pub ctrl: &'a mut TcpStream,
+    /// Stop-and-wait round trips, nanoseconds.
+    pub rtt: &'a mut Histogram<u64>,
+    /// The payload bytes moved so far, read on other tasks.
+    pub progress: &'a Arc<Progress>,
+}
+
+/// What one data transfer produced on the client.
+pub(super) struct Leg {
+    pub tally: SendTally,
+    pub started: Instant,
+    pub elapsed: Duration,
+    pub report: ServerReport,
+    pub data_path: DataPathInfo,
+    pub transport: Option<TransportStats>,
+    pub udp_received: Option<UdpReceipt>,
+}
+
+/// How long a failed transfer looks at the control connection for a better reason.
+const FAILURE_LOOK: Duration = Duration::from_millis(500);
+
+impl Transfer<'_> {
+    /// The server's report: every protocol's transfer reads it here, once its data is done.
+    pub async fn report(&mut self) -> Result<ServerReport> {
+        control::read_report(self.ctrl).await
+    }
+
+    /// Stops the clock: stop-and-wait is done at its last acknowledgement (`done_at`);
+    /// streaming when the server confirms it has read everything. Returns the elapsed time
+    /// and the report.
+    pub async fn finish_timing(
+        &mut self,
+        started: Instant,
+        done_at: Instant,
+    ) -> Result<(Duration, ServerReport)> {
+        let report = self.report().await?;
+        let elapsed = match self.p.mechanism {
+            Mechanism::StopAndWait => done_at - started,
+            Mechanism::Stream => started.elapsed(),
+        };
+        Ok((elapsed, report))
+    }
+
+    /// The error of a transfer stopped because the server went away: why, and what the
+    /// client had sent (stop-and-wait: had acknowledged; `--reverse`: had received) by then.
+    pub fn gone(&self, reason: String) -> anyhow::Error {
+        let bytes = self.progress.bytes.load(Ordering::Relaxed);
+        let what = match (self.p.reverse, self.p.mechanism) {
+            (true, _) => "received",
+            (false, Mechanism::Stream) => "sent (what arrived is unknown: no report came)",
+            (false, Mechanism::StopAndWait) => "sent and acknowledged",
+        };
+        anyhow!("{reason}; the transfer stopped after {bytes} B {what}")
+    }
+
+    /// A transfer that failed on its own (a reset data connection, a closed UDP port): when
+    /// the control connection says the server is gone, that is the error; otherwise the
+    /// failure's.
+    pub async fn explain_failure(&mut self, e: impl Into<anyhow::Error>) -> anyhow::Error {
+        let e = e.into();
+        match liveness::server_gone(self.ctrl, FAILURE_LOOK).await {
+            Some(reason) => self.gone(format!("{reason} ({e:#})")),
+            None => e,
+        }
+    }
+}
+
+/// The sending role over a stream (TCP in its thread, QUIC): messages into `sink`,
+/// stop-and-wait acknowledgements from `acks`.
+pub(super) async fn send_on_stream<R, S>(
+    acks: &mut R,
+    sink: &mut S,
+    p: &SessionParams,
+    rtt: &mut Histogram<u64>,
+    progress: &Progress,
+) -> Result<SendTally>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    S: MessageSink,
+{
+    stream::send_role(acks, sink, p, rtt, &progress.bytes)
+        .await
+        .context("the data transfer failed")
+}
+
+/// What a client that received over a stream (`--reverse`) reports: messages and bytes read,
+/// read calls in place of send calls, and the time from the first byte read to the last.
+pub(super) fn received_leg(
+    t: &ReadTally,
+    report: ServerReport,
+    data_path: DataPathInfo,
+    transport: Option<TransportStats>,
+) -> Leg {
+    let started = t.first_at.unwrap_or_else(Instant::now);
+    Leg {
+        tally: SendTally {
+            messages: t.messages,
+            bytes: t.bytes,
+            send_calls: t.read_calls,
+            ..SendTally::default()
+        },
+        started,
+        elapsed: t
+            .last_at
+            .map_or(Duration::ZERO, |l| l.saturating_duration_since(started)),
+        report,
+        data_path,
+        transport,
+        udp_received: None,
+    }
+}

@@ -1,0 +1,115 @@
+//! The client's QUIC transfer: a connection to the server's UDP port, one bidirectional
+//! stream; messages are slices of one shared payload buffer.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use quinn::{Connection, Endpoint, RecvStream, SendStream};
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::wire::proto::{DataPathInfo, Preamble};
+
+use super::leg::{received_leg, send_on_stream, Leg, Transfer};
+use crate::engine::liveness::{self, Watched};
+use crate::engine::quic;
+use crate::engine::quic_stream::{QuicSink, QuicSource};
+use crate::engine::stream::{self, ReadTally};
+use crate::engine::throttle::{Pause, Throttled};
+use crate::transport::{control, counters, net};
+
+/// Connects, opens the stream, announces the session on it, then plays the session's role.
+pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble, cert: Vec<u8>) -> Result<Leg> {
+    let (endpoint, connection, data_path) =
+        quic::connect(t.server, cert, t.p.options.quic_mtu).await?;
+    let (mut send, mut recv) = connection
+        .open_bi()
+        .await
+        .context("while opening the QUIC stream")?;
+    control::write_preamble(&mut send, preamble).await?;
+    let path = (&endpoint, &connection, data_path);
+    if t.p.reverse {
+        receive(t, path, &mut send, &mut recv).await
+    } else {
+        send_messages(t, path, &mut send, &mut recv).await
+    }
+}
+
+/// `--reverse`: reads the stream, acknowledging on `send` for stop-and-wait.
+async fn receive(
+    t: &mut Transfer<'_>,
+    (endpoint, connection, mut data_path): (&Endpoint, &Connection, DataPathInfo),
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+) -> Result<Leg> {
+    let mut source = QuicSource::new(recv);
+    let mut tally = ReadTally::default();
+    let receiving = stream::receive_role(&mut source, send, t.p, &mut tally, &t.progress.bytes);
+    let received = match liveness::watch(t.ctrl, receiving).await {
+        Watched::Done(received) => received,
+        Watched::Gone { reason, .. } => {
+            connection.close(0u32.into(), b"server gone");
+            return Err(t.gone(reason));
+        }
+    };
+    if let Err(e) = received {
+        connection.close(0u32.into(), b"failed");
+        let e = anyhow::Error::from(e).context("the data transfer failed");
+        return Err(t.explain_failure(e).await);
+    }
+    data_path.cpu = net::current_cpu();
+    let report = t.report().await;
+    let transport = Some(counters::quic_stats(connection));
+    connection.close(0u32.into(), b"done");
+    quic::drain(endpoint).await;
+    Ok(received_leg(&tally, report?, data_path, transport))
+}
+
+/// Sends the messages (paced by the application with `--rate`: quinn's own pacer follows its
+/// congestion window), stop-and-wait acknowledgements coming back on `recv`.
+async fn send_messages(
+    t: &mut Transfer<'_>,
+    (endpoint, connection, mut data_path): (&Endpoint, &Connection, DataPathInfo),
+    send: &mut SendStream,
+    recv: &mut RecvStream,
+) -> Result<Leg> {
+    let sink = QuicSink::new(send, connection, t.p);
+    let mut sink = Throttled::new(sink, t.p.rate_bps, Pause::Timer);
+    let started = Instant::now();
+    let sending = send_on_stream(recv, &mut sink, t.p, t.rtt, t.progress);
+    let sent = match liveness::watch(t.ctrl, sending).await {
+        Watched::Done(sent) => sent,
+        Watched::Gone { reason, .. } => {
+            // No drain: nobody is left to acknowledge the close.
+            connection.close(0u32.into(), b"server gone");
+            return Err(t.gone(reason));
+        }
+    };
+    let tally = match sent {
+        Ok(tally) => tally,
+        Err(e) => {
+            connection.close(0u32.into(), b"failed");
+            return Err(t.explain_failure(e).await);
+        }
+    };
+    let done_at = Instant::now();
+    data_path.cpu = net::current_cpu();
+    let send_window = sink.get_ref().send_window();
+    drop(sink);
+    let _ = send.finish();
+    let result = t.finish_timing(started, done_at).await;
+    let transport = Some(TransportStats {
+        send_window_bytes: send_window,
+        ..counters::quic_stats(connection)
+    });
+    connection.close(0u32.into(), b"done");
+    quic::drain(endpoint).await;
+    let (elapsed, report) = result?;
+    Ok(Leg {
+        tally,
+        started,
+        elapsed,
+        report,
+        data_path,
+        transport,
+        udp_received: None,
+    })
+}

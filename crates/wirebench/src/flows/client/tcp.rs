@@ -1,0 +1,153 @@
+//! The client's TCP transfer: a second connection to the server's port, driven on a blocking
+//! (or spinning) socket in a thread of its own (see engine::blocking), sending or, with
+//! `--reverse`, receiving; the loops are the ones QUIC uses.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use wirebench_core::wire::proto::{Preamble, SessionParams};
+
+use super::leg::{received_leg, send_on_stream, Leg, Transfer};
+use crate::engine::blocking::{self, block_on, Blocking};
+use crate::engine::liveness::{self, Watched};
+use crate::engine::stream::{self, ReadSource, ReadTally, WriteSink};
+use crate::transport::counters;
+use crate::transport::{control, net};
+
+/// Opens the data connection, then plays the session's role on it.
+pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble) -> Result<Leg> {
+    let data = connect(t.server, t.p, preamble).await?;
+    if t.p.reverse {
+        receive(t, data).await
+    } else {
+        send(t, data).await
+    }
+}
+
+/// The data connection with the session's options (the pacing rate only when we send),
+/// announced by `preamble`, handed over as a blocking socket.
+async fn connect(
+    server: std::net::SocketAddr,
+    p: &SessionParams,
+    preamble: &Preamble,
+) -> Result<std::net::TcpStream> {
+    let pacing = p.rate_bps.filter(|_| !p.reverse);
+    let mut data = net::connect_tcp_data(server, &p.options, p.mechanism, pacing).await?;
+    control::write_preamble(&mut data, preamble).await?;
+    blocking::into_blocking(data, p.options.busy_poll).context("while preparing the data socket")
+}
+
+/// The sending role in a thread of its own; the clock stops as [`Transfer::finish_timing`]
+/// says.
+async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
+    t.progress.watch_tcp_sender(&data);
+    // A second handle, to stop the sender thread (shutdown wakes a blocked write or read) if
+    // the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
+    let params = t.p.clone();
+    let payload = vec![0u8; t.p.msg_size as usize];
+    // The thread owns a copy of the histogram and hands it back.
+    let mut hist = t.rtt.clone();
+    let progress = Arc::clone(t.progress);
+    let sender = tokio::task::spawn_blocking(move || {
+        let spin = params.options.busy_poll;
+        let mut writer = Blocking::new(&data, spin);
+        let mut sink = WriteSink {
+            writer: &mut writer,
+            payload: &payload,
+        };
+        let started = Instant::now();
+        let result = block_on(send_on_stream(
+            &mut Blocking::new(&data, spin),
+            &mut sink,
+            &params,
+            &mut hist,
+            &progress,
+        ));
+        let done_at = Instant::now();
+        if params.timed() {
+            // A timed session ends by the sender closing its side (the receiver cannot know
+            // the total); the socket stays open for the acknowledgements and TCP_INFO.
+            let _ = data.shutdown(std::net::Shutdown::Write);
+        }
+        let data_path = net::tcp_data_path(&data, spin);
+        (result, started, done_at, data_path, hist, data)
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch_stoppable(t.ctrl, sender, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+    };
+    let (result, started, done_at, data_path, hist, data) =
+        joined.context("the TCP sender thread failed")?;
+    *t.rtt = hist;
+    let tally = match result {
+        Ok(tally) => tally,
+        Err(e) => return Err(t.explain_failure(e).await),
+    };
+    let (elapsed, report) = t.finish_timing(started, done_at).await?;
+    // Read after the server's report, once the last acknowledgements (and the D-SACKs that
+    // unmask spurious retransmissions) are in.
+    let transport = counters::tcp_sender_stats(&data).await;
+    Ok(Leg {
+        tally,
+        started,
+        elapsed,
+        report,
+        data_path,
+        transport,
+        udp_received: None,
+    })
+}
+
+/// `--reverse`: the receiving role in a thread of its own, then the data connection closed,
+/// which tells the server everything arrived.
+async fn receive(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
+    let params = t.p.clone();
+    // A second handle, to stop the receiver thread if the server goes away mid-transfer.
+    let stopper = data
+        .try_clone()
+        .context("while preparing the data socket")?;
+    let progress = Arc::clone(t.progress);
+    let receiver = tokio::task::spawn_blocking(move || {
+        let spin = params.options.busy_poll;
+        let mut tally = ReadTally::default();
+        let mut reader = Blocking::new(&data, spin);
+        let mut source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; stream::receive_buffer_len(params.mechanism, params.msg_size)],
+        };
+        let result = block_on(stream::receive_role(
+            &mut source,
+            &mut Blocking::new(&data, spin),
+            &params,
+            &mut tally,
+            &progress.bytes,
+        ));
+        let transport = counters::tcp_stats(&data);
+        (result, tally, net::tcp_data_path(&data, spin), transport)
+        // `data` is closed here, before the report is awaited.
+    });
+    let stop = || {
+        let _ = stopper.shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch_stoppable(t.ctrl, receiver, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+    };
+    // The server waits for the client to close the data connection (its FIN says everything
+    // arrived): with the thread's handle gone, this last one closes it.
+    drop(stopper);
+    let (result, tally, data_path, transport) = joined.context("the TCP receiver thread failed")?;
+    if let Err(e) = result {
+        let e = anyhow::Error::from(e).context("the data transfer failed");
+        return Err(t.explain_failure(e).await);
+    }
+    let report = t.report().await?;
+    Ok(received_leg(&tally, report, data_path, transport))
+}

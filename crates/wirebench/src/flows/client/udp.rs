@@ -1,0 +1,263 @@
+//! The client's UDP transfer: datagrams to the server's port, the end agreed on the control
+//! connection. One piece per job: receiving (`--reverse`), streaming (watched by a judge in a
+//! `--rate max` trial), stop-and-wait (spinning or on the runtime), and the end.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use wirebench_core::machine::rto::{
+    RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
+};
+use wirebench_core::machine::saw::RtoPolicy;
+use wirebench_core::record::UdpReceipt;
+use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::{message_count, Mechanism};
+use wirebench_core::vocab::units::BitRate;
+use wirebench_core::wire::proto::{ControlMessage, DataPathInfo};
+
+use super::leg::{Leg, Transfer};
+use crate::engine::blocking::block_on;
+use crate::engine::liveness::{self, Judge, Judged, Watched};
+use crate::engine::stream;
+use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
+use crate::engine::{udp_hello, udp_reverse, SendTally};
+use crate::transport::{control, net};
+
+/// What a sending transfer did: its tally, when it started and when its last datagram left
+/// (stop-and-wait: was acknowledged).
+type Sent = (SendTally, Instant, Instant);
+
+/// Connects the socket, then receives (`--reverse`) or sends and agrees the end.
+pub(super) async fn run(
+    t: &mut Transfer<'_>,
+    (session, token): (u32, u32),
+    judge: Option<Judge<'_>>,
+) -> Result<Leg> {
+    let udp = UdpClient::connect(t.server, t.p.options.window).await?;
+    let mut data_path = udp.data_path(t.p.options.busy_poll);
+    if t.p.reverse {
+        return receive(t, &udp, (session, token), data_path).await;
+    }
+    // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
+    udp_hello::validate(udp.socket(), session, token).await?;
+    let sent = match t.p.mechanism {
+        Mechanism::Stream => stream(t, &udp, session, judge, &mut data_path).await?,
+        Mechanism::StopAndWait => stop_and_wait(t, udp, session, &mut data_path).await?,
+    };
+    finish(t, sent, data_path).await
+}
+
+/// `--reverse`: counts the server's datagrams until its "sent N messages" and the stragglers
+/// are in; the client is the receiver, so it reports loss, duplicates, order and jitter.
+async fn receive(
+    t: &mut Transfer<'_>,
+    udp: &UdpClient,
+    ids: (u32, u32),
+    mut data_path: DataPathInfo,
+) -> Result<Leg> {
+    let ctrl = &mut *t.ctrl;
+    let wait_done = async {
+        match control::recv(ctrl).await? {
+            Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
+            Some(ControlMessage::Report(r)) => bail!(
+                "the server ended the session: {}",
+                r.abort_reason.as_deref().unwrap_or("no reason given")
+            ),
+            Some(ControlMessage::Error { reason }) => {
+                bail!("the server reported an error: {reason}")
+            }
+            Some(_) => bail!("the server sent something other than its done message"),
+            None => {
+                bail!("the server is gone: it closed the control connection before it was done")
+            }
+        }
+    };
+    let (counts, sent) = udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
+    data_path.cpu = net::current_cpu();
+    let report = t.report().await?;
+    let lost = sent.saturating_sub(counts.messages);
+    let started = counts.first_at.unwrap_or_else(Instant::now);
+    Ok(Leg {
+        tally: SendTally {
+            messages: counts.messages,
+            bytes: counts.bytes,
+            send_calls: counts.datagrams,
+            ..SendTally::default()
+        },
+        started,
+        elapsed: counts
+            .last_at
+            .map_or(Duration::ZERO, |l| l.saturating_duration_since(started)),
+        report,
+        data_path,
+        // As forward: what the sender put on the wire that had to be resent or was lost.
+        transport: (t.p.mechanism == Mechanism::Stream)
+            .then(|| TransportStats::from_udp(sent, lost)),
+        udp_received: Some(UdpReceipt {
+            lost,
+            duplicates: counts.duplicates,
+            out_of_order: counts.out_of_order,
+            jitter_us: counts.jitter_us,
+        }),
+    })
+}
+
+/// Streaming: every message once, paced to `--rate`; with a judge (a `--rate max` trial),
+/// each of the server's receipts goes to it, and the sending stops when it says so.
+async fn stream(
+    t: &mut Transfer<'_>,
+    udp: &UdpClient,
+    session: u32,
+    judge: Option<Judge<'_>>,
+    data_path: &mut DataPathInfo,
+) -> Result<Sent> {
+    let p = t.p;
+    let started = Instant::now();
+    let sending = udp.send_stream(
+        session,
+        (p.total_bytes, stream::session_deadline(p, started)),
+        p.msg_size,
+        p.rate_bps.map(BitRate),
+        &t.progress.bytes,
+    );
+    let tally = match judge {
+        None => match liveness::watch(t.ctrl, sending).await {
+            Watched::Done(Ok(tally)) => tally,
+            Watched::Done(Err(e)) => return Err(t.explain_failure(e).await),
+            Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+        },
+        Some(judge) => {
+            let watched = (started, &t.progress.bytes);
+            match liveness::watch_receipts(t.ctrl, sending, watched, judge).await {
+                Judged::Done(Ok(tally)) => tally,
+                Judged::Done(Err(e)) => return Err(t.explain_failure(e).await),
+                // Dropped between sends: the progress counter is exactly what left.
+                Judged::Stopped => {
+                    let bytes = t.progress.bytes.load(Ordering::Relaxed);
+                    let messages = message_count(bytes, p.msg_size);
+                    SendTally {
+                        messages,
+                        bytes,
+                        datagrams: messages,
+                        ..SendTally::default()
+                    }
+                }
+                Judged::Gone(reason) => return Err(t.gone(reason)),
+            }
+        }
+    };
+    data_path.cpu = net::current_cpu();
+    Ok((tally, started, Instant::now()))
+}
+
+/// Stop-and-wait: one datagram in flight, retransmitted on timeout (`--rto`, or adaptive);
+/// with busy-poll, on a thread of its own spinning on the socket.
+async fn stop_and_wait(
+    t: &mut Transfer<'_>,
+    udp: UdpClient,
+    session: u32,
+    data_path: &mut DataPathInfo,
+) -> Result<Sent> {
+    let p = t.p;
+    let policy = match p.rto_us {
+        Some(us) => RtoPolicy::Fixed(Duration::from_micros(us)),
+        None => RtoPolicy::Adaptive(RtoEstimator::new(
+            DEFAULT_INITIAL_RTO,
+            DEFAULT_MIN_RTO,
+            DEFAULT_MAX_RTO,
+        )),
+    };
+    let (total, size) = (p.total_bytes, p.msg_size);
+    if !p.options.busy_poll {
+        let started = Instant::now();
+        let mut port = AsyncPort(udp.socket());
+        let sending = udp::send_stop_and_wait(
+            &mut port,
+            session,
+            (total, stream::session_deadline(p, started)),
+            size,
+            policy,
+            t.rtt,
+            &t.progress.bytes,
+        );
+        let tally = match liveness::watch(t.ctrl, sending).await {
+            Watched::Done(Ok(tally)) => tally,
+            Watched::Done(Err(e)) => return Err(t.explain_failure(e).await),
+            Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+        };
+        data_path.cpu = net::current_cpu();
+        return Ok((tally, started, Instant::now()));
+    }
+    let halt = Arc::new(AtomicBool::new(false));
+    let mut port = SpinPort(
+        udp.into_std().context("while preparing the UDP socket")?,
+        Arc::clone(&halt),
+    );
+    // The thread owns a copy of the histogram and hands it back.
+    let mut hist = t.rtt.clone();
+    let progress = Arc::clone(t.progress);
+    let params = p.clone();
+    let sender = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let deadline = stream::session_deadline(&params, started);
+        let result = block_on(udp::send_stop_and_wait(
+            &mut port,
+            session,
+            (total, deadline),
+            size,
+            policy,
+            &mut hist,
+            &progress.bytes,
+        ));
+        (result, started, Instant::now(), net::current_cpu(), hist)
+    });
+    let stop = || halt.store(true, Ordering::Relaxed);
+    let joined = match liveness::watch_stoppable(t.ctrl, sender, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+    };
+    let (result, started, acked_at, cpu, hist) = joined.context("the UDP sender thread failed")?;
+    *t.rtt = hist;
+    data_path.cpu = cpu;
+    match result {
+        Ok(tally) => Ok((tally, started, acked_at)),
+        Err(e) => Err(t.explain_failure(e).await),
+    }
+}
+
+/// The end of a sending transfer: says what was sent, waits for the report, and stops the
+/// clock (stop-and-wait: at the last acknowledgement; streaming: at the server's confirmation,
+/// less the time it then waited for stragglers after the last datagram arrived).
+async fn finish(t: &mut Transfer<'_>, sent: Sent, data_path: DataPathInfo) -> Result<Leg> {
+    let (tally, started, acked_at) = sent;
+    control::send(
+        t.ctrl,
+        &ControlMessage::SenderDone {
+            messages_sent: tally.messages,
+            bytes_sent: tally.bytes,
+        },
+    )
+    .await?;
+    let report = t.report().await?;
+    let (elapsed, resent_or_lost) = match t.p.mechanism {
+        Mechanism::StopAndWait => (acked_at - started, tally.retransmissions),
+        // `idle_after_last_ns` is a duration on the server's clock, not a time.
+        Mechanism::Stream => (
+            started
+                .elapsed()
+                .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
+            report.lost,
+        ),
+    };
+    Ok(Leg {
+        tally,
+        started,
+        elapsed,
+        report,
+        data_path,
+        transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
+        udp_received: None,
+    })
+}
