@@ -205,6 +205,7 @@ async fn a_store_busy_past_the_wait_keeps_the_runs_until_the_next_open() {
     crate::support::within(async {
         for db in backends() {
             drop(db.open());
+            let _spool = SpoolPlace::of(&db);
             let data_home = TempPath::new("-data");
             let args = busy_plan(&db);
             let mut held = matches!(db, TestDb::Postgres(..)).then(|| Held::take(&db));
@@ -260,6 +261,7 @@ async fn a_stop_signal_does_not_wait_for_a_busy_store() {
     crate::support::within(async {
         let db = TestDb::sqlite();
         drop(db.open());
+        let _spool = SpoolPlace::of(&db);
         let data_home = TempPath::new("-data");
         let args = busy_plan(&db);
         let mut child = spawn(&args, &data_home, &[("WIREBENCH_STORE_WAIT", "60s")]);
@@ -291,6 +293,27 @@ async fn a_stop_signal_does_not_wait_for_a_busy_store() {
         assert!(!spool.exists());
     })
     .await
+}
+
+/// Removes an SQLite store's spool place (`FILE.spool/`) when dropped, should a test fail
+/// before the next open emptied it.
+struct SpoolPlace(Option<std::path::PathBuf>);
+
+impl SpoolPlace {
+    fn of(db: &TestDb) -> SpoolPlace {
+        SpoolPlace(match db {
+            TestDb::Sqlite(p) => Some(std::path::PathBuf::from(format!("{}.spool", p.arg()))),
+            TestDb::Postgres(..) => None,
+        })
+    }
+}
+
+impl Drop for SpoolPlace {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// The spool file a warning names: the word after "kept in".
