@@ -43,7 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-targets=(control datagram seq_tracker impair iperf3_control iperf3_udp)
+targets=(control datagram seq_tracker impair iperf3_control iperf3_udp dns perf)
 
 echo "building the fuzz targets (nightly, sanitizer=address)..." >&2
 cargo +nightly fuzz build >&2

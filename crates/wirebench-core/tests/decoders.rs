@@ -118,6 +118,16 @@ fn seeded_iperf3_udp() {
 }
 
 #[test]
+fn seeded_dns() {
+    random_and_mutated(Target::Dns, 50_000);
+}
+
+#[test]
+fn seeded_perf() {
+    random_and_mutated(Target::Perf, 20_000);
+}
+
+#[test]
 fn harnesses_understand_well_formed_seeds() {
     // Sanity of the harnesses themselves: the well-formed seeds are understood, not all refused.
     let control = untrusted::seeds(Target::Control);

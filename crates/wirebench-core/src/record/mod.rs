@@ -11,6 +11,7 @@ pub mod document;
 pub mod headline;
 pub mod lifecycle;
 pub mod loaded_latency;
+pub mod plausibility;
 pub mod ratesearch;
 pub mod relay;
 pub mod rpm;

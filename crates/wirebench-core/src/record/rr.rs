@@ -175,7 +175,7 @@ impl RrResult {
     }
 }
 
-/// Which kind of path a path note names, by how it starts (as README's rr section and
+/// Which kind of path a path note names, by how it starts (as the guide's round-trips page and
 /// lab/netns-lab.sh write them): what drops packets there differs by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MeasuredPath {

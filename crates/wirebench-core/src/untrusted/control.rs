@@ -1,11 +1,15 @@
 //! Harness for a control connection's bytes: owns decoding them the way the app's control reader
-//! does (preamble, then frames) and checking what comes out, and naming them as a client names
-//! a peer's first answer (`peer_kind`); must not do I/O.
+//! does (preamble, then frames) and checking what comes out — every string safe to show, a
+//! request through the server's field checks, a report through the client's plausibility
+//! check — and naming them as a client names a peer's first answer (`peer_kind`); must not do
+//! I/O.
 
 use super::assert_one_line;
+use crate::record::plausibility::{check_report, ClientView};
+use crate::security::text::is_safe;
 use crate::wire::proto::{
-    decode_body, encode_frame, frame_len, ConnKind, Preamble, MAX_CONTROL_FRAME, PREAMBLE_LEN,
-    PROTOCOL_VERSION,
+    decode_body, encode_frame, frame_len, ConnKind, ControlMessage, Preamble, MAX_CONTROL_FRAME,
+    PREAMBLE_LEN, PROTOCOL_VERSION,
 };
 
 /// What one control connection's bytes decoded to.
@@ -79,6 +83,7 @@ pub fn control_connection(data: &[u8]) -> ControlSummary {
         match decode_body(body) {
             Ok(msg) => {
                 summary.messages += 1;
+                check_what_a_peer_sent(&msg);
                 let mut out = Vec::new();
                 encode_frame(&msg, &mut out);
                 let reencoded = &out[4..];
@@ -103,4 +108,58 @@ pub fn control_connection(data: &[u8]) -> ControlSummary {
         }
     }
     summary
+}
+
+/// What the server and the client do with a decoded message a peer sent: its text is safe to
+/// show, a request is checked field by field, a report against what a client may have counted;
+/// every refusal is one clean line.
+fn check_what_a_peer_sent(msg: &ControlMessage) {
+    let texts: Vec<&str> = match msg {
+        ControlMessage::Rejected { reason } | ControlMessage::Error { reason } => vec![reason],
+        ControlMessage::Report(r) => r.abort_reason.iter().map(String::as_str).collect(),
+        ControlMessage::SessionRequest(p) => {
+            p.options.congestion.iter().map(String::as_str).collect()
+        }
+        _ => Vec::new(),
+    };
+    for text in texts {
+        assert!(is_safe(text), "peer text not made safe: {text:?}");
+    }
+    match msg {
+        ControlMessage::SessionRequest(p) => {
+            for ipv6 in [false, true] {
+                if let Err(e) = p.validate(ipv6) {
+                    assert_one_line(&e.0);
+                }
+            }
+        }
+        ControlMessage::RrRequest(rr) => {
+            for ipv6 in [false, true] {
+                if let Err(e) = rr.validate(ipv6) {
+                    assert_one_line(&e.0);
+                }
+            }
+        }
+        ControlMessage::Report(r) => {
+            let (m, b) = (r.messages, r.bytes);
+            for view in [
+                ClientView::Sent {
+                    messages: m,
+                    bytes: b,
+                },
+                ClientView::Received {
+                    messages: m,
+                    bytes: b,
+                },
+                ClientView::Requests { sent: m / 2 },
+            ] {
+                for waited in [0, r.elapsed_ns, u64::MAX] {
+                    if let Err(e) = check_report(view, waited, r) {
+                        assert_one_line(&e.to_string());
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
 }

@@ -1,7 +1,8 @@
 //! Entry points for untrusted bytes: owns the harness functions that feed arbitrary input to every
-//! decoder and state machine a peer can reach (control messages, UDP data datagrams and the
-//! receiver's sequence accounting, the relay's impairment machine, iperf3's control and UDP
-//! formats) and check that the results are sane; must not do I/O or read clocks (a caller that
+//! decoder and state machine a peer can reach (control messages with the server's field checks
+//! and the client's report check, UDP data datagrams and the receiver's sequence accounting, the
+//! relay's impairment machine, iperf3's control and UDP formats, DNS responses, QUIC perf
+//! requests) and check that the results are sane; must not do I/O or read clocks (a caller that
 //! needs an origin for time passes it in).
 //!
 //! The cargo-fuzz targets in `fuzz/` and the stable replay test `tests/decoders.rs` both call
@@ -11,16 +12,20 @@
 mod control;
 mod cursor;
 mod datagram;
+mod dns;
 mod impair;
 mod iperf3;
+mod perf;
 mod seeds;
 
 use std::time::Instant;
 
 pub use control::control_connection;
 pub use datagram::{data_datagrams, seq_tracker};
+pub use dns::dns_response;
 pub use impair::impairer;
 pub use iperf3::{iperf3_control, iperf3_udp};
+pub use perf::perf_requests;
 pub use seeds::seeds;
 
 /// One fuzz target: a family of untrusted input and the harness that takes it.
@@ -42,17 +47,23 @@ pub enum Target {
     Iperf3Control,
     /// iperf3 UDP datagrams through the header decoder and the receiver's loss/jitter accounting.
     Iperf3Udp,
+    /// A DNS resolver's response through the question's checks and the answer lines shown.
+    Dns,
+    /// The 8-byte request of a QUIC perf stream, in arbitrary pieces.
+    Perf,
 }
 
 impl Target {
     /// Every target, in the order `fuzz/run.sh` runs them.
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 8] = [
         Target::Control,
         Target::Datagram,
         Target::SeqTracker,
         Target::Impair,
         Target::Iperf3Control,
         Target::Iperf3Udp,
+        Target::Dns,
+        Target::Perf,
     ];
 
     /// The target's name: its cargo-fuzz binary and its corpus directory `fuzz/corpus/<name>`.
@@ -64,6 +75,8 @@ impl Target {
             Target::Impair => "impair",
             Target::Iperf3Control => "iperf3_control",
             Target::Iperf3Udp => "iperf3_udp",
+            Target::Dns => "dns",
+            Target::Perf => "perf",
         }
     }
 
@@ -89,6 +102,8 @@ impl Target {
             Target::Iperf3Udp => {
                 iperf3_udp(data);
             }
+            Target::Dns => dns_response(data),
+            Target::Perf => perf_requests(data),
         }
     }
 }

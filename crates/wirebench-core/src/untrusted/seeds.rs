@@ -24,7 +24,56 @@ pub fn seeds(target: Target) -> Vec<(&'static str, Vec<u8>)> {
         Target::Impair => impair(),
         Target::Iperf3Control => iperf3_control(),
         Target::Iperf3Udp => iperf3_udp(),
+        Target::Dns => dns(),
+        Target::Perf => perf(),
     }
+}
+
+/// DNS responses in the harness's layout (type byte, ID base, response), built with the
+/// query encoder and edited into answers: a clean one, a truncated one, an answer with a TXT
+/// record holding control characters, and garbage.
+fn dns() -> Vec<(&'static str, Vec<u8>)> {
+    let Ok(question) = crate::wire::dns::Question::new("example.org", "A") else {
+        return Vec::new();
+    };
+    let mut query = Vec::new();
+    question.encode_into(0x1234, &mut query);
+    let mut response = query.clone();
+    // QR=1, RD+RA, one answer: example.org A 192.0.2.1 (a pointer to the question's name).
+    response[2] = 0x81;
+    response[3] = 0x80;
+    response[7] = 1;
+    response.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+    let mut txt = response.clone();
+    txt.truncate(query.len());
+    // ... and a TXT record (type 16) whose text holds ESC, a newline and a NUL.
+    txt.extend_from_slice(&[0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 0, 60, 0, 9, 8]);
+    txt.extend_from_slice(b"\x1b[2J\n\0x");
+    let mut truncated = response.clone();
+    truncated[2] |= 0x02;
+    let framed = |rtype: u8, body: &[u8]| {
+        let mut out = vec![rtype, 0x12, 0x34];
+        out.extend_from_slice(body);
+        out
+    };
+    vec![
+        ("answer", framed(0, &response)),
+        ("txt-control", framed(2, &txt)),
+        ("truncated", framed(0, &truncated)),
+        ("query-not-answer", framed(0, &query)),
+        ("garbage", framed(3, b"\xff\xff\x00\x01 not dns")),
+    ]
+}
+
+/// QUIC perf requests: 1 GiB asked whole, in pieces, and a stream that ends inside it.
+fn perf() -> Vec<(&'static str, Vec<u8>)> {
+    let mut upload = crate::wire::perf::encode_request(1 << 30).to_vec();
+    upload.extend_from_slice(&[0x5a; 32]);
+    vec![
+        ("request-then-upload", upload),
+        ("max", crate::wire::perf::encode_request(u64::MAX).to_vec()),
+        ("short", vec![0, 0, 1]),
+    ]
 }
 
 fn session_params() -> SessionParams {

@@ -202,10 +202,16 @@ pub fn response_id(bytes: &[u8]) -> Option<u16> {
 }
 
 /// The answer section of a response as text, one `name TTL class type data` line per record
-/// (empty when it does not decode): what a run shows as the answer it got.
+/// (empty when it does not decode): what a run shows as the answer it got. A resolver's text
+/// (a TXT record, a name with odd bytes) enters here, made safe to show.
 pub fn answer_lines(bytes: &[u8]) -> Vec<String> {
     Message::from_vec(bytes)
-        .map(|m| m.answers().iter().map(|r| r.to_string()).collect())
+        .map(|m| {
+            m.answers()
+                .iter()
+                .map(|r| crate::security::text::peer_text(&r.to_string()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -103,9 +103,11 @@ pub struct RrArgs {
     /// Requests outstanding per flow (K), 1 to 10000; a comma list (10,20,40,80) runs each in turn.
     #[arg(long, default_value = "1")]
     pub concurrency: String,
-    /// Flows (T), 1 to 1024: each its own TCP connection, QUIC connection or UDP socket.
-    #[arg(long, default_value_t = 1)]
-    pub flows: u32,
+    /// Flows (T), 1 to 1024: each its own TCP connection, QUIC connection or UDP socket; a
+    /// comma list (1,2,3) runs each in turn, every --concurrency at each (one result per
+    /// protocol × flows × K).
+    #[arg(long, default_value = "1")]
+    pub flows: String,
     /// Open a fresh TCP or QUIC connection for every request (not UDP) and report the handshake
     /// time per request apart from the response time.
     #[arg(long)]

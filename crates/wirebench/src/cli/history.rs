@@ -32,40 +32,64 @@ pub struct CompareArgs {
 /// Flags of `wirebench report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Campaign id, as `wirebench runs` lists it.
-    #[arg(required_unless_present = "last", conflicts_with = "last")]
-    pub id: Option<i64>,
-    /// Report on the newest campaign.
-    #[arg(long)]
-    pub last: bool,
+    /// Campaign ids, as `wirebench runs` lists them: several make one report (e.g. one
+    /// campaign per protocol), a configuration measured in more than one pooling their runs.
+    /// With --dns, --rr or --rpm, one id.
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "last",
+        conflicts_with = "last"
+    )]
+    pub ids: Vec<i64>,
+    /// Report on the newest campaign, or with N the newest N as one report (`--last 7`).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1",
+          value_parser = clap::value_parser!(u64).range(1..10_000))]
+    pub last: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+    /// How the tables are laid out: one block per configuration (every figure's min, avg,
+    /// median, max, stddev, and both sides' counts), or `grid`: the lab-report table, rows =
+    /// totals (or message sizes), columns = protocol × mechanism, each cell min / avg / max of
+    /// transfer time and of goodput (text, markdown, csv and html).
+    #[arg(long, value_enum, default_value = "configurations")]
+    pub layout: ReportLayout,
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// HTML: the run whose interval series (measured with `run -i D`) the throughput-over-time
-    /// chart shows, numbered as `wirebench show` lists them. Default: the first run that has them.
+    /// chart shows, numbered as `wirebench show` lists them (one campaign). Default: the run
+    /// with the longest series.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub run: Option<u64>,
     /// The id (or --last) is a DNS campaign, as `wirebench dns` printed it: --format html
-    /// charts its timeouts against concurrency; table prints its sweep table; json its results.
-    #[arg(long, conflicts_with = "run")]
+    /// charts UDP loss against TCP retransmissions and the response time against concurrency;
+    /// table, markdown and csv print what was answered and how fast; json its results.
+    #[arg(long, conflicts_with_all = ["run", "layout"])]
     pub dns: bool,
     /// The id (or --last) is an rr sweep, as `wirebench rr` printed it: --format html charts
-    /// UDP loss and TCP/QUIC retransmissions against requests in flight; table prints the sweep
-    /// table; json its results.
-    #[arg(long, conflicts_with_all = ["run", "dns"])]
+    /// UDP loss and TCP/QUIC retransmissions, response time and requests/s against the
+    /// requests in flight (or the flows); table, markdown, csv; json its results.
+    #[arg(long, conflicts_with_all = ["run", "dns", "layout"])]
     pub rr: bool,
     /// The id (or --last) is an rpm campaign, as `wirebench rpm` printed it: RPM with the
     /// draft's rating, its components, idle and loaded latency and the intervals; --format html
     /// charts probe latency over time above the goodput; table, markdown, csv (one row per
     /// interval) or json.
-    #[arg(long, conflicts_with_all = ["run", "dns", "rr"])]
+    #[arg(long, conflicts_with_all = ["run", "dns", "rr", "layout"])]
     pub rpm: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// The table layouts of `wirebench report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportLayout {
+    /// One block per configuration (what `run --repeat` ends with).
+    Configurations,
+    /// Rows = totals or sizes, columns = protocol × mechanism, cells min / avg / max.
+    Grid,
 }
 
 /// The formats of `wirebench report`.
@@ -73,9 +97,9 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     /// Plain-text tables ("Statistics for TCP Streaming ...").
     Table,
-    /// Markdown tables, one per configuration.
+    /// Markdown tables (per configuration, or the grid).
     Markdown,
-    /// One CSV row per configuration × view × metric.
+    /// CSV: one row per configuration × view × metric, or one per row of the grid.
     Csv,
     /// One JSON document.
     Json,

@@ -23,8 +23,8 @@ pub use dns::DnsArgs;
 pub use exchange::{ExchangeArgs, PingArgs, RrArgs};
 pub use exporter::ExporterArgs;
 pub use history::{
-    CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ShowArgs, StoreCommand,
-    StoreCopyArgs,
+    CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs,
+    StoreCommand, StoreCopyArgs,
 };
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
@@ -84,6 +84,9 @@ pub enum Command {
     /// after each session: protocol, mechanism, messages read, bytes read, time and throughput.
     /// TCP sessions run on threads of their own; the rest (control, QUIC, UDP) on one worker
     /// thread fewer than there are CPUs, at least one (TOKIO_WORKER_THREADS=N sets the number).
+    /// Every session of every kind (transfers, ping and rr, QUIC perf, iperf3 tests) passes one
+    /// gate: its request checked field by field, the limits below, one line, /metrics counts
+    /// (docs/security.md says what it guarantees). SIGINT, SIGTERM or SIGHUP stops it.
     Server(ServerArgs),
     /// Run a test against a server (or, without --server, against one started in-process on loopback).
     ///
@@ -114,12 +117,16 @@ pub enum Command {
     /// --to postgres://wirebench@db.example/wirebench
     #[command(subcommand)]
     Store(StoreCommand),
-    /// Summarise one stored campaign as a table, Markdown, CSV, JSON or an HTML page with charts.
+    /// Summarise stored campaigns as a table, Markdown, CSV, JSON or an HTML page with charts.
     ///
-    /// Per configuration (message size × total × protocol × mechanism): min / avg / median / max
-    /// / stddev of time, throughput, messages and bytes, for the client and the server view.
+    /// Several ids (or --last N) make one report. Per configuration (message size × total ×
+    /// protocol × mechanism): min / avg / median / max / stddev of goodput, time, loss, round
+    /// trips, and both sides' messages and bytes; or, with --layout grid, the lab-report table
+    /// (rows = totals or sizes, columns = protocol × mechanism, cells min / avg / max of time
+    /// and goodput). --dns, --rr and --rpm report a stored sweep of those commands.
     ///
-    /// Example: wirebench report --last --format markdown -o results.md
+    /// Examples: wirebench report --last --format markdown -o results.md;
+    /// wirebench report 1 2 3 --layout grid; wirebench report --last 7 --format html -o lab.html
     Report(ReportArgs),
     /// Compare two stored campaigns per configuration, with a significance test.
     ///
@@ -161,9 +168,10 @@ pub enum Command {
     /// response-time percentiles, UDP requests lost (timeout and retries) and late.
     ///
     /// A comma list for --concurrency sweeps K in one command, one line per K (loss grows with
-    /// load). With --new-connection every request opens a fresh TCP or QUIC connection (as
-    /// netperf TCP_CRR does) and the handshake time per request is reported apart from the
-    /// response time.
+    /// load); a comma list for --flows sweeps T the same way (response time and requests/s as
+    /// sessions are added). With --new-connection every request opens a fresh TCP or QUIC
+    /// connection (as netperf TCP_CRR does) and the handshake time per request is reported
+    /// apart from the response time. The sweep is stored: `wirebench report --rr --last`.
     ///
     /// Example: wirebench rr --proto udp --request 64 --response 512 --concurrency 10,20,40,80 --flows 4
     Rr(RrArgs),
@@ -215,7 +223,8 @@ pub enum Command {
     /// against --max-total. The answer is Prometheus text: wirebench_probe_success (0 with
     /// wirebench_probe_failure_info{reason=...} when it failed), _duration_seconds,
     /// _goodput_bytes_per_second, bytes, UDP loss, retransmission ratio, RTT quantiles,
-    /// requests or queries per second. /metrics serves the exporter's own counters.
+    /// requests or queries per second. /metrics serves the exporter's own counters. A query
+    /// holding a control character is refused (400). SIGINT, SIGTERM or SIGHUP stops it.
     ///
     /// Example: wirebench exporter --listen 127.0.0.1:9311 --allow 10.0.0.0/8 --max-total 50MiB
     Exporter(ExporterArgs),
@@ -252,5 +261,7 @@ others' queued bytes: a full queue adds queue / rate of delay; a full queue stop
 of dropping); loss, reorder and duplicate apply to UDP only, and --proto tcp refuses them.
 
 Counts per direction (received, forwarded, dropped, queue drops, duplicated, reordered, delayed)
-are printed on SIGUSR1 and at exit (Ctrl-C or SIGTERM); --json prints them as one JSON object
-per line. The same --seed with the same traffic makes the same decisions.";
+are printed on SIGUSR1 and at exit (Ctrl-C, SIGTERM or SIGHUP); --json prints them as one JSON
+object per line. The same --seed with the same traffic makes the same decisions. A --to that is
+the relay's own --listen is refused; the relay holds at most 256 MiB and 1024 UDP clients, and
+says on stderr when it drops for want of room or the system refuses it a socket.";

@@ -31,7 +31,8 @@ pub struct RelayArgs {
     /// than the rate.
     #[arg(long, value_name = "[up:|down:]RATE", action = clap::ArgAction::Append)]
     pub rate: Vec<String>,
-    /// Bytes the rate queue holds before it drops (default 256KiB).
+    /// Bytes the rate queue holds before it drops (default 256KiB). Whatever the settings, the
+    /// relay holds at most 256 MiB in all and 1024 UDP clients at once.
     #[arg(long, value_name = "[up:|down:]SIZE", action = clap::ArgAction::Append)]
     pub queue: Vec<String>,
     /// Seed of the random decisions.

@@ -48,7 +48,9 @@ pub struct ServerArgs {
         help_heading = "Limits"
     )]
     pub max_duration: String,
-    /// Largest total one session may ask to transfer (e.g. 100GiB).
+    /// Most bytes one session may move, what the server reads and sends together (e.g.
+    /// 100GiB): a larger total is refused, and a session of any kind (rr, perf, iperf3
+    /// included) that reaches it is aborted.
     #[arg(
         long,
         value_name = "SIZE",
@@ -57,8 +59,9 @@ pub struct ServerArgs {
     )]
     pub max_bytes: String,
     /// Highest data rate of one session (e.g. 100Mbit); default unlimited. The server paces
-    /// what it sends and reads; a UDP stream towards the server must be paced by its sender
-    /// (--rate at most this), or it is refused.
+    /// what it sends and reads (rr responses, perf and iperf3 included); a UDP stream towards
+    /// the server must be paced by its sender (--rate at most this), or it is refused, and a
+    /// sender far above the rate it declared is aborted.
     #[arg(long, value_name = "RATE", help_heading = "Limits")]
     pub max_rate: Option<String>,
     /// Largest control message a client may send, in bytes (1024 to 65536).
@@ -73,7 +76,7 @@ pub struct ServerArgs {
         help_heading = "Limits"
     )]
     pub hello_timeout: String,
-    /// On SIGINT/SIGTERM, how long running sessions may go on before they are aborted (a
+    /// On SIGINT, SIGTERM or SIGHUP, how long running sessions may go on before they are aborted (a
     /// second signal aborts them at once; 0s to 1h).
     #[arg(
         long,

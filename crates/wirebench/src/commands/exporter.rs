@@ -1,13 +1,15 @@
 //! `wirebench exporter`: serves `/probe` and `/metrics` (see the `exporter` module) until
-//! SIGINT/SIGTERM, with the pages rendered by `output::metrics`; refused and failed probes are
+//! SIGINT, SIGTERM or SIGHUP (its counts logged on the way out), with the pages rendered by
+//! `output::metrics`; refused and failed probes are
 //! logged on stderr, one line each. With `--store`/`--db`, one thread owns the results store
 //! and commits every finished probe as its command would.
 
 use std::io::Write;
 use std::sync::mpsc;
 
+use std::sync::Arc;
+
 use anyhow::{anyhow, Context, Result};
-use tokio::signal::unix::{signal, SignalKind};
 use wirebench_core::record::Status;
 
 use crate::config::exporter::ExporterConfig;
@@ -15,6 +17,7 @@ use crate::exporter::{Exporter, Pages, Sink, StoredProbe};
 use crate::output::metrics;
 use crate::store::{Location, Store};
 use crate::transport::http;
+use crate::transport::signals::Stops;
 
 /// The renderers and log of the exporter's pages.
 pub const PAGES: Pages = Pages {
@@ -38,8 +41,7 @@ pub async fn execute(cfg: ExporterConfig) -> Result<()> {
     let local = listener
         .local_addr()
         .context("while reading the exporter's address")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for SIGINT")?;
-    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut stops = Stops::watch();
     log_line(&format!(
         "wirebench exporter listening on http://{local} (/probe, /metrics)"
     ));
@@ -51,9 +53,18 @@ pub async fn execute(cfg: ExporterConfig) -> Result<()> {
     }
     let exporter = Exporter::storing(cfg, PAGES, sink);
     tokio::select! {
-        () = exporter.serve(listener) => {}
-        _ = interrupt.recv() => log_line("wirebench exporter: interrupted, stopping"),
-        _ = terminate.recv() => log_line("wirebench exporter: terminated, stopping"),
+        () = Arc::clone(&exporter).serve(listener) => {}
+        stop = stops.next() => {
+            let c = exporter.counts();
+            log_line(&format!(
+                "wirebench exporter: {}, stopping after {} probes ({} failed, {} refused, {} in flight)",
+                stop.name(),
+                c.probes_run,
+                c.probes_failed,
+                c.probes_refused.iter().map(|(_, n)| n).sum::<u64>(),
+                c.probes_in_flight
+            ));
+        }
     }
     Ok(())
 }

@@ -6,13 +6,11 @@ use std::io::Write;
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use tokio::sync::mpsc;
 
 use crate::config::StoreTarget;
 use crate::flows::iperf3::client::{ClientConfig, ClientOutcome};
 use crate::flows::iperf3::server::Iperf3Server;
 use crate::flows::perf::client::PerfConfig;
-use crate::flows::server::ServerEvent;
 
 /// Runs one test against an iperf3 server, prints both views and stores the run.
 pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
@@ -85,10 +83,11 @@ pub async fn run_perf(cfg: PerfConfig) -> Result<()> {
     print(&text)
 }
 
-/// Binds the iperf3 listener and serves it in the background until the handle is dropped.
+/// Binds the iperf3 listener and serves it in the background, every test through `gate` (the
+/// server's), until the handle is dropped.
 pub async fn spawn_iperf3_listener(
     addr: SocketAddr,
-    events: mpsc::UnboundedSender<ServerEvent>,
+    gate: std::sync::Arc<crate::flows::server::gate::Gate>,
 ) -> Result<AbortOnDrop> {
     let server = Iperf3Server::bind(addr).await?;
     eprintln!(
@@ -96,7 +95,7 @@ pub async fn spawn_iperf3_listener(
         server.local_addr()
     );
     Ok(AbortOnDrop(tokio::spawn(async move {
-        let _ = server.run(events).await;
+        let _ = server.run(gate).await;
     })))
 }
 

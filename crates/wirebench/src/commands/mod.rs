@@ -74,23 +74,28 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
         }
         Command::Report(args) => {
             let db = config::db_path(&args.db)?;
-            let which = match args.id {
-                Some(id) => report::Which::Id(id),
-                None => report::Which::Last,
+            let which = match args.last {
+                Some(n) => report::Which::Last(usize::try_from(n).unwrap_or(usize::MAX)),
+                None => report::Which::Ids(args.ids.clone()),
             };
             let format = report::format_of(args.format);
             let output = args.output.as_deref();
             let stdout = &mut std::io::stdout().lock();
-            use report::{execute, execute_dns, execute_rpm, execute_rr};
+            use report::{execute, execute_sweep, Dns, Options, Rpm, Rr};
             if args.dns {
-                execute_dns(&db, which, format, output, stdout)?;
+                execute_sweep::<Dns>(&db, &which, format, output, stdout)?;
             } else if args.rpm {
-                execute_rpm(&db, which, format, output, stdout)?;
+                execute_sweep::<Rpm>(&db, &which, format, output, stdout)?;
             } else if args.rr {
-                execute_rr(&db, which, format, output, stdout)?;
+                execute_sweep::<Rr>(&db, &which, format, output, stdout)?;
             } else {
-                let run = args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-                execute(&db, which, format, run, output, stdout)?;
+                let opts = Options {
+                    format,
+                    layout: report::layout_of(args.layout),
+                    run: args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                    output,
+                };
+                execute(&db, &which, opts, stdout)?;
             }
             Ok(ExitCode::SUCCESS)
         }

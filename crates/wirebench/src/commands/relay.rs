@@ -1,5 +1,5 @@
-//! `wirebench relay`: runs the impairment relay until Ctrl-C or SIGTERM, printing its counts
-//! on SIGUSR1 and at exit (text, or one JSON object per line).
+//! `wirebench relay`: runs the impairment relay until SIGINT (Ctrl-C), SIGTERM or SIGHUP,
+//! printing its counts on SIGUSR1 and at exit (text, or one JSON object per line).
 
 use std::io::Write;
 
@@ -8,12 +8,18 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::flows::relay::{Relay, RelayConfig};
 use crate::output::relay::{counts_block, RelayLine, SCHEMA_VERSION};
+use crate::transport::signals::Stops;
 
 /// Runs the relay command.
 pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {
-    let relay = Relay::start(cfg.clone())
+    let mut relay = Relay::start(cfg.clone())
         .await
         .context("while starting the relay")?;
+    let mut notices = relay.notices();
+    // Watch the signals before saying we listen: a signal sent right after that line must
+    // stop the relay with its counts, not kill it.
+    let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch for SIGUSR1")?;
+    let mut stops = Stops::watch();
     eprintln!(
         "wirebench relay listening on {} ({}), forwarding to {} (seed {}); SIGUSR1 prints the counts",
         relay.local_addr(),
@@ -31,17 +37,28 @@ pub async fn execute(cfg: RelayConfig, json: bool) -> Result<()> {
              (delay, jitter and rate apply)"
         );
     }
-    let mut usr1 = signal(SignalKind::user_defined1()).context("cannot watch for SIGUSR1")?;
-    let mut term = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
     loop {
         tokio::select! {
             _ = usr1.recv() => print_counts(&relay, &cfg, "signal", json),
-            _ = term.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
+            Some(line) = next_notice(&mut notices) => eprintln!("{line}"),
+            stop = stops.next() => {
+                eprintln!("wirebench relay: {}, stopping", stop.name());
+                break;
+            }
         }
     }
     print_counts(&relay, &cfg, "exit", json);
     Ok(())
+}
+
+/// The relay's next notice (never, once they are taken or gone).
+async fn next_notice(
+    notices: &mut Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+) -> Option<String> {
+    match notices {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Prints the counts on stdout.

@@ -1,20 +1,30 @@
-//! `wirebench report`: loads one campaign from the store and writes it through an exporter, to
-//! stdout or a file (written only once the report is complete).
+//! `wirebench report`: loads one or more campaigns from the store and writes them as one report
+//! through an exporter, or one stored sweep (rr, DNS, rpm) through the sweep document — the
+//! loading, the checks and the formats written once over the kinds — to stdout or a file
+//! (written only once the report is complete).
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 
-use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
-use wirebench_core::record::rpm::RpmCampaignDocument;
-use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION as RR_SCHEMA_VERSION};
+use wirebench_core::machine::responsiveness::RpmResult;
+use wirebench_core::record::dns::{
+    DnsCampaignInfo, DnsDocument, DnsResult, SCHEMA_VERSION as DNS_SCHEMA_VERSION,
+};
+use wirebench_core::record::rpm::{RpmCampaignDocument, RpmCampaignInfo};
+use wirebench_core::record::rr::{
+    RrCampaignInfo, RrDocument, RrResult, SCHEMA_VERSION as RR_SCHEMA_VERSION,
+};
+use wirebench_core::record::Status;
 use wirebench_core::vocab::error::UsageError;
 
-use crate::cli::ReportFormat;
+use crate::cli::{ReportFormat, ReportLayout};
 use crate::commands::history;
 use crate::output::text;
-use crate::report::{self, Format, Heading, Report};
+use crate::report::document::{self, Document, SweepHeading};
+use crate::report::{self, Format, Heading, Layout, Report};
 use crate::store::{Location, Store};
 
 /// The report format a `--format` value names.
@@ -28,57 +38,136 @@ pub fn format_of(f: ReportFormat) -> Format {
     }
 }
 
-/// Which campaign to report on.
-#[derive(Debug, Clone, Copy)]
-pub enum Which {
-    /// This id.
-    Id(i64),
-    /// The newest campaign.
-    Last,
+/// The table layout a `--layout` value names.
+pub fn layout_of(l: ReportLayout) -> Layout {
+    match l {
+        ReportLayout::Configurations => Layout::Configurations,
+        ReportLayout::Grid => Layout::Grid,
+    }
 }
 
-/// Runs `wirebench report`; `run` picks the run of the HTML throughput-over-time chart
-/// (1-based, as `wirebench show` numbers them).
+/// Which campaigns to report on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Which {
+    /// These ids, in this order.
+    Ids(Vec<i64>),
+    /// The newest this many.
+    Last(usize),
+}
+
+/// How a report is written.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// The format.
+    pub format: Format,
+    /// The table layout (transfer reports).
+    pub layout: Layout,
+    /// The run of the HTML throughput-over-time chart (1-based, as `wirebench show` numbers
+    /// them; one campaign only).
+    pub run: Option<usize>,
+    /// Write here instead of stdout.
+    pub output: Option<&'a Path>,
+}
+
+impl Options<'_> {
+    /// A report in `format`, every other choice its default.
+    pub fn format(format: Format) -> Options<'static> {
+        Options {
+            format,
+            layout: Layout::Configurations,
+            run: None,
+            output: None,
+        }
+    }
+}
+
+/// Runs `wirebench report` over transfer campaigns.
 pub fn execute(
     db: impl Into<Location>,
-    which: Which,
-    format: Format,
-    run: Option<usize>,
-    output: Option<&Path>,
+    which: &Which,
+    opts: Options<'_>,
     stdout: &mut impl Write,
 ) -> Result<()> {
     let db: &Location = &db.into();
-    if run.is_some() && format != Format::Html {
+    if opts.run.is_some() && opts.format != Format::Html {
         return Err(UsageError(
             "--run picks the run of the HTML throughput-over-time chart: use it with --format html"
                 .into(),
         )
         .into());
     }
+    if opts.layout == Layout::Grid && opts.format == Format::Json {
+        return Err(UsageError(
+            "--layout grid lays out the tables of table, markdown, csv and html; json always holds every summary"
+                .into(),
+        )
+        .into());
+    }
     let store = Store::open_existing(db)?;
-    let id = chosen_id(
-        which,
-        || store.last_campaign_id(),
-        || {
-            format!(
-                "there are no campaigns in {} yet: `wirebench run` stores them",
-                db.display()
-            )
-        },
-    )?;
-    let report = load_choosing(&store, id, run)?;
+    let ids = match which {
+        Which::Ids(ids) => {
+            if let Some(twice) = ids
+                .iter()
+                .enumerate()
+                .find(|(i, id)| ids[..*i].contains(id))
+                .map(|(_, id)| id)
+            {
+                return Err(UsageError(format!(
+                    "campaign {twice} is named twice: give each campaign once"
+                ))
+                .into());
+            }
+            ids.clone()
+        }
+        Which::Last(n) => {
+            let all = store.campaigns()?;
+            if all.is_empty() {
+                return Err(UsageError(format!(
+                    "there are no campaigns in {} yet: `wirebench run` stores them",
+                    db.display()
+                ))
+                .into());
+            }
+            let skip = all.len().saturating_sub(*n);
+            all[skip..].iter().map(|c| c.id).collect()
+        }
+    };
+    if opts.run.is_some() && ids.len() > 1 {
+        return Err(UsageError(
+            "--run picks a run of one campaign: report that campaign alone to choose its run"
+                .into(),
+        )
+        .into());
+    }
+    let mut parts = Vec::new();
+    for id in &ids {
+        parts.push(load_one(&store, *id)?);
+    }
+    let chosen_runs = match (opts.run, parts.first()) {
+        (Some(_), Some((_, runs))) => Some(runs.clone()),
+        _ => None,
+    };
+    let mut report = Report::build(parts);
+    report.layout = opts.layout;
+    if let (Some(n), Some(runs)) = (opts.run, chosen_runs) {
+        report.choose_run(&runs, n).map_err(UsageError)?;
+    }
     let mut body = Vec::new();
-    report::exporter(format).write(&report, &mut body)?;
-    deliver(&body, output, stdout)
+    report::exporter(opts.format).write(&report, &mut body)?;
+    deliver(&body, opts.output, stdout)
 }
 
-/// The report of a stored campaign.
-pub fn load(store: &Store, id: i64) -> Result<Report> {
-    load_choosing(store, id, None)
-}
-
-/// The report of a stored campaign, with run `run` on the throughput-over-time chart when given.
-fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
+/// The heading and finished runs of a stored campaign; a usage error when it has none.
+fn load_one(
+    store: &Store,
+    id: i64,
+) -> Result<(
+    Heading,
+    Vec<(
+        wirebench_core::vocab::sweep::Point,
+        wirebench_core::record::RunRecord,
+    )>,
+)> {
     let (info, runs) = history::load(store, id)?;
     if runs.is_empty() {
         return Err(UsageError(format!(
@@ -97,217 +186,250 @@ fn load_choosing(store: &Store, id: i64, run: Option<usize>) -> Result<Report> {
             .clone()
             .unwrap_or_else(|| "unknown".into()),
     };
-    let mut report = Report::build(heading, &runs);
-    if let Some(n) = run {
-        report.choose_run(&runs, n).map_err(UsageError)?;
-    }
-    Ok(report)
+    Ok((heading, runs))
 }
 
-/// Runs `wirebench report --dns`: a stored DNS campaign as HTML (chart and table), a text table
-/// or JSON (the `wirebench dns --json` document).
-pub fn execute_dns(
-    db: impl Into<Location>,
-    which: Which,
-    format: Format,
-    output: Option<&Path>,
-    stdout: &mut impl Write,
-) -> Result<()> {
-    let db: &Location = &db.into();
-    let store = Store::open_existing(db)?;
-    let id = chosen_id(
-        which,
-        || store.last_dns_campaign_id(),
-        || {
-            format!(
-                "there are no DNS campaigns in {} yet: `wirebench dns` stores them",
-                db.display()
-            )
-        },
-    )?;
-    let info = store.dns_campaign(id)?.ok_or_else(|| {
-        UsageError(format!(
-            "there is no DNS campaign {id} in {} (`wirebench dns` prints the id it stores)",
-            db.display()
-        ))
-    })?;
-    let results = store.dns_results(id)?;
-    let c = &info.campaign;
-    let heading = report::dns::DnsHeading {
-        campaign: info.id,
-        started: text::format_utc(c.started_at_unix_s),
-        status: info.status.as_str().to_string(),
-        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
-        resolver: c.resolver.clone(),
-        question: format!("{} {}", c.name, c.record_type),
-    };
-    let mut body = Vec::new();
-    match format {
-        Format::Html => report::dns::write_html(&heading, &results, &mut body)?,
-        Format::Table => report::dns::write_text(&heading, &results, &mut body)?,
-        Format::Json => {
-            let doc = DnsDocument {
-                schema_version: DNS_SCHEMA_VERSION,
-                command: "dns".into(),
-                resolver: c.resolver.clone(),
-                name: c.name.clone(),
-                record_type: c.record_type.clone(),
-                results,
-            };
-            write_json(&doc, &mut body)?;
+/// The report of one stored campaign.
+pub fn load(store: &Store, id: i64) -> Result<Report> {
+    Ok(Report::build(vec![load_one(store, id)?]))
+}
+
+/// A kind of stored sweep `report` reads: where the store keeps it, how its heading reads,
+/// its document and its JSON. Everything else of `report --dns|--rr|--rpm` is written once,
+/// in [`execute_sweep`].
+pub trait SweepKind {
+    /// What the store gives back for one campaign (without results).
+    type Info;
+    /// One stored result.
+    type Item;
+    /// The flag that asks for this kind: "--dns".
+    const FLAG: &'static str;
+    /// "DNS campaign".
+    const NOUN: &'static str;
+    /// "DNS campaigns".
+    const PLURAL: &'static str;
+    /// The command that stores them: "wirebench dns".
+    const COMMAND: &'static str;
+    /// The newest campaign's id.
+    fn last_id(store: &Store) -> Result<Option<i64>>;
+    /// One campaign, `None` when there is no such id.
+    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>>;
+    /// Its results in run order.
+    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>>;
+    /// How it ended.
+    fn status(info: &Self::Info) -> Status;
+    /// Its heading, start time formatted.
+    fn heading(info: &Self::Info) -> SweepHeading;
+    /// Its report document.
+    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document>;
+    /// Its JSON document, as the command's `--json` printed it.
+    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize;
+}
+
+/// `report --dns`.
+pub struct Dns;
+/// `report --rr`.
+pub struct Rr;
+/// `report --rpm`.
+pub struct Rpm;
+
+fn host(name: &Option<String>) -> String {
+    name.clone().unwrap_or_else(|| "unknown".into())
+}
+
+impl SweepKind for Dns {
+    type Info = DnsCampaignInfo;
+    type Item = DnsResult;
+    const FLAG: &'static str = "--dns";
+    const NOUN: &'static str = "DNS campaign";
+    const PLURAL: &'static str = "DNS campaigns";
+    const COMMAND: &'static str = "wirebench dns";
+    fn last_id(store: &Store) -> Result<Option<i64>> {
+        store.last_dns_campaign_id()
+    }
+    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
+        store.dns_campaign(id)
+    }
+    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
+        store.dns_results(id)
+    }
+    fn status(info: &Self::Info) -> Status {
+        info.status
+    }
+    fn heading(info: &Self::Info) -> SweepHeading {
+        let c = &info.campaign;
+        SweepHeading {
+            kind: Self::NOUN,
+            campaign: info.id,
+            started: text::format_utc(c.started_at_unix_s),
+            status: info.status.as_str().to_string(),
+            host: host(&c.host_name),
+            what: format!(": {} {} to {}", c.name, c.record_type, c.resolver),
         }
-        other => return Err(html_table_or_json("--dns", other)),
     }
-    deliver(&body, output, stdout)
+    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+        report::dns::document(heading, results)
+    }
+    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+        let c = info.campaign;
+        DnsDocument {
+            schema_version: DNS_SCHEMA_VERSION,
+            command: "dns".into(),
+            resolver: c.resolver,
+            name: c.name,
+            record_type: c.record_type,
+            results,
+        }
+    }
 }
 
-/// Runs `wirebench report --rr`: a stored rr sweep as HTML (chart and table), a text table or
-/// JSON (the `wirebench rr --json` document).
-pub fn execute_rr(
+impl SweepKind for Rr {
+    type Info = RrCampaignInfo;
+    type Item = RrResult;
+    const FLAG: &'static str = "--rr";
+    const NOUN: &'static str = "rr sweep";
+    const PLURAL: &'static str = "rr sweeps";
+    const COMMAND: &'static str = "wirebench rr";
+    fn last_id(store: &Store) -> Result<Option<i64>> {
+        store.last_rr_campaign_id()
+    }
+    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
+        store.rr_campaign(id)
+    }
+    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
+        store.rr_results(id)
+    }
+    fn status(info: &Self::Info) -> Status {
+        info.status
+    }
+    fn heading(info: &Self::Info) -> SweepHeading {
+        let c = &info.campaign;
+        SweepHeading {
+            kind: Self::NOUN,
+            campaign: info.id,
+            started: text::format_utc(c.started_at_unix_s),
+            status: info.status.as_str().to_string(),
+            host: host(&c.host_name),
+            what: format!(" against {}", c.server),
+        }
+    }
+    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+        report::rr::document(heading, results)
+    }
+    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+        RrDocument {
+            schema_version: RR_SCHEMA_VERSION,
+            command: "rr".into(),
+            server: info.campaign.server,
+            results,
+        }
+    }
+}
+
+impl SweepKind for Rpm {
+    type Info = RpmCampaignInfo;
+    type Item = RpmResult;
+    const FLAG: &'static str = "--rpm";
+    const NOUN: &'static str = "rpm campaign";
+    const PLURAL: &'static str = "rpm campaigns";
+    const COMMAND: &'static str = "wirebench rpm";
+    fn last_id(store: &Store) -> Result<Option<i64>> {
+        store.last_rpm_campaign_id()
+    }
+    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
+        store.rpm_campaign(id)
+    }
+    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
+        store.rpm_results(id)
+    }
+    fn status(info: &Self::Info) -> Status {
+        info.status
+    }
+    fn heading(info: &Self::Info) -> SweepHeading {
+        let c = &info.campaign;
+        SweepHeading {
+            kind: Self::NOUN,
+            campaign: info.id,
+            started: text::format_utc(c.started_at_unix_s),
+            status: info.status.as_str().to_string(),
+            host: host(&c.host_name),
+            what: format!(
+                " against {}, {} load",
+                c.server,
+                report::rpm::direction_words(c.direction)
+            ),
+        }
+    }
+    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+        report::rpm::document(heading, results)
+    }
+    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+        RpmCampaignDocument::new(info, results)
+    }
+}
+
+/// Runs `wirebench report --dns|--rr|--rpm`: one stored sweep of kind `K` as text, Markdown,
+/// CSV (one row per result, base units), HTML (charts and tables) or JSON (as the command's
+/// `--json` printed it).
+pub fn execute_sweep<K: SweepKind>(
     db: impl Into<Location>,
-    which: Which,
+    which: &Which,
     format: Format,
     output: Option<&Path>,
     stdout: &mut impl Write,
 ) -> Result<()> {
     let db: &Location = &db.into();
+    let one = match which {
+        Which::Ids(ids) if ids.len() == 1 => Some(ids[0]),
+        Which::Last(1) => None,
+        _ => {
+            return Err(UsageError(format!(
+                "{} reports one {} at a time: give one id (or --last)",
+                K::FLAG,
+                K::NOUN
+            ))
+            .into())
+        }
+    };
     let store = Store::open_existing(db)?;
-    let id = chosen_id(
-        which,
-        || store.last_rr_campaign_id(),
-        || {
-            format!(
-                "there are no rr sweeps in {} yet: `wirebench rr` stores them",
-                db.display()
-            )
-        },
-    )?;
-    let info = store.rr_campaign(id)?.ok_or_else(|| {
+    let id = match one {
+        Some(id) => id,
+        None => K::last_id(&store)?.ok_or_else(|| {
+            UsageError(format!(
+                "there are no {} in {} yet: `{}` stores them",
+                K::PLURAL,
+                db.display(),
+                K::COMMAND
+            ))
+        })?,
+    };
+    let info = K::info(&store, id)?.ok_or_else(|| {
         UsageError(format!(
-            "there is no rr sweep {id} in {} (`wirebench rr` prints the id it stores; `wirebench runs` lists them)",
-            db.display()
+            "there is no {} {id} in {} (`{}` prints the id it stores; `wirebench runs` lists them)",
+            K::NOUN,
+            db.display(),
+            K::COMMAND
         ))
     })?;
-    let results = store.rr_results(id)?;
+    let results = K::results(&store, id)?;
     if results.is_empty() {
         return Err(UsageError(format!(
-            "rr sweep {id} has no finished result to report on (it is {})",
-            info.status.as_str()
+            "{} {id} has no stored result to report on (it is {})",
+            K::NOUN,
+            K::status(&info).as_str()
         ))
         .into());
     }
-    let c = &info.campaign;
-    let heading = report::rr::RrHeading {
-        campaign: info.id,
-        started: text::format_utc(c.started_at_unix_s),
-        status: info.status.as_str().to_string(),
-        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
-        server: c.server.clone(),
-    };
     let mut body = Vec::new();
-    match format {
-        Format::Html => report::rr::write_html(&heading, &results, &mut body)?,
-        Format::Table => report::rr::write_text(&heading, &results, &mut body)?,
-        Format::Json => {
-            let doc = RrDocument {
-                schema_version: RR_SCHEMA_VERSION,
-                command: "rr".into(),
-                server: c.server.clone(),
-                results,
-            };
-            write_json(&doc, &mut body)?;
-        }
-        other => return Err(html_table_or_json("--rr", other)),
+    if format == Format::Json {
+        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
+            .context("while writing the JSON")?;
+        body.push(b'\n');
+    } else {
+        let doc = K::document(K::heading(&info), &results)?;
+        document::write(&doc, format, &mut body)?;
     }
     deliver(&body, output, stdout)
-}
-
-/// Runs `wirebench report --rpm`: a stored rpm campaign as text, Markdown, CSV (one row per
-/// interval), JSON (the campaign and its tests with their loaded latency) or HTML (the chart
-/// of probe latency over time above the goodput, and the tables).
-pub fn execute_rpm(
-    db: impl Into<Location>,
-    which: Which,
-    format: Format,
-    output: Option<&Path>,
-    stdout: &mut impl Write,
-) -> Result<()> {
-    let db: &Location = &db.into();
-    let store = Store::open_existing(db)?;
-    let id = chosen_id(
-        which,
-        || store.last_rpm_campaign_id(),
-        || {
-            format!(
-                "there are no rpm campaigns in {} yet: `wirebench rpm` stores them",
-                db.display()
-            )
-        },
-    )?;
-    let info = store.rpm_campaign(id)?.ok_or_else(|| {
-        UsageError(format!(
-            "there is no rpm campaign {id} in {} (`wirebench rpm` prints the id it stores; `wirebench runs` lists them)",
-            db.display()
-        ))
-    })?;
-    let results = store.rpm_results(id)?;
-    if results.is_empty() {
-        return Err(UsageError(format!(
-            "rpm campaign {id} has no stored test to report on (it is {})",
-            info.status.as_str()
-        ))
-        .into());
-    }
-    let c = &info.campaign;
-    let heading = report::rpm::RpmHeading {
-        campaign: info.id,
-        started: text::format_utc(c.started_at_unix_s),
-        status: info.status.as_str().to_string(),
-        host: c.host_name.clone().unwrap_or_else(|| "unknown".into()),
-        server: c.server.clone(),
-        direction: c.direction,
-    };
-    let mut body = Vec::new();
-    match format {
-        Format::Html => report::rpm::write_html(&heading, &results, &mut body)?,
-        Format::Table => report::rpm::write_text(&heading, &results, &mut body)?,
-        Format::Markdown => report::rpm::write_markdown(&heading, &results, &mut body)?,
-        Format::Csv => report::rpm::write_csv(&results, &mut body)?,
-        Format::Json => {
-            let doc = RpmCampaignDocument::new(info, results);
-            write_json(&doc, &mut body)?;
-        }
-    }
-    deliver(&body, output, stdout)
-}
-
-/// `doc` as pretty JSON with a closing newline, into `body`.
-fn write_json(doc: &impl serde::Serialize, body: &mut Vec<u8>) -> Result<()> {
-    serde_json::to_writer_pretty(&mut *body, doc).context("while writing the JSON")?;
-    body.push(b'\n');
-    Ok(())
-}
-
-/// The refusal of a format the `flag` (`--dns`, `--rr`) report does not come in.
-fn html_table_or_json(flag: &str, other: Format) -> anyhow::Error {
-    UsageError(format!(
-        "{flag} reports come as --format html, table or json, not {}",
-        format!("{other:?}").to_lowercase()
-    ))
-    .into()
-}
-
-/// The id `which` names: the given one, or the newest (`last`); without any, a usage error
-/// saying `none`.
-fn chosen_id(
-    which: Which,
-    last: impl FnOnce() -> Result<Option<i64>>,
-    none: impl FnOnce() -> String,
-) -> Result<i64> {
-    match which {
-        Which::Id(id) => Ok(id),
-        Which::Last => last()?.ok_or_else(|| UsageError(none()).into()),
-    }
 }
 
 /// Writes a finished report to `output`, or to `stdout` without one (only once it is whole, so

@@ -119,7 +119,7 @@ where
     Ok(Ended::Ran(ok && all_stored))
 }
 
-/// Runs every protocol × concurrency in order, printing each result as it finishes and
+/// Runs every protocol × flows × concurrency in order, printing each result as it finishes and
 /// recording it when there is a store; returns the results and whether all ran. A store that
 /// breaks (a full disk) ends the sweep there.
 async fn run_all<K>(
@@ -137,15 +137,20 @@ where
         if !cfg.json {
             println!("{}", heading(cfg, protocol, server_name));
         }
-        for &k in &cfg.concurrency {
-            let spec = spec(cfg, protocol, k);
+        for at in cfg.points() {
+            let k = at.concurrency;
+            let spec = spec(cfg, protocol, at);
             match run_rr_auth(server_addr, &spec, cfg.psk.as_deref()).await {
                 Ok(outcome) => {
-                    let result = rr_result(cfg, protocol, k, &outcome);
+                    let result = rr_result(cfg, protocol, at, &outcome);
                     if !cfg.json {
                         let text = match cfg.kind {
                             ExchangeKind::Ping => out::ping_block(&result),
-                            ExchangeKind::Rr => out::rr_block(&result, cfg.concurrency.len() == 1),
+                            ExchangeKind::Rr => out::rr_block(
+                                &result,
+                                cfg.concurrency.len() == 1 && cfg.flows.len() == 1,
+                                cfg.flows.len() > 1,
+                            ),
                         };
                         let mut stdout = std::io::stdout().lock();
                         let _ = write!(stdout, "{text}");
@@ -160,7 +165,10 @@ where
                     }
                 }
                 Err(e) => {
-                    eprintln!("error: {protocol} with concurrency {k}: {e:#}");
+                    eprintln!(
+                        "error: {protocol} with {} and concurrency {k}: {e:#}",
+                        count_of(at.flows as usize, "flow", "flows")
+                    );
                     ok = false;
                 }
             }
@@ -179,8 +187,9 @@ fn new_campaign(cfg: &RrConfig, server: &str) -> NewRrCampaign {
         concurrency: list(cfg.concurrency.iter().map(|k| k.to_string()).collect()),
         request_bytes: cfg.request,
         response_bytes: cfg.response,
-        flows: cfg.flows,
-        planned_results: (cfg.protocols.len() * cfg.concurrency.len()) as u64,
+        // A --flows list keeps its largest here; each result holds its own.
+        flows: cfg.most_flows(),
+        planned_results: (cfg.protocols.len() * cfg.flows.len() * cfg.concurrency.len()) as u64,
         host_name: crate::transport::environment::detect().host_name,
         wirebench_version: env!("CARGO_PKG_VERSION").to_string(),
     }
@@ -202,7 +211,16 @@ fn heading(cfg: &RrConfig, protocol: Protocol, server: &str) -> String {
             "rr {protocol} to {server}: {} B requests, {} B responses, {}{}, {how_long}",
             cfg.request,
             cfg.response,
-            count_of(cfg.flows as usize, "flow", "flows"),
+            match cfg.flows.as_slice() {
+                [one] => count_of(*one as usize, "flow", "flows"),
+                many => format!(
+                    "flows {}",
+                    many.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            },
             if cfg.new_connection {
                 ", a new connection per request"
             } else {

@@ -1,12 +1,11 @@
-//! `wirebench server`: runs a server until SIGINT/SIGTERM and prints one line per session (text
-//! or JSON) on stdout; notices about refused connections go to stderr. The first signal drains
-//! (running sessions finish within the grace period, the rest are reported aborted), a second
-//! aborts at once; either way the server exits 0 after every session's line.
+//! `wirebench server`: runs a server until SIGINT, SIGTERM or SIGHUP and prints one line per
+//! session (text or JSON) on stdout; notices about refused connections go to stderr. The first
+//! signal drains (running sessions finish within the grace period, the rest are reported
+//! aborted), a second aborts at once; either way the server exits 0 after every session's line.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use tokio::signal::unix::SignalKind;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::ServerConfig;
@@ -14,6 +13,7 @@ use wirebench_core::record::{ServerRecord, SessionLine};
 
 use crate::flows::server::{Server, ServerEvent, StopRequest};
 use crate::output::text;
+use crate::transport::signals::{StopSignal, Stops};
 use crate::transport::tls::ServerIdentity;
 
 /// Writes one line to stderr. Unlike `eprintln!`, it never panics: a server whose stderr was
@@ -37,8 +37,7 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
     };
     // Watch the signals before saying we listen: a signal sent right after that line must
     // drain the server, not kill it.
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
+    let mut stops = Stops::watch();
     say!(
         "wirebench server listening on {} (TCP and UDP, one port)",
         server.local_addr()
@@ -46,7 +45,7 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _iperf3 = match cfg.iperf3 {
         Some(addr) => {
-            Some(crate::commands::interop::spawn_iperf3_listener(addr, tx.clone()).await?)
+            Some(crate::commands::interop::spawn_iperf3_listener(addr, server.gate()).await?)
         }
         None => None,
     };
@@ -73,8 +72,7 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
                 say!("wirebench server: stopped");
                 return Ok(());
             }
-            _ = interrupt.recv() => signals = on_signal(signals, "interrupted", &stop_tx),
-            _ = terminate.recv() => signals = on_signal(signals, "terminated", &stop_tx),
+            stop = stops.next() => signals = on_signal(signals, stop, &stop_tx),
         }
     }
 }
@@ -125,7 +123,8 @@ impl Drop for AbortOnDrop {
 }
 
 /// First signal: drain (finish running sessions within the grace period); second: abort them.
-fn on_signal(before: u32, what: &str, stop: &watch::Sender<StopRequest>) -> u32 {
+fn on_signal(before: u32, signal: StopSignal, stop: &watch::Sender<StopRequest>) -> u32 {
+    let what = signal.name();
     if before == 0 {
         say!(
             "wirebench server: {what}, refusing new sessions and letting running ones finish (again to abort them)"
@@ -136,11 +135,6 @@ fn on_signal(before: u32, what: &str, stop: &watch::Sender<StopRequest>) -> u32 
         stop.send_replace(StopRequest::Abort);
     }
     before + 1
-}
-
-/// A stream of one kind of signal (SIGINT from a terminal, SIGTERM from a service manager).
-fn signal(kind: SignalKind) -> Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(kind).context("cannot watch for SIGINT/SIGTERM")
 }
 
 /// Prints one server event; returns false when stdout is closed.

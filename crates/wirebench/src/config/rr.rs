@@ -59,8 +59,8 @@ pub struct RrConfig {
     pub response: u32,
     /// Requests outstanding per flow; one run per value, in order.
     pub concurrency: Vec<u32>,
-    /// Flows.
-    pub flows: u32,
+    /// Flows; one run per value (each with every concurrency), in order.
+    pub flows: Vec<u32>,
     /// A fresh connection per request.
     pub new_connection: bool,
     /// Requests per flow; `None` runs for `duration`.
@@ -95,7 +95,7 @@ impl RrConfig {
             protocols,
             (size, size),
             vec![1],
-            1,
+            vec![1],
             false,
         )
     }
@@ -107,24 +107,24 @@ impl RrConfig {
         let ipv6 = target.is_ipv6();
         let request = parse_size("--request", &args.request, &protocols, ipv6)?;
         let response = parse_size("--response", &args.response, &protocols, ipv6)?;
-        let concurrency = parse_concurrency(&args.concurrency)?;
+        let concurrency = parse_list("--concurrency", &args.concurrency)?;
         if let Some(bad) = concurrency.iter().find(|&&k| k == 0 || k > MAX_CONCURRENCY) {
             return Err(usage(format!(
                 "--concurrency {bad} is out of range: allowed 1 to {MAX_CONCURRENCY} (or a comma list of such)"
             )));
         }
-        if args.flows == 0 || args.flows > MAX_FLOWS {
+        let flows = parse_list("--flows", &args.flows)?;
+        if let Some(bad) = flows.iter().find(|&&t| t == 0 || t > MAX_FLOWS) {
             return Err(usage(format!(
-                "--flows {} is out of range: allowed 1 to {MAX_FLOWS}",
-                args.flows
+                "--flows {bad} is out of range: allowed 1 to {MAX_FLOWS} (or a comma list of such)"
             )));
         }
         let most_k = concurrency.iter().copied().max().unwrap_or(1);
-        if args.new_connection && u64::from(args.flows) * u64::from(most_k) > MAX_CONNECTIONS {
+        let most_t = flows.iter().copied().max().unwrap_or(1);
+        if args.new_connection && u64::from(most_t) * u64::from(most_k) > MAX_CONNECTIONS {
             return Err(usage(format!(
-                "--new-connection with --flows {} x --concurrency {most_k} would keep {} connections opening at once: allowed up to {MAX_CONNECTIONS}",
-                args.flows,
-                u64::from(args.flows) * u64::from(most_k)
+                "--new-connection with --flows {most_t} x --concurrency {most_k} would keep {} connections opening at once: allowed up to {MAX_CONNECTIONS}",
+                u64::from(most_t) * u64::from(most_k)
             )));
         }
         if args.new_connection && protocols.contains(&Protocol::Udp) {
@@ -148,7 +148,7 @@ impl RrConfig {
             protocols,
             (request, response),
             concurrency,
-            args.flows,
+            flows,
             args.new_connection,
         )?;
         cfg.path_note = path_note;
@@ -156,13 +156,34 @@ impl RrConfig {
     }
 }
 
-/// The result record of one run of `cfg` over `protocol` with `concurrency`.
-pub fn rr_result(
-    cfg: &RrConfig,
-    protocol: Protocol,
-    concurrency: u32,
-    out: &RrOutcome,
-) -> RrResult {
+impl RrConfig {
+    /// The most flows any of its runs opens (the bound a volume or a connection count takes).
+    pub fn most_flows(&self) -> u32 {
+        self.flows.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Its runs of one protocol, in order: every flows value, each with every concurrency.
+    pub fn points(&self) -> impl Iterator<Item = RrPoint> + '_ {
+        self.flows.iter().flat_map(move |&flows| {
+            self.concurrency
+                .iter()
+                .map(move |&concurrency| RrPoint { flows, concurrency })
+        })
+    }
+}
+
+/// The load of one run: flows × requests outstanding per flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RrPoint {
+    /// Flows (connections or sockets).
+    pub flows: u32,
+    /// Requests outstanding per flow.
+    pub concurrency: u32,
+}
+
+/// The result record of one run of `cfg` over `protocol` at `at`.
+pub fn rr_result(cfg: &RrConfig, protocol: Protocol, at: RrPoint, out: &RrOutcome) -> RrResult {
+    let RrPoint { flows, concurrency } = at;
     let c = &out.counts;
     let elapsed_ns = duration_ns(out.elapsed);
     let secs = out.elapsed.as_secs_f64();
@@ -170,7 +191,7 @@ pub fn rr_result(
         protocol,
         request_bytes: cfg.request,
         response_bytes: cfg.response,
-        flows: cfg.flows,
+        flows,
         concurrency,
         new_connection: cfg.new_connection,
         count_per_flow: cfg.count,
@@ -216,15 +237,15 @@ pub fn rr_result(
     }
 }
 
-/// The session and stop rule of one protocol × concurrency run.
-pub fn spec(cfg: &RrConfig, protocol: Protocol, concurrency: u32) -> RrSpec {
+/// The session and stop rule of one protocol × flows × concurrency run.
+pub fn spec(cfg: &RrConfig, protocol: Protocol, at: RrPoint) -> RrSpec {
     RrSpec {
         params: RrParams {
             protocol,
             request: cfg.request,
             response: cfg.response,
-            flows: cfg.flows,
-            concurrency,
+            flows: at.flows,
+            concurrency: at.concurrency,
             new_connection: cfg.new_connection,
         },
         count: cfg.count,
@@ -236,13 +257,13 @@ pub fn spec(cfg: &RrConfig, protocol: Protocol, concurrency: u32) -> RrSpec {
     }
 }
 
-/// Parses `--concurrency`: one whole number or a comma list of them.
-fn parse_concurrency(text: &str) -> Result<Vec<u32>, UsageError> {
+/// Parses `--concurrency` or `--flows` (`flag`): one whole number or a comma list of them.
+fn parse_list(flag: &str, text: &str) -> Result<Vec<u32>, UsageError> {
     text.split(',')
         .map(|item| {
             item.trim().parse::<u32>().map_err(|_| {
                 usage(format!(
-                    "--concurrency {text:?}: expected whole numbers separated by commas, e.g. 10,20,40"
+                    "{flag} {text:?}: expected whole numbers separated by commas, e.g. 1,2,4"
                 ))
             })
         })
@@ -295,7 +316,7 @@ fn finish(
     protocols: Vec<Protocol>,
     (request, response): (u32, u32),
     concurrency: Vec<u32>,
-    flows: u32,
+    flows: Vec<u32>,
     new_connection: bool,
 ) -> Result<RrConfig, UsageError> {
     if common.count == Some(0) {

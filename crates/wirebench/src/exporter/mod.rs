@@ -19,6 +19,7 @@ use wirebench_core::record::service::{
     ExporterCounts, FailReason, ProbeError, ProbeOutcome, ProbeResult,
 };
 use wirebench_core::record::{NewCampaign, RunRecord};
+use wirebench_core::security::text::peer_text;
 use wirebench_core::vocab::sweep::Point;
 
 use crate::config::dns::{dns_result, DnsConfig};
@@ -163,6 +164,11 @@ impl Exporter {
     }
 
     async fn probe(&self, req: &Request) -> Response {
+        // Where a scraper's text enters: nothing in the query may put a line break, a NUL or a
+        // terminal escape into the log, the page or the store.
+        if let Err(reason) = clean_query(&req.query) {
+            return self.refuse(400, "bad-request", &reason);
+        }
         // The target may be a name: resolve it off the async workers.
         let (query, limits) = (req.query.clone(), self.cfg.limits.clone());
         let checked = tokio::task::spawn_blocking(move || probe_config(&query, &limits))
@@ -243,6 +249,23 @@ impl Exporter {
         (self.pages.log)(&format!("probe refused ({status}): {reason}"));
         Response::text(status, reason)
     }
+}
+
+/// Refuses a `/probe` query whose decoded keys or values hold a control character; the reason
+/// quotes the offending value escaped.
+fn clean_query(query: &str) -> Result<(), String> {
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        for text in [&key, &value] {
+            if text.chars().any(char::is_control) {
+                return Err(format!(
+                    "the query's {} holds a control character ({}): not allowed",
+                    peer_text(&key),
+                    peer_text(text)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What one probe function returns: the outcome for the page, the records for the store.
@@ -365,19 +388,20 @@ pub async fn exchange_probe(
     limit: Duration,
     as_result: fn(RrResult) -> ProbeResult,
 ) -> Finished {
-    let (Target::Remote { name, addr }, Some(&protocol), Some(&k)) =
-        (&cfg.target, cfg.protocols.first(), cfg.concurrency.first())
+    let (Target::Remote { name, addr }, Some(&protocol), Some(at)) =
+        (&cfg.target, cfg.protocols.first(), cfg.points().next())
     else {
         return malformed("an exchange probe needs a target, a protocol and a concurrency");
     };
+    let k = at.concurrency;
     let ran = bounded(limit, "exchange", async {
         Box::pin(run_rr_auth(
             *addr,
-            &spec(cfg, protocol, k),
+            &spec(cfg, protocol, at),
             cfg.psk.as_deref(),
         ))
         .await
-        .map(|outcome| rr_result(cfg, protocol, k, &outcome))
+        .map(|outcome| rr_result(cfg, protocol, at, &outcome))
         .map_err(|e| format!("{e:#}"))
     })
     .await;
@@ -391,7 +415,7 @@ pub async fn exchange_probe(
                 concurrency: k.to_string(),
                 request_bytes: cfg.request,
                 response_bytes: cfg.response,
-                flows: cfg.flows,
+                flows: at.flows,
                 planned_results: 1,
                 host_name: crate::transport::environment::detect().host_name,
                 wirebench_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -16,6 +16,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{RequestTracker, RrCounts};
+use wirebench_core::record::plausibility::{check_report, ClientView, ReportIssue};
 use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
@@ -105,6 +106,7 @@ pub async fn run_rr_auth(
     if p.new_connection && p.protocol == Protocol::Udp {
         bail!("--new-connection applies to TCP and QUIC, not UDP");
     }
+    let asked_at = Instant::now();
     let (mut ctrl, granted) =
         control::request_session_auth(server, &ControlMessage::RrRequest(p.clone()), psk).await?;
     let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
@@ -210,6 +212,16 @@ pub async fn run_rr_auth(
     )
     .await?;
     let server_report = control::read_report(&mut ctrl).await?;
+    // Answers the server cannot have given are no result; an aborted session is recorded as
+    // such (`aborted`) with its figures.
+    let requests = counts.sent + counts.retries + setup_requests;
+    if let Err(e @ ReportIssue::Inconsistent(_)) = check_report(
+        ClientView::Requests { sent: requests },
+        duration_ns(asked_at.elapsed()),
+        &server_report,
+    ) {
+        return Err(anyhow::Error::new(e));
+    }
     Ok(RrOutcome {
         session,
         counts,

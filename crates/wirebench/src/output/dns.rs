@@ -12,7 +12,7 @@ use super::text::rtt_text;
 pub fn block(r: &DnsResult) -> String {
     let c = &r.counts;
     let mut s = format!(
-        "  K={:<5} {:.0} queries/s; sent {}, answered {} (NOERROR {}, NXDOMAIN {}",
+        "  K={:<5} {:.0} queries/s (answered over the whole run, waits for timeouts included); sent {}, answered {} (NOERROR {}, NXDOMAIN {}",
         r.concurrency, r.queries_per_second, c.sent, c.answered, c.noerror, c.nxdomain
     );
     if c.servfail + c.refused + c.other_rcode > 0 {

@@ -2,10 +2,13 @@
 //! Formatting only: these functions return strings or serialisable values and never print.
 
 pub mod dns;
+pub mod history;
 pub mod latency;
 pub mod metrics;
 pub mod progress;
 pub mod ratesearch;
 pub mod relay;
 pub mod rr;
+pub mod run_block;
+pub mod session;
 pub mod text;

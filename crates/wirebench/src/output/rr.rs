@@ -43,11 +43,18 @@ pub fn ping_block(r: &RrResult) -> String {
     s
 }
 
-/// One line of an rr run (one K), and with `detail` the full response-time ladder and, with a
-/// new connection per request, the handshake ladder.
-pub fn rr_block(r: &RrResult, detail: bool) -> String {
-    let mut s = format!(
-        "  K={:<5} {:.0} req/s, {}",
+/// One line of an rr run (one K; with `flows`, "T=… K=…" for a sweep of flows), and with
+/// `detail` the full response-time ladder and, with a new connection per request, the
+/// handshake ladder.
+pub fn rr_block(r: &RrResult, detail: bool, flows: bool) -> String {
+    let mut s = if flows {
+        format!("  T={:<4} ", r.flows)
+    } else {
+        String::from("  ")
+    };
+    let _ = write!(
+        s,
+        "K={:<5} {:.0} req/s, {}",
         r.concurrency,
         r.requests_per_second,
         counts_text(r)

@@ -1,21 +1,30 @@
 //! Markdown report: one table per configuration, the run's headline figures first, then the
-//! client's and the server's counts. Writes only to the writer given.
+//! client's and the server's counts; or the seeds' grid. Writes only to the writer given.
 
 use std::io::{self, Write};
 
-use super::{configuration_caption, metrics, Exporter, Report};
+use super::grid::Grid;
+use super::{configuration_caption, metrics, Exporter, Layout, Report};
 
 /// The Markdown exporter.
 pub struct Markdown;
 
 impl Exporter for Markdown {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
-        let h = &report.heading;
-        writeln!(
-            out,
-            "# wirebench campaign {}\n\n{}, started {} UTC, host {}.",
-            h.campaign, h.status, h.started, h.host
-        )?;
+        writeln!(out, "# wirebench {}\n", report.what())?;
+        let lines = report.heading_lines();
+        if report.campaigns.len() == 1 {
+            writeln!(out, "{}", lines.join("\n\n"))?;
+        } else {
+            for line in lines {
+                writeln!(out, "- {line}")?;
+            }
+        }
+        if report.layout == Layout::Grid {
+            let grid = Grid::of(&report.configurations);
+            grid.time().write_markdown(out)?;
+            return grid.goodput().write_markdown(out);
+        }
         for c in &report.configurations {
             writeln!(out, "\n## {} ({})\n", c.title(), configuration_caption(c))?;
             writeln!(out, "| View | Metric | Min | Avg | Median | Max | Stddev |")?;

@@ -1,34 +1,39 @@
-//! Reports over one campaign: for every configuration, the summary the result model computes
-//! (goodput, sent rate, time, UDP loss, retransmissions, round trips, both sides' counts), and
-//! the exporters that write it (one file per format). Owns the report layout; must not compute
-//! a statistic (`wirebench_core::record` does), open files, read clocks or know about the
-//! store: commands load campaigns and hand them in.
+//! Reports over one or several campaigns: for every configuration, the summary the result
+//! model computes (goodput, sent rate, time, UDP loss, retransmissions, round trips, both
+//! sides' counts), laid out per configuration or as the seeds' grid (rows = totals or sizes,
+//! columns = protocol × mechanism), and the exporters that write it (one file per format);
+//! the reports of the request sweeps (rr, DNS, rpm) over one document model. Owns the report
+//! layout; must not compute a statistic (`wirebench_core::record` does), open files, read
+//! clocks or know about the store: commands load campaigns and hand them in.
 
 pub mod chart;
 pub mod compare;
 pub mod csv;
 pub mod dns;
+pub mod document;
+pub mod grid;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod rpm;
-pub mod rpm_chart;
 pub mod rr;
 pub mod series;
 pub mod table;
+pub mod tabular;
 
 use std::io::{self, Write};
 
 use serde::Serialize;
-use wirebench_core::record::summary::ConfigurationSummary;
+use wirebench_core::record::summary::{configuration_keys, ConfigurationSummary};
 use wirebench_core::record::{summarise, RunRecord};
 use wirebench_core::vocab::stats::Summary;
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::bitrate_unit;
 
 /// Version of the JSON report's layout. Version 2: configurations are the result model's
-/// summaries (goodput, sent rate, UDP delivery) instead of two throughput views.
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+/// summaries (goodput, sent rate, UDP delivery) instead of two throughput views. Version 3:
+/// `campaigns` (one heading per campaign reported) in place of `heading`.
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 /// Writes a report in one format.
 pub trait Exporter {
@@ -41,14 +46,39 @@ pub trait Exporter {
 pub enum Format {
     /// Plain-text tables ("Statistics for Client TCP Streaming ...").
     Table,
-    /// Markdown tables, one per configuration.
+    /// Markdown tables (per configuration, or the grid).
     Markdown,
-    /// One CSV row per configuration × view × metric.
+    /// CSV: one row per configuration × view × metric, or one per row of the grid.
     Csv,
     /// One JSON document.
     Json,
     /// One self-contained HTML file with SVG charts and the tables.
     Html,
+}
+
+impl Format {
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::Html => "html",
+        }
+    }
+}
+
+/// How the tables of a transfer report are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// One block per configuration: every figure's min, average, median, maximum and standard
+    /// deviation, then the client's and the server's counts.
+    #[default]
+    Configurations,
+    /// The seeds' grid: rows are the totals (or message sizes), columns protocol × mechanism,
+    /// each cell min / avg / max; one grid of transfer time, one of goodput.
+    Grid,
 }
 
 /// The exporter for `format`.
@@ -75,15 +105,33 @@ pub struct Heading {
     pub host: String,
 }
 
+impl Heading {
+    /// "complete, started 2023-11-14 22:13:20 UTC, host h".
+    pub fn line(&self) -> String {
+        format!(
+            "{}, started {} UTC, host {}",
+            self.status, self.started, self.host
+        )
+    }
+}
+
 /// A whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     /// Layout version of the JSON form.
     pub schema_version: u32,
-    /// Which campaign.
-    pub heading: Heading,
-    /// One summary per configuration with runs, in run order.
+    /// The campaigns reported, in the order given.
+    pub campaigns: Vec<Heading>,
+    /// One summary per configuration with runs, in run order (a configuration measured in
+    /// several campaigns pools their runs).
     pub configurations: Vec<ConfigurationSummary>,
+    /// Configurations measured in more than one of the campaigns: "TCP Streaming, 1024 B ×
+    /// 500 MiB: campaigns 1 and 3" (their runs are pooled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pooled: Vec<String>,
+    /// How the tables are laid out (not part of the JSON form, which has every summary).
+    #[serde(skip)]
+    pub layout: Layout,
     /// The run the throughput-over-time chart shows (HTML only; `None` when no run has
     /// interval series).
     #[serde(skip)]
@@ -94,25 +142,121 @@ pub struct Report {
 }
 
 impl Report {
-    /// Builds the report of a campaign from its runs (each with its message size and total);
-    /// configurations come in the order their first run ran, which is the plan's order.
-    pub fn build(heading: Heading, runs: &[(Point, RunRecord)]) -> Report {
+    /// Builds the report of one or more campaigns, each given with its heading and its runs
+    /// (each with its message size and total); configurations come in the order their first
+    /// run ran, which is the plan's order, campaign by campaign.
+    pub fn build(campaigns: Vec<(Heading, Vec<(Point, RunRecord)>)>) -> Report {
+        let all: Vec<(Point, RunRecord)> = campaigns
+            .iter()
+            .flat_map(|(_, runs)| runs.iter().cloned())
+            .collect();
+        let mut pooled = Vec::new();
+        for key in configuration_keys(&all) {
+            let ids: Vec<String> = campaigns
+                .iter()
+                .filter(|(_, runs)| configuration_keys(runs).contains(&key))
+                .map(|(h, _)| h.campaign.to_string())
+                .collect();
+            if ids.len() > 1 {
+                pooled.push(format!(
+                    "{}, {} B × {}: campaigns {}",
+                    key.title(),
+                    key.msg_size,
+                    short_size(key.total_bytes),
+                    ids.join(", ")
+                ));
+            }
+        }
+        // The run with the longest series of any campaign (the first of equals); named by its
+        // campaign when there are several.
+        let several = campaigns.len() > 1;
+        let timeline = campaigns
+            .iter()
+            // With no run chosen this cannot fail: no run with series is simply no chart.
+            .filter_map(|(h, runs)| {
+                let t = series::timeline(runs, None).ok().flatten()?;
+                Some(if several {
+                    t.of_campaign(h.campaign)
+                } else {
+                    t
+                })
+            })
+            .fold(None, |best: Option<series::Timeline>, t| match best {
+                Some(b) if b.len() >= t.len() => Some(b),
+                _ => Some(t),
+            });
         Report {
             schema_version: REPORT_SCHEMA_VERSION,
-            heading,
-            configurations: summarise(runs),
-            // With no run chosen this cannot fail: no run with series is simply no chart.
-            timeline: series::timeline(runs, None).ok().flatten(),
-            loss: series::loss_points(runs),
+            configurations: summarise(&all),
+            pooled,
+            layout: Layout::Configurations,
+            timeline,
+            loss: series::loss_points(&all),
+            campaigns: campaigns.into_iter().map(|(h, _)| h).collect(),
         }
     }
 
-    /// Shows run `n` (1-based, as `wirebench show` numbers the runs) on the throughput-over-time
-    /// chart; an error names what is allowed when there is no such run or it has no series.
+    /// Shows run `n` (1-based, as `wirebench show` numbers the runs) of a one-campaign report
+    /// on the throughput-over-time chart; an error names what is allowed when there is no such
+    /// run or it has no series.
     pub fn choose_run(&mut self, runs: &[(Point, RunRecord)], n: usize) -> Result<(), String> {
         self.timeline = series::timeline(runs, Some(n))?;
         Ok(())
     }
+
+    /// "campaign 3" or "campaigns 1, 2, 3".
+    pub fn what(&self) -> String {
+        let ids: Vec<String> = self
+            .campaigns
+            .iter()
+            .map(|h| h.campaign.to_string())
+            .collect();
+        if ids.len() == 1 {
+            format!("campaign {}", ids[0])
+        } else {
+            format!("campaigns {}", ids.join(", "))
+        }
+    }
+
+    /// What the report is about, one line per campaign: "complete, started … UTC, host h."
+    /// for one; "Campaign 1: complete, …" each for several, then the pooled configurations.
+    pub fn heading_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = match self.campaigns.as_slice() {
+            [one] => vec![format!("{}.", one.line())],
+            many => many
+                .iter()
+                .map(|h| format!("Campaign {}: {}.", h.campaign, h.line()))
+                .collect(),
+        };
+        if !self.pooled.is_empty() {
+            lines.push(format!(
+                "Measured in several of these campaigns, their runs pooled: {}.",
+                self.pooled.join("; ")
+            ));
+        }
+        lines
+    }
+}
+
+/// A size as a chart or grid names it, short: "500 MiB", "1 GiB", "500 MB", "100000 B", or
+/// "timed (-t)" for the bound of a time-based run.
+pub fn short_size(bytes: u64) -> String {
+    if bytes == wirebench_core::wire::proto::UNBOUNDED_TOTAL {
+        return wirebench_core::record::total_label(bytes);
+    }
+    for (unit, size) in [
+        ("GiB", 1u64 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+        ("GB", 1_000_000_000),
+        ("MB", 1_000_000),
+        ("kB", 1000),
+    ] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{} {unit}", bytes / size);
+        }
+    }
+    format!("{bytes} B")
 }
 
 /// Which rows of a configuration a metric belongs to.
@@ -188,7 +332,7 @@ impl Metric<'_> {
 
 /// The metrics of a configuration in the order exporters print them: the run's headline
 /// figures (goodput first), then what the client and the server counted.
-pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
+pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
     fn m<'a>(
         view: View,
         name: &'static str,
@@ -208,27 +352,30 @@ pub fn metrics(c: &ConfigurationSummary) -> Vec<Metric<'_>> {
             summary,
         }
     }
-    fn rate<'a>(name: &'static str, what: &str, s: &'a Summary) -> Metric<'a> {
+    // Rates leave out the runs too short to time: the label says over how many they are.
+    let timed = (c.untimed_runs > 0)
+        .then(|| format!("; {} of {} runs timed", c.runs - c.untimed_runs, c.runs));
+    let rate = |name: &'static str, what: &str, s: &'a Summary, timed: Option<&str>| {
         let (unit, scale) = bitrate_unit(s.max);
         m(
             View::Run,
             name,
             "bit/s",
-            format!("{what} ({unit})"),
+            format!("{what} ({unit}{})", timed.unwrap_or("")),
             scale,
             Shape::Decimals(3),
             s,
         )
-    }
+    };
     let mut out = Vec::new();
     if let Some(s) = &c.goodput_bps {
-        out.push(rate("goodput", "Goodput", s));
+        out.push(rate("goodput", "Goodput", s, timed.as_deref()));
     }
     if let Some(s) = &c.sent_bps {
-        out.push(rate("sent_rate", "Sent", s));
+        out.push(rate("sent_rate", "Sent", s, timed.as_deref()));
     }
     if let Some(s) = &c.rate_found_bps {
-        out.push(rate("rate_found", "Rate found (--rate max)", s));
+        out.push(rate("rate_found", "Rate found (--rate max)", s, None));
     }
     out.push(m(
         View::Run,

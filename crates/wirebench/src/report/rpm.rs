@@ -1,8 +1,8 @@
-//! Reports of a stored `wirebench rpm` campaign: per test, the RPM summary with the draft's
-//! rating word and confidence, the components (foreign and self probes' trimmed means), idle
-//! and loaded latency, goodput, and the per-interval time series — as text, Markdown, CSV and
-//! an HTML page whose chart puts probe latency and goodput on one time axis — and the text of
-//! `compare --rpm`. Every figure comes from the result model; writes only to the writer given,
+//! The report of a stored `wirebench rpm` campaign as a [`Document`]: per test, the RPM
+//! summary with the draft's rating word and confidence, the components (foreign and self
+//! probes' trimmed means), idle and loaded latency, goodput, the per-interval time series (a
+//! table, and a chart that puts probe latency and goodput on one time axis) and the differences
+//! from the draft; and the text of `compare --rpm`. Every figure comes from the result model;
 //! never opens files or reads clocks.
 
 use std::io::{self, Write};
@@ -14,25 +14,9 @@ use wirebench_core::record::rpm::{
 };
 use wirebench_core::vocab::units::format_bitrate;
 
-use super::html::escape;
-use super::rpm_chart;
-
-/// What the heading of an rpm report says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RpmHeading {
-    /// Store id.
-    pub campaign: i64,
-    /// Start time, formatted (UTC).
-    pub started: String,
-    /// How it ended.
-    pub status: String,
-    /// The host it ran on.
-    pub host: String,
-    /// The server as named.
-    pub server: String,
-    /// Direction of the load.
-    pub direction: LoadDirection,
-}
+use super::chart::{self, Figure};
+use super::document::{Block, Document, Section, SweepHeading};
+use super::tabular::{Column, Tabular};
 
 /// The draft's classes, as the reports state them beside the rating word.
 pub const RATING_SCALE: &str =
@@ -45,24 +29,13 @@ fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
 
-fn direction_words(d: LoadDirection) -> &'static str {
+/// "download", "upload", "download + upload".
+pub fn direction_words(d: LoadDirection) -> &'static str {
     match d {
         LoadDirection::Download => "download",
         LoadDirection::Upload => "upload",
         LoadDirection::Both => "download + upload",
     }
-}
-
-fn heading_line(h: &RpmHeading) -> String {
-    format!(
-        "rpm campaign {} ({}, started {} UTC, host {}) against {}, {} load",
-        h.campaign,
-        h.status,
-        h.started,
-        h.host,
-        h.server,
-        direction_words(h.direction)
-    )
 }
 
 fn percentiles(f: &LatencyFigures) -> String {
@@ -202,183 +175,108 @@ pub fn interval_rows(points: &[IntervalPoint], r: &RpmResult) -> Vec<[String; 9]
         .collect()
 }
 
-/// The text report: the heading, then each test's summary, intervals and differences.
-pub fn write_text(h: &RpmHeading, results: &[RpmResult], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", heading_line(h))?;
-    writeln!(out, "{RATING_SCALE}")?;
-    for (n, r) in results.iter().enumerate() {
-        writeln!(out, "\ntest {} ({}):", n + 1, r.draft)?;
-        for (label, value) in summary_rows(r) {
-            writeln!(out, "  {label:<20} {value}")?;
-        }
-        let rows = interval_rows(&timeline(r), r);
-        if !rows.is_empty() {
-            writeln!(out)?;
-            let widths = [3, 11, 5, 14, 14, 7, 21, 15, 15];
-            let line = |cells: &[String]| {
-                let mut s = String::from(" ");
-                for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-                    // Numbers right, words left: the first two columns are labels.
-                    if i == 1 {
-                        s.push_str(&format!(" {cell:<w$}"));
-                    } else {
-                        s.push_str(&format!(" {cell:>w$}"));
-                    }
-                }
-                s.trim_end().to_string()
-            };
-            let header: Vec<String> = INTERVAL_HEADER.iter().map(|s| s.to_string()).collect();
-            writeln!(out, "{}", line(&header))?;
-            for row in rows {
-                writeln!(out, "{}", line(&row))?;
+/// The interval table of one test (no title: it follows the test's summary).
+fn interval_table(points: &[IntervalPoint], r: &RpmResult) -> Tabular {
+    // Numbers right, words left: the first two columns are labels; the widths are the ones
+    // these tables always had.
+    let widths = [3, 11, 5, 14, 14, 7, 21, 15, 15];
+    let columns = INTERVAL_HEADER
+        .iter()
+        .zip(widths)
+        .enumerate()
+        .map(|(i, (name, w))| {
+            if i == 1 {
+                Column::word(*name, w)
+            } else {
+                Column::figure(*name, w)
             }
-        }
-        writeln!(out, "  differences from the draft:")?;
-        for d in &r.differences {
-            writeln!(out, "  - {d}")?;
-        }
-    }
-    Ok(())
+        })
+        .collect();
+    let mut t = Tabular::new(None, columns);
+    t.rows = interval_rows(points, r)
+        .into_iter()
+        .map(|row| row.to_vec())
+        .collect();
+    t
 }
 
-/// The Markdown report: a summary table and an interval table per test.
-pub fn write_markdown(
-    h: &RpmHeading,
-    results: &[RpmResult],
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    writeln!(
-        out,
-        "# wirebench rpm campaign {}\n\n{}, started {} UTC, host {}, against {}, {} load.\n\n{RATING_SCALE}",
-        h.campaign,
-        h.status,
-        h.started,
-        h.host,
-        h.server,
-        direction_words(h.direction)
-    )?;
-    let cell = |s: &str| s.replace('|', "\\|");
-    for (n, r) in results.iter().enumerate() {
-        writeln!(out, "\n## Test {}\n\n| Figure | Value |\n|---|---|", n + 1)?;
-        for (label, value) in summary_rows(r) {
-            writeln!(out, "| {label} | {} |", cell(&value))?;
-        }
-        let rows = interval_rows(&timeline(r), r);
-        if !rows.is_empty() {
-            writeln!(out, "\n| {} |", INTERVAL_HEADER.join(" | "))?;
-            writeln!(
-                out,
-                "|---|---|{}",
-                "---:|".repeat(INTERVAL_HEADER.len() - 2)
-            )?;
-            for row in rows {
-                writeln!(out, "| {} |", row.join(" | "))?;
-            }
-        }
-        writeln!(out, "\nDifferences from the draft:\n")?;
-        for d in &r.differences {
-            writeln!(out, "- {d}")?;
-        }
-    }
-    Ok(())
-}
-
-/// The CSV report: [`CSV_HEADER`], then one row per interval of every test, in base units
-/// (seconds, bit/s, nanoseconds), empty where a figure is absent.
-pub fn write_csv(results: &[RpmResult], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
+/// The CSV table: one row per interval of every test, in base units (seconds, bit/s,
+/// nanoseconds), empty where a figure is absent.
+fn csv(results: &[RpmResult]) -> Tabular {
+    let mut t = Tabular::new(
+        None,
+        CSV_HEADER
+            .split(',')
+            .map(|h| Column::figure(h, 0))
+            .collect(),
+    );
     for (n, r) in results.iter().enumerate() {
         for (p, i) in timeline(r).iter().zip(&r.intervals) {
             let opt = |v: Option<String>| v.unwrap_or_default();
             let l = p.latency.all;
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                n + 1,
-                p.index,
-                p.start_s,
-                p.end_s,
-                p.flows,
-                p.download_bps,
-                p.upload_bps,
+            t.rows.push(vec![
+                (n + 1).to_string(),
+                p.index.to_string(),
+                p.start_s.to_string(),
+                p.end_s.to_string(),
+                p.flows.to_string(),
+                p.download_bps.to_string(),
+                p.upload_bps.to_string(),
                 opt(p.rpm.map(|v| v.to_string())),
-                i.foreign_probes,
-                i.self_probes,
-                l.map_or(0, |l| l.samples),
+                i.foreign_probes.to_string(),
+                i.self_probes.to_string(),
+                l.map_or(0, |l| l.samples).to_string(),
                 opt(l.map(|l| l.p50_ns.to_string())),
                 opt(l.map(|l| l.p90_ns.to_string())),
                 opt(l.map(|l| l.p99_ns.to_string())),
-            )?;
+            ]);
         }
     }
-    Ok(())
+    t
 }
 
-/// The HTML report: per test, the summary table, the chart of probe latency above goodput on
-/// one time axis, the interval table and the differences from the draft.
-pub fn write_html(h: &RpmHeading, results: &[RpmResult], out: &mut dyn Write) -> io::Result<()> {
-    let title = format!("wirebench rpm campaign {}", h.campaign);
-    super::html::page_start(out, &title)?;
-    writeln!(
-        out,
-        "<p>{}, started {} UTC, host {}, against {}, {} load.</p>\n<p>{}</p>",
-        escape(&h.status),
-        escape(&h.started),
-        escape(&h.host),
-        escape(&h.server),
-        direction_words(h.direction),
-        escape(RATING_SCALE)
-    )?;
+/// The report of an rpm campaign: the rating scale, then per test its summary, the chart of
+/// probe latency above goodput on one time axis, the interval table and the differences from
+/// the draft.
+pub fn document(heading: SweepHeading, results: &[RpmResult]) -> io::Result<Document> {
+    let mut sections = Vec::new();
     for (n, r) in results.iter().enumerate() {
-        writeln!(out, "<h2>Test {}</h2>", n + 1)?;
-        writeln!(out, "<table>")?;
-        for (label, value) in summary_rows(r) {
-            writeln!(
-                out,
-                "<tr><th>{}</th><td>{}</td></tr>",
-                escape(label),
-                escape(&value)
-            )?;
-        }
-        writeln!(out, "</table>")?;
+        let mut blocks = vec![Block::Pairs(
+            summary_rows(r)
+                .into_iter()
+                .map(|(label, value)| (label.to_string(), value))
+                .collect(),
+        )];
         let points = timeline(r);
         let idle_ms = r.idle.map(|i| i.self_request_rtt_ns as f64 / 1e6);
         let chart_title = format!("Latency and goodput over time, test {}", n + 1);
-        if let Some(svg) = rpm_chart::latency_and_goodput_over_time(&chart_title, &points, idle_ms)?
+        if let Some(svg) =
+            chart::rpm::latency_and_goodput_over_time(&chart_title, &points, idle_ms)?
         {
-            writeln!(out, "<figure>\n{}", svg.trim())?;
-            writeln!(
-                out,
-                "<figcaption>{}</figcaption>\n</figure>",
-                escape(
-                    "Top: the median and 99th percentile of the request round trips of the probes (foreign and self) that completed in each interval, and the idle round trip on the persistent connection (dashed). Bottom: the goodput of each interval. One flow more per interval until goodput and then RPM are stable."
-                )
-            )?;
+            blocks.push(Block::Chart(Figure {
+                heading: format!("Latency and goodput, test {}", n + 1),
+                svg,
+                caption: "Top: the median and 99th percentile of the request round trips of the probes (foreign and self) that completed in each interval, and the idle round trip on the persistent connection (dashed). Bottom: the goodput of each interval. One flow more per interval until goodput and then RPM are stable.".into(),
+            }));
         }
-        let rows = interval_rows(&points, r);
-        if !rows.is_empty() {
-            write!(out, "<table>\n<tr>")?;
-            for head in INTERVAL_HEADER {
-                write!(out, "<th>{}</th>", escape(head))?;
-            }
-            writeln!(out, "</tr>")?;
-            for row in rows {
-                write!(out, "<tr>")?;
-                for (i, cell) in row.iter().enumerate() {
-                    let class = if i == 1 { "" } else { " class=\"n\"" };
-                    write!(out, "<td{class}>{}</td>", escape(cell))?;
-                }
-                writeln!(out, "</tr>")?;
-            }
-            writeln!(out, "</table>")?;
+        if !points.is_empty() {
+            blocks.push(Block::Table(interval_table(&points, r)));
         }
-        writeln!(out, "<p>Differences from the draft:</p>\n<ul>")?;
-        for d in &r.differences {
-            writeln!(out, "<li>{}</li>", escape(d))?;
-        }
-        writeln!(out, "</ul>")?;
+        blocks.push(Block::List(
+            "differences from the draft".into(),
+            r.differences.clone(),
+        ));
+        sections.push(Section {
+            heading: Some(format!("test {} ({})", n + 1, r.draft)),
+            blocks,
+        });
     }
-    writeln!(out, "</body>\n</html>")
+    Ok(Document {
+        heading,
+        lines: vec![RATING_SCALE.to_string()],
+        sections,
+        csv: csv(results),
+    })
 }
 
 /// The text of `compare --rpm A B`: RPM with its rating, loaded p50 and p99, the samples and

@@ -1,63 +1,16 @@
-//! Reports of a stored `wirebench rr` sweep: the seed's comparison in one table and one chart —
-//! UDP requests lost against TCP (and QUIC) retransmissions, side by side, as the requests in
-//! flight grow — with response times and requests per second. Writes only to the writer given;
-//! never opens files or reads clocks.
+//! The report of a stored `wirebench rr` sweep as a [`Document`]: the seed's comparison in one
+//! table and one chart — UDP requests lost against TCP (and QUIC) retransmissions, side by side,
+//! as the load grows (requests in flight per flow, or flows) — with response times (min / avg /
+//! max and percentiles), requests per second, and the path measured. Formats nothing itself:
+//! [`super::document`] writes it in every format. Never opens files or reads clocks.
 
-use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io;
 
 use wirebench_core::record::rr::{MeasuredPath, RrResult};
 
 use super::chart;
-use super::html::escape;
-
-/// What the heading of an rr report says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RrHeading {
-    /// Store id.
-    pub campaign: i64,
-    /// Start time, formatted (UTC).
-    pub started: String,
-    /// How it ended.
-    pub status: String,
-    /// The host it ran on.
-    pub host: String,
-    /// The server as named.
-    pub server: String,
-}
-
-/// One result on the repair-against-load chart.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RrPoint {
-    /// The series: "UDP requests lost", "TCP retransmissions", "QUIC packets lost".
-    pub series: String,
-    /// Requests in flight per flow (K).
-    pub concurrency: u32,
-    /// The share, percent.
-    pub pct: f64,
-}
-
-/// The chart's points, in result order; results whose transport gave no figure are left out.
-pub fn points(results: &[RrResult]) -> Vec<RrPoint> {
-    results
-        .iter()
-        .filter_map(|r| {
-            Some(RrPoint {
-                series: series_name(r),
-                concurrency: r.concurrency,
-                pct: r.repair_pct()?,
-            })
-        })
-        .collect()
-}
-
-fn series_name(r: &RrResult) -> String {
-    match r.protocol {
-        wirebench_core::vocab::plan::Protocol::Udp => "UDP requests lost".into(),
-        wirebench_core::vocab::plan::Protocol::Tcp => "TCP segments retransmitted".into(),
-        wirebench_core::vocab::plan::Protocol::Quic => "QUIC packets lost".into(),
-    }
-}
+use super::document::{Block, Document, Section, SweepHeading};
+use super::tabular::{Column, Tabular};
 
 /// What the sweep's paths measured: per distinct path note of its results, "path: NOTE" and,
 /// for the relay and the namespace lab, what drops packets there; empty when no result has a
@@ -85,113 +38,141 @@ pub fn path_lines(results: &[RrResult]) -> Vec<String> {
     lines
 }
 
-/// The text report: the heading line, the path lines and the sweep table.
-pub fn write_text(h: &RrHeading, results: &[RrResult], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "rr sweep {} ({}, started {} UTC, host {}) against {}",
-        h.campaign, h.status, h.started, h.host, h.server
-    )?;
-    for line in path_lines(results) {
-        writeln!(out, "{line}")?;
-    }
-    write!(out, "{}", sweep_table(results))
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
 }
 
-/// The sweep table: one row per protocol × K, loss and retransmission side by side.
-pub fn sweep_table(results: &[RrResult]) -> String {
-    let mut s = String::from(
-        "\nrequests in flight sweep (lost = UDP requests never answered after their retries; retrans = TCP/QUIC packets sent again)\n",
+/// The sweep table: one row per protocol × flows × K, loss and retransmission side by side,
+/// then response times and requests per second.
+pub fn table(results: &[RrResult]) -> Tabular {
+    let mut t = Tabular::new(
+        Some("requests in flight sweep (lost = UDP requests never answered after their retries; retrans = TCP/QUIC packets sent again)".into()),
+        vec![
+            Column::word("proto", 5),
+            Column::figure("K", 6),
+            Column::figure("flows", 6),
+            Column::figure("sent", 10),
+            Column::figure("answered", 10),
+            Column::figure("lost", 8),
+            Column::figure("lost %", 9),
+            Column::figure("retrans %", 9),
+            Column::figure("min µs", 9),
+            Column::figure("avg µs", 9),
+            Column::figure("max µs", 9),
+            Column::figure("p50 µs", 10),
+            Column::figure("p99 µs", 10),
+            Column::figure("req/s", 10),
+        ],
     );
-    let _ = writeln!(
-        s,
-        "  {:<5} {:>6} {:>6} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>10} {:>10}",
-        "proto",
-        "K",
+    for r in results {
+        let times: [String; 5] = match &r.response {
+            Some(x) => [
+                us(x.min_ns as f64),
+                us(x.mean_ns),
+                us(x.max_ns as f64),
+                us(x.p50_ns as f64),
+                us(x.p99_ns as f64),
+            ],
+            None => std::array::from_fn(|_| "n/a".to_string()),
+        };
+        let mut row = vec![
+            r.protocol.as_str().to_string(),
+            r.concurrency.to_string(),
+            r.flows.to_string(),
+            r.sent.to_string(),
+            r.answered.to_string(),
+            r.lost.to_string(),
+            format!("{:.3}", r.loss_ratio * 100.0),
+            r.retrans_rate
+                .map_or("n/a".into(), |x| format!("{:.3}", x * 100.0)),
+        ];
+        row.extend(times);
+        row.push(format!("{:.0}", r.requests_per_second));
+        t.rows.push(row);
+    }
+    t
+}
+
+/// The sweep table as text (what `wirebench rr` prints at the end of a sweep).
+pub fn sweep_table(results: &[RrResult]) -> String {
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = table(results).write_text("  ", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The CSV table: one row per result, base units (bytes, ns, ratios, requests per second).
+pub fn csv(results: &[RrResult]) -> Tabular {
+    const HEADER: [&str; 22] = [
+        "protocol",
+        "request_bytes",
+        "response_bytes",
         "flows",
+        "concurrency",
+        "new_connection",
         "sent",
         "answered",
         "lost",
-        "lost %",
-        "retrans %",
-        "p50 µs",
-        "p99 µs",
-        "req/s"
-    );
+        "late",
+        "retries",
+        "loss_ratio",
+        "retrans_rate",
+        "elapsed_ns",
+        "requests_per_second",
+        "response_min_ns",
+        "response_mean_ns",
+        "response_p50_ns",
+        "response_p99_ns",
+        "response_max_ns",
+        "response_samples",
+        "path_note",
+    ];
+    let mut t = Tabular::new(None, HEADER.iter().map(|h| Column::figure(*h, 0)).collect());
     for r in results {
-        let (p50, p99) = r.response.as_ref().map_or((f64::NAN, f64::NAN), |x| {
-            (x.p50_ns as f64 / 1000.0, x.p99_ns as f64 / 1000.0)
-        });
-        let _ = writeln!(
-            s,
-            "  {:<5} {:>6} {:>6} {:>10} {:>10} {:>8} {:>9.3} {:>9} {:>10.1} {:>10.1} {:>10.0}",
-            r.protocol.as_str(),
-            r.concurrency,
-            r.flows,
-            r.sent,
-            r.answered,
-            r.lost,
-            r.loss_ratio * 100.0,
-            r.retrans_rate
-                .map_or("n/a".into(), |x| format!("{:.3}", x * 100.0)),
-            p50,
-            p99,
-            r.requests_per_second
-        );
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        let resp = r.response.as_ref();
+        t.rows.push(vec![
+            r.protocol.as_str().to_string(),
+            r.request_bytes.to_string(),
+            r.response_bytes.to_string(),
+            r.flows.to_string(),
+            r.concurrency.to_string(),
+            r.new_connection.to_string(),
+            r.sent.to_string(),
+            r.answered.to_string(),
+            r.lost.to_string(),
+            r.late.to_string(),
+            r.retries.to_string(),
+            r.loss_ratio.to_string(),
+            opt(r.retrans_rate.map(|v| v.to_string())),
+            r.elapsed_ns.to_string(),
+            r.requests_per_second.to_string(),
+            opt(resp.map(|x| x.min_ns.to_string())),
+            opt(resp.map(|x| x.mean_ns.to_string())),
+            opt(resp.map(|x| x.p50_ns.to_string())),
+            opt(resp.map(|x| x.p99_ns.to_string())),
+            opt(resp.map(|x| x.max_ns.to_string())),
+            opt(resp.map(|x| x.samples.to_string())),
+            r.path_note.clone().unwrap_or_default(),
+        ]);
     }
-    s
+    t
 }
 
-/// The HTML report: the chart and the table.
-pub fn write_html(h: &RrHeading, results: &[RrResult], out: &mut dyn Write) -> io::Result<()> {
-    let title = format!("wirebench rr sweep {}", h.campaign);
-    super::html::page_start(out, &title)?;
-    writeln!(
-        out,
-        "<p>{}, started {} UTC, host {}, against {}.</p>",
-        escape(&h.status),
-        escape(&h.started),
-        escape(&h.host),
-        escape(&h.server)
-    )?;
-    for line in path_lines(results) {
-        writeln!(out, "<p>{}</p>", escape(line.trim()))?;
-    }
-    if let Some(svg) = chart::rr_repair_against_concurrency(&points(results))? {
-        writeln!(out, "<h2>Loss and retransmissions against load</h2>")?;
-        writeln!(out, "<figure>\n{}", svg.trim())?;
-        writeln!(
-            out,
-            "<figcaption>{}</figcaption>\n</figure>",
-            escape(
-                "UDP: requests never answered (after their retries), as a share of those sent; TCP and QUIC: packets the client sent again (or lost), as a share of those sent; against the requests in flight per flow."
-            )
-        )?;
-    }
-    writeln!(out, "<h2>Results</h2>")?;
-    writeln!(
-        out,
-        "<table>\n<tr><th>Protocol</th><th>K</th><th>Flows</th><th>Sent</th><th>Answered</th><th>Lost</th><th>Lost %</th><th>Retrans %</th><th>p50 µs</th><th>p99 µs</th><th>Requests/s</th></tr>"
-    )?;
-    for r in results {
-        let n = |x: u64| format!("<td class=\"n\">{x}</td>");
-        let f = |x: f64, d: usize| format!("<td class=\"n\">{x:.d$}</td>");
-        let opt = |x: Option<f64>, d: usize| x.map_or("<td>n/a</td>".to_string(), |v| f(v, d));
-        writeln!(
-            out,
-            "<tr><td>{}</td>{}{}{}{}{}{}{}{}{}{}</tr>",
-            r.protocol.as_str(),
-            n(u64::from(r.concurrency)),
-            n(u64::from(r.flows)),
-            n(r.sent),
-            n(r.answered),
-            n(r.lost),
-            f(r.loss_ratio * 100.0, 3),
-            opt(r.retrans_rate.map(|x| x * 100.0), 3),
-            opt(r.response.map(|x| x.p50_ns as f64 / 1e3), 1),
-            opt(r.response.map(|x| x.p99_ns as f64 / 1e3), 1),
-            f(r.requests_per_second, 0),
-        )?;
-    }
-    writeln!(out, "</table>\n</body>\n</html>")
+/// The report of an rr sweep: the heading, the paths, the charts and the table.
+pub fn document(heading: SweepHeading, results: &[RrResult]) -> io::Result<Document> {
+    let mut blocks: Vec<Block> = chart::sweep::rr(results)?
+        .into_iter()
+        .map(Block::Chart)
+        .collect();
+    blocks.push(Block::Table(table(results)));
+    Ok(Document {
+        heading,
+        lines: path_lines(results),
+        sections: vec![Section {
+            heading: None,
+            blocks,
+        }],
+        csv: csv(results),
+    })
 }

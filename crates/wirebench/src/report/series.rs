@@ -11,6 +11,8 @@ use wirebench_core::record::{IntervalRecord, RunRecord};
 /// The interval series of one run, as the throughput-over-time chart draws them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
+    /// The campaign, named when a report has several (the chart then says whose run it is).
+    pub campaign: Option<i64>,
     /// 1-based number of the run in the campaign (as `wirebench show` numbers it).
     pub run: usize,
     /// What the run was: "run 3: UDP Streaming, 1000 B × 1 MiB, repeat 1".
@@ -23,6 +25,33 @@ pub struct Timeline {
     /// Whether it is a UDP streaming run, whose last intervals are the grace period (nothing
     /// sent while the server waits for late datagrams).
     pub udp_stream: bool,
+}
+
+impl Timeline {
+    /// How many intervals the chart draws.
+    pub fn len(&self) -> usize {
+        self.client.len() + self.server.len()
+    }
+
+    /// Whether it draws none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The same run, named as run `run` of campaign `campaign`.
+    pub fn of_campaign(mut self, campaign: i64) -> Timeline {
+        self.campaign = Some(campaign);
+        self.label = format!("campaign {campaign}, {}", self.label);
+        self
+    }
+
+    /// "run 3", or "campaign 2, run 3" in a report of several campaigns.
+    pub fn name(&self) -> String {
+        match self.campaign {
+            Some(c) => format!("campaign {c}, run {}", self.run),
+            None => format!("run {}", self.run),
+        }
+    }
 }
 
 /// One interval of a series.
@@ -39,8 +68,10 @@ pub struct Interval {
 /// One UDP streaming run on the loss-against-load chart.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LossPoint {
-    /// Message size, bytes (one series per size).
+    /// Message size, bytes (one series per size and total).
     pub msg_size: u32,
+    /// Bytes per run.
+    pub total_bytes: u64,
     /// Offered load: what the sender sent over the transfer time, bit/s.
     pub offered_bps: f64,
     /// Loss: messages lost / messages sent, percent.
@@ -89,6 +120,7 @@ pub fn timeline(
     let (point, run) = &runs[index];
     let title = title(run.protocol, run.mechanism);
     Ok(Some(Timeline {
+        campaign: None,
         run: index + 1,
         label: format!(
             "run {}: {title}, {} B × {}, repeat {}",
@@ -103,7 +135,8 @@ pub fn timeline(
     }))
 }
 
-/// Every UDP streaming run long enough to time as a loss-against-load point, in run order:
+/// Every UDP streaming run long enough to time as a loss-against-load point, in run order (the
+/// chart sorts each line by load):
 /// its offered (sent) rate and its loss, both the run's headline figures.
 pub fn loss_points(runs: &[(Point, RunRecord)]) -> Vec<LossPoint> {
     runs.iter()
@@ -114,6 +147,7 @@ pub fn loss_points(runs: &[(Point, RunRecord)]) -> Vec<LossPoint> {
             let offered = h.sent_bps.filter(|b| b.is_finite() && *b >= 0.0)?;
             Some(LossPoint {
                 msg_size: point.msg_size,
+                total_bytes: point.total_bytes,
                 offered_bps: offered,
                 loss_pct: h.delivery?.lost_pct,
             })

@@ -1,27 +1,49 @@
 //! Plain-text report: the "Statistics for ..." tables our users paste into their reports — the
 //! run's headline figures (goodput first, UDP loss where it applies), then the client's and
-//! the server's counts — with median and standard deviation. `run --repeat` ends with the same
-//! tables. Writes only to the writer given.
+//! the server's counts — with median and standard deviation, or the seeds' grid. `run
+//! --repeat` ends with the same tables. Writes only to the writer given.
 
 use std::io::{self, Write};
 
 use wirebench_core::record::summary::ConfigurationSummary;
 
-use super::{configuration_caption, metrics, Exporter, Metric, Report, View};
+use super::grid::Grid;
+use super::{configuration_caption, metrics, Exporter, Layout, Metric, Report, View};
 
 /// The text-table exporter.
 pub struct Table;
 
 impl Exporter for Table {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
-        let h = &report.heading;
-        writeln!(
-            out,
-            "Campaign {} ({}, started {} UTC, host {})\n",
-            h.campaign, h.status, h.started, h.host
-        )?;
-        write_summaries(&report.configurations, out)
+        match report.campaigns.as_slice() {
+            [h] => writeln!(out, "Campaign {} ({})", h.campaign, h.line())?,
+            _ => {
+                writeln!(out, "{}", capitalised(&report.what()))?;
+                for line in report.heading_lines() {
+                    writeln!(out, "  {line}")?;
+                }
+            }
+        }
+        match report.layout {
+            Layout::Configurations => {
+                writeln!(out)?;
+                write_summaries(&report.configurations, out)
+            }
+            Layout::Grid => {
+                let grid = Grid::of(&report.configurations);
+                grid.time().write_text("", out)?;
+                grid.goodput().write_text("", out)
+            }
+        }
     }
+}
+
+/// "Campaigns 1, 2" from "campaigns 1, 2".
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// The tables of every configuration.

@@ -43,7 +43,7 @@ impl Unbound {
 
     /// Like [`Unbound::start`], serving DoT with `ca.pem`, `cert.pem` and `key.pem` copied from
     /// `certs` instead of certificates made here.
-    fn start_with(certs: Option<&std::path::Path>) -> Option<Unbound> {
+    pub(crate) fn start_with(certs: Option<&std::path::Path>) -> Option<Unbound> {
         if !std::path::Path::new(UNBOUND).exists() {
             eprintln!("skipped: {UNBOUND} is not installed (apt-get install unbound)");
             return None;
@@ -125,6 +125,11 @@ impl Unbound {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
+    /// The DoT port.
+    pub(crate) fn tls_port(&self) -> u16 {
+        self.tls_port
+    }
+
     /// What unbound logged (to its file in the temp directory).
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.0.join("unbound.log")).unwrap_or_default()
@@ -168,7 +173,7 @@ impl Drop for Unbound {
 }
 
 /// A port free for both TCP and UDP on 127.0.0.1 at the time of asking.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     loop {
         let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = tcp.local_addr().unwrap().port();
@@ -684,7 +689,7 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     .await;
     assert!(html.status.success(), "{}", stderr(&html));
     let page = String::from_utf8(html.stdout).unwrap();
-    assert!(page.contains("DNS: queries never answered against concurrency"));
+    assert!(page.contains("DNS: UDP loss and TCP retransmissions against queries in flight"));
     assert!(page.contains("<svg") && page.contains("\nUDP\n") && page.contains("\nTCP\n"));
     crate::support::assert_snapshot("dns-report.html", page.as_bytes());
     let json = wirebench(&[
@@ -855,15 +860,15 @@ async fn ctrl_c_stores_the_campaign_as_aborted() {
     .expect("in time");
 }
 
-/// The shell commands of the README's DoT recipe that make certificates (`openssl`, `printf`),
-/// continuation lines joined, with /tmp/ replaced by `dir`.
+/// The shell commands of the guide's DoT recipe (docs/guide/dns.md) that make certificates
+/// (`openssl`, `printf`), continuation lines joined, with /tmp/ replaced by `dir`.
 fn readme_certificate_commands(dir: &str) -> Vec<String> {
-    let readme = include_str!("../../../../README.md");
+    let readme = include_str!("../../../../docs/guide/dns.md");
     let section = readme
-        .split("## DNS response time")
+        .split("# DNS response time")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
-        .expect("the README's DNS section");
+        .expect("the guide's DNS page");
     let block = section
         .split("```sh\n")
         .nth(1)

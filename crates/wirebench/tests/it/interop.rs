@@ -307,7 +307,9 @@ impl OurIperf3 {
             .expect("bind the iperf3 listener");
         let addr = server.local_addr();
         let (tx, events) = mpsc::unbounded_channel();
-        let task = tokio::spawn(server.run(tx));
+        let gate = wirebench::flows::server::gate::Gate::new(&Default::default());
+        gate.set_events(tx);
+        let task = tokio::spawn(server.run(gate));
         OurIperf3 { addr, events, task }
     }
 

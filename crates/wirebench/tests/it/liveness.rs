@@ -1,7 +1,8 @@
 //! Every stop is noticed and recorded: a client whose server was killed (SIGKILL, by pid) stops
 //! within 3 s on every data path and stores the run as aborted with why; SIGTERM and SIGHUP
 //! stop `run` as SIGINT does, with the run in flight stored; the server notices a vanished
-//! client on every protocol. Real binaries, real sockets on loopback.
+//! client on every protocol, mechanism and direction, and reports it ABORTED with the real
+//! counts and times. Real binaries, real sockets on loopback.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -321,4 +322,100 @@ async fn the_server_notices_a_killed_client_on_udp_and_quic() {
         );
     }
     assert!(server.is_running());
+}
+
+/// Reads the client's interval lines until one ends at `at` seconds or later.
+async fn wait_for_time(lines: &mut Lines<BufReader<ChildStdout>>, at: f64) {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .expect("stdout readable")
+                .expect("interval lines before the client ends");
+            // "  [   1.15-   1.20 s] sent 123 B (...)"
+            let end = line
+                .split_once('-')
+                .and_then(|(_, rest)| rest.split_once(" s]"))
+                .and_then(|(end, _)| end.trim().parse::<f64>().ok());
+            if end.is_some_and(|end| end >= at) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the run reaches its time");
+}
+
+/// Issue 25 item 3: a client SIGKILLed mid-session (by pid) is ABORTED in the server's line
+/// with the real counts and times, for every protocol, mechanism and direction of a timed run
+/// (`-t 5`, killed at 1.2 s), and four times over for TCP stop-and-wait (2 of 4 were reported
+/// as normal finishes) and a reversed TCP stream (reported as 0 messages in 0 s, 0 send calls).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_client_is_aborted_with_real_counts_on_every_path() {
+    let mut server = crate::support::TestServer::start().await;
+    let addr = server.addr.to_string();
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for proto in ["tcp", "udp", "quic"] {
+        for mode in ["stream", "saw"] {
+            for reverse in [false, true] {
+                let mut args = vec!["--proto", proto, "--mode", mode, "-l", "1KiB"];
+                if mode == "stream" {
+                    // Paced: twelve sessions in a row stay light on a busy machine.
+                    args.extend(["--rate", "100Mbit"]);
+                }
+                if reverse {
+                    args.push("-R");
+                }
+                cases.push(args);
+            }
+        }
+    }
+    for _ in 0..3 {
+        cases.push(vec!["--proto", "tcp", "--mode", "saw", "-l", "1KiB"]);
+        cases.push(vec![
+            "--proto", "tcp", "--mode", "stream", "-l", "64KiB", "--rate", "400Mbit", "-R",
+        ]);
+    }
+    for args in &cases {
+        let db = TempPath::new(".sqlite3");
+        let data_home = TempPath::new("-data");
+        let mut client = start_client(
+            &[&["--server", &addr, "-t", "5"][..], args].concat(),
+            &db,
+            &data_home,
+        );
+        let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+        wait_for_data(&mut lines).await;
+        wait_for_time(&mut lines, 1.2).await;
+        signal(&client, libc::SIGKILL);
+        let _ = client.wait().await;
+        let killed_at = Instant::now();
+        let s = server.next_session().await;
+        assert!(
+            killed_at.elapsed() <= Duration::from_secs(10),
+            "{args:?}: noticed after {:?}",
+            killed_at.elapsed()
+        );
+        let r = &s.report;
+        let what = format!("{args:?}: {r:?}");
+        assert!(r.aborted && r.abort_reason.is_some(), "{what}");
+        assert!(r.bytes > 0 && r.messages > 0 && r.read_calls > 0, "{what}");
+        // Whole messages of 1 KiB (the stream's last may be cut), and a real time: at least the
+        // second the data flowed before the kill, at most the time the client ran.
+        assert!(
+            r.messages <= r.bytes.div_ceil(u64::from(s.params.msg_size)),
+            "{what}"
+        );
+        assert!(
+            (1_000_000_000..=5_000_000_000).contains(&r.elapsed_ns),
+            "{what}"
+        );
+    }
+    let c = server.metrics.snapshot();
+    assert_eq!(c.sessions_started, cases.len() as u64);
+    assert_eq!(
+        (c.sessions_finished, c.sessions_aborted),
+        (0, cases.len() as u64)
+    );
 }

@@ -1,6 +1,7 @@
 //! Integration tests: real sockets on loopback, real servers started by each test. One test
 //! binary (see docs/dev/testing.md); modules by theme.
 
+mod abuse;
 mod architecture;
 mod bidir;
 mod browser;
@@ -8,6 +9,7 @@ mod cli;
 mod compare;
 mod dns;
 mod exporter;
+mod guide;
 mod interop;
 mod latency_probe;
 mod limits;
@@ -22,6 +24,7 @@ mod ratesearch;
 mod readme;
 mod relay;
 mod report;
+mod report_charts;
 mod results;
 mod robustness;
 mod rpm;
@@ -34,4 +37,5 @@ mod store;
 mod store_faults;
 mod store_lifecycle;
 mod support;
+mod sweep_report;
 mod timed;

@@ -1,17 +1,19 @@
-//! Reports: every exporter's output for a fixed campaign (tests/fixtures/campaign-export.json)
-//! is compared byte for byte with its snapshot in tests/snapshots/. Set
-//! WIREBENCH_UPDATE_SNAPSHOTS=1 to rewrite the snapshots after an intended change, and review
-//! the diff.
+//! Reports: every exporter's output for fixed campaigns (tests/fixtures/*.json, real campaigns
+//! exported) is compared byte for byte with its snapshot in tests/snapshots/, in both layouts;
+//! reports over several campaigns and partly-timed configurations (the charts are
+//! report_charts.rs's). Set WIREBENCH_UPDATE_SNAPSHOTS=1 to rewrite the snapshots after an
+//! intended change, and review the diff.
 
 use std::path::PathBuf;
 
-use wirebench::commands::{history, report};
-use wirebench::report::Format;
+use wirebench::commands::history;
+use wirebench::commands::report::{self, Options, Which};
+use wirebench::report::{Format, Layout};
 
 use crate::cli::{stderr, wirebench};
-use crate::support::TempPath;
+use crate::support::{assert_snapshot, TempPath};
 
-fn manifest_path(rel: &str) -> PathBuf {
+pub(crate) fn manifest_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
@@ -23,81 +25,241 @@ const FORMATS: [(Format, &str); 5] = [
     (Format::Html, "html"),
 ];
 
-/// A store holding the single-size fixture campaign as campaign 1.
-pub(crate) fn fixture_db() -> TempPath {
+/// The fixture campaigns of the seed-000 shape: one message size, two totals, every protocol
+/// × mechanism, three runs each, in three campaigns (stop-and-wait apart, as a student bounds
+/// the time).
+pub(crate) const SEED_000: [&str; 3] = [
+    "seed000-stream.json",
+    "seed000-tcp-udp-saw.json",
+    "seed000-quic-saw.json",
+];
+
+/// A store holding `fixtures` (tests/fixtures/NAME) as campaigns 1, 2, …, in order.
+pub(crate) fn fixtures_db(fixtures: &[&str]) -> TempPath {
     let db = TempPath::new(".sqlite3");
-    let id = history::import(
-        &db.0,
-        &manifest_path("tests/fixtures/campaign-export.json"),
-        0,
-        false,
-    )
-    .expect("fixture imports");
-    assert_eq!(id, 1);
+    for (i, name) in fixtures.iter().enumerate() {
+        let id = history::import(
+            &db.0,
+            &manifest_path(&format!("tests/fixtures/{name}")),
+            0,
+            false,
+        )
+        .expect("fixture imports");
+        assert_eq!(id, i as i64 + 1);
+    }
     db
 }
 
-fn snapshot_name(name: &str) -> PathBuf {
-    let ext = match name {
+/// A store holding the single-size fixture campaign as campaign 1.
+pub(crate) fn fixture_db() -> TempPath {
+    fixtures_db(&["campaign-export.json"])
+}
+
+/// A real campaign measured with `-i 20ms` (tcp,udp × stream, 1000 and 8000 B, unpaced, so
+/// UDP lost messages): its export is the fixture for the interval and loss charts.
+pub(crate) fn interval_fixture_db() -> TempPath {
+    fixtures_db(&["campaign-intervals.json"])
+}
+
+/// The report of campaigns `ids` of `db` in `format` and `layout`.
+pub(crate) fn report_of(db: &TempPath, ids: &[i64], format: Format, layout: Layout) -> String {
+    let mut out = Vec::new();
+    let opts = Options {
+        layout,
+        ..Options::format(format)
+    };
+    report::execute(&db.0, &Which::Ids(ids.to_vec()), opts, &mut out).expect("a report");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+fn extension(name: &str) -> &str {
+    match name {
         "table" => "txt",
         "markdown" => "md",
         other => other,
-    };
-    manifest_path(&format!("tests/snapshots/report.{ext}"))
+    }
 }
 
 #[test]
 fn every_format_matches_its_snapshot() {
     let db = fixture_db();
     for (format, name) in FORMATS {
-        let mut out = Vec::new();
-        report::execute(&db.0, report::Which::Id(1), format, None, None, &mut out).expect(name);
-        let path = snapshot_name(name);
-        if std::env::var_os("WIREBENCH_UPDATE_SNAPSHOTS").is_some() {
-            std::fs::write(&path, &out).expect("snapshot written");
-        }
-        let expected = std::fs::read(&path).expect("snapshot exists");
-        assert!(
-            out == expected,
-            "{name} differs from {}:\n{}",
-            path.display(),
-            String::from_utf8_lossy(&out)
-        );
+        let out = report_of(&db, &[1], format, Layout::Configurations);
+        assert_snapshot(&format!("report.{}", extension(name)), out.as_bytes());
     }
 }
 
+/// Seed 000's table from one command over its three campaigns: rows = totals, columns =
+/// protocol × mechanism, min / avg / max of time and goodput, in every format.
 #[test]
-fn the_report_covers_every_configuration_and_both_views() {
-    let db = fixture_db();
-    let mut out = Vec::new();
-    report::execute(
-        &db.0,
-        report::Which::Last,
-        Format::Csv,
-        None,
-        None,
-        &mut out,
-    )
-    .unwrap();
-    let text = String::from_utf8(out).unwrap();
-    // 4 configurations × 2 sides × 3 counts (messages, bytes, time), besides the run's rows.
-    let side_rows = text
+fn the_grid_layout_gives_the_seeds_table_in_every_format() {
+    let db = fixtures_db(&SEED_000);
+    for (format, name) in FORMATS {
+        if format == Format::Json {
+            continue;
+        }
+        let out = report_of(&db, &[1, 2, 3], format, Layout::Grid);
+        assert_snapshot(&format!("report-grid.{}", extension(name)), out.as_bytes());
+    }
+    let text = report_of(&db, &[1, 2, 3], Format::Table, Layout::Grid);
+    let header = text
         .lines()
-        .filter(|l| l.contains(",client,") || l.contains(",server,"))
-        .count();
-    assert_eq!(side_rows, 4 * 2 * 3, "{text}");
-    for config in ["tcp,stream", "tcp,saw", "udp,stream", "udp,saw"] {
-        for row in [
-            "client,bytes,B,100000,100000,100000,100000,0",
-            "server,messages,count",
-        ] {
-            assert!(
-                text.lines()
-                    .any(|l| l.starts_with(config) && l.contains(row)),
-                "{config} {row}: {text}"
+        .find(|l| l.starts_with("Total "))
+        .expect("a header row");
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "Total",
+            "TCP Streaming",
+            "UDP Streaming",
+            "QUIC Streaming",
+            "TCP Stop and Wait",
+            "UDP Stop and Wait",
+            "QUIC Stop and Wait"
+        ],
+        "{text}"
+    );
+    // Two tables (time, goodput), two rows each (1 MiB, 2 MiB), every cell min / avg / max.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("1 MiB") || l.starts_with("2 MiB"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    for row in rows {
+        assert_eq!(row.matches(" / ").count(), 2 * 6, "{row}");
+    }
+    // The CSV is the same grid, one line per total, ready for a spreadsheet.
+    let csv = report_of(&db, &[1, 2, 3], Format::Csv, Layout::Grid);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with(
+        "msg_size,total_bytes,tcp_stream_runs,tcp_stream_timed_runs,tcp_stream_time_min_s"
+    ));
+    assert!(lines[1].starts_with("1024,1048576,3,3,"), "{csv}");
+    assert_eq!(lines[1].split(',').count(), lines[0].split(',').count());
+    // JSON holds every summary: no layout for it.
+    let mut out = Vec::new();
+    let opts = Options {
+        layout: Layout::Grid,
+        ..Options::format(Format::Json)
+    };
+    let err = report::execute(&db.0, &Which::Ids(vec![1]), opts, &mut out).unwrap_err();
+    assert!(err.to_string().contains("--layout grid"), "{err}");
+}
+
+/// Seven campaigns of a lab report are one report: `report A B C` and `--last N` give the same
+/// bytes, the heading names each campaign, and a configuration measured twice pools its runs
+/// and says so.
+#[tokio::test]
+async fn several_campaigns_make_one_report() {
+    let db = fixtures_db(&SEED_000);
+    let all = report_of(&db, &[1, 2, 3], Format::Table, Layout::Configurations);
+    assert!(
+        all.starts_with("Campaigns 1, 2, 3\n  Campaign 1: complete, started "),
+        "{all}"
+    );
+    assert_eq!(
+        all.matches("Statistics for Client ").count(),
+        12,
+        "6 × 2 totals: {all}"
+    );
+    let out = wirebench(&["report", "--last", "3", "--db", db.arg()]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        all,
+        "--last 3 is 1 2 3"
+    );
+    let out = wirebench(&["report", "1", "2", "3", "--db", db.arg()]).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), all);
+    let json: serde_json::Value = serde_json::from_str(&report_of(
+        &db,
+        &[1, 3],
+        Format::Json,
+        Layout::Configurations,
+    ))
+    .unwrap();
+    assert_eq!(json["schema_version"], 3);
+    assert_eq!(json["campaigns"].as_array().unwrap().len(), 2);
+    assert_eq!(json["configurations"].as_array().unwrap().len(), 3 * 2 + 2);
+
+    // The same campaign imported again: its configurations pool the runs of both.
+    let out = wirebench(&[
+        "import",
+        manifest_path("tests/fixtures/seed000-quic-saw.json")
+            .to_str()
+            .unwrap(),
+        "--again",
+        "--db",
+        db.arg(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pooled = report_of(&db, &[3, 4], Format::Table, Layout::Configurations);
+    assert!(
+        pooled.contains("their runs pooled: QUIC Stop and Wait, 1024 B × 1 MiB: campaigns 3, 4; QUIC Stop and Wait, 1024 B × 2 MiB: campaigns 3, 4."),
+        "{pooled}"
+    );
+    assert!(pooled.contains("1024-byte messages, 6 runs"), "{pooled}");
+
+    for (args, says) in [
+        (vec!["report", "1", "1"], "campaign 1 is named twice"),
+        (vec!["report", "1", "9"], "there is no campaign 9"),
+        (
+            vec!["report", "1", "2", "--format", "html", "--run", "1"],
+            "--run picks a run of one campaign",
+        ),
+        (vec!["report", "1", "--last"], "cannot be used with"),
+        (
+            vec!["report", "--dns", "1", "2"],
+            "--dns reports one DNS campaign at a time",
+        ),
+        (
+            vec!["report", "--rr", "--last", "2"],
+            "--rr reports one rr sweep at a time",
+        ),
+    ] {
+        let mut argv = args.clone();
+        argv.extend(["--db", db.arg()]);
+        let out = wirebench(&argv).await;
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{argv:?}: {}", stderr(&out));
+        if !says.starts_with("cannot") {
+            // Ours are one line; clap's conflict adds its usage.
+            assert_eq!(
+                stderr(&out).trim_end().lines().count(),
+                1,
+                "{}",
+                stderr(&out)
             );
         }
     }
+}
+
+/// Runs under 1 ms are too short to time: a configuration with some of them says how many of
+/// its runs its rates cover, in the per-configuration tables and in the grid.
+#[test]
+fn partly_timed_configurations_say_how_many_runs_were_timed() {
+    let db = fixture_db();
+    let text = report_of(&db, &[1], Format::Table, Layout::Configurations);
+    // The fixture's UDP streaming runs: one of three under 1 ms.
+    let partly: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Goodput (") && l.contains(" runs timed)"))
+        .collect();
+    assert!(!partly.is_empty(), "{text}");
+    for line in &partly {
+        assert!(line.contains(" of 3 runs timed)"), "{line}");
+    }
+    let grid = report_of(&db, &[1], Format::Table, Layout::Grid);
+    // TCP and UDP streaming: one of three runs each.
+    assert_eq!(grid.matches(" (1 of 3 timed)").count(), 2, "{grid}");
+    assert!(grid.contains("too short to time"), "{grid}");
 }
 
 #[tokio::test]
@@ -120,9 +282,9 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(out.stdout.is_empty());
     }
-    let a = std::fs::read(&first.0).unwrap();
-    assert_eq!(a, std::fs::read(&second.0).unwrap());
-    assert_eq!(a, std::fs::read(snapshot_name("markdown")).unwrap());
+    let a = std::fs::read_to_string(&first.0).unwrap();
+    assert!(a == std::fs::read_to_string(&second.0).unwrap());
+    assert!(a == std::fs::read_to_string(manifest_path("tests/snapshots/report.md")).unwrap());
 
     let empty = TempPath::new(".sqlite3");
     let out = wirebench(&["report", "--last", "--db", empty.arg()]).await;
@@ -147,104 +309,6 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
     assert_eq!(out.status.code(), Some(2), "an id or --last is required");
 }
 
-/// The HTML report is one self-contained file: SVG charts with titles, axis descriptions with
-/// units and a legend, the tables, and nothing fetched from elsewhere. The fixture measured one
-/// message size × one total, so goodput and time are bars per configuration, not lines.
-#[test]
-fn html_report_is_self_contained_with_labelled_charts() {
-    let db = fixture_db();
-    let mut first = Vec::new();
-    report::execute(
-        &db.0,
-        report::Which::Id(1),
-        Format::Html,
-        None,
-        None,
-        &mut first,
-    )
-    .unwrap();
-    let mut again = Vec::new();
-    report::execute(
-        &db.0,
-        report::Which::Id(1),
-        Format::Html,
-        None,
-        None,
-        &mut again,
-    )
-    .unwrap();
-    assert!(first == again, "the same campaign gives the same bytes");
-    let html = String::from_utf8(first).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("<title>wirebench campaign 1</title>"));
-    assert_eq!(
-        html.matches("<svg").count(),
-        4,
-        "goodput bars, time bars, RTT, UDP loss against load (no interval series: no time chart)"
-    );
-    assert_eq!(html.matches("</svg>").count(), 4);
-    assert!(
-        !html.contains("Goodput against message size"),
-        "one message size: no line against it"
-    );
-    assert_eq!(
-        html.matches("<table>").count(),
-        4,
-        "one table per configuration"
-    );
-    let texts: Vec<String> = html
-        .split("<text")
-        .skip(1)
-        .filter_map(|t| {
-            let body = t.split_once('>')?.1;
-            Some(body.split("</text>").next()?.trim().to_string())
-        })
-        .collect();
-    for expected in [
-        "Goodput per protocol × mechanism, 1000-byte messages, 100000 B (97.66 KiB)",
-        "Transfer time per protocol × mechanism, 1000-byte messages, 100000 B (97.66 KiB)",
-        "Protocol (one bar per mechanism)",
-        "TCP",
-        "UDP",
-        "Transfer time, median and min–max (ms)",
-        "Stop-and-wait round-trip time (median over runs)",
-        "Round-trip time (µs, log scale)",
-        "TCP Streaming",
-        "UDP Stop and Wait",
-        "TCP Stop and Wait, 1000 B",
-        "p99",
-        "UDP streaming: server loss against offered load",
-        "Server loss (% of messages sent)",
-        "1000 B messages",
-    ] {
-        assert!(texts.iter().any(|t| t == expected), "{expected}: {texts:?}");
-    }
-    assert!(texts
-        .iter()
-        .any(|t| t.starts_with("Goodput, median and min–max (") && t.ends_with("bit/s)")));
-    // Each configuration: one bar and its whisker; 4 configurations in each of the two charts.
-    let charts = svgs(&html);
-    for bars in &charts[..2] {
-        let fills = ["#1F77B4", "#D62728", "#2CA02C", "#9467BD"];
-        for fill in fills {
-            // The bar and its legend swatch.
-            assert_eq!(
-                bars.matches(&format!("fill=\"{fill}\"")).count(),
-                2,
-                "{fill}: {bars}"
-            );
-        }
-    }
-    // Nothing external: no scripts, links, images or URLs except the SVG namespace name.
-    for banned in [
-        "<script", "<link", "<img", "src=", "href=", "url(", "@import",
-    ] {
-        assert!(!html.contains(banned), "{banned}");
-    }
-    let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
-    assert!(!without_ns.contains("http:") && !without_ns.contains("https:"));
-}
-
 #[test]
 fn html_escapes_what_the_store_holds() {
     use wirebench::report::html::escape;
@@ -252,217 +316,4 @@ fn html_escapes_what_the_store_holds() {
         escape("<b>\"x\" & 'y'</b>"),
         "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;"
     );
-}
-
-/// A real campaign measured with `-i 20ms` (tcp,udp × stream, 1000 and 8000 B, unpaced, so
-/// UDP lost messages): its export is the fixture for the interval and loss charts.
-pub(crate) fn interval_fixture_db() -> TempPath {
-    let db = TempPath::new(".sqlite3");
-    let id = history::import(
-        &db.0,
-        &manifest_path("tests/fixtures/campaign-intervals.json"),
-        0,
-        false,
-    )
-    .expect("fixture imports");
-    assert_eq!(id, 1);
-    db
-}
-
-/// The SVG charts of an HTML report, in order.
-fn svgs(html: &str) -> Vec<&str> {
-    html.split("<svg")
-        .skip(1)
-        .filter_map(|s| s.split("</svg>").next())
-        .collect()
-}
-
-/// The text elements of an SVG.
-fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text")
-        .skip(1)
-        .filter_map(|t| {
-            let body = t.split_once('>')?.1;
-            Some(body.split("</text>").next()?.trim().to_string())
-        })
-        .collect()
-}
-
-fn html_report(db: &TempPath, run: Option<usize>) -> String {
-    let mut out = Vec::new();
-    report::execute(
-        &db.0,
-        report::Which::Id(1),
-        Format::Html,
-        run,
-        None,
-        &mut out,
-    )
-    .expect("html report");
-    String::from_utf8(out).unwrap()
-}
-
-/// The series behind the two run charts, checked against the stored figures exactly.
-#[test]
-fn interval_and_loss_series_come_from_the_stored_runs() {
-    use wirebench::report::series;
-    let db = interval_fixture_db();
-    let store = wirebench::store::Store::open(&db.0).unwrap();
-    let runs = store.runs(1).unwrap();
-    // By default the run with the longest series (the first of equals): run 1 (tcp stream,
-    // 1000 B) in this fixture.
-    let t = series::timeline(&runs, None)
-        .unwrap()
-        .expect("a run has series");
-    assert_eq!(t.run, 1);
-    assert_eq!(
-        t.label,
-        "run 1: TCP Streaming, 1000 B × 104857600 B (100 MiB), repeat 1"
-    );
-    assert_eq!(t.client.len(), runs[0].1.client.measured.intervals.len());
-    assert_eq!(t.server.len(), runs[0].1.server.measured.intervals.len());
-    let first = &runs[0].1.client.measured.intervals[0];
-    assert_eq!(t.client[0].bits_per_second, first.bits_per_second);
-    assert_eq!(t.client[0].end_s, first.sample.end_ns as f64 / 1e9);
-    // Not merely the first run: cut run 1 to one interval and the longest other run is shown.
-    let mut cut = runs.clone();
-    cut[0].1.client.measured.intervals.truncate(1);
-    cut[0].1.server.measured.intervals.truncate(1);
-    let longest = series::timeline(&cut, None).unwrap().unwrap();
-    let length = |i: usize| {
-        cut[i].1.client.measured.intervals.len() + cut[i].1.server.measured.intervals.len()
-    };
-    assert_ne!(longest.run, 1);
-    assert!((0..cut.len()).all(|i| length(longest.run - 1) >= length(i)));
-    let t = series::timeline(&runs, Some(4)).unwrap().unwrap();
-    assert_eq!(
-        t.label,
-        "run 4: UDP Streaming, 8000 B × 104857600 B (100 MiB), repeat 1"
-    );
-    assert!(series::timeline(&runs, Some(5))
-        .unwrap_err()
-        .contains("numbered 1 to 4"));
-    // Loss = lost / sent, offered load = bytes sent over the run's transfer time (the run's
-    // headline figures); UDP streaming runs only.
-    let loss = series::loss_points(&runs);
-    assert_eq!(loss.len(), 2);
-    for (point, (_, run)) in loss.iter().zip([&runs[1], &runs[3]]) {
-        let s = &run.server;
-        assert_eq!(
-            point.loss_pct,
-            s.lost as f64 * 100.0 / run.client.messages as f64
-        );
-        assert_eq!(
-            point.offered_bps,
-            run.client.bytes as f64 * 8.0 / run.client.seconds
-        );
-        assert!(
-            point.loss_pct > 0.0,
-            "the unpaced fixture runs lost messages"
-        );
-    }
-    assert_eq!((loss[0].msg_size, loss[1].msg_size), (1000, 8000));
-}
-
-/// With interval series: a throughput-over-time chart (the run with the longest series, or `--run
-/// N`) and a loss-against-load chart, labelled with units and a legend, the same bytes each time.
-#[tokio::test]
-async fn html_report_draws_throughput_over_time_and_loss_against_load() {
-    let db = interval_fixture_db();
-    let html = html_report(&db, None);
-    assert_eq!(html, html_report(&db, None), "deterministic");
-    let charts = svgs(&html);
-    assert_eq!(charts.len(), 3, "throughput by size, over time, loss");
-    let over_time = texts(charts[1]);
-    for expected in [
-        "Throughput over time, run 1",
-        "Time since the session started (ms)",
-        "Throughput per interval (Gbit/s)",
-        "Client sent",
-        "Server read",
-    ] {
-        assert!(
-            over_time.iter().any(|t| t == expected),
-            "{expected}: {over_time:?}"
-        );
-    }
-    // One dot per client interval of run 1 (36 in the fixture).
-    assert_eq!(charts[1].matches("<circle").count(), 36);
-    assert!(html.contains("run 1: TCP Streaming, 1000 B × 104857600 B (100 MiB), repeat 1"));
-    assert!(!html.contains("grace period"), "only UDP streaming has one");
-    let loss = texts(charts[2]);
-    for expected in [
-        "UDP streaming: server loss against offered load",
-        "Offered load: sent rate (Gbit/s)",
-        "Server loss (% of messages sent)",
-        "1000 B messages",
-        "8000 B messages",
-    ] {
-        assert!(loss.iter().any(|t| t == expected), "{expected}: {loss:?}");
-    }
-    assert_eq!(
-        charts[2].matches("<circle").count(),
-        2,
-        "one dot per UDP run"
-    );
-
-    let html = html_report(&db, Some(4));
-    assert!(texts(svgs(&html)[1]).contains(&"Throughput over time, run 4".to_string()));
-    assert!(html.contains("run 4: UDP Streaming, 8000 B × 104857600 B (100 MiB), repeat 1"));
-    assert!(
-        html.contains("are the grace period"),
-        "UDP streaming runs explain their tail"
-    );
-
-    // Bad choices are usage errors that say what is allowed.
-    for (args, says) in [
-        (vec!["--run", "5"], "numbered 1 to 4"),
-        (vec!["--run", "0"], "--run"),
-        (
-            vec!["--run", "1", "--format", "csv"],
-            "use it with --format html",
-        ),
-    ] {
-        let mut argv = vec!["report", "1", "--db", db.arg()];
-        if !args.contains(&"--format") {
-            argv.extend(["--format", "html"]);
-        }
-        argv.extend(args.iter().copied());
-        let out = wirebench(&argv).await;
-        assert_eq!(out.status.code(), Some(2), "{argv:?}");
-        assert!(stderr(&out).contains(says), "{argv:?}: {}", stderr(&out));
-    }
-    let out = wirebench(&[
-        "report",
-        "1",
-        "--format",
-        "html",
-        "--run",
-        "2",
-        "--db",
-        db.arg(),
-    ])
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-}
-
-/// Without interval series there is no throughput-over-time chart, and `--run` says why.
-#[tokio::test]
-async fn no_interval_series_means_no_time_chart() {
-    let db = fixture_db();
-    let html = html_report(&db, None);
-    assert!(!html.contains("Throughput over time"));
-    let out = wirebench(&[
-        "report",
-        "1",
-        "--format",
-        "html",
-        "--run",
-        "1",
-        "--db",
-        db.arg(),
-    ])
-    .await;
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("-i D"), "{}", stderr(&out));
 }

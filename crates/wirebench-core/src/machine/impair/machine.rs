@@ -36,6 +36,8 @@ pub struct Impairer<P> {
     /// A packet picked for reordering, with the time it gives up waiting.
     held: Option<(Pending<P>, Instant, Option<P>)>,
     counts: Counts,
+    /// Bytes of the packets waiting (delay line, held, copies): what the caller holds for us.
+    pending_bytes: u64,
 }
 
 impl<P: Clone> Impairer<P> {
@@ -53,6 +55,7 @@ impl<P: Clone> Impairer<P> {
             line: VecDeque::new(),
             held: None,
             counts: Counts::default(),
+            pending_bytes: 0,
         }
     }
 
@@ -64,6 +67,20 @@ impl<P: Clone> Impairer<P> {
     /// Packets not yet released (held for reordering included).
     pub fn pending(&self) -> usize {
         self.line.len() + usize::from(self.held.is_some())
+    }
+
+    /// Bytes of the packets not yet released (copies and held packets included): what a
+    /// relay holds in memory for this direction.
+    pub fn pending_bytes(&self) -> u64 {
+        self.pending_bytes
+    }
+
+    /// Counts a packet the caller could not take (no room in its memory bound) as a queue
+    /// drop, as a full router queue would.
+    pub fn refuse_packet(&mut self) {
+        self.counts.received += 1;
+        self.counts.dropped += 1;
+        self.counts.queue_drops += 1;
     }
 
     /// Offers a packet of `len` bytes arriving at `now`.
@@ -96,6 +113,7 @@ impl<P: Clone> Impairer<P> {
             // The copy travels right behind its original (also when that one is held back).
             self.counts.duplicated += 1;
         }
+        self.pending_bytes += len as u64 * (1 + u64::from(copy.is_some()));
         if self.held.is_none() && self.spec.reorder > 0.0 && self.rng.gen_bool(self.spec.reorder) {
             // Held back: it leaves right after the next packet (or alone after the longest hold).
             self.held = Some((entry, release + REORDER_MAX_HOLD, copy));
@@ -144,6 +162,7 @@ impl<P: Clone> Impairer<P> {
         }
         if self.line.front().is_some_and(|p| p.release <= now) {
             let p = self.line.pop_front()?;
+            self.pending_bytes = self.pending_bytes.saturating_sub(p.len as u64);
             self.counts.forwarded += 1;
             self.counts.bytes_forwarded += p.len as u64;
             if p.delayed {
@@ -462,6 +481,33 @@ mod tests {
         assert_eq!(out.len() as u64, 1000 + c.duplicated);
         assert_eq!(c.forwarded, c.received - c.dropped + c.duplicated);
         assert!((150..250).contains(&c.duplicated), "{c:?}");
+    }
+
+    #[test]
+    fn pending_bytes_follow_every_packet_held_and_refusals_count_as_queue_drops() {
+        let spec = Impairment {
+            delay: Duration::from_millis(10),
+            duplicate: 0.5,
+            reorder: 0.3,
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let mut m: Impairer<u64> = Impairer::new(spec, 7, 0);
+        for i in 0..200u64 {
+            m.handle_packet(t0 + Duration::from_micros(i), 100, i);
+        }
+        let held = m.counts().received - m.counts().dropped + m.counts().duplicated;
+        assert_eq!(m.pending_bytes(), 100 * held);
+        let mut now = t0;
+        while let Some(t) = m.poll_timeout() {
+            now = now.max(t);
+            while m.poll_release(now).is_some() {}
+        }
+        assert_eq!(m.pending(), 0);
+        assert_eq!(m.pending_bytes(), 0, "every byte held was released");
+        m.refuse_packet();
+        let c = m.counts();
+        assert_eq!((c.received, c.queue_drops), (201, 1));
     }
 
     #[test]

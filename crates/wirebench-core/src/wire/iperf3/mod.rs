@@ -188,7 +188,9 @@ pub fn json_len(prefix: [u8; 4]) -> Result<usize, Iperf3Error> {
 /// text with a NUL; it is ignored.
 pub fn decode_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, Iperf3Error> {
     let text = text.strip_suffix(&[0]).unwrap_or(text);
-    serde_json::from_slice(text).map_err(|e| Iperf3Error::Json(e.to_string()))
+    // serde quotes what the peer sent: made safe to show where it enters.
+    serde_json::from_slice(text)
+        .map_err(|e| Iperf3Error::Json(crate::security::text::peer_text(&e.to_string())))
 }
 
 #[cfg(test)]

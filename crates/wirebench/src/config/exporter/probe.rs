@@ -256,9 +256,9 @@ fn rr_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfi
     argv.push("--no-store".into());
     let args: RrArgv = parse_argv(&argv)?;
     let cfg = RrConfig::from_rr(&args.rr).map_err(|e| bad(e.0))?;
-    if cfg.protocols.len() != 1 || cfg.concurrency.len() != 1 {
+    if cfg.protocols.len() != 1 || cfg.concurrency.len() != 1 || cfg.flows.len() != 1 {
         return Err(bad(
-            "a probe runs one test: give one proto and one concurrency".into(),
+            "a probe runs one test: give one proto, one concurrency and one flows".into(),
         ));
     }
     // Every request may go out 1 + retries times; every answer comes back once.
@@ -267,7 +267,7 @@ fn rr_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfi
         .saturating_mul(1 + u64::from(cfg.retries))
         .saturating_add(u64::from(cfg.response));
     let volume = count
-        .saturating_mul(u64::from(cfg.flows))
+        .saturating_mul(u64::from(cfg.most_flows()))
         .saturating_mul(per_request);
     within_volume(
         volume,

@@ -73,8 +73,8 @@ fn rr_dns_and_iperf3_queries_are_bounded_by_volume() {
         panic!("an rr")
     };
     assert_eq!(
-        (cfg.count, cfg.flows, cfg.concurrency.as_slice()),
-        (Some(10), 2, &[8][..])
+        (cfg.count, cfg.flows.as_slice(), cfg.concurrency.as_slice()),
+        (Some(10), &[2][..], &[8][..])
     );
     // 1000 x (64 + 512) B fits in 1 MiB; with two retries per request, 2000 x (3 x 64 +
     // 512) B does not.

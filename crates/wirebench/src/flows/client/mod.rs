@@ -252,6 +252,16 @@ impl<'j> SessionRequest<'j> {
 /// The server's report as every protocol's transfer received it, beside what the client
 /// measured: the one place the client checks a report before it is believed.
 fn check_report(params: &SessionParams, leg: &Leg) -> Result<()> {
+    // A report that cannot be true, or that says the session was aborted, is no run's.
+    wirebench_core::record::plausibility::check_report(
+        wirebench_core::record::plausibility::ClientView::of(
+            params.reverse,
+            leg.tally.messages,
+            leg.tally.bytes,
+        ),
+        wirebench_core::vocab::units::duration_ns(leg.started.elapsed()),
+        &leg.report,
+    )?;
     if params.omit_us.is_some() && leg.report.omitted.is_none() {
         bail!(
             "the server did not report its -O/--omit mark (a wirebench server older than -O): \

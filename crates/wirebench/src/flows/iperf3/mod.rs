@@ -4,6 +4,7 @@
 //! protocol.
 
 pub mod client;
+mod hub;
 pub mod record;
 pub mod report;
 pub mod server;

@@ -1,10 +1,12 @@
 //! The iperf3 listener of `wirebench server --iperf3`: serves real `iperf3 -c` clients (TCP and
-//! UDP, forward and `-R`, `-P N`) on its own port, several tests at once, and reports each test
-//! as a wirebench session summary. Owns the server side of the iperf3 dialogue and the UDP hub
-//! that demultiplexes datagrams by sender; must not touch wirebench's own listener.
+//! UDP, forward and `-R`, `-P N`) on its own port, several tests at once. Each test passes the
+//! server's gate (admission, `--max-bytes` both ways, `--max-rate`, `--max-duration`, the
+//! shutdown) and is reported by it as one session line. Owns the server side of the iperf3
+//! dialogue and the UDP hub that demultiplexes datagrams by sender; must not touch wirebench's
+//! own listener.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,8 +23,10 @@ use wirebench_core::wire::iperf3::{
 };
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
+use super::hub::{hub, HubCmd};
 use super::{expect_state, recv_cookie, recv_json, recv_state, send_json, send_state};
-use crate::flows::server::{ServerEvent, ServerNotice, SessionSummary};
+use crate::flows::server::gate::{Ask, Gate, Pass};
+use crate::flows::server::meter::Meter;
 use wirebench_core::vocab::units::duration_ns;
 
 /// iperf3's error code for "not implemented", sent with `SERVER_ERROR` when a client asks for
@@ -88,8 +92,8 @@ impl Iperf3Server {
         self.local
     }
 
-    /// Serves until dropped; every test's summary and every notice goes to `events`.
-    pub async fn run(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
+    /// Serves until dropped; every test passes `gate`, which reports it.
+    pub async fn run(self, gate: Arc<Gate>) -> Result<()> {
         let (hub_tx, hub_rx) = mpsc::unbounded_channel();
         let hub_task = tokio::spawn(hub(self.udp.clone(), hub_rx));
         let _guard = AbortOnDrop(hub_task);
@@ -97,7 +101,7 @@ impl Iperf3Server {
             pending: Mutex::new(HashMap::new()),
             hub: hub_tx,
             udp: self.udp.clone(),
-            events,
+            gate,
             next_test: AtomicU64::new(1),
         });
         loop {
@@ -121,15 +125,13 @@ struct Shared {
     pending: Mutex<HashMap<[u8; COOKIE_LEN], mpsc::UnboundedSender<TcpStream>>>,
     hub: mpsc::UnboundedSender<HubCmd>,
     udp: Arc<UdpSocket>,
-    events: mpsc::UnboundedSender<ServerEvent>,
+    gate: Arc<Gate>,
     next_test: AtomicU64,
 }
 
 impl Shared {
     fn notice(&self, peer: SocketAddr, message: String) {
-        let _ = self
-            .events
-            .send(ServerEvent::Notice(ServerNotice { peer, message }));
+        self.gate.notice(peer, message);
     }
 }
 
@@ -165,6 +167,7 @@ async fn route(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         shared: shared.clone(),
         data: rx,
         plan: None,
+        pass: None,
         client_bytes: None,
     };
     let outcome = ctx.serve(&mut stream).await;
@@ -172,10 +175,7 @@ async fn route(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         p.remove(&cookie);
     }
     let _ = shared.hub.send(HubCmd::Forget { test });
-    let summary = ctx.summary(outcome);
-    if let Some(s) = summary {
-        let _ = shared.events.send(ServerEvent::Session(Box::new(s)));
-    }
+    ctx.end(outcome);
     let _ = stream.shutdown().await;
 }
 
@@ -197,6 +197,8 @@ struct Test {
     shared: Arc<Shared>,
     data: mpsc::UnboundedReceiver<TcpStream>,
     plan: Option<TestPlan>,
+    /// The test's pass through the server's gate, once admitted.
+    pass: Option<Pass>,
     /// What the client said it received (reverse tests).
     client_bytes: Option<(u64, u64, f64)>,
 }
@@ -216,6 +218,18 @@ impl Test {
                 bail!("{e}");
             }
         };
+        // Through the gate before any stream is set up: a refusal is iperf3's "busy".
+        let line = session_of(&plan);
+        let pass = match self.shared.gate.admit(self.peer, Ask::Iperf3(&line)) {
+            Ok(pass) => pass,
+            Err(reason) => {
+                let _ = send_state(ctrl, State::AccessDenied).await;
+                bail!("{reason}");
+            }
+        };
+        let meter = Arc::clone(pass.meter());
+        let stop = pass.stop();
+        self.pass = Some(pass);
         self.plan = Some(plan.clone());
         send_state(ctrl, State::CreateStreams).await?;
         let streams = self.collect_streams(&plan).await?;
@@ -228,6 +242,12 @@ impl Test {
             (None, Some(k)) => k.saturating_mul(u64::from(plan.len)),
             (None, None) => u64::MAX,
         }));
+        // What the server sends is paced to the lower of the test's rate and --max-rate.
+        let send_rate = match (plan.rate_bps, meter_rate(&meter)) {
+            (0, max) => max.unwrap_or(0),
+            (asked, Some(max)) => asked.min(max),
+            (asked, None) => asked,
+        };
         let mut tasks: JoinSet<Result<(usize, Counted)>> = JoinSet::new();
         for (index, stream) in streams.into_iter().enumerate() {
             let stop = stop_rx.clone();
@@ -235,23 +255,28 @@ impl Test {
             match stream {
                 Stream::Tcp(s) if plan.reverse => {
                     let budget = budget.clone();
-                    tasks.spawn(async move { Ok((index, send_tcp(s, len, budget, stop).await?)) });
+                    let meter = Arc::clone(&meter);
+                    tasks.spawn(async move {
+                        Ok((index, send_tcp(s, len, budget, &meter, stop).await?))
+                    });
                 }
                 Stream::Tcp(s) => {
-                    tasks.spawn(async move { Ok((index, recv_tcp(s, stop).await?)) });
+                    let meter = Arc::clone(&meter);
+                    tasks.spawn(async move { Ok((index, recv_tcp(s, &meter, stop).await?)) });
                 }
                 Stream::Udp(addr) if plan.reverse => {
                     let socket = self.shared.udp.clone();
                     let budget = budget.clone();
                     let pace = Pace {
                         start,
-                        rate_bps: plan.rate_bps,
+                        rate_bps: send_rate,
                         counters_64bit: plan.counters_64bit,
                     };
+                    let meter = Arc::clone(&meter);
                     tasks.spawn(async move {
                         Ok((
                             index,
-                            send_udp(socket, addr, len, budget, pace, stop).await?,
+                            send_udp(socket, addr, len, budget, pace, &meter, stop).await?,
                         ))
                     });
                 }
@@ -265,10 +290,13 @@ impl Test {
             (None, None) => Duration::from_secs(plan.time_s.saturating_add(60)),
             _ => Duration::MAX,
         };
-        let end = match tokio::time::timeout(patience, recv_state(ctrl))
-            .await
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("no TEST_END within the test's time + 60 s")))
-        {
+        let waited = tokio::select! {
+            end = tokio::time::timeout(patience, recv_state(ctrl)) => end
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("no TEST_END within the test's time + 60 s"))),
+            // The gate stops the test: its duration, a limit, the server's shutdown.
+            reason = stop => Err(anyhow::anyhow!("{reason}")),
+        };
+        let end = match waited {
             Ok(Some(State::TestEnd)) => Ok(()),
             Ok(Some(State::ClientTerminate)) => Err(anyhow::anyhow!(
                 "the client stopped the test (CLIENT_TERMINATE)"
@@ -329,12 +357,14 @@ impl Test {
         let mut streams = Vec::new();
         if plan.udp {
             let (tx, mut rx) = mpsc::unbounded_channel();
+            let meter = self.pass.as_ref().map(|p| Arc::clone(p.meter()));
             let _ = self.shared.hub.send(HubCmd::Expect {
                 test: self.id,
                 ip: crate::transport::net::canonical_ip(self.peer.ip()),
                 count: plan.parallel,
                 counters_64bit: plan.counters_64bit,
                 streams: tx,
+                meter,
             });
             for _ in 0..plan.parallel {
                 let addr = tokio::time::timeout(super::SETUP_TIMEOUT, rx.recv())
@@ -355,24 +385,27 @@ impl Test {
         Ok(streams)
     }
 
-    /// The wirebench session summary for this test, or None when it never got past set-up
-    /// far enough to have parameters (a port scan, a stray connection): those become notices.
-    fn summary(&self, outcome: Result<Counted>) -> Option<SessionSummary> {
-        let Some(plan) = &self.plan else {
-            if let Err(e) = outcome {
-                self.shared
-                    .notice(self.peer, format!("iperf3 test refused: {e:#}"));
+    /// Ends the test through its pass (the gate prints its line); a test that never got
+    /// that far (a port scan, a stray connection, a refused one) is a notice at most.
+    fn end(&mut self, outcome: Result<Counted>) {
+        let (Some(plan), Some(mut pass)) = (self.plan.clone(), self.pass.take()) else {
+            if let (Err(e), None) = (&outcome, &self.pass) {
+                if self.plan.is_none() {
+                    self.shared
+                        .notice(self.peer, format!("iperf3 test refused: {e:#}"));
+                }
             }
-            return None;
+            return;
         };
+        let plan = &plan;
         let protocol = if plan.udp {
             Protocol::Udp
         } else {
             Protocol::Tcp
         };
-        let (counted, abort_reason) = match outcome {
-            Ok(c) => (c, None),
-            Err(e) => (Counted::default(), Some(format!("{e:#}"))),
+        let (counted, result) = match outcome {
+            Ok(c) => (c, Ok(())),
+            Err(e) => (Counted::default(), Err(format!("{e:#}"))),
         };
         let elapsed_ns = match (counted.first, counted.last) {
             (Some(f), Some(l)) => duration_ns(l.saturating_duration_since(f)),
@@ -392,8 +425,6 @@ impl Test {
             elapsed_ns,
             lost: udp.lost,
             out_of_order: udp.out_of_order,
-            aborted: abort_reason.is_some(),
-            abort_reason,
             ..ServerReport::default()
         };
         if plan.reverse {
@@ -411,26 +442,44 @@ impl Test {
             report.read_calls = 0;
             report.elapsed_ns = (secs * 1e9) as u64;
         }
-        Some(SessionSummary {
-            session: rand::random(),
-            peer: self.peer,
-            params: SessionParams {
-                duration_us: None,
-                omit_us: None,
-                protocol,
-                mechanism: Mechanism::Stream,
-                msg_size: plan.len,
-                total_bytes: plan.bytes.unwrap_or(report.bytes),
-                rto_us: None,
-                rate_bps: (plan.rate_bps > 0).then_some(plan.rate_bps),
-                grace_us: 0,
-                options: Default::default(),
-                interval_us: None,
-                reverse: false,
-            },
-            report,
-        })
+        pass.end(report, result);
     }
+}
+
+/// The session a test is, as the gate admits it and its line shows it: protocol, block size,
+/// total (or time), the rate over all its streams.
+fn session_of(plan: &TestPlan) -> SessionParams {
+    let total = match (plan.bytes, plan.blocks) {
+        (Some(b), _) => Some(b),
+        (None, Some(k)) => Some(k.saturating_mul(u64::from(plan.len))),
+        (None, None) => None,
+    };
+    SessionParams {
+        duration_us: total
+            .is_none()
+            .then(|| plan.time_s.saturating_mul(1_000_000)),
+        omit_us: None,
+        protocol: if plan.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        },
+        mechanism: Mechanism::Stream,
+        msg_size: plan.len,
+        total_bytes: total.unwrap_or(wirebench_core::wire::proto::UNBOUNDED_TOTAL),
+        rto_us: None,
+        rate_bps: (plan.rate_bps > 0)
+            .then(|| plan.rate_bps.saturating_mul(u64::from(plan.parallel))),
+        grace_us: 0,
+        options: Default::default(),
+        interval_us: None,
+        reverse: false,
+    }
+}
+
+/// The server's --max-rate, as the meter holds it (None: unlimited).
+fn meter_rate(meter: &Meter) -> Option<u64> {
+    meter.max_rate_bps()
 }
 
 /// A data stream of a running test.
@@ -515,7 +564,11 @@ fn claim(budget: &AtomicU64, want: u64) -> u64 {
     got
 }
 
-async fn recv_tcp(mut s: TcpStream, mut stop: watch::Receiver<bool>) -> Result<Counted> {
+async fn recv_tcp(
+    mut s: TcpStream,
+    meter: &Meter,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Counted> {
     let mut buf = vec![0u8; 128 * 1024];
     let mut c = Counted::default();
     let count = |n: usize, c: &mut Counted| {
@@ -524,6 +577,7 @@ async fn recv_tcp(mut s: TcpStream, mut stop: watch::Receiver<bool>) -> Result<C
         c.last = Some(now);
         c.bytes += n as u64;
         c.reads += 1;
+        meter.count_read(n as u64);
     };
     loop {
         tokio::select! {
@@ -533,6 +587,14 @@ async fn recv_tcp(mut s: TcpStream, mut stop: watch::Receiver<bool>) -> Result<C
                 Err(e) => return Err(anyhow::Error::from(e).context("while reading an iperf3 TCP stream")),
             },
             _ = stop.changed() => break,
+        }
+        // --max-rate: reading no faster makes TCP slow the client down.
+        let wait = meter.read_pause();
+        if !wait.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => break,
+            }
         }
     }
     // An iperf3 client sends TEST_END as soon as its last write returns, while that data may
@@ -557,6 +619,7 @@ async fn send_tcp(
     mut s: TcpStream,
     len: usize,
     budget: Arc<AtomicU64>,
+    meter: &Meter,
     mut stop: watch::Receiver<bool>,
 ) -> Result<Counted> {
     let buf = payload(len);
@@ -565,6 +628,14 @@ async fn send_tcp(
         let n = claim(&budget, len as u64) as usize;
         if n == 0 {
             break;
+        }
+        meter.may_send(n as u64).map_err(anyhow::Error::msg)?;
+        let wait = meter.send_pause();
+        if !wait.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => break 'blocks,
+            }
         }
         let mut off = 0;
         while off < n {
@@ -576,6 +647,7 @@ async fn send_tcp(
                     c.last = Some(now);
                     c.bytes += w as u64;
                     c.reads += 1;
+                    meter.count_sent(w as u64);
                     off += w;
                 }
                 _ = stop.changed() => break 'blocks,
@@ -598,6 +670,7 @@ async fn send_udp(
     len: usize,
     budget: Arc<AtomicU64>,
     pace: Pace,
+    meter: &Meter,
     mut stop: watch::Receiver<bool>,
 ) -> Result<Counted> {
     let mut buf = payload(len);
@@ -620,6 +693,7 @@ async fn send_udp(
             break;
         }
         let n = n.max(header_len);
+        meter.may_send(n as u64).map_err(anyhow::Error::msg)?;
         let (sec, usec) = super::udp_timestamp(pace.start);
         let header = UdpHeader {
             sec,
@@ -634,153 +708,10 @@ async fn send_udp(
             c.last = Some(now);
             c.bytes += n as u64;
             c.reads += 1;
+            meter.count_sent(n as u64);
         }
     }
     Ok(c)
-}
-
-/// Requests to the UDP hub.
-enum HubCmd {
-    /// A test waits for `count` UDP streams from `ip`; each new stream's address goes to `streams`.
-    Expect {
-        test: u64,
-        ip: IpAddr,
-        count: u32,
-        counters_64bit: bool,
-        streams: mpsc::UnboundedSender<SocketAddr>,
-    },
-    /// The test ended: hand back each stream's accounting (with first and last arrival), in
-    /// stream order, and forget the streams.
-    Finish {
-        test: u64,
-        reply: oneshot::Sender<Vec<HubCount>>,
-    },
-    /// Forget everything about a test.
-    Forget { test: u64 },
-}
-
-/// One stream's accounting handed back by the hub: first and last arrival, and the counts.
-type HubCount = (Option<(Instant, Instant)>, UdpReceiver);
-
-/// One UDP stream the hub knows.
-struct HubStream {
-    test: u64,
-    index: usize,
-    counters_64bit: bool,
-    span: Option<(Instant, Instant)>,
-    acct: UdpReceiver,
-}
-
-/// A test waiting for UDP streams.
-struct Expecting {
-    test: u64,
-    ip: IpAddr,
-    left: u32,
-    next_index: usize,
-    counters_64bit: bool,
-    streams: mpsc::UnboundedSender<SocketAddr>,
-}
-
-/// Owns the iperf3 UDP socket's receive side: answers connect messages, and counts the
-/// datagrams of every UDP stream by sender address, without locks or allocation per datagram.
-async fn hub(socket: Arc<UdpSocket>, mut cmds: mpsc::UnboundedReceiver<HubCmd>) {
-    let epoch = Instant::now();
-    let mut expecting: Vec<Expecting> = Vec::new();
-    let mut streams: HashMap<SocketAddr, HubStream> = HashMap::new();
-    let mut buf = vec![0u8; 65_536];
-    loop {
-        tokio::select! {
-            cmd = cmds.recv() => match cmd {
-                None => return,
-                Some(HubCmd::Expect { test, ip, count, counters_64bit, streams: tx }) => {
-                    expecting.push(Expecting { test, ip, left: count, next_index: 0, counters_64bit, streams: tx });
-                }
-                Some(HubCmd::Finish { test, reply }) => {
-                    // Datagrams already queued arrived before TEST_END was handled: count them.
-                    while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
-                        on_datagram(&socket, &buf[..n], from, &mut expecting, &mut streams, epoch).await;
-                    }
-                    let mut mine: Vec<HubStream> = Vec::new();
-                    streams.retain(|_, s| {
-                        if s.test == test {
-                            mine.push(HubStream { acct: std::mem::take(&mut s.acct), ..*s });
-                            false
-                        } else {
-                            true
-                        }
-                    });
-                    expecting.retain(|e| e.test != test);
-                    mine.sort_by_key(|s| s.index);
-                    let _ = reply.send(mine.into_iter().map(|s| (s.span, s.acct)).collect());
-                }
-                Some(HubCmd::Forget { test }) => {
-                    streams.retain(|_, s| s.test != test);
-                    expecting.retain(|e| e.test != test);
-                }
-            },
-            r = socket.recv_from(&mut buf) => {
-                // Errors here are ICMP reports about earlier sends; the next datagram may be fine.
-                if let Ok((n, from)) = r {
-                    on_datagram(&socket, &buf[..n], from, &mut expecting, &mut streams, epoch).await;
-                }
-            }
-        }
-    }
-}
-
-/// Handles one datagram in the hub.
-async fn on_datagram(
-    socket: &UdpSocket,
-    data: &[u8],
-    from: SocketAddr,
-    expecting: &mut [Expecting],
-    streams: &mut HashMap<SocketAddr, HubStream>,
-    epoch: Instant,
-) {
-    let is_connect = data == wire::UDP_CONNECT_MSG || data == wire::LEGACY_UDP_CONNECT_MSG;
-    if let Some(s) = streams.get_mut(&from) {
-        if is_connect {
-            // The client repeated its connect message: our reply was lost.
-            let _ = socket.send_to(&wire::UDP_CONNECT_REPLY, from).await;
-        } else if let Ok(h) = UdpHeader::decode(data, s.counters_64bit) {
-            let now = Instant::now();
-            s.span = Some(match s.span {
-                Some((first, _)) => (first, now),
-                None => (now, now),
-            });
-            s.acct
-                .on_datagram(&h, data.len(), now.duration_since(epoch).as_secs_f64());
-        }
-        return;
-    }
-    if !is_connect {
-        return;
-    }
-    let ip = crate::transport::net::canonical_ip(from.ip());
-    let Some(pos) = expecting.iter().position(|e| e.ip == ip && e.left > 0) else {
-        return;
-    };
-    let e = &mut expecting[pos];
-    if socket
-        .send_to(&wire::UDP_CONNECT_REPLY, from)
-        .await
-        .is_err()
-    {
-        return;
-    }
-    streams.insert(
-        from,
-        HubStream {
-            test: e.test,
-            index: e.next_index,
-            counters_64bit: e.counters_64bit,
-            span: None,
-            acct: UdpReceiver::default(),
-        },
-    );
-    e.next_index += 1;
-    e.left -= 1;
-    let _ = e.streams.send(from);
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

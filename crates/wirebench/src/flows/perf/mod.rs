@@ -1,7 +1,7 @@
 //! QUIC perf interoperability (draft-banks-quic-performance-00, ALPN `perf`): owns the perf
-//! client of `wirebench run --proto quic --perf-server` and the perf side of the wirebench
-//! server's QUIC endpoint; must not define the framing (that is `wirebench_core::wire::perf`) nor
-//! touch wirebench's own QUIC sessions.
+//! client of `wirebench run --proto quic --perf-server` and the protocol pieces of the
+//! server's perf side (which `flows::server` serves through its gate); must not define the
+//! framing (that is `wirebench_core::wire::perf`) nor touch wirebench's own QUIC sessions.
 
 pub mod client;
 pub mod server;

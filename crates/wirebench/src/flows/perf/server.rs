@@ -1,14 +1,16 @@
-//! The perf side of the wirebench server's QUIC endpoint: a connection that negotiated ALPN
-//! `perf` gets, per client-opened bidirectional stream, the draft's request/response (read the
-//! 8-byte size, drain the upload to FIN, send that many bytes, finish). Owns only that; must
-//! not touch wirebench sessions.
+//! The perf side of the wirebench server's QUIC endpoint, as far as the protocol goes: which
+//! connections speak the draft (ALPN `perf`), how a stream's request is read and how a broken
+//! stream is refused. Serving them — one session per connection, through the server's gate —
+//! is `flows::server`'s; this module must not touch wirebench sessions.
 
-use anyhow::{Context, Result};
 use quinn::VarInt;
 use wirebench_core::wire::perf::{self, REQUEST_LEN};
 
 /// Application error code sent when a stream breaks the protocol (ends inside its request).
-const PROTOCOL_ERROR: u32 = 1;
+pub const PROTOCOL_ERROR: u32 = 1;
+
+/// Application error code of a connection or stream the server refused (a limit).
+pub const REFUSED: u32 = 2;
 
 /// Whether the connection negotiated the perf ALPN.
 pub fn is_perf(connection: &quinn::Connection) -> bool {
@@ -19,40 +21,25 @@ pub fn is_perf(connection: &quinn::Connection) -> bool {
         .is_some_and(|p| p == perf::ALPN)
 }
 
-/// Serves every stream of one perf connection until the client closes it. A misbehaving
-/// stream is reset; it never ends the connection or the server.
-pub async fn serve(connection: quinn::Connection) -> Result<()> {
-    loop {
-        let (send, recv) = match connection.accept_bi().await {
-            Ok(s) => s,
-            // The client closing the connection is how a perf session ends.
-            Err(quinn::ConnectionError::ApplicationClosed(_))
-            | Err(quinn::ConnectionError::LocallyClosed) => return Ok(()),
-            Err(e) => return Err(anyhow::Error::from(e).context("perf connection ended")),
-        };
-        tokio::spawn(async move {
-            let _ = serve_stream(send, recv).await;
-        });
-    }
-}
-
-/// One request: size, upload to FIN, response, FIN.
-async fn serve_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream) -> Result<()> {
+/// Reads a stream's 8-byte request: the bytes the client wants back. A stream that ends
+/// inside it is reset both ways and the error says so.
+pub async fn read_request(
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+) -> Result<u64, String> {
     let mut request = [0u8; REQUEST_LEN];
     if recv.read_exact(&mut request).await.is_err() {
         let _ = send.reset(VarInt::from_u32(PROTOCOL_ERROR));
         let _ = recv.stop(VarInt::from_u32(PROTOCOL_ERROR));
-        anyhow::bail!("a perf stream ended inside its 8-byte request");
+        return Err("a perf stream ended inside its 8-byte request".into());
     }
-    let wanted = perf::decode_request(request);
-    super::drain(&mut recv)
-        .await
-        .context("while reading a perf upload")?;
-    super::send_bytes(&mut send, wanted)
-        .await
-        .context("while sending a perf response")?;
-    send.finish().context("while finishing a perf response")?;
-    // Wait until the client has it all (or gave up), so the FIN is not cut by a close.
-    let _ = send.stopped().await;
-    Ok(())
+    Ok(perf::decode_request(request))
 }
+
+/// The payload responses are sliced from (see [`super::CHUNK`]).
+pub fn payload() -> bytes::Bytes {
+    super::payload()
+}
+
+/// Size of one slice of [`payload`].
+pub const CHUNK: usize = super::CHUNK;

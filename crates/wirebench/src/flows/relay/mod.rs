@@ -1,22 +1,29 @@
 //! The impairment relay: owns the sockets and tasks that sit between a client and a server on
 //! one port (TCP and UDP, like the server) and forward through `wirebench_core::machine::impair`; must not
-//! make impairment decisions itself (they are the core machine's) nor print anything.
+//! make impairment decisions itself (they are the core machine's) nor print anything (what it
+//! must tell, it hands over as [`Relay::notices`]).
 //!
 //! UDP (our datagrams and QUIC) gets one socket toward the server per client address, so the
 //! server sees one peer per client; TCP is relayed as a byte stream, one upstream connection per
-//! accepted one, with delay, jitter and rate only.
+//! accepted one, with delay, jitter and rate only. It never forwards to itself (a loop), holds
+//! at most [`hold::MAX_HELD_BYTES`] and [`MAX_UDP_FLOWS`] flows, and says when the system
+//! refuses it a socket.
 
+mod hold;
 mod inline;
 mod tcp;
 mod udp;
 
+pub use hold::MAX_HELD_BYTES;
 pub use inline::RunRelay;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use wirebench_core::machine::impair::{Counts, Impairments};
 pub use wirebench_core::record::RelayCounts;
@@ -41,43 +48,130 @@ pub struct RelayConfig {
 /// Counts of one flow or connection, both directions; its task updates them after each event.
 pub(crate) type FlowCounts = Arc<Mutex<[Counts; 2]>>;
 
-/// All flows' counts, for snapshots.
+/// The flows of one protocol: those running, and the sum of those that ended.
 #[derive(Debug, Default)]
+struct Flows {
+    running: Vec<FlowCounts>,
+    ended: [Counts; 2],
+    ended_count: u64,
+}
+
+/// All flows' counts, for snapshots; the byte budget they share; what the relay must tell.
+#[derive(Debug)]
 pub(crate) struct Registry {
-    udp: Mutex<Vec<FlowCounts>>,
-    tcp: Mutex<Vec<FlowCounts>>,
+    udp: Mutex<Flows>,
+    tcp: Mutex<Flows>,
+    /// What all flows hold, in bytes.
+    pub(crate) hold: hold::Hold,
+    /// Troubles so far, by kind (for notices at the first, second, fourth, … of each).
+    troubles: [AtomicU64; Trouble::COUNT],
+    notices: mpsc::UnboundedSender<String>,
+}
+
+/// A running flow's place in the registry: its counts, folded into the totals when it ends.
+#[derive(Debug)]
+pub(crate) struct FlowSlot {
+    registry: Arc<Registry>,
+    udp: bool,
+    /// The flow's counts; its task updates them after each event.
+    pub(crate) counts: FlowCounts,
+}
+
+impl Drop for FlowSlot {
+    fn drop(&mut self) {
+        let list = if self.udp {
+            &self.registry.udp
+        } else {
+            &self.registry.tcp
+        };
+        let Ok(mut flows) = list.lock() else {
+            return;
+        };
+        flows.running.retain(|c| !Arc::ptr_eq(c, &self.counts));
+        if let Ok(c) = self.counts.lock() {
+            flows.ended[0].add(&c[0]);
+            flows.ended[1].add(&c[1]);
+        }
+        flows.ended_count += 1;
+    }
+}
+
+/// What the relay tells its owner about.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Trouble {
+    /// The system refused a socket towards the server or an accept (file descriptors).
+    Sockets = 0,
+    /// A new UDP client beyond [`MAX_UDP_FLOWS`].
+    Flows = 1,
+    /// A datagram dropped for want of room in [`hold::MAX_HELD_BYTES`].
+    Memory = 2,
+}
+
+impl Trouble {
+    const COUNT: usize = 3;
 }
 
 impl Registry {
-    /// A new UDP flow's counts.
-    pub(crate) fn udp_flow(&self) -> FlowCounts {
-        let c = FlowCounts::default();
-        if let Ok(mut v) = self.udp.lock() {
-            v.push(c.clone());
+    fn new(notices: mpsc::UnboundedSender<String>) -> Registry {
+        Registry {
+            udp: Mutex::default(),
+            tcp: Mutex::default(),
+            hold: hold::Hold::default(),
+            troubles: Default::default(),
+            notices,
         }
-        c
     }
 
-    /// A new TCP connection's counts.
-    pub(crate) fn tcp_connection(&self) -> FlowCounts {
-        let c = FlowCounts::default();
-        if let Ok(mut v) = self.tcp.lock() {
-            v.push(c.clone());
+    /// Counts one `trouble`; the first, second, fourth, eighth… of each kind make a notice
+    /// (so a flood shows without flooding the log), saying how many so far.
+    pub(crate) fn trouble(&self, trouble: Trouble, what: impl FnOnce() -> String) {
+        let n = self.troubles[trouble as usize].fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            let _ = self.notices.send(format!("{} ({n} so far)", what()));
         }
-        c
+    }
+
+    /// A new UDP flow's place, or None when [`MAX_UDP_FLOWS`] run already.
+    pub(crate) fn udp_flow(self: &Arc<Self>) -> Option<FlowSlot> {
+        let counts = FlowCounts::default();
+        let mut flows = self.udp.lock().ok()?;
+        if flows.running.len() >= MAX_UDP_FLOWS {
+            return None;
+        }
+        flows.running.push(Arc::clone(&counts));
+        Some(FlowSlot {
+            registry: Arc::clone(self),
+            udp: true,
+            counts,
+        })
+    }
+
+    /// A new TCP connection's place.
+    pub(crate) fn tcp_connection(self: &Arc<Self>) -> FlowSlot {
+        let counts = FlowCounts::default();
+        if let Ok(mut flows) = self.tcp.lock() {
+            flows.running.push(Arc::clone(&counts));
+        }
+        FlowSlot {
+            registry: Arc::clone(self),
+            udp: false,
+            counts,
+        }
     }
 
     fn snapshot(&self) -> RelayCounts {
         let mut out = RelayCounts::default();
-        let sum = |list: &Mutex<Vec<FlowCounts>>, up: &mut Counts, down: &mut Counts| -> u64 {
-            let Ok(list) = list.lock() else { return 0 };
-            for flow in list.iter() {
+        let sum = |list: &Mutex<Flows>, up: &mut Counts, down: &mut Counts| -> u64 {
+            let Ok(flows) = list.lock() else { return 0 };
+            up.add(&flows.ended[0]);
+            down.add(&flows.ended[1]);
+            for flow in &flows.running {
                 if let Ok(c) = flow.lock() {
                     up.add(&c[0]);
                     down.add(&c[1]);
                 }
             }
-            list.len() as u64
+            flows.ended_count + flows.running.len() as u64
         };
         out.udp_flows = sum(&self.udp, &mut out.udp_up, &mut out.udp_down);
         out.tcp_connections = sum(&self.tcp, &mut out.tcp_up, &mut out.tcp_down);
@@ -91,10 +185,15 @@ pub struct Relay {
     local_addr: SocketAddr,
     registry: Arc<Registry>,
     tasks: Vec<JoinHandle<()>>,
+    notices: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 /// A UDP flow with no datagram either way for this long is closed (its upstream socket freed).
 pub const UDP_FLOW_IDLE: Duration = Duration::from_secs(120);
+
+/// Most UDP flows (client addresses) relayed at once; datagrams from further addresses are
+/// dropped until one ends.
+pub const MAX_UDP_FLOWS: usize = 1024;
 
 impl Relay {
     /// Binds TCP and UDP on the same port and starts forwarding.
@@ -106,7 +205,14 @@ impl Relay {
             (None, None) => anyhow::bail!("the relay needs TCP, UDP or both"),
         }
         .context("while reading the relay's address")?;
-        let registry = Arc::new(Registry::default());
+        if is_self(cfg.upstream, local_addr) {
+            anyhow::bail!(
+                "--to {} is the relay's own --listen {local_addr}: it would forward to itself for ever; point --to at the server",
+                cfg.upstream
+            );
+        }
+        let (notices_tx, notices) = mpsc::unbounded_channel();
+        let registry = Arc::new(Registry::new(notices_tx));
         let mut tasks = Vec::new();
         if let Some(listener) = tcp_listener.filter(|_| cfg.tcp) {
             let listener = tokio::net::TcpListener::from_std(listener)
@@ -134,7 +240,19 @@ impl Relay {
             local_addr,
             registry,
             tasks,
+            notices: Some(notices),
         })
+    }
+
+    /// What the relay has to tell (out of sockets, too many flows, out of memory room), one
+    /// line each; the first call takes them.
+    pub fn notices(&mut self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.notices.take()
+    }
+
+    /// Bytes the relay holds now (see [`hold::MAX_HELD_BYTES`]).
+    pub fn held_bytes(&self) -> u64 {
+        self.registry.hold.held()
     }
 
     /// Where clients reach the relay.
@@ -154,6 +272,24 @@ impl Drop for Relay {
             t.abort();
         }
     }
+}
+
+/// Whether `upstream` reaches the relay itself at `local`: the same address, or the same port
+/// on an address of this host when the relay listens on all of them.
+fn is_self(upstream: SocketAddr, local: SocketAddr) -> bool {
+    use crate::transport::net::canonical_ip;
+    if upstream.port() != local.port() {
+        return false;
+    }
+    let (to, at) = (canonical_ip(upstream.ip()), canonical_ip(local.ip()));
+    to == at || (at.is_unspecified() && is_local(to))
+}
+
+/// Whether `ip` is one of this host's addresses (binding to it succeeds only then).
+fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 type BoundPair = (Option<std::net::TcpListener>, Option<std::net::UdpSocket>);

@@ -5,7 +5,8 @@
 //! With a rate, all connections of one direction share one [`Bottleneck`] (one link, one
 //! queue of `--queue` bytes), as on a real path: a new connection's bytes wait behind every
 //! connection's queued bytes, so a full queue adds queue / rate of delay to all of them. A pipe
-//! stops reading while its chunk does not fit (back-pressure instead of a drop).
+//! stops reading while its chunk does not fit (back-pressure instead of a drop), and while the
+//! relay's byte budget has no room for it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use wirebench_core::machine::impair::{
     Bottleneck, Impairer, Impairment, Impairments, DEFAULT_QUEUE_LIMIT,
 };
 
-use super::{wait_until, FlowCounts, Registry};
+use super::{wait_until, FlowSlot, Registry, Trouble};
 
 /// Bytes read at most per chunk.
 const CHUNK: usize = 64 * 1024;
@@ -43,18 +44,32 @@ pub(super) async fn accept_loop(
     let up_link = shared_link(&impairments.up);
     let down_link = shared_link(&impairments.down);
     loop {
-        let Ok((client, _)) = listener.accept().await else {
-            // Out of file descriptors and the like: keep accepting, without spinning.
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            continue;
+        let client = match listener.accept().await {
+            Ok((client, _)) => client,
+            Err(e) => {
+                // Out of file descriptors and the like: say so, keep accepting, without
+                // spinning.
+                registry.trouble(Trouble::Sockets, || {
+                    format!("relay: cannot accept a TCP connection: {e} (out of file descriptors? raise `ulimit -n`)")
+                });
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            }
         };
         let index = next_index;
         next_index += 1;
-        let counts = registry.tcp_connection();
+        let slot = registry.tcp_connection();
+        let registry = Arc::clone(&registry);
         let (up_link, down_link) = (up_link.clone(), down_link.clone());
         tokio::spawn(async move {
-            let Ok(server) = TcpStream::connect(upstream).await else {
-                return;
+            let server = match TcpStream::connect(upstream).await {
+                Ok(server) => server,
+                Err(e) => {
+                    registry.trouble(Trouble::Sockets, || {
+                        format!("relay: cannot connect to {upstream} for a TCP client: {e}")
+                    });
+                    return;
+                }
             };
             // Our writes are whole chunks as they arrived; do not hold small ones back.
             let _ = client.set_nodelay(true);
@@ -72,12 +87,24 @@ pub(super) async fn accept_loop(
             };
             let up = Impairer::new(up_spec, seed, 2 * index);
             let down = Impairer::new(down_spec, seed, 2 * index + 1);
+            let ends = Ends {
+                registry: &registry,
+                slot: &slot,
+            };
             tokio::join!(
-                pipe(cr, sw, up, up_link, counts.clone(), 0),
-                pipe(sr, cw, down, down_link, counts, 1)
+                pipe(cr, sw, up, up_link, &ends, 0),
+                pipe(sr, cw, down, down_link, &ends, 1)
             );
+            drop(slot);
         });
     }
+}
+
+/// What both pipes of a connection share: the relay (its byte budget) and the connection's
+/// counts.
+struct Ends<'a> {
+    registry: &'a Registry,
+    slot: &'a FlowSlot,
 }
 
 /// One direction's link shared by all connections, when it has a rate.
@@ -101,7 +128,7 @@ async fn pipe<R, W>(
     mut writer: W,
     mut machine: Impairer<()>,
     link: SharedLink,
-    counts: FlowCounts,
+    ends: &Ends<'_>,
     direction: usize,
 ) where
     R: AsyncReadExt + Unpin,
@@ -123,6 +150,8 @@ async fn pipe<R, W>(
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // Held from here until written: wait for room in the relay's budget.
+            ends.registry.hold.take(n as u64).await;
             // What was read has arrived at the bottleneck: it waits there until the queue has
             // room for it (a router would drop it; a byte stream cannot), then joins the queue.
             if let Some(link) = &link {
@@ -144,7 +173,7 @@ async fn pipe<R, W>(
                 None => now,
             };
             let release = machine.schedule_bytes_after(now, departure, n);
-            if let Ok(mut c) = counts.lock() {
+            if let Ok(mut c) = ends.slot.counts.lock() {
                 c[direction] = machine.counts();
             }
             if tx
@@ -152,15 +181,24 @@ async fn pipe<R, W>(
                 .await
                 .is_err()
             {
+                ends.registry.hold.give_back(n as u64);
                 break;
             }
         }
         // Dropping `tx` ends the writer once it has written everything.
     };
+    let hold = &ends.registry.hold;
     let writing = async move {
         while let Some((release, data)) = rx.recv().await {
             wait_until(release).await;
-            if writer.write_all(&data).await.is_err() {
+            let written = writer.write_all(&data).await;
+            hold.give_back(data.len() as u64);
+            if written.is_err() {
+                // What is still queued is never written: its bytes go back too.
+                rx.close();
+                while let Ok((_, data)) = rx.try_recv() {
+                    hold.give_back(data.len() as u64);
+                }
                 return;
             }
         }

@@ -94,6 +94,12 @@ impl Admission {
         let _ = running.wait_for(|running| *running <= n).await;
     }
 
+    /// Waits until at least `n` sessions hold a place.
+    pub(super) async fn at_least(&self, n: usize) {
+        let mut running = self.running.subscribe();
+        let _ = running.wait_for(|running| *running >= n).await;
+    }
+
     /// Sessions running now.
     pub(super) fn running(&self) -> usize {
         *self.running.borrow()

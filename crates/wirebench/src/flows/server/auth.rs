@@ -7,11 +7,10 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc::UnboundedSender;
 use wirebench_core::security::auth::{self, Psk, CLIENT_LABEL, MAC_LEN, NONCE_LEN, SERVER_LABEL};
 use wirebench_core::wire::proto::ControlMessage;
 
-use super::{ServerEvent, ServerNotice, Shared};
+use super::Shared;
 use crate::transport::control;
 
 /// The reason a client with the wrong key (or a replayed response) is given.
@@ -30,7 +29,6 @@ pub(super) async fn recv_request<R, W>(
     wr: &mut W,
     peer: SocketAddr,
     shared: &Shared,
-    events: &UnboundedSender<ServerEvent>,
 ) -> Result<ControlMessage>
 where
     R: AsyncRead + Unpin,
@@ -55,10 +53,7 @@ where
             if let Some(reason) = to_client {
                 let _ = control::send(wr, &ControlMessage::Rejected { reason }).await;
             }
-            let _ = events.send(ServerEvent::Notice(ServerNotice {
-                peer,
-                message: notice,
-            }));
+            shared.gate.notice(peer, notice);
             Err(Refused.into())
         }
     }

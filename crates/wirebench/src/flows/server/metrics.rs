@@ -1,5 +1,6 @@
 //! The server's own counters for `wirebench server --metrics`: sessions started, finished,
-//! aborted and refused (by the limit flag that refused them), limit hits, bytes per protocol.
+//! aborted and refused (by the limit flag that refused them), limit hits, bytes per protocol
+//! read and sent (the gate's meter, so every kind counts, perf and iperf3 included).
 //! Counted once per session start, refusal or end — never per message — with atomics (a
 //! refusal's reason under a mutex, off the data path). It renders nothing: see
 //! [`MetricsHandle::snapshot`].
@@ -10,9 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wirebench_core::record::service::{ProtocolBytes, ServerCounts};
 use wirebench_core::vocab::plan::Protocol;
-use wirebench_core::wire::proto::{ServerReport, SessionParams};
+use wirebench_core::wire::proto::ServerReport;
 
 use super::admission::Admission;
+use super::meter::Moved;
 
 const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Quic];
 
@@ -50,8 +52,9 @@ impl ServerMetrics {
         }
     }
 
-    /// A session ended with `report` (once per session, aborted ones included).
-    pub(super) fn ended(&self, params: &SessionParams, report: &ServerReport) {
+    /// A session of `protocol` ended with `report` (once per session, aborted ones
+    /// included), having moved `moved`.
+    pub(super) fn ended(&self, protocol: Protocol, report: &ServerReport, moved: Moved) {
         if report.aborted {
             self.aborted.fetch_add(1, Ordering::Relaxed);
             if let Some(flag) = report.abort_reason.as_deref().and_then(limit_flag) {
@@ -60,11 +63,11 @@ impl ServerMetrics {
         } else {
             self.finished.fetch_add(1, Ordering::Relaxed);
         }
-        let Some(p) = PROTOCOLS.iter().position(|p| *p == params.protocol) else {
+        let Some(p) = PROTOCOLS.iter().position(|p| *p == protocol) else {
             return;
         };
-        let direction = usize::from(params.reverse);
-        self.bytes[p][direction].fetch_add(report.bytes, Ordering::Relaxed);
+        self.bytes[p][0].fetch_add(moved.read, Ordering::Relaxed);
+        self.bytes[p][1].fetch_add(moved.sent, Ordering::Relaxed);
     }
 }
 
@@ -80,6 +83,11 @@ impl MetricsHandle {
     /// sent its report, just after its summary is announced.
     pub async fn sessions_running_at_most(&self, n: usize) {
         self.admission.at_most(n).await;
+    }
+
+    /// Waits until at least `n` sessions hold a place (a test that must act while they run).
+    pub async fn sessions_running_at_least(&self, n: usize) {
+        self.admission.at_least(n).await;
     }
 
     /// The counters now.

@@ -1,17 +1,24 @@
 //! The wirebench server: one port number for TCP (control connections and TCP data) and UDP
-//! (wirebench datagrams and QUIC), many sessions at once. Each session ends with one
+//! (wirebench datagrams and QUIC), many sessions at once. Every session of every kind passes
+//! one [`gate::Gate`] (admission, limits, accounting, its one line), and ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
 
 mod admission;
 mod auth;
+pub mod gate;
+pub mod meter;
 mod metrics;
 pub mod options;
+mod perf_session;
+mod quic_attach;
 mod registry;
 mod reverse;
 mod reverse_udp;
 mod rr_session;
 mod session;
 mod stop;
+mod stream_session;
+mod udp_session;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -79,12 +86,8 @@ struct Shared {
     udp_tx: reverse_udp::UdpTx,
     /// Limits and authentication.
     options: ServerOptions,
-    /// Sessions running, in all and per client.
-    admission: Arc<admission::Admission>,
-    /// Turns true when the shutdown's grace period is over: running sessions abort.
-    abort: tokio::sync::watch::Sender<bool>,
-    /// Sessions started, ended and refused, bytes per protocol (`server --metrics`).
-    metrics: Arc<metrics::ServerMetrics>,
+    /// The gate every session passes: admission, limits, accounting, session lines.
+    gate: Arc<gate::Gate>,
 }
 
 impl Server {
@@ -127,10 +130,8 @@ impl Server {
                             cert_der: identity.leaf_der().to_vec(),
                             udp_buffers: (udp_recv as u64, udp_send as u64),
                             udp_tx,
-                            admission: admission::Admission::new(&options.limits),
-                            abort: tokio::sync::watch::Sender::new(false),
+                            gate: gate::Gate::new(&options.limits),
                             options: options.clone(),
-                            metrics: Arc::default(),
                         }),
                         local,
                     });
@@ -151,9 +152,15 @@ impl Server {
     /// The server's counters, readable while it runs (for `--metrics`).
     pub fn metrics(&self) -> MetricsHandle {
         MetricsHandle {
-            metrics: Arc::clone(&self.shared.metrics),
-            admission: Arc::clone(&self.shared.admission),
+            metrics: Arc::clone(&self.shared.gate.metrics),
+            admission: Arc::clone(self.shared.gate.admission()),
         }
+    }
+
+    /// The server's gate, for another listener whose sessions it must admit, limit, count
+    /// and report (the iperf3 listener of `server --iperf3`).
+    pub fn gate(&self) -> Arc<gate::Gate> {
+        Arc::clone(&self.shared.gate)
     }
 
     /// Serves until the task is dropped; every session's summary and every notice goes to
@@ -173,29 +180,30 @@ impl Server {
         mut stop: watch::Receiver<StopRequest>,
     ) -> Result<()> {
         let shared = self.shared.clone();
-        let drain_events = events.clone();
+        shared.gate.set_events(events.clone());
         let local = self.local;
         let draining = async move {
             if stop.wait_for(|s| *s != StopRequest::Serve).await.is_err() {
                 // Nobody can ask any more: serve for ever.
                 std::future::pending::<()>().await;
             }
-            shared.admission.close();
-            let running = shared.admission.running();
+            let admission = shared.gate.admission();
+            admission.close();
+            let running = admission.running();
             let grace = shared.options.limits.shutdown_grace;
-            let _ = drain_events.send(ServerEvent::Notice(ServerNotice {
-                peer: local,
-                message: format!("shutting down: {running} sessions running, {grace:?} to finish"),
-            }));
+            shared.gate.notice(
+                local,
+                format!("shutting down: {running} sessions running, {grace:?} to finish"),
+            );
             tokio::select! {
-                () = shared.admission.idle() => {}
+                () = admission.idle() => {}
                 () = tokio::time::sleep(grace) => {}
                 _ = stop.wait_for(|s| *s == StopRequest::Abort) => {}
             }
             // Sessions still running abort now and report at once; the bound is for a
             // session stuck in a kernel call.
-            shared.abort.send_replace(true);
-            let _ = tokio::time::timeout(ABORT_WAIT, shared.admission.idle()).await;
+            shared.gate.abort_all();
+            let _ = tokio::time::timeout(ABORT_WAIT, admission.idle()).await;
         };
         tokio::select! {
             () = draining => Ok(()),
@@ -206,26 +214,17 @@ impl Server {
     /// Accepts connections for ever.
     async fn serve(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
         self.shared.registry.set_notices(events.clone());
-        let quic_events = events.clone();
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();
         let quic_task = tokio::spawn(async move {
             while let Some(incoming) = endpoint.accept().await {
                 let shared = quic_shared.clone();
-                let events = quic_events.clone();
                 tokio::spawn(async move {
                     let peer = incoming.remote_address();
-                    if let Err(e) = session::attach_quic(
-                        incoming,
-                        &shared.registry,
-                        shared.options.psk.is_some(),
-                    )
-                    .await
-                    {
-                        let _ = events.send(ServerEvent::Notice(ServerNotice {
-                            peer,
-                            message: format!("QUIC connection dropped: {e:#}"),
-                        }));
+                    if let Err(e) = quic_attach::attach(incoming, &shared).await {
+                        shared
+                            .gate
+                            .notice(peer, format!("QUIC connection dropped: {e:#}"));
                     }
                 });
             }
@@ -246,9 +245,8 @@ impl Server {
                 }
             };
             let shared = self.shared.clone();
-            let events = events.clone();
             tokio::spawn(async move {
-                handle_tcp(stream, peer, shared, events).await;
+                handle_tcp(stream, peer, shared).await;
             });
         }
     }
@@ -270,15 +268,8 @@ const ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Reads the preamble of a new TCP connection and routes it: control connections become
 /// sessions, data connections are handed to the session waiting for them.
-async fn handle_tcp(
-    mut stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    shared: Arc<Shared>,
-    events: mpsc::UnboundedSender<ServerEvent>,
-) {
-    let notice = |message: String| {
-        let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
-    };
+async fn handle_tcp(mut stream: tokio::net::TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let notice = |message: String| shared.gate.notice(peer, message);
     // One deadline for the preamble and the session request: a client that connects and then
     // trickles (or sends nothing) holds a connection for at most this long.
     let hello_timeout = shared.options.limits.hello_timeout;
@@ -310,7 +301,7 @@ async fn handle_tcp(
     match preamble.kind {
         ConnKind::Control => {
             let _ = stream.set_nodelay(true);
-            session::serve(&mut stream, peer, &shared, &events, hello_deadline).await;
+            session::serve(&mut stream, peer, &shared, hello_deadline).await;
             control::close_gracefully(stream).await;
         }
         ConnKind::Data => {

@@ -1,37 +1,67 @@
 //! `--reverse` on the server: the server plays the sending role of a TCP or QUIC session (the
-//! same engine loops the client uses forward) and reports what it sent. Must not count what
-//! the client received: the client reports that.
+//! same engine loops the client uses forward) and reports what it sent — also when the client
+//! vanishes mid-transfer: the messages, bytes and send calls that left and the time they took,
+//! counted by [`Counted`] as they go. Must not count what the client received: the client
+//! reports that.
 //!
 //! The server's time runs from its first byte sent until the client has read everything: over
 //! TCP until the client closes the data connection (after the server's FIN), over QUIC until
 //! the client has read the stream to its end. So the report never overtakes the data.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
+use super::gate::Pass;
+use super::meter::Moved;
 use super::registry::DataStream;
-use super::session::{omit_span, omitted, watch_control, QUIC_LINGER};
+use super::session::{omit_span, omitted, shared_udp_data_path, watch_control};
+use super::stream_session::QUIC_LINGER;
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic_stream::QuicSink;
-use crate::engine::stream::{self, WriteSink};
+use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
-use crate::engine::SendTally;
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
 use crate::transport::net;
-use wirebench_core::vocab::units::duration_ns;
 
-/// What the sending role produced.
-struct Sent {
-    tally: SendTally,
-    elapsed: Duration,
+/// What the sending role has put on the data path so far, counted per message (plain atomics:
+/// no lock, no allocation), readable from the session's task while a thread sends.
+#[derive(Debug, Default)]
+pub(super) struct SentSoFar {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+    send_calls: AtomicU64,
+    first_at: std::sync::OnceLock<Instant>,
+}
+
+/// A message sink that counts into a [`SentSoFar`].
+struct Counted<'c, S> {
+    inner: S,
+    counts: &'c SentSoFar,
+}
+
+impl<S: MessageSink + Send> MessageSink for Counted<'_, S> {
+    async fn send_message(&mut self, len: usize) -> std::io::Result<u64> {
+        self.counts.first_at.get_or_init(Instant::now);
+        let calls = self.inner.send_message(len).await?;
+        self.counts.messages.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        self.counts.send_calls.fetch_add(calls, Ordering::Relaxed);
+        Ok(calls)
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().await
+    }
 }
 
 /// Sends the session's data to the client over `data` and fills `report` with what was sent:
@@ -40,72 +70,63 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
     data: DataStream,
     rd: &mut R,
     shared: &Shared,
-    p: &SessionParams,
+    pass: &Pass,
     report: &mut ServerReport,
 ) -> Result<(), String> {
+    let p = pass.params();
     let progress = Progress::new();
+    let counts = Arc::new(SentSoFar::default());
+    let sent_so_far = Arc::clone(&progress);
+    pass.meter().watch(move || Moved {
+        read: 0,
+        sent: sent_so_far.bytes.load(Ordering::Relaxed),
+    });
     let period = p.interval_us.map(Duration::from_micros);
+    // The lower of the server's --max-rate and the client's --rate.
+    let rate = match (pass.max_rate_bps(), p.rate_bps) {
+        (Some(max), Some(asked)) => Some(max.min(asked)),
+        (max, asked) => max.or(asked),
+    };
     let sending = async {
         match data {
             DataStream::Tcp(tcp) => {
-                let rate = shared.options.limits.max_rate_bps;
                 // The client's --rate: paced in the kernel, as the client paces forward.
                 if let Some(asked) = p.rate_bps {
                     if let Err(e) = net::set_max_pacing_rate(&tcp, asked) {
                         return Err(format!("cannot pace the TCP data socket to --rate: {e}"));
                     }
                 }
-                send_tcp(tcp, rd, p, rate, report, &progress).await
+                let sender = Sender {
+                    rate: pass.max_rate_bps(),
+                    counts: Arc::clone(&counts),
+                };
+                send_tcp(tcp, rd, p, sender, report, &progress).await
             }
             DataStream::Quic {
                 connection,
                 mut send,
                 mut recv,
             } => {
-                let sink = QuicSink::new(&mut send, &connection, p);
-                // The lower of the server's --max-rate and the client's --rate.
-                let rate = match (shared.options.limits.max_rate_bps, p.rate_bps) {
-                    (Some(max), Some(asked)) => Some(max.min(asked)),
-                    (max, asked) => max.or(asked),
-                };
-                let mut sink = Throttled::new(sink, rate, Pause::Timer);
-                let mut rtt = stream::rtt_histogram().map_err(|e| e.to_string())?;
-                let started = Instant::now();
-                let res = tokio::select! {
-                    res = stream::send_role(&mut recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
-                    reason = watch_control(rd) => Err(reason),
-                };
-                let send_window = sink.get_ref().send_window();
-                drop(sink);
-                let res = match res {
-                    Ok(tally) => {
-                        let _ = send.finish();
-                        // Done when the client has read the stream to its end.
-                        match tokio::time::timeout(SETUP_TIMEOUT, send.stopped()).await {
-                            Ok(Ok(None)) => Ok(Sent {
-                                tally,
-                                elapsed: started.elapsed(),
-                            }),
-                            Ok(Ok(Some(code))) => {
-                                Err(format!("the client stopped the stream (code {code})"))
-                            }
-                            Ok(Err(e)) => Err(format!("the QUIC stream failed: {e}")),
-                            Err(_) => Err(format!(
-                                "the client did not read the stream to its end within {SETUP_TIMEOUT:?}"
-                            )),
-                        }
-                    }
-                    Err(e) => Err(e),
-                };
-                report.data_path = super::session::shared_udp_data_path(shared);
+                let res = send_quic(
+                    &connection,
+                    &mut send,
+                    &mut recv,
+                    rd,
+                    p,
+                    rate,
+                    &counts,
+                    &progress,
+                )
+                .await;
+                report.data_path = shared_udp_data_path(shared);
                 report.transport = Some(TransportStats {
-                    send_window_bytes: send_window,
+                    send_window_bytes: res.1,
                     ..counters::quic_stats(&connection)
                 });
                 tokio::spawn(async move {
                     let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
                 });
-                res
+                res.0
             }
         }
     };
@@ -115,20 +136,67 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
         interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
     report.omitted = omitted(mark, Some(began), p);
     report.intervals = intervals;
-    match result {
-        Ok(sent) => {
-            report.messages = sent.tally.messages;
-            report.bytes = sent.tally.bytes;
-            report.read_calls = sent.tally.send_calls;
-            report.elapsed_ns = duration_ns(sent.elapsed);
-            Ok(())
-        }
-        Err(reason) => {
-            // What left before the failure, as far as the sender knows.
-            report.bytes = progress.read().bytes;
-            Err(reason)
-        }
+    // What left, as far as the sender knows, whether it finished or not.
+    report.messages = counts.messages.load(Ordering::Relaxed);
+    report.bytes = counts.bytes.load(Ordering::Relaxed);
+    report.read_calls = counts.send_calls.load(Ordering::Relaxed);
+    let first = counts.first_at.get().copied().unwrap_or(began);
+    report.elapsed_ns = duration_ns(first.elapsed());
+    result
+}
+
+/// QUIC: the sending role on the session's task, then the wait until the client has read the
+/// stream to its end. Returns the outcome and the send window it ended with.
+#[allow(clippy::too_many_arguments)]
+async fn send_quic<R: AsyncRead + Unpin>(
+    connection: &quinn::Connection,
+    send: &mut quinn::SendStream,
+    recv: &mut quinn::RecvStream,
+    rd: &mut R,
+    p: &SessionParams,
+    rate: Option<u64>,
+    counts: &SentSoFar,
+    progress: &Progress,
+) -> (Result<(), String>, Option<u64>) {
+    let sink = QuicSink::new(send, connection, p);
+    let mut sink = Counted {
+        inner: Throttled::new(sink, rate, Pause::Timer),
+        counts,
+    };
+    let mut rtt = match stream::rtt_histogram() {
+        Ok(h) => h,
+        Err(e) => return (Err(e.to_string()), None),
+    };
+    let res = tokio::select! {
+        res = stream::send_role(recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
+        reason = watch_control(rd) => Err(reason),
+    };
+    let window = sink.inner.get_ref().send_window();
+    drop(sink);
+    if let Err(e) = res {
+        return (Err(e), window);
     }
+    let _ = send.finish();
+    // Done when the client has read the stream to its end.
+    let read = tokio::select! {
+        r = tokio::time::timeout(SETUP_TIMEOUT, send.stopped()) => r,
+        reason = watch_control(rd) => return (Err(reason), window),
+    };
+    let res = match read {
+        Ok(Ok(None)) => Ok(()),
+        Ok(Ok(Some(code))) => Err(format!("the client stopped the stream (code {code})")),
+        Ok(Err(e)) => Err(format!("the QUIC stream failed: {e}")),
+        Err(_) => Err(format!(
+            "the client did not read the stream to its end within {SETUP_TIMEOUT:?}"
+        )),
+    };
+    (res, window)
+}
+
+/// How the TCP sending thread runs: the server's --max-rate and where it counts.
+struct Sender {
+    rate: Option<u64>,
+    counts: Arc<SentSoFar>,
 }
 
 /// TCP: the sending role on a blocking socket in a thread of its own, while this task watches
@@ -137,10 +205,10 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     tcp: TcpStream,
     rd: &mut R,
     p: &SessionParams,
-    rate: Option<u64>,
+    sender: Sender,
     report: &mut ServerReport,
     progress: &Arc<Progress>,
-) -> Result<Sent, String> {
+) -> Result<(), String> {
     net::apply_tcp_options(&tcp, &p.options, p.mechanism)
         .map_err(|e| format!("cannot set the TCP options: {e}"))?;
     let spin = p.options.busy_poll;
@@ -151,14 +219,16 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     let progress = Arc::clone(progress);
     let mut worker = tokio::task::spawn_blocking(move || {
         let payload = vec![0u8; params.msg_size as usize];
-        let started = Instant::now();
         let result = stream::rtt_histogram().and_then(|mut rtt| {
             let mut writer = Blocking::new(&data, spin);
             let sink = WriteSink {
                 writer: &mut writer,
                 payload: &payload,
             };
-            let mut sink = Throttled::new(sink, rate, Pause::Thread);
+            let mut sink = Counted {
+                inner: Throttled::new(sink, sender.rate, Pause::Thread),
+                counts: &sender.counts,
+            };
             block_on(stream::send_role(
                 &mut Blocking::new(&data, spin),
                 &mut sink,
@@ -174,9 +244,8 @@ async fn send_tcp<R: AsyncRead + Unpin>(
             let mut reader = Blocking::new(&data, spin);
             while matches!(reader.read(&mut scrap).await, Ok(n) if n > 0) {}
         });
-        let elapsed = started.elapsed();
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
-        (result.map(|tally| Sent { tally, elapsed }), ends)
+        (result.map(|_| ()), ends)
     });
     tokio::select! {
         joined = &mut worker => match joined {

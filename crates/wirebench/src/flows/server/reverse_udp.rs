@@ -22,7 +22,11 @@ use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 
-use super::session::{omit_span, omitted, watch_control};
+use super::gate::Pass;
+use super::meter::Moved;
+use super::session::{
+    omit_span, omitted, send_accepted, shared_udp_data_path, watch_control, Ended,
+};
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
@@ -109,23 +113,45 @@ impl UdpTx {
     }
 }
 
-/// Sends a reversed UDP session: waits for the client's hello, sends every message, tells the
-/// client what was sent (`sender_done` on the control connection), and fills `report` with
-/// what the server sent (messages, bytes, send calls in `read_calls`, time, and the datagrams
-/// and retransmissions in `transport`).
-pub(super) async fn send_to_client<R, W>(
+/// Serves a reversed UDP session: registers it, waits for the client's hello, sends every
+/// message, tells the client what was sent (`sender_done` on the control connection), and
+/// fills the report with what the server sent (messages, bytes, send calls in `read_calls`,
+/// time, and the datagrams and retransmissions in `transport`) — also when it stopped early.
+pub(super) async fn serve<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    peer: SocketAddr,
+    shared: &Shared,
+    pass: &Pass,
+) -> Ended
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut report = pass.empty_report();
+    let (registration, slot, mut acks) = shared.registry.register_udp_reverse(peer.ip());
+    pass.set_session(registration.id);
+    if let Err(reason) = send_accepted(wr, &registration, None).await {
+        return (report, Err(reason));
+    }
+    let result = send_to_client(&slot, &mut acks, rd, wr, shared, pass, &mut report).await;
+    (report, result)
+}
+
+async fn send_to_client<R, W>(
     slot: &ReverseUdp,
     acks: &mut mpsc::UnboundedReceiver<u64>,
     rd: &mut R,
     wr: &mut W,
     shared: &Shared,
-    p: &SessionParams,
+    pass: &Pass,
     report: &mut ServerReport,
 ) -> Result<(), String>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let p = pass.params();
     let client = tokio::select! {
         c = tokio::time::timeout(SETUP_TIMEOUT, slot.client()) => c.map_err(|_| {
             format!("the client sent no hello datagram within {SETUP_TIMEOUT:?}")
@@ -133,28 +159,48 @@ where
         reason = watch_control(rd) => return Err(reason),
     };
     let progress = Progress::new();
+    let sent_so_far = std::sync::Arc::clone(&progress);
+    pass.meter().watch(move || Moved {
+        read: 0,
+        sent: sent_so_far.bytes.load(std::sync::atomic::Ordering::Relaxed),
+    });
     let period = p.interval_us.map(Duration::from_micros);
+    let sent_as = capped(p, pass.max_rate_bps());
+    let mut port_counts = PortCounts::default();
+    let started = Instant::now();
     let sending = async {
-        let started = Instant::now();
-        let sent_as = capped(p, shared);
-        let result = tokio::select! {
-            r = send(slot.id, &shared.udp_tx, client, acks, &sent_as, &progress.bytes) => r.map_err(|e| format!("{e:#}")),
+        tokio::select! {
+            r = send(slot.id, &shared.udp_tx, client, acks, &sent_as, &progress.bytes, &mut port_counts) => r.map_err(|e| format!("{e:#}")),
             reason = watch_control(rd) => Err(reason),
-        };
-        result.map(|tally| (tally, started.elapsed()))
+        }
     };
-    let began = Instant::now();
     let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
     let ((result, intervals), mark) =
         interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
-    report.omitted = omitted(mark, Some(began), p);
+    let elapsed = started.elapsed();
+    report.omitted = omitted(mark, Some(started), p);
     report.intervals = intervals;
-    report.data_path = super::session::shared_udp_data_path(shared);
-    let (tally, elapsed) = result.inspect_err(|_| report.bytes = progress.read().bytes)?;
+    report.data_path = shared_udp_data_path(shared);
+    report.elapsed_ns = duration_ns(elapsed);
+    let tally = match result {
+        Ok(tally) => tally,
+        Err(reason) => {
+            // The engine hands back no tally when it is stopped: what left is what its
+            // progress counter (bytes, each message whole but the last) and this session's
+            // own port (stop-and-wait sends) saw.
+            let bytes = progress.read().bytes;
+            report.bytes = bytes;
+            report.messages = bytes.div_ceil(u64::from(p.msg_size.max(1)));
+            report.read_calls = match p.mechanism {
+                Mechanism::StopAndWait => port_counts.datagrams,
+                Mechanism::Stream => stream_send_calls(report.messages, p.msg_size, &shared.udp_tx),
+            };
+            return Err(reason);
+        }
+    };
     report.messages = tally.messages;
     report.bytes = tally.bytes;
     report.read_calls = tally.send_calls;
-    report.elapsed_ns = duration_ns(elapsed);
     let resent = match p.mechanism {
         Mechanism::StopAndWait => tally.retransmissions,
         // Streaming resends nothing; what was lost the client counts.
@@ -172,14 +218,30 @@ where
     .map_err(|e| format!("cannot tell the client the data is sent: {e:#}"))
 }
 
+/// The sendmsg calls a streaming sender made for `messages` datagrams: one per segmentation
+/// batch (as many datagrams as fit 64 KiB and the socket's segment limit).
+fn stream_send_calls(messages: u64, msg_size: u32, tx: &UdpTx) -> u64 {
+    let segment = HEADER_LEN + msg_size as usize;
+    let per_call = (wirebench_core::wire::datagram::MAX_UDP_PAYLOAD_V4 / segment)
+        .min(tx.state.max_gso_segments())
+        .max(1);
+    messages.div_ceil(per_call as u64)
+}
+
 /// The session as the server sends it: a streaming rate above the server's --max-rate (or an
 /// unpaced one) comes down to it.
-fn capped(p: &SessionParams, shared: &Shared) -> SessionParams {
+fn capped(p: &SessionParams, max_rate_bps: Option<u64>) -> SessionParams {
     let mut p = p.clone();
-    if let Some(max) = shared.options.limits.max_rate_bps {
+    if let Some(max) = max_rate_bps {
         p.rate_bps = Some(p.rate_bps.map_or(max, |r| r.min(max)));
     }
     p
+}
+
+/// What this session's stop-and-wait port sent.
+#[derive(Debug, Default)]
+struct PortCounts {
+    datagrams: u64,
 }
 
 async fn send(
@@ -189,6 +251,7 @@ async fn send(
     acks: &mut mpsc::UnboundedReceiver<u64>,
     p: &SessionParams,
     progress: &AtomicU64,
+    counts: &mut PortCounts,
 ) -> anyhow::Result<SendTally> {
     let deadline = crate::engine::stream::session_deadline(p, std::time::Instant::now());
     match p.mechanism {
@@ -222,6 +285,7 @@ async fn send(
                 socket: &tx.socket,
                 client,
                 acks,
+                counts,
             };
             let mut rtt = rtt_histogram()?;
             udp::send_stop_and_wait(
@@ -245,11 +309,14 @@ struct AckPort<'a> {
     socket: &'a UdpSocket,
     client: SocketAddr,
     acks: &'a mut mpsc::UnboundedReceiver<u64>,
+    counts: &'a mut PortCounts,
 }
 
 impl DatagramPort for AckPort<'_> {
     async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
-        self.socket.send_to(datagram, self.client).await
+        let sent = self.socket.send_to(datagram, self.client).await?;
+        self.counts.datagrams += 1;
+        Ok(sent)
     }
 
     async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {

@@ -9,19 +9,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
-use wirebench_core::vocab::plan::{Mechanism, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
-use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
-use wirebench_core::wire::proto::{ControlMessage, RrParams, ServerReport, SessionParams};
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::proto::{RrParams, ServerReport};
 
+use super::gate::Pass;
+use super::meter::{Meter, MeteredWrite, Moved};
 use super::registry::DataStream;
-use super::session::{abort, send_accepted, shared_udp_data_path, wait_sender_done};
-use super::{ServerEvent, ServerNotice, SessionSummary, Shared};
+use super::session::{send_accepted, shared_udp_data_path, wait_sender_done, Ended};
+use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
-use crate::transport::control;
-use crate::transport::net::canonical_ip;
 use wirebench_core::vocab::units::duration_ns;
 
 /// How long the server keeps a QUIC connection whose requests are done open, so its last
@@ -34,98 +33,28 @@ const QUIC_LINGER: Duration = Duration::from_secs(5);
 /// blocking thread pool.
 const BLOCKING_CONNECTIONS: usize = 4;
 
-/// Serves a request-response session to its end and reports it like any other session.
+/// Serves a request-response session to its end; the gate reports it like any other.
 pub(super) async fn serve<R, W>(
     rd: &mut R,
     wr: &mut W,
     peer: SocketAddr,
     shared: &Shared,
-    events: &UnboundedSender<ServerEvent>,
-    rr: RrParams,
-) where
+    pass: &Pass,
+    rr: &RrParams,
+) -> Ended
+where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    // The summary line shows the session as a stop-and-wait exchange of `request`-byte messages.
-    let mut params = SessionParams {
-        duration_us: None,
-        omit_us: None,
-        protocol: rr.protocol,
-        mechanism: Mechanism::StopAndWait,
-        msg_size: rr.request,
-        total_bytes: 0,
-        rto_us: None,
-        rate_bps: None,
-        grace_us: 0,
-        options: Default::default(),
-        interval_us: None,
-        reverse: false,
-    };
-    if let Err(reason) = validate(&rr, peer) {
-        let _ = control::send(
-            wr,
-            &ControlMessage::Rejected {
-                reason: reason.clone(),
-            },
-        )
-        .await;
-        shared.metrics.refused(&reason);
-        let _ = events.send(ServerEvent::Notice(ServerNotice {
-            peer,
-            message: format!("session refused: {reason}"),
-        }));
-        return;
-    }
-    shared.metrics.started();
-    let mut report = ServerReport {
-        protocol: rr.protocol,
-        mechanism: Mechanism::StopAndWait,
-        ..ServerReport::default()
-    };
-    let outcome = match rr.protocol {
+    let mut report = pass.empty_report();
+    let result = match rr.protocol {
         Protocol::Tcp | Protocol::Quic => {
-            serve_streams(rd, wr, peer, shared, &rr, &mut report).await
+            serve_streams(rd, wr, peer, shared, pass, rr, &mut report).await
         }
-        Protocol::Udp => serve_udp(rd, wr, peer, shared, &rr, &mut report).await,
+        Protocol::Udp => serve_udp(rd, wr, peer, shared, pass, rr, &mut report).await,
     };
-    let Some((session, result)) = outcome else {
-        return;
-    };
-    if let Err(reason) = result {
-        report = abort(report, reason);
-    }
-    params.total_bytes = report.bytes;
-    shared.metrics.ended(&params, &report);
-    let _ = events.send(ServerEvent::Session(Box::new(SessionSummary {
-        session,
-        peer,
-        params,
-        report: report.clone(),
-    })));
-    let _ = control::send(wr, &ControlMessage::Report(Box::new(report))).await;
+    (report, result)
 }
-
-/// Checks a request-response session against what this server allows; the error is for the user.
-fn validate(rr: &RrParams, peer: SocketAddr) -> Result<(), String> {
-    let max = match rr.protocol {
-        Protocol::Tcp | Protocol::Quic => MAX_STREAM_MSG_SIZE,
-        Protocol::Udp => datagram::max_message_size(canonical_ip(peer.ip()).is_ipv6()),
-    };
-    for (name, size) in [("request", rr.request), ("response", rr.response)] {
-        if !(MIN_MSG_SIZE..=max).contains(&size) {
-            return Err(format!(
-                "{name} size {size} is out of range for {}: allowed {MIN_MSG_SIZE} to {max} bytes",
-                rr.protocol
-            ));
-        }
-    }
-    if rr.new_connection && rr.protocol == Protocol::Udp {
-        return Err("a new connection per request applies to TCP and QUIC, not UDP".into());
-    }
-    Ok(())
-}
-
-type Outcome = Option<(u32, Result<(), String>)>;
 
 /// TCP or QUIC: answers on every data connection the client opens until it is done.
 async fn serve_streams<R, W>(
@@ -133,39 +62,51 @@ async fn serve_streams<R, W>(
     wr: &mut W,
     peer: SocketAddr,
     shared: &Shared,
+    pass: &Pass,
     rr: &RrParams,
     report: &mut ServerReport,
-) -> Outcome
+) -> Result<(), String>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let (registration, mut connections) = shared.registry.register_rr_stream(peer.ip());
-    let session = registration.id;
-    let cert = (rr.protocol == Protocol::Quic).then(|| shared.cert_der.clone());
-    if !send_accepted(wr, &registration, cert).await {
-        return None;
-    }
-    let started = Instant::now();
+    pass.set_session(registration.id);
     let counters = Arc::new(AnswerCounters::default());
+    let read = Arc::clone(&counters);
+    // Responses are counted by the gate's writer; requests by the answer loops.
+    pass.meter().watch(move || Moved {
+        read: read.request_bytes.load(Ordering::Relaxed),
+        sent: 0,
+    });
+    let cert = (rr.protocol == Protocol::Quic).then(|| shared.cert_der.clone());
+    send_accepted(wr, &registration, cert).await?;
+    let started = Instant::now();
     // Dropping the set (when the session ends) aborts connections still open.
     let mut tasks = JoinSet::new();
     // Clones of the sockets answered on blocking threads: shutting them down wakes the threads.
     let mut blocking_sockets: Vec<std::net::TcpStream> = Vec::new();
+    // A paced session answers on the runtime, where the gate's writer can wait.
+    let on_threads = if pass.max_rate_bps().is_some() {
+        0
+    } else {
+        BLOCKING_CONNECTIONS
+    };
     let done = wait_sender_done(rd);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {
             r = &mut done => break r.map(|_| ()).map_err(|e| format!("{e:#}")),
             Some(data) = connections.recv() => {
+                let meter = Arc::clone(pass.meter());
                 match data {
-                    DataStream::Tcp(tcp) if !rr.new_connection && blocking_sockets.len() < BLOCKING_CONNECTIONS => {
-                        if let Ok(waker) = answer_on_thread(tcp, rr, counters.clone()) {
+                    DataStream::Tcp(tcp) if !rr.new_connection && blocking_sockets.len() < on_threads => {
+                        if let Ok(waker) = answer_on_thread(tcp, rr, counters.clone(), meter) {
                             blocking_sockets.push(waker);
                         }
                     }
                     other => {
-                        tasks.spawn(answer_connection(other, rr.clone(), counters.clone()));
+                        tasks.spawn(answer_connection(other, rr.clone(), counters.clone(), meter));
                     }
                 }
             }
@@ -186,25 +127,34 @@ where
     } else {
         report.data_path.nodelay = true;
     }
-    Some((session, result))
+    result
 }
 
-/// Answers the requests of one data connection until the client closes it.
-async fn answer_connection(data: DataStream, rr: RrParams, counters: Arc<AnswerCounters>) {
+/// Answers the requests of one data connection until the client closes it; its responses go
+/// through the gate's writer (`--max-bytes`, `--max-rate`).
+async fn answer_connection(
+    data: DataStream,
+    rr: RrParams,
+    counters: Arc<AnswerCounters>,
+    meter: Arc<Meter>,
+) {
     let (req, resp) = (rr.request as usize, rr.response as usize);
     match data {
         DataStream::Tcp(tcp) => {
             // Every response is one small write that must leave at once.
             let _ = tcp.set_nodelay(true);
-            let (mut r, mut w) = tcp.into_split();
+            let (mut r, w) = tcp.into_split();
+            let mut w = MeteredWrite::new(w, &meter);
             let _ = answer_stream(&mut r, &mut w, req, resp, &counters).await;
         }
         DataStream::Quic {
             connection,
-            mut send,
+            send,
             mut recv,
         } => {
+            let mut send = MeteredWrite::new(send, &meter);
             let _ = answer_stream(&mut recv, &mut send, req, resp, &counters).await;
+            let mut send = send.into_inner();
             let _ = send.finish();
             let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
         }
@@ -218,15 +168,17 @@ fn answer_on_thread(
     tcp: tokio::net::TcpStream,
     rr: &RrParams,
     counters: Arc<AnswerCounters>,
+    meter: Arc<Meter>,
 ) -> std::io::Result<std::net::TcpStream> {
     let _ = tcp.set_nodelay(true);
     let socket = blocking::into_blocking(tcp, false)?;
     let waker = socket.try_clone()?;
     let (req, resp) = (rr.request as usize, rr.response as usize);
     tokio::task::spawn_blocking(move || {
+        let mut writer = MeteredWrite::new(Blocking::new(&socket, false), &meter);
         let _ = block_on(answer_stream(
             &mut Blocking::new(&socket, false),
-            &mut Blocking::new(&socket, false),
+            &mut writer,
             req,
             resp,
             &counters,
@@ -236,15 +188,18 @@ fn answer_on_thread(
 }
 
 /// UDP: the registry hands request datagrams to the [`RrUdpSession`], which answers them; here
-/// we wait for the client's "done".
+/// we wait for the client's "done". The answers leave from the shared socket's thread, so the
+/// gate meters them from the session's counts (and stops a session whose answers run far
+/// above `--max-rate`).
 async fn serve_udp<R, W>(
     rd: &mut R,
     wr: &mut W,
     peer: SocketAddr,
     shared: &Shared,
+    pass: &Pass,
     rr: &RrParams,
     report: &mut ServerReport,
-) -> Outcome
+) -> Result<(), String>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -252,10 +207,17 @@ where
     let (registration, udp) = shared
         .registry
         .register_rr_udp(peer.ip(), rr.request, rr.response);
-    let session = registration.id;
-    if !send_accepted(wr, &registration, None).await {
-        return None;
-    }
+    pass.set_session(registration.id);
+    let counted = Arc::clone(&udp);
+    let (request, response) = (u64::from(rr.request), u64::from(rr.response));
+    pass.meter().watch(move || {
+        let answered = counted.counts().answered;
+        Moved {
+            read: answered * request,
+            sent: answered * response,
+        }
+    });
+    send_accepted(wr, &registration, None).await?;
     let started = Instant::now();
     let result = wait_sender_done(rd)
         .await
@@ -270,7 +232,7 @@ where
     report.duplicates = c.retransmissions;
     report.elapsed_ns = duration_ns(started.elapsed());
     report.data_path = shared_udp_data_path(shared);
-    Some((session, result))
+    result
 }
 
 /// Counters of a UDP request-response session.

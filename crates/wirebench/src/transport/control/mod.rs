@@ -92,7 +92,7 @@ pub async fn recv_raw_max<R: AsyncRead + Unpin>(
         }
         got += n;
     }
-    let len = proto::frame_len(header)?;
+    let len = proto::frame_len_within(header, max.max(proto::MAX_CONTROL_FRAME))?;
     if len > max {
         bail!("control message of {len} bytes is longer than this server allows: at most {max} bytes (--max-control-size)");
     }
@@ -339,7 +339,8 @@ async fn read_head(stream: &mut TcpStream, deadline: Instant) -> Head {
 /// trial's server may have sent before it saw the client's done message.
 pub async fn read_report(ctrl: &mut TcpStream) -> Result<proto::ServerReport> {
     loop {
-        match recv(ctrl)
+        // A report carries the server's interval series: larger than other messages, bounded.
+        match recv_max(ctrl, proto::MAX_REPORT_FRAME)
             .await
             .context("while waiting for the server's report")?
         {

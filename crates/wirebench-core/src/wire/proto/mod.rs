@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::security::text::{make_safe, peer_text};
 use crate::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
 
@@ -15,8 +16,16 @@ pub const MAGIC: [u8; 4] = *b"WBNC";
 pub const PROTOCOL_VERSION: u16 = 2;
 /// Length of the connection preamble, in bytes.
 pub const PREAMBLE_LEN: usize = 16;
-/// Largest accepted control frame body, in bytes.
+/// Largest control frame body a reader accepts by default (and a server's default
+/// `--max-control-size`), in bytes: every message a client sends fits in it.
 pub const MAX_CONTROL_FRAME: usize = 64 * 1024;
+/// Largest frame body of any kind, in bytes: a server's report with its interval series
+/// (at most [`MAX_INTERVAL_SAMPLES`] samples) fits in it. Only the reader of a report accepts
+/// more than [`MAX_CONTROL_FRAME`].
+pub const MAX_REPORT_FRAME: usize = 16 << 20;
+
+mod validate;
+pub use validate::*;
 
 /// What a connection is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -327,11 +336,14 @@ pub enum ProtoError {
     /// The connection kind byte is neither 1 (control) nor 2 (data).
     #[error("peer opened a connection of unknown kind {0} (expected 1 for control or 2 for data)")]
     BadKind(u8),
-    /// A control frame longer than [`MAX_CONTROL_FRAME`].
-    #[error("control message of {len} bytes exceeds the {MAX_CONTROL_FRAME}-byte limit")]
+    /// A control frame longer than its reader accepts ([`MAX_CONTROL_FRAME`] unless it said
+    /// otherwise).
+    #[error("control message of {len} bytes exceeds the {limit}-byte limit")]
     Oversized {
         /// The announced body length.
         len: usize,
+        /// The reader's limit.
+        limit: usize,
     },
     /// An empty frame, or a body that is not a valid [`ControlMessage`].
     #[error("malformed control message: {0}")]
@@ -436,389 +448,72 @@ pub fn encode_frame(msg: &ControlMessage, out: &mut Vec<u8>) {
 /// Body length announced by a frame's 4-byte header; 0 is malformed and more than [`MAX_CONTROL_FRAME`]
 /// is oversized, so a reader never allocates what a peer merely claims.
 pub fn frame_len(header: [u8; 4]) -> Result<usize, ProtoError> {
+    frame_len_within(header, MAX_CONTROL_FRAME)
+}
+
+/// [`frame_len`] for a reader that accepts up to `limit` bytes (at most [`MAX_REPORT_FRAME`]:
+/// a client reading its server's report).
+pub fn frame_len_within(header: [u8; 4], limit: usize) -> Result<usize, ProtoError> {
     let len = usize::try_from(u32::from_be_bytes(header)).unwrap_or(usize::MAX);
-    check_len(len)?;
+    check_len(len, limit.min(MAX_REPORT_FRAME))?;
     Ok(len)
 }
 
-/// Parses a frame body (without its length header) into a message.
+/// Parses a frame body (without its length header) into a message. This is where a peer's
+/// text enters: every string in the message (reasons, a congestion-control name) comes out
+/// made safe to show ([`crate::security::text::peer_text`]), and so do the decoder's own
+/// errors, which quote what the peer sent (an unknown `type`, say).
 pub fn decode_body(body: &[u8]) -> Result<ControlMessage, ProtoError> {
-    check_len(body.len())?;
-    serde_json::from_slice(body).map_err(|e| ProtoError::Malformed(printable(&e.to_string())))
+    check_len(body.len(), MAX_REPORT_FRAME)?;
+    let mut msg: ControlMessage = serde_json::from_slice(body)
+        .map_err(|e| ProtoError::Malformed(peer_text(&e.to_string())))?;
+    msg.make_text_safe();
+    Ok(msg)
 }
 
-/// `text` with control characters escaped (`\n`, `\u{7f}`): serde's messages quote what the peer
-/// sent (an unknown `type`, say), and a peer must not put line breaks or terminal escapes into
-/// what we print or log.
-pub(crate) fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
+impl ControlMessage {
+    /// Escapes control characters in, and bounds the length of, every string of the message.
+    fn make_text_safe(&mut self) {
+        match self {
+            ControlMessage::SessionRequest(p) => {
+                if let Some(cc) = &mut p.options.congestion {
+                    make_safe(cc);
+                }
+            }
+            ControlMessage::Rejected { reason } | ControlMessage::Error { reason } => {
+                make_safe(reason)
+            }
+            ControlMessage::Report(r) => {
+                if let Some(reason) = &mut r.abort_reason {
+                    make_safe(reason);
+                }
+                if let Some(cc) = &mut r.data_path.congestion {
+                    make_safe(cc);
+                }
+            }
+            ControlMessage::AuthChallenge { nonce } => make_safe(nonce),
+            ControlMessage::AuthResponse { nonce, mac } => {
+                make_safe(nonce);
+                make_safe(mac);
+            }
+            ControlMessage::AuthOk { mac } => make_safe(mac),
+            ControlMessage::Accepted { .. }
+            | ControlMessage::SenderDone { .. }
+            | ControlMessage::RrRequest(_)
+            | ControlMessage::Receipt { .. } => {}
         }
     }
-    out
 }
 
-fn check_len(len: usize) -> Result<(), ProtoError> {
+fn check_len(len: usize, limit: usize) -> Result<(), ProtoError> {
     if len == 0 {
         return Err(ProtoError::Malformed("empty frame (length 0)".to_owned()));
     }
-    if len > MAX_CONTROL_FRAME {
-        return Err(ProtoError::Oversized { len });
+    if len > limit {
+        return Err(ProtoError::Oversized { len, limit });
     }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn params() -> SessionParams {
-        SessionParams {
-            duration_us: None,
-            omit_us: None,
-            protocol: Protocol::Udp,
-            mechanism: Mechanism::StopAndWait,
-            msg_size: 1200,
-            total_bytes: 1_000_000,
-            rto_us: Some(5_000),
-            rate_bps: None,
-            grace_us: 250_000,
-            options: DataPathOptions::default(),
-            interval_us: None,
-            reverse: false,
-        }
-    }
-
-    fn round_trip(msg: &ControlMessage) -> ControlMessage {
-        let mut out = Vec::new();
-        encode_frame(msg, &mut out);
-        let len = frame_len([out[0], out[1], out[2], out[3]]).unwrap();
-        assert_eq!(len, out.len() - 4);
-        decode_body(&out[4..]).unwrap()
-    }
-
-    #[test]
-    fn preamble_exact_bytes() {
-        assert_eq!(
-            Preamble::control().encode(),
-            [b'W', b'B', b'N', b'C', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-        );
-        assert_eq!(
-            Preamble::data(0x0102_0304, 0xA0B0_C0D0).encode(),
-            [b'W', b'B', b'N', b'C', 0, 2, 2, 0, 1, 2, 3, 4, 0xA0, 0xB0, 0xC0, 0xD0]
-        );
-    }
-
-    #[test]
-    fn preamble_round_trip() {
-        for preamble in [
-            Preamble::control(),
-            Preamble::data(7, 99),
-            Preamble::data(u32::MAX, u32::MAX),
-        ] {
-            assert_eq!(Preamble::decode(&preamble.encode()), Ok(preamble));
-        }
-    }
-
-    #[test]
-    fn preamble_errors() {
-        let http = *b"GET / HTTP/1.1\r\n";
-        assert_eq!(
-            Preamble::decode(&http),
-            Err(ProtoError::BadMagic { found: *b"GET " })
-        );
-        assert_eq!(
-            Preamble::decode(&http).unwrap_err().to_string(),
-            "peer is not a wirebench endpoint (bad magic \"GET \")"
-        );
-        assert_eq!(
-            ProtoError::BadMagic {
-                found: [0, 0xFF, b'a', b'"']
-            }
-            .to_string(),
-            "peer is not a wirebench endpoint (bad magic \"\\x00\\xffa\\\"\")"
-        );
-
-        let mut future = Preamble::control().encode();
-        future[5] = 7;
-        assert_eq!(
-            Preamble::decode(&future),
-            Err(ProtoError::UnsupportedVersion {
-                found: 7,
-                supported: 2
-            })
-        );
-        assert_eq!(
-            Preamble::decode(&future).unwrap_err().to_string(),
-            "peer speaks protocol version 7, this wirebench speaks 2"
-        );
-
-        let mut odd = Preamble::control().encode();
-        odd[6] = 3;
-        assert_eq!(Preamble::decode(&odd), Err(ProtoError::BadKind(3)));
-    }
-
-    #[test]
-    fn frame_exact_bytes() {
-        let mut out = vec![0xFF];
-        encode_frame(
-            &ControlMessage::Accepted {
-                session: 3,
-                token: 4,
-                quic_cert: None,
-            },
-            &mut out,
-        );
-        let body = br#"{"type":"accepted","session":3,"token":4}"#;
-        assert_eq!(out[0], 0xFF, "existing bytes are kept");
-        assert_eq!(out[1..5], [0, 0, 0, body.len() as u8]);
-        assert_eq!(&out[5..], body);
-    }
-
-    #[test]
-    fn messages_round_trip() {
-        let report = ServerReport {
-            protocol: Protocol::Quic,
-            messages: 10,
-            bytes: 12_000,
-            aborted: true,
-            abort_reason: Some("client went away".into()),
-            ..ServerReport::default()
-        };
-        for msg in [
-            ControlMessage::SessionRequest(params()),
-            ControlMessage::Accepted {
-                session: 1,
-                token: 0xDEAD_BEEF,
-                quic_cert: None,
-            },
-            ControlMessage::Accepted {
-                session: 2,
-                token: 5,
-                quic_cert: Some(vec![0x30, 0x82, 0, 255]),
-            },
-            ControlMessage::Rejected {
-                reason: "busy".into(),
-            },
-            ControlMessage::SenderDone {
-                messages_sent: 834,
-                bytes_sent: 1_000_000,
-            },
-            ControlMessage::Report(Box::new(report)),
-            ControlMessage::Error {
-                reason: "unexpected message".into(),
-            },
-            ControlMessage::RrRequest(RrParams {
-                protocol: Protocol::Udp,
-                request: 64,
-                response: 512,
-                flows: 2,
-                concurrency: 10,
-                new_connection: false,
-            }),
-        ] {
-            assert_eq!(round_trip(&msg), msg);
-        }
-    }
-
-    #[test]
-    fn session_request_json_shape() {
-        let json = serde_json::to_string(&ControlMessage::SessionRequest(params())).unwrap();
-        assert_eq!(
-            json,
-            r#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000,"options":{"window":null,"congestion":null,"nodelay":false,"busy_poll":false}}"#
-        );
-        // A request from before the options existed still decodes, with default options.
-        let old = br#"{"type":"session_request","protocol":"udp","mechanism":"saw","msg_size":1200,"total_bytes":1000000,"rto_us":5000,"rate_bps":null,"grace_us":250000}"#;
-        assert_eq!(
-            decode_body(old).unwrap(),
-            ControlMessage::SessionRequest(params())
-        );
-    }
-
-    #[test]
-    fn receipts_are_asked_for_in_the_options_and_sent_as_one_small_frame() {
-        let mut p = params();
-        p.options.receipt_us = Some(20_000);
-        let json = serde_json::to_string(&ControlMessage::SessionRequest(p.clone())).unwrap();
-        assert!(
-            json.contains(r#""busy_poll":false,"receipt_us":20000}"#),
-            "{json}"
-        );
-        assert_eq!(
-            round_trip(&ControlMessage::SessionRequest(p)),
-            ControlMessage::SessionRequest({
-                let mut q = params();
-                q.options.receipt_us = Some(20_000);
-                q
-            })
-        );
-        let receipt = ControlMessage::Receipt {
-            messages: 9_990,
-            bytes: 14_705_280,
-            next_seq: 10_000,
-        };
-        assert_eq!(
-            serde_json::to_string(&receipt).unwrap(),
-            r#"{"type":"receipt","messages":9990,"bytes":14705280,"next_seq":10000}"#
-        );
-        assert_eq!(round_trip(&receipt), receipt);
-    }
-
-    #[test]
-    fn accepted_json_shape() {
-        let with_cert = ControlMessage::Accepted {
-            session: 2,
-            token: 5,
-            quic_cert: Some(vec![48, 130]),
-        };
-        assert_eq!(
-            serde_json::to_string(&with_cert).unwrap(),
-            r#"{"type":"accepted","session":2,"token":5,"quic_cert":[48,130]}"#
-        );
-        // An absent certificate is omitted, and a peer that omits it means None.
-        assert_eq!(
-            decode_body(br#"{"type":"accepted","session":2,"token":5}"#),
-            Ok(ControlMessage::Accepted {
-                session: 2,
-                token: 5,
-                quic_cert: None
-            })
-        );
-    }
-
-    #[test]
-    fn rr_request_json_shape() {
-        let msg = ControlMessage::RrRequest(RrParams {
-            protocol: Protocol::Tcp,
-            request: 1,
-            response: 2,
-            flows: 3,
-            concurrency: 4,
-            new_connection: true,
-        });
-        assert_eq!(
-            serde_json::to_string(&msg).unwrap(),
-            r#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4,"new_connection":true}"#
-        );
-        // new_connection may be left out.
-        assert_eq!(
-            decode_body(br#"{"type":"rr_request","protocol":"tcp","request":1,"response":2,"flows":3,"concurrency":4}"#),
-            Ok(ControlMessage::RrRequest(RrParams {
-                protocol: Protocol::Tcp,
-                request: 1,
-                response: 2,
-                flows: 3,
-                concurrency: 4,
-                new_connection: false,
-            }))
-        );
-    }
-
-    #[test]
-    fn auth_messages_json_shape() {
-        let n = "ab".repeat(32);
-        let cases = [
-            (
-                ControlMessage::AuthChallenge { nonce: n.clone() },
-                format!(r#"{{"type":"auth_challenge","nonce":"{n}"}}"#),
-            ),
-            (
-                ControlMessage::AuthResponse {
-                    nonce: n.clone(),
-                    mac: "01".repeat(32),
-                },
-                format!(
-                    r#"{{"type":"auth_response","nonce":"{n}","mac":"{}"}}"#,
-                    "01".repeat(32)
-                ),
-            ),
-            (
-                ControlMessage::AuthOk { mac: n.clone() },
-                format!(r#"{{"type":"auth_ok","mac":"{n}"}}"#),
-            ),
-        ];
-        for (msg, json) in cases {
-            assert_eq!(serde_json::to_string(&msg).unwrap(), json);
-            assert_eq!(round_trip(&msg), msg);
-        }
-    }
-
-    #[test]
-    fn frame_length_limits() {
-        assert_eq!(frame_len([0, 0, 0, 1]), Ok(1));
-        assert_eq!(frame_len([0, 1, 0, 0]), Ok(MAX_CONTROL_FRAME));
-        assert_eq!(
-            frame_len([0, 1, 0, 1]),
-            Err(ProtoError::Oversized { len: 65_537 })
-        );
-        assert_eq!(
-            frame_len([0xFF; 4]),
-            Err(ProtoError::Oversized { len: 4_294_967_295 })
-        );
-        assert!(matches!(frame_len([0; 4]), Err(ProtoError::Malformed(_))));
-        assert_eq!(
-            ProtoError::Oversized { len: 900_000 }.to_string(),
-            "control message of 900000 bytes exceeds the 65536-byte limit"
-        );
-        assert_eq!(
-            decode_body(&vec![b' '; MAX_CONTROL_FRAME + 1]),
-            Err(ProtoError::Oversized { len: 65_537 })
-        );
-    }
-
-    #[test]
-    fn malformed_bodies_cannot_inject_control_characters() {
-        // Found by fuzzing: serde quotes an unknown variant verbatim.
-        let err = decode_body(br#"{"type":"lau\u007fch\n\u001b[31m"}"#).unwrap_err();
-        let text = err.to_string();
-        assert!(!text.chars().any(char::is_control), "{text:?}");
-        assert!(
-            text.contains(r"unknown variant `lau\u{7f}ch\n\u{1b}[31m`"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn malformed_bodies() {
-        for body in [
-            &b""[..],
-            b"not json",
-            br#"{"type":"launch"}"#,
-            br#"{"type":"accepted","session":1}"#,
-        ] {
-            let err = decode_body(body).unwrap_err();
-            assert!(matches!(err, ProtoError::Malformed(_)), "{err:?}");
-            assert!(
-                err.to_string().starts_with("malformed control message: "),
-                "{err}"
-            );
-        }
-    }
-
-    #[test]
-    fn duration_is_omitted_when_absent_and_read_when_present() {
-        let plain = params();
-        let json = serde_json::to_string(&plain).unwrap();
-        assert!(!json.contains("duration_us"), "{json}");
-        let back: SessionParams = serde_json::from_str(&json).unwrap();
-        assert!(!back.timed());
-        let timed = SessionParams {
-            duration_us: Some(2_000_000),
-            total_bytes: UNBOUNDED_TOTAL,
-            ..params()
-        };
-        let back: SessionParams =
-            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
-        assert_eq!(back, timed);
-        assert!(back.timed());
-        assert!(
-            i64::try_from(UNBOUNDED_TOTAL).is_ok(),
-            "fits the store's integers"
-        );
-    }
-}
+mod tests;

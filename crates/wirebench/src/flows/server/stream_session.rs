@@ -1,0 +1,235 @@
+//! A TCP or QUIC transfer session on the server: waits for its data connection, then receives
+//! through `engine::stream` (or, reversed, hands it to `reverse`) with the gate's meter on the
+//! data path's own progress counter, and fills the report with what was read. Decides nothing
+//! about the session's status: it says why it failed, the gate does the rest.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::units::duration_ns;
+use wirebench_core::wire::proto::{ServerReport, SessionParams};
+
+use super::gate::Pass;
+use super::meter::Moved;
+use super::registry::DataStream;
+use super::session::{
+    omit_span, omitted, send_accepted, shared_udp_data_path, span_ns, watch_control, Ended,
+};
+use super::Shared;
+use crate::engine::blocking::{self, block_on, Blocking};
+use crate::engine::interval::{self, Progress};
+use crate::engine::quic_stream::QuicSource;
+use crate::engine::stream::{self, ReadSource, ReadTally};
+use crate::engine::throttle::{Pause, Throttled};
+use crate::transport::control::SETUP_TIMEOUT;
+use crate::transport::counters;
+use crate::transport::net;
+
+/// How long the server keeps a finished QUIC connection open so its last acknowledgements
+/// reach the client, unless the client closes it first.
+pub(super) const QUIC_LINGER: Duration = Duration::from_secs(5);
+
+/// TCP or QUIC: wait for the data connection, then receive (or send, reversed).
+pub(super) async fn serve<R, W>(
+    rd: &mut R,
+    wr: &mut W,
+    peer: SocketAddr,
+    shared: &Shared,
+    pass: &Pass,
+) -> Ended
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let p = pass.params();
+    let mut report = pass.empty_report();
+    let (registration, attach) = shared.registry.register_stream(peer.ip());
+    pass.set_session(registration.id);
+    let cert = (p.protocol == Protocol::Quic).then(|| shared.cert_der.clone());
+    if let Err(reason) = send_accepted(wr, &registration, cert).await {
+        return (report, Err(reason));
+    }
+    let data = tokio::select! {
+        r = tokio::time::timeout(SETUP_TIMEOUT, attach) => match r {
+            Ok(Ok(d)) => d,
+            _ => return (report, Err(format!("the client opened no data connection within {SETUP_TIMEOUT:?}"))),
+        },
+        reason = watch_control(rd) => return (report, Err(reason)),
+    };
+    drop(registration);
+    if p.reverse {
+        let result = super::reverse::send_to_client(data, rd, shared, pass, &mut report).await;
+        return (report, result);
+    }
+    let result = receive(data, rd, shared, pass, &mut report).await;
+    (report, result)
+}
+
+/// The forward direction: the client sends, the server reads.
+async fn receive<R: AsyncRead + Unpin>(
+    data: DataStream,
+    rd: &mut R,
+    shared: &Shared,
+    pass: &Pass,
+    report: &mut ServerReport,
+) -> Result<(), String> {
+    let p = pass.params();
+    let buf_len = stream::receive_buffer_len(p.mechanism, p.msg_size);
+    let mut tally = ReadTally::default();
+    let progress = Progress::new();
+    let read_so_far = Arc::clone(&progress);
+    pass.meter().watch(move || Moved {
+        read: read_so_far.bytes.load(std::sync::atomic::Ordering::Relaxed),
+        sent: 0,
+    });
+    let period = p.interval_us.map(Duration::from_micros);
+    let rate = pass.max_rate_bps();
+    let receiving = async {
+        match data {
+            DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
+                Ok(()) => {
+                    let reading = Reading { buf_len, rate };
+                    receive_tcp_blocking(tcp, rd, p, reading, &mut tally, report, &progress).await
+                }
+                Err(e) => Err(format!("cannot set the TCP options: {e}")),
+            },
+            DataStream::Quic {
+                connection,
+                mut send,
+                mut recv,
+            } => {
+                let res = {
+                    let mut source = Throttled::new(QuicSource::new(&mut recv), rate, Pause::Timer);
+                    tokio::select! {
+                        res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
+                        reason = watch_control(rd) => Err(reason),
+                    }
+                };
+                // Stop-and-wait: report once the client has its last acknowledgement, which
+                // it says by finishing its stream; a report that overtook that
+                // acknowledgement would look like the server ending the session early.
+                let res = match res {
+                    Ok(()) if p.mechanism == Mechanism::StopAndWait && !p.timed() => {
+                        tokio::select! {
+                            end = tokio::time::timeout(SETUP_TIMEOUT, recv.read_chunk(1, true)) => match end {
+                                Ok(Ok(None)) => Ok(()),
+                                Ok(Ok(Some(_))) => Err("the client sent more than its total".to_string()),
+                                Ok(Err(e)) => Err(format!("the QUIC stream failed after the last message: {e}")),
+                                Err(_) => Err(format!("the client did not finish its stream within {SETUP_TIMEOUT:?} of its last acknowledgement")),
+                            },
+                            reason = watch_control(rd) => Err(reason),
+                        }
+                    }
+                    other => other,
+                };
+                report.data_path = shared_udp_data_path(shared);
+                report.transport = Some(counters::quic_stats(&connection));
+                // Let the last acknowledgements drain; the client closes the connection when done.
+                tokio::spawn(async move {
+                    let _ = send.finish();
+                    let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
+                });
+                res
+            }
+        }
+    };
+    let sampled = interval::sampled(receiving, period, || progress.read(), |_| {});
+    let ((result, intervals), mark) =
+        interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
+    if result.is_err() {
+        settle_cancelled(&mut tally, p);
+    }
+    report.omitted = omitted(mark, tally.first_at, p);
+    report.intervals = intervals;
+    report.messages = tally.messages;
+    report.bytes = tally.bytes;
+    report.read_calls = tally.read_calls;
+    report.acks_sent = tally.acks_sent;
+    report.elapsed_ns = span_ns(tally.first_at, tally.last_at);
+    report.idle_after_last_ns = tally.last_at.map(|t| duration_ns(t.elapsed())).unwrap_or(0);
+    match result {
+        Ok(()) if p.timed() && tally.bytes >= p.total_bytes => Err(format!(
+            "the timed session reached this server's limit of {} bytes (--max-bytes)",
+            p.total_bytes
+        )),
+        other => other,
+    }
+}
+
+/// How the server reads a TCP data stream: its buffer, and the server's --max-rate.
+struct Reading {
+    buf_len: usize,
+    rate: Option<u64>,
+}
+
+/// A receiver cancelled mid-transfer (the control connection ended first, as when a QUIC
+/// client is killed) never reached its own bookkeeping: count its complete messages and end
+/// its span where the abort was noticed, so an aborted summary is as consistent as a finished
+/// one. Idempotent for a receiver that did finish its bookkeeping.
+fn settle_cancelled(tally: &mut ReadTally, p: &SessionParams) {
+    if p.mechanism == Mechanism::Stream {
+        tally.messages = tally.bytes / u64::from(p.msg_size.max(1));
+    }
+    if tally.first_at.is_some() && tally.last_at.is_none() {
+        tally.last_at = Some(Instant::now());
+    }
+}
+
+/// Receives a TCP session on a blocking socket in a thread of its own (see engine::blocking),
+/// while this task watches the control connection; if that ends first, shutting the socket
+/// down wakes the thread.
+async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
+    tcp: TcpStream,
+    rd: &mut R,
+    p: &SessionParams,
+    reading: Reading,
+    tally: &mut ReadTally,
+    report: &mut ServerReport,
+    progress: &Arc<Progress>,
+) -> Result<(), String> {
+    let spin = p.options.busy_poll;
+    let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
+    let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
+    let params = p.clone();
+    let progress = Arc::clone(progress);
+    let mut worker = tokio::task::spawn_blocking(move || {
+        let mut t = ReadTally::default();
+        let mut reader = Blocking::new(&data, spin);
+        let source = ReadSource {
+            reader: &mut reader,
+            buf: vec![0u8; reading.buf_len],
+        };
+        let mut source = Throttled::new(source, reading.rate, Pause::Thread);
+        let res = block_on(stream::receive_role(
+            &mut source,
+            &mut Blocking::new(&data, spin),
+            &params,
+            &mut t,
+            &progress.bytes,
+        ));
+        let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
+        (t, res, ends)
+    });
+    tokio::select! {
+        joined = &mut worker => match joined {
+            Ok((t, res, (info, transport))) => {
+                *tally = t;
+                (report.data_path, report.transport) = (info, transport);
+                res.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(format!("the receiver thread failed: {e}")),
+        },
+        reason = watch_control(rd) => {
+            let _ = waker.shutdown(std::net::Shutdown::Both);
+            if let Ok((t, _, (info, transport))) = worker.await {
+                *tally = t;
+                (report.data_path, report.transport) = (info, transport);
+            }
+            Err(reason)
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The charts of the request sweeps, `wirebench rr` and `wirebench dns`, over the series model:
+//! what each transport had to repair (UDP requests or queries lost, TCP/QUIC packets sent
+//! again) on one chart as the load grows, response times with their spread, and requests per
+//! second. The load is the requests in flight per flow, or the number of flows when only that
+//! varies. Owns chart layout only; every figure comes from the stored records.
+
+use std::collections::BTreeSet;
+use std::io;
+
+use wirebench_core::record::dns::DnsResult;
+use wirebench_core::record::rr::RrResult;
+use wirebench_core::record::RttFigures;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::dns::DnsTransport;
+
+use super::plot::{self, Plot};
+use super::series::{group, Mark, Palette};
+use super::Figure;
+
+/// What the x axis of a sweep's charts counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// Requests (queries) outstanding per flow, K.
+    InFlight,
+    /// Flows (connections or sockets), when only they vary.
+    Flows,
+}
+
+impl Load {
+    /// The load of a sweep whose results ran at these (flows, K).
+    pub fn of(points: impl Iterator<Item = (u32, u32)>) -> Load {
+        let (flows, ks): (BTreeSet<u32>, BTreeSet<u32>) = points.unzip();
+        if ks.len() <= 1 && flows.len() > 1 {
+            Load::Flows
+        } else {
+            Load::InFlight
+        }
+    }
+
+    fn x(self, flows: u32, k: u32) -> f64 {
+        f64::from(match self {
+            Load::InFlight => k,
+            Load::Flows => flows,
+        })
+    }
+
+    fn desc(self, what: &str) -> String {
+        match self {
+            Load::InFlight => format!("{what} in flight per flow (K, count)"),
+            Load::Flows => "Flows (connections or sockets, count)".to_string(),
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Load::InFlight => "the requests in flight per flow",
+            Load::Flows => "the number of flows",
+        }
+    }
+}
+
+/// The charts of an rr sweep: loss and retransmissions, response time, requests per second.
+pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
+    if results.is_empty() {
+        return Ok(Vec::new());
+    }
+    let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
+    let flows: BTreeSet<u32> = results.iter().map(|r| r.flows).collect();
+    // With both varying, K is on x and each number of flows is a series of its own.
+    let suffix = |r: &RrResult| {
+        if load == Load::InFlight && flows.len() > 1 {
+            format!(", {} flows", r.flows)
+        } else {
+            String::new()
+        }
+    };
+    let proto = |p: Protocol| match p {
+        Protocol::Udp => "UDP",
+        Protocol::Tcp => "TCP",
+        Protocol::Quic => "QUIC",
+    };
+    let mut palette = Palette::default();
+    let mut out = Vec::new();
+    let repair = group(
+        results.iter().filter_map(|r| {
+            let what = match r.protocol {
+                Protocol::Udp => "UDP requests lost",
+                Protocol::Tcp => "TCP segments retransmitted",
+                Protocol::Quic => "QUIC packets lost",
+            };
+            Some((
+                format!("{what}{}", suffix(r)),
+                Mark::at(load.x(r.flows, r.concurrency), r.repair_pct()?),
+            ))
+        }),
+        &mut palette,
+    );
+    if !repair.is_empty() {
+        out.push(figure(
+            Plot {
+                title: format!("Loss and retransmissions against {}", short(load, "requests")),
+                x: plot::x_from_zero(load.desc("Requests"), &repair),
+                y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
+                bars: false,
+                series: &repair,
+                notes: Vec::new(),
+            },
+            "Loss and retransmissions against load",
+            format!(
+                "UDP: requests never answered (after their retries), as a share of those sent; TCP and QUIC: packets the client sent again (or lost), as a share of those sent; against {}.",
+                load.words()
+            ),
+        )?);
+    }
+    let mut palette = Palette::default();
+    let times = group(
+        results.iter().filter_map(|r| {
+            let name = format!("{}{}", proto(r.protocol), suffix(r));
+            Some((
+                name,
+                response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
+            ))
+        }),
+        &mut palette,
+    );
+    if !times.is_empty() {
+        out.push(response_figure(&times, load, "Requests", "requests")?);
+    }
+    let mut palette = Palette::default();
+    let rates = group(
+        results.iter().map(|r| {
+            (
+                format!("{}{}", proto(r.protocol), suffix(r)),
+                Mark::at(load.x(r.flows, r.concurrency), r.requests_per_second),
+            )
+        }),
+        &mut palette,
+    );
+    out.push(figure(
+        Plot {
+            title: format!("Requests per second against {}", short(load, "requests")),
+            x: plot::x_from_zero(load.desc("Requests"), &rates),
+            y: plot::y_from_zero("Requests answered per second (1/s)".into(), &rates, None),
+            bars: false,
+            series: &rates,
+            notes: Vec::new(),
+        },
+        "Requests per second against load",
+        format!(
+            "Requests answered per second of the whole run (first request to the last answer or loss), against {}.",
+            load.words()
+        ),
+    )?);
+    Ok(out)
+}
+
+/// The charts of a DNS sweep: UDP queries lost against TCP (and DoT) segments retransmitted,
+/// and response time with its minimum and maximum.
+pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
+    if results.is_empty() {
+        return Ok(Vec::new());
+    }
+    let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
+    let mut palette = Palette::default();
+    let repair = group(
+        results.iter().filter_map(|r| {
+            let (name, pct) = match r.transport {
+                DnsTransport::Udp => ("UDP queries lost (timeouts)", r.timeout_ratio * 100.0),
+                DnsTransport::Tcp => ("TCP segments retransmitted", r.retrans_rate? * 100.0),
+                DnsTransport::Dot => ("DoT segments retransmitted", r.retrans_rate? * 100.0),
+            };
+            Some((
+                name.to_string(),
+                Mark::at(load.x(r.flows, r.concurrency), pct),
+            ))
+        }),
+        &mut palette,
+    );
+    let mut out = Vec::new();
+    if !repair.is_empty() {
+        out.push(figure(
+            Plot {
+                title: format!(
+                    "DNS: UDP loss and TCP retransmissions against {}",
+                    short(load, "queries")
+                ),
+                x: plot::x_from_zero(load.desc("Queries"), &repair),
+                y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
+                bars: false,
+                series: &repair,
+                notes: Vec::new(),
+            },
+            "UDP loss and TCP retransmissions against load",
+            format!(
+                "UDP: queries never answered after their last retry, as a share of those sent; TCP and DoT: segments the client sent again (TCP_INFO total_retrans less D-SACKed, over data segments sent); against {}.",
+                load.words()
+            ),
+        )?);
+    }
+    let mut palette = Palette::default();
+    let times = group(
+        results.iter().filter_map(|r| {
+            let name = r.transport.name().to_uppercase();
+            Some((
+                name,
+                response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
+            ))
+        }),
+        &mut palette,
+    );
+    if !times.is_empty() {
+        out.push(response_figure(&times, load, "Queries", "queries")?);
+    }
+    Ok(out)
+}
+
+/// "requests in flight" ("queries in flight"), or "flows".
+fn short(load: Load, noun: &str) -> String {
+    match load {
+        Load::InFlight => format!("{noun} in flight"),
+        Load::Flows => "flows".to_string(),
+    }
+}
+
+/// A response-time mark: the mean, with a whisker from the minimum to the maximum (µs).
+fn response_mark(x: f64, r: &RttFigures) -> Mark {
+    Mark {
+        spread: Some((r.min_ns as f64 / 1e3, r.max_ns as f64 / 1e3)),
+        ..Mark::at(x, r.mean_ns / 1e3)
+    }
+}
+
+fn response_figure(
+    series: &[super::series::Series],
+    load: Load,
+    what: &str,
+    noun: &str,
+) -> io::Result<Figure> {
+    let log = plot::spans_decades(series);
+    let desc = format!(
+        "Response time, avg and min–max (µs{})",
+        if log { ", log scale" } else { "" }
+    );
+    figure(
+        Plot {
+            title: format!("Response time against {}", short(load, noun)),
+            x: plot::x_from_zero(load.desc(what), series),
+            y: if log {
+                plot::y_log(desc, series)
+            } else {
+                plot::y_from_zero(desc, series, None)
+            },
+            bars: false,
+            series,
+            notes: Vec::new(),
+        },
+        "Response time against load",
+        format!(
+            "Average time from a {} being sent to its answer (dot), with a whisker from the fastest to the slowest, against {}.",
+            noun.trim_end_matches('s'),
+            load.words()
+        ),
+    )
+}
+
+fn figure(plot: Plot<'_>, heading: &str, caption: String) -> io::Result<Figure> {
+    Ok(Figure {
+        heading: heading.into(),
+        svg: plot::svg(&plot)?,
+        caption,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_load_is_what_varies() {
+        assert_eq!(Load::of([(1, 1), (2, 1), (3, 1)].into_iter()), Load::Flows);
+        assert_eq!(Load::of([(2, 1), (2, 8)].into_iter()), Load::InFlight);
+        assert_eq!(Load::of([(1, 1), (2, 8)].into_iter()), Load::InFlight);
+        assert_eq!(Load::of([(1, 1)].into_iter()), Load::InFlight);
+    }
+}
