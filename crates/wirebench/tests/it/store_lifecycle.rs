@@ -361,8 +361,18 @@ async fn ping_is_stored_as_an_rr_like_sweep() {
             let runs = wirebench(&["runs", "--db", db.arg()]).await;
             let listed = String::from_utf8_lossy(&runs.stdout);
             assert!(listed.contains("RR ") && listed.contains("1/1"), "{listed}");
+            // Listed and reported as the ping it was, not as an rr sweep.
+            assert!(
+                listed.lines().any(|l| l.contains("ping: 64 B probes")),
+                "{listed}"
+            );
             let report = wirebench(&["report", "--rr", "1", "--db", db.arg()]).await;
             assert!(report.status.success(), "{}", stderr(&report));
+            let shown = String::from_utf8_lossy(&report.stdout);
+            assert!(
+                shown.contains("ping sweep 1") && !shown.contains("rr sweep"),
+                "{shown}"
+            );
             let export = wirebench(&["export", "--rr", "1", "--db", db.arg()]).await;
             let doc: Value = serde_json::from_slice(&export.stdout).expect("a document");
             assert_eq!(doc["kind"], "ping");
