@@ -122,11 +122,19 @@ impl Lanes {
         let local = shared.local_addr()?;
         let count = count.clamp(1, MAX_LANES);
         SockRef::from(shared).set_reuse_port(true)?;
-        let mut sockets = Vec::with_capacity(count);
-        for _ in 0..count {
-            sockets.push(Arc::new(lane_socket(local)?));
-        }
-        attach_steering(shared, count as u32)?;
+        let grouped = (|| {
+            let mut sockets = Vec::with_capacity(count);
+            for _ in 0..count {
+                sockets.push(Arc::new(lane_socket(local)?));
+            }
+            attach_steering(shared, count as u32)?;
+            Ok(sockets)
+        })();
+        // On failure the lane sockets made so far are closed (they leave the group), and the
+        // shared socket is closed to the group again.
+        let sockets = grouped.inspect_err(|_: &io::Error| {
+            let _ = SockRef::from(shared).set_reuse_port(false);
+        })?;
         let set = Arc::new(LaneSet {
             live: (0..count).map(|_| AtomicU32::new(0)).collect(),
             sockets,

@@ -133,6 +133,74 @@ async fn round_trips_are_answered_by_the_lane_that_received_them() {
     .await;
 }
 
+/// A server on the wildcard address (dual stack, as `wirebench server` binds by default)
+/// answers from a lane, naming the address it was asked at as the source (IPv4 through the
+/// dual-stack socket as a mapped address, and IPv6): every stop-and-wait acknowledgement comes
+/// back to the client's connected socket. (An answer the kernel refused, or one from another
+/// source, which that socket drops, would leave the run timing out.)
+#[tokio::test]
+async fn a_wildcard_server_answers_from_the_address_it_was_asked_at() {
+    within(async {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args(["server", "--bind", "::", "--port", "0", "--udp-lanes", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the server");
+        let mut err = BufReader::new(server.stderr.take().expect("stderr")).lines();
+        let line = err
+            .next_line()
+            .await
+            .expect("stderr")
+            .expect("listening line");
+        let addr = line.split_whitespace().nth(4).expect("address").to_string();
+        let port = addr.rsplit(':').next().expect("port").to_string();
+        let v6 = std::net::UdpSocket::bind("[::1]:0").is_ok();
+        let hosts: &[&str] = if v6 {
+            &["127.0.0.1", "[::1]"]
+        } else {
+            &["127.0.0.1"]
+        };
+        for host in hosts {
+            let target = format!("{host}:{port}");
+            let out = crate::cli::wirebench(&[
+                "run",
+                "--no-store",
+                "--json",
+                "--server",
+                &target,
+                "--proto",
+                "udp",
+                "--mode",
+                "saw,stream",
+                "-l",
+                "512",
+                "-n",
+                "64KiB",
+                "--rate",
+                "100Mbit",
+            ])
+            .await;
+            assert!(
+                out.status.success(),
+                "{target}: {}",
+                crate::cli::stderr(&out)
+            );
+            let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            for r in doc["runs"].as_array().expect("runs") {
+                assert_eq!(r["server"]["messages"], 128, "{target}: {r}");
+                assert_eq!(
+                    r["server"]["data_path"]["receive_lanes"], 2,
+                    "{target}: {r}"
+                );
+            }
+        }
+        server.kill().await.expect("stop our server");
+    })
+    .await;
+}
+
 /// Two namespaces, a client's and a server's, on one veth link (10.215.0.1 and 10.215.0.2).
 pub struct Veth {
     client_ns: String,
