@@ -254,7 +254,7 @@ def wirebench_ping(servers, proto, size, count):
     """`wirebench ping`: one flow, one probe outstanding, SIZE-byte probes and answers."""
     port = servers.ports["wirebench"]
     out, cpu = run_client([servers.wirebench, "ping", "--server", f"{HOST}:{port}", "--proto", proto,
-                           "-l", str(size), "--count", str(count), "--json"])
+                           "-l", str(size), "--count", str(count), "--json", "--no-store"])
     r = json.loads(out)["results"][0]["response"]
     return {"p50_us": r["p50_ns"] / 1000, "p99_us": r["p99_ns"] / 1000, "client_cpu_s": cpu}
 
