@@ -214,7 +214,11 @@ fn serve(
                     let from_ip = r.to_ip.filter(|_| answer_from);
                     let mut reply =
                         |bytes: &[u8]| udp_recv::send_to(socket, bytes, r.from, from_ip).is_ok();
-                    handler.handle(data, r.stride, r.from, r.mark(number), &mut reply);
+                    // Nothing a datagram holds may end the lane (and with it every session on
+                    // it): a handler that panicked has dropped this buffer, and the lane reads on.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        handler.handle(data, r.stride, r.from, r.mark(number), &mut reply)
+                    }));
                 }
             }
             // The receive timeout: look at the stop flag.
@@ -316,6 +320,7 @@ mod tests {
             reply: &mut dyn FnMut(&[u8]) -> bool,
         ) {
             let session = Header::decode(data).map_or(u32::MAX, |h| h.session);
+            assert_ne!(session, PANICS, "a handler that fails on this datagram");
             self.0
                 .lock()
                 .unwrap()
@@ -324,8 +329,12 @@ mod tests {
         }
     }
 
+    /// A session whose datagrams make the test handler panic.
+    const PANICS: u32 = 13;
+
     /// Each session's datagrams meet lane `session % lanes`; QUIC-looking packets and short
-    /// ones stay on the shared socket; the lane answers from the shared port.
+    /// ones stay on the shared socket; the lane answers from the shared port; a datagram its
+    /// handler panics on ends nothing (the lane reads on).
     #[test]
     fn datagrams_are_steered_by_session() {
         let shared =
@@ -340,6 +349,10 @@ mod tests {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         let mut expected = Vec::new();
+        // Lane 13 % 3 = 1, as session 7's: that lane must still answer after the panic.
+        let mut poison = [0u8; 32];
+        Header::data(PANICS, 0).write_to(&mut poison).unwrap();
+        client.send_to(&poison, port).unwrap();
         for session in [7u32, 8, 9, 10, 3_000_000_001] {
             let mut datagram = [0u8; 32];
             Header::data(session, 0).write_to(&mut datagram).unwrap();
