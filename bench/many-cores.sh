@@ -67,17 +67,17 @@ run() {
   local new=udp1472_P1,udp1472_P4,udp1472_P8,saw_udp_1k,ping_udp_1k,saw_tcp_1k,ping_tcp_1k,tcp128k_P1,tcp128k_P8,quic_1k,quic_saw_1k,quic_down_pmtu
   local base=udp1472_P1,udp1472_P8,saw_udp_1k,ping_udp_1k,quic_1k,quic_saw_1k
   echo "=== this tree"
-  timeout "${T_NEW:-400}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" "${common[@]}" \
+  timeout "${T_NEW:-330}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" "${common[@]}" \
     --only "${ONLY_NEW:-$new}" --out "$OUT/new.json" >"$OUT/new.txt" 2>&1
   tail -c 7000 "$OUT/new.txt"
   if [ -x "$D/bin/wirebench-base" ]; then
     echo "=== baseline"
-    timeout "${T_BASE:-200}" "$py" bench/compare.py --wirebench "$D/bin/wirebench-base" "${common[@]}" \
+    timeout "${T_BASE:-180}" "$py" bench/compare.py --wirebench "$D/bin/wirebench-base" "${common[@]}" \
       --only "${ONLY_BASE:-$base}" --out "$OUT/base.json" >"$OUT/base.txt" 2>&1
     tail -c 4000 "$OUT/base.txt"
   fi
   echo "=== this tree, QUIC with the runtime on one worker (TOKIO_WORKER_THREADS=1)"
-  TOKIO_WORKER_THREADS=1 timeout "${T_Q1:-60}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" \
+  TOKIO_WORKER_THREADS=1 timeout "${T_Q1:-50}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" \
     "${common[@]}" --only quic_1k,quic_saw_1k --out "$OUT/quic1.json" >"$OUT/quic1.txt" 2>&1
   tail -c 1500 "$OUT/quic1.txt"
 }
