@@ -476,6 +476,10 @@ def main():
     servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores,
                "iperf3": iperf3_version, "pairs": args.pairs, "workloads": []}
+    rows = []
+    # A time limit (`timeout`, bench/many-cores.sh) ends the run with SIGTERM: stop our servers
+    # (they would otherwise run on beside the next pass) and keep the rows measured so far.
+    signal.signal(signal.SIGTERM, _time_limit)
     try:
         p = servers.ports["wirebench"] = free_port()
         servers.start("wirebench", [args.wirebench, "server", "--bind", HOST, "--port", str(p)], tcp_ready(p))
@@ -498,7 +502,6 @@ def main():
             time.sleep(0.3)  # UDP has nothing to probe; give it a moment to bind
 
         only = set(filter(None, args.only.split(",")))
-        rows = []
         for name, metric, higher, ours, refs in workloads(args.total_tcp, args.total_udp, args.saw_msgs, args.seconds):
             # A name in --only selects itself and every workload it prefixes (quic: all QUIC rows).
             if only and not any(name == o or name.startswith(o + "_") for o in only):
@@ -550,12 +553,22 @@ def main():
                 results["workloads"].append(entry)
                 rows.append(entry)
                 print_row(entry)
+    except TimeLimit:
+        print(f"\nstopped by SIGTERM (a time limit) after {len(rows)} rows; they follow in {args.out}", flush=True)
     finally:
         servers.stop()
     print_scaling(rows)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
     print(f"\nresults written to {args.out}")
+
+
+class TimeLimit(Exception):
+    """SIGTERM arrived: the run ends early, keeping what it measured."""
+
+
+def _time_limit(_signum, _frame):
+    raise TimeLimit()
 
 
 def print_scaling(rows):
