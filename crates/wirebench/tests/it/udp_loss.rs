@@ -355,3 +355,73 @@ async fn without_lanes_the_loss_is_not_split() {
     })
     .await;
 }
+
+/// The loss columns (schema version 10) are written alike by both backends: a UDP run stored in
+/// SQLite and in PostgreSQL holds the loss and its three shares its JSON reports, and they add
+/// up. (Skipped for PostgreSQL where it is not installed.)
+#[tokio::test]
+async fn both_backends_store_a_udp_runs_loss_and_its_shares() {
+    within(async {
+        let server = TestServer::start().await;
+        for db in crate::postgres::backends() {
+            let out = crate::cli::wirebench(&[
+                "run",
+                "--db",
+                db.arg(),
+                "--json",
+                "--server",
+                &server.addr.to_string(),
+                "--proto",
+                "udp",
+                "-l",
+                "1024",
+                "-n",
+                "1MiB",
+                "--rate",
+                "200Mbit",
+            ])
+            .await;
+            assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+            let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            let d = &doc["runs"][0]["headline"]["delivery"];
+            let s = &d["loss_split"];
+            let reported = [
+                d["lost"].as_i64(),
+                s["receiving_host"].as_i64(),
+                s["sending_host"].as_i64(),
+                s["path"].as_i64(),
+            ];
+            assert!(reported.iter().all(Option::is_some), "{d}");
+            let column = |name: &str| -> Option<i64> {
+                let sql = format!("SELECT {name} FROM run");
+                match &db {
+                    crate::postgres::TestDb::Sqlite(p) => rusqlite::Connection::open(&p.0)
+                        .expect("open the store")
+                        .query_row(&sql, [], |row| row.get(0))
+                        .expect("one run stored"),
+                    crate::postgres::TestDb::Postgres(..) => {
+                        let (name, cluster) = db.pg().expect("a PostgreSQL store");
+                        // -1 stands for NULL (ints reads integers only).
+                        let sql = sql
+                            .replace("SELECT ", "SELECT COALESCE(")
+                            .replace(" FROM", ", -1) FROM");
+                        let v = cluster.ints(name, &sql);
+                        assert_eq!(v.len(), 1, "one run stored in {}", db.name());
+                        (v[0] >= 0).then_some(v[0])
+                    }
+                }
+            };
+            let stored = [
+                "udp_lost",
+                "udp_lost_receiving_host",
+                "udp_lost_sending_host",
+                "udp_lost_path",
+            ]
+            .map(column);
+            assert_eq!(stored, reported, "{}: {d}", db.name());
+            let [lost, r, snd, p] = stored.map(|v| v.unwrap_or(-1));
+            assert_eq!(r + snd + p, lost, "{}", db.name());
+        }
+    })
+    .await;
+}
