@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::loss::LossSplit;
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
 use crate::vocab::plan::Protocol;
@@ -70,6 +71,10 @@ pub struct Delivery {
     pub out_of_order: u64,
     /// `out_of_order` / messages sent × 100.
     pub out_of_order_pct: f64,
+    /// `lost` split by where: dropped by the receiving host, not sent by the sending host,
+    /// lost on the path; absent where the receiver's socket does not say what it dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_split: Option<LossSplit>,
 }
 
 impl Headline {
@@ -153,10 +158,12 @@ fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerReco
     // once, at the end.
     let whole_sent = if reverse { s.messages } else { c.messages };
     let delivery = (protocol == Protocol::Udp).then(|| {
-        let (lost, duplicates, out_of_order) = match (&c.udp_received, reverse) {
-            (Some(u), true) => (u.lost, u.duplicates, u.out_of_order),
-            _ => (s.lost, s.duplicates, s.out_of_order),
+        let (lost, duplicates, out_of_order, dropped_by_receiver) = match (&c.udp_received, reverse)
+        {
+            (Some(u), true) => (u.lost, u.duplicates, u.out_of_order, u.dropped_by_host),
+            _ => (s.lost, s.duplicates, s.out_of_order, s.dropped_by_host),
         };
+        let not_sent = if reverse { s.not_sent } else { c.not_sent };
         Delivery {
             lost,
             lost_pct: percent(lost, whole_sent),
@@ -164,6 +171,7 @@ fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerReco
             duplicates_pct: percent(duplicates, whole_sent),
             out_of_order,
             out_of_order_pct: percent(out_of_order, whole_sent),
+            loss_split: LossSplit::of(lost, dropped_by_receiver, not_sent),
         }
     });
     let sender = if reverse { &s.measured } else { &c.measured };
@@ -209,6 +217,7 @@ fn both_ways(d: &DirectionHeadlines, whole_sent: u64) -> Headline {
                 duplicates_pct: percent(duplicates, sent),
                 out_of_order,
                 out_of_order_pct: percent(out_of_order, sent),
+                loss_split: x.loss_split.zip(y.loss_split).map(|(p, q)| p.plus(q)),
             })
         }
         _ => None,
@@ -248,6 +257,8 @@ pub(crate) mod tests {
             elapsed_ns: ns / 2,
             idle_after_last_ns: 0,
             lost: sent.saturating_sub(read),
+            dropped_by_host: None,
+            not_sent: 0,
             duplicates: 0,
             out_of_order: 0,
             jitter_us: None,
@@ -276,6 +287,7 @@ pub(crate) mod tests {
                 retransmissions: 0,
                 timeouts: 0,
                 send_errors: 0,
+                not_sent: 0,
                 rtt: None,
                 data_path: Default::default(),
                 measured: EndMetrics::default(),
@@ -408,5 +420,38 @@ pub(crate) mod tests {
         assert!(run(Protocol::Udp, 1, 1, 2_000_000)
             .direction_headlines()
             .is_none());
+    }
+
+    #[test]
+    fn the_loss_split_takes_each_share_from_the_end_that_knows_it() {
+        // Forward: the server (receiver) says what its host dropped, the client (sender) what
+        // its host did not send.
+        let mut r = run(Protocol::Udp, 1000, 900, 2_000_000);
+        r.server.dropped_by_host = Some(60);
+        r.client.not_sent = 15;
+        let split = r.headline().delivery.unwrap().loss_split.unwrap();
+        assert_eq!(
+            (split.receiving_host, split.sending_host, split.path),
+            (60, 15, 25)
+        );
+        // -R: the other way round.
+        r.reverse = true;
+        r.server.not_sent = 3;
+        r.client.udp_received = Some(UdpReceipt {
+            lost: 10,
+            dropped_by_host: Some(7),
+            ..UdpReceipt::default()
+        });
+        let split = r.headline().delivery.unwrap().loss_split.unwrap();
+        assert_eq!(
+            (split.receiving_host, split.sending_host, split.path),
+            (7, 3, 0)
+        );
+        // A receiver that cannot say: no split.
+        r.client.udp_received = Some(UdpReceipt {
+            lost: 10,
+            ..UdpReceipt::default()
+        });
+        assert_eq!(r.headline().delivery.unwrap().loss_split, None);
     }
 }

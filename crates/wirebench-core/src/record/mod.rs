@@ -11,6 +11,7 @@ pub mod document;
 pub mod headline;
 pub mod lifecycle;
 pub mod loaded_latency;
+pub mod loss;
 pub mod plausibility;
 pub mod ratesearch;
 pub mod relay;
@@ -23,6 +24,7 @@ pub mod summary;
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{Delivery, DirectionHeadlines, Headline};
 pub use loaded_latency::LoadedLatency;
+pub use loss::LossSplit;
 pub use relay::RelayCounts;
 pub use run::{
     ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord,

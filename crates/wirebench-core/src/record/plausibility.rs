@@ -112,6 +112,18 @@ pub fn check_report(
             }
         }
     }
+    if let Some(dropped) = report.dropped_by_host.filter(|d| *d > report.lost) {
+        return wrong(format!(
+            "it says its host dropped {dropped} messages, but {} were lost",
+            report.lost
+        ));
+    }
+    if report.not_sent > report.messages {
+        return wrong(format!(
+            "it says its host did not send {} of the {} messages it sent",
+            report.not_sent, report.messages
+        ));
+    }
     let longest = waited_ns.saturating_add(CLOCK_SLACK_NS);
     for (name, ns) in [
         ("its transfer time", report.elapsed_ns),
@@ -321,5 +333,43 @@ mod tests {
                 .contains("answered 20 requests, but 19 were sent"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_loss_split_beyond_the_loss_is_not_believed() {
+        let sent = ClientView::Sent {
+            messages: 100,
+            bytes: 100_000,
+        };
+        let udp = ServerReport {
+            protocol: Protocol::Udp,
+            messages: 90,
+            bytes: 90_000,
+            lost: 10,
+            dropped_by_host: Some(10),
+            ..ServerReport::default()
+        };
+        assert_eq!(check_report(sent, 1_000_000, &udp), Ok(()));
+        let more = ServerReport {
+            dropped_by_host: Some(11),
+            ..udp.clone()
+        };
+        assert!(matches!(
+            check_report(sent, 1_000_000, &more),
+            Err(ReportIssue::Inconsistent(why)) if why.contains("dropped 11 messages, but 10 were lost")
+        ));
+        let reversed = ServerReport {
+            messages: 100,
+            not_sent: 101,
+            ..udp
+        };
+        let received = ClientView::Received {
+            messages: 90,
+            bytes: 90_000,
+        };
+        assert!(matches!(
+            check_report(received, 1_000_000, &reversed),
+            Err(ReportIssue::Inconsistent(_))
+        ));
     }
 }

@@ -180,6 +180,10 @@ pub struct ClientRecord {
     pub timeouts: u64,
     /// Sends the OS refused.
     pub send_errors: u64,
+    /// UDP streaming: messages the client numbered that its host refused to send (a full
+    /// device queue, `ENOBUFS`): counted in `messages` (sent) and lost; absent when none.
+    #[serde(default, skip_serializing_if = "crate::wire::proto::is_zero")]
+    pub not_sent: u64,
     /// Stop-and-wait round-trip times, null for streaming.
     pub rtt: Option<RttFigures>,
     /// What the client's data path ran with.
@@ -222,6 +226,14 @@ pub struct ServerRecord {
     pub read_calls: u64,
     /// UDP: messages sent but never received.
     pub lost: u64,
+    /// UDP streaming: of `lost`, the messages the server's host dropped (its socket buffer
+    /// was full); absent where its socket does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_by_host: Option<u64>,
+    /// UDP with -R: messages the server numbered that its host refused to send; absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "crate::wire::proto::is_zero")]
+    pub not_sent: u64,
     /// UDP: extra copies of messages already received.
     pub duplicates: u64,
     /// UDP: new messages that arrived after a later one.
@@ -395,6 +407,10 @@ impl RttFigures {
 pub struct UdpReceipt {
     /// Messages the server sent that never arrived.
     pub lost: u64,
+    /// Of `lost`, the messages the client's host dropped (its socket buffer was full); absent
+    /// where its socket does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_by_host: Option<u64>,
     /// Copies of messages already received.
     pub duplicates: u64,
     /// New messages that arrived after a later one.
@@ -417,6 +433,8 @@ impl ServerRecord {
             rate_bps: bits_per_second(r.bytes, seconds),
             read_calls: r.read_calls,
             lost: r.lost,
+            dropped_by_host: r.dropped_by_host,
+            not_sent: r.not_sent,
             duplicates: r.duplicates,
             out_of_order: r.out_of_order,
             jitter_us: r.jitter_us,

@@ -128,6 +128,16 @@ pub struct DeliverySummary {
     pub out_of_order: Summary,
     /// Out of order, % of messages sent.
     pub out_of_order_pct: Summary,
+    /// Lost messages the receiving host dropped, over the runs whose loss is split (see
+    /// `record::loss`); absent when none is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_receiving_host: Option<Summary>,
+    /// Lost messages the sending host did not send, over the same runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_sending_host: Option<Summary>,
+    /// Lost messages the path lost, over the same runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_path: Option<Summary>,
 }
 
 /// Round trips of a stop-and-wait configuration (nanoseconds): medians over its runs.
@@ -188,6 +198,9 @@ impl ConfigurationSummary {
             let d = |f: &dyn Fn(&super::headline::Delivery) -> f64| {
                 optional(&|_, h| h.delivery.as_ref().map(f))
             };
+            let split = |f: &dyn Fn(&super::loss::LossSplit) -> u64| {
+                optional(&|_, h| h.delivery.and_then(|d| d.loss_split).map(|s| f(&s) as f64))
+            };
             Some(DeliverySummary {
                 lost: d(&|x| x.lost as f64)?,
                 lost_pct: d(&|x| x.lost_pct)?,
@@ -195,6 +208,9 @@ impl ConfigurationSummary {
                 duplicates_pct: d(&|x| x.duplicates_pct)?,
                 out_of_order: d(&|x| x.out_of_order as f64)?,
                 out_of_order_pct: d(&|x| x.out_of_order_pct)?,
+                lost_receiving_host: split(&|s| s.receiving_host),
+                lost_sending_host: split(&|s| s.sending_host),
+                lost_path: split(&|s| s.path),
             })
         } else {
             None

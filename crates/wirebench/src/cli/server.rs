@@ -19,6 +19,12 @@ pub struct ServerArgs {
     /// Print each session summary as one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// UDP receive lanes: sockets on the server's port, each read by a thread of its own, over
+    /// which UDP sessions spread, so that many flows are received on many cores and a round
+    /// trip is answered by the thread that received it (0 to 64; 0: every datagram on the
+    /// QUIC endpoint's one socket). Default: one per CPU.
+    #[arg(long, value_name = "N")]
+    pub udp_lanes: Option<usize>,
     /// PEM certificate chain for QUIC (default: a self-signed certificate made at start).
     #[arg(long, requires = "key")]
     pub cert: Option<PathBuf>,

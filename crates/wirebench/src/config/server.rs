@@ -52,6 +52,7 @@ impl ServerConfig {
                     .as_deref()
                     .map(crate::transport::control::auth::load_psk)
                     .transpose()?,
+                udp_lanes: udp_lanes(args.udp_lanes)?,
             },
             metrics: args
                 .metrics
@@ -59,6 +60,17 @@ impl ServerConfig {
                 .map(|a| exporter::socket_addr(a, "--metrics"))
                 .transpose()?,
         })
+    }
+}
+
+/// Validates `--udp-lanes`.
+fn udp_lanes(lanes: Option<usize>) -> Result<Option<usize>, UsageError> {
+    use crate::engine::udp_lanes::MAX_LANES;
+    match lanes {
+        Some(n) if n > MAX_LANES => Err(usage(format!(
+            "--udp-lanes {n} is out of range: allowed 0 to {MAX_LANES}"
+        ))),
+        other => Ok(other),
     }
 }
 

@@ -15,18 +15,23 @@ use std::task::{ready, Context, Poll};
 
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
+use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::datagram;
 
-/// Receives wirebench data-plane datagrams taken out of the shared UDP socket.
+/// Receives wirebench data-plane datagrams taken out of the shared UDP socket, or read by one
+/// of the server's receive lanes (`engine::udp_lanes`).
 pub trait DatagramHandler: Send + Sync + Debug + 'static {
     /// The datagrams of one receive from `from`: with GRO several of one flow, each `stride`
-    /// bytes long (the last may be shorter). `reply` sends a datagram back to `from` (from the
-    /// address it arrived at) and reports whether the kernel took it.
+    /// bytes long (the last may be shorter), queued when the receiving socket's drop counter
+    /// stood at `mark` (None where the socket does not say, as the shared one). `reply` sends
+    /// a datagram back to `from` (from the address it arrived at) and reports whether the
+    /// kernel took it.
     fn handle(
         &self,
         data: &[u8],
         stride: usize,
         from: SocketAddr,
+        mark: Option<DropMark>,
         reply: &mut dyn FnMut(&[u8]) -> bool,
     );
 }
@@ -57,7 +62,7 @@ impl DemuxSocket {
         };
         // With GRO one receive can carry several datagrams of one flow, `stride` bytes apart.
         self.handler
-            .handle(data, meta.stride.max(1), meta.addr, &mut reply);
+            .handle(data, meta.stride.max(1), meta.addr, None, &mut reply);
     }
 }
 

@@ -15,8 +15,11 @@ pub mod stream;
 pub mod throttle;
 pub mod udp;
 pub mod udp_hello;
+pub mod udp_lanes;
 pub mod udp_receiver;
+pub mod udp_recv;
 pub mod udp_reverse;
+pub mod udp_saw;
 
 /// What a sender did, counted as it happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,4 +38,7 @@ pub struct SendTally {
     pub timeouts: u64,
     /// Sends the operating system refused (each is counted, then retried or given up on).
     pub send_errors: u64,
+    /// UDP streaming: messages numbered (counted in `messages`) that the host refused to send
+    /// with `ENOBUFS` (a full device queue): they were not sent again, so they are lost.
+    pub not_sent: u64,
 }

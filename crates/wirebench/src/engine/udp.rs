@@ -1,28 +1,23 @@
 //! The UDP client data path: one message per datagram behind our 16-byte header. Streaming
 //! sends batches with GSO through `quinn::udp` (one `sendmsg` carries up to 64 datagrams);
-//! stop-and-wait drives the core `StopAndWaitSender` machine with real time.
+//! stop-and-wait is `engine::udp_saw`'s.
 //!
 //! Every send error is counted; none is swallowed. On a connected socket (the client's),
 //! ECONNREFUSED — the kernel's report of an ICMP port unreachable — means the server's port is
 //! closed: the server is gone, and the sender stops at once instead of retrying.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
-use hdrhistogram::Histogram;
+use anyhow::{Context, Result};
 use quinn::udp::{Transmit, UdpSocketState};
 use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use wirebench_core::machine::pacing::MOST_CATCH_UP;
-use wirebench_core::machine::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
 use wirebench_core::vocab::plan::{message_count, message_len};
-use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::DataPathInfo;
@@ -35,7 +30,7 @@ pub use crate::transport::net::UDP_SOCKET_BUFFER;
 const GSO_MAX_BYTES: usize = datagram::MAX_UDP_PAYLOAD_V4;
 
 /// Consecutive errors or timeouts after which the client gives up on the server.
-const MAX_CONSECUTIVE_FAILURES: u32 = 20;
+pub(super) const MAX_CONSECUTIVE_FAILURES: u32 = 20;
 
 /// A UDP socket connected to the server, with `quinn::udp`'s GSO-capable state.
 #[derive(Debug)]
@@ -62,6 +57,8 @@ impl UdpClient {
         // IP layer fragment what does not fit.
         allow_fragmentation(&socket, server.is_ipv6())
             .context("while allowing IP fragmentation on the UDP socket")?;
+        // Best effort: without it a dropped batch looks sent and counts as the path's loss.
+        let _ = report_host_drops(&socket, server.is_ipv6());
         Ok(UdpClient {
             socket,
             state,
@@ -215,6 +212,18 @@ impl DatagramSender<'_> {
                 Err(e) if connected && port_closed(&e) => {
                     return Err(e).context(PORT_CLOSED);
                 }
+                // The host dropped the batch (its device queue was full; IP_RECVERR makes the
+                // kernel say so instead of counting it in SndbufErrors alone): numbered, not
+                // sent, and not sent again (the queue drops as much as ever).
+                Err(e) if host_dropped(&e) => {
+                    failures = 0;
+                    tally.send_errors += 1;
+                    tally.not_sent += n;
+                    tally.messages += n;
+                    tally.bytes += payload;
+                    progress.store(tally.bytes, Ordering::Relaxed);
+                    next += n;
+                }
                 Err(e) if n > 1 && refuses_segmentation(&e) => {
                     tally.send_errors += 1;
                     gso_cap = 1;
@@ -247,200 +256,18 @@ impl DatagramSender<'_> {
     }
 }
 
-/// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
-/// deadline (`None` when the deadline passes first).
-pub trait DatagramPort {
-    /// Sends one datagram to the connected peer.
-    fn send(&mut self, datagram: &[u8]) -> impl Future<Output = io::Result<usize>> + Send;
-    /// Receives one datagram, or `None` at `deadline`.
-    fn recv_until(
-        &mut self,
-        buf: &mut [u8],
-        deadline: Instant,
-    ) -> impl Future<Output = Option<io::Result<usize>>> + Send;
-    /// Whether the socket is connected to its one peer, so that ECONNREFUSED means that
-    /// peer's port is closed (the client's sockets; not the server's shared one).
-    fn connected(&self) -> bool {
-        false
-    }
-}
-
-/// The usual port: the async socket, sleeping until a datagram or the timer.
-#[derive(Debug)]
-pub struct AsyncPort<'a>(pub &'a UdpSocket);
-
-impl DatagramPort for AsyncPort<'_> {
-    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
-        self.0.send(datagram).await
-    }
-
-    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
-        tokio::time::timeout_at(deadline.into(), self.0.recv(buf))
-            .await
-            .ok()
-    }
-
-    fn connected(&self) -> bool {
-        self.0.peer_addr().is_ok()
-    }
-}
-
-/// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
-/// `engine::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
-/// Setting the flag (from another thread) stops it: its next wait fails with
-/// `ConnectionAborted`, which ends [`send_stop_and_wait`].
-#[derive(Debug)]
-pub struct SpinPort(pub std::net::UdpSocket, pub Arc<AtomicBool>);
-
-impl DatagramPort for SpinPort {
-    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
-        loop {
-            match self.0.send(datagram) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
-                other => return other,
-            }
-        }
-    }
-
-    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
-        loop {
-            match self.0.recv(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.1.load(Ordering::Relaxed) {
-                        return Some(Err(io::Error::new(
-                            io::ErrorKind::ConnectionAborted,
-                            "stopped: the server is gone",
-                        )));
-                    }
-                    if Instant::now() >= deadline {
-                        return None;
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return Some(other),
-            }
-        }
-    }
-
-    fn connected(&self) -> bool {
-        self.0.peer_addr().is_ok()
-    }
-}
-
-/// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged. With a
-/// `stop_at` deadline (a timed session) it stops at the first acknowledgement after it, when nothing
-/// is in flight.
-pub async fn send_stop_and_wait<P: DatagramPort>(
-    port: &mut P,
-    session: u32,
-    (total_bytes, stop_at): (u64, Option<Instant>),
-    msg_size: u32,
-    rto: RtoPolicy,
-    rtt_ns: &mut Histogram<u64>,
-    progress: &AtomicU64,
-) -> Result<SendTally> {
-    let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
-    let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
-    let mut ack = [0u8; 64];
-    let mut tally = SendTally::default();
-    let mut failures = 0u32;
-    let started = Instant::now();
-    loop {
-        while let Some(tx) = sender.poll_transmit(Instant::now()) {
-            Header {
-                kind: Kind::Data,
-                retransmit: tx.retransmit,
-                session,
-                seq: tx.seq,
-            }
-            .write_to(&mut datagram)
-            .context("datagram buffer too small")?;
-            datagram::write_timestamp(
-                &mut datagram[HEADER_LEN..HEADER_LEN + tx.len as usize],
-                micros_since(started),
-            );
-            tally.send_calls += 1;
-            match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
-                Ok(_) => tally.datagrams += 1,
-                Err(e) if port.connected() && port_closed(&e) => {
-                    return Err(e).context(PORT_CLOSED);
-                }
-                // The timer will retransmit it; the error is counted, not hidden.
-                Err(_) => tally.send_errors += 1,
-            }
-        }
-        if sender.is_done() {
-            break;
-        }
-        let Some(deadline) = sender.poll_timeout() else {
-            bail!("stop-and-wait sender has nothing outstanding but is not done");
-        };
-        match port.recv_until(&mut ack, deadline).await {
-            Some(Ok(n)) => {
-                let Ok(h) = Header::decode(&ack[..n]) else {
-                    continue;
-                };
-                if h.kind != Kind::Ack || h.session != session {
-                    continue;
-                }
-                let now = Instant::now();
-                if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, now) {
-                    failures = 0;
-                    progress.store(sender.bytes_acked(), Ordering::Relaxed);
-                    if let Some(rtt) = rtt {
-                        rtt_ns.saturating_record(duration_ns(rtt));
-                    }
-                    if stop_at.is_some_and(|d| now >= d) {
-                        break;
-                    }
-                }
-            }
-            // ICMP "port unreachable" from an earlier datagram surfaces here on a connected
-            // socket: the server's port is closed.
-            Some(Err(e)) if port.connected() && port_closed(&e) => {
-                return Err(e).context(PORT_CLOSED);
-            }
-            Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionAborted => {
-                return Err(e).context("stop-and-wait stopped");
-            }
-            Some(Err(e)) => {
-                tally.send_errors += 1;
-                failures += 1;
-                if failures >= MAX_CONSECUTIVE_FAILURES {
-                    return Err(e).context("the server does not answer UDP");
-                }
-            }
-            None => {
-                sender.handle_timeout(Instant::now());
-                failures += 1;
-                if failures >= MAX_CONSECUTIVE_FAILURES {
-                    bail!(
-                        "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
-                        sender.messages_acked() + 1,
-                        message_count(total_bytes, msg_size)
-                    );
-                }
-            }
-        }
-    }
-    tally.messages = sender.messages_acked();
-    tally.bytes = sender.bytes_acked();
-    tally.retransmissions = sender.retransmissions();
-    tally.timeouts = sender.timeouts();
-    Ok(tally)
-}
-
-/// Microseconds since `t`, modulo 2^32: the timestamp data datagrams carry.
-fn micros_since(t: Instant) -> u32 {
-    // Truncation is the point: the receiver only takes differences of consecutive stamps.
-    t.elapsed().as_micros() as u32
-}
-
 /// What a sender says when the server's UDP port turned out closed.
-const PORT_CLOSED: &str = "the server is gone: its UDP port is closed (ICMP port unreachable)";
+pub(super) const PORT_CLOSED: &str =
+    "the server is gone: its UDP port is closed (ICMP port unreachable)";
+
+/// Whether a send failed because the host dropped what it was given (a full device queue):
+/// Linux says so only to a socket with IP_RECVERR set (see [`report_host_drops`]).
+fn host_dropped(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
+}
 
 /// Whether `e` is the kernel's report of an ICMP port unreachable on a connected socket.
-fn port_closed(e: &io::Error) -> bool {
+pub(super) fn port_closed(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ECONNREFUSED)
 }
 
@@ -491,6 +318,42 @@ fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
+    Ok(())
+}
+
+/// Asks the kernel to report a datagram its host dropped on the way out (a full device
+/// queue) as a send error, `ENOBUFS`, instead of counting it in `SndbufErrors` alone and
+/// saying it was sent (IP_RECVERR; it also reports ICMP errors, which a connected socket's
+/// sends see anyway). Linux; elsewhere nothing changes.
+#[cfg(target_os = "linux")]
+fn report_host_drops(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVERR)
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call,
+    // on a descriptor this socket owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn report_host_drops(_: &UdpSocket, _: bool) -> io::Result<()> {
     Ok(())
 }
 

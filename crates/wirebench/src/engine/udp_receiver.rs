@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use wirebench_core::machine::saw::{Delivery, StopAndWaitReceiver};
-use wirebench_core::machine::seq::{Arrival, SequenceTracker};
+use wirebench_core::machine::seq::{Arrival, DropMark, SequenceTracker};
 use wirebench_core::vocab::metrics::{Cumulative, JitterEstimator};
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
@@ -87,9 +87,24 @@ impl UdpReceiver {
         }
     }
 
+    /// Where the receiving socket's drop counter stood before any datagram of the session
+    /// could arrive: the first receive's gap is judged against it.
+    pub fn baseline(&self, mark: DropMark) {
+        if let Ok(mut state) = self.state.lock() {
+            state.tracker.baseline(mark);
+        }
+    }
+
     /// Handles the data datagrams of one receive (with GRO, several of one flow, `stride` bytes
-    /// apart), already routed to this session: one lock and one clock read per batch.
-    pub fn on_datagrams(&self, data: &[u8], stride: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
+    /// apart), already routed to this session, queued when the receiving socket's drop counter
+    /// stood at `mark`: one lock and one clock read per batch.
+    pub fn on_datagrams(
+        &self,
+        data: &[u8],
+        stride: usize,
+        mark: Option<DropMark>,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
         let now = Instant::now();
         // One arrival time for the batch, on the jitter estimate's clock.
         let arrived_us =
@@ -97,6 +112,7 @@ impl UdpReceiver {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        state.tracker.receive(mark);
         for datagram in data.chunks(stride.max(1)) {
             match Header::decode(datagram) {
                 Ok(header) if header.session == self.id => {
@@ -222,6 +238,20 @@ impl UdpReceiver {
                 _ = tokio::time::sleep_until(deadline.into()) => {}
             }
         }
+    }
+
+    /// Of the `messages_sent` messages, how many the receiving host dropped (its socket buffer
+    /// was full), judged from the drop marks of the receives and `end`, where the socket's drop
+    /// counter stands now that the sender is done (`machine::seq`); None when the socket never
+    /// said (or for stop-and-wait, which resends what is lost).
+    pub fn dropped_by_host(&self, messages_sent: u64, end: Option<DropMark>) -> Option<u64> {
+        if self.mechanism != Mechanism::Stream {
+            return None;
+        }
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.tracker.host_dropped(messages_sent, end))
     }
 
     /// A snapshot of the counters.

@@ -4,18 +4,17 @@
 //! control connection how much it sent and the stragglers are in (or a grace period passed).
 
 use std::future::Future;
-use std::io::IoSliceMut;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use quinn::udp::RecvMeta;
 use tokio::io::Interest;
-use wirebench_core::wire::datagram::HEADER_LEN;
+use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::proto::SessionParams;
 
 use super::udp::UdpClient;
 use super::udp_receiver::{UdpCounts, UdpReceiver};
+use super::udp_recv::{self, RecvBatch};
 use crate::engine::interval::Progress;
 
 /// How often the client repeats its hello until the first datagram arrives.
@@ -24,15 +23,19 @@ const HELLO_INTERVAL: Duration = Duration::from_millis(100);
 /// Hellos sent without any datagram coming back before the client gives up.
 const MAX_HELLOS: u32 = 100;
 
+/// Buffers one receive takes at most (each up to 64 KiB, a GRO batch).
+const RECEIVE_SLOTS: usize = 4;
+
 /// Receives a reversed session on `udp` until `sender_done` (the server's "sent N messages"
-/// on the control connection) resolves and the stragglers are in; returns the counts and N.
+/// on the control connection) resolves and the stragglers are in; returns the counts, N, and
+/// how many of the N this host dropped (None where its socket does not say).
 pub async fn receive<D>(
     udp: &UdpClient,
     (session, token): (u32, u32),
     p: &SessionParams,
     progress: &Progress,
     sender_done: D,
-) -> Result<(UdpCounts, u64)>
+) -> Result<(UdpCounts, u64, Option<u64>)>
 where
     D: Future<Output = Result<u64>>,
 {
@@ -40,29 +43,29 @@ where
     // The hello carries the session's token: the server sends nothing to an address before.
     let hello = wirebench_core::security::amplification::encode_hello(session, token, 0);
     let socket = udp.socket();
-    let segment = HEADER_LEN + p.msg_size as usize;
+    // This socket is the session's alone: its drop counter says what this host dropped.
+    let marks = udp_recv::enable_drop_marks(socket);
+    let mark_now = || udp_recv::drops_now(socket).map(|dropped| DropMark { socket: 0, dropped });
+    if let Some(mark) = mark_now() {
+        receiver.baseline(mark);
+    }
     // One receive may hold a whole GRO batch of this session's datagrams.
-    let mut buf = vec![0u8; (segment * udp.state().gro_segments().max(1)).max(1 << 16)];
+    let mut batch = RecvBatch::new(RECEIVE_SLOTS, marks);
     // Receives and counts one batch (or one error, which is left to the next batch or hello).
     let mut receive_batch = async || {
-        let mut meta = [RecvMeta::default()];
         let got = socket
-            .async_io(Interest::READABLE, || {
-                udp.state()
-                    .recv(socket.into(), &mut [IoSliceMut::new(&mut buf)], &mut meta)
-            })
+            .async_io(Interest::READABLE, || batch.recv(socket, false))
             .await;
         // An ICMP error from an earlier hello surfaces here as an error; the next hello or
         // datagram decides.
-        if let Ok(n) = got {
-            if n > 0 {
-                let len = meta[0].len.min(buf.len());
-                let mut ack = |bytes: &[u8]| socket.try_send(bytes).is_ok();
-                receiver.on_datagrams(&buf[..len], meta[0].stride, &mut ack);
-                progress
-                    .bytes
-                    .store(receiver.counts().bytes, Ordering::Relaxed);
+        if got.is_ok_and(|n| n > 0) {
+            let mut ack = |bytes: &[u8]| socket.try_send(bytes).is_ok();
+            for (data, r) in batch.received() {
+                receiver.on_datagrams(data, r.stride, r.mark(0), &mut ack);
             }
+            progress
+                .bytes
+                .store(receiver.counts().bytes, Ordering::Relaxed);
         }
     };
     let mut hellos = tokio::time::interval(HELLO_INTERVAL);
@@ -89,5 +92,6 @@ where
         () = receiver.wait_for_stragglers(Duration::from_micros(p.grace_us)) => {}
         () = async { loop { receive_batch().await } } => {}
     }
-    Ok((receiver.counts(), sent))
+    let dropped = receiver.dropped_by_host(sent, mark_now());
+    Ok((receiver.counts(), sent, dropped))
 }

@@ -163,6 +163,7 @@ fn add_tally(a: SendTally, b: &SendTally) -> SendTally {
         retransmissions: a.retransmissions + b.retransmissions,
         timeouts: a.timeouts + b.timeouts,
         send_errors: a.send_errors + b.send_errors,
+        not_sent: a.not_sent + b.not_sent,
     }
 }
 
@@ -173,6 +174,9 @@ fn add_report(mut a: ServerReport, b: &ServerReport) -> ServerReport {
     a.elapsed_ns = a.elapsed_ns.max(b.elapsed_ns);
     a.idle_after_last_ns = a.idle_after_last_ns.min(b.idle_after_last_ns);
     a.lost += b.lost;
+    // The host's share adds up where every session's socket said it.
+    a.dropped_by_host = a.dropped_by_host.zip(b.dropped_by_host).map(|(x, y)| x + y);
+    a.not_sent += b.not_sent;
     a.duplicates += b.duplicates;
     a.out_of_order += b.out_of_order;
     a.acks_sent += b.acks_sent;
@@ -243,6 +247,10 @@ fn sum_receipts(mut each: impl Iterator<Item = Option<UdpReceipt>>) -> Option<Ud
             let r = r?;
             Some(UdpReceipt {
                 lost: acc.lost + r.lost,
+                dropped_by_host: acc
+                    .dropped_by_host
+                    .zip(r.dropped_by_host)
+                    .map(|(x, y)| x + y),
                 duplicates: acc.duplicates + r.duplicates,
                 out_of_order: acc.out_of_order + r.out_of_order,
                 jitter_us: None,

@@ -191,6 +191,23 @@ fn run_figures(p: &mut Page, kind: &str, run: &RunRecord) {
             "UDP: messages lost / messages sent.",
             d.lost_pct / 100.0,
         );
+        if let Some(split) = &d.loss_split {
+            p.gauge(
+                "wirebench_probe_udp_lost_receiving_host_messages",
+                "UDP: of the messages lost, those the receiving host dropped (its socket buffer was full).",
+                split.receiving_host as f64,
+            );
+            p.gauge(
+                "wirebench_probe_udp_lost_sending_host_messages",
+                "UDP: of the messages lost, those the sending host did not send (its device queue was full).",
+                split.sending_host as f64,
+            );
+            p.gauge(
+                "wirebench_probe_udp_lost_path_messages",
+                "UDP: of the messages lost, those lost on the path (neither host dropped them).",
+                split.path as f64,
+            );
+        }
         p.gauge(
             "wirebench_probe_udp_duplicate_messages",
             "UDP: extra copies of messages already received.",

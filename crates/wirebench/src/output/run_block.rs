@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use wirebench_core::record::{
-    count_of, ClientRecord, CpuRecord, EndedBy, Headline, RttFigures, RunRecord, ServerRecord,
-    TransportRecord, MIN_TIMED_NS,
+    count_of, ClientRecord, CpuRecord, Delivery, EndedBy, Headline, RttFigures, RunRecord,
+    ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
 use wirebench_core::vocab::metrics::{IntervalSample, StatsSource};
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
@@ -268,16 +268,23 @@ pub fn headline_text_in(h: &Headline, unit: Option<RateUnit>) -> String {
         // The counts cover the whole run, the omitted span too: "of N" would mislead.
         let _ = write!(
             s,
-            ", over the whole run: lost {} ({:.3} %), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
-            d.lost, d.lost_pct, d.duplicates, d.duplicates_pct, d.out_of_order, d.out_of_order_pct
+            ", over the whole run: lost {} ({:.3} %{}), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
+            d.lost,
+            d.lost_pct,
+            loss_split_text(d),
+            d.duplicates,
+            d.duplicates_pct,
+            d.out_of_order,
+            d.out_of_order_pct
         );
     } else if let Some(d) = &h.delivery {
         let _ = write!(
             s,
-            ", lost {} of {} messages ({:.3} %), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
+            ", lost {} of {} messages ({:.3} %{}), duplicates {} ({:.3} %), out of order {} ({:.3} %)",
             d.lost,
             h.sent_messages,
             d.lost_pct,
+            loss_split_text(d),
             d.duplicates,
             d.duplicates_pct,
             d.out_of_order,
@@ -460,7 +467,7 @@ fn client_text(c: &ClientRecord, run: &RunRecord, unit: Option<RateUnit>) -> Str
     }
     if let Some(u) = &c.udp_received {
         s.push_str(&udp_receipt_text(
-            u.lost,
+            (u.lost, u.dropped_by_host),
             u.duplicates,
             u.out_of_order,
             u.jitter_us,
@@ -475,6 +482,13 @@ fn client_text(c: &ClientRecord, run: &RunRecord, unit: Option<RateUnit>) -> Str
     }
     if c.send_errors > 0 {
         let _ = write!(s, ", send errors {}", c.send_errors);
+    }
+    if c.not_sent > 0 {
+        let _ = write!(
+            s,
+            ", {} messages not sent (the host dropped them: its device queue was full)",
+            c.not_sent
+        );
     }
     s
 }
@@ -497,4 +511,16 @@ pub fn rtt_text(r: &RttFigures) -> String {
 
 fn micros(ns: f64) -> String {
     format!("{:.1} µs", ns / 1000.0)
+}
+
+/// Where a UDP run's lost messages went, when any were lost and the receiver could tell:
+/// ": 120 dropped by the receiving host, 0 not sent by the sending host, 12 on the path".
+fn loss_split_text(d: &Delivery) -> String {
+    match d.loss_split.filter(|_| d.lost > 0) {
+        Some(split) => format!(
+            ": {} dropped by the receiving host, {} not sent by the sending host, {} on the path",
+            split.receiving_host, split.sending_host, split.path
+        ),
+        None => String::new(),
+    }
 }

@@ -61,7 +61,7 @@ pub fn session_line_in(
     // The receiver's view of UDP; reversed, the client has it.
     if r.protocol == Protocol::Udp && !params.reverse {
         line.push_str(&udp_receipt_text(
-            r.lost,
+            (r.lost, r.dropped_by_host),
             r.duplicates,
             r.out_of_order,
             r.jitter_us,
@@ -132,14 +132,19 @@ pub(super) fn aborted_text(aborted: bool, reason: Option<&str>) -> String {
     }
 }
 
-/// What a UDP receiver counted beyond messages and bytes.
+/// What a UDP receiver counted beyond messages and bytes; of the lost, those its own host
+/// dropped, when its socket said and there were any.
 pub(super) fn udp_receipt_text(
-    lost: u64,
+    (lost, dropped_here): (u64, Option<u64>),
     duplicates: u64,
     out_of_order: u64,
     jitter_us: Option<f64>,
 ) -> String {
-    let mut s = format!(", lost {lost}, duplicates {duplicates}, out of order {out_of_order}");
+    let mut s = format!(", lost {lost}");
+    if let Some(dropped) = dropped_here.filter(|_| lost > 0) {
+        let _ = write!(s, " ({dropped} dropped by this host's socket buffer)");
+    }
+    let _ = write!(s, ", duplicates {duplicates}, out of order {out_of_order}");
     if let Some(jitter) = jitter_us {
         let _ = write!(s, ", jitter {jitter:.1} µs");
     }

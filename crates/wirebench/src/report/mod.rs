@@ -411,6 +411,24 @@ pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
         };
         out.push(pct("lost_pct", "Lost", &d.lost_pct));
         out.push(count("lost", "Lost", &d.lost));
+        // Where the lost messages went, where the receivers could tell (record::loss).
+        for (name, label, share) in [
+            (
+                "lost_receiving_host",
+                "Lost: dropped by the receiving host",
+                &d.lost_receiving_host,
+            ),
+            (
+                "lost_sending_host",
+                "Lost: not sent by the sending host",
+                &d.lost_sending_host,
+            ),
+            ("lost_path", "Lost: on the path", &d.lost_path),
+        ] {
+            if let Some(s) = share {
+                out.push(count(name, label, s));
+            }
+        }
         out.push(pct("duplicates_pct", "Duplicates", &d.duplicates_pct));
         out.push(count("duplicates", "Duplicates", &d.duplicates));
         out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));

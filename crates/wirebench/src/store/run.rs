@@ -61,6 +61,11 @@ impl Kind for Run {
         "run_json",
         "params_json",
         "abort_reason",
+        // UDP loss and where it went (schema version 10): queryable beside run_json.
+        "udp_lost",
+        "udp_lost_receiving_host",
+        "udp_lost_sending_host",
+        "udp_lost_path",
     ];
 
     fn plan_values(c: &NewCampaign) -> Result<Vec<Value>> {
@@ -145,7 +150,10 @@ impl Kind for Run {
                 serde_json::to_string(run)?.into(),
                 Value::Null,
                 Value::Null,
-            ],
+            ]
+            .into_iter()
+            .chain(udp_loss_values(run)?)
+            .collect(),
             StoredRun::Aborted {
                 run,
                 reason,
@@ -178,6 +186,10 @@ impl Kind for Run {
                     Value::Null,
                     serde_json::to_string(p)?.into(),
                     reason.as_deref().into(),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
                 ]
             }
         })
@@ -217,6 +229,22 @@ impl Kind for Run {
             so_far,
         })
     }
+}
+
+/// A finished run's UDP loss and its three shares (`record::loss`), NULL where they do not
+/// apply or were not measured.
+fn udp_loss_values(run: &RunRecord) -> Result<[Value; 4]> {
+    let delivery = run.headline().delivery;
+    let split = delivery.and_then(|d| d.loss_split);
+    let count = |n: Option<u64>| -> Result<Value> {
+        Ok(n.map(|n| int(n, "lost messages")).transpose()?.into())
+    };
+    Ok([
+        count(delivery.map(|d| d.lost))?,
+        count(split.map(|s| s.receiving_host))?,
+        count(split.map(|s| s.sending_host))?,
+        count(split.map(|s| s.path))?,
+    ])
 }
 
 /// A throughput campaign's lifecycle and plan as the views read it.

@@ -52,6 +52,10 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: V9,
         postgres: PG_V9,
     },
+    Migration {
+        sqlite: V10,
+        postgres: PG_V10,
+    },
 ];
 
 /// The schema version this build writes.
@@ -562,4 +566,24 @@ ALTER TABLE rpm_campaign
     ADD COLUMN writer_boot_id TEXT,
     ADD COLUMN uid TEXT;
 CREATE UNIQUE INDEX rpm_campaign_by_uid ON rpm_campaign (uid);
+";
+
+/// Version 10: a UDP run's loss and where it went (`record::loss`): dropped by the receiving
+/// host, not sent by the sending host, lost on the path, in messages, so a query can find the
+/// runs whose loss was the hosts' own. NULL for runs of other protocols, for the shares of a
+/// run whose receiver could not tell, and for runs stored before (their documents hold the
+/// loss; no split was measured).
+const V10: &str = "
+ALTER TABLE run ADD COLUMN udp_lost INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_receiving_host INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_sending_host INTEGER;
+ALTER TABLE run ADD COLUMN udp_lost_path INTEGER;
+";
+
+/// PostgreSQL version 10 (SQLite's `V10`).
+const PG_V10: &str = "
+ALTER TABLE run ADD COLUMN udp_lost BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_receiving_host BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_sending_host BIGINT;
+ALTER TABLE run ADD COLUMN udp_lost_path BIGINT;
 ";

@@ -22,8 +22,29 @@ pub fn udp_socket(
     buffer: Option<u32>,
 ) -> Result<std::net::UdpSocket> {
     let bind = bind.unwrap_or_else(|| unspecified(ipv6));
+    bound_udp_socket(bind, buffer, false)
+}
+
+/// A UDP socket joining the port group (`SO_REUSEPORT`) on `bind`, large buffers,
+/// non-blocking: a receive lane beside the server's shared socket (`engine::udp_lanes`). Only
+/// sockets of the same user may join a group.
+pub fn udp_port_group_socket(bind: SocketAddr) -> Result<std::net::UdpSocket> {
+    bound_udp_socket(bind, None, true)
+}
+
+fn bound_udp_socket(
+    bind: SocketAddr,
+    buffer: Option<u32>,
+    port_group: bool,
+) -> Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
         .context("while creating a UDP socket")?;
+    #[cfg(unix)]
+    if port_group {
+        socket
+            .set_reuse_port(true)
+            .context("while setting SO_REUSEPORT")?;
+    }
     if bind.is_ipv6() && bind.ip().is_unspecified() {
         // Dual stack where the host allows it; failure just means IPv6 only.
         let _ = socket.set_only_v6(false);
@@ -212,6 +233,7 @@ pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> Dat
         busy_poll,
         gso_segments: 0,
         cpu: current_cpu(),
+        ..DataPathInfo::default()
     }
 }
 

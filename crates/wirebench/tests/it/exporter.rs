@@ -185,6 +185,14 @@ async fn every_page_passes_promtool() {
         assert_eq!(sample(&tcp.1, "wirebench_probe_received_bytes"), Some(4194304.0));
         assert!(udp.1.contains("wirebench_probe_rtt_seconds{quantile=\"0.99\"}"), "{}", udp.1);
         assert_eq!(sample(&udp.1, "wirebench_probe_udp_lost_messages"), Some(0.0));
+        // A UDP stream's loss, split by where it went (issue 28): the shares add up to it.
+        let stream = get(exporter.addr, &format!("/probe?target={target}&proto=udp&mode=stream&total=1MiB&size=1024")).await;
+        assert_eq!(stream.0, 200, "{}", stream.1);
+        let shares: Vec<f64> = ["receiving_host", "sending_host", "path"]
+            .iter()
+            .map(|s| sample(&stream.1, &format!("wirebench_probe_udp_lost_{s}_messages")).expect("each share"))
+            .collect();
+        assert_eq!(Some(shares.iter().sum()), sample(&stream.1, "wirebench_probe_udp_lost_messages"), "{}", stream.1);
         let ping = get(exporter.addr, &format!("/probe?kind=ping&target={target}&proto=udp&count=20&size=64")).await;
         assert_eq!(ping.0, 200, "{}", ping.1);
         assert_eq!(sample(&ping.1, "wirebench_probe_success"), Some(1.0), "{}", ping.1);
@@ -192,11 +200,11 @@ async fn every_page_passes_promtool() {
         assert_eq!(sample(&ping.1, "wirebench_probe_rtt_seconds_count"), Some(20.0), "{}", ping.1);
         let (status, server_page) = get(server.metrics, "/metrics").await;
         assert_eq!(status, 200);
-        assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(3.0), "{server_page}");
+        assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(4.0), "{server_page}");
         assert!(server_page.contains("wirebench_server_bytes_read_total{proto=\"tcp\"} 4194304\n"), "{server_page}");
         let (_, exporter_page) = get(exporter.addr, "/metrics").await;
-        assert_eq!(sample(&exporter_page, "wirebench_exporter_probes_total"), Some(3.0), "{exporter_page}");
-        for (what, page) in [("tcp probe", &tcp.1), ("udp probe", &udp.1), ("ping probe", &ping.1), ("server", &server_page), ("exporter", &exporter_page)] {
+        assert_eq!(sample(&exporter_page, "wirebench_exporter_probes_total"), Some(4.0), "{exporter_page}");
+        for (what, page) in [("tcp probe", &tcp.1), ("udp probe", &udp.1), ("udp stream probe", &stream.1), ("ping probe", &ping.1), ("server", &server_page), ("exporter", &exporter_page)] {
             let Some((ok, said)) = promtool(page) else { return };
             assert!(ok, "promtool check metrics on the {what} page: {said}\n{page}");
         }

@@ -241,7 +241,8 @@ async fn closed_udp_port() -> std::net::SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_udp_port_stops_the_sender_at_once() {
     use std::sync::atomic::AtomicU64;
-    use wirebench::engine::udp::{self, AsyncPort, UdpClient};
+    use wirebench::engine::udp::UdpClient;
+    use wirebench::engine::udp_saw::{self, BlockingPort};
     use wirebench_core::machine::rto::{
         RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
     };
@@ -267,21 +268,24 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
         DEFAULT_MIN_RTO,
         DEFAULT_MAX_RTO,
     ));
-    let e = tokio::time::timeout(
-        NOTICE_LIMIT,
-        udp::send_stop_and_wait(
-            &mut AsyncPort(client.socket()),
+    let mut port = BlockingPort::new(client.into_std().unwrap()).unwrap();
+    // On a thread of its own, as the client runs it.
+    let sender = tokio::task::spawn_blocking(move || {
+        wirebench::engine::blocking::block_on(udp_saw::send_stop_and_wait(
+            &mut port,
             1,
             (10 << 30, None),
             1024,
             policy,
             &mut rtt,
             &progress,
-        ),
-    )
-    .await
-    .expect("stops in time")
-    .expect_err("the port is closed");
+        ))
+    });
+    let e = tokio::time::timeout(NOTICE_LIMIT, sender)
+        .await
+        .expect("stops in time")
+        .expect("the sender thread ends")
+        .expect_err("the port is closed");
     assert!(format!("{e:#}").contains("UDP port is closed"), "{e:#}");
     assert!(started.elapsed() < NOTICE_LIMIT);
 }

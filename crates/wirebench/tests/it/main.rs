@@ -39,3 +39,5 @@ mod store_lifecycle;
 mod support;
 mod sweep_report;
 mod timed;
+mod udp_lanes;
+mod udp_loss;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::cli::{stderr, wirebench};
 use crate::support::TempPath;
 
-fn schema_check(doc: &Value, file: &str) {
+pub(crate) fn schema_check(doc: &Value, file: &str) {
     let path = format!("{}/../../docs/{file}", env!("CARGO_MANIFEST_DIR"));
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut schemas = boon::Schemas::new();

@@ -250,6 +250,19 @@ pub struct DataPathInfo {
     pub gso_segments: u32,
     /// CPU the data path last ran on, if known.
     pub cpu: Option<u32>,
+    /// UDP on the server: which of its receive lanes (a socket on the shared port read by a
+    /// thread of its own) received the session's datagrams, counted from 0; absent when the
+    /// shared socket received them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_lane: Option<u32>,
+    /// How many receive lanes the server runs (0: none, every datagram on the shared socket).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub receive_lanes: u32,
+}
+
+/// Whether a small count is zero (left out when it is).
+pub fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What the server read in one session, sent in [`ControlMessage::Report`].
@@ -271,6 +284,15 @@ pub struct ServerReport {
     pub idle_after_last_ns: u64,
     /// Messages sent but never delivered (UDP).
     pub lost: u64,
+    /// UDP streaming: of `lost`, the messages this host dropped (its receiving socket's buffer
+    /// was full), judged from the socket's drop counter (`machine::seq`); absent where the
+    /// socket does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_by_host: Option<u64>,
+    /// UDP with `--reverse`: messages the server numbered that its host refused to send (a
+    /// full device queue, `ENOBUFS`); they count as sent and lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_sent: u64,
     /// Copies of already delivered messages (UDP).
     pub duplicates: u64,
     /// New messages that arrived after a higher one (UDP).
@@ -301,6 +323,11 @@ pub struct ServerReport {
     /// With `omit_us` asked (`-O`): what the server had moved at its omit mark; None otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted: Option<Omitted>,
+}
+
+/// Whether a count is zero (left out of a report or record when it is).
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What one end had moved at its omit mark (`run -O`): the span the figures leave out.

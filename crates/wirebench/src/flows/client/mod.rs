@@ -78,6 +78,7 @@ impl ClientFigures {
             retransmissions: t.retransmissions,
             timeouts: t.timeouts,
             send_errors: t.send_errors,
+            not_sent: t.not_sent,
             rtt: self.rtt,
             data_path: self.data_path.clone(),
             measured: EndMetrics::of(

@@ -21,7 +21,8 @@ use super::leg::{Leg, Transfer};
 use crate::engine::blocking::block_on;
 use crate::engine::liveness::{self, Judge, Judged, Watched};
 use crate::engine::stream;
-use crate::engine::udp::{self, AsyncPort, SpinPort, UdpClient};
+use crate::engine::udp::UdpClient;
+use crate::engine::udp_saw::{self, BlockingPort, DatagramPort, SpinPort};
 use crate::engine::{udp_hello, udp_reverse, SendTally};
 use crate::transport::{control, net};
 
@@ -74,7 +75,8 @@ async fn receive(
             }
         }
     };
-    let (counts, sent) = udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
+    let (counts, sent, dropped_by_host) =
+        udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
     data_path.cpu = net::current_cpu();
     let report = t.report().await?;
     let lost = sent.saturating_sub(counts.messages);
@@ -97,6 +99,7 @@ async fn receive(
             .then(|| TransportStats::from_udp(sent, lost)),
         udp_received: Some(UdpReceipt {
             lost,
+            dropped_by_host,
             duplicates: counts.duplicates,
             out_of_order: counts.out_of_order,
             jitter_us: counts.jitter_us,
@@ -152,8 +155,9 @@ async fn stream(
     Ok((tally, started, Instant::now()))
 }
 
-/// Stop-and-wait: one datagram in flight, retransmitted on timeout (`--rto`, or adaptive);
-/// with busy-poll, on a thread of its own spinning on the socket.
+/// Stop-and-wait: one datagram in flight, retransmitted on timeout (`--rto`, or adaptive), on
+/// a thread of its own that waits in `recv` itself (one wake-up per round trip, no hop through
+/// the runtime) or, with busy-poll, spins on the socket.
 async fn stop_and_wait(
     t: &mut Transfer<'_>,
     udp: UdpClient,
@@ -169,40 +173,48 @@ async fn stop_and_wait(
             DEFAULT_MAX_RTO,
         )),
     };
-    let (total, size) = (p.total_bytes, p.msg_size);
-    if !p.options.busy_poll {
-        let started = Instant::now();
-        let mut port = AsyncPort(udp.socket());
-        let sending = udp::send_stop_and_wait(
-            &mut port,
-            session,
-            (total, stream::session_deadline(p, started)),
-            size,
-            policy,
-            t.rtt,
-            &t.progress.bytes,
-        );
-        let tally = match liveness::watch(t.ctrl, sending).await {
-            Watched::Done(Ok(tally)) => tally,
-            Watched::Done(Err(e)) => return Err(t.explain_failure(e).await),
-            Watched::Gone { reason, .. } => return Err(t.gone(reason)),
-        };
-        data_path.cpu = net::current_cpu();
-        return Ok((tally, started, Instant::now()));
+    let socket = udp.into_std().context("while preparing the UDP socket")?;
+    if p.options.busy_poll {
+        let halt = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&halt);
+        let port = SpinPort(socket, halt);
+        on_thread(t, session, policy, port, move || {
+            stop.store(true, Ordering::Relaxed)
+        })
+        .await
+    } else {
+        let port = BlockingPort::new(socket).context("while preparing the UDP socket")?;
+        let stop = port.stopper().context("while preparing the UDP socket")?;
+        on_thread(t, session, policy, port, stop).await
     }
-    let halt = Arc::new(AtomicBool::new(false));
-    let mut port = SpinPort(
-        udp.into_std().context("while preparing the UDP socket")?,
-        Arc::clone(&halt),
-    );
+    .map(|(sent, cpu)| {
+        data_path.cpu = cpu;
+        sent
+    })
+}
+
+/// Runs the stop-and-wait sender over `port` on a blocking thread while the control connection
+/// is watched; `stop` ends the sender when the server is gone. Returns what was sent and the
+/// CPU the thread ended on.
+async fn on_thread<P>(
+    t: &mut Transfer<'_>,
+    session: u32,
+    policy: RtoPolicy,
+    mut port: P,
+    stop: impl FnOnce(),
+) -> Result<(Sent, Option<u32>)>
+where
+    P: DatagramPort + Send + 'static,
+{
+    let (total, size) = (t.p.total_bytes, t.p.msg_size);
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = t.rtt.clone();
     let progress = Arc::clone(t.progress);
-    let params = p.clone();
+    let params = t.p.clone();
     let sender = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let deadline = stream::session_deadline(&params, started);
-        let result = block_on(udp::send_stop_and_wait(
+        let result = block_on(udp_saw::send_stop_and_wait(
             &mut port,
             session,
             (total, deadline),
@@ -213,16 +225,14 @@ async fn stop_and_wait(
         ));
         (result, started, Instant::now(), net::current_cpu(), hist)
     });
-    let stop = || halt.store(true, Ordering::Relaxed);
     let joined = match liveness::watch_stoppable(t.ctrl, sender, stop).await {
         Watched::Done(joined) => joined,
         Watched::Gone { reason, .. } => return Err(t.gone(reason)),
     };
     let (result, started, acked_at, cpu, hist) = joined.context("the UDP sender thread failed")?;
     *t.rtt = hist;
-    data_path.cpu = cpu;
     match result {
-        Ok(tally) => Ok((tally, started, acked_at)),
+        Ok(tally) => Ok(((tally, started, acked_at), cpu)),
         Err(e) => Err(t.explain_failure(e).await),
     }
 }
@@ -257,7 +267,11 @@ async fn finish(t: &mut Transfer<'_>, sent: Sent, data_path: DataPathInfo) -> Re
         elapsed,
         report,
         data_path,
-        transport: Some(TransportStats::from_udp(tally.datagrams, resent_or_lost)),
+        // Of the datagrams numbered (those the host refused too), the share resent or lost.
+        transport: Some(TransportStats::from_udp(
+            tally.datagrams + tally.not_sent,
+            resent_or_lost,
+        )),
         udp_received: None,
     })
 }

@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 use wirebench_core::wire::proto::{ConnKind, ServerReport, SessionParams};
 
 use crate::engine::quic;
+use crate::engine::udp_lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
 pub use metrics::MetricsHandle;
@@ -73,6 +74,36 @@ pub struct Server {
     endpoint: quinn::Endpoint,
     shared: Arc<Shared>,
     local: SocketAddr,
+    /// The UDP receive lanes; dropped (their threads stopped) when the server is.
+    lanes: Option<Lanes>,
+    /// Why the server runs without lanes although asked for some, said once it runs.
+    lane_notice: Option<String>,
+}
+
+/// Starts the receive lanes `options` ask for beside the shared UDP socket and spreads the
+/// registry's UDP sessions over them; on failure, says why (everything is then received on
+/// the shared socket, as without lanes).
+fn start_lanes(
+    udp: &std::net::UdpSocket,
+    options: &ServerOptions,
+    registry: &Arc<Registry>,
+) -> (Option<Lanes>, Option<String>) {
+    let count = options.lanes();
+    if count == 0 {
+        return (None, None);
+    }
+    match Lanes::start(udp, count, registry.clone()) {
+        Ok(lanes) => {
+            registry.set_lanes(Arc::clone(lanes.set()));
+            (Some(lanes), None)
+        }
+        Err(e) => (
+            None,
+            Some(format!(
+                "UDP sessions are received on one socket: {count} receive lanes could not start ({e})"
+            )),
+        ),
+    }
 }
 
 /// State every connection handler shares.
@@ -116,6 +147,7 @@ impl Server {
                         .try_clone()
                         .and_then(reverse_udp::UdpTx::new)
                         .context("while preparing the UDP socket for sending")?;
+                    let (lanes, lane_notice) = start_lanes(&udp, &options, &registry);
                     let endpoint = quic::server_endpoint(udp, &identity, registry.clone())?;
                     let listener =
                         TcpListener::from_std(tcp).context("while registering the TCP listener")?;
@@ -134,6 +166,8 @@ impl Server {
                             options: options.clone(),
                         }),
                         local,
+                        lanes,
+                        lane_notice,
                     });
                 }
                 Err(e) => last_err = Some(e),
@@ -214,6 +248,11 @@ impl Server {
     /// Accepts connections for ever.
     async fn serve(self, events: mpsc::UnboundedSender<ServerEvent>) -> Result<()> {
         self.shared.registry.set_notices(events.clone());
+        if let Some(message) = &self.lane_notice {
+            self.shared.gate.notice(self.local, message.clone());
+        }
+        // Held until the server stops: dropping the lanes stops their threads.
+        let _lanes = &self.lanes;
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();
         let quic_task = tokio::spawn(async move {

@@ -15,6 +15,20 @@ pub struct ServerOptions {
     /// Pre-shared key every client must prove it holds (`--psk FILE`); None = an open server.
     /// With a key the server also refuses QUIC `perf` clients, which cannot present it.
     pub psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
+
+    /// UDP receive lanes (`--udp-lanes`): sockets on the shared port, each read by a thread
+    /// of its own, over which UDP sessions spread (`engine::udp_lanes`). None = one per CPU;
+    /// 0 = none, every datagram on the QUIC endpoint's socket.
+    pub udp_lanes: Option<usize>,
+}
+
+impl ServerOptions {
+    /// How many receive lanes these options ask for (one per CPU unless set).
+    pub fn lanes(&self) -> usize {
+        self.udp_lanes.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        })
+    }
 }
 
 impl ServerOptions {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rand::Rng;
 use tokio::sync::{mpsc, oneshot};
+use wirebench_core::machine::seq::DropMark;
 use wirebench_core::security::amplification::{
     encode_echo, AddressValidation, Budget, Verdict, MAX_VALIDATED,
 };
@@ -20,6 +21,7 @@ use super::reverse_udp::ReverseUdp;
 use super::rr_session::RrUdpSession;
 use super::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
+use crate::engine::udp_lanes::LaneSet;
 use crate::engine::udp_receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
 
@@ -99,6 +101,9 @@ pub struct Registry {
     stray_datagrams: AtomicU64,
     /// Where dropped datagrams are reported, once the server runs.
     notices: OnceLock<mpsc::UnboundedSender<ServerEvent>>,
+    /// The server's receive lanes, when it runs them: UDP session ids are picked so that
+    /// live sessions spread evenly over them.
+    lanes: OnceLock<Arc<LaneSet>>,
 }
 
 /// Removes its session from the registry when dropped, whatever path the session took.
@@ -109,10 +114,31 @@ pub struct Registration {
     pub id: u32,
     /// The token the client must present.
     pub token: u32,
+    /// The receive lane the session's datagrams meet (UDP sessions of a server with lanes).
+    lane: Option<(Arc<LaneSet>, u32)>,
+}
+
+impl Registration {
+    /// The receive lane the session's datagrams meet, and how many lanes there are; None
+    /// when they all arrive on the shared socket.
+    pub fn lane(&self) -> Option<(u32, u32)> {
+        self.lane.as_ref().map(|(set, lane)| (*lane, set.count()))
+    }
+
+    /// Where the drop counter of the socket this session receives on stands now; None
+    /// without lanes (the shared socket does not say).
+    pub fn drop_mark(&self) -> Option<DropMark> {
+        self.lane
+            .as_ref()
+            .and_then(|(set, lane)| set.mark_now(*lane))
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        if let Some((set, lane)) = &self.lane {
+            set.leave(*lane);
+        }
         let removed = match self.registry.slots.write() {
             Ok(mut slots) => slots.remove(&self.id),
             Err(_) => None,
@@ -147,6 +173,11 @@ impl Registry {
         let _ = self.notices.set(events);
     }
 
+    /// Spreads UDP sessions over `lanes` from now on (the first call wins).
+    pub fn set_lanes(&self, lanes: Arc<LaneSet>) {
+        let _ = self.lanes.set(lanes);
+    }
+
     fn notice(&self, peer: SocketAddr, message: String) {
         if let Some(events) = self.notices.get() {
             let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
@@ -159,7 +190,9 @@ impl Registry {
         peer_ip: IpAddr,
     ) -> (Registration, oneshot::Receiver<DataStream>) {
         let (tx, rx) = oneshot::channel();
-        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::Stream(Mutex::new(Some(tx))), ()));
+        let (reg, ()) = self.insert(peer_ip, false, |_| {
+            (SlotKind::Stream(Mutex::new(Some(tx))), ())
+        });
         (reg, rx)
     }
 
@@ -171,10 +204,16 @@ impl Registry {
         total_bytes: u64,
         msg_size: u32,
     ) -> (Registration, Arc<UdpReceiver>) {
-        self.insert(peer_ip, |id| {
+        let (reg, session) = self.insert(peer_ip, true, |id| {
             let session = Arc::new(UdpReceiver::new(id, mechanism, total_bytes, msg_size));
             (SlotKind::Udp(session.clone()), session)
-        })
+        });
+        // No datagram of the session can have arrived yet: where its lane's drop counter
+        // stands now is where its first receive is judged from.
+        if let Some(mark) = reg.drop_mark() {
+            session.baseline(mark);
+        }
+        (reg, session)
     }
 
     /// Registers a reversed UDP session (the server sends); the receiver yields the
@@ -183,7 +222,7 @@ impl Registry {
         self: &Arc<Self>,
         peer_ip: IpAddr,
     ) -> (Registration, Arc<ReverseUdp>, mpsc::UnboundedReceiver<u64>) {
-        let (reg, (slot, acks)) = self.insert(peer_ip, |id| {
+        let (reg, (slot, acks)) = self.insert(peer_ip, true, |id| {
             let (slot, acks) = ReverseUdp::new(id);
             let slot = Arc::new(slot);
             (SlotKind::UdpReverse(slot.clone()), (slot, acks))
@@ -201,7 +240,7 @@ impl Registry {
         tokio::sync::mpsc::UnboundedReceiver<DataStream>,
     ) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (reg, ()) = self.insert(peer_ip, |_| (SlotKind::RrStream(tx), ()));
+        let (reg, ()) = self.insert(peer_ip, false, |_| (SlotKind::RrStream(tx), ()));
         (reg, rx)
     }
 
@@ -213,7 +252,7 @@ impl Registry {
         request: u32,
         response: u32,
     ) -> (Registration, Arc<RrUdpSession>) {
-        self.insert(peer_ip, |id| {
+        self.insert(peer_ip, true, |id| {
             let session = Arc::new(RrUdpSession::new(id, request, response));
             (SlotKind::RrUdp(session.clone()), session)
         })
@@ -252,10 +291,13 @@ impl Registry {
             .map_err(|_| AttachError::NotWaiting(preamble.session))
     }
 
-    /// Picks a fresh random id and token, and stores the slot `make` builds for that id.
+    /// Picks a fresh random id and token, and stores the slot `make` builds for that id. A UDP
+    /// session (`udp`) of a server with receive lanes gets an id whose lane carries the fewest
+    /// live sessions.
     fn insert<T>(
         self: &Arc<Self>,
         peer_ip: IpAddr,
+        udp: bool,
         make: impl FnOnce(u32) -> (SlotKind, T),
     ) -> (Registration, T) {
         let mut rng = rand::thread_rng();
@@ -264,13 +306,27 @@ impl Registry {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         };
-        // Ids are random so they are not guessable from outside; 0 is never used.
+        let lanes = self.lanes.get().filter(|_| udp).cloned();
+        let lane = lanes.as_ref().map(|set| set.least_loaded(rng.gen()));
+        // Ids are random so they are not guessable from outside (on a lane, all but the few
+        // bits that name it); 0 is never used.
         let id = loop {
-            let id: u32 = rng.gen();
+            let random: u32 = rng.gen();
+            let id = match (&lanes, lane) {
+                (Some(set), Some(lane)) => {
+                    let n = set.count().max(1);
+                    (random - random % n).checked_add(lane).unwrap_or(lane)
+                }
+                _ => random,
+            };
             if id != 0 && !slots.contains_key(&id) {
                 break id;
             }
         };
+        let lane = lanes.zip(lane).map(|(set, lane)| {
+            set.enter(lane);
+            (set, lane)
+        });
         let (kind, extra) = make(id);
         slots.insert(
             id,
@@ -285,6 +341,7 @@ impl Registry {
             registry: self.clone(),
             id,
             token,
+            lane,
         };
         (reg, extra)
     }
@@ -343,6 +400,7 @@ impl DatagramHandler for Registry {
         data: &[u8],
         stride: usize,
         from: SocketAddr,
+        mark: Option<DropMark>,
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         // One receive holds datagrams of one flow: route the batch by its first header.
@@ -361,7 +419,7 @@ impl DatagramHandler for Registry {
         let hello = Kind::Hello.to_byte();
         if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
             drop(validation);
-            route(&target, data, stride, from, reply);
+            route(&target, data, stride, (from, mark), reply);
             return;
         }
         // Otherwise datagram by datagram: only a hello with the token validates its source,
@@ -385,23 +443,24 @@ impl DatagramHandler for Registry {
                         }
                     }
                 },
-                Verdict::Pass => route(&target, datagram, datagram.len(), from, reply),
+                Verdict::Pass => route(&target, datagram, datagram.len(), (from, mark), reply),
                 Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
             }
         }
     }
 }
 
-/// Hands datagrams from a validated source to their session.
+/// Hands datagrams from a validated source to their session, with where the receiving
+/// socket's drop counter stood.
 fn route(
     target: &UdpTarget,
     data: &[u8],
     stride: usize,
-    from: SocketAddr,
+    (from, mark): (SocketAddr, Option<DropMark>),
     reply: &mut dyn FnMut(&[u8]) -> bool,
 ) {
     match target {
-        UdpTarget::Forward(s) => s.on_datagrams(data, stride, reply),
+        UdpTarget::Forward(s) => s.on_datagrams(data, stride, mark, reply),
         UdpTarget::Reverse(s) => s.on_datagrams(data, stride, from),
         UdpTarget::Rr(s) => s.on_datagrams(data, stride, reply),
     }

@@ -24,13 +24,12 @@ use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 
 use super::gate::Pass;
 use super::meter::Moved;
-use super::session::{
-    omit_span, omitted, send_accepted, shared_udp_data_path, watch_control, Ended,
-};
+use super::session::{omit_span, omitted, send_accepted, udp_data_path, watch_control, Ended};
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
-use crate::engine::udp::{self, DatagramPort, DatagramSender};
+use crate::engine::udp::DatagramSender;
+use crate::engine::udp_saw::{self, DatagramPort};
 use crate::engine::SendTally;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 use wirebench_core::vocab::units::duration_ns;
@@ -135,6 +134,7 @@ where
         return (report, Err(reason));
     }
     let result = send_to_client(&slot, &mut acks, rd, wr, shared, pass, &mut report).await;
+    report.data_path = udp_data_path(shared, &registration);
     (report, result)
 }
 
@@ -180,7 +180,6 @@ where
     let elapsed = started.elapsed();
     report.omitted = omitted(mark, Some(started), p);
     report.intervals = intervals;
-    report.data_path = shared_udp_data_path(shared);
     report.elapsed_ns = duration_ns(elapsed);
     let tally = match result {
         Ok(tally) => tally,
@@ -201,12 +200,16 @@ where
     report.messages = tally.messages;
     report.bytes = tally.bytes;
     report.read_calls = tally.send_calls;
+    report.not_sent = tally.not_sent;
     let resent = match p.mechanism {
         Mechanism::StopAndWait => tally.retransmissions,
         // Streaming resends nothing; what was lost the client counts.
         Mechanism::Stream => 0,
     };
-    report.transport = Some(TransportStats::from_udp(tally.datagrams, resent));
+    report.transport = Some(TransportStats::from_udp(
+        tally.datagrams + tally.not_sent,
+        resent,
+    ));
     control::send(
         wr,
         &ControlMessage::SenderDone {
@@ -288,7 +291,7 @@ async fn send(
                 counts,
             };
             let mut rtt = rtt_histogram()?;
-            udp::send_stop_and_wait(
+            udp_saw::send_stop_and_wait(
                 &mut port,
                 session,
                 (p.total_bytes, deadline),

@@ -17,7 +17,7 @@ use wirebench_core::wire::proto::{RrParams, ServerReport};
 use super::gate::Pass;
 use super::meter::{Meter, MeteredWrite, Moved};
 use super::registry::DataStream;
-use super::session::{send_accepted, shared_udp_data_path, wait_sender_done, Ended};
+use super::session::{send_accepted, shared_udp_data_path, udp_data_path, wait_sender_done, Ended};
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
@@ -223,6 +223,7 @@ where
         .await
         .map(|_| ())
         .map_err(|e| format!("{e:#}"));
+    report.data_path = udp_data_path(shared, &registration);
     drop(registration);
     let c = udp.counts();
     report.messages = c.answered;
@@ -231,7 +232,6 @@ where
     report.acks_sent = c.answered;
     report.duplicates = c.retransmissions;
     report.elapsed_ns = duration_ns(started.elapsed());
-    report.data_path = shared_udp_data_path(shared);
     result
 }
 

@@ -204,6 +204,19 @@ pub(super) fn shared_udp_data_path(shared: &Shared) -> DataPathInfo {
     }
 }
 
+/// What a UDP session's data path ran with: the shared socket's buffers, and the receive
+/// lane its datagrams met (of how many), if the server runs lanes.
+pub(super) fn udp_data_path(shared: &Shared, registration: &Registration) -> DataPathInfo {
+    let (receive_lane, receive_lanes) = registration
+        .lane()
+        .map_or((None, 0), |(lane, lanes)| (Some(lane), lanes));
+    DataPathInfo {
+        receive_lane,
+        receive_lanes,
+        ..shared_udp_data_path(shared)
+    }
+}
+
 /// `-O`: how long after its transfer began an end takes its omit mark.
 pub(super) fn omit_span(p: &SessionParams) -> Option<Duration> {
     p.omit_us.map(Duration::from_micros)

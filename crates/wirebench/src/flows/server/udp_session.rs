@@ -14,7 +14,7 @@ use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams, M
 use super::gate::Pass;
 use super::meter::Moved;
 use super::session::{
-    omit_span, omitted, send_accepted, shared_udp_data_path, span_ns, wait_sender_done, Ended,
+    omit_span, omitted, send_accepted, span_ns, udp_data_path, wait_sender_done, Ended,
 };
 use super::Shared;
 use crate::engine::interval;
@@ -70,6 +70,7 @@ where
         interval::marked(sampled, omit_span(p), || udp.progress().bytes).await;
     report.omitted = omitted(mark, udp.counts().first_at, p);
     report.intervals = intervals;
+    report.data_path = udp_data_path(shared, &registration);
     let sent = match done {
         Ok(sent) => sent,
         Err(e) => {
@@ -77,9 +78,12 @@ where
             return (report, Err(format!("{e:#}")));
         }
     };
+    // The sender is done and the stragglers are in: where the lane's drop counter stands now
+    // says whether the tail that never came was dropped here.
+    let end = registration.drop_mark();
     drop(registration);
     fill_udp(&mut report, &udp, Some(sent));
-    report.data_path = shared_udp_data_path(shared);
+    report.dropped_by_host = udp.dropped_by_host(sent, end);
     (report, Ok(()))
 }
 

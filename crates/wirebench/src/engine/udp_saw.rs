@@ -1,0 +1,328 @@
+//! UDP stop-and-wait, the sender's side: one datagram in flight, retransmitted on timeout
+//! until acknowledged, driving the core `StopAndWaitSender` machine with real time, over a
+//! [`DatagramPort`]: a client's socket on a thread of its own, sleeping in `recv`
+//! ([`BlockingPort`]) or spinning on it (`--busy-poll`, [`SpinPort`]), or a reversed session's
+//! shared server socket. Every send error is counted, none swallowed.
+
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use wirebench_core::machine::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
+use wirebench_core::vocab::plan::message_count;
+use wirebench_core::vocab::units::duration_ns;
+use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
+
+use super::udp::{port_closed, MAX_CONSECUTIVE_FAILURES, PORT_CLOSED};
+use super::SendTally;
+
+/// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
+/// deadline (`None` when the deadline passes first).
+pub trait DatagramPort {
+    /// Sends one datagram to the connected peer.
+    fn send(&mut self, datagram: &[u8]) -> impl Future<Output = io::Result<usize>> + Send;
+    /// Receives one datagram, or `None` at `deadline`.
+    fn recv_until(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+    ) -> impl Future<Output = Option<io::Result<usize>>> + Send;
+    /// Whether the socket is connected to its one peer, so that ECONNREFUSED means that
+    /// peer's port is closed (the client's sockets; not the server's shared one).
+    fn connected(&self) -> bool {
+        false
+    }
+}
+
+/// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
+/// `engine::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
+/// Setting the flag (from another thread) stops it: its next wait fails with
+/// `ConnectionAborted`, which ends [`send_stop_and_wait`].
+#[derive(Debug)]
+pub struct SpinPort(pub std::net::UdpSocket, pub Arc<AtomicBool>);
+
+impl DatagramPort for SpinPort {
+    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.send(datagram) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                other => return other,
+            }
+        }
+    }
+
+    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        loop {
+            match self.0.recv(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.1.load(Ordering::Relaxed) {
+                        return Some(Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            "stopped: the server is gone",
+                        )));
+                    }
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return Some(other),
+            }
+        }
+    }
+
+    fn connected(&self) -> bool {
+        self.0.peer_addr().is_ok()
+    }
+}
+
+/// The sleeping port: a blocking std socket on a thread of its own (driven with
+/// `engine::blocking::block_on`), which waits in `recv` itself and wakes when the
+/// acknowledgement lands, one wake-up per round trip and no hop through the runtime, as
+/// sockperf waits. [`BlockingPort::stopper`] gives what stops it from another thread: its
+/// wait then fails with `ConnectionAborted`, which ends [`send_stop_and_wait`].
+#[derive(Debug)]
+pub struct BlockingPort {
+    socket: std::net::UdpSocket,
+    halt: Arc<AtomicBool>,
+    /// The receive timeout last given to the kernel (set again only when a deadline moves
+    /// well before it, so a steady exchange costs no extra system call).
+    armed: Option<Duration>,
+}
+
+impl BlockingPort {
+    /// Makes `socket` (connected to the server) blocking.
+    pub fn new(socket: std::net::UdpSocket) -> io::Result<BlockingPort> {
+        socket.set_nonblocking(false)?;
+        Ok(BlockingPort {
+            socket,
+            halt: Arc::new(AtomicBool::new(false)),
+            armed: None,
+        })
+    }
+
+    /// What stops the port from another thread: it raises the flag and shuts the socket's
+    /// receiving side, which wakes a `recv` at once.
+    pub fn stopper(&self) -> io::Result<impl Fn() + Send + 'static> {
+        let (halt, socket) = (Arc::clone(&self.halt), self.socket.try_clone()?);
+        Ok(move || {
+            halt.store(true, Ordering::Relaxed);
+            let _ = socket2::SockRef::from(&socket).shutdown(std::net::Shutdown::Read);
+        })
+    }
+
+    fn stopped(&self) -> Option<io::Result<usize>> {
+        self.halt.load(Ordering::Relaxed).then(|| {
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "stopped: the server is gone",
+            ))
+        })
+    }
+}
+
+impl DatagramPort for BlockingPort {
+    async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        self.socket.send(datagram)
+    }
+
+    async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
+        loop {
+            if let Some(stopped) = self.stopped() {
+                return Some(stopped);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            // The kernel takes no zero timeout (it means "for ever"): at least a microsecond.
+            let wait = left.max(MIN_WAIT);
+            if needs_rearming(self.armed, wait) {
+                if let Err(e) = self.socket.set_read_timeout(Some(wait)) {
+                    return Some(Err(e));
+                }
+                self.armed = Some(wait);
+            }
+            match self.socket.recv(buf) {
+                // A shut-down socket reads 0 bytes: look at the flag.
+                Ok(0) if self.halt.load(Ordering::Relaxed) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                other => return Some(other),
+            }
+        }
+    }
+
+    fn connected(&self) -> bool {
+        self.socket.peer_addr().is_ok()
+    }
+}
+
+/// Shortest receive timeout asked of the kernel.
+const MIN_WAIT: Duration = Duration::from_micros(1);
+
+/// Whether the kernel's receive timeout must change: when it is unset, or longer than the
+/// time left by more than a millisecond (a receive that outlives its deadline would make a
+/// retransmission late), or less than half of it (a wait cut short costs a wake-up).
+fn needs_rearming(armed: Option<Duration>, wanted: Duration) -> bool {
+    match armed {
+        None => true,
+        Some(a) => a > wanted + Duration::from_millis(1) || wanted > a * 2,
+    }
+}
+
+/// Stop-and-wait: one datagram in flight, retransmitted on timeout until acknowledged. With a
+/// `stop_at` deadline (a timed session) it stops at the first acknowledgement after it, when nothing
+/// is in flight.
+pub async fn send_stop_and_wait<P: DatagramPort>(
+    port: &mut P,
+    session: u32,
+    (total_bytes, stop_at): (u64, Option<Instant>),
+    msg_size: u32,
+    rto: RtoPolicy,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> Result<SendTally> {
+    let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
+    let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
+    let mut ack = [0u8; 64];
+    let mut tally = SendTally::default();
+    let mut failures = 0u32;
+    let started = Instant::now();
+    loop {
+        while let Some(tx) = sender.poll_transmit(Instant::now()) {
+            Header {
+                kind: Kind::Data,
+                retransmit: tx.retransmit,
+                session,
+                seq: tx.seq,
+            }
+            .write_to(&mut datagram)
+            .context("datagram buffer too small")?;
+            datagram::write_timestamp(
+                &mut datagram[HEADER_LEN..HEADER_LEN + tx.len as usize],
+                micros_since(started),
+            );
+            tally.send_calls += 1;
+            match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
+                Ok(_) => tally.datagrams += 1,
+                Err(e) if port.connected() && port_closed(&e) => {
+                    return Err(e).context(PORT_CLOSED);
+                }
+                // The timer will retransmit it; the error is counted, not hidden.
+                Err(_) => tally.send_errors += 1,
+            }
+        }
+        if sender.is_done() {
+            break;
+        }
+        let Some(deadline) = sender.poll_timeout() else {
+            bail!("stop-and-wait sender has nothing outstanding but is not done");
+        };
+        match port.recv_until(&mut ack, deadline).await {
+            Some(Ok(n)) => {
+                let Ok(h) = Header::decode(&ack[..n]) else {
+                    continue;
+                };
+                if h.kind != Kind::Ack || h.session != session {
+                    continue;
+                }
+                let now = Instant::now();
+                if let AckOutcome::Acked { rtt } = sender.handle_ack(h.seq, now) {
+                    failures = 0;
+                    progress.store(sender.bytes_acked(), Ordering::Relaxed);
+                    if let Some(rtt) = rtt {
+                        rtt_ns.saturating_record(duration_ns(rtt));
+                    }
+                    if stop_at.is_some_and(|d| now >= d) {
+                        break;
+                    }
+                }
+            }
+            // ICMP "port unreachable" from an earlier datagram surfaces here on a connected
+            // socket: the server's port is closed.
+            Some(Err(e)) if port.connected() && port_closed(&e) => {
+                return Err(e).context(PORT_CLOSED);
+            }
+            Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionAborted => {
+                return Err(e).context("stop-and-wait stopped");
+            }
+            Some(Err(e)) => {
+                tally.send_errors += 1;
+                failures += 1;
+                if failures >= MAX_CONSECUTIVE_FAILURES {
+                    return Err(e).context("the server does not answer UDP");
+                }
+            }
+            None => {
+                sender.handle_timeout(Instant::now());
+                failures += 1;
+                if failures >= MAX_CONSECUTIVE_FAILURES {
+                    bail!(
+                        "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
+                        sender.messages_acked() + 1,
+                        message_count(total_bytes, msg_size)
+                    );
+                }
+            }
+        }
+    }
+    tally.messages = sender.messages_acked();
+    tally.bytes = sender.bytes_acked();
+    tally.retransmissions = sender.retransmissions();
+    tally.timeouts = sender.timeouts();
+    Ok(tally)
+}
+
+/// Microseconds since `t`, modulo 2^32: the timestamp data datagrams carry.
+fn micros_since(t: Instant) -> u32 {
+    // Truncation is the point: the receiver only takes differences of consecutive stamps.
+    t.elapsed().as_micros() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeout_is_set_again_only_when_the_deadline_moves_well() {
+        let ms = Duration::from_millis;
+        assert!(needs_rearming(None, ms(200)));
+        // A steady exchange: each wait a little shorter than the timeout set.
+        assert!(!needs_rearming(Some(ms(200)), ms(199)));
+        assert!(needs_rearming(Some(ms(200)), ms(50)));
+        assert!(needs_rearming(Some(ms(10)), ms(200)));
+    }
+
+    /// A port stopped from another thread while it waits for an acknowledgement that never
+    /// comes returns at once with `ConnectionAborted`, long before its deadline.
+    #[test]
+    fn a_stopped_port_wakes_at_once() {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.connect(silent.local_addr().unwrap()).unwrap();
+        let mut port = BlockingPort::new(socket).unwrap();
+        let stop = port.stopper().unwrap();
+        let waiter = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            let started = Instant::now();
+            let got = crate::engine::blocking::block_on(
+                port.recv_until(&mut buf, started + Duration::from_secs(60)),
+            );
+            (got.map(|r| r.map_err(|e| e.kind())), started.elapsed())
+        });
+        stop();
+        let (got, waited) = waiter.join().unwrap();
+        assert_eq!(got, Some(Err(io::ErrorKind::ConnectionAborted)));
+        assert!(waited < Duration::from_secs(30), "{waited:?}");
+    }
+}
