@@ -250,3 +250,55 @@ async fn a_late_done_message_does_not_lengthen_a_reversed_udp_run() {
     ]))
     .await;
 }
+
+/// TCP stop-and-wait: the server cannot know when the client has read its last
+/// acknowledgement, so it reports only once the client closed its side of the data
+/// connection, which the client does after its transfer has ended. The report then never
+/// overtakes the end (before, it could, and a client thread slower than a 300 ms grace to read
+/// that acknowledgement took the report for the server ending the session). A hand-driven
+/// client reads every acknowledgement and keeps its side open: no report comes; it closes:
+/// the report comes, complete.
+#[tokio::test]
+async fn a_stop_and_wait_report_waits_for_the_clients_end() {
+    use wirebench::transport::{control, net};
+    use wirebench_core::vocab::plan::{Mechanism, Protocol};
+    use wirebench_core::wire::proto::{ControlMessage, Preamble};
+
+    within(async {
+        let mut server = TestServer::start().await;
+        let p = crate::sessions::spec(Protocol::Tcp, Mechanism::StopAndWait, 100, 1000);
+        let request = ControlMessage::SessionRequest(p.clone());
+        let (mut ctrl, granted) = control::request_session_auth(server.addr, &request, None)
+            .await
+            .expect("session accepted");
+        let mut data = net::connect_tcp_data(server.addr, &p.options, p.mechanism, None)
+            .await
+            .expect("data connection");
+        control::write_preamble(&mut data, &Preamble::data(granted.session, granted.token))
+            .await
+            .expect("preamble");
+        for index in 0..10u8 {
+            data.write_all(&[0u8; 100]).await.expect("message");
+            let mut ack = [0u8; 1];
+            data.read_exact(&mut ack).await.expect("acknowledgement");
+            assert_eq!(ack[0], index);
+        }
+        // Every acknowledgement read, our side still open: the session has not ended.
+        let early =
+            tokio::time::timeout(Duration::from_millis(500), control::read_report(&mut ctrl));
+        assert!(
+            early.await.is_err(),
+            "the server reported before the client closed its side"
+        );
+        data.shutdown().await.expect("our side closed");
+        let report = control::read_report(&mut ctrl).await.expect("the report");
+        assert!(!report.aborted, "{:?}", report.abort_reason);
+        assert_eq!(
+            (report.messages, report.bytes, report.acks_sent),
+            (10, 1000, 10)
+        );
+        let summary = server.next_session().await;
+        assert_eq!(summary.report.messages, 10);
+    })
+    .await;
+}

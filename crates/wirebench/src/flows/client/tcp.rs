@@ -75,8 +75,8 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
         // FIN, whose acknowledgement follows the server's schedule rather than the data's.
         let streamed = result.is_ok() && params.mechanism == Mechanism::Stream;
         let target = delivery::ack_target(&data).filter(|_| streamed);
-        if params.timed() {
-            // A timed session ends by the sender closing its side (the receiver cannot know
+        if params.timed() && params.mechanism == Mechanism::Stream {
+            // A timed stream ends by the sender closing its side (the receiver cannot know
             // the total); the socket stays open for the acknowledgements and TCP_INFO.
             let _ = data.shutdown(std::net::Shutdown::Write);
         }
@@ -92,6 +92,12 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
     };
     let (result, started, done_at, target, data_path, hist, data) =
         joined.context("the TCP sender thread failed")?;
+    if t.p.mechanism == Mechanism::StopAndWait {
+        // Stop-and-wait ends by our closing our side, and the server reports only then: sent
+        // here, once the watch above has the transfer's end, so the report can never
+        // overtake it (no grace to run out on a busy machine).
+        let _ = data.shutdown(std::net::Shutdown::Write);
+    }
     *t.rtt = hist;
     let tally = match result {
         Ok(tally) => tally,

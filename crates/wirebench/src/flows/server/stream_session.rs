@@ -23,7 +23,7 @@ use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic_stream::QuicSource;
-use crate::engine::stream::{self, ReadSource, ReadTally};
+use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
@@ -218,6 +218,15 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
         ));
         // The client's clock stops at our acknowledgement of its last byte: send it now.
         delivery::acknowledge_now(&data);
+        // Stop-and-wait: report once the client has read its last acknowledgement, which it
+        // says by closing its side (a timed session ended there already); a report that
+        // overtook that acknowledgement would look like the server ending the session early.
+        let res = match res {
+            Ok(()) if params.mechanism == Mechanism::StopAndWait && !params.timed() => {
+                net::wait_for_end(&data, SETUP_TIMEOUT).map_err(ReceiveError::Io)
+            }
+            other => other,
+        };
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
         (t, res, ends)
     });
