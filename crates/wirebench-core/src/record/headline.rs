@@ -126,30 +126,24 @@ impl RunRecord {
 
 /// The run's transfer time, ns: the one definition every figure over time uses, from each
 /// end's span of the run (`client_ns`: `ClientRecord::elapsed_ns`; `server_ns`:
-/// `ServerRecord::elapsed_ns`).
+/// `ServerRecord::elapsed_ns`). It is timed by when the data was delivered, never by when a
+/// message on the control connection arrived, so neither host's scheduling after the data
+/// arrived (nor a long way back for the report) moves it.
 ///
-/// - **TCP and QUIC streaming**: the longer of the two ends' spans. The sender's runs from
-///   its first byte handed to the transport to the arrival of the receiver's acknowledgement
-///   of its last byte (TCP: the kernel's date of it, from TCP_INFO; QUIC: the acknowledgement
-///   of the stream's end), the receiver's from its first byte read to its last. The
-///   acknowledgement is the usual end, one round trip after the first byte left; the
-///   receiver's span stands in when something between the ends acknowledged on the
-///   receiver's behalf before the data arrived (a relay that terminates TCP). No message on
-///   the control connection enters it, so neither host's scheduling after the data arrived
-///   moves it.
+/// - **Streaming**: the longer of the two ends' spans. The receiver's runs from its first byte
+///   read to its last. The sender's runs from its first byte handed to the transport to: for
+///   TCP and QUIC, the arrival of the receiver's acknowledgement of its last byte (TCP: the
+///   kernel's date of it, from TCP_INFO; QUIC: the acknowledgement of the stream's end), so it
+///   is the usual end, one round trip after the first byte left; for UDP, which has no
+///   acknowledgements, its last datagram sent (the receiver's span is then the longer when a
+///   bottleneck queue delayed the data). The receiver's span also stands in when something
+///   between the ends acknowledged TCP data before it arrived (a relay that terminates TCP).
 /// - **Stop-and-wait**: the client's span, from its first message to the last
 ///   acknowledgement (`-R`: from the first byte it read to the last).
-/// - **UDP streaming**, which has no acknowledgements: the client's span, from its first
-///   datagram to the server's report less the server's wait after the last datagram arrived
-///   (`-R`: from the first datagram the client received to the last).
-pub fn transfer_span_ns(
-    (protocol, mechanism): (Protocol, Mechanism),
-    client_ns: u64,
-    server_ns: u64,
-) -> u64 {
-    match (protocol, mechanism) {
-        (Protocol::Tcp | Protocol::Quic, Mechanism::Stream) => client_ns.max(server_ns),
-        _ => client_ns,
+pub fn transfer_span_ns(mechanism: Mechanism, client_ns: u64, server_ns: u64) -> u64 {
+    match mechanism {
+        Mechanism::Stream => client_ns.max(server_ns),
+        Mechanism::StopAndWait => client_ns,
     }
 }
 
@@ -185,7 +179,7 @@ fn direction(
         received_messages = received_messages.min(sent_messages);
         received_bytes = received_bytes.min(sent_bytes);
     }
-    let span_ns = transfer_span_ns((protocol, mechanism), c.elapsed_ns, s.elapsed_ns);
+    let span_ns = transfer_span_ns(mechanism, c.elapsed_ns, s.elapsed_ns);
     let omitted_ns = c.omitted.map_or(0, |o| o.elapsed_ns.min(span_ns));
     let transfer_ns = span_ns - omitted_ns;
     let seconds = transfer_ns as f64 / 1e9;
@@ -367,17 +361,15 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_reliable_stream_is_timed_by_the_longer_of_the_two_ends_spans() {
-        let stream = |p| (p, Mechanism::Stream);
+    fn a_stream_is_timed_by_the_longer_of_the_two_ends_spans() {
         // Acknowledged end to end: the sender's span (first byte sent to the acknowledgement
         // of the last) is the longer, by about a round trip.
-        assert_eq!(transfer_span_ns(stream(Protocol::Tcp), 2_001, 2_000), 2_001);
-        // Acknowledged early by a relay that terminates TCP: the receiver's span.
-        assert_eq!(transfer_span_ns(stream(Protocol::Quic), 900, 2_000), 2_000);
-        // UDP and stop-and-wait: the client's span whatever the server's.
-        assert_eq!(transfer_span_ns(stream(Protocol::Udp), 900, 2_000), 900);
-        let saw = (Protocol::Tcp, Mechanism::StopAndWait);
-        assert_eq!(transfer_span_ns(saw, 900, 2_000), 900);
+        assert_eq!(transfer_span_ns(Mechanism::Stream, 2_001, 2_000), 2_001);
+        // Delayed by a bottleneck queue after a UDP sender's last datagram, or acknowledged
+        // early by a relay that terminates TCP: the receiver's span.
+        assert_eq!(transfer_span_ns(Mechanism::Stream, 900, 2_000), 2_000);
+        // Stop-and-wait: the client's span whatever the server's.
+        assert_eq!(transfer_span_ns(Mechanism::StopAndWait, 900, 2_000), 900);
         // The headline takes it: 10 000 B over the server's 4 ms, not the client's 2 ms.
         let mut r = run(Protocol::Tcp, 10, 10, 2_000_000);
         r.server.elapsed_ns = 4_000_000;

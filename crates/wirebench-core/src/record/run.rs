@@ -162,10 +162,10 @@ pub struct ClientRecord {
     pub bytes: u64,
     /// The client's span of the run, seconds: first byte sent until the last was
     /// acknowledged (stop-and-wait: the server's acknowledgement message; TCP and QUIC
-    /// streaming: the transport's acknowledgement, no later than the report's arrival; UDP
-    /// streaming: the report's arrival less the server's wait after the last datagram); with
-    /// -R, first byte read to last. The run's transfer time is this span or, TCP and QUIC
-    /// streaming, the server's if longer: see `headline::transfer_span_ns`.
+    /// streaming: the transport's acknowledgement, no later than the report's arrival) or,
+    /// UDP streaming, until the last datagram was sent; with -R, first byte read to last. The
+    /// run's transfer time is this span or, streaming, the server's if longer: see
+    /// `headline::transfer_span_ns`.
     pub seconds: f64,
     /// The same, in nanoseconds.
     pub elapsed_ns: u64,
@@ -214,8 +214,8 @@ pub struct ServerRecord {
     /// Payload bytes read (unique); with -R, bytes sent.
     pub bytes: u64,
     /// The server's span on its own clock, seconds: first to last byte read; with -R, first
-    /// byte sent until the client acknowledged the last (TCP and QUIC streaming) or had read
-    /// everything. Usually shorter than the client's; `headline::transfer_span_ns` says when
+    /// byte sent until the client acknowledged the last (TCP and QUIC streaming), until the
+    /// last datagram was sent (UDP streaming) or until the client had read everything. Usually shorter than the client's; `headline::transfer_span_ns` says when
     /// it is the run's transfer time.
     pub seconds: f64,
     /// The same, in nanoseconds.

@@ -1,6 +1,7 @@
 //! The transport layer: sockets, the control connection, TLS, kernel counters, when a TCP
-//! sender's data was acknowledged, host facts, stop signals and the HTTP/1.1 server of `/metrics` and `/probe`. It knows nothing of flows.
+//! sender's data was acknowledged and when a datagram arrived, host facts, stop signals and the HTTP/1.1 server of `/metrics` and `/probe`. It knows nothing of flows.
 
+pub mod arrival;
 pub mod control;
 pub mod counters;
 pub mod delivery;
