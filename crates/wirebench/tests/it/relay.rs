@@ -186,11 +186,13 @@ async fn udp_stop_and_wait_through_5_percent_loss_each_way_is_exact_and_explaine
 }
 
 /// With a one-way delay D = 25 ms each way, every stop-and-wait round trip takes at least 2·D,
-/// and the median is within 10% (5 ms) of it, for UDP and TCP. What comes on top is the round
+/// and the shortest is within 10% (5 ms) of it, for UDP and TCP. What comes on top is the round
 /// trip through the relay itself (loopback, a debug build: about 0.3–0.6 ms measured on an idle
 /// machine) and the relay's release precision (it yields for the last 2 ms before a release
-/// rather than trusting tokio's millisecond timer); on a loaded machine (load 8 on 2 vCPUs) we
-/// measured up to +2.5 ms, hence a margin of 10% of a 50 ms round trip.
+/// rather than trusting tokio's millisecond timer). Any lateness of the relay's own is in every
+/// round trip, so the shortest of 40 shows it; a busy machine's scheduling is not (it adds to
+/// some round trips, and moved the median 6 ms beside two busy loops), so the median is only
+/// held below 4·D: the delay applied once each way, not twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_wait_round_trips_include_twice_the_delay() {
     tokio::time::timeout(TEST_TIMEOUT, async {
@@ -214,8 +216,13 @@ async fn stop_and_wait_round_trips_include_twice_the_delay() {
                 rtt.min_ns
             );
             assert!(
-                rtt.p50_ns <= two_d + two_d / 10,
-                "{protocol}: median {} ns is more than 10% above 2·D",
+                rtt.min_ns <= two_d + two_d / 10,
+                "{protocol}: the shortest round trip, {} ns, is more than 10% above 2·D",
+                rtt.min_ns
+            );
+            assert!(
+                rtt.p50_ns < 2 * two_d,
+                "{protocol}: median {} ns: the delay was added more than once each way",
                 rtt.p50_ns
             );
             if protocol == Protocol::Udp {
