@@ -559,9 +559,9 @@ fn assert_matches_schema(doc: &serde_json::Value) {
 }
 
 /// The relay's rate limiter: UDP sent at twice the rate loses exactly what the full queue
-/// dropped, and what gets through arrives at the configured rate (the relay counts UDP
-/// payload, our 16-byte header included, so the goodput is rate × 1000 / 1016); TCP, which
-/// the relay paces instead of dropping, runs at the rate.
+/// dropped, and no more gets through than the link carries over the time the data came (the
+/// relay counts UDP payload, our 16-byte header included, so on time the goodput is
+/// rate × 1000 / 1016); TCP, which the relay paces instead of dropping, runs at the rate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
     tokio::time::timeout(TEST_TIMEOUT, async {
@@ -574,16 +574,36 @@ async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
         assert!(r.udp_up.queue_drops > 0, "{r:?}");
         assert_eq!(r.udp_up.dropped, r.udp_up.queue_drops);
         assert_eq!(s.lost, r.udp_up.queue_drops, "loss == queue drops");
-        let expected = 20e6 * 1000.0 / 1016.0;
+        // What the relay's own counts prove at any load: every datagram it forwarded reached
+        // the server, and it forwarded no more than its link carries over the arrival span
+        // (which lies within the sender's own span: loopback hands a datagram over within its
+        // send call, and the relay dates it by the kernel's arrival stamp) plus a full queue.
+        // When the relay and the server forward and read is not in this: that is the
+        // scheduler's, and beside a busy loop per CPU the test process (sender, relay and
+        // server in one debug build) was starved for whole seconds (the sender took 1.9 s to
+        // send 0.8 s of data, the server's goodput read 9.3-17.3 Mbit/s) while these counts
+        // stayed exact. The link's pace itself is core's machine::impair::bottleneck's, proven
+        // there on a virtual clock; the server's goodput is printed, not judged.
+        let datagram = 1016;
+        let span_s = duration_ns(out.client.elapsed) as f64 / 1e9;
+        let link = 20e6 / 8.0 * span_s + 128.0 * 1024.0;
+        let forwarded = r.udp_up.bytes_forwarded;
         let got = s.bytes as f64 * 8.0 / (s.elapsed_ns as f64 / 1e9);
         eprintln!(
-            "rate 20Mbit, UDP at 40Mbit: queue drops {}, server lost {}, server goodput {:.2} Mbit/s (truth {:.2})",
+            "rate 20Mbit, UDP at 40Mbit: queue drops {}, server lost {}, relay forwarded {forwarded} B \
+             where the link over the sender's {:.1} ms carries {link:.0} B; server goodput {:.2} \
+             Mbit/s (truth {:.2})",
             r.udp_up.queue_drops,
             s.lost,
+            span_s * 1e3,
             got / 1e6,
-            expected / 1e6
+            20.0 * 1000.0 / 1016.0
         );
-        assert!((got - expected).abs() / expected < 0.05, "{got} vs {expected}");
+        assert_eq!(s.bytes / 1000 * datagram, forwarded, "forwarded == received");
+        assert!(
+            forwarded as f64 <= link + datagram as f64,
+            "the relay forwarded {forwarded} B, more than its link carries ({link:.0} B)"
+        );
 
         let sp = spec(Protocol::Tcp, Mechanism::Stream, 64 * 1024, 2_500_000);
         let (out, r) = through(&mut server, &relay, &sp).await;
@@ -598,7 +618,10 @@ async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
         );
         let got = 2_500_000.0 * 8.0 / (transfer_ns as f64 / 1e9);
         eprintln!("rate 20Mbit, TCP: goodput {:.2} Mbit/s", got / 1e6);
-        assert!((got - 20e6).abs() / 20e6 < 0.05, "TCP {got} bit/s vs 20 Mbit/s");
+        // Never faster than the link (a limiter that did not limit would pass loopback's
+        // Gbit/s); how much slower is the host's: a relay starved of the CPU leaves its link
+        // idle (18.6 Mbit/s beside a busy loop per CPU, 19.9-20.3 in the other runs).
+        assert!(got < 20e6 * 1.05, "TCP {got} bit/s through a 20 Mbit/s link");
     })
     .await
     .expect("test finished in time");
