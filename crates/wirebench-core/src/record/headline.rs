@@ -1,20 +1,21 @@
-//! The figures a run is judged by, derived once from both sides' counts: goodput (what the
-//! receiver got over the run's transfer time), the sender's offered rate beside it, UDP
-//! delivery (loss, duplicates, reordering as counts and shares) and the sender's
-//! retransmission rate. Every view shows these; none derives its own.
+//! The figures a run is judged by, derived once from both sides' counts: the run's transfer
+//! time ([`transfer_span_ns`], its one definition), goodput (what the receiver got over that
+//! time), the sender's offered rate beside it, UDP delivery (loss, duplicates, reordering as
+//! counts and shares) and the sender's retransmission rate. Every view shows these; none
+//! derives its own.
 
 use serde::{Deserialize, Serialize};
 
 use super::loss::LossSplit;
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
-use crate::vocab::plan::Protocol;
+use crate::vocab::plan::{Mechanism, Protocol};
 
 /// A run's headline figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Headline {
-    /// The run's transfer time, ns: the client's span (see `ClientRecord::seconds`), the one
-    /// span both goodput and the offered rate are taken over.
+    /// The run's transfer time, ns, as [`transfer_span_ns`] defines it (less the omitted span
+    /// with `-O`): the one span both goodput and the offered rate are taken over.
     pub transfer_ns: u64,
     /// Messages the sender sent (each once).
     pub sent_messages: u64,
@@ -104,7 +105,7 @@ impl RunRecord {
     /// `both_directions`; see [`RunRecord::direction_headlines`] for each). With `-O`, what
     /// each end moved before its omit mark is left out, and the time before the client's.
     pub fn headline(&self) -> Headline {
-        let forward = direction(self.protocol, self.reverse, &self.client, &self.server);
+        let forward = direction(self.kind(), self.reverse, &self.client, &self.server);
         match (self.direction_headlines(), self.server_to_client.as_deref()) {
             (Some(both), Some(back)) => {
                 both_ways(&both, self.client.messages + back.server.messages)
@@ -117,9 +118,37 @@ impl RunRecord {
     pub fn direction_headlines(&self) -> Option<DirectionHeadlines> {
         let back = self.server_to_client.as_deref()?;
         Some(DirectionHeadlines {
-            client_to_server: direction(self.protocol, false, &self.client, &self.server),
-            server_to_client: direction(self.protocol, true, &back.client, &back.server),
+            client_to_server: direction(self.kind(), false, &self.client, &self.server),
+            server_to_client: direction(self.kind(), true, &back.client, &back.server),
         })
+    }
+
+    /// The run's protocol and mechanism.
+    fn kind(&self) -> (Protocol, Mechanism) {
+        (self.protocol, self.mechanism)
+    }
+}
+
+/// The run's transfer time, ns: the one definition every figure over time uses, from each
+/// end's span of the run (`client_ns`: `ClientRecord::elapsed_ns`; `server_ns`:
+/// `ServerRecord::elapsed_ns`). It is timed by when the data was delivered, never by when a
+/// message on the control connection arrived, so neither host's scheduling after the data
+/// arrived (nor a long way back for the report) moves it.
+///
+/// - **Streaming**: the longer of the two ends' spans. The receiver's runs from its first byte
+///   read to its last. The sender's runs from its first byte handed to the transport to: for
+///   TCP and QUIC, the arrival of the receiver's acknowledgement of its last byte (TCP: the
+///   kernel's date of it, from TCP_INFO; QUIC: the acknowledgement of the stream's end), so it
+///   is the usual end, one round trip after the first byte left; for UDP, which has no
+///   acknowledgements, its last datagram sent (the receiver's span is then the longer when a
+///   bottleneck queue delayed the data). The receiver's span also stands in when something
+///   between the ends acknowledged TCP data before it arrived (a relay that terminates TCP).
+/// - **Stop-and-wait**: the client's span, from its first message to the last
+///   acknowledgement (`-R`: from the first byte it read to the last).
+pub fn transfer_span_ns(mechanism: Mechanism, client_ns: u64, server_ns: u64) -> u64 {
+    match mechanism {
+        Mechanism::Stream => client_ns.max(server_ns),
+        Mechanism::StopAndWait => client_ns,
     }
 }
 
@@ -134,7 +163,12 @@ fn after_mark(
 }
 
 /// The headline of one direction: `reverse` when the server sent.
-fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerRecord) -> Headline {
+fn direction(
+    (protocol, mechanism): (Protocol, Mechanism),
+    reverse: bool,
+    c: &ClientRecord,
+    s: &ServerRecord,
+) -> Headline {
     let client = after_mark(c.messages, c.bytes, c.omitted.as_ref());
     let server = after_mark(s.messages, s.bytes, s.omitted.as_ref());
     let ((sent_messages, sent_bytes), (mut received_messages, mut received_bytes)) = if reverse {
@@ -150,8 +184,9 @@ fn direction(protocol: Protocol, reverse: bool, c: &ClientRecord, s: &ServerReco
         received_messages = received_messages.min(sent_messages);
         received_bytes = received_bytes.min(sent_bytes);
     }
-    let omitted_ns = c.omitted.map_or(0, |o| o.elapsed_ns.min(c.elapsed_ns));
-    let transfer_ns = c.elapsed_ns - omitted_ns;
+    let span_ns = transfer_span_ns(mechanism, c.elapsed_ns, s.elapsed_ns);
+    let omitted_ns = c.omitted.map_or(0, |o| o.elapsed_ns.min(span_ns));
+    let transfer_ns = span_ns - omitted_ns;
     let seconds = transfer_ns as f64 / 1e9;
     let timed = transfer_ns >= MIN_TIMED_NS;
     // UDP delivery counts cover the whole run, the omitted span included: loss is counted
@@ -335,6 +370,24 @@ pub(crate) mod tests {
         assert_eq!((h.sent_messages, h.received_messages), (10, 6));
         assert_eq!(h.delivery.unwrap().lost_pct, 40.0);
         assert_eq!(h.goodput_bps, Some(6000.0 * 8.0 / 0.002));
+    }
+
+    #[test]
+    fn a_stream_is_timed_by_the_longer_of_the_two_ends_spans() {
+        // Acknowledged end to end: the sender's span (first byte sent to the acknowledgement
+        // of the last) is the longer, by about a round trip.
+        assert_eq!(transfer_span_ns(Mechanism::Stream, 2_001, 2_000), 2_001);
+        // Delayed by a bottleneck queue after a UDP sender's last datagram, or acknowledged
+        // early by a relay that terminates TCP: the receiver's span.
+        assert_eq!(transfer_span_ns(Mechanism::Stream, 900, 2_000), 2_000);
+        // Stop-and-wait: the client's span whatever the server's.
+        assert_eq!(transfer_span_ns(Mechanism::StopAndWait, 900, 2_000), 900);
+        // The headline takes it: 10 000 B over the server's 4 ms, not the client's 2 ms.
+        let mut r = run(Protocol::Tcp, 10, 10, 2_000_000);
+        r.server.elapsed_ns = 4_000_000;
+        let h = r.headline();
+        assert_eq!(h.transfer_ns, 4_000_000);
+        assert_eq!(h.goodput_bps, Some(10_000.0 * 8.0 / 0.004));
     }
 
     #[test]

@@ -53,8 +53,8 @@ pub struct TrialEntry {
     pub lost_pct: f64,
     /// What the receiver got, bit/s (the run's goodput); null when too short to time.
     pub goodput_bps: Option<f64>,
-    /// The rate the sender reached (the run's sent rate), bit/s: below `rate_bps` when the
-    /// sender could not keep up; null when too short to time.
+    /// The rate the sender reached over its own span (first to last datagram sent), bit/s:
+    /// below `rate_bps` when the sender could not keep up; null when too short to time.
     pub sent_bps: Option<f64>,
     /// The trial's transfer time, ns.
     pub transfer_ns: u64,

@@ -160,9 +160,12 @@ pub struct ClientRecord {
     pub messages: u64,
     /// Payload bytes sent (each once); with -R, unique bytes received.
     pub bytes: u64,
-    /// The run's transfer time in seconds: first byte sent until the last was acknowledged
-    /// (stop-and-wait) or the server confirmed what arrived (streaming); with -R, first byte
-    /// read to last.
+    /// The client's span of the run, seconds: first byte sent until the last was
+    /// acknowledged (stop-and-wait: the server's acknowledgement message; TCP and QUIC
+    /// streaming: the transport's acknowledgement, no later than the report's arrival) or,
+    /// UDP streaming, until the last datagram was sent; with -R, first byte read to last. The
+    /// run's transfer time is this span or, streaming, the server's if longer: see
+    /// `headline::transfer_span_ns`.
     pub seconds: f64,
     /// The same, in nanoseconds.
     pub elapsed_ns: u64,
@@ -214,8 +217,10 @@ pub struct ServerRecord {
     pub messages: u64,
     /// Payload bytes read (unique); with -R, bytes sent.
     pub bytes: u64,
-    /// First to last byte read on the server's own clock, seconds: a shorter span than the
-    /// client's, so not the one a rate is judged by.
+    /// The server's span on its own clock, seconds: first to last byte read; with -R, first
+    /// byte sent until the client acknowledged the last (TCP and QUIC streaming), until the
+    /// last datagram was sent (UDP streaming) or until the client had read everything. Usually shorter than the client's; `headline::transfer_span_ns` says when
+    /// it is the run's transfer time.
     pub seconds: f64,
     /// The same, in nanoseconds.
     pub elapsed_ns: u64,

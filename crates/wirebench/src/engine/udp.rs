@@ -16,7 +16,7 @@ use quinn::udp::{Transmit, UdpSocketState};
 use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
-use wirebench_core::machine::pacing::MOST_CATCH_UP;
+use wirebench_core::machine::pacing::most_catch_up;
 use wirebench_core::vocab::plan::{message_count, message_len};
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
@@ -358,7 +358,7 @@ fn report_host_drops(_: &UdpSocket, _: bool) -> io::Result<()> {
 }
 
 /// Sleeps until sending `bytes_sent` at `rate` since `from` (time, bytes then) is due; when
-/// more than [`MOST_CATCH_UP`] behind, counts from now minus that instead.
+/// more than [`most_catch_up`] behind, counts from now minus that instead.
 async fn pace(from: &mut (Instant, u64), bytes_sent: u64, rate: BitRate) {
     let (since, base) = *from;
     let due = Duration::from_secs_f64(bytes_sent.saturating_sub(base) as f64 * 8.0 / rate.0 as f64);
@@ -366,7 +366,10 @@ async fn pace(from: &mut (Instant, u64), bytes_sent: u64, rate: BitRate) {
     let now = Instant::now();
     if at > now {
         tokio::time::sleep_until(at.into()).await;
-    } else if now.duration_since(at) > MOST_CATCH_UP {
-        *from = (now.checked_sub(MOST_CATCH_UP).unwrap_or(now), bytes_sent);
+    } else {
+        let catch_up = most_catch_up(rate.0);
+        if now.duration_since(at) > catch_up {
+            *from = (now.checked_sub(catch_up).unwrap_or(now), bytes_sent);
+        }
     }
 }

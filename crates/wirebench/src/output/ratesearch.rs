@@ -78,12 +78,14 @@ pub fn result_line(r: &RateSearchRecord) -> String {
                 .map_or_else(|| "too short to time".to_string(), format_bitrate)
         ),
         _ if r.outcome == "below_low" => format!(
-            "no rate found: even the low bound {} lost more than allowed ({how}); lower --search-low",
+            "no rate found: even the low bound {} did not pass (it lost more than allowed, or \
+             its sender could not keep to it) ({how}); lower --search-low",
             format_bitrate(r.low_bps as f64)
         ),
         _ => format!(
-            "no rate found: the confirming trials kept failing, the path's loss changes from \
-             trial to trial ({how}); allow some loss (--max-loss) or lengthen --trial"
+            "no rate found: the confirming trials kept failing, the path's loss (or the \
+             sender's pace, on a busy host) changes from trial to trial ({how}); allow some \
+             loss (--max-loss) or lengthen --trial"
         ),
     }
 }

@@ -176,6 +176,46 @@ pub fn apply_tcp_options<'s>(
     Ok(())
 }
 
+/// Waits at most `limit` for the peer to close its side of a TCP connection on which nothing
+/// more is due (a stop-and-wait sender says so once it has its last acknowledgement): `Ok`
+/// at its FIN, and also when `limit` passes without one (a peer that never closes, as older
+/// wirebench clients did, only makes the end late); an error if it sends more instead, or the
+/// connection fails. Works on blocking and non-blocking sockets alike.
+pub fn wait_for_end(socket: &std::net::TcpStream, limit: std::time::Duration) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd, which outlives the call.
+        let rc = unsafe { libc::poll(&mut fd, 1, ms) };
+        match rc {
+            0 => return Ok(()),
+            n if n > 0 => break,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    let mut byte = [0u8; 1];
+    match socket.peek(&mut byte) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the client sent more than its total",
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// Paces a TCP sender to `rate_bps` bits per second in the kernel (SO_MAX_PACING_RATE: the fq
 /// qdisc, or TCP's own pacing under any other qdisc, spaces the packets out). `--rate` on TCP.
 #[cfg(target_os = "linux")]

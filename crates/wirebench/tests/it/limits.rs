@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
-use wirebench::flows::client::SessionRequest;
+use wirebench::flows::client::{SessionOutcome, SessionRequest};
 use wirebench::flows::server::{Limits, Server, ServerEvent, ServerOptions, StopRequest};
 use wirebench::transport::control;
 use wirebench::transport::tls::ServerIdentity;
+use wirebench_core::record::transfer_span_ns;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ControlMessage, DataPathOptions, Preamble, SessionParams};
 
 use crate::sessions::spec;
@@ -171,9 +173,16 @@ async fn totals_above_the_byte_limit_are_refused() {
     .expect("test within its time limit");
 }
 
-/// The server's goodput in bit/s, from its first to its last byte read.
-fn server_goodput(bytes: u64, elapsed_ns: u64) -> f64 {
-    bytes as f64 * 8.0 / (elapsed_ns as f64 / 1e9)
+/// A streaming session's goodput in bit/s: `bytes` over its transfer time, the one definition
+/// (the longer of the two ends' spans: a busy host that woke one end late for its first byte
+/// shortens that end's span, never the other's too).
+fn session_goodput(bytes: u64, out: &SessionOutcome) -> f64 {
+    let transfer_ns = transfer_span_ns(
+        Mechanism::Stream,
+        duration_ns(out.client.elapsed),
+        out.server.elapsed_ns,
+    );
+    bytes as f64 * 8.0 / (transfer_ns as f64 / 1e9)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,7 +203,7 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
                 .await
                 .expect("forward");
             assert_eq!(out.server.bytes, TOTAL);
-            let goodput = server_goodput(out.server.bytes, out.server.elapsed_ns);
+            let goodput = session_goodput(out.server.bytes, &out);
             assert!(
                 goodput <= RATE as f64 * 1.05,
                 "{protocol} forward read at {goodput:.0} bit/s, cap {RATE}"
@@ -208,7 +217,7 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
                 .await
                 .expect("reverse");
             assert_eq!(out.client.tally.bytes, TOTAL);
-            let received = TOTAL as f64 * 8.0 / out.client.elapsed.as_secs_f64();
+            let received = session_goodput(TOTAL, &out);
             assert!(
                 received <= RATE as f64 * 1.05,
                 "{protocol} reverse received at {received:.0} bit/s, cap {RATE}"
@@ -234,7 +243,7 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
             .run()
             .await
             .expect("reverse");
-        let received = out.client.tally.bytes as f64 * 8.0 / out.client.elapsed.as_secs_f64();
+        let received = session_goodput(out.client.tally.bytes, &out);
         assert!(
             received <= RATE as f64 * 1.05,
             "udp reverse received at {received:.0} bit/s, cap {RATE}"

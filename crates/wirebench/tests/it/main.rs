@@ -6,6 +6,7 @@ mod architecture;
 mod bidir;
 mod browser;
 mod cli;
+mod clock;
 mod compare;
 mod dns;
 mod exporter;

@@ -3,6 +3,8 @@
 //! issue 14 found wrong stay right.
 
 use serde_json::Value;
+use wirebench_core::record::transfer_span_ns;
+use wirebench_core::vocab::plan::Mechanism;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::TempPath;
@@ -69,7 +71,8 @@ async fn run_tables_report_export_and_compare_show_one_goodput() {
             .unwrap_or(run_tables.len())];
         assert_eq!(run_tables.trim_end(), tables(&report).trim_end());
 
-        // Every run's headline goodput is the receiver's bytes over the run's transfer time.
+        // Every run's headline goodput is the receiver's bytes over the run's transfer time,
+        // the one definition (the longer of the two ends' spans when streaming).
         let export = wirebench(&["export", "1", "--db", db.arg()]).await;
         assert!(export.status.success(), "{}", stderr(&export));
         let doc: Value = serde_json::from_slice(&export.stdout).unwrap();
@@ -79,7 +82,15 @@ async fn run_tables_report_export_and_compare_show_one_goodput() {
         for r in runs {
             let h = &r["headline"];
             let received = r["server"]["bytes"].as_f64().unwrap();
-            let seconds = r["client"]["seconds"].as_f64().unwrap();
+            let span = |end: &str| r[end]["elapsed_ns"].as_u64().unwrap();
+            let mechanism = if r["mechanism"] == "stream" {
+                Mechanism::Stream
+            } else {
+                Mechanism::StopAndWait
+            };
+            let transfer_ns = transfer_span_ns(mechanism, span("client"), span("server"));
+            assert_eq!(h["transfer_ns"], transfer_ns, "{r}");
+            let seconds = transfer_ns as f64 / 1e9;
             if let Some(goodput) = h["goodput_bps"].as_f64() {
                 let expected = received * 8.0 / seconds;
                 assert!((goodput - expected).abs() / expected < 0.01, "{r}");

@@ -197,18 +197,23 @@ async fn udp_losses_equal_what_the_forwarder_dropped() {
             );
             let c = out.counts;
             // With --retries 0 every request is one datagram each way: a request dropped on the
-            // way in, or its response dropped on the way back, is one lost request; nothing
-            // else is.
+            // way in, or its response dropped on the way back, is one lost request; so is one
+            // whose response came back after the timeout (a busy machine can hold a datagram
+            // 400 ms: seen once in the suite beside a busy loop per CPU), counted late if it
+            // came before the end. Nothing else is.
             assert!(
                 c2s_dropped + s2c_dropped > 0,
                 "the forwarder dropped something"
             );
             assert_eq!(c.sent, count, "K={k}");
             assert_eq!(c2s_dropped + c2s_fwd, count, "one datagram per request");
-            assert_eq!(c.lost, c2s_dropped + s2c_dropped, "K={k}");
-            assert_eq!(c.answered, s2c_fwd);
+            let too_slow = s2c_fwd
+                .checked_sub(c.answered)
+                .expect("no answer without its response forwarded");
+            assert_eq!(c.lost, c2s_dropped + s2c_dropped + too_slow, "K={k}");
+            assert!(c.late <= too_slow, "K={k}: {} late of {too_slow}", c.late);
             assert_eq!(c.sent, c.answered + c.lost);
-            assert_eq!((c.late, c.retries), (0, 0));
+            assert_eq!(c.retries, 0);
             assert_eq!(
                 out.server.messages, c2s_fwd,
                 "the server answered all it got"

@@ -180,7 +180,7 @@ pub enum SearchOutcome {
         /// The rate, bit/s.
         rate_bps: u64,
     },
-    /// Even the low bound lost more than allowed.
+    /// Even the low bound did not pass (it lost more than allowed, or its sender fell short).
     BelowLow,
     /// Confirmations kept failing: the path's loss changes from trial to trial.
     Unstable {
@@ -267,7 +267,7 @@ impl RateSearch {
     /// still pass (passing needs the whole trial). Loss: the missing messages beyond
     /// [`late_allowance`] already exceed what the whole trial may lose. Sender: even at the
     /// offered rate from now on, the sender's rate over the trial (payload bytes over the time
-    /// since it started, less the pacer's [`crate::machine::pacing::MOST_CATCH_UP`]) would end below
+    /// since it started, less the pacer's [`crate::machine::pacing::most_catch_up`]) would end below
     /// [`SENDER_SHORTFALL`] of the offered rate.
     pub fn decide_early(&self, t: &TrialSoFar) -> Option<EarlyEnd> {
         let lost = t
@@ -280,8 +280,8 @@ impl RateSearch {
         if t.rate_bps > 0 && t.planned_bytes > t.sent_bytes {
             let rate = t.rate_bps as f64;
             let left_s = (t.planned_bytes - t.sent_bytes) as f64 * 8.0 / rate;
-            // The pacer may still win back up to MOST_CATCH_UP of the time it lost.
-            let catch_up_s = crate::machine::pacing::MOST_CATCH_UP.as_secs_f64();
+            // The pacer may still win back up to its catch-up of the time it lost.
+            let catch_up_s = crate::machine::pacing::most_catch_up(t.rate_bps).as_secs_f64();
             let best_s = (t.elapsed_ns as f64 / 1e9 + left_s - catch_up_s).max(f64::MIN_POSITIVE);
             let best_bps = t.planned_bytes as f64 * 8.0 / best_s;
             if best_bps < rate * SENDER_SHORTFALL {

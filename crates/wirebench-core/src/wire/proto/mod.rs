@@ -278,7 +278,9 @@ pub struct ServerReport {
     pub bytes: u64,
     /// Read calls that returned data (TCP/QUIC) or datagrams received including duplicates (UDP).
     pub read_calls: u64,
-    /// First byte read → last byte read, on the server's monotonic clock, in nanoseconds.
+    /// First byte read → last byte read, on the server's monotonic clock, in nanoseconds;
+    /// reversed (the server sends), first byte sent → the client's acknowledgement of the
+    /// last (TCP and QUIC streaming) or the client's end of the transfer.
     pub elapsed_ns: u64,
     /// Time between the last data arrival and the moment the report was made, in nanoseconds.
     pub idle_after_last_ns: u64,

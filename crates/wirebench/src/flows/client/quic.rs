@@ -1,11 +1,12 @@
 //! The client's QUIC transfer: a connection to the server's UDP port, one bidirectional
 //! stream; messages are slices of one shared payload buffer.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use quinn::{Connection, Endpoint, RecvStream, SendStream};
 use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{DataPathInfo, Preamble};
 
 use super::leg::{received_leg, send_on_stream, Leg, Transfer};
@@ -15,6 +16,10 @@ use crate::engine::quic_stream::{QuicSink, QuicSource};
 use crate::engine::stream::{self, ReadTally};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::{control, counters, net};
+
+/// How long a receiver waits for the stream's end after the last byte it expected (the
+/// server finishes its stream right after its last write).
+const STREAM_END_WAIT: Duration = Duration::from_secs(1);
 
 /// Connects, opens the stream, announces the session on it, then plays the session's role.
 pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble, cert: Vec<u8>) -> Result<Leg> {
@@ -56,6 +61,13 @@ async fn receive(
         return Err(t.explain_failure(e).await);
     }
     data_path.cpu = net::current_cpu();
+    if t.p.mechanism == Mechanism::Stream {
+        // The server's clock stops at our acknowledgement of its stream's end: read up to
+        // that end, then finish our side, whose packet carries the acknowledgement now rather
+        // than at quinn's delayed-ACK timer.
+        let _ = tokio::time::timeout(STREAM_END_WAIT, recv.read_chunk(1, true)).await;
+        let _ = send.finish();
+    }
     let report = t.report().await;
     let transport = Some(counters::quic_stats(connection));
     connection.close(0u32.into(), b"done");
@@ -95,7 +107,15 @@ async fn send_messages(
     let send_window = sink.get_ref().send_window();
     drop(sink);
     let _ = send.finish();
-    let result = t.finish_timing(started, done_at).await;
+    // Streaming: the clock stops when the server acknowledged the stream's end (everything
+    // up to its FIN), as quinn learnt it.
+    let delivered = async {
+        match send.stopped().await {
+            Ok(None) => Some(Instant::now()),
+            _ => None,
+        }
+    };
+    let result = t.finish_timing(started, done_at, delivered).await;
     let transport = Some(TransportStats {
         send_window_bytes: send_window,
         ..counters::quic_stats(connection)

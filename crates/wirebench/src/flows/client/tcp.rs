@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{Preamble, SessionParams};
 
 use super::leg::{received_leg, send_on_stream, Leg, Transfer};
@@ -13,6 +14,7 @@ use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::liveness::{self, Watched};
 use crate::engine::stream::{self, ReadSource, ReadTally, WriteSink};
 use crate::transport::counters;
+use crate::transport::delivery::{self, Acknowledged};
 use crate::transport::{control, net};
 
 /// Opens the data connection, then plays the session's role on it.
@@ -39,7 +41,8 @@ async fn connect(
 }
 
 /// The sending role in a thread of its own; the clock stops as [`Transfer::finish_timing`]
-/// says.
+/// says (streaming: when the server's acknowledgement of the last byte arrived, read from
+/// TCP_INFO).
 async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
     t.progress.watch_tcp_sender(&data);
     // A second handle, to stop the sender thread (shutdown wakes a blocked write or read) if
@@ -68,13 +71,17 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
             &progress,
         ));
         let done_at = Instant::now();
-        if params.timed() {
-            // A timed session ends by the sender closing its side (the receiver cannot know
+        // What the server will have acknowledged once the last byte arrived: read before our
+        // FIN, whose acknowledgement follows the server's schedule rather than the data's.
+        let streamed = result.is_ok() && params.mechanism == Mechanism::Stream;
+        let target = delivery::ack_target(&data).filter(|_| streamed);
+        if params.timed() && params.mechanism == Mechanism::Stream {
+            // A timed stream ends by the sender closing its side (the receiver cannot know
             // the total); the socket stays open for the acknowledgements and TCP_INFO.
             let _ = data.shutdown(std::net::Shutdown::Write);
         }
         let data_path = net::tcp_data_path(&data, spin);
-        (result, started, done_at, data_path, hist, data)
+        (result, started, done_at, target, data_path, hist, data)
     });
     let stop = || {
         let _ = stopper.shutdown(std::net::Shutdown::Both);
@@ -83,14 +90,31 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
         Watched::Done(joined) => joined,
         Watched::Gone { reason, .. } => return Err(t.gone(reason)),
     };
-    let (result, started, done_at, data_path, hist, data) =
+    let (result, started, done_at, target, data_path, hist, data) =
         joined.context("the TCP sender thread failed")?;
+    if t.p.mechanism == Mechanism::StopAndWait {
+        // Stop-and-wait ends by our closing our side, and the server reports only then: sent
+        // here, once the watch above has the transfer's end, so the report can never
+        // overtake it (no grace to run out on a busy machine).
+        let _ = data.shutdown(std::net::Shutdown::Write);
+    }
     *t.rtt = hist;
     let tally = match result {
         Ok(tally) => tally,
         Err(e) => return Err(t.explain_failure(e).await),
     };
-    let (elapsed, report) = t.finish_timing(started, done_at).await?;
+    // Streaming: the clock stops when the server's acknowledgement of the last byte arrived.
+    let watch = match (target, data.try_clone()) {
+        (Some(target), Ok(handle)) => Some(Acknowledged::watch(handle, target)),
+        _ => None,
+    };
+    let delivered = async move {
+        match watch {
+            Some(watch) => watch.at().await,
+            None => None,
+        }
+    };
+    let (elapsed, report) = t.finish_timing(started, done_at, delivered).await?;
     // Read after the server's report, once the last acknowledgements (and the D-SACKs that
     // unmask spurious retransmissions) are in.
     let transport = counters::tcp_sender_stats(&data).await;

@@ -27,7 +27,7 @@ use crate::engine::{udp_hello, udp_reverse, SendTally};
 use crate::transport::{control, net};
 
 /// What a sending transfer did: its tally, when it started and when its last datagram left
-/// (stop-and-wait: was acknowledged).
+/// (stop-and-wait: was acknowledged): the client's span of the run.
 type Sent = (SendTally, Instant, Instant);
 
 /// Connects the socket, then receives (`--reverse`) or sends and agrees the end.
@@ -237,9 +237,11 @@ where
     }
 }
 
-/// The end of a sending transfer: says what was sent, waits for the report, and stops the
-/// clock (stop-and-wait: at the last acknowledgement; streaming: at the server's confirmation,
-/// less the time it then waited for stragglers after the last datagram arrived).
+/// The end of a sending transfer: says what was sent and waits for the report. The client's
+/// span ends at its last acknowledgement (stop-and-wait) or its last datagram sent
+/// (streaming: with no acknowledgements, the server's span to its last arrival says when the
+/// data was delivered; see `wirebench_core::record::headline::transfer_span_ns`), never at
+/// the report, whose way back is no part of the transfer.
 async fn finish(t: &mut Transfer<'_>, sent: Sent, data_path: DataPathInfo) -> Result<Leg> {
     let (tally, started, acked_at) = sent;
     control::send(
@@ -251,15 +253,10 @@ async fn finish(t: &mut Transfer<'_>, sent: Sent, data_path: DataPathInfo) -> Re
     )
     .await?;
     let report = t.report().await?;
-    let (elapsed, resent_or_lost) = match t.p.mechanism {
-        Mechanism::StopAndWait => (acked_at - started, tally.retransmissions),
-        // `idle_after_last_ns` is a duration on the server's clock, not a time.
-        Mechanism::Stream => (
-            started
-                .elapsed()
-                .saturating_sub(Duration::from_nanos(report.idle_after_last_ns)),
-            report.lost,
-        ),
+    let elapsed = acked_at.saturating_duration_since(started);
+    let resent_or_lost = match t.p.mechanism {
+        Mechanism::StopAndWait => tally.retransmissions,
+        Mechanism::Stream => report.lost,
     };
     Ok(Leg {
         tally,

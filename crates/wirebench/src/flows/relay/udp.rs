@@ -2,7 +2,8 @@
 //! address (its own socket toward the server, one impairment machine per direction); must not
 //! decide anything about a datagram itself — the core machine does. What the flows hold comes
 //! out of the relay's byte budget; a datagram that finds no room (or a client beyond the flow
-//! limit, or no socket to be had) is dropped and told as a trouble.
+//! limit, or no socket to be had) is dropped and told as a trouble. Datagrams are dated by the
+//! kernel's arrival stamps, so a stalled relay's link model keeps real time.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use tokio::sync::mpsc;
 use wirebench_core::machine::impair::{Impairer, Impairments};
 
 use super::{wait_until, FlowSlot, Registry, Trouble, UDP_FLOW_IDLE};
+use crate::transport::arrival;
 
 /// Largest datagram relayed (the largest UDP payload over IPv6, with room).
 const MAX_DATAGRAM: usize = 65_536;
@@ -35,8 +37,12 @@ pub(super) async fn dispatch_loop(
     let mut flows: HashMap<SocketAddr, mpsc::Sender<Arrival>> = HashMap::new();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut next_index = 0u64;
+    // Each datagram is dated by the kernel when it arrived: a relay stalled by a busy host
+    // must not see what came during the stall as one burst at its end (its queue would drop
+    // what a real link had carried, and its link would stand idle for the stall).
+    arrival::stamp_arrivals(&front);
     loop {
-        let (n, from) = match front.recv_from(&mut buf).await {
+        let (n, from, arrived) = match arrival::recv_from(&front, &mut buf).await {
             Ok(x) => x,
             Err(_) => {
                 // A transient error (e.g. an ICMP report surfacing): keep serving the others,
@@ -48,9 +54,9 @@ pub(super) async fn dispatch_loop(
         // Its bytes are held from here until it leaves (or is dropped by its flow's machine);
         // without room it is dropped, and its flow counts the drop.
         let item = if registry.hold.try_take(n as u64) {
-            (Instant::now(), Some(Bytes::copy_from_slice(&buf[..n])))
+            (arrived, Some(Bytes::copy_from_slice(&buf[..n])))
         } else {
-            (Instant::now(), None)
+            (arrived, None)
         };
         let taken = if item.1.is_some() { n as u64 } else { 0 };
         let item = match flows.get(&from) {
@@ -125,6 +131,7 @@ async fn upstream_socket(upstream: SocketAddr) -> anyhow::Result<UdpSocket> {
         None,
     )?)?;
     socket.connect(upstream).await?;
+    arrival::stamp_arrivals(&socket);
     Ok(socket)
 }
 
@@ -198,9 +205,9 @@ impl Flow {
                     }
                     None => break,
                 },
-                r = back.recv(&mut buf) => {
-                    if let Ok(n) = r {
-                        last_activity = Instant::now();
+                r = arrival::recv_from(&back, &mut buf) => {
+                    if let Ok((n, _, arrived)) = r {
+                        last_activity = arrived;
                         if is_hello(&buf[..n]) {
                             let _ = front.send_to(&buf[..n], client).await;
                         } else if hold.try_take(n as u64) {

@@ -6,15 +6,19 @@
 //!
 //! The server's time runs from its first byte sent until the client has read everything: over
 //! TCP until the client closes the data connection (after the server's FIN), over QUIC until
-//! the client has read the stream to its end. So the report never overtakes the data.
+//! the client has acknowledged the stream to its end. So the report never overtakes the data.
+//! Streaming, its time ends instead when the client acknowledged its last byte, read from
+//! TCP_INFO or quinn rather than from the client's messages: the sender's span of the run's
+//! transfer time (`wirebench_core::record::headline`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
@@ -31,6 +35,7 @@ use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
+use crate::transport::delivery;
 use crate::transport::net;
 
 /// What the sending role has put on the data path so far, counted per message (plain atomics:
@@ -93,7 +98,8 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                 // The client's --rate: paced in the kernel, as the client paces forward.
                 if let Some(asked) = p.rate_bps {
                     if let Err(e) = net::set_max_pacing_rate(&tcp, asked) {
-                        return Err(format!("cannot pace the TCP data socket to --rate: {e}"));
+                        let e = format!("cannot pace the TCP data socket to --rate: {e}");
+                        return (Err(e), None);
                     }
                 }
                 let sender = Sender {
@@ -126,13 +132,13 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                 tokio::spawn(async move {
                     let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
                 });
-                res.0
+                (res.0, res.2)
             }
         }
     };
     let began = Instant::now();
     let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
-    let ((result, intervals), mark) =
+    let (((result, acknowledged), intervals), mark) =
         interval::marked(sampled, omit_span(p), || progress.read().bytes).await;
     report.omitted = omitted(mark, Some(began), p);
     report.intervals = intervals;
@@ -141,12 +147,16 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
     report.bytes = counts.bytes.load(Ordering::Relaxed);
     report.read_calls = counts.send_calls.load(Ordering::Relaxed);
     let first = counts.first_at.get().copied().unwrap_or(began);
-    report.elapsed_ns = duration_ns(first.elapsed());
+    // Streaming: until the client acknowledged the last byte (the run's transfer time, as
+    // wirebench_core::record::headline takes it); otherwise until the client had read it all.
+    let end = acknowledged.unwrap_or_else(Instant::now);
+    report.elapsed_ns = duration_ns(end.saturating_duration_since(first));
     result
 }
 
-/// QUIC: the sending role on the session's task, then the wait until the client has read the
-/// stream to its end. Returns the outcome and the send window it ended with.
+/// QUIC: the sending role on the session's task, then the wait until the client has
+/// acknowledged the stream to its end. Returns the outcome, the send window it ended with and
+/// (streaming) when that acknowledgement came.
 #[allow(clippy::too_many_arguments)]
 async fn send_quic<R: AsyncRead + Unpin>(
     connection: &quinn::Connection,
@@ -157,7 +167,7 @@ async fn send_quic<R: AsyncRead + Unpin>(
     rate: Option<u64>,
     counts: &SentSoFar,
     progress: &Progress,
-) -> (Result<(), String>, Option<u64>) {
+) -> (Result<(), String>, Option<u64>, Option<Instant>) {
     let sink = QuicSink::new(send, connection, p);
     let mut sink = Counted {
         inner: Throttled::new(sink, rate, Pause::Timer),
@@ -165,7 +175,7 @@ async fn send_quic<R: AsyncRead + Unpin>(
     };
     let mut rtt = match stream::rtt_histogram() {
         Ok(h) => h,
-        Err(e) => return (Err(e.to_string()), None),
+        Err(e) => return (Err(e.to_string()), None, None),
     };
     let res = tokio::select! {
         res = stream::send_role(recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
@@ -174,14 +184,15 @@ async fn send_quic<R: AsyncRead + Unpin>(
     let window = sink.inner.get_ref().send_window();
     drop(sink);
     if let Err(e) = res {
-        return (Err(e), window);
+        return (Err(e), window, None);
     }
     let _ = send.finish();
-    // Done when the client has read the stream to its end.
+    // Done when the client has acknowledged the stream to its end.
     let read = tokio::select! {
         r = tokio::time::timeout(SETUP_TIMEOUT, send.stopped()) => r,
-        reason = watch_control(rd) => return (Err(reason), window),
+        reason = watch_control(rd) => return (Err(reason), window, None),
     };
+    let acknowledged = matches!(read, Ok(Ok(None))).then(Instant::now);
     let res = match read {
         Ok(Ok(None)) => Ok(()),
         Ok(Ok(Some(code))) => Err(format!("the client stopped the stream (code {code})")),
@@ -190,7 +201,8 @@ async fn send_quic<R: AsyncRead + Unpin>(
             "the client did not read the stream to its end within {SETUP_TIMEOUT:?}"
         )),
     };
-    (res, window)
+    let streamed = p.mechanism == Mechanism::Stream;
+    (res, window, acknowledged.filter(|_| streamed))
 }
 
 /// How the TCP sending thread runs: the server's --max-rate and where it counts.
@@ -201,6 +213,7 @@ struct Sender {
 
 /// TCP: the sending role on a blocking socket in a thread of its own, while this task watches
 /// the control connection; if that ends first, shutting the socket down wakes the thread.
+/// Returns the outcome and (streaming) when the client acknowledged the last byte.
 async fn send_tcp<R: AsyncRead + Unpin>(
     tcp: TcpStream,
     rd: &mut R,
@@ -208,12 +221,23 @@ async fn send_tcp<R: AsyncRead + Unpin>(
     sender: Sender,
     report: &mut ServerReport,
     progress: &Arc<Progress>,
-) -> Result<(), String> {
-    net::apply_tcp_options(&tcp, &p.options, p.mechanism)
-        .map_err(|e| format!("cannot set the TCP options: {e}"))?;
+) -> (Result<(), String>, Option<Instant>) {
+    let prepared = net::apply_tcp_options(&tcp, &p.options, p.mechanism)
+        .map_err(|e| format!("cannot set the TCP options: {e}"))
+        .and_then(|()| {
+            let data = blocking::into_blocking(tcp, p.options.busy_poll);
+            let data = data.map_err(|e| format!("data socket: {e}"))?;
+            let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
+            Ok((data, waker))
+        });
+    let (data, waker) = match prepared {
+        Ok(both) => both,
+        Err(e) => return (Err(e), None),
+    };
     let spin = p.options.busy_poll;
-    let data = blocking::into_blocking(tcp, spin).map_err(|e| format!("data socket: {e}"))?;
-    let waker = data.try_clone().map_err(|e| format!("data socket: {e}"))?;
+    // Raised when the client is gone: nobody is left to acknowledge what we sent.
+    let stop = Arc::new(AtomicBool::new(false));
+    let halt = Arc::clone(&stop);
     let params = p.clone();
     progress.watch_tcp_sender(&data);
     let progress = Arc::clone(progress);
@@ -237,30 +261,37 @@ async fn send_tcp<R: AsyncRead + Unpin>(
                 &progress.bytes,
             ))
         });
-        // Our FIN, then wait for the client's: it closes once it has read everything.
+        // Streaming: what the client will have acknowledged once our last byte arrived,
+        // read before our FIN (acknowledged on the client's schedule, not the data's).
+        let streamed = result.is_ok() && params.mechanism == Mechanism::Stream;
+        let target = delivery::ack_target(&data).filter(|_| streamed);
+        // Our FIN, then the acknowledgement of our last byte, then the client's FIN: it
+        // closes once it has read everything.
         let _ = data.shutdown(std::net::Shutdown::Write);
+        let acknowledged = target.and_then(|t| delivery::wait_acknowledged(&data, t, &halt));
         block_on(async {
             let mut scrap = [0u8; 256];
             let mut reader = Blocking::new(&data, spin);
             while matches!(reader.read(&mut scrap).await, Ok(n) if n > 0) {}
         });
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
-        (result.map(|_| ()), ends)
+        (result.map(|_| ()), ends, acknowledged)
     });
     tokio::select! {
         joined = &mut worker => match joined {
-            Ok((res, (info, transport))) => {
+            Ok((res, (info, transport), acknowledged)) => {
                 (report.data_path, report.transport) = (info, transport);
-                res.map_err(|e| e.to_string())
+                (res.map_err(|e| e.to_string()), acknowledged)
             }
-            Err(e) => Err(format!("the sender thread failed: {e}")),
+            Err(e) => (Err(format!("the sender thread failed: {e}")), None),
         },
         reason = watch_control(rd) => {
+            stop.store(true, Ordering::Relaxed);
             let _ = waker.shutdown(std::net::Shutdown::Both);
-            if let Ok((_, (info, transport))) = worker.await {
+            if let Ok((_, (info, transport), _)) = worker.await {
                 (report.data_path, report.transport) = (info, transport);
             }
-            Err(reason)
+            (Err(reason), None)
         }
     }
 }

@@ -23,10 +23,11 @@ use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic_stream::QuicSource;
-use crate::engine::stream::{self, ReadSource, ReadTally};
+use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
+use crate::transport::delivery;
 use crate::transport::net;
 
 /// How long the server keeps a finished QUIC connection open so its last acknowledgements
@@ -109,28 +110,32 @@ async fn receive<R: AsyncRead + Unpin>(
                         reason = watch_control(rd) => Err(reason),
                     }
                 };
-                // Stop-and-wait: report once the client has its last acknowledgement, which
-                // it says by finishing its stream; a report that overtook that
-                // acknowledgement would look like the server ending the session early.
+                // Report once the client has finished its stream (a timed session ends
+                // there anyway). Stop-and-wait: the client has its last acknowledgement by
+                // then; a report that overtook it would look like the server ending the
+                // session early. Streaming: finishing our side then acknowledges the
+                // client's stream end at once, which stops the client's clock.
                 let res = match res {
-                    Ok(()) if p.mechanism == Mechanism::StopAndWait && !p.timed() => {
+                    Ok(()) if !p.timed() => {
                         tokio::select! {
                             end = tokio::time::timeout(SETUP_TIMEOUT, recv.read_chunk(1, true)) => match end {
                                 Ok(Ok(None)) => Ok(()),
                                 Ok(Ok(Some(_))) => Err("the client sent more than its total".to_string()),
                                 Ok(Err(e)) => Err(format!("the QUIC stream failed after the last message: {e}")),
-                                Err(_) => Err(format!("the client did not finish its stream within {SETUP_TIMEOUT:?} of its last acknowledgement")),
+                                Err(_) => Err(format!("the client did not finish its stream within {SETUP_TIMEOUT:?} of its last message")),
                             },
                             reason = watch_control(rd) => Err(reason),
                         }
                     }
                     other => other,
                 };
+                // Our stream's end carries the acknowledgement of the client's, now.
+                let _ = send.finish();
                 report.data_path = shared_udp_data_path(shared);
                 report.transport = Some(counters::quic_stats(&connection));
                 // Let the last acknowledgements drain; the client closes the connection when done.
                 tokio::spawn(async move {
-                    let _ = send.finish();
+                    let _send = send;
                     let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
                 });
                 res
@@ -211,6 +216,17 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             &mut t,
             &progress.bytes,
         ));
+        // The client's clock stops at our acknowledgement of its last byte: send it now.
+        delivery::acknowledge_now(&data);
+        // Stop-and-wait: report once the client has read its last acknowledgement, which it
+        // says by closing its side (a timed session ended there already); a report that
+        // overtook that acknowledgement would look like the server ending the session early.
+        let res = match res {
+            Ok(()) if params.mechanism == Mechanism::StopAndWait && !params.timed() => {
+                net::wait_for_end(&data, SETUP_TIMEOUT).map_err(ReceiveError::Io)
+            }
+            other => other,
+        };
         let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
         (t, res, ends)
     });
