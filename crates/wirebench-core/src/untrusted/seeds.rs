@@ -365,6 +365,7 @@ fn iperf3_control() -> Vec<(&'static str, Vec<u8>)> {
             packets: 700,
             start_time: 0.0,
             end_time: 10.0,
+            ..StreamResult::default()
         }],
         ..TestResults::default()
     };

@@ -263,7 +263,7 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
         udp_counters_64bit: 0,
         pacing_timer: Some(1000),
         client_version: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
-        other: serde_json::Map::new(),
+        ..TestParams::default()
     }
 }
 
@@ -293,8 +293,10 @@ fn results(ours: &[StreamTally], reverse: bool) -> TestResults {
                 },
                 start_time: 0.0,
                 end_time: s.last_s,
+                ..StreamResult::default()
             })
             .collect(),
+        server_output_text: None,
     }
 }
 
