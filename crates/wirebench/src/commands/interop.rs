@@ -14,6 +14,9 @@ use crate::flows::perf::client::PerfConfig;
 
 /// Runs one test against an iperf3 server, prints both views and stores the run.
 pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
+    for note in &cfg.notes {
+        eprintln!("note: {note}");
+    }
     let outcome = crate::flows::iperf3::client::run(&cfg)
         .await
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;

@@ -100,6 +100,7 @@ pub fn iperf3_client(
             if udp { "UDP" } else { "TCP" }
         )));
     }
+    let mut notes = Vec::new();
     let limit = match &i.time {
         Some(t) => {
             let d = parse_run_time(t)?;
@@ -115,7 +116,18 @@ pub fn iperf3_client(
             if n == 0 {
                 return Err(usage("-n/--total must be at least 1 byte"));
             }
-            Limit::Bytes(n)
+            // iperf3 3.21 servers (GRO) count only datagrams of the whole -l: a short last one
+            // would arrive uncounted. Whole datagrams, as iperf3's own client sends.
+            let whole = if udp { n.div_ceil(len) * len } else { n };
+            if whole != n {
+                notes.push(format!(
+                    "-n {n} is {} datagrams of {len} B and a {} B rest: sending {} whole datagrams, {whole} B (iperf3 3.21 servers do not count a datagram shorter than -l)",
+                    n / len,
+                    n % len,
+                    whole / len
+                ));
+            }
+            Limit::Bytes(whole)
         }
     };
     let rate_bps = match &args.rate {
@@ -143,6 +155,7 @@ pub fn iperf3_client(
         limit,
         rate_bps,
         json: args.json,
+        notes,
     }))
 }
 

@@ -114,6 +114,7 @@ fn cfg(
         limit,
         rate_bps: if udp { 10_000_000 } else { 0 },
         json: false,
+        notes: Vec::new(),
     }
 }
 
@@ -275,6 +276,7 @@ async fn run_iperf3_prints_both_views_as_json() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    crate::iperf3_client::assert_schema(&doc, "iperf3-output.schema.json");
     assert_eq!(doc["kind"], "iperf3");
     assert_eq!(doc["wirebench"]["role"], "receiver");
     assert_eq!(doc["wirebench"]["bytes"], 1 << 20);

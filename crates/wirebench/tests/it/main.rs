@@ -11,6 +11,7 @@ mod dns;
 mod exporter;
 mod guide;
 mod interop;
+mod iperf3_client;
 mod iperf3_conformance;
 mod latency_probe;
 mod limits;
