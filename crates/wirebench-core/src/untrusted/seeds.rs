@@ -94,6 +94,8 @@ fn session_params() -> SessionParams {
             busy_poll: false,
             receipt_us: Some(20_000),
             quic_mtu: None,
+            mss: None,
+            tos: None,
         },
         interval_us: Some(1_000_000),
         reverse: true,

@@ -35,7 +35,13 @@ use wirebench_core::record::campaign::SoFar;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed (exit status 1),
 /// [`Ended::Stopped`] when a signal stopped it.
-pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
+pub async fn execute(
+    cfg: RunConfig,
+    store_target: StoreTarget,
+    quiet: bool,
+    output: crate::config::RunOutput,
+) -> Result<Ended> {
+    let output = &output;
     // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
@@ -102,7 +108,12 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
     let finished = AtomicUsize::new(0);
     let warming = AtomicBool::new(false);
     let o = &cfg.options;
-    let show_path = o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll;
+    let show_path =
+        o.window.is_some() || o.congestion.is_some() || o.nodelay || o.busy_poll || output.verbose;
+    // --json-stream's lines, and -J --iperf3-shape's document (iperf3's flags).
+    let lines = (output.json_stream || output.iperf3_shape)
+        .then(|| super::run_output::Streamer::new(&cfg, total_runs, &server_name, output));
+    let stream = lines.as_ref().filter(|_| output.json_stream);
     // With -i, the position whose heading went out before its interval lines.
     let headed = AtomicUsize::new(0);
     // What the run in flight has moved so far, for a run cut short.
@@ -230,9 +241,15 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
                             let _ = out.flush();
                         }
                     });
+                    if let Some(s) = stream {
+                        s.end(position, &record);
+                    }
                     records.push((finished_run.point(), record));
                 },
                 |position, sample| {
+                    if let Some(s) = stream {
+                        s.interval(offset + position, sample);
+                    }
                     if !cfg.json {
                         let position = offset + position;
                         progress.print_above(|| {
@@ -346,7 +363,17 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         };
         r.finish(status, campaign.failure.as_deref(), cfg.json);
     }
-    if cfg.json {
+    if let (Some(s), Some(failure)) = (stream, &campaign.failure) {
+        s.error(failure);
+    }
+    let iperf3_doc = lines
+        .as_ref()
+        .filter(|_| !output.json_stream)
+        .and_then(|l| records.first().map(|(_, r)| l.iperf3_document(r)));
+    if let Some(doc) = iperf3_doc {
+        let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
+        println!("{body}");
+    } else if cfg.json && !output.json_stream {
         let doc = RunDocument::new(
             env!("CARGO_PKG_VERSION"),
             runner::parameters(&cfg, &server_name),
@@ -360,6 +387,9 @@ pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> 
         let mut doc = serde_json::to_value(&doc).context("while encoding the JSON output")?;
         if let Some(r) = &relay {
             r.annotate(&mut doc);
+        }
+        if let (Some(title), serde_json::Value::Object(m)) = (&output.title, &mut doc) {
+            m.insert("title".into(), title.clone().into());
         }
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");

@@ -1,10 +1,12 @@
 //! The transport layer: sockets, the control connection, TLS, kernel counters, host facts, stop
-//! signals and the HTTP/1.1 server of `/metrics` and `/probe`. It knows nothing of flows.
+//! signals, the HTTP/1.1 server of `/metrics` and `/probe`, and what a command may change about
+//! its own process (CPU, output). It knows nothing of flows.
 
 pub mod control;
 pub mod counters;
 pub mod environment;
 pub mod http;
 pub mod net;
+pub mod process;
 pub mod signals;
 pub mod tls;

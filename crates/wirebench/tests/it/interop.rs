@@ -115,6 +115,10 @@ fn cfg(
         rate_bps: if udp { 10_000_000 } else { 0 },
         json: false,
         notes: Vec::new(),
+        options: Default::default(),
+        fq_rate_bps: 0,
+        server_output: false,
+        server_cpu: None,
     }
 }
 

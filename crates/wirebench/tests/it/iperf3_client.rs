@@ -8,15 +8,29 @@ use crate::cli::{stderr, wirebench};
 use crate::interop::{have_iperf3, RealServer};
 use crate::support::TempPath;
 
-/// Panics unless `doc` is valid against the JSON Schema `docs/{file}`.
+/// Panics unless `doc` is valid against the JSON Schema `docs/{file}` (the other schemas in
+/// docs/ are known by their `$id`, so references between them resolve).
 pub(crate) fn assert_schema(doc: &Value, file: &str) {
-    let path = format!("{}/../../docs/{file}", env!("CARGO_MANIFEST_DIR"));
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let dir = format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"));
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();
-    compiler.add_resource(file, schema).unwrap();
+    let mut target = None;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".schema.json") {
+            continue;
+        }
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+        let id = schema["$id"].as_str().unwrap_or(&name).to_string();
+        if name == file {
+            target = Some(id.clone());
+        }
+        compiler.add_resource(&id, schema).unwrap();
+    }
+    let target = target.unwrap_or_else(|| panic!("no docs/{file}"));
     let index = compiler
-        .compile(file, &mut schemas)
+        .compile(&target, &mut schemas)
         .expect("the schema compiles");
     if let Err(e) = schemas.validate(doc, index) {
         panic!("output does not match docs/{file}: {e:#}");

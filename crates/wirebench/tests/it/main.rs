@@ -13,6 +13,7 @@ mod guide;
 mod interop;
 mod iperf3_client;
 mod iperf3_conformance;
+mod iperf3_flags;
 mod latency_probe;
 mod limits;
 mod liveness;

@@ -17,7 +17,10 @@ use wirebench_core::wire::iperf3::{
 };
 
 use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TIMEOUT};
+use crate::transport::net;
 use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, Shared, TaskCtx, SETTLE};
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::proto::DataPathOptions;
 
 mod streams;
 
@@ -54,6 +57,15 @@ pub struct ClientConfig {
     /// What the user should know about how the test was set up (a UDP `-n` rounded up to
     /// whole datagrams), one line each.
     pub notes: Vec<String>,
+    /// The data sockets' options (`-w`, `-C`, `-M`, `-N`, `-S`): ours, and asked of the
+    /// server for its own.
+    pub options: DataPathOptions,
+    /// `--fq-rate`: kernel pacing of each TCP stream's sender, bit/s (0: none).
+    pub fq_rate_bps: u64,
+    /// `--get-server-output`: ask for the server's own output with its results.
+    pub server_output: bool,
+    /// `-A N,M`: the CPU the server runs the test on.
+    pub server_cpu: Option<u32>,
 }
 
 /// One stream's figures on our side.
@@ -104,7 +116,7 @@ impl ClientOutcome {
 
 /// Runs one test to its end.
 pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
-    let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+    let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, net::connect_tcp(cfg.server))
         .await
         .map_err(|_| anyhow::anyhow!("iperf3 server {} did not answer in time", cfg.name))?
         .with_context(|| format!("cannot connect to the iperf3 server {}", cfg.name))?;
@@ -269,6 +281,19 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
         udp_counters_64bit: 0,
         pacing_timer: Some(1000),
         client_version: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
+        fqrate: cfg.fq_rate_bps,
+        window: cfg.options.window.map_or(0, u64::from),
+        mss: cfg.options.mss.map_or(0, u64::from),
+        nodelay: cfg.options.nodelay,
+        tos: cfg.options.tos.map_or(0, u64::from),
+        congestion: cfg.options.congestion.clone(),
+        get_server_output: u64::from(cfg.server_output),
+        other: match cfg.server_cpu {
+            Some(cpu) => [("server_affinity".to_string(), cpu.into())]
+                .into_iter()
+                .collect(),
+            None => serde_json::Map::new(),
+        },
         ..TestParams::default()
     }
 }
@@ -340,7 +365,11 @@ enum DataStream {
 async fn open_stream(cfg: &ClientConfig, cookie: &[u8], index: u32) -> Result<DataStream> {
     let what = format!("data stream {} to {}", index + 1, cfg.name);
     if !cfg.udp {
-        let mut s = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+        // The data socket as wirebench's own: -w and -M before connect, the rest after, and
+        // --fq-rate on a sending one.
+        let pacing = (cfg.fq_rate_bps > 0 && !cfg.reverse).then_some(cfg.fq_rate_bps);
+        let connect = net::connect_tcp_data(cfg.server, &cfg.options, Mechanism::Stream, pacing);
+        let mut s = tokio::time::timeout(SETUP_TIMEOUT, connect)
             .await
             .map_err(|_| anyhow::anyhow!("{what}: no answer in time"))?
             .with_context(|| format!("cannot open {what}"))?;
