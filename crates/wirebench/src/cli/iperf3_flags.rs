@@ -140,4 +140,16 @@ pub struct Iperf3Refused {
     /// --gsro.
     #[arg(long = "gsro", hide = true)]
     pub gsro: bool,
+    /// --bind-dev.
+    #[arg(long = "bind-dev", hide = true)]
+    pub bind_dev: Option<String>,
+    /// --json-stream-full-output.
+    #[arg(long = "json-stream-full-output", hide = true)]
+    pub json_stream_full_output: bool,
+    /// --cntl-ka.
+    #[arg(long = "cntl-ka", hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub cntl_ka: Option<String>,
+    /// -v (iperf3's --version).
+    #[arg(short = 'v', hide = true)]
+    pub version: bool,
 }

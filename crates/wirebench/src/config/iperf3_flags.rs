@@ -250,6 +250,14 @@ fn refused(r: &Iperf3Refused) -> Result<(), UsageError> {
         "--skip-rx-copy: wirebench's receivers always copy what they read, as a real receiver does; drop the flag"
     } else if r.gsro {
         "--gsro: wirebench's UDP uses GSO by itself where the kernel offers it; drop the flag"
+    } else if r.bind_dev.is_some() {
+        "--bind-dev: give the interface's address with -B (ip -br addr shows it)"
+    } else if r.json_stream_full_output {
+        "--json-stream-full-output: --json-stream's end event carries each run's whole record already; use --json-stream"
+    } else if r.cntl_ka.is_some() {
+        "--cntl-ka: wirebench watches its control connection itself (a vanished peer ends the run); drop the flag"
+    } else if r.version {
+        "-v: wirebench's version is `wirebench --version`"
     } else {
         return Ok(());
     };

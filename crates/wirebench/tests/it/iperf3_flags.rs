@@ -134,7 +134,7 @@ async fn a_title_prefixes_every_line_and_a_logfile_takes_the_output() {
 
 #[tokio::test]
 async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 16] = [
         (&["-Z"], "-Z/--zerocopy"),
         (&["-F", "data.bin"], "-F/--file"),
         (&["-I", "pid"], "$!"),
@@ -149,6 +149,8 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
         (&["-m"], "mptcpize"),
         (&["-A", "1,2"], "taskset"),
         (&["--iperf3-shape"], "add -J"),
+        (&["--bind-dev", "eth0"], "-B"),
+        (&["-v"], "wirebench --version"),
     ];
     for (flags, expect) in cases {
         let mut args = vec!["run"];
