@@ -300,14 +300,14 @@ async fn run_iperf3_prints_both_views_as_json() {
 }
 
 /// Our iperf3 listener on a free loopback port, serving until dropped.
-struct OurIperf3 {
-    addr: SocketAddr,
+pub(crate) struct OurIperf3 {
+    pub(crate) addr: SocketAddr,
     events: mpsc::UnboundedReceiver<ServerEvent>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
 impl OurIperf3 {
-    async fn start() -> OurIperf3 {
+    pub(crate) async fn start() -> OurIperf3 {
         let server = Iperf3Server::bind("127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind the iperf3 listener");
@@ -319,7 +319,7 @@ impl OurIperf3 {
         OurIperf3 { addr, events, task }
     }
 
-    async fn next_session(&mut self) -> SessionSummary {
+    pub(crate) async fn next_session(&mut self) -> SessionSummary {
         loop {
             let ev = tokio::time::timeout(Duration::from_secs(30), self.events.recv())
                 .await
@@ -353,7 +353,7 @@ impl Drop for OurIperf3 {
 }
 
 /// Runs the real iperf3 client with `args` against `addr`; returns its JSON document.
-async fn real_client(addr: SocketAddr, args: &[&str]) -> Value {
+pub(crate) async fn real_client(addr: SocketAddr, args: &[&str]) -> Value {
     let port = addr.port().to_string();
     let out = tokio::time::timeout(
         TEST_TIMEOUT,

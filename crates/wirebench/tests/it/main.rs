@@ -14,6 +14,7 @@ mod interop;
 mod iperf3_client;
 mod iperf3_conformance;
 mod iperf3_flags;
+mod iperf3_server;
 mod latency_probe;
 mod limits;
 mod liveness;
