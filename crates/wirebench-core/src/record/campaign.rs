@@ -128,7 +128,7 @@ pub struct AbortedRun {
 }
 
 /// The process that writes a campaign.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Writer {
     /// Its process id.
     pub pid: u32,
@@ -140,7 +140,7 @@ pub struct Writer {
 }
 
 /// What the client of a run stopped before its end had done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SoFar {
     /// Payload bytes sent (stop-and-wait: acknowledged; `--reverse`: read).
     pub bytes: u64,

@@ -128,6 +128,13 @@ pub struct CampaignMeta {
     pub run_points: Vec<Point>,
     /// The host it ran on.
     pub environment: Environment,
+    /// The id that follows the campaign between stores: importing a later export of it (once
+    /// it finished) brings the imported copy up to date. Absent in older exports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Each run's 1-based place in the plan, parallel to `runs` (absent: 1, 2, 3, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_positions: Vec<u64>,
 }
 
 /// What `import` reads: an export file, or a `run --json` document (no `campaign` block), of

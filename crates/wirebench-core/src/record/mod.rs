@@ -9,6 +9,7 @@ pub mod comparison;
 pub mod dns;
 pub mod document;
 pub mod headline;
+pub mod lifecycle;
 pub mod loaded_latency;
 pub mod plausibility;
 pub mod ratesearch;

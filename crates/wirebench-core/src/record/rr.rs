@@ -154,6 +154,13 @@ pub struct RrCampaignInfo {
     pub status: super::campaign::Status,
     /// What it was started with.
     pub campaign: NewRrCampaign,
+    /// Which command measured it: `rr`, or `ping` (stored as an rr-like sweep).
+    #[serde(default = "rr_kind")]
+    pub kind: super::lifecycle::CampaignKind,
+}
+
+fn rr_kind() -> super::lifecycle::CampaignKind {
+    super::lifecycle::CampaignKind::Rr
 }
 
 impl RrResult {

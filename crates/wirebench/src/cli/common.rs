@@ -43,7 +43,9 @@ pub struct StoreArgs {
     /// Results database; every finished run is committed to it before the next starts. A file,
     /// or a PostgreSQL database as postgres://user[:password]@host[:port]/dbname (no TLS).
     /// Default: $WIREBENCH_DB, else $XDG_DATA_HOME/wirebench/results.sqlite3
-    /// (~/.local/share/wirebench/...).
+    /// (~/.local/share/wirebench/...). A busy store is waited for ($WIREBENCH_STORE_WAIT,
+    /// default 30s); a result it still cannot take is kept in a spool file, named on stderr,
+    /// that the next command opening the store brings in (docs/store.md).
     #[arg(long, value_name = "PATH|URL", conflicts_with = "no_store")]
     pub db: Option<PathBuf>,
     /// Do not store the results.

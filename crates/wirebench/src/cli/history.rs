@@ -107,7 +107,7 @@ pub enum ReportFormat {
     Html,
 }
 
-/// Flags of `wirebench show` and `wirebench export`.
+/// Flags of `wirebench show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// Campaign id, as `wirebench runs` lists it.
@@ -117,13 +117,34 @@ pub struct ShowArgs {
     pub db: DbArgs,
 }
 
+/// Flags of `wirebench export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Campaign id, as `wirebench runs` lists it.
+    pub id: i64,
+    /// The id is a DNS campaign.
+    #[arg(long)]
+    pub dns: bool,
+    /// The id is an rr (or ping) sweep.
+    #[arg(long, conflicts_with = "dns")]
+    pub rr: bool,
+    /// The id is an rpm campaign.
+    #[arg(long, conflicts_with_all = ["dns", "rr"])]
+    pub rpm: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
 /// Flags of `wirebench import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// JSON file written by `wirebench export` or `wirebench run --json` (`-` reads stdin).
+    /// JSON file written by `wirebench export` or `wirebench run --json`, or a spool file
+    /// (`-` reads stdin).
     pub file: PathBuf,
-    /// Import it even if the store already holds this campaign (same start time, parameters
-    /// and host): by default a second import of one export is refused.
+    /// Import it even if the store already holds all of this campaign (the same uid, or for
+    /// older exports the same start time, parameters and host), as a campaign of its own: by
+    /// default a second import of one export is refused.
     #[arg(long)]
     pub again: bool,
     /// The database.
@@ -136,10 +157,11 @@ pub struct ImportArgs {
 pub enum StoreCommand {
     /// Copy the history of one store into another (an SQLite file, a PostgreSQL database).
     ///
-    /// Every campaign, run (finished and aborted), DNS campaign, rr sweep and rpm campaign of
-    /// --from goes into --to, each campaign in one transaction; ids are given anew by --to.
-    /// Campaigns --to already holds (same start time, host and plan) are skipped, so running it
-    /// twice copies nothing twice. Both stores are migrated to the current schema first.
+    /// Every campaign, run (finished and aborted), DNS campaign, rr and ping sweep and rpm
+    /// campaign of --from goes into --to, each campaign in one transaction; ids are given anew
+    /// by --to. Campaigns --to already holds in full are skipped, so running it twice copies
+    /// nothing twice; one --to holds unfinished (copied while it ran) is brought up to date.
+    /// Both stores are migrated to the current schema first.
     #[command(visible_alias = "migrate")]
     Copy(StoreCopyArgs),
 }

@@ -24,8 +24,8 @@ pub use dns::DnsArgs;
 pub use exchange::{ExchangeArgs, PingArgs, RrArgs};
 pub use exporter::ExporterArgs;
 pub use history::{
-    CompareArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs, StoreCommand,
-    StoreCopyArgs,
+    CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs,
+    StoreCommand, StoreCopyArgs,
 };
 pub use iperf3_flags::{Iperf3Flags, Iperf3Refused};
 pub use relay::RelayArgs;
@@ -101,10 +101,17 @@ pub enum Command {
     Show(ShowArgs),
     /// Print one stored campaign as JSON on stdout, for `wirebench import` elsewhere.
     ///
-    /// The document is the `run --json` document plus a `campaign` block (id, times, status,
-    /// planned sizes and totals, each run's size and total, environment).
-    Export(ShowArgs),
-    /// Store a campaign from a file written by `wirebench export` or `wirebench run --json`.
+    /// A throughput campaign's document is the `run --json` document plus a `campaign` block
+    /// (id, uid, times, status, planned sizes and totals, each run's size, total and place in
+    /// the plan, environment). With --rr, --dns or --rpm the id is such a campaign and the
+    /// document is a campaign document (kind, campaign, plan, results). An export taken while
+    /// the campaign ran, imported, is brought up to date by importing a later export of it.
+    Export(ExportArgs),
+    /// Store a campaign from a file written by `wirebench export`, `wirebench run --json` or
+    /// kept in a spool file (docs/store.md).
+    ///
+    /// A campaign the store holds unfinished (imported while it ran) is brought up to date: the
+    /// results it lacks and its end. One it holds in full is refused unless --again.
     Import(ImportArgs),
     /// Copy results between stores: an SQLite file and a PostgreSQL database, either way.
     ///
@@ -149,6 +156,9 @@ pub enum Command {
     /// significant digits). A UDP probe not answered within --timeout is sent again up to
     /// --retries times, then lost; an answer that comes after that is counted as late, never as
     /// a sample.
+    ///
+    /// The results are stored as a ping sweep, as rr stores its sweeps: `wirebench runs` lists
+    /// it, `wirebench report --rr ID` shows it (--no-store keeps nothing).
     ///
     /// Example: wirebench ping --proto tcp,udp,quic -l 1024 -c 20000 127.0.0.1
     #[command(

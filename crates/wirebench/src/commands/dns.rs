@@ -1,20 +1,21 @@
 //! `wirebench dns`: runs every transport × concurrency against the resolver in order, prints
 //! each run as it finishes (text) or one JSON document at the end, then the sweep table; each
-//! finished result is committed to the results store before the next starts; SIGINT (Ctrl-C),
-//! SIGTERM or SIGHUP marks the campaign aborted.
+//! finished result is committed to the results store before the next starts (kept in a spool
+//! file when the store cannot take it); SIGINT (Ctrl-C), SIGTERM or SIGHUP marks the campaign
+//! aborted; a store that breaks (a full disk) ends it as failed.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
 use wirebench_core::wire::dns::DnsTransport;
 
-use crate::commands::run::unix_now;
+use crate::commands::recording::{self, unix_now, Recorder};
 use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::StoreTarget;
 use crate::flows::dns::{run_dns, DnsSpec, DotTls};
 use crate::output::dns as out;
 use crate::report;
-use crate::store::Store;
+use crate::store::dns::Dns;
 use crate::transport::signals::{Ended, Stops};
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
 use wirebench_core::record::{count_of, Status};
@@ -23,16 +24,15 @@ use wirebench_core::record::{count_of, Status};
 /// the others; [`Ended::Stopped`] when a signal stopped it.
 pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
     let mut stops = Stops::watch();
-    let mut stored = match &store {
+    let mut recorder = match &store {
         StoreTarget::Off => None,
-        StoreTarget::File(path) => {
-            let mut db = Store::open(path)?;
-            let id = db.begin_dns_campaign(&new_campaign(&cfg))?;
-            Some((db, id))
-        }
+        StoreTarget::File(path) => Some(Recorder::<Dns>::begin(
+            recording::open(path)?,
+            new_campaign(&cfg),
+        )?),
     };
     let finished = tokio::select! {
-        r = run_all(&cfg, &mut stored) => Ok(r?),
+        r = run_all(&cfg, &mut recorder) => Ok(r?),
         signal = stops.next() => Err(signal),
     };
     let (results, ok) = match finished {
@@ -41,25 +41,38 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
             stops.second_ends_process();
             // Every finished result is already stored; the campaign says it was cut short.
             let reason = signal.reason();
-            match &mut stored {
-                Some((db, id)) => {
-                    db.finish_dns_campaign(*id, Status::Aborted, unix_now())?;
-                    eprintln!(
-                        "{reason}: DNS campaign {id} is stored as aborted, with the results that finished"
-                    );
+            match recorder {
+                Some(r) => {
+                    r.finish(Status::Aborted, Some(&reason), true, |f, _| {
+                        format!(
+                            "{reason}: DNS campaign {} is stored as aborted, with the results that finished",
+                            f.id
+                        )
+                    });
                 }
                 None => eprintln!("{reason}"),
             }
             return Ok(Ended::Stopped(signal));
         }
     };
-    if let Some((db, id)) = &mut stored {
-        let status = if ok { Status::Complete } else { Status::Failed };
-        db.finish_dns_campaign(*id, status, unix_now())?;
-        eprintln!(
-            "stored as DNS campaign {id} in {} (chart: wirebench report --dns {id} --format html -o dns.html)",
-            db.path().display()
-        );
+    let broken = recorder
+        .as_ref()
+        .and_then(|r| r.broken().map(str::to_string));
+    let mut all_stored = true;
+    if let Some(r) = recorder {
+        let status = if ok && broken.is_none() {
+            Status::Complete
+        } else {
+            Status::Failed
+        };
+        all_stored = r.finish(status, broken.as_deref(), true, |f, db| {
+            format!(
+                "stored as DNS campaign {} in {} (chart: wirebench report --dns {} --format html -o dns.html)",
+                f.id,
+                db.display(),
+                f.id
+            )
+        });
     }
     let mut stdout = std::io::stdout().lock();
     if cfg.json {
@@ -69,7 +82,10 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
     } else if cfg.concurrency.len() > 1 || cfg.transports.len() > 1 {
         let _ = write!(stdout, "{}", report::dns::sweep_table(&results));
     }
-    Ok(Ended::Ran(ok))
+    if let Some(why) = broken {
+        eprintln!("error: {why}");
+    }
+    Ok(Ended::Ran(ok && all_stored))
 }
 
 /// The heading printed before the runs of one transport.
@@ -126,11 +142,11 @@ fn new_campaign(cfg: &DnsConfig) -> NewDnsCampaign {
     }
 }
 
-/// Every run, in order, each stored as it finishes; the flag is false when one failed (its
-/// error is printed).
+/// Every run, in order, each recorded as it finishes; the flag is false when one failed (its
+/// error is printed) or the store broke (which ends the campaign there).
 async fn run_all(
     cfg: &DnsConfig,
-    stored: &mut Option<(Store, i64)>,
+    recorder: &mut Option<Recorder<Dns>>,
 ) -> Result<(Vec<DnsResult>, bool)> {
     let tls = match (&cfg.dot_trust, cfg.transports.contains(&DnsTransport::Dot)) {
         (Some(trust), true) => Some(DotTls::new(trust, &cfg.dot_name)?),
@@ -166,9 +182,12 @@ async fn run_all(
                         let _ = write!(stdout, "{}", out::block(&result));
                         let _ = stdout.flush();
                     }
+                    if let Some(r) = recorder.as_mut() {
+                        r.record(results.len() as u64 + 1, result.clone());
+                    }
                     results.push(result);
-                    if let (Some((db, id)), Some(last)) = (stored.as_mut(), results.last()) {
-                        db.add_dns_result(*id, results.len() as u64, last)?;
+                    if recorder.as_ref().is_some_and(|r| r.broken().is_some()) {
+                        return Ok((results, false));
                     }
                 }
                 Err(e) => {

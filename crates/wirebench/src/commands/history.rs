@@ -1,15 +1,13 @@
-//! `wirebench runs`, `show`, `export` and `import`: read campaigns from the results store, print
-//! them, and move them between machines as JSON. Never measures anything.
+//! `wirebench runs`, `show` and `export`: read campaigns from the results store, print them,
+//! and write them as JSON for `wirebench import` elsewhere. Never measures anything.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use wirebench_core::record::document::{
-    CampaignMeta, ExportDocument, ImportDocument, RunDocument, OLDEST_READABLE_VERSION,
-    SCHEMA_VERSION,
-};
-use wirebench_core::record::{CampaignInfo, Environment, RunRecord, Status};
+use anyhow::{Context, Result};
+use wirebench_core::record::document::{CampaignMeta, ExportDocument, RunDocument};
+use wirebench_core::record::lifecycle::{CampaignKind, StoredRun};
+use wirebench_core::record::{CampaignInfo, RunRecord};
 use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::sweep::Point;
 
@@ -22,6 +20,7 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     // Listing never creates a database: a missing one is just an empty history.
     let (campaigns, dns, rr, rpm) = if db.exists() {
         let store = Store::open(db)?;
+        crate::commands::recording::say_replayed(&store);
         let mut rpm = Vec::new();
         for (info, _) in store.rpm_campaigns()? {
             let figures = store.rpm_figures(info.id)?;
@@ -65,6 +64,7 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
 pub fn show(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
+    crate::commands::recording::say_replayed(&store);
     let (info, runs) = load(&store, id)?;
     write!(out, "{}", text::campaign_detail(&info, &runs))?;
     let details = store.aborted_details(id)?;
@@ -75,138 +75,51 @@ pub fn show(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()
     Ok(())
 }
 
-/// `wirebench export ID`.
-pub fn export(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
+/// `wirebench export ID`: a throughput campaign as the `run --json` document plus its
+/// campaign block; with `kind` another kind's campaign as a campaign document
+/// (`export --rr/--dns/--rpm ID`).
+pub fn export(
+    db: impl Into<Location>,
+    kind: CampaignKind,
+    id: i64,
+    out: &mut impl Write,
+) -> Result<()> {
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
-    let (info, runs) = load(&store, id)?;
-    let doc = export_document(info, runs);
-    serde_json::to_writer_pretty(&mut *out, &doc).context("while writing the export")?;
+    if kind == CampaignKind::Run {
+        let (info, runs) = load(&store, id)?;
+        let positions = store
+            .results::<crate::store::run::Run>(id)?
+            .into_iter()
+            .filter(|r| matches!(r.result, StoredRun::Finished { .. }))
+            .map(|r| r.position)
+            .collect();
+        let mut doc = export_document(info, runs);
+        doc.campaign.run_positions = positions;
+        doc.campaign.uid = store
+            .get::<crate::store::run::Run>(id)?
+            .and_then(|(l, _)| l.uid);
+        serde_json::to_writer_pretty(&mut *out, &doc).context("while writing the export")?;
+    } else {
+        let text = store.document_text(kind, id)?.ok_or_else(|| {
+            UsageError(format!(
+                "there is no {} {id} in {}; `wirebench runs` lists them",
+                kind.noun(),
+                db.display()
+            ))
+        })?;
+        out.write_all(text.as_bytes())
+            .context("while writing the export")?;
+    }
     writeln!(out)?;
     Ok(())
 }
 
-/// `wirebench import FILE` (`-` for stdin); returns the new campaign id. A campaign the store
-/// already holds (same start time, parameters and host) is refused unless `again`.
+/// `wirebench import FILE` without its line: the id the campaign has in the store now.
 pub fn import(db: impl Into<Location>, file: &Path, now_unix_s: i64, again: bool) -> Result<i64> {
     let db: &Location = &db.into();
-    let mut text = String::new();
-    if file == Path::new("-") {
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("while reading stdin")?;
-    } else {
-        text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-    }
-    let doc: ImportDocument = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not a wirebench export or run --json document",
-            file.display()
-        )
-    })?;
-    if !(OLDEST_READABLE_VERSION..=SCHEMA_VERSION).contains(&doc.schema_version) {
-        bail!(
-            "{} has schema_version {}; this wirebench reads versions {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION}",
-            file.display(),
-            doc.schema_version
-        );
-    }
-    for (i, run) in doc.runs.iter().enumerate() {
-        if !doc.parameters.protocols.contains(&run.protocol)
-            || !doc.parameters.mechanisms.contains(&run.mechanism)
-        {
-            bail!(
-                "{}: run {} ({} {}) is not part of the campaign's parameters",
-                file.display(),
-                i + 1,
-                run.protocol,
-                run.mechanism
-            );
-        }
-    }
-    let meta = doc.campaign.unwrap_or(CampaignMeta {
-        id: 0,
-        started_at_unix_s: now_unix_s,
-        finished_at_unix_s: None,
-        status: if doc.error.is_some() {
-            Status::Failed
-        } else {
-            Status::Complete
-        },
-        planned_runs: doc.runs.len() as u64,
-        msg_sizes: Vec::new(),
-        totals: Vec::new(),
-        run_points: Vec::new(),
-        environment: Environment::default(),
-    });
-    let single = Point {
-        msg_size: doc.parameters.msg_size,
-        total_bytes: doc.parameters.total_bytes,
-    };
-    let points = if meta.run_points.is_empty() {
-        vec![single; doc.runs.len()]
-    } else if meta.run_points.len() == doc.runs.len() {
-        meta.run_points.clone()
-    } else {
-        bail!(
-            "{}: campaign.run_points has {} entries for {} runs",
-            file.display(),
-            meta.run_points.len(),
-            doc.runs.len()
-        );
-    };
-    let or_single = |v: Vec<u32>| {
-        if v.is_empty() {
-            vec![single.msg_size]
-        } else {
-            v
-        }
-    };
-    let msg_sizes = or_single(meta.msg_sizes);
-    let totals = if meta.totals.is_empty() {
-        vec![single.total_bytes]
-    } else {
-        meta.totals
-    };
-    let info = CampaignInfo {
-        id: 0,
-        started_at_unix_s: meta.started_at_unix_s,
-        finished_at_unix_s: meta.finished_at_unix_s,
-        status: meta.status,
-        error: doc.error,
-        origin: "import".into(),
-        parameters: doc.parameters,
-        planned_runs: meta.planned_runs,
-        stored_runs: doc.runs.len() as u64,
-        aborted_runs: 0,
-        msg_sizes,
-        totals,
-        environment: meta.environment,
-    };
-    // A run --json document says its direction only in its parameters.
-    let reverse = info.parameters.reverse;
-    let runs: Vec<(Point, RunRecord)> = points
-        .into_iter()
-        .zip(doc.runs)
-        .map(|(p, mut r)| {
-            r.reverse |= reverse;
-            (p, r)
-        })
-        .collect();
-    let mut store = Store::open(db)?;
-    if !again {
-        if let Some(existing) = store.same_campaign(&info)? {
-            return Err(UsageError(format!(
-                "{} is already in {} as campaign {existing} (same start, parameters and host); \
-                 pass --again to import it once more",
-                file.display(),
-                db.display()
-            ))
-            .into());
-        }
-    }
-    store.import(&info, &runs)
+    let (_, merged, _) = crate::commands::import::import_file(db, file, now_unix_s, again)?;
+    Ok(merged.id())
 }
 
 /// The export document of a stored campaign.
@@ -222,6 +135,8 @@ pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunRecord)>) -> Exp
         totals: info.totals,
         run_points,
         environment: info.environment,
+        uid: None,
+        run_positions: Vec::new(),
     };
     ExportDocument {
         document: RunDocument::new(

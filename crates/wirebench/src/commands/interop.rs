@@ -51,35 +51,49 @@ pub async fn run_iperf3(
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {
-        let id = store_iperf3(&path, &cfg, &outcome)
+        let stored = store_iperf3(&path, &cfg, &outcome)
             .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
-        let note = format!(
-            "stored as campaign {id} (1 run, complete) in {}",
-            path.display()
-        );
-        if cfg.json {
-            eprintln!("{note}");
-        } else {
-            print(&format!("{note}\n"))?;
+        if !stored {
+            anyhow::bail!(
+                "the iperf3 test is not in {} (it is kept, as said above)",
+                path.display()
+            );
         }
     }
     Ok(())
 }
 
-/// Stores one iperf3 test as a one-run campaign; returns its id.
+/// Stores one iperf3 test as a one-run campaign, through the same recording as `run` (a busy
+/// store waited for, a run it cannot take kept in a spool file); whether it is in the store.
 fn store_iperf3(
-    path: impl Into<crate::store::Location>,
+    path: &crate::store::Location,
     cfg: &ClientConfig,
     outcome: &ClientOutcome,
-) -> Result<i64> {
-    let path: &crate::store::Location = &path.into();
-    let now = super::run::unix_now();
+) -> Result<bool> {
+    use wirebench_core::record::lifecycle::StoredRun;
+    let now = super::recording::unix_now();
     let (campaign, point, run) = crate::flows::iperf3::record::records(cfg, outcome, now);
-    let mut store = crate::store::Store::open(path)?;
-    let id = store.begin_campaign(&campaign)?;
-    store.add_run(id, 1, point, &run)?;
-    store.finish_campaign(id, wirebench_core::record::Status::Complete, now, None)?;
-    Ok(id)
+    let store = super::recording::open(path)?;
+    let mut recorder =
+        super::recording::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
+    let run = StoredRun::Finished {
+        point,
+        run: Box::new(run),
+    };
+    recorder.record(1, run);
+    Ok(recorder.finish(
+        wirebench_core::record::Status::Complete,
+        None,
+        cfg.json,
+        |f, db| {
+            format!(
+                "stored as campaign {} (1 run, {}) in {}",
+                f.id,
+                f.status.as_str(),
+                db.display()
+            )
+        },
+    ))
 }
 
 /// Runs the QUIC perf transfers and prints them.

@@ -6,7 +6,9 @@ pub mod dns;
 pub mod embedded;
 pub mod exporter;
 pub mod history;
+pub mod import;
 pub mod interop;
+pub mod recording;
 pub mod relay;
 pub mod report;
 pub mod rpm;
@@ -24,6 +26,7 @@ use crate::cli::{self, Command};
 use crate::config::{self, args, ServerConfig, StoreTarget};
 use crate::run_to_end;
 use crate::runner::{self, RunConfig};
+use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::vocab::error::UsageError;
 
 /// Runs one parsed command to its end on `runtime`; usage errors come back as [`UsageError`].
@@ -71,7 +74,13 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
         }
         Command::Export(args) => {
             let db = config::db_path(&args.db)?;
-            history::export(&db, args.id, &mut std::io::stdout().lock())?;
+            let kind = match (args.rr, args.dns, args.rpm) {
+                (true, _, _) => CampaignKind::Rr,
+                (_, true, _) => CampaignKind::Dns,
+                (_, _, true) => CampaignKind::Rpm,
+                _ => CampaignKind::Run,
+            };
+            history::export(&db, kind, args.id, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Report(args) => {
@@ -138,7 +147,8 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
         }
         Command::Ping(args) => {
             let cfg = config::rr::RrConfig::from_ping(&args)?;
-            let result = run_to_end(runtime, rr::execute(cfg, StoreTarget::Off));
+            let store = StoreTarget::from_args(&args.store)?;
+            let result = run_to_end(runtime, rr::execute(cfg, store));
             Ok(result?.exit_code())
         }
         Command::Rr(args) => {
@@ -195,12 +205,8 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
         }
         Command::Import(args) => {
             let db = config::db_path(&args.db)?;
-            let id = history::import(&db, &args.file, run::unix_now(), args.again)?;
-            println!(
-                "imported {} as campaign {id} in {}",
-                args.file.display(),
-                db.display()
-            );
+            let out = &mut std::io::stdout().lock();
+            import::import(&db, &args.file, run::unix_now(), args.again, out)?;
             Ok(ExitCode::SUCCESS)
         }
     }

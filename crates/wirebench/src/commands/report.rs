@@ -13,6 +13,7 @@ use wirebench_core::machine::responsiveness::RpmResult;
 use wirebench_core::record::dns::{
     DnsCampaignInfo, DnsDocument, DnsResult, SCHEMA_VERSION as DNS_SCHEMA_VERSION,
 };
+use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::record::rpm::{RpmCampaignDocument, RpmCampaignInfo};
 use wirebench_core::record::rr::{
     RrCampaignInfo, RrDocument, RrResult, SCHEMA_VERSION as RR_SCHEMA_VERSION,
@@ -305,7 +306,11 @@ impl SweepKind for Rr {
     fn heading(info: &Self::Info) -> SweepHeading {
         let c = &info.campaign;
         SweepHeading {
-            kind: Self::NOUN,
+            // `ping` is stored as an rr-like sweep; its report says which it was.
+            kind: match info.kind {
+                CampaignKind::Ping => "ping sweep",
+                _ => Self::NOUN,
+            },
             campaign: info.id,
             started: text::format_utc(c.started_at_unix_s),
             status: info.status.as_str().to_string(),
@@ -319,7 +324,10 @@ impl SweepKind for Rr {
     fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
         RrDocument {
             schema_version: RR_SCHEMA_VERSION,
-            command: "rr".into(),
+            command: match info.kind {
+                CampaignKind::Ping => "ping".into(),
+                _ => "rr".into(),
+            },
             server: info.campaign.server,
             results,
         }

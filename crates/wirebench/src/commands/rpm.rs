@@ -1,8 +1,9 @@
 //! `wirebench rpm`: starts the embedded server when no --server is given (and the relay with
 //! --impair), runs the responsiveness test, prints its result as text or one JSON document and
 //! stores it in the results database as an rpm campaign (with every interval's goodput and
-//! probe round trips). SIGINT, SIGTERM or SIGHUP ends the load phase early: the intervals that
-//! finished are stored and the campaign is marked aborted.
+//! probe round trips; kept in a spool file when the store cannot take it). SIGINT, SIGTERM or
+//! SIGHUP ends the load phase early: the intervals that finished are stored and the campaign
+//! is marked aborted.
 
 use std::io::Write;
 use std::sync::OnceLock;
@@ -13,22 +14,23 @@ use wirebench_core::record::rpm::NewRpmCampaign;
 use wirebench_core::record::Status;
 
 use crate::commands::embedded;
-use crate::commands::run::unix_now;
+use crate::commands::recording::{self, unix_now, Recorder};
 use crate::config::rpm::RpmConfig;
 use crate::config::StoreTarget;
 use crate::flows::relay::RunRelay;
 use crate::flows::rpm::{render, run_rpm_until};
-use crate::store::Store;
+use crate::store::rpm::Rpm;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 use wirebench_core::vocab::units::duration_ns;
 
-/// Runs the test: [`Ended::Ran`]`(false)` when no RPM could be computed (exit status 1);
-/// [`Ended::Stopped`] when a signal ended it early (the partial result is printed and stored).
+/// Runs the test: [`Ended::Ran`]`(false)` when no RPM could be computed or the result is not
+/// in the store (exit status 1); [`Ended::Stopped`] when a signal ended it early (the partial
+/// result is printed and stored).
 pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
-    let mut db = match &store {
-        StoreTarget::File(path) => Some(Store::open(path)?),
+    let db = match &store {
+        StoreTarget::File(path) => Some(recording::open(path)?),
         StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.
@@ -45,8 +47,11 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
         }
         None => server_addr,
     };
-    let campaign = match db.as_mut() {
-        Some(db) => Some(db.begin_rpm_campaign(&new_campaign(&cfg, &server_name))?),
+    let mut recorder = match db {
+        Some(db) => Some(Recorder::<Rpm>::begin(
+            db,
+            new_campaign(&cfg, &server_name),
+        )?),
         None => None,
     };
     // The first signal ends the load phase (the result keeps what finished); from then on a
@@ -63,50 +68,53 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
     let result = match outcome {
         Ok((result, _)) => result,
         Err(e) => {
-            if let (Some(db), Some(id)) = (db.as_mut(), campaign) {
-                // The error is what the user needs; a store that also fails only warns.
-                if let Err(store_error) = db.finish_rpm_campaign(id, Status::Failed, unix_now()) {
-                    eprintln!("warning: cannot mark rpm campaign {id} failed: {store_error:#}");
-                }
+            if let Some(r) = recorder {
+                // The error is what the user needs; the campaign says it failed, and why.
+                r.finish(Status::Failed, Some(&format!("{e:#}")), true, |f, _| {
+                    format!("rpm campaign {} is stored as failed", f.id)
+                });
             }
             return Err(e);
         }
     };
     let signal = caught.get().copied();
     print_result(&cfg, &result)?;
-    if let (Some(db), Some(id)) = (db.as_mut(), campaign) {
-        let stored = db.add_rpm_result(id, 1, &result);
-        if let Err(e) = &stored {
-            eprintln!("warning: cannot store the rpm result: {e:#}");
-        }
+    let mut all_stored = true;
+    if let Some(r) = recorder.as_mut() {
+        r.record(1, result.clone());
+    }
+    if let Some(r) = recorder {
         let status = match (signal, result.rpm) {
             (Some(_), _) => Status::Aborted,
-            (None, Some(_)) if stored.is_ok() => Status::Complete,
-            _ => Status::Failed,
+            (None, Some(_)) => Status::Complete,
+            (None, None) => Status::Failed,
         };
-        db.finish_rpm_campaign(id, status, unix_now())?;
-        let note = match signal {
+        let error = match (signal, result.rpm) {
+            (Some(s), _) => Some(s.reason()),
+            (None, None) => Some("no RPM could be computed".to_string()),
+            _ => None,
+        };
+        let quiet = cfg.json || signal.is_some();
+        all_stored = r.finish(status, error.as_deref(), quiet, |f, db| match signal {
             Some(s) => format!(
-                "{}: rpm campaign {id} is stored as aborted in {}, with the intervals that finished",
+                "{}: rpm campaign {} is stored as aborted in {}, with the intervals that finished",
                 s.reason(),
-                db.path().display()
+                f.id,
+                db.display()
             ),
             None => format!(
-                "stored as rpm campaign {id} in {} (latency and goodput over time: wirebench report --rpm {id} --format html -o rpm.html)",
-                db.path().display()
+                "stored as rpm campaign {} in {} (latency and goodput over time: wirebench report --rpm {} --format html -o rpm.html)",
+                f.id,
+                db.display(),
+                f.id
             ),
-        };
-        if cfg.json || signal.is_some() {
-            eprintln!("{note}");
-        } else {
-            println!("{note}");
-        }
+        });
     } else if let Some(s) = signal {
         eprintln!("{}", s.reason());
     }
     Ok(match signal {
         Some(s) => Ended::Stopped(s),
-        None => Ended::Ran(result.rpm.is_some()),
+        None => Ended::Ran(result.rpm.is_some() && all_stored),
     })
 }
 

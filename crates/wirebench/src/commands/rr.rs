@@ -1,6 +1,8 @@
 //! `wirebench ping` and `wirebench rr`: start the embedded server when no --server is given,
 //! run every protocol × concurrency in order, print each run as it finishes (text) or one JSON
-//! document at the end. Results are not stored in the results database.
+//! document at the end. Both store their results as they go (a ping as an rr-like sweep that
+//! `report --rr ID` renders): each result committed when it finishes, a stopped sweep marked
+//! aborted with the results that finished, a store that breaks ending the sweep as failed.
 
 use std::io::Write;
 
@@ -10,9 +12,10 @@ use wirebench_core::record::rr::{NewRrCampaign, RrDocument, RrResult, SCHEMA_VER
 use wirebench_core::record::Status;
 use wirebench_core::vocab::plan::Protocol;
 
-use crate::commands::run::unix_now;
+use crate::commands::recording::{self, unix_now, Recorder};
 use crate::config::StoreTarget;
-use crate::store::Store;
+use crate::store::kind::Kind;
+use crate::store::rr::{Ping, Rr};
 use crate::transport::signals::{Ended, Stops};
 
 use crate::commands::embedded;
@@ -21,60 +24,79 @@ use crate::flows::rr_client::run_rr_auth;
 use crate::output::rr as out;
 
 /// Runs ping or rr: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after printing
-/// the others; [`Ended::Stopped`] when SIGINT, SIGTERM or SIGHUP stopped it. An `rr` sweep is
-/// stored in `store` as it goes (each result committed when it finishes; a stopped sweep is
-/// marked aborted, with the results that finished), with the sweep table at the end when it
-/// has more than one result.
+/// the others; [`Ended::Stopped`] when SIGINT, SIGTERM or SIGHUP stopped it. The sweep is
+/// stored in `store` as it goes, with the sweep table at the end when it has more than one
+/// result.
 pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<Ended> {
+    match cfg.kind {
+        ExchangeKind::Rr => execute_as::<Rr>(cfg, store).await,
+        ExchangeKind::Ping => execute_as::<Ping>(cfg, store).await,
+    }
+}
+
+/// [`execute`], stored as kind `K` (an rr or a ping sweep).
+async fn execute_as<K>(cfg: RrConfig, store: StoreTarget) -> Result<Ended>
+where
+    K: Kind<Plan = NewRrCampaign, Result = RrResult>,
+{
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
-    let mut stored = match (&store, cfg.kind) {
-        (StoreTarget::File(path), ExchangeKind::Rr) => Some(Store::open(path)?),
-        _ => None,
+    let db = match &store {
+        StoreTarget::File(path) => Some(recording::open(path)?),
+        StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.
     let (server_addr, _embedded) = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
     let server_name = embedded::server_name(&cfg.target, server_addr);
-    let mut sweep = match stored.as_mut() {
-        Some(db) => Some((db.begin_rr_campaign(&new_campaign(&cfg, &server_name))?, db)),
+    let mut recorder = match db {
+        Some(db) => Some(Recorder::<K>::begin(db, new_campaign(&cfg, &server_name))?),
         None => None,
     };
     let finished = tokio::select! {
-        done = run_all(&cfg, server_addr, &server_name, &mut sweep) => Ok(done),
+        done = run_all(&cfg, server_addr, &server_name, &mut recorder) => Ok(done),
         signal = stops.next() => Err(signal),
     };
+    let noun = K::KIND.noun();
     let (results, ok) = match finished {
         Ok(done) => done,
         Err(signal) => {
             stops.second_ends_process();
             let reason = signal.reason();
-            match sweep {
-                Some((id, db)) => {
-                    db.finish_rr_campaign(id, Status::Aborted, unix_now())?;
-                    eprintln!(
-                        "{reason}: rr sweep {id} is stored as aborted, with the results that finished"
-                    );
+            match recorder {
+                Some(r) => {
+                    r.finish(Status::Aborted, Some(&reason), true, |f, _| {
+                        format!(
+                            "{reason}: {noun} {} is stored as aborted, with the results that finished",
+                            f.id
+                        )
+                    });
                 }
                 None => eprintln!("{reason}"),
             }
             return Ok(Ended::Stopped(signal));
         }
     };
-    if let Some((id, db)) = sweep {
-        let status = if ok { Status::Complete } else { Status::Failed };
-        db.finish_rr_campaign(id, status, unix_now())?;
-        let note = format!(
-            "stored as rr sweep {id} in {} (table and chart: wirebench report --rr {id} --format html -o rr.html)",
-            db.path().display()
-        );
-        if cfg.json {
-            eprintln!("{note}");
-        } else {
-            if results.len() > 1 {
-                print!("{}", crate::report::rr::sweep_table(&results));
-            }
-            println!("{note}");
+    let broken = recorder
+        .as_ref()
+        .and_then(|r| r.broken().map(str::to_string));
+    let mut all_stored = true;
+    if let Some(r) = recorder {
+        if !cfg.json && cfg.kind == ExchangeKind::Rr && results.len() > 1 {
+            print!("{}", crate::report::rr::sweep_table(&results));
         }
+        let status = if ok && broken.is_none() {
+            Status::Complete
+        } else {
+            Status::Failed
+        };
+        all_stored = r.finish(status, broken.as_deref(), cfg.json, |f, db| {
+            format!(
+                "stored as {noun} {} in {} (table and chart: wirebench report --rr {} --format html -o rr.html)",
+                f.id,
+                db.display(),
+                f.id
+            )
+        });
     }
     if cfg.json {
         let doc = RrDocument {
@@ -91,17 +113,24 @@ pub async fn execute(cfg: RrConfig, store: StoreTarget) -> Result<Ended> {
         serde_json::to_writer_pretty(&mut stdout, &doc).context("while writing the JSON")?;
         let _ = writeln!(stdout);
     }
-    Ok(Ended::Ran(ok))
+    if let Some(why) = broken {
+        eprintln!("error: {why}");
+    }
+    Ok(Ended::Ran(ok && all_stored))
 }
 
 /// Runs every protocol × flows × concurrency in order, printing each result as it finishes and
-/// committing it to `sweep` when there is one; returns the results and whether all ran.
-async fn run_all(
+/// recording it when there is a store; returns the results and whether all ran. A store that
+/// breaks (a full disk) ends the sweep there.
+async fn run_all<K>(
     cfg: &RrConfig,
     server_addr: std::net::SocketAddr,
     server_name: &str,
-    sweep: &mut Option<(i64, &mut Store)>,
-) -> (Vec<RrResult>, bool) {
+    recorder: &mut Option<Recorder<K>>,
+) -> (Vec<RrResult>, bool)
+where
+    K: Kind<Plan = NewRrCampaign, Result = RrResult>,
+{
     let mut results = Vec::new();
     let mut ok = true;
     for &protocol in &cfg.protocols {
@@ -127,14 +156,13 @@ async fn run_all(
                         let _ = write!(stdout, "{text}");
                         let _ = stdout.flush();
                     }
-                    if let Some((id, db)) = sweep.as_mut() {
-                        // A store that fails ends storing, not the measurement.
-                        if let Err(e) = db.add_rr_result(*id, results.len() as u64 + 1, &result) {
-                            eprintln!("warning: cannot store an rr result: {e:#}; later results are not stored");
-                            *sweep = None;
-                        }
+                    if let Some(r) = recorder.as_mut() {
+                        r.record(results.len() as u64 + 1, result.clone());
                     }
                     results.push(result);
+                    if recorder.as_ref().is_some_and(|r| r.broken().is_some()) {
+                        return (results, false);
+                    }
                 }
                 Err(e) => {
                     eprintln!(

@@ -45,31 +45,40 @@ pub fn prepare(out: &RunOutput, text: bool) -> Result<Prepared> {
     })
 }
 
-/// Writes `--json-stream`'s lines as the runs go.
+/// What iperf3's output flags add to a campaign's output: `--json-stream`'s lines as the runs
+/// go, `-J --iperf3-shape`'s document, `-T`'s title in the JSON, `-V`'s detail.
 #[derive(Debug)]
 pub struct Streamer {
     cfg: RunConfig,
     of: usize,
     params: Parameters,
     started_unix_s: i64,
-    title: Option<String>,
-    iperf3_shape: bool,
+    output: RunOutput,
     /// The last plan position whose "start" line went out.
     started: AtomicUsize,
 }
 
 impl Streamer {
-    /// A streamer for the runs of `cfg` (`of` in all) against `server_name`.
-    pub fn new(cfg: &RunConfig, of: usize, server_name: &str, out: &RunOutput) -> Streamer {
+    /// The output of the runs of `cfg` (`of` in all) against `server_name`.
+    pub fn new(cfg: &RunConfig, of: usize, server_name: &str, output: RunOutput) -> Streamer {
         Streamer {
             cfg: cfg.clone(),
             of,
             params: runner::parameters(cfg, server_name),
             started_unix_s: super::run::unix_now(),
-            title: out.title.clone(),
-            iperf3_shape: out.iperf3_shape,
+            output,
             started: AtomicUsize::new(0),
         }
+    }
+
+    /// `-V`: the run blocks show both ends' data path.
+    pub fn verbose(&self) -> bool {
+        self.output.verbose
+    }
+
+    /// `--json-stream`: the lines take the place of the text and of the JSON document.
+    pub fn streaming(&self) -> bool {
+        self.output.json_stream
     }
 
     fn context(&self) -> Context<'_> {
@@ -77,10 +86,14 @@ impl Streamer {
             params: &self.params,
             version: env!("CARGO_PKG_VERSION"),
             started_unix_s: self.started_unix_s,
-            title: self.title.as_deref(),
+            title: self.output.title.as_deref(),
             interval_s: self.cfg.interval.map_or(0.0, |d| d.as_secs_f64()),
             tos: self.cfg.options.tos.unwrap_or(0),
         }
+    }
+
+    fn iperf3_shape(&self) -> Option<Context<'_>> {
+        self.output.iperf3_shape.then(|| self.context())
     }
 
     /// The "start" line of the run at `position`, once.
@@ -89,43 +102,62 @@ impl Streamer {
             return;
         }
         if let Some(run) = runner::run_at(&self.cfg, position) {
-            let ctx = self.context();
             emit(&json_stream::start(
                 &run,
                 self.of,
-                self.iperf3_shape.then_some(&ctx),
+                self.iperf3_shape().as_ref(),
             ));
         }
     }
 
-    /// An "interval" line of the run at `position` (after its "start").
+    /// With `--json-stream`: an "interval" line of the run at `position` (after its "start").
     pub fn interval(&self, position: usize, sample: &IntervalSample) {
+        if !self.streaming() {
+            return;
+        }
         self.start(position);
         if let Some(run) = runner::run_at(&self.cfg, position) {
-            let ctx = self.context();
+            let shape = self.iperf3_shape();
             emit(&json_stream::interval(
                 position,
                 &run,
                 sample,
-                self.iperf3_shape.then_some(&ctx),
+                shape.as_ref(),
             ));
         }
     }
 
-    /// The "end" line of the run at `position` (after its "start").
+    /// With `--json-stream`: the "end" line of the run at `position` (after its "start").
     pub fn end(&self, position: usize, record: &RunRecord) {
+        if !self.streaming() {
+            return;
+        }
         self.start(position);
-        emit(&json_stream::end(position, record, self.iperf3_shape));
+        emit(&json_stream::end(
+            position,
+            record,
+            self.output.iperf3_shape,
+        ));
     }
 
-    /// The "error" line.
+    /// With `--json-stream`: the "error" line.
     pub fn error(&self, reason: &str) {
-        emit(&json_stream::error(reason));
+        if self.streaming() {
+            emit(&json_stream::error(reason));
+        }
     }
 
-    /// iperf3's `-J` document of one run (`-J --iperf3-shape`).
-    pub fn iperf3_document(&self, record: &RunRecord) -> serde_json::Value {
-        crate::output::iperf3_json::document(&self.context(), record)
+    /// `-J --iperf3-shape`: iperf3's `-J` document of the run (the plan has one).
+    pub fn iperf3_document(&self, record: &RunRecord) -> Option<serde_json::Value> {
+        let ctx = self.iperf3_shape().filter(|_| !self.streaming())?;
+        Some(crate::output::iperf3_json::document(&ctx, record))
+    }
+
+    /// `-T` in a JSON document, as iperf3's `-J` carries it.
+    pub fn add_title(&self, doc: &mut serde_json::Value) {
+        if let (Some(title), serde_json::Value::Object(m)) = (&self.output.title, doc) {
+            m.insert("title".into(), title.clone().into());
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! `wirebench store copy` (alias `migrate`): moves history between two results stores, an
-//! SQLite file and a PostgreSQL database either way, and says what it copied.
+//! SQLite file and a PostgreSQL database either way, and says what it copied, what it brought
+//! up to date (campaigns copied while they ran) and what was there already.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::vocab::error::UsageError;
 
 use crate::store::{Location, Store};
@@ -19,6 +21,7 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     }
     let source = Store::open_existing(from)?;
     let mut dest = Store::open(to)?;
+    crate::commands::recording::say_replayed(&dest);
     let n = dest.copy_from(&source).with_context(|| {
         format!(
             "while copying from {} to {} (each campaign copied before this one is kept)",
@@ -26,18 +29,23 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
             to.display()
         )
     })?;
+    let runs = n.of(CampaignKind::Run);
     writeln!(
         out,
-        "copied {} campaign(s) with {} run(s), {} DNS campaign(s), {} rr sweep(s) and {} rpm \
-         campaign(s) from {} to {}; {} already there",
-        n.campaigns,
-        n.runs,
-        n.dns,
-        n.rr,
-        n.rpm,
+        "copied {} campaign(s) with {} run(s), {} DNS campaign(s), {} rr sweep(s), {} ping \
+         sweep(s) and {} rpm campaign(s) from {} to {}; {} brought up to date ({} result(s) \
+         added); {} already there",
+        runs.copied,
+        runs.results,
+        n.of(CampaignKind::Dns).copied,
+        n.of(CampaignKind::Rr).copied,
+        n.of(CampaignKind::Ping).copied,
+        n.of(CampaignKind::Rpm).copied,
         from.display(),
         to.display(),
-        n.skipped
+        n.updated(),
+        n.added(),
+        n.skipped()
     )?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::DnsCampaignInfo;
+use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::record::rr::RrCampaignInfo;
 use wirebench_core::record::{count_of, AbortedRun, CampaignInfo, EndedBy, RunRecord};
 use wirebench_core::vocab::sweep::Point;
@@ -98,13 +99,13 @@ fn host_suffix(host: &Option<String>) -> String {
 /// The `wirebench runs` table: one line per campaign.
 pub fn campaign_list(campaigns: &[CampaignInfo]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  {}\n",
+        "{:>4}  {:<19}  {:<11}  {:>9}  {}\n",
         "ID", "STARTED (UTC)", "STATUS", "RUNS", "WHAT"
     );
     for c in campaigns {
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}{}{}",
+            "{:>4}  {:<19}  {:<11}  {:>9}  {}{}{}{}",
             c.id,
             format_utc(c.started_at_unix_s),
             c.status.as_str(),
@@ -149,13 +150,13 @@ pub struct SweepRow {
 /// command that reports one (`--dns`), then one line per campaign. Written once for every kind.
 pub fn sweep_list(kind: &str, flag: &str, rows: &[SweepRow]) -> String {
     let mut out = format!(
-        "{:>4}  {:<19}  {:<8}  {:>9}  WHAT (wirebench report {flag} ID)\n",
+        "{:>4}  {:<19}  {:<11}  {:>9}  WHAT (wirebench report {flag} ID)\n",
         kind, "STARTED (UTC)", "STATUS", "RESULTS"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:>4}  {:<19}  {:<8}  {:>9}  {}{}",
+            "{:>4}  {:<19}  {:<11}  {:>9}  {}{}",
             r.id,
             format_utc(r.started_at_unix_s),
             r.status,
@@ -210,10 +211,17 @@ pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
                 status: info.status.as_str(),
                 stored: *stored,
                 planned: c.planned_results,
-                what: format!(
-                    "{} B requests, {} B responses to {} over {}, {flows}, requests in flight {}",
-                    c.request_bytes, c.response_bytes, c.server, c.protocols, c.concurrency
-                ),
+                what: match info.kind {
+                    // `ping` is stored as an rr-like sweep: one flow, one probe in flight.
+                    CampaignKind::Ping => format!(
+                        "ping: {} B probes to {} over {}",
+                        c.request_bytes, c.server, c.protocols
+                    ),
+                    _ => format!(
+                        "{} B requests, {} B responses to {} over {}, {flows}, requests in flight {}",
+                        c.request_bytes, c.response_bytes, c.server, c.protocols, c.concurrency
+                    ),
+                },
                 host: c.host_name.clone(),
             }
         })

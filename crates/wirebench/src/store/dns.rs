@@ -1,25 +1,110 @@
-//! `wirebench dns` campaigns in the results store (schema version 5: `dns_campaign`,
-//! `dns_result`): begin, commit each result as it finishes, finish, and read back. Owns only
-//! the SQL of those two tables; the records are `wirebench_core::record::dns`.
+//! `wirebench dns` campaigns in the store (schema version 5: `dns_campaign`, `dns_result`) as a
+//! [`Kind`], and the functions `dns`, `report --dns` and the exporter have always called. Owns
+//! only the layout of those two tables; the records are `wirebench_core::record::dns`.
 
 use anyhow::{Context, Result};
 
 use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
+use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::record::Status;
 
-use super::sql::{args, Conn, Row};
+use super::kind::{int, Kind};
+use super::sql::{Row, Value};
 use super::Store;
+
+/// `wirebench dns` campaigns.
+pub struct Dns;
+
+impl Kind for Dns {
+    const KIND: CampaignKind = CampaignKind::Dns;
+    type Plan = NewDnsCampaign;
+    type Result = DnsResult;
+
+    const PLAN_COLUMNS: &'static [&'static str] = &[
+        "started_at_unix_s",
+        "resolver",
+        "name",
+        "record_type",
+        "transports",
+        "concurrency",
+        "planned_results",
+        "host_name",
+        "wirebench_version",
+    ];
+    const IDENTITY: &'static [&'static str] = &["resolver", "name", "host_name"];
+    const RESULT_COLUMNS: &'static [&'static str] = &[
+        "transport",
+        "concurrency",
+        "sent",
+        "answered",
+        "timeouts",
+        "result_json",
+    ];
+
+    fn plan_values(c: &NewDnsCampaign) -> Result<Vec<Value>> {
+        Ok(vec![
+            c.started_at_unix_s.into(),
+            (&c.resolver).into(),
+            (&c.name).into(),
+            (&c.record_type).into(),
+            (&c.transports).into(),
+            (&c.concurrency).into(),
+            int(c.planned_results, "planned results")?.into(),
+            (&c.host_name).into(),
+            (&c.wirebench_version).into(),
+        ])
+    }
+
+    fn read_plan(row: &Row, at: usize) -> Result<NewDnsCampaign> {
+        Ok(NewDnsCampaign {
+            started_at_unix_s: row.i64(at)?,
+            resolver: row.text(at + 1)?,
+            name: row.text(at + 2)?,
+            record_type: row.text(at + 3)?,
+            transports: row.text(at + 4)?,
+            concurrency: row.text(at + 5)?,
+            planned_results: row.count(at + 6)?,
+            host_name: row.opt_text(at + 7)?,
+            wirebench_version: row.text(at + 8)?,
+        })
+    }
+
+    fn started_at(plan: &NewDnsCampaign) -> i64 {
+        plan.started_at_unix_s
+    }
+
+    fn planned(plan: &NewDnsCampaign) -> u64 {
+        plan.planned_results
+    }
+
+    fn result_values(r: &DnsResult) -> Result<Vec<Value>> {
+        Ok(vec![
+            r.transport.name().into(),
+            r.concurrency.into(),
+            int(r.counts.sent, "queries sent")?.into(),
+            int(r.counts.answered, "queries answered")?.into(),
+            int(r.counts.timeouts, "timeouts")?.into(),
+            serde_json::to_string(r)
+                .context("while encoding a DNS result")?
+                .into(),
+        ])
+    }
+
+    fn read_result(row: &Row, at: usize, _position: u64) -> Result<DnsResult> {
+        Ok(serde_json::from_str(&row.text(at + 5)?)?)
+    }
+}
 
 impl Store {
     /// Records a DNS campaign that is starting (status `running`); returns its id.
     pub fn begin_dns_campaign(&mut self, c: &NewDnsCampaign) -> Result<i64> {
-        self.transaction(|tx| insert_dns_campaign(tx, c, Status::Running, None))
+        Ok(self.begin::<Dns>(c)?.id)
     }
 
     /// Commits one finished result of `campaign` (1-based `position` in run order), in one
     /// transaction.
     pub fn add_dns_result(&mut self, campaign: i64, position: u64, r: &DnsResult) -> Result<()> {
-        self.transaction(|tx| insert_dns_result(tx, campaign, position, r))
+        self.record::<Dns>(campaign, position, r)
     }
 
     /// Marks a DNS campaign as ended.
@@ -29,117 +114,50 @@ impl Store {
         status: Status,
         finished_at_unix_s: i64,
     ) -> Result<()> {
-        self.finish_sweep(
-            "dns_campaign",
-            "DNS campaign",
-            campaign,
-            status,
-            finished_at_unix_s,
-        )
+        self.finish::<Dns>(campaign, status, finished_at_unix_s, None)
     }
 
     /// One DNS campaign, `None` when there is no such id.
     pub fn dns_campaign(&self, id: i64) -> Result<Option<DnsCampaignInfo>> {
-        let Some(row) = self.query_opt(
-            "SELECT id, started_at_unix_s, finished_at_unix_s, status, resolver, name,
-             record_type, transports, concurrency, planned_results, host_name,
-             wirebench_version FROM dns_campaign WHERE id = ?1",
-            args![id],
-        )?
-        else {
-            return Ok(None);
-        };
-        let status = row.text(3)?;
-        Ok(Some(DnsCampaignInfo {
-            id: row.i64(0)?,
-            finished_at_unix_s: row.opt_i64(2)?,
-            status: Status::from_name(&status)
-                .with_context(|| format!("DNS campaign {id} has an unknown status {status:?}"))?,
-            campaign: dns_campaign_row(&row)?,
-        }))
+        Ok(self
+            .get::<Dns>(id)?
+            .map(|(life, campaign)| DnsCampaignInfo {
+                id: life.id,
+                finished_at_unix_s: life.finished_at_unix_s,
+                status: life.status,
+                campaign,
+            }))
     }
 
     /// Every DNS campaign with the number of results stored, oldest first.
     pub fn dns_campaigns(&self) -> Result<Vec<(DnsCampaignInfo, u64)>> {
-        self.sweeps_with_counts("dns_campaign", "dns_result", Self::dns_campaign)
+        Ok(self
+            .list::<Dns>()?
+            .into_iter()
+            .map(|(life, campaign)| {
+                let stored = life.stored;
+                let info = DnsCampaignInfo {
+                    id: life.id,
+                    finished_at_unix_s: life.finished_at_unix_s,
+                    status: life.status,
+                    campaign,
+                };
+                (info, stored)
+            })
+            .collect())
     }
 
     /// The newest DNS campaign's id.
     pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
-        self.last_sweep_id("dns_campaign")
+        self.last_id::<Dns>()
     }
 
     /// The results of a DNS campaign, in run order.
     pub fn dns_results(&self, campaign: i64) -> Result<Vec<DnsResult>> {
-        self.sweep_results("dns_result", "DNS result", campaign)
+        Ok(self
+            .results::<Dns>(campaign)?
+            .into_iter()
+            .map(|r| r.result)
+            .collect())
     }
-}
-
-fn dns_campaign_row(row: &Row) -> Result<NewDnsCampaign> {
-    Ok(NewDnsCampaign {
-        started_at_unix_s: row.i64(1)?,
-        resolver: row.text(4)?,
-        name: row.text(5)?,
-        record_type: row.text(6)?,
-        transports: row.text(7)?,
-        concurrency: row.text(8)?,
-        planned_results: row.count(9)?,
-        host_name: row.opt_text(10)?,
-        wirebench_version: row.text(11)?,
-    })
-}
-
-/// Stores a DNS campaign row as `status` (ended at `finished`, if it has); returns its id.
-pub(super) fn insert_dns_campaign(
-    tx: &mut dyn Conn,
-    c: &NewDnsCampaign,
-    status: Status,
-    finished: Option<i64>,
-) -> Result<i64> {
-    tx.insert(
-        "INSERT INTO dns_campaign (started_at_unix_s, status, finished_at_unix_s, resolver, name, record_type, transports, concurrency, planned_results, host_name, wirebench_version)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-         RETURNING id",
-        args![
-            c.started_at_unix_s,
-            status.as_str(),
-            finished,
-            &c.resolver,
-            &c.name,
-            &c.record_type,
-            &c.transports,
-            &c.concurrency,
-            i64::try_from(c.planned_results).unwrap_or(i64::MAX),
-            &c.host_name,
-            &c.wirebench_version,
-        ],
-    )
-    .context("while recording the DNS campaign")
-}
-
-/// Stores one result of `campaign`.
-pub(super) fn insert_dns_result(
-    tx: &mut dyn Conn,
-    campaign: i64,
-    position: u64,
-    r: &DnsResult,
-) -> Result<()> {
-    let json = serde_json::to_string(r).context("while encoding a DNS result")?;
-    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    tx.execute(
-        "INSERT INTO dns_result (campaign_id, position, transport, concurrency, sent,
-             answered, timeouts, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        args![
-            campaign,
-            as_i64(position),
-            r.transport.name(),
-            r.concurrency,
-            as_i64(r.counts.sent),
-            as_i64(r.counts.answered),
-            as_i64(r.counts.timeouts),
-            json
-        ],
-    )
-    .context("while storing a DNS result")?;
-    Ok(())
 }

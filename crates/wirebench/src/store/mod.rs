@@ -1,18 +1,20 @@
-//! The results store: every campaign and every finished run, in one SQLite file (the embedded
-//! default) or one PostgreSQL database shared by many hosts (`--db postgres://…`). Owns
-//! opening, migrating, inserting and querying; must not run anything, print anything or know
-//! about report formats. Each write is one transaction, so a crash or Ctrl-C never leaves a
-//! half-written run, and writers on many hosts never see each other's half-written rows.
+//! The results store: every campaign of every kind and every result, in one SQLite file (the
+//! embedded default) or one PostgreSQL database shared by many hosts (`--db postgres://…`).
+//! Owns opening, migrating, inserting and querying; must not run anything, print anything or
+//! know about report formats. Each write is one transaction, so a crash or Ctrl-C never leaves
+//! a half-written result, and writers on many hosts never see each other's half-written rows.
+//! A busy store is waited for, up to a bound ([`Store::busy_wait`]); what still cannot be
+//! written is kept in a spool file and brought in by the next open (`spool.rs`).
 //!
 //! One interface, two backends. The SQL is written once, with `?N` placeholders, against
-//! [`sql::Conn`]; `sqlite.rs` and `pg.rs` implement it (PostgreSQL rewrites `?N` to `$N`). A
-//! feature's tables live in a file of their own (`rr.rs`, `dns.rs`, `liveness.rs`) as an
-//! `impl Store` block written in this pattern:
+//! [`sql::Conn`]; `sqlite.rs` and `pg.rs` implement it (PostgreSQL rewrites `?N` to `$N`).
+//! One lifecycle for every kind of campaign (`kind.rs`: the [`kind::Kind`] trait; `lifecycle.rs`:
+//! begin, record, finish, read, merge; `recording.rs`: a campaign written as it runs); a kind's
+//! tables and row layout live in a file of their own (`run.rs`, `rr.rs`, `dns.rs`, `rpm.rs`),
+//! with the functions its commands have always called. Written in this pattern:
 //!
-//! - writes: `self.transaction(|tx| insert_thing(tx, …))`, where a free function
-//!   `insert_thing(tx: &mut dyn Conn, …)` holds the SQL (so a copy between stores reuses it),
-//!   `tx.insert("INSERT … RETURNING id", args![…])` gives a new id (never
-//!   `last_insert_rowid`), and `self.execute(…)` is for a single UPDATE;
+//! - writes: `self.transaction(|tx| …)`; `tx.insert("INSERT … RETURNING id", args![…])` gives
+//!   a new id (never `last_insert_rowid`), and `self.execute(…)` is for a single UPDATE;
 //! - reads: `self.query(…)` / `self.query_opt(…)` / `self.query_one(…)` return [`sql::Row`]s,
 //!   read with `row.i64(i)`, `row.opt_text(i)`, …;
 //! - portable SQL only: `IS NOT DISTINCT FROM` rather than `IS`, no `PRAGMA`, no
@@ -22,144 +24,39 @@
 
 pub mod copy;
 pub mod dns;
+pub mod documents;
+pub mod kind;
+pub mod lifecycle;
 pub mod liveness;
+mod location;
 mod pg;
+pub mod recording;
 pub mod rpm;
 pub mod rr;
+pub mod run;
 pub mod schema;
+pub mod spool;
 pub mod sql;
 mod sqlite;
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rusqlite::Connection;
-use wirebench_core::record::campaign::SoFar;
-use wirebench_core::record::{
-    AbortedRun, CampaignInfo, Environment, NewCampaign, Parameters, RunRecord, Status,
-};
 use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::sweep::Point;
 
-use sql::{args, Conn, Row, Value};
-use wirebench_core::vocab::units::duration_ns;
+pub use location::{check_regular_file, data_dir, default_path, Location, DB_ENV, DEFAULT_FILE};
+use sql::{fault_of, Conn, Fault, Row, Value};
 
-/// The file name of the default database, under `$XDG_DATA_HOME/wirebench/`.
-pub const DEFAULT_FILE: &str = "results.sqlite3";
+/// How long a write waits for a busy store (another process holding it) before the result
+/// goes to the spool instead, unless `$WIREBENCH_STORE_WAIT` says otherwise.
+pub const DEFAULT_BUSY_WAIT: Duration = Duration::from_secs(30);
 
-/// The environment variable naming the database when `--db` is not given.
-pub const DB_ENV: &str = "WIREBENCH_DB";
-
-/// The default database path: `$XDG_DATA_HOME/wirebench/results.sqlite3`, falling back to
-/// `~/.local/share/wirebench/results.sqlite3`.
-pub fn default_path() -> Result<PathBuf> {
-    let data_home = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(home) => PathBuf::from(home).join(".local").join("share"),
-            None => bail!(
-                "cannot find a place for the results database: neither XDG_DATA_HOME nor HOME is set; \
-                 pass --db PATH or --no-store"
-            ),
-        },
-    };
-    Ok(data_home.join("wirebench").join(DEFAULT_FILE))
-}
-
-/// Where a results store lives: an SQLite file or a PostgreSQL database.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    /// An SQLite file (created on first use).
-    File(PathBuf),
-    /// A PostgreSQL connection URL, `postgres://user[:password]@host[:port]/dbname`.
-    Postgres(String),
-}
-
-impl Location {
-    /// `--db`'s value: a `postgres://` or `postgresql://` URL (checked here, so a bad one is a
-    /// one-line usage error before anything runs), otherwise a file path.
-    pub fn parse(text: &std::ffi::OsStr) -> Result<Location> {
-        let Some(s) = text.to_str() else {
-            return Ok(Location::File(PathBuf::from(text)));
-        };
-        let lower = s.to_ascii_lowercase();
-        if !(lower.starts_with("postgres://") || lower.starts_with("postgresql://")) {
-            if lower.contains("://") {
-                return Err(UsageError(format!(
-                    "--db {s:?}: not a database wirebench knows; expected a file path or a \
-                     postgres://user@host/dbname URL"
-                ))
-                .into());
-            }
-            return Ok(Location::File(PathBuf::from(s)));
-        }
-        if let Err(e) = s.parse::<postgres::Config>() {
-            return Err(UsageError(format!(
-                "--db {}: not a PostgreSQL URL ({e}); expected postgres://user[:password]@host[:port]/dbname",
-                redact(s)
-            ))
-            .into());
-        }
-        Ok(Location::Postgres(s.to_string()))
-    }
-
-    /// Whether there is a store to read there without creating one: the file exists (a
-    /// PostgreSQL database is there, or its connection fails and says why).
-    pub fn exists(&self) -> bool {
-        match self {
-            Location::File(p) => p.exists(),
-            Location::Postgres(_) => true,
-        }
-    }
-
-    /// The location for messages: the path, or the URL without its password.
-    pub fn display(&self) -> impl std::fmt::Display + '_ {
-        match self {
-            Location::File(p) => p.display().to_string(),
-            Location::Postgres(url) => redact(url),
-        }
-    }
-}
-
-impl From<&Path> for Location {
-    fn from(p: &Path) -> Location {
-        Location::File(p.to_path_buf())
-    }
-}
-
-impl From<&PathBuf> for Location {
-    fn from(p: &PathBuf) -> Location {
-        Location::File(p.clone())
-    }
-}
-
-impl From<PathBuf> for Location {
-    fn from(p: PathBuf) -> Location {
-        Location::File(p)
-    }
-}
-
-impl From<&Location> for Location {
-    fn from(l: &Location) -> Location {
-        l.clone()
-    }
-}
-
-/// A URL with any password replaced by `***`.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}{tail}")
-        }
-        _ => url.to_string(),
-    }
-}
+/// The environment variable that sets how long to wait for a busy store (`10s`, `2m`, `0s`).
+pub const BUSY_WAIT_ENV: &str = "WIREBENCH_STORE_WAIT";
 
 /// The open connection, of one backend or the other.
 enum Backend {
@@ -167,34 +64,79 @@ enum Backend {
     Postgres(pg::Pg),
 }
 
+/// Told once per operation that found the store busy, with how long it will wait at most.
+pub type BusyNotice = Box<dyn Fn(Duration) + Send>;
+
 /// An open results database.
 pub struct Store {
     // The `postgres` client needs `&mut` even to read; the store's readers take `&self`.
     db: RefCell<Backend>,
     location: Location,
+    busy_wait: Duration,
+    on_busy: Option<BusyNotice>,
+    /// Set when the command is asked to stop: a busy store is then not waited for.
+    give_up: Option<Arc<AtomicBool>>,
+    replayed: Vec<spool::Replayed>,
+}
+
+/// How long to wait for a busy store: `$WIREBENCH_STORE_WAIT`, else [`DEFAULT_BUSY_WAIT`].
+pub fn busy_wait_from_env() -> Result<Duration> {
+    match std::env::var(BUSY_WAIT_ENV) {
+        Ok(text) if !text.trim().is_empty() => {
+            wirebench_core::vocab::units::parse_duration(text.trim()).map_err(|e| {
+                UsageError(format!(
+                    "${BUSY_WAIT_ENV}={text:?}: {e}; expected how long to wait for a busy \
+                     results store, e.g. 30s"
+                ))
+                .into()
+            })
+        }
+        _ => Ok(DEFAULT_BUSY_WAIT),
+    }
 }
 
 impl Store {
     /// Opens the database at `db` (a path or a [`Location`]) and brings its schema up to
     /// date; an SQLite file and its directory are created if needed. A database that is not
     /// a wirebench store, or one written by a newer wirebench, is refused without being
-    /// changed.
+    /// changed. Spool files left for this store are brought in ([`Store::replayed`]).
     pub fn open(db: impl Into<Location>) -> Result<Store> {
+        Store::open_noting(db, None)
+    }
+
+    /// [`Store::open`], telling `on_busy` whenever an operation finds the store busy and
+    /// waits for it (opening included).
+    pub fn open_noting(db: impl Into<Location>, on_busy: Option<BusyNotice>) -> Result<Store> {
         let location = db.into();
+        let busy_wait = busy_wait_from_env()?;
+        let failed = format!("cannot open results database {}", location.display());
+        let what = || failed.clone();
         let backend = match &location {
-            Location::File(path) => Backend::Sqlite(open_sqlite(path)?),
-            Location::Postgres(url) => Backend::Postgres(
-                pg::Pg::connect(url)
-                    .and_then(|mut pg| pg.prepare().map(|()| pg))
-                    .with_context(|| format!("cannot open results database {}", redact(url)))?,
-            ),
+            Location::File(path) => {
+                // A usage error, said as it is (not behind "cannot open").
+                check_regular_file(path)?;
+                Backend::Sqlite(open_file(path).with_context(what)?)
+            }
+            Location::Postgres(url) => Backend::Postgres(pg::Pg::connect(url).with_context(what)?),
         };
         let mut store = Store {
             db: RefCell::new(backend),
             location,
+            busy_wait,
+            on_busy,
+            give_up: None,
+            replayed: Vec::new(),
         };
-        // Campaigns whose writer died without a word are marked `interrupted`. Best effort:
-        // a store we cannot update now is still readable, and the next open tries again.
+        store
+            .patiently(|db| match db {
+                Backend::Sqlite(conn) => sqlite::prepare(conn),
+                Backend::Postgres(pg) => pg.prepare(),
+            })
+            .with_context(what)?;
+        // What an earlier writer could not store goes in first; then campaigns whose writer
+        // died without a word are marked `interrupted`. Best effort: a store we cannot update
+        // now is still readable, and the next open tries again.
+        store.replayed = spool::replay(&mut store);
         let _ = store.mark_interrupted(&liveness::this_process());
         Ok(store)
     }
@@ -220,28 +162,94 @@ impl Store {
         &self.location
     }
 
+    /// How long an operation waits for a busy store before it gives up.
+    pub fn busy_wait(&self) -> Duration {
+        self.busy_wait
+    }
+
+    /// Sets how long an operation waits for a busy store.
+    pub fn set_busy_wait(&mut self, wait: Duration) {
+        self.busy_wait = wait;
+    }
+
+    /// Stops waiting for a busy store once `flag` is set (a stop signal: what the store does
+    /// not take at once then goes to the spool, and the command ends without delay).
+    pub fn give_up_when(&mut self, flag: Arc<AtomicBool>) {
+        self.give_up = Some(flag);
+    }
+
+    /// The spool files the open brought in (or could not), for the command to say so.
+    pub fn replayed(&self) -> &[spool::Replayed] {
+        &self.replayed
+    }
+
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<u32> {
-        match &mut *self.db.borrow_mut() {
+        self.patiently(|db| match db {
             Backend::Sqlite(conn) => sqlite::schema_version(conn),
             Backend::Postgres(pg) => pg.schema_version(),
+        })
+    }
+
+    /// Runs `op` until it is not refused for a busy store, for at most [`Store::busy_wait`]
+    /// (telling `on_busy` the first time it waits); the error of the last try when the
+    /// store stays busy, saying how long it waited.
+    fn patiently<R>(&self, mut op: impl FnMut(&mut Backend) -> Result<R>) -> Result<R> {
+        let start = Instant::now();
+        let mut told = false;
+        loop {
+            let out = op(&mut self.db.borrow_mut());
+            match out {
+                Err(e) if fault_of(&e) == Fault::Busy => {
+                    if self
+                        .give_up
+                        .as_ref()
+                        .is_some_and(|f| f.load(Ordering::Relaxed))
+                    {
+                        return Err(e.context(
+                            "the results store is busy (another process holds it), and a stop \
+                             signal came: not waiting for it",
+                        ));
+                    }
+                    if start.elapsed() >= self.busy_wait {
+                        return Err(e.context(format!(
+                            "the results store stayed busy (another process holds it) for {:.0} s",
+                            start.elapsed().as_secs_f64()
+                        )));
+                    }
+                    if !told {
+                        told = true;
+                        if let Some(notice) = &self.on_busy {
+                            notice(self.busy_wait);
+                        }
+                    }
+                    // Each try already waited up to a second for the lock; a short pause keeps
+                    // a store that refuses at once (a deadlock) from being hammered.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => return other,
+            }
         }
     }
 
     /// Runs `f` on the connection, outside a transaction (one statement commits by itself).
-    fn with<R>(&self, f: impl FnOnce(&mut dyn Conn) -> Result<R>) -> Result<R> {
-        match &mut *self.db.borrow_mut() {
+    fn with<R>(&self, mut f: impl FnMut(&mut dyn Conn) -> Result<R>) -> Result<R> {
+        self.patiently(|db| match db {
             Backend::Sqlite(conn) => f(&mut sqlite::Sqlite(conn)),
             Backend::Postgres(pg) => f(&mut pg.conn()?),
-        }
+        })
     }
 
-    /// Runs `f` in one transaction, committed when it returns `Ok`, rolled back otherwise.
-    pub(crate) fn transaction<R>(&self, f: impl FnOnce(&mut dyn Conn) -> Result<R>) -> Result<R> {
-        match &mut *self.db.borrow_mut() {
-            Backend::Sqlite(conn) => sqlite::transaction(conn, f),
-            Backend::Postgres(pg) => pg.transaction(f),
-        }
+    /// Runs `f` in one transaction, committed when it returns `Ok`, rolled back otherwise; a
+    /// transaction refused because the store is busy is tried again, whole.
+    pub(crate) fn transaction<R>(
+        &self,
+        mut f: impl FnMut(&mut dyn Conn) -> Result<R>,
+    ) -> Result<R> {
+        self.patiently(|db| match db {
+            Backend::Sqlite(conn) => sqlite::transaction(conn, &mut f),
+            Backend::Postgres(pg) => pg.transaction(&mut f),
+        })
     }
 
     /// One statement; the number of rows it changed.
@@ -263,225 +271,10 @@ impl Store {
     pub(crate) fn query_one(&self, sql: &str, args: &[Value]) -> Result<Row> {
         self.with(|c| c.query_one(sql, args))
     }
-
-    /// Records a campaign that is starting (status `running`); returns its id.
-    pub fn begin_campaign(&mut self, c: &NewCampaign) -> Result<i64> {
-        self.transaction(|tx| insert_campaign(tx, c, Status::Running, None, None, "run"))
-    }
-
-    /// Commits one finished run of `campaign` (its 1-based `position` in the plan, run with
-    /// `point`'s message size and total), in one transaction.
-    pub fn add_run(
-        &mut self,
-        campaign: i64,
-        position: u64,
-        point: Point,
-        run: &RunRecord,
-    ) -> Result<()> {
-        self.transaction(|tx| insert_run(tx, campaign, position, point, run))
-    }
-
-    /// Commits the run that was in flight when `campaign` was interrupted, as `aborted`: its
-    /// parameters only, no figures (reports and comparisons leave it out).
-    pub fn add_aborted_run(&mut self, campaign: i64, run: &AbortedRun) -> Result<()> {
-        self.transaction(|tx| insert_aborted(tx, campaign, run, None, None))
-    }
-
-    /// The runs of one campaign stored as aborted, in plan order.
-    pub fn aborted_runs(&self, campaign: i64) -> Result<Vec<AbortedRun>> {
-        let rows = self.query(
-            "SELECT position, repeat_index, params_json FROM run
-             WHERE campaign_id = ?1 AND status = 'aborted' ORDER BY position",
-            args![campaign],
-        )?;
-        rows.iter()
-            .map(|row| {
-                let position = row.i64(0)?;
-                let text = row.opt_text(2)?;
-                let params =
-                    serde_json::from_str(text.as_deref().unwrap_or("")).with_context(|| {
-                        format!("aborted run {position} of campaign {campaign} is not readable")
-                    })?;
-                Ok(AbortedRun {
-                    position: u64::try_from(position).unwrap_or(0),
-                    repeat_index: row.u32(1)?,
-                    params,
-                })
-            })
-            .collect()
-    }
-
-    /// Marks a campaign as ended.
-    pub fn finish_campaign(
-        &mut self,
-        campaign: i64,
-        status: Status,
-        finished_at_unix_s: i64,
-        error: Option<&str>,
-    ) -> Result<()> {
-        let changed = self.execute(
-            "UPDATE campaign SET status = ?1, finished_at_unix_s = ?2, error = ?3 WHERE id = ?4",
-            args![status.as_str(), finished_at_unix_s, error, campaign],
-        )?;
-        if changed != 1 {
-            bail!("campaign {campaign} is not in the results database");
-        }
-        Ok(())
-    }
-
-    /// Stores a whole campaign read from a file, runs and all, in one transaction; returns its
-    /// new id. Nothing is stored when anything is wrong.
-    pub fn import(&mut self, info: &CampaignInfo, runs: &[(Point, RunRecord)]) -> Result<i64> {
-        self.transaction(|tx| {
-            let id = insert_campaign_as(tx, info, "import")?;
-            for (i, (point, run)) in runs.iter().enumerate() {
-                insert_run(tx, id, i as u64 + 1, *point, run)?;
-            }
-            Ok(id)
-        })
-        .context("while committing the import")
-    }
-
-    /// A stored campaign that is the same as `info` (same start time, parameters, host and
-    /// plan): what importing one export twice would duplicate. `None` when there is none.
-    pub fn same_campaign(&self, info: &CampaignInfo) -> Result<Option<i64>> {
-        self.query_one(
-            "SELECT min(id) FROM campaign WHERE started_at_unix_s = ?1 AND parameters_json = ?2
-                 AND host_name IS NOT DISTINCT FROM ?3 AND planned_runs = ?4",
-            args![
-                info.started_at_unix_s,
-                serde_json::to_string(&info.parameters)?,
-                &info.environment.host_name,
-                int(info.planned_runs, "planned runs")?,
-            ],
-        )?
-        .opt_i64(0)
-    }
-
-    /// Every sweep of table `sweeps` (`dns_campaign`, `rr_campaign`, `rpm_campaign`), read by
-    /// `one`, with the number of results its table `results` holds for it, oldest first. The
-    /// names are ours, never the user's.
-    pub(crate) fn sweeps_with_counts<I>(
-        &self,
-        sweeps: &str,
-        results: &str,
-        one: impl Fn(&Self, i64) -> Result<Option<I>>,
-    ) -> Result<Vec<(I, u64)>> {
-        let rows = self.query(
-            &format!(
-                "SELECT c.id, (SELECT count(*) FROM {results} r WHERE r.campaign_id = c.id)
-                 FROM {sweeps} c ORDER BY c.id"
-            ),
-            &[],
-        )?;
-        let mut out = Vec::new();
-        for row in &rows {
-            if let Some(info) = one(self, row.i64(0)?)? {
-                out.push((info, row.count(1)?));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Marks a sweep of table `sweeps` (`dns_campaign`, `rr_campaign`, `rpm_campaign`) as
-    /// ended; `what` names it in the error when there is no such id. The names are ours.
-    pub(crate) fn finish_sweep(
-        &mut self,
-        sweeps: &str,
-        what: &str,
-        campaign: i64,
-        status: Status,
-        finished_at_unix_s: i64,
-    ) -> Result<()> {
-        let changed = self.execute(
-            &format!("UPDATE {sweeps} SET status = ?1, finished_at_unix_s = ?2 WHERE id = ?3"),
-            args![status.as_str(), finished_at_unix_s, campaign],
-        )?;
-        if changed != 1 {
-            bail!("{what} {campaign} is not in the results database");
-        }
-        Ok(())
-    }
-
-    /// The newest id of a sweep table, `None` when it is empty. The name is ours.
-    pub(crate) fn last_sweep_id(&self, sweeps: &str) -> Result<Option<i64>> {
-        self.query_one(&format!("SELECT max(id) FROM {sweeps}"), &[])?
-            .opt_i64(0)
-    }
-
-    /// The `result_json` of every result of `campaign` in table `results`, decoded, in run
-    /// order; `what` names a result that does not decode. The name is ours.
-    pub(crate) fn sweep_results<T: serde::de::DeserializeOwned>(
-        &self,
-        results: &str,
-        what: &str,
-        campaign: i64,
-    ) -> Result<Vec<T>> {
-        self.query(
-            &format!("SELECT result_json FROM {results} WHERE campaign_id = ?1 ORDER BY position"),
-            args![campaign],
-        )?
-        .iter()
-        .map(|row| {
-            serde_json::from_str(&row.text(0)?)
-                .with_context(|| format!("a stored {what} does not decode"))
-        })
-        .collect()
-    }
-
-    /// Every campaign, oldest first.
-    pub fn campaigns(&self) -> Result<Vec<CampaignInfo>> {
-        let rows = self.query(&format!("{CAMPAIGN_SELECT} ORDER BY c.id"), &[])?;
-        rows.iter()
-            .map(|row| campaign_row(row)?.into_info())
-            .collect()
-    }
-
-    /// One campaign, `None` when there is no such id.
-    pub fn campaign(&self, id: i64) -> Result<Option<CampaignInfo>> {
-        self.query_opt(&format!("{CAMPAIGN_SELECT} WHERE c.id = ?1"), args![id])?
-            .map(|row| campaign_row(&row)?.into_info())
-            .transpose()
-    }
-
-    /// The id of the newest campaign, `None` when the store is empty.
-    pub fn last_campaign_id(&self) -> Result<Option<i64>> {
-        self.query_one("SELECT max(id) FROM campaign", &[])?
-            .opt_i64(0)
-    }
-
-    /// The finished runs of one campaign with their message size and total, in the order they
-    /// ran (aborted runs are left out: see [`Store::aborted_runs`]).
-    pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunRecord)>> {
-        // Runs stored before each record said its direction take the campaign's.
-        let reverse = self
-            .campaign(campaign)?
-            .is_some_and(|c| c.parameters.reverse);
-        let rows = self.query(
-            "SELECT position, msg_size, total_bytes, run_json FROM run
-             WHERE campaign_id = ?1 AND status = 'complete' ORDER BY position",
-            args![campaign],
-        )?;
-        rows.iter()
-            .map(|row| {
-                let position = row.i64(0)?;
-                let mut run: RunRecord =
-                    serde_json::from_str(&row.text(3)?).with_context(|| {
-                        format!("run {position} of campaign {campaign} is not readable")
-                    })?;
-                run.reverse |= reverse;
-                let point = Point {
-                    msg_size: row.u32(1)?,
-                    total_bytes: row.count(2)?,
-                };
-                Ok((point, run))
-            })
-            .collect()
-    }
 }
 
-/// Opens (creating it and its directory if needed) an SQLite store and migrates it.
-fn open_sqlite(path: &Path) -> Result<Connection> {
+/// Opens (creating it and its directory if needed) an SQLite store.
+fn open_file(path: &std::path::Path) -> Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
@@ -490,297 +283,5 @@ fn open_sqlite(path: &Path) -> Result<Connection> {
             )
         })?;
     }
-    let mut conn = Connection::open(path)
-        .with_context(|| format!("cannot open results database {}", path.display()))?;
-    sqlite::prepare(&mut conn)
-        .with_context(|| format!("cannot open results database {}", path.display()))?;
-    Ok(conn)
-}
-
-const CAMPAIGN_SELECT: &str = "
-SELECT c.id, c.started_at_unix_s, c.finished_at_unix_s, c.status, c.error, c.origin,
-       c.parameters_json, c.planned_runs,
-       (SELECT count(*) FROM run r WHERE r.campaign_id = c.id AND r.status = 'complete'),
-       c.host_name, c.kernel, c.cpu_model, c.wirebench_version, c.rmem_max_bytes, c.wmem_max_bytes,
-       c.msg_sizes, c.totals,
-       (SELECT count(*) FROM run r WHERE r.campaign_id = c.id AND r.status = 'aborted')
-FROM campaign c";
-
-struct RawCampaign {
-    id: i64,
-    started: i64,
-    finished: Option<i64>,
-    status: String,
-    error: Option<String>,
-    origin: String,
-    parameters_json: String,
-    planned: i64,
-    stored: i64,
-    aborted: i64,
-    msg_sizes: Option<String>,
-    totals: Option<String>,
-    environment: Environment,
-}
-
-impl RawCampaign {
-    fn into_info(self) -> Result<CampaignInfo> {
-        let parameters: Parameters = serde_json::from_str(&self.parameters_json)
-            .with_context(|| format!("the parameters of campaign {} are not readable", self.id))?;
-        let msg_sizes = split_list(self.msg_sizes.as_deref(), self.id)?
-            .unwrap_or_else(|| vec![parameters.msg_size]);
-        let totals = split_list(self.totals.as_deref(), self.id)?
-            .unwrap_or_else(|| vec![parameters.total_bytes]);
-        Ok(CampaignInfo {
-            id: self.id,
-            started_at_unix_s: self.started,
-            finished_at_unix_s: self.finished,
-            status: Status::from_name(&self.status).with_context(|| {
-                format!(
-                    "campaign {} has an unknown status {:?} in the results database",
-                    self.id, self.status
-                )
-            })?,
-            error: self.error,
-            origin: self.origin,
-            parameters,
-            planned_runs: u64::try_from(self.planned).unwrap_or(0),
-            stored_runs: u64::try_from(self.stored).unwrap_or(0),
-            aborted_runs: u64::try_from(self.aborted).unwrap_or(0),
-            msg_sizes,
-            totals,
-            environment: self.environment,
-        })
-    }
-}
-
-fn campaign_row(row: &Row) -> Result<RawCampaign> {
-    Ok(RawCampaign {
-        id: row.i64(0)?,
-        started: row.i64(1)?,
-        finished: row.opt_i64(2)?,
-        status: row.text(3)?,
-        error: row.opt_text(4)?,
-        origin: row.text(5)?,
-        parameters_json: row.text(6)?,
-        planned: row.i64(7)?,
-        stored: row.i64(8)?,
-        aborted: row.i64(17)?,
-        msg_sizes: row.opt_text(15)?,
-        totals: row.opt_text(16)?,
-        environment: Environment {
-            host_name: row.opt_text(9)?,
-            kernel: row.opt_text(10)?,
-            cpu_model: row.opt_text(11)?,
-            wirebench_version: row.text(12)?,
-            rmem_max_bytes: row.opt_i64(13)?.and_then(|v| u64::try_from(v).ok()),
-            wmem_max_bytes: row.opt_i64(14)?.and_then(|v| u64::try_from(v).ok()),
-        },
-    })
-}
-
-/// A stored comma list (`None` for campaigns from before schema version 3).
-fn split_list<T: std::str::FromStr>(text: Option<&str>, campaign: i64) -> Result<Option<Vec<T>>> {
-    let Some(text) = text else { return Ok(None) };
-    text.split(',')
-        .map(|v| {
-            v.parse::<T>().map_err(|_| {
-                anyhow::anyhow!("campaign {campaign} has an unreadable size list {text:?}")
-            })
-        })
-        .collect::<Result<Vec<T>>>()
-        .map(Some)
-}
-
-/// Both backends' integers are signed 64-bit; counts beyond that are refused rather than wrapped.
-fn int(v: u64, what: &str) -> Result<i64> {
-    i64::try_from(v).with_context(|| format!("{what} {v} is too large to store"))
-}
-
-fn join<T: std::fmt::Display>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn insert_campaign(
-    tx: &mut dyn Conn,
-    c: &NewCampaign,
-    status: Status,
-    finished: Option<i64>,
-    error: Option<&str>,
-    origin: &str,
-) -> Result<i64> {
-    let p = &c.parameters;
-    let env = &c.environment;
-    tx.insert(
-        "INSERT INTO campaign (started_at_unix_s, finished_at_unix_s, status, error, server,
-             protocols, mechanisms, msg_size, total_bytes, repeat, planned_runs, parameters_json,
-             host_name, kernel, cpu_model, wirebench_version, rmem_max_bytes, wmem_max_bytes, origin,
-             msg_sizes, totals)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
-         RETURNING id",
-        args![
-            c.started_at_unix_s,
-            finished,
-            status.as_str(),
-            error,
-            &p.server,
-            join(&p.protocols),
-            join(&p.mechanisms),
-            p.msg_size,
-            int(p.total_bytes, "total bytes")?,
-            p.repeat,
-            int(c.planned_runs, "planned runs")?,
-            serde_json::to_string(p)?,
-            &env.host_name,
-            &env.kernel,
-            &env.cpu_model,
-            &env.wirebench_version,
-            env.rmem_max_bytes.map(|v| int(v, "rmem_max")).transpose()?,
-            env.wmem_max_bytes.map(|v| int(v, "wmem_max")).transpose()?,
-            origin,
-            join(&c.msg_sizes),
-            join(&c.totals),
-        ],
-    )
-    .context("while storing the campaign")
-}
-
-fn insert_run(
-    tx: &mut dyn Conn,
-    campaign: i64,
-    position: u64,
-    point: Point,
-    run: &RunRecord,
-) -> Result<()> {
-    let (msg_size, total_bytes) = (point.msg_size, int(point.total_bytes, "total bytes")?);
-    tx.execute(
-        "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
-             repeat_index, session, client_messages, client_bytes, client_elapsed_ns,
-             server_messages, server_bytes, server_elapsed_ns, run_json)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        args![
-            campaign,
-            int(position, "run position")?,
-            run.protocol.as_str(),
-            run.mechanism.as_str(),
-            msg_size,
-            total_bytes,
-            run.repeat_index,
-            run.session,
-            int(run.client.messages, "messages")?,
-            int(run.client.bytes, "bytes")?,
-            int(run.client.elapsed_ns, "elapsed ns")?,
-            int(run.server.messages, "messages")?,
-            int(run.server.bytes, "bytes")?,
-            int(run.server.elapsed_ns, "elapsed ns")?,
-            serde_json::to_string(run)?,
-        ],
-    )
-    .with_context(|| format!("while storing run {position} of campaign {campaign}"))?;
-    Ok(())
-}
-
-/// Stores the row of a campaign read from elsewhere (a file, another store) as it was: plan,
-/// status, end and error, with `origin`; returns its new id.
-fn insert_campaign_as(tx: &mut dyn Conn, info: &CampaignInfo, origin: &str) -> Result<i64> {
-    let plan = NewCampaign {
-        started_at_unix_s: info.started_at_unix_s,
-        parameters: info.parameters.clone(),
-        planned_runs: info.planned_runs,
-        msg_sizes: info.msg_sizes.clone(),
-        totals: info.totals.clone(),
-        environment: info.environment.clone(),
-    };
-    let error = info.error.as_deref();
-    insert_campaign(
-        tx,
-        &plan,
-        info.status,
-        info.finished_at_unix_s,
-        error,
-        origin,
-    )
-}
-
-/// Stores a run that stopped before its end: its parameters, why (when known) and the
-/// client's messages, bytes and nanoseconds so far (when known).
-fn insert_aborted(
-    tx: &mut dyn Conn,
-    campaign: i64,
-    run: &AbortedRun,
-    reason: Option<&str>,
-    so_far: Option<SoFar>,
-) -> Result<()> {
-    let p = &run.params;
-    let figures = so_far
-        .map(|s| -> Result<_> {
-            let elapsed_ns = duration_ns(s.elapsed);
-            Ok((
-                int(s.messages, "messages")?,
-                int(s.bytes, "bytes")?,
-                int(elapsed_ns, "elapsed ns")?,
-            ))
-        })
-        .transpose()?;
-    tx.execute(
-        "INSERT INTO run (campaign_id, position, protocol, mechanism, msg_size, total_bytes,
-             repeat_index, status, params_json, abort_reason, client_messages,
-             client_bytes, client_elapsed_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'aborted', ?8, ?9, ?10, ?11, ?12)",
-        args![
-            campaign,
-            int(run.position, "run position")?,
-            p.protocol.as_str(),
-            p.mechanism.as_str(),
-            p.msg_size,
-            int(p.total_bytes, "total bytes")?,
-            run.repeat_index,
-            serde_json::to_string(p)?,
-            reason,
-            figures.map(|f| f.0),
-            figures.map(|f| f.1),
-            figures.map(|f| f.2),
-        ],
-    )
-    .with_context(|| {
-        format!(
-            "while storing aborted run {} of campaign {campaign}",
-            run.position
-        )
-    })?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn db_values_are_files_or_postgres_urls() {
-        let parse = |s: &str| Location::parse(std::ffi::OsStr::new(s));
-        assert_eq!(
-            parse("results.sqlite3").unwrap(),
-            Location::File("results.sqlite3".into())
-        );
-        assert_eq!(
-            parse("postgresql://wb@127.0.0.1:5432/db").unwrap(),
-            Location::Postgres("postgresql://wb@127.0.0.1:5432/db".into())
-        );
-        for bad in ["postgres://wb@h:notaport/db", "mysql://wb@h/db"] {
-            let err = parse(bad).unwrap_err();
-            assert!(err.downcast_ref::<UsageError>().is_some(), "{err}");
-        }
-        let secret = parse("postgres://wb:hunter2@db.example:5433/x").unwrap();
-        assert_eq!(
-            secret.display().to_string(),
-            "postgres://wb:***@db.example:5433/x"
-        );
-        let err = parse("postgres://wb:hunter2@h:bad/x")
-            .unwrap_err()
-            .to_string();
-        assert!(!err.contains("hunter2"), "{err}");
-    }
+    sqlite::open(path)
 }

@@ -16,7 +16,7 @@ use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{Client, GenericClient, NoTls};
 
 use super::schema;
-use super::sql::{args, dollar_placeholders, Conn, Row, Value};
+use super::sql::{args, dollar_placeholders, Conn, DbError, Fault, Row, Value};
 
 /// The advisory lock that one migration at a time holds ("wbschema" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7762_7363_6865_6d61;
@@ -39,13 +39,34 @@ pub fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     })
 }
 
-/// A driver error on one line (the server's DETAIL and HINT come on lines of their own).
+/// How long one statement waits for another transaction's lock (`lock_timeout`) before it
+/// reports the store busy; the store's own loop decides how long to keep trying.
+const LOCK_WAIT: &str = "1s";
+
+/// A driver error on one line (the server's DETAIL and HINT come on lines of their own), with
+/// its [`Fault`]: a lock not granted in time or a deadlock is busy, a full disk is full.
 fn one_line(e: postgres::Error) -> anyhow::Error {
+    use postgres::error::SqlState;
+    let fault = match e.code() {
+        Some(c)
+            if *c == SqlState::LOCK_NOT_AVAILABLE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::T_R_SERIALIZATION_FAILURE =>
+        {
+            Fault::Busy
+        }
+        Some(c) if *c == SqlState::DISK_FULL => Fault::Full,
+        _ => Fault::Other,
+    };
     let text = match e.as_db_error() {
         Some(db) => db.to_string(),
         None => e.to_string(),
     };
-    anyhow!(text.replace('\n', "; "))
+    DbError {
+        fault,
+        text: text.replace('\n', "; "),
+    }
+    .into()
 }
 
 impl ToSql for Value {
@@ -145,7 +166,11 @@ impl Pg {
         if config.get_application_name().is_none() {
             config.application_name("wirebench");
         }
-        let client = off_runtime(|| config.connect(NoTls)).map_err(one_line)?;
+        let mut client = off_runtime(|| config.connect(NoTls)).map_err(one_line)?;
+        // A lock held elsewhere makes a statement fail after LOCK_WAIT instead of hanging, so
+        // the store can say it is waiting and bound the wait.
+        let set = format!("SET lock_timeout = '{LOCK_WAIT}'");
+        off_runtime(|| client.batch_execute(&set)).map_err(one_line)?;
         Ok(Pg {
             client: Some(client),
         })

@@ -48,6 +48,10 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: V8,
         postgres: PG_V8,
     },
+    Migration {
+        sqlite: V9,
+        postgres: PG_V9,
+    },
 ];
 
 /// The schema version this build writes.
@@ -465,4 +469,97 @@ CREATE TABLE rpm_result (
     result_json  TEXT NOT NULL,
     UNIQUE (campaign_id, position)
 );
+";
+
+/// Version 9: one lifecycle for every kind. Every campaign table (`campaign`, `dns_campaign`,
+/// `rr_campaign`, `rpm_campaign`) holds the same lifecycle columns: why it stopped (`error`),
+/// where it came from (`origin`), its writer process (`writer_pid`, `writer_host`,
+/// `writer_boot_id`, so a sweep whose process was killed is marked `interrupted` as a run
+/// campaign is) and `uid`, the id that follows a campaign between stores, so a later copy or
+/// import of its finished version brings the one already there up to date (NULL for older
+/// campaigns; unique where set). `rr_campaign.command` says which command measured the sweep,
+/// `rr` or `ping`. SQLite cannot change `dns_campaign`'s status CHECK in place (it lacks
+/// 'interrupted'), so that table is rebuilt, as version 6 rebuilt `campaign`.
+const V9: &str = "
+ALTER TABLE campaign ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX campaign_by_uid ON campaign (uid);
+CREATE TABLE dns_campaign_v9 (
+    id                 INTEGER PRIMARY KEY,
+    started_at_unix_s  INTEGER NOT NULL,
+    finished_at_unix_s INTEGER,
+    status             TEXT NOT NULL
+                       CHECK (status IN ('running', 'complete', 'failed', 'aborted', 'interrupted')),
+    resolver           TEXT NOT NULL,
+    name               TEXT NOT NULL,
+    record_type        TEXT NOT NULL,
+    transports         TEXT NOT NULL,
+    concurrency        TEXT NOT NULL,
+    planned_results    INTEGER NOT NULL,
+    host_name          TEXT,
+    wirebench_version  TEXT NOT NULL,
+    error              TEXT,
+    origin             TEXT NOT NULL DEFAULT 'run',
+    writer_pid         INTEGER,
+    writer_host        TEXT,
+    writer_boot_id     TEXT,
+    uid                TEXT
+);
+INSERT INTO dns_campaign_v9 (id, started_at_unix_s, finished_at_unix_s, status, resolver, name,
+    record_type, transports, concurrency, planned_results, host_name, wirebench_version)
+SELECT id, started_at_unix_s, finished_at_unix_s, status, resolver, name, record_type,
+    transports, concurrency, planned_results, host_name, wirebench_version
+FROM dns_campaign;
+DROP TABLE dns_campaign;
+ALTER TABLE dns_campaign_v9 RENAME TO dns_campaign;
+CREATE UNIQUE INDEX dns_campaign_by_uid ON dns_campaign (uid);
+ALTER TABLE rr_campaign ADD COLUMN error TEXT;
+ALTER TABLE rr_campaign ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';
+ALTER TABLE rr_campaign ADD COLUMN writer_pid INTEGER;
+ALTER TABLE rr_campaign ADD COLUMN writer_host TEXT;
+ALTER TABLE rr_campaign ADD COLUMN writer_boot_id TEXT;
+ALTER TABLE rr_campaign ADD COLUMN uid TEXT;
+ALTER TABLE rr_campaign ADD COLUMN command TEXT NOT NULL DEFAULT 'rr'
+    CHECK (command IN ('rr', 'ping'));
+CREATE UNIQUE INDEX rr_campaign_by_uid ON rr_campaign (uid);
+ALTER TABLE rpm_campaign ADD COLUMN error TEXT;
+ALTER TABLE rpm_campaign ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';
+ALTER TABLE rpm_campaign ADD COLUMN writer_pid INTEGER;
+ALTER TABLE rpm_campaign ADD COLUMN writer_host TEXT;
+ALTER TABLE rpm_campaign ADD COLUMN writer_boot_id TEXT;
+ALTER TABLE rpm_campaign ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX rpm_campaign_by_uid ON rpm_campaign (uid);
+";
+
+/// PostgreSQL version 9 (SQLite's `V9`): the DNS status check is replaced in place.
+const PG_V9: &str = "
+ALTER TABLE campaign ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX campaign_by_uid ON campaign (uid);
+ALTER TABLE dns_campaign
+    DROP CONSTRAINT dns_campaign_status_check,
+    ADD CONSTRAINT dns_campaign_status_check
+        CHECK (status IN ('running', 'complete', 'failed', 'aborted', 'interrupted')),
+    ADD COLUMN error TEXT,
+    ADD COLUMN origin TEXT NOT NULL DEFAULT 'run',
+    ADD COLUMN writer_pid BIGINT,
+    ADD COLUMN writer_host TEXT,
+    ADD COLUMN writer_boot_id TEXT,
+    ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX dns_campaign_by_uid ON dns_campaign (uid);
+ALTER TABLE rr_campaign
+    ADD COLUMN error TEXT,
+    ADD COLUMN origin TEXT NOT NULL DEFAULT 'run',
+    ADD COLUMN writer_pid BIGINT,
+    ADD COLUMN writer_host TEXT,
+    ADD COLUMN writer_boot_id TEXT,
+    ADD COLUMN uid TEXT,
+    ADD COLUMN command TEXT NOT NULL DEFAULT 'rr' CHECK (command IN ('rr', 'ping'));
+CREATE UNIQUE INDEX rr_campaign_by_uid ON rr_campaign (uid);
+ALTER TABLE rpm_campaign
+    ADD COLUMN error TEXT,
+    ADD COLUMN origin TEXT NOT NULL DEFAULT 'run',
+    ADD COLUMN writer_pid BIGINT,
+    ADD COLUMN writer_host TEXT,
+    ADD COLUMN writer_boot_id TEXT,
+    ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX rpm_campaign_by_uid ON rpm_campaign (uid);
 ";

@@ -1,9 +1,41 @@
 //! The one interface the store's SQL runs through, whichever backend holds the data: a tiny
 //! value type ([`Value`]), rows of them ([`Row`]), and [`Conn`] (execute, query, insert with
 //! `RETURNING id`). Statements are written once with SQLite's `?N` placeholders; the
-//! PostgreSQL backend rewrites them to `$N`. Must not know any table.
+//! PostgreSQL backend rewrites them to `$N`. A backend's error says which [`Fault`] it is, so
+//! the store can wait out a busy database and tell a full disk from a bad statement. Must not
+//! know any table.
 
 use anyhow::{anyhow, Context, Result};
+
+/// What kind of failure a database error is, as far as a writer must act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Another connection holds a lock we need (SQLite busy or locked, PostgreSQL lock
+    /// timeout or deadlock): worth waiting for.
+    Busy,
+    /// The disk (or the database's quota) is full.
+    Full,
+    /// Anything else: a broken file, a lost connection, a constraint.
+    Other,
+}
+
+/// An error of either backend, on one line, with its [`Fault`].
+#[derive(Debug, thiserror::Error)]
+#[error("{text}")]
+pub struct DbError {
+    /// What kind of failure it is.
+    pub fault: Fault,
+    /// The backend's message, on one line.
+    pub text: String,
+}
+
+/// The [`Fault`] of an error from the store: the first [`DbError`] in its chain, else
+/// [`Fault::Other`].
+pub fn fault_of(e: &anyhow::Error) -> Fault {
+    e.chain()
+        .find_map(|cause| cause.downcast_ref::<DbError>())
+        .map_or(Fault::Other, |db| db.fault)
+}
 
 /// One SQL value, as both backends can bind and return it.
 #[derive(Debug, Clone, PartialEq)]

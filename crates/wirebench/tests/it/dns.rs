@@ -729,7 +729,7 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
         .unwrap_or_else(|| panic!("a DNS row: {listing}"));
     assert!(
         row.contains(&format!(
-            "complete  {:>9}",
+            "complete     {:>9}",
             format!("{0}/{0}", results.len())
         )),
         "{row}"

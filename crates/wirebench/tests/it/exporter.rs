@@ -681,7 +681,7 @@ async fn stored_probes_are_listed_by_runs() {
             let out = wirebench(&["runs", "--db", db.arg()]).await;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let run_listed = text.lines().any(|l| {
-                l.contains("complete        1/1  tcp × stream") && l.contains("1048576 B")
+                l.contains("complete           1/1  tcp × stream") && l.contains("1048576 B")
             });
             let rr_listed =
                 text.contains(&format!("to {t} over udp, 1 flow, requests in flight 3"));

@@ -38,6 +38,8 @@ mod rr_store;
 mod security;
 mod sessions;
 mod store;
+mod store_faults;
+mod store_lifecycle;
 mod support;
 mod sweep_report;
 mod timed;

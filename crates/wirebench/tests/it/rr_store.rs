@@ -17,9 +17,12 @@ use crate::support::TempPath;
 /// every result reads back with sent = answered + lost, and `report --rr` prints its table.
 #[tokio::test]
 async fn a_live_rr_sweep_is_stored_and_reported() {
-    for db in backends() {
-        a_live_rr_sweep_is_stored_and_reported_on(&db).await;
-    }
+    crate::support::within(async {
+        for db in backends() {
+            a_live_rr_sweep_is_stored_and_reported_on(&db).await;
+        }
+    })
+    .await
 }
 
 async fn a_live_rr_sweep_is_stored_and_reported_on(db: &TestDb) {
@@ -75,9 +78,12 @@ async fn a_live_rr_sweep_is_stored_and_reported_on(db: &TestDb) {
 
 #[tokio::test]
 async fn a_stored_sweep_reports_loss_against_retransmissions() {
-    for db in backends() {
-        a_stored_sweep_reports_loss_against_retransmissions_on(&db).await;
-    }
+    crate::support::within(async {
+        for db in backends() {
+            a_stored_sweep_reports_loss_against_retransmissions_on(&db).await;
+        }
+    })
+    .await
 }
 
 async fn a_stored_sweep_reports_loss_against_retransmissions_on(db: &TestDb) {
@@ -165,95 +171,102 @@ async fn a_stored_sweep_reports_loss_against_retransmissions_on(db: &TestDb) {
 /// the results that finished before the signal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stores_the_sweep_as_aborted() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let db = TempPath::new(".sqlite3");
-    let data_home = TempPath::new("-data");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args([
-            "rr",
-            "--proto",
-            "udp",
-            "--concurrency",
-            "1,2",
-            "-t",
-            "30",
-            "--db",
-            db.arg(),
-        ])
-        .env("XDG_DATA_HOME", &data_home.0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("wirebench starts");
-    // The heading is printed once the sweep is stored as begun and before its first request.
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    tokio::time::timeout(crate::support::TEST_TIMEOUT, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.starts_with("rr udp to ") {
-                return;
+    crate::support::within(async {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let db = TempPath::new(".sqlite3");
+        let data_home = TempPath::new("-data");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args([
+                "rr",
+                "--proto",
+                "udp",
+                "--concurrency",
+                "1,2",
+                "-t",
+                "30",
+                "--db",
+                db.arg(),
+            ])
+            .env("XDG_DATA_HOME", &data_home.0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("wirebench starts");
+        // The heading is printed once the sweep is stored as begun and before its first request.
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        tokio::time::timeout(crate::support::TEST_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.starts_with("rr udp to ") {
+                    return;
+                }
             }
-        }
-        panic!("no heading");
+            panic!("no heading");
+        })
+        .await
+        .expect("the sweep starts in time");
+        let pid = i32::try_from(child.id().expect("still running")).unwrap();
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let out = tokio::time::timeout(crate::support::TEST_TIMEOUT, child.wait_with_output())
+            .await
+            .expect("it ends after the signal")
+            .expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(143), "{err}");
+        assert!(err.contains("rr sweep 1 is stored as aborted"), "{err}");
+        let store = Store::open(&db.0).unwrap();
+        let info = store.rr_campaign(1).unwrap().expect("the sweep");
+        assert_eq!(info.status, Status::Aborted);
+        assert!(info.finished_at_unix_s.is_some());
     })
     .await
-    .expect("the sweep starts in time");
-    let pid = i32::try_from(child.id().expect("still running")).unwrap();
-    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let out = tokio::time::timeout(crate::support::TEST_TIMEOUT, child.wait_with_output())
-        .await
-        .expect("it ends after the signal")
-        .expect("wait");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(143), "{err}");
-    assert!(err.contains("rr sweep 1 is stored as aborted"), "{err}");
-    let store = Store::open(&db.0).unwrap();
-    let info = store.rr_campaign(1).unwrap().expect("the sweep");
-    assert_eq!(info.status, Status::Aborted);
-    assert!(info.finished_at_unix_s.is_some());
 }
 
 /// `store copy` carries an rr sweep (campaign and results) into a fresh store of each backend:
 /// `report --rr --format json` reads the same from both, and a second copy copies nothing.
 #[tokio::test]
 async fn store_copy_carries_an_rr_sweep_once() {
-    let from = TestDb::sqlite();
-    let out = wirebench(&[
-        "rr",
-        "--proto",
-        "udp",
-        "--concurrency",
-        "1,2",
-        "--count",
-        "20",
-        "--db",
-        from.arg(),
-    ])
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report = |db: &TestDb| {
-        let db = db.arg().to_string();
-        async move {
-            let out =
-                wirebench(&["report", "--rr", "--last", "--format", "json", "--db", &db]).await;
-            assert!(out.status.success(), "{}", stderr(&out));
-            out.stdout
+    crate::support::within(async {
+        let from = TestDb::sqlite();
+        let out = wirebench(&[
+            "rr",
+            "--proto",
+            "udp",
+            "--concurrency",
+            "1,2",
+            "--count",
+            "20",
+            "--db",
+            from.arg(),
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report = |db: &TestDb| {
+            let db = db.arg().to_string();
+            async move {
+                let out =
+                    wirebench(&["report", "--rr", "--last", "--format", "json", "--db", &db]).await;
+                assert!(out.status.success(), "{}", stderr(&out));
+                out.stdout
+            }
+        };
+        let original = report(&from).await;
+        for to in backends() {
+            for (copied, there) in [(1, 0), (0, 1)] {
+                let out =
+                    wirebench(&["store", "copy", "--from", from.arg(), "--to", to.arg()]).await;
+                let said = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert!(out.status.success(), "{said}{}", stderr(&out));
+                assert!(
+                    said.contains(&format!("{copied} rr sweep(s)"))
+                        && said.contains(&format!("; {there} already there")),
+                    "{said}"
+                );
+            }
+            assert_eq!(report(&to).await, original);
+            assert_eq!(to.open().rr_results(1).unwrap().len(), 2);
         }
-    };
-    let original = report(&from).await;
-    for to in backends() {
-        for (copied, there) in [(1, 0), (0, 1)] {
-            let out = wirebench(&["store", "copy", "--from", from.arg(), "--to", to.arg()]).await;
-            let said = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(out.status.success(), "{said}{}", stderr(&out));
-            assert!(
-                said.contains(&format!("{copied} rr sweep(s)"))
-                    && said.contains(&format!("; {there} already there")),
-                "{said}"
-            );
-        }
-        assert_eq!(report(&to).await, original);
-        assert_eq!(to.open().rr_results(1).unwrap().len(), 2);
-    }
+    })
+    .await
 }

@@ -274,9 +274,12 @@ fn runs_of(db: impl Into<wirebench::store::Location>, id: i64) -> (Status, usize
 
 #[tokio::test]
 async fn run_stores_every_run_and_history_reads_it_back() {
-    for db in backends() {
-        run_stores_every_run(&db).await;
-    }
+    crate::support::within(async {
+        for db in backends() {
+            run_stores_every_run(&db).await;
+        }
+    })
+    .await
 }
 
 async fn run_stores_every_run(db: &TestDb) {
@@ -365,13 +368,16 @@ async fn run_stores_every_run(db: &TestDb) {
 
 #[tokio::test]
 async fn no_store_writes_nothing() {
-    let db = TempPath::new(".sqlite3");
-    let out = wirebench(&["run", "--no-store", "-n", "10000"]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("stored as"));
-    let out = wirebench(&["run", "--no-store", "--db", db.arg()]).await;
-    assert_eq!(out.status.code(), Some(2), "--db and --no-store conflict");
-    assert!(!db.0.exists());
+    crate::support::within(async {
+        let db = TempPath::new(".sqlite3");
+        let out = wirebench(&["run", "--no-store", "-n", "10000"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("stored as"));
+        let out = wirebench(&["run", "--no-store", "--db", db.arg()]).await;
+        assert_eq!(out.status.code(), Some(2), "--db and --no-store conflict");
+        assert!(!db.0.exists());
+    })
+    .await
 }
 
 /// Stops a running campaign with `signal` once three runs are printed; returns how many runs
@@ -449,68 +455,74 @@ async fn interrupt_plan_after_3_runs(
 /// the store, and the campaign is marked aborted.
 #[tokio::test]
 async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
-    let (printed, code, db) = interrupt_after_3_runs("-INT").await;
-    assert_eq!(code, Some(130), "128 + SIGINT");
-    let (status, stored) = runs_of(&db.0, 1);
-    assert_eq!(status, Status::Aborted);
-    assert_eq!(stored, printed, "every printed run is stored, nothing more");
-    assert!((3..1000).contains(&stored));
-    // The run in flight is stored too, as aborted: the next position of the plan, with the
-    // parameters it was started with and no figures.
-    let store = Store::open(&db.0).unwrap();
-    let aborted = store.aborted_runs(1).unwrap();
-    assert_eq!(aborted.len(), 1, "{aborted:?}");
-    let a = &aborted[0];
-    assert_eq!(a.position, stored as u64 + 1);
-    assert_eq!(
-        a.repeat_index, stored as u32,
-        "one combination: repeat index = position - 1"
-    );
-    assert_eq!(
-        (a.params.protocol.as_str(), a.params.mechanism.as_str()),
-        ("tcp", "saw")
-    );
-    assert_eq!((a.params.msg_size, a.params.total_bytes), (1000, 2_000_000));
-    let c = store.campaign(1).unwrap().unwrap();
-    assert_eq!((c.stored_runs, c.aborted_runs), (stored as u64, 1));
-    drop(store);
-    // Reports and exports hold the finished runs only; `show` lists the aborted one last.
-    let out = wirebench(&["export", "1", "--db", db.arg()]).await;
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
-    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(stored));
-    let out = wirebench(&["show", "1", "--db", db.arg()]).await;
-    let shown = String::from_utf8_lossy(&out.stdout);
-    let last = shown.lines().last().unwrap_or_default();
-    // It says why it stopped and what the client had moved by then.
-    let head = format!(
-        "[{}] tcp saw 1000 B × 2000000 B, run {}: aborted (",
-        stored + 1,
-        stored + 1
-    );
-    assert!(last.starts_with(&head), "{shown}");
-    assert!(last.contains("SIGINT"), "{shown}");
-    // The history says so too.
-    let out = wirebench(&["runs", "--db", db.arg()]).await;
-    let listed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        listed.contains(&format!("{stored}/")) && listed.contains("(+1 aborted in flight)"),
-        "{listed}"
-    );
+    crate::support::within(async {
+        let (printed, code, db) = interrupt_after_3_runs("-INT").await;
+        assert_eq!(code, Some(130), "128 + SIGINT");
+        let (status, stored) = runs_of(&db.0, 1);
+        assert_eq!(status, Status::Aborted);
+        assert_eq!(stored, printed, "every printed run is stored, nothing more");
+        assert!((3..1000).contains(&stored));
+        // The run in flight is stored too, as aborted: the next position of the plan, with the
+        // parameters it was started with and no figures.
+        let store = Store::open(&db.0).unwrap();
+        let aborted = store.aborted_runs(1).unwrap();
+        assert_eq!(aborted.len(), 1, "{aborted:?}");
+        let a = &aborted[0];
+        assert_eq!(a.position, stored as u64 + 1);
+        assert_eq!(
+            a.repeat_index, stored as u32,
+            "one combination: repeat index = position - 1"
+        );
+        assert_eq!(
+            (a.params.protocol.as_str(), a.params.mechanism.as_str()),
+            ("tcp", "saw")
+        );
+        assert_eq!((a.params.msg_size, a.params.total_bytes), (1000, 2_000_000));
+        let c = store.campaign(1).unwrap().unwrap();
+        assert_eq!((c.stored_runs, c.aborted_runs), (stored as u64, 1));
+        drop(store);
+        // Reports and exports hold the finished runs only; `show` lists the aborted one last.
+        let out = wirebench(&["export", "1", "--db", db.arg()]).await;
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+        assert_eq!(doc["runs"].as_array().map(Vec::len), Some(stored));
+        let out = wirebench(&["show", "1", "--db", db.arg()]).await;
+        let shown = String::from_utf8_lossy(&out.stdout);
+        let last = shown.lines().last().unwrap_or_default();
+        // It says why it stopped and what the client had moved by then.
+        let head = format!(
+            "[{}] tcp saw 1000 B × 2000000 B, run {}: aborted (",
+            stored + 1,
+            stored + 1
+        );
+        assert!(last.starts_with(&head), "{shown}");
+        assert!(last.contains("SIGINT"), "{shown}");
+        // The history says so too.
+        let out = wirebench(&["runs", "--db", db.arg()]).await;
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            listed.contains(&format!("{stored}/")) && listed.contains("(+1 aborted in flight)"),
+            "{listed}"
+        );
+    })
+    .await
 }
 
 /// Ctrl-C in a QUIC campaign whose flows run on threads of their own (large messages): the
 /// same truthful store, and the process ends rather than waiting for the flow's thread.
 #[tokio::test]
 async fn interrupting_quic_flows_on_their_own_threads_stores_what_finished() {
-    let (printed, code, db) =
-        interrupt_plan_after_3_runs("-INT", ["quic", "stream", "64KiB", "32MiB"]).await;
-    assert_eq!(code, Some(130), "128 + SIGINT");
-    let (status, stored) = runs_of(&db.0, 1);
-    assert_eq!(status, Status::Aborted);
-    assert_eq!(stored, printed, "every printed run is stored, nothing more");
-    assert!((3..1000).contains(&stored));
-    let store = Store::open(&db.0).unwrap();
-    assert_eq!(store.aborted_runs(1).unwrap().len(), 1);
+    crate::support::within(async {
+        let (printed, code, db) =
+            interrupt_plan_after_3_runs("-INT", ["quic", "stream", "64KiB", "32MiB"]).await;
+        assert_eq!(code, Some(130), "128 + SIGINT");
+        let (status, stored) = runs_of(&db.0, 1);
+        assert_eq!(status, Status::Aborted);
+        assert_eq!(stored, printed, "every printed run is stored, nothing more");
+        assert!((3..1000).contains(&stored));
+        let store = Store::open(&db.0).unwrap();
+        assert_eq!(store.aborted_runs(1).unwrap().len(), 1);
+    })
+    .await
 }
 
 /// A crash (SIGKILL) after k runs: the k committed runs are intact and the store opens; the
@@ -518,222 +530,234 @@ async fn interrupting_quic_flows_on_their_own_threads_stores_what_finished() {
 /// `interrupted`.
 #[tokio::test]
 async fn a_killed_campaign_keeps_its_finished_runs() {
-    let (printed, code, db) = interrupt_after_3_runs("-KILL").await;
-    assert_eq!(code, None, "killed by a signal");
-    // `wirebench runs` is the next command to open the store: it says what happened.
-    let out = wirebench(&["runs", "--db", db.arg()]).await;
-    let listed = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(listed.contains("interrupted"), "{listed}");
-    let (status, stored) = runs_of(&db.0, 1);
-    assert_eq!(status, Status::Interrupted);
-    let c = Store::open(&db.0).unwrap().campaign(1).unwrap().unwrap();
-    let error = c.error.unwrap_or_default();
-    assert!(error.contains("ended without storing its end"), "{error}");
-    let store = Store::open(&db.0).unwrap();
-    assert!(
-        store.aborted_runs(1).unwrap().is_empty(),
-        "a crash has no chance to store the run in flight"
-    );
-    drop(store);
-    // The kill may land between a run's commit and its printing: at most one stored run was
-    // not printed yet.
-    assert!(
-        stored == printed || stored == printed + 1,
-        "{stored} stored, {printed} printed"
-    );
-    assert!((3..1000).contains(&stored));
+    crate::support::within(async {
+        let (printed, code, db) = interrupt_after_3_runs("-KILL").await;
+        assert_eq!(code, None, "killed by a signal");
+        // `wirebench runs` is the next command to open the store: it says what happened.
+        let out = wirebench(&["runs", "--db", db.arg()]).await;
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(listed.contains("interrupted"), "{listed}");
+        let (status, stored) = runs_of(&db.0, 1);
+        assert_eq!(status, Status::Interrupted);
+        let c = Store::open(&db.0).unwrap().campaign(1).unwrap().unwrap();
+        let error = c.error.unwrap_or_default();
+        assert!(error.contains("ended without storing its end"), "{error}");
+        let store = Store::open(&db.0).unwrap();
+        assert!(
+            store.aborted_runs(1).unwrap().is_empty(),
+            "a crash has no chance to store the run in flight"
+        );
+        drop(store);
+        // The kill may land between a run's commit and its printing: at most one stored run was
+        // not printed yet.
+        assert!(
+            stored == printed || stored == printed + 1,
+            "{stored} stored, {printed} printed"
+        );
+        assert!((3..1000).contains(&stored));
+    })
+    .await
 }
 
 /// A `run --json` document (no `campaign` block) imports as a complete campaign.
 #[tokio::test]
 async fn run_json_output_imports() {
-    let out = wirebench(&[
-        "run",
-        "--no-store",
-        "--json",
-        "--proto",
-        "udp",
-        "--mode",
-        "saw",
-        "-n",
-        "5000",
-    ])
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let file = TempPath::new(".json");
-    std::fs::write(&file.0, &out.stdout).unwrap();
-    let db = TempPath::new(".sqlite3");
-    let out = wirebench(&["import", file.arg(), "--db", db.arg()]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(runs_of(&db.0, 1), (Status::Complete, 1));
-    let store = Store::open(&db.0).unwrap();
-    let c = store.campaign(1).unwrap().unwrap();
-    assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
-    assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
+    crate::support::within(async {
+        let out = wirebench(&[
+            "run",
+            "--no-store",
+            "--json",
+            "--proto",
+            "udp",
+            "--mode",
+            "saw",
+            "-n",
+            "5000",
+        ])
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let file = TempPath::new(".json");
+        std::fs::write(&file.0, &out.stdout).unwrap();
+        let db = TempPath::new(".sqlite3");
+        let out = wirebench(&["import", file.arg(), "--db", db.arg()]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(runs_of(&db.0, 1), (Status::Complete, 1));
+        let store = Store::open(&db.0).unwrap();
+        let c = store.campaign(1).unwrap().unwrap();
+        assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
+        assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
+    })
+    .await
 }
 
 /// A sweep runs in the documented order — message sizes, then totals, then protocols, then
 /// mechanisms, repeats innermost — and stores exactly the measured runs (no warm-ups).
 #[tokio::test]
 async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
-    let db = TempPath::new(".sqlite3");
-    let out = wirebench(&[
-        "run",
-        "--db",
-        db.arg(),
-        "--proto",
-        "udp,tcp",
-        "--mode",
-        "saw,stream",
-        "-l",
-        "100..400:x4",
-        "-n",
-        "4000,2000",
-        "--repeat",
-        "2",
-        "--warmup",
-        "1",
-    ])
-    .await;
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", stderr(&out));
-    assert!(
-        text.contains("wirebench: 32 runs: 2 message sizes × 2 totals"),
-        "{text}"
-    );
-    assert!(text.contains("[32/32]"), "{text}");
-    let store = Store::open(&db.0).unwrap();
-    let c = store.campaign(1).unwrap().unwrap();
-    assert_eq!(
-        (c.msg_sizes.as_slice(), c.totals.as_slice()),
-        (&[100, 400][..], &[4000, 2000][..])
-    );
-    assert_eq!(
-        (c.planned_runs, c.stored_runs, c.status),
-        (32, 32, Status::Complete)
-    );
-    let got: Vec<String> = store
-        .runs(1)
-        .unwrap()
-        .iter()
-        .map(|(p, r)| {
-            format!(
-                "{} {} {} {} {}",
-                p.msg_size, p.total_bytes, r.protocol, r.mechanism, r.repeat_index
-            )
-        })
-        .collect();
-    let mut expected = Vec::new();
-    for size in [100, 400] {
-        for total in [4000, 2000] {
-            for proto in ["udp", "tcp"] {
-                for mode in ["saw", "stream"] {
-                    for repeat in 0..2 {
-                        expected.push(format!("{size} {total} {proto} {mode} {repeat}"));
+    crate::support::within(async {
+        let db = TempPath::new(".sqlite3");
+        let out = wirebench(&[
+            "run",
+            "--db",
+            db.arg(),
+            "--proto",
+            "udp,tcp",
+            "--mode",
+            "saw,stream",
+            "-l",
+            "100..400:x4",
+            "-n",
+            "4000,2000",
+            "--repeat",
+            "2",
+            "--warmup",
+            "1",
+        ])
+        .await;
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", stderr(&out));
+        assert!(
+            text.contains("wirebench: 32 runs: 2 message sizes × 2 totals"),
+            "{text}"
+        );
+        assert!(text.contains("[32/32]"), "{text}");
+        let store = Store::open(&db.0).unwrap();
+        let c = store.campaign(1).unwrap().unwrap();
+        assert_eq!(
+            (c.msg_sizes.as_slice(), c.totals.as_slice()),
+            (&[100, 400][..], &[4000, 2000][..])
+        );
+        assert_eq!(
+            (c.planned_runs, c.stored_runs, c.status),
+            (32, 32, Status::Complete)
+        );
+        let got: Vec<String> = store
+            .runs(1)
+            .unwrap()
+            .iter()
+            .map(|(p, r)| {
+                format!(
+                    "{} {} {} {} {}",
+                    p.msg_size, p.total_bytes, r.protocol, r.mechanism, r.repeat_index
+                )
+            })
+            .collect();
+        let mut expected = Vec::new();
+        for size in [100, 400] {
+            for total in [4000, 2000] {
+                for proto in ["udp", "tcp"] {
+                    for mode in ["saw", "stream"] {
+                        for repeat in 0..2 {
+                            expected.push(format!("{size} {total} {proto} {mode} {repeat}"));
+                        }
                     }
                 }
             }
         }
-    }
-    assert_eq!(got, expected);
-    for (p, r) in store.runs(1).unwrap() {
-        assert_eq!(
-            r.client.bytes, p.total_bytes,
-            "each run moved its own total"
+        assert_eq!(got, expected);
+        for (p, r) in store.runs(1).unwrap() {
+            assert_eq!(
+                r.client.bytes, p.total_bytes,
+                "each run moved its own total"
+            );
+        }
+        // The report has one configuration per size × total × protocol × mechanism.
+        let out = wirebench(&["report", "1", "--format", "csv", "--db", db.arg()]).await;
+        let csv = String::from_utf8_lossy(&out.stdout);
+        let configurations: std::collections::BTreeSet<&str> = csv
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.match_indices(',').nth(3).map(|(i, _)| &l[..i]))
+            .collect();
+        assert_eq!(configurations.len(), 16, "{csv}");
+        // Both sides' messages, bytes and time for each.
+        let side_rows = csv
+            .lines()
+            .filter(|l| l.contains(",client,") || l.contains(",server,"))
+            .count();
+        assert_eq!(side_rows, 16 * 2 * 3, "{csv}");
+        assert!(
+            csv.contains("\ntcp,stream,400,2000,2,client,bytes,B,2000,"),
+            "{csv}"
         );
-    }
-    // The report has one configuration per size × total × protocol × mechanism.
-    let out = wirebench(&["report", "1", "--format", "csv", "--db", db.arg()]).await;
-    let csv = String::from_utf8_lossy(&out.stdout);
-    let configurations: std::collections::BTreeSet<&str> = csv
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.match_indices(',').nth(3).map(|(i, _)| &l[..i]))
-        .collect();
-    assert_eq!(configurations.len(), 16, "{csv}");
-    // Both sides' messages, bytes and time for each.
-    let side_rows = csv
-        .lines()
-        .filter(|l| l.contains(",client,") || l.contains(",server,"))
-        .count();
-    assert_eq!(side_rows, 16 * 2 * 3, "{csv}");
-    assert!(
-        csv.contains("\ntcp,stream,400,2000,2,client,bytes,B,2000,"),
-        "{csv}"
-    );
+    })
+    .await
 }
 
 /// A PostgreSQL database written by a newer wirebench, or holding someone else's tables, is
 /// refused on one line and left as it was; a bad URL is a usage error before anything runs.
 #[tokio::test]
 async fn postgres_newer_foreign_and_bad_urls_are_refused() {
-    for (url, expect) in [
-        (
-            "postgres://wb@127.0.0.1:notaport/db",
-            "not a PostgreSQL URL",
-        ),
-        (
-            "mysql://wb@127.0.0.1/db",
-            "expected a file path or a postgres://",
-        ),
-    ] {
-        let out = wirebench(&["runs", "--db", url]).await;
-        assert_eq!(out.status.code(), Some(2), "{url}: {}", stderr(&out));
-        assert!(stderr(&out).contains(expect), "{url}: {}", stderr(&out));
-        assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
-    }
-    let Some(db) = TestDb::postgres() else { return };
-    let (name, cluster) = db.pg().expect("a PostgreSQL store");
-    let newer = db.another();
-    let (newer_name, _) = newer.pg().expect("pg");
-    cluster.sql(
-        newer_name,
-        "CREATE TABLE wirebench_schema (version BIGINT NOT NULL);
+    crate::support::within(async {
+        for (url, expect) in [
+            (
+                "postgres://wb@127.0.0.1:notaport/db",
+                "not a PostgreSQL URL",
+            ),
+            (
+                "mysql://wb@127.0.0.1/db",
+                "expected a file path or a postgres://",
+            ),
+        ] {
+            let out = wirebench(&["runs", "--db", url]).await;
+            assert_eq!(out.status.code(), Some(2), "{url}: {}", stderr(&out));
+            assert!(stderr(&out).contains(expect), "{url}: {}", stderr(&out));
+            assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+        }
+        let Some(db) = TestDb::postgres() else { return };
+        let (name, cluster) = db.pg().expect("a PostgreSQL store");
+        let newer = db.another();
+        let (newer_name, _) = newer.pg().expect("pg");
+        cluster.sql(
+            newer_name,
+            "CREATE TABLE wirebench_schema (version BIGINT NOT NULL);
          INSERT INTO wirebench_schema VALUES (99);",
-    );
-    cluster.sql(
-        name,
-        "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');",
-    );
-    for (db, expect) in [
-        (&newer, "newer than this wirebench"),
-        (&db, "not a wirebench results store"),
-    ] {
-        let err = format!("{:#}", Store::open(db.location()).err().expect("refused"));
-        assert!(err.contains("cannot open results database"), "{err}");
-        assert!(err.contains(expect), "{err}");
-        assert!(!err.contains('\n'), "one line: {err}");
-        let out = wirebench(&["runs", "--db", db.arg()]).await;
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-        assert!(stderr(&out).contains(expect), "{}", stderr(&out));
-    }
-    let (newer_name, _) = newer.pg().expect("pg");
-    assert_eq!(
-        cluster.ints(newer_name, "SELECT version FROM wirebench_schema"),
-        [99],
-        "unchanged"
-    );
-    assert_eq!(
-        cluster.ints(
+        );
+        cluster.sql(
             name,
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
-        ),
-        [1],
-        "no table added beside the foreign one"
-    );
-    // Nobody listens on a closed port: one line, exit status 1, no hang.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let out = wirebench(&["runs", "--db", &format!("postgres://wb@127.0.0.1:{port}/x")]).await;
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot open results database"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+            "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');",
+        );
+        for (db, expect) in [
+            (&newer, "newer than this wirebench"),
+            (&db, "not a wirebench results store"),
+        ] {
+            let err = format!("{:#}", Store::open(db.location()).err().expect("refused"));
+            assert!(err.contains("cannot open results database"), "{err}");
+            assert!(err.contains(expect), "{err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+            let out = wirebench(&["runs", "--db", db.arg()]).await;
+            assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+            assert!(stderr(&out).contains(expect), "{}", stderr(&out));
+        }
+        let (newer_name, _) = newer.pg().expect("pg");
+        assert_eq!(
+            cluster.ints(newer_name, "SELECT version FROM wirebench_schema"),
+            [99],
+            "unchanged"
+        );
+        assert_eq!(
+            cluster.ints(
+                name,
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+            ),
+            [1],
+            "no table added beside the foreign one"
+        );
+        // Nobody listens on a closed port: one line, exit status 1, no hang.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let out = wirebench(&["runs", "--db", &format!("postgres://wb@127.0.0.1:{port}/x")]).await;
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("cannot open results database"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    })
+    .await
 }
 
 /// Eight `wirebench run` processes write to one PostgreSQL database at once (the first opens
@@ -741,148 +765,156 @@ async fn postgres_newer_foreign_and_bad_urls_are_refused() {
 /// with distinct ids and this host as the measuring host; WIREBENCH_DB names the store.
 #[tokio::test]
 async fn eight_processes_write_campaigns_to_one_postgres_at_once() {
-    let Some(db) = TestDb::postgres() else { return };
-    let started = std::time::Instant::now();
-    let writers: Vec<_> = (0..8)
-        .map(|_| {
-            let data_home = TempPath::new("-data");
-            let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
-                .args(["run", "--proto", "tcp,udp", "-l", "1000", "-n", "20000"])
-                .args(["--repeat", "2"])
-                .env("WIREBENCH_DB", db.arg())
-                .env("XDG_DATA_HOME", &data_home.0)
-                .kill_on_drop(true)
-                .output();
-            (data_home, child)
-        })
-        .collect();
-    let mut outputs = Vec::new();
-    for (_home, child) in writers {
-        let out = tokio::time::timeout(TEST_TIMEOUT, child)
-            .await
-            .expect("in time")
-            .expect("ran");
-        assert!(out.status.success(), "{}", stderr(&out));
-        outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
-    }
-    let store = db.open();
-    let campaigns = store.campaigns().unwrap();
-    assert_eq!(campaigns.len(), 8);
-    let mut ids: Vec<i64> = campaigns.iter().map(|c| c.id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    assert_eq!(ids.len(), 8, "distinct campaign ids");
-    let host = this_process().host;
-    for c in &campaigns {
+    crate::support::within(async {
+        let Some(db) = TestDb::postgres() else { return };
+        let started = std::time::Instant::now();
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                let data_home = TempPath::new("-data");
+                let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+                    .args(["run", "--proto", "tcp,udp", "-l", "1000", "-n", "20000"])
+                    .args(["--repeat", "2"])
+                    .env("WIREBENCH_DB", db.arg())
+                    .env("XDG_DATA_HOME", &data_home.0)
+                    .kill_on_drop(true)
+                    .output();
+                (data_home, child)
+            })
+            .collect();
+        let mut outputs = Vec::new();
+        for (_home, child) in writers {
+            let out = tokio::time::timeout(TEST_TIMEOUT, child)
+                .await
+                .expect("in time")
+                .expect("ran");
+            assert!(out.status.success(), "{}", stderr(&out));
+            outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        let store = db.open();
+        let campaigns = store.campaigns().unwrap();
+        assert_eq!(campaigns.len(), 8);
+        let mut ids: Vec<i64> = campaigns.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 8, "distinct campaign ids");
+        let host = this_process().host;
+        for c in &campaigns {
+            assert_eq!(
+                (c.status, c.stored_runs, c.planned_runs),
+                (Status::Complete, 4, 4)
+            );
+            assert_eq!(c.environment.host_name, host, "the measuring host");
+            assert!(
+                outputs
+                    .iter()
+                    .filter(
+                        |o| o.contains(&format!("stored as campaign {} (4 runs, complete)", c.id))
+                    )
+                    .count()
+                    == 1,
+                "each writer got its own id: {outputs:?}"
+            );
+        }
+        let (name, cluster) = db.pg().expect("pg");
+        assert_eq!(cluster.ints(name, "SELECT count(*) FROM run"), [32]);
         assert_eq!(
-            (c.status, c.stored_runs, c.planned_runs),
-            (Status::Complete, 4, 4)
+            cluster.ints(name, "SELECT count(DISTINCT id) FROM run"),
+            [32]
         );
-        assert_eq!(c.environment.host_name, host, "the measuring host");
-        assert!(
-            outputs
-                .iter()
-                .filter(|o| o.contains(&format!("stored as campaign {} (4 runs, complete)", c.id)))
-                .count()
-                == 1,
-            "each writer got its own id: {outputs:?}"
+        assert_eq!(
+            cluster.ints(
+                name,
+                "SELECT count(DISTINCT (campaign_id, position)) FROM run"
+            ),
+            [32]
         );
-    }
-    let (name, cluster) = db.pg().expect("pg");
-    assert_eq!(cluster.ints(name, "SELECT count(*) FROM run"), [32]);
-    assert_eq!(
-        cluster.ints(name, "SELECT count(DISTINCT id) FROM run"),
-        [32]
-    );
-    assert_eq!(
-        cluster.ints(
-            name,
-            "SELECT count(DISTINCT (campaign_id, position)) FROM run"
-        ),
-        [32]
-    );
-    eprintln!(
-        "8 writers, 8 campaigns, 32 runs in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+        eprintln!(
+            "8 writers, 8 campaigns, 32 runs in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    })
+    .await
 }
 
 /// `store copy` moves a campaign (finished and aborted runs) from SQLite into PostgreSQL and
 /// back: the exported documents are the same, and a second copy copies nothing.
 #[tokio::test]
 async fn store_copy_moves_history_to_postgres_and_back() {
-    let Some(pg) = TestDb::postgres() else { return };
-    let sqlite = TestDb::sqlite();
-    let out = wirebench(&["run", "--db", sqlite.arg(), "-l", "1000", "-n", "20000"]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    {
-        let mut store = sqlite.open();
-        let id = store
-            .begin_campaign(&NewCampaign {
-                started_at_unix_s: 1_700_000_000,
-                parameters: parameters(),
-                planned_runs: 2,
-                msg_sizes: vec![1000],
-                totals: vec![10_000],
-                environment: Environment::default(),
-            })
-            .unwrap();
-        let (point, run) = fixture_run();
-        store.add_run(id, 1, point, &run).unwrap();
-        let params = serde_json::from_value(serde_json::json!({
-            "protocol": "tcp", "mechanism": "stream", "msg_size": 1000, "total_bytes": 10000,
-            "rto_us": null, "rate_bps": null, "grace_us": 250000
-        }))
-        .expect("session parameters");
-        let aborted = wirebench_core::record::AbortedRun {
-            position: 2,
-            repeat_index: 1,
-            params,
-        };
-        let so_far = wirebench_core::record::campaign::SoFar {
-            messages: 3,
-            bytes: 3000,
-            elapsed: std::time::Duration::from_millis(5),
-        };
-        store
-            .add_stopped_run(id, &aborted, "SIGTERM", Some(so_far))
-            .unwrap();
-        store
-            .finish_campaign(id, Status::Aborted, 1_700_000_010, Some("stopped"))
-            .unwrap();
-    }
-    let copy = |from: &TestDb, to: &TestDb| {
-        let (from, to) = (from.arg().to_string(), to.arg().to_string());
-        async move { wirebench(&["store", "copy", "--from", &from, "--to", &to]).await }
-    };
-    let out = copy(&sqlite, &pg).await;
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{said}{}", stderr(&out));
-    assert!(said.contains("copied 2 campaign(s)"), "{said}");
-    assert!(said.contains("0 already there"), "{said}");
-    let out = copy(&sqlite, &pg).await;
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        said.contains("copied 0 campaign(s)") && said.contains("2 already there"),
-        "{said}"
-    );
-    let back = TestDb::sqlite();
-    let out = wirebench(&["store", "migrate", "--from", pg.arg(), "--to", back.arg()]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    for id in ["1", "2"] {
-        let mut docs = Vec::new();
-        for db in [&sqlite, &pg, &back] {
-            let out = wirebench(&["export", id, "--db", db.arg()]).await;
-            assert!(out.status.success(), "{}", stderr(&out));
-            let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-            doc["campaign"]["id"] = Value::Null;
-            docs.push(doc);
+    crate::support::within(async {
+        let Some(pg) = TestDb::postgres() else { return };
+        let sqlite = TestDb::sqlite();
+        let out = wirebench(&["run", "--db", sqlite.arg(), "-l", "1000", "-n", "20000"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        {
+            let mut store = sqlite.open();
+            let id = store
+                .begin_campaign(&NewCampaign {
+                    started_at_unix_s: 1_700_000_000,
+                    parameters: parameters(),
+                    planned_runs: 2,
+                    msg_sizes: vec![1000],
+                    totals: vec![10_000],
+                    environment: Environment::default(),
+                })
+                .unwrap();
+            let (point, run) = fixture_run();
+            store.add_run(id, 1, point, &run).unwrap();
+            let params = serde_json::from_value(serde_json::json!({
+                "protocol": "tcp", "mechanism": "stream", "msg_size": 1000, "total_bytes": 10000,
+                "rto_us": null, "rate_bps": null, "grace_us": 250000
+            }))
+            .expect("session parameters");
+            let aborted = wirebench_core::record::AbortedRun {
+                position: 2,
+                repeat_index: 1,
+                params,
+            };
+            let so_far = wirebench_core::record::campaign::SoFar {
+                messages: 3,
+                bytes: 3000,
+                elapsed: std::time::Duration::from_millis(5),
+            };
+            store
+                .add_stopped_run(id, &aborted, "SIGTERM", Some(so_far))
+                .unwrap();
+            store
+                .finish_campaign(id, Status::Aborted, 1_700_000_010, Some("stopped"))
+                .unwrap();
         }
-        assert_eq!(docs[0], docs[1], "campaign {id} in PostgreSQL");
-        assert_eq!(docs[0], docs[2], "campaign {id} back in SQLite");
-    }
-    let (a, b) = (sqlite.open(), back.open());
-    assert_eq!(a.aborted_details(2).unwrap(), b.aborted_details(2).unwrap());
-    let out = wirebench(&["store", "copy", "--from", pg.arg(), "--to", pg.arg()]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let copy = |from: &TestDb, to: &TestDb| {
+            let (from, to) = (from.arg().to_string(), to.arg().to_string());
+            async move { wirebench(&["store", "copy", "--from", &from, "--to", &to]).await }
+        };
+        let out = copy(&sqlite, &pg).await;
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{said}{}", stderr(&out));
+        assert!(said.contains("copied 2 campaign(s)"), "{said}");
+        assert!(said.contains("0 already there"), "{said}");
+        let out = copy(&sqlite, &pg).await;
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            said.contains("copied 0 campaign(s)") && said.contains("2 already there"),
+            "{said}"
+        );
+        let back = TestDb::sqlite();
+        let out = wirebench(&["store", "migrate", "--from", pg.arg(), "--to", back.arg()]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        for id in ["1", "2"] {
+            let mut docs = Vec::new();
+            for db in [&sqlite, &pg, &back] {
+                let out = wirebench(&["export", id, "--db", db.arg()]).await;
+                assert!(out.status.success(), "{}", stderr(&out));
+                let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+                doc["campaign"]["id"] = Value::Null;
+                docs.push(doc);
+            }
+            assert_eq!(docs[0], docs[1], "campaign {id} in PostgreSQL");
+            assert_eq!(docs[0], docs[2], "campaign {id} back in SQLite");
+        }
+        let (a, b) = (sqlite.open(), back.open());
+        assert_eq!(a.aborted_details(2).unwrap(), b.aborted_details(2).unwrap());
+        let out = wirebench(&["store", "copy", "--from", pg.arg(), "--to", pg.arg()]).await;
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    })
+    .await
 }

@@ -1,0 +1,47 @@
+//! `wirebench run`: starts the embedded server when no --server is given, runs the plan, and
+//! prints each run as it finishes, then the summary tables (text) or one JSON document. Each
+//! finished run is committed to the results store before the next starts (a busy store is
+//! waited for; a run it still cannot take is kept in a spool file); SIGINT (Ctrl-C), SIGTERM
+//! or SIGHUP marks the campaign aborted and stores the run in flight as an aborted run (its
+//! parameters and the client's figures so far); a run that fails (a server that went away)
+//! is stored the same way, with its error as the reason; a store that breaks (a full disk)
+//! ends the campaign as failed. Three phases, a file each: `setup`, `points` (the per-point
+//! loop) and `finish`; `plan_text` holds the plan's words.
+
+mod finish;
+mod plan_text;
+mod points;
+mod setup;
+
+use anyhow::Result;
+use tokio::sync::Notify;
+
+use crate::config::StoreTarget;
+use crate::runner::RunConfig;
+use crate::transport::signals::{Ended, Stops};
+
+pub use crate::commands::recording::unix_now;
+
+/// Runs the run command: [`Ended::Ran`]`(false)` when a run failed or a result is not in the
+/// store (exit status 1), [`Ended::Stopped`] when a signal stopped it.
+pub async fn execute(
+    cfg: RunConfig,
+    store_target: StoreTarget,
+    quiet: bool,
+    output: crate::config::RunOutput,
+) -> Result<Ended> {
+    // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
+    let mut stops = Stops::watch();
+    let mut s = setup::Setup::start(&cfg, &store_target, quiet, output).await?;
+    let track = points::Track::new();
+    let broken = Notify::new();
+    let mut records = Vec::new();
+    let outcome = tokio::select! {
+        done = points::run_points(&cfg, &mut s, &track, &broken, &mut records) => {
+            finish::Outcome::Done(done)
+        }
+        signal = stops.next() => finish::Outcome::Stopped(signal),
+        () = broken.notified() => finish::Outcome::StoreBroke,
+    };
+    finish::finish(&cfg, s, &track, records, outcome, stops)
+}

@@ -1,0 +1,185 @@
+//! The words of a `run` plan before any figure: its heading (a sweep's sizes and totals, a
+//! long stop-and-wait plan announced), each run's progress-bar label, and the heading of the
+//! run in flight before it has figures (for its interval lines).
+
+use wirebench_core::record::count_of;
+use wirebench_core::vocab::plan::{self, Mechanism};
+
+use crate::runner::{self, RunConfig};
+
+/// The values of `items` in first-seen order, without repeats.
+pub(super) fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The plan line of a sweep: how many runs, which sizes and totals.
+pub(super) fn sweep_heading(cfg: &RunConfig, total_runs: usize) -> String {
+    let sizes = distinct(cfg.points.iter().map(|p| p.msg_size));
+    let totals = distinct(cfg.points.iter().map(|p| p.total_bytes));
+    format!(
+        "wirebench: {}: {} × {} × {} × {}; sizes {} B; totals {}",
+        count_of(total_runs, "run", "runs"),
+        count_of(sizes.len(), "message size", "message sizes"),
+        count_of(totals.len(), "total", "totals"),
+        count_of(cfg.combinations.len(), "combination", "combinations"),
+        count_of(cfg.repeat as usize, "repeat", "repeats"),
+        sizes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        totals
+            .iter()
+            .map(|t| wirebench_core::record::total_label(*t))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Stop-and-wait sends one message per round trip, so its time is the message count times the
+/// round-trip time. When the plan's stop-and-wait messages would take over an hour at a 1 ms
+/// round trip (a LAN), say so before starting.
+pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
+    if cfg.time.is_some() {
+        // A timed run lasts its time, whatever the round trip.
+        return None;
+    }
+    let saw = cfg
+        .combinations
+        .iter()
+        .filter(|c| c.mechanism == Mechanism::StopAndWait)
+        .count() as u64;
+    let per_repeat: u64 = cfg
+        .points
+        .iter()
+        .map(|p| plan::message_count(p.total_bytes, p.msg_size))
+        .sum();
+    let round_trips = saw
+        .saturating_mul(u64::from(cfg.repeat + cfg.warmup))
+        .saturating_mul(per_repeat);
+    let hours = round_trips as f64 * 1e-3 / 3600.0;
+    (hours >= 1.0).then(|| {
+        format!(
+            "note: this plan's stop-and-wait runs make {round_trips} round trips: about {hours:.1} h \
+             at 1 ms per round trip (a LAN), {:.1} h at 100 µs (loopback); fewer bytes (-n) or larger \
+             messages (-l) shorten it",
+            hours / 10.0
+        )
+    })
+}
+
+/// What the progress bar says for each run of the plan, in plan order.
+pub(super) fn run_labels(cfg: &RunConfig) -> Vec<String> {
+    let mut labels = Vec::new();
+    for point in &cfg.points {
+        for c in &cfg.combinations {
+            for r in 0..cfg.repeat {
+                let mut label = format!("{} {}", c.protocol, c.mechanism);
+                if cfg.points.len() > 1 {
+                    label.push_str(&format!(
+                        ", {} B × {}",
+                        point.msg_size,
+                        wirebench_core::record::total_label(point.total_bytes)
+                    ));
+                }
+                label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
+                labels.push(label);
+            }
+        }
+    }
+    labels
+}
+
+/// The heading of the run at 1-based `position`, before it has any figure (for its interval
+/// lines).
+pub(super) fn heading_in_flight(cfg: &RunConfig, position: usize, of: usize) -> Option<String> {
+    let run = runner::run_at(cfg, position)?;
+    Some(format!(
+        "[{position}/{of}] {} {}, run {}",
+        run.params.protocol,
+        run.params.mechanism,
+        run.repeat_index + 1
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn cfg(args: &[&str]) -> RunConfig {
+        let argv = ["wirebench", "run"].iter().chain(args).copied();
+        match Cli::parse_from(argv).command {
+            Command::Run(a) => RunConfig::from_args(&a).unwrap(),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_run_in_flight_is_found_in_plan_order() {
+        let c = cfg(&[
+            "--proto", "tcp,udp", "--mode", "stream", "-l", "100,200", "-n", "1000", "--repeat",
+            "2", "--rate", "1G",
+        ]);
+        // Plan: 100 B: tcp ×2, udp ×2; then 200 B: tcp ×2, udp ×2.
+        let names: Vec<String> = (1..=8)
+            .map(|i| {
+                let r = runner::run_at(&c, i).expect("in the plan");
+                assert_eq!(r.position, i as u64);
+                format!(
+                    "{} {} {}",
+                    r.params.protocol, r.params.msg_size, r.repeat_index
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tcp 100 0",
+                "tcp 100 1",
+                "udp 100 0",
+                "udp 100 1",
+                "tcp 200 0",
+                "tcp 200 1",
+                "udp 200 0",
+                "udp 200 1"
+            ]
+        );
+        let r = runner::run_at(&c, 7).unwrap();
+        assert_eq!(
+            (r.params.total_bytes, r.params.rate_bps),
+            (1000, Some(1_000_000_000))
+        );
+        assert_eq!(runner::run_at(&c, 0), None);
+        assert_eq!(
+            runner::run_at(&c, 9),
+            None,
+            "past the end: nothing in flight"
+        );
+    }
+
+    #[test]
+    fn long_stop_and_wait_plans_are_announced() {
+        // 10 GiB in 1 KiB messages: 10,485,760 round trips, about 2.9 h at 1 ms.
+        let note = long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "10GiB"]));
+        let note = note.expect("announced");
+        assert!(note.contains("10485760 round trips"), "{note}");
+        assert!(note.contains("2.9 h"), "{note}");
+        // Streaming, or a short stop-and-wait plan, says nothing.
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "stream", "-l", "1KiB", "-n", "10GiB"])),
+            None
+        );
+        assert_eq!(
+            long_stop_and_wait_note(&cfg(&["--mode", "saw", "-l", "1KiB", "-n", "100MiB"])),
+            None
+        );
+    }
+}
