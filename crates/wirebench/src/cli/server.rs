@@ -12,7 +12,7 @@ use super::DEFAULT_PORT;
 pub struct ServerArgs {
     /// Address to listen on (-B as iperf3's). The default `::` accepts IPv4 and IPv6 where
     /// the host allows both.
-    #[arg(short = 'B', long, default_value = "::")]
+    #[arg(short = 'B', long, value_name = "ADDR", default_value = "::")]
     pub bind: IpAddr,
     /// Serve one session (an iperf3 test, a run's flow, a ping or rr exchange), then stop as
     /// on SIGTERM (sessions already running finish), as iperf3's -1/--one-off.

@@ -243,16 +243,19 @@ async fn json_stream_prints_start_intervals_and_end_as_the_run_goes() {
         let runs = split_runs(&lines);
         assert_eq!(runs.len(), 2, "{shape:?}: one start ... end per run");
         for (intervals, end) in runs {
-            // Whole half seconds, then the part of the last one the run had left.
-            assert!(intervals.len() >= 3, "{shape:?}: {intervals:?}");
+            // Half seconds, then the part of the last one the run had left: three on a quiet
+            // machine, at least two on a busy one (the sampler's tick may come late). A wrong
+            // unit is 1000 times off: one interval (500 s) or thousands (0.5 ms).
+            assert!(
+                (2..=12).contains(&intervals.len()),
+                "{shape:?}: {intervals:?}"
+            );
             let spans = interval_spans(&intervals, !shape.is_empty());
             for pair in spans.windows(2) {
                 assert_eq!(pair[0].1, pair[1].0, "{shape:?}: consecutive: {spans:?}");
             }
-            // Each is -i long by the sampler's clock (a busy machine may stretch one; a wrong
-            // unit would be 1000 times off).
-            for (from, to) in &spans[..spans.len() - 1] {
-                assert!((0.125..=1.0).contains(&(to - from)), "{shape:?}: {spans:?}");
+            for (from, to) in &spans {
+                assert!(to - from <= 1.5, "{shape:?}: {spans:?}");
             }
             if shape.is_empty() {
                 // What the intervals add up to is what the client sent.

@@ -27,6 +27,13 @@ const MAX_DRAIN: Duration = Duration::from_secs(2);
 /// it, on a busy machine either. A constant lead leaves the rate as asked.
 const PACE_LEAD: Duration = Duration::from_millis(4);
 
+/// How long a UDP sender that has sent its `-n`/`-k` waits for TEST_END before it sends more.
+/// A 3.12 client ends the test as soon as `-n` arrived (a loopback TEST_END comes within a
+/// millisecond), unless a datagram was lost; a 3.21 client looks at `-n` only on its
+/// once-a-second tick, and iperf3's own server goes on sending until then, so the wait is
+/// short enough to leave the rate as asked.
+const TOP_UP_AFTER: Duration = Duration::from_millis(50);
+
 /// What one data stream has moved so far: bytes and calls (reads, writes or datagrams),
 /// written by its task and read by the test at its marks.
 #[derive(Debug, Default)]
@@ -53,8 +60,8 @@ impl StreamCount {
     }
 }
 
-/// Bytes the server's TCP streams may still send over all of them (a `-n`/`-k` reverse test),
-/// taken block by block: a TCP test's count is exact.
+/// Bytes the server's streams may still send over all of them (a `-n`/`-k` reverse test),
+/// taken block by block or datagram by datagram.
 #[derive(Debug)]
 pub(super) struct Budget(AtomicU64);
 
@@ -94,9 +101,17 @@ pub(super) struct Sending {
 impl Sending {
     /// When a stream that has sent `bytes` may send the next block, to hold its pace.
     fn due(&self, bytes: u64) -> Option<Instant> {
+        self.due_from(self.start, bytes)
+    }
+
+    /// When a stream that has sent `bytes` since `origin` may send the next block.
+    fn due_from(&self, origin: Instant, bytes: u64) -> Option<Instant> {
         (self.rate_bps > 0).then(|| {
-            let due = Duration::from_secs_f64(bytes as f64 * 8.0 / self.rate_bps as f64);
-            self.start + due.saturating_sub(PACE_LEAD)
+            let secs = |b: f64| Duration::from_secs_f64(b * 8.0 / self.rate_bps as f64);
+            // No more than one block early: a lead of several blocks leaves as one burst,
+            // which overflows a client's receive buffer at 1 Gbit/s (the datagrams are lost).
+            let lead = PACE_LEAD.min(secs(self.len as f64));
+            origin + secs(bytes as f64).saturating_sub(lead)
         })
     }
 }
@@ -232,29 +247,44 @@ pub(super) async fn send_tcp(
     }
 }
 
-/// Sends whole datagrams to `to` at the stream's pace until the test stops. There is no byte
-/// budget: as iperf3's own sender does, it goes on until TEST_END, since a client counting
-/// towards `-n` or `-k` waits for the bytes of every datagram lost on the way.
+/// Sends whole datagrams to `to` at the stream's pace until the budget (`-n`/`-k`) is spent,
+/// so a client that ends at `-n` counts exactly what was sent and none lost (more sent before
+/// its TEST_END arrives shows as lost on a 3.12 client). A client counting towards `-n` or `-k`
+/// waits for the bytes of every datagram lost on the way, and a 3.21 one for its next second,
+/// so when no TEST_END comes within [`TOP_UP_AFTER`] of the budget's end, the stream goes on
+/// sending, as iperf3's own sender does, until it does.
 pub(super) async fn send_udp(
     socket: Arc<UdpSocket>,
     to: SocketAddr,
     how: Sending,
+    budget: Arc<Budget>,
     count: Arc<StreamCount>,
     meter: Arc<Meter>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<()> {
     let mut buf = payload(how.len);
-    let mut sent = 0u64;
     let mut datagrams = 0u64;
+    // Topping up paces from when it began: the wait is not made up for with a burst.
+    let (mut origin, mut paced) = (how.start, 0u64);
+    let mut topping_up = false;
     loop {
         if *stop.borrow() {
             return Ok(());
         }
-        if let Some(due) = how.due(sent) {
+        if let Some(due) = how.due_from(origin, paced) {
             tokio::select! {
                 () = tokio::time::sleep_until(due.into()) => {}
                 _ = stop.changed() => return Ok(()),
             }
+        }
+        if !topping_up && budget.claim(how.len as u64) < how.len as u64 {
+            // Spent: the client ends the test now unless a datagram was lost.
+            tokio::select! {
+                () = tokio::time::sleep(TOP_UP_AFTER) => topping_up = true,
+                _ = stop.changed() => return Ok(()),
+            }
+            (origin, paced) = (Instant::now(), 0);
+            continue;
         }
         meter.may_send(how.len as u64).map_err(anyhow::Error::msg)?;
         let (sec, usec) = super::super::udp_timestamp(how.start);
@@ -268,7 +298,7 @@ pub(super) async fn send_udp(
         // the gap as a loss, so the count is not advanced either.
         if socket.send_to(&buf, to).await.is_ok() {
             datagrams += 1;
-            sent += buf.len() as u64;
+            paced += buf.len() as u64;
             count.add(buf.len() as u64);
             meter.count_sent(buf.len() as u64);
         }

@@ -147,6 +147,7 @@ impl Test {
                         socket,
                         *to,
                         how.clone(),
+                        budget.clone(),
                         count,
                         meter,
                         stop,
