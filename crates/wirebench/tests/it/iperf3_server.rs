@@ -1,7 +1,7 @@
 //! What `server --iperf3` does with a real iperf3 client's test beyond its figures: the
 //! client's socket options on the server's own data sockets, the omitted seconds left out of
 //! the session's figures and span, and the test's one session line. The line-by-line
-//! comparison with a real iperf3 server is iperf3_conformance.rs. Skips without iperf3.
+//! comparison with a real iperf3 server is iperf3_conformance/. Skips without iperf3.
 
 use crate::interop::{have_iperf3, real_client, OurIperf3};
 
