@@ -77,6 +77,9 @@ pub struct Iperf3Refused {
     /// -Z/--zerocopy.
     #[arg(short = 'Z', long = "zerocopy", hide = true)]
     pub zerocopy: bool,
+    /// --sctp.
+    #[arg(long = "sctp", hide = true)]
+    pub sctp: bool,
     /// -F/--file.
     #[arg(short = 'F', long = "file", hide = true)]
     pub file: Option<String>,

@@ -134,8 +134,9 @@ async fn a_title_prefixes_every_line_and_a_logfile_takes_the_output() {
 
 #[tokio::test]
 async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 17] = [
         (&["-Z"], "-Z/--zerocopy"),
+        (&["--sctp"], "--sctp"),
         (&["-F", "data.bin"], "-F/--file"),
         (&["-I", "pid"], "$!"),
         (&["--cport", "5000"], "--cport"),
