@@ -50,8 +50,13 @@ async fn iperf3_flags_mean_on_run_what_they_mean_in_iperf3() {
     let out = wirebench(&["run", "-t", "1.2", "-i", ".5", "--no-store"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("[   0.00-   0.50 s] sent"), "{text}");
-    assert!(text.contains("[   0.50-   1.00 s] sent"), "{text}");
+    // Half seconds: three lines on a quiet machine ([0.00-0.50], [0.50-1.00], the rest), at
+    // least two when the sampler's tick comes late; 5 s would be one, 0.5 ms thousands.
+    let lines = text.matches(" s] sent").count();
+    assert!(
+        text.contains("[   0.00-") && (2..=12).contains(&lines),
+        "{text}"
+    );
     // -i 0: no interval lines, as iperf3's.
     let out = wirebench(&["run", "-n", "1MiB", "-i", "0", "--no-store"]).await;
     assert!(out.status.success() && !stdout(&out).contains(" s] sent"));
