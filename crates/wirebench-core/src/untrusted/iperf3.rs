@@ -100,6 +100,15 @@ fn check_plan(params: &TestParams) {
             }
             assert!(plan.time_s > 0);
             assert!(!(plan.bytes.is_some() && plan.blocks.is_some()));
+            assert!(!(plan.bidir && plan.reverse));
+            assert!(plan.streams() <= 2 * MAX_PARALLEL);
+            // A congestion control's name goes into a setsockopt and into output: a word.
+            if let Some(cc) = &plan.congestion {
+                assert!(
+                    cc.len() < 16 && cc.bytes().all(|b| b.is_ascii_graphic()),
+                    "{cc:?}"
+                );
+            }
         }
         Err(e) => assert_one_line(&e.to_string()),
     }

@@ -94,6 +94,8 @@ fn session_params() -> SessionParams {
             busy_poll: false,
             receipt_us: Some(20_000),
             quic_mtu: None,
+            mss: None,
+            tos: None,
         },
         interval_us: Some(1_000_000),
         reverse: true,
@@ -365,6 +367,7 @@ fn iperf3_control() -> Vec<(&'static str, Vec<u8>)> {
             packets: 700,
             start_time: 0.0,
             end_time: 10.0,
+            ..StreamResult::default()
         }],
         ..TestResults::default()
     };

@@ -12,6 +12,7 @@ mod dns;
 mod exchange;
 mod exporter;
 mod history;
+mod iperf3_flags;
 mod relay;
 mod rpm;
 mod run;
@@ -26,6 +27,7 @@ pub use history::{
     CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs,
     StoreCommand, StoreCopyArgs,
 };
+pub use iperf3_flags::{Iperf3Flags, Iperf3Refused};
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
 pub use run::{Iperf3Args, PerfArgs, PlanArgs, RunArgs, SearchArgs};

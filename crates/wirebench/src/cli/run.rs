@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::iperf3_flags::{Iperf3Flags, Iperf3Refused};
 use super::AddressArgs;
 use super::StoreArgs;
 
@@ -77,8 +78,9 @@ pub struct RunArgs {
     /// /proc/sys/net/ipv4/tcp_available_congestion_control (e.g. cubic, bbr, reno).
     #[arg(short = 'C', long = "congestion")]
     pub congestion: Option<String>,
-    /// Set TCP_NODELAY on TCP data sockets when streaming too (stop-and-wait always sets it).
-    #[arg(long)]
+    /// Set TCP_NODELAY on TCP data sockets when streaming too (stop-and-wait always sets it);
+    /// -N as iperf3's.
+    #[arg(short = 'N', long, visible_alias = "no-delay")]
     pub nodelay: bool,
     /// Spin on non-blocking sockets instead of sleeping, for the lowest stop-and-wait latency at
     /// the cost of a busy CPU: TCP on both ends, UDP on the client (the UDP server side still
@@ -97,9 +99,10 @@ pub struct RunArgs {
     /// figures and one line per flow.
     #[arg(short = 'P', long, value_name = "N", default_value_t = 1)]
     pub parallel: u32,
-    /// Print an interval line every D while a run goes (e.g. 1s, 500ms): bytes and bit/s the
-    /// client sent in it, and the server's bytes, bit/s and UDP loss in it. The JSON output keeps
-    /// both series. At least 10ms.
+    /// Print an interval line every D while a run goes: bytes and bit/s the client sent in
+    /// it, and the server's bytes, bit/s and UDP loss in it. The JSON output keeps both
+    /// series. A bare number is seconds as iperf3's -i (-i 1, -i .5), or give a unit (500ms);
+    /// at least 10ms; -i 0 prints none.
     #[arg(short = 'i', long, value_name = "D")]
     pub interval: Option<String>,
     /// Reverse: the server sends and the client receives (every protocol and mechanism). The
@@ -167,6 +170,12 @@ pub struct RunArgs {
     /// Tests against QUIC perf servers.
     #[command(flatten)]
     pub perf: PerfArgs,
+    /// iperf3's flags with iperf3's meaning.
+    #[command(flatten)]
+    pub iperf3_flags: Iperf3Flags,
+    /// iperf3's flags without a meaning here, each answered with what to use instead.
+    #[command(flatten)]
+    pub refused: Iperf3Refused,
     /// Prove to the server that we hold the pre-shared key in FILE (the server's --psk), and
     /// refuse a server that does not prove it too. With no --server, the embedded server
     /// requires the key. Not for --iperf3 or --perf-server.

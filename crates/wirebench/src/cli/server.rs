@@ -10,9 +10,14 @@ use super::DEFAULT_PORT;
 /// Flags of `wirebench server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// Address to listen on. The default `::` accepts IPv4 and IPv6 where the host allows both.
-    #[arg(long, default_value = "::")]
+    /// Address to listen on (-B as iperf3's). The default `::` accepts IPv4 and IPv6 where
+    /// the host allows both.
+    #[arg(short = 'B', long, value_name = "ADDR", default_value = "::")]
     pub bind: IpAddr,
+    /// Serve one session (an iperf3 test, a run's flow, a ping or rr exchange), then stop as
+    /// on SIGTERM (sessions already running finish), as iperf3's -1/--one-off.
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
     /// Port for TCP and UDP alike.
     #[arg(short, long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
@@ -31,8 +36,9 @@ pub struct ServerArgs {
     /// PEM private key for --cert.
     #[arg(long, requires = "cert")]
     pub key: Option<PathBuf>,
-    /// Also serve real iperf3 clients (`iperf3 -c HOST -p PORT`, TCP and UDP, forward and -R)
-    /// on --iperf3-port, with one session line per test.
+    /// Also serve real iperf3 clients (`iperf3 -c HOST -p PORT`: TCP and UDP, forward, -R and
+    /// --bidir, -P, -O, the client's -b, --fq-rate, -w, -C, -M, -N, -S, --get-server-output)
+    /// on --iperf3-port, with one session line per test (docs/guide/iperf3.md).
     #[arg(long)]
     pub iperf3: bool,
     /// Port of the iperf3 listener (TCP and UDP).

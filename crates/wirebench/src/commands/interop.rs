@@ -13,12 +13,38 @@ use crate::flows::iperf3::server::Iperf3Server;
 use crate::flows::perf::client::PerfConfig;
 
 /// Runs one test against an iperf3 server, prints both views and stores the run.
-pub async fn run_iperf3(cfg: ClientConfig, store: StoreTarget) -> Result<()> {
+pub async fn run_iperf3(
+    cfg: ClientConfig,
+    store: StoreTarget,
+    output: crate::config::RunOutput,
+) -> Result<()> {
+    for note in &cfg.notes {
+        eprintln!("note: {note}");
+    }
     let outcome = crate::flows::iperf3::client::run(&cfg)
         .await
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
     let text = if cfg.json {
-        let doc = crate::flows::iperf3::report::document(&cfg, &outcome);
+        let mut doc = if output.iperf3_shape {
+            // iperf3's own -J document, rendered from the record this test is stored as.
+            let now = super::run::unix_now();
+            let (campaign, _, run) = crate::flows::iperf3::record::records(&cfg, &outcome, now);
+            let ctx = crate::output::iperf3_json::Context {
+                params: &campaign.parameters,
+                version: env!("CARGO_PKG_VERSION"),
+                started_unix_s: now,
+                title: output.title.as_deref(),
+                interval_s: 0.0,
+                tos: cfg.options.tos.unwrap_or(0),
+            };
+            crate::output::iperf3_json::document(&ctx, &run)
+        } else {
+            serde_json::to_value(crate::flows::iperf3::report::document(&cfg, &outcome))
+                .context("while writing JSON")?
+        };
+        if let (Some(title), serde_json::Value::Object(m)) = (&output.title, &mut doc) {
+            m.insert("title".into(), title.clone().into());
+        }
         serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
     } else {
         crate::flows::iperf3::report::text(&cfg, &outcome)

@@ -14,6 +14,7 @@ pub mod report;
 pub mod rpm;
 pub mod rr;
 pub mod run;
+pub mod run_output;
 pub mod server;
 pub mod store;
 
@@ -24,7 +25,7 @@ use anyhow::{Context, Result};
 use crate::cli::{self, Command};
 use crate::config::{self, args, ServerConfig, StoreTarget};
 use crate::run_to_end;
-use crate::runner::RunConfig;
+use crate::runner::{self, RunConfig};
 use wirebench_core::record::lifecycle::CampaignKind;
 use wirebench_core::vocab::error::UsageError;
 
@@ -38,18 +39,28 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
+            let output = config::RunOutput::from_args(&args)?;
             if let Some(cfg) = config::iperf3_client(&args)? {
                 let store = StoreTarget::from_args(&args.store)?;
-                let result = run_to_end(runtime, interop::run_iperf3(cfg, store));
+                let _prepared = run_output::prepare(&output, !cfg.json)?;
+                let result = run_to_end(runtime, interop::run_iperf3(cfg, store, output.clone()));
                 return result.map(|()| ExitCode::SUCCESS);
             }
             if let Some(cfg) = config::perf_client(&args)? {
+                let _prepared = run_output::prepare(&output, !cfg.json)?;
                 let result = run_to_end(runtime, interop::run_perf(cfg));
                 return result.map(|()| ExitCode::SUCCESS);
             }
-            let cfg = RunConfig::from_args(&args)?;
+            let mut cfg = RunConfig::from_args(&args)?;
+            output.check_plan(runner::planned_runs(&cfg) * cfg.points.len())?;
+            // The stream's lines take the place of the text, as -J's document does.
+            cfg.json |= output.json_stream;
             let store = StoreTarget::from_args(&args.store)?;
-            let result = run_to_end(runtime, run::execute(cfg, store, args.plan.quiet));
+            let _prepared = run_output::prepare(&output, !cfg.json)?;
+            let result = run_to_end(
+                runtime,
+                run::execute(cfg, store, args.plan.quiet, output.clone()),
+            );
             Ok(result?.exit_code())
         }
         Command::Runs(db) => {

@@ -2,6 +2,7 @@
 //! session (text or JSON) on stdout; notices about refused connections go to stderr. The first
 //! signal drains (running sessions finish within the grace period, the rest are reported
 //! aborted), a second aborts at once; either way the server exits 0 after every session's line.
+//! With `-1` the first session's end drains it as a signal does.
 
 use std::io::Write;
 
@@ -59,6 +60,12 @@ pub async fn execute(cfg: ServerConfig) -> Result<()> {
                     if !print_event(&event, cfg.json) {
                         // stdout is gone (a closed pipe): nobody is listening any more.
                         return Ok(());
+                    }
+                    if cfg.one_off && matches!(event, ServerEvent::Session(_)) && signals == 0 {
+                        // -1: one session served; the rest goes as on SIGTERM.
+                        say!("wirebench server: one session served (-1), stopping");
+                        stop_tx.send_replace(StopRequest::Drain);
+                        signals = 1;
                     }
                 }
                 None => return Ok(()),

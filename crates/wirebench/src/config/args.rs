@@ -113,9 +113,16 @@ fn two_limits(matches: &ArgMatches) -> Option<String> {
         return None;
     };
     let given = |id: &str| run.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    (given("total") && given("time")).then(|| {
-        "-n/--total and -t/--time are two ways to end a run: give one \
-         (-n 100MiB sends 100 MiB; -t 10 sends for 10 s)"
+    if given("total") && given("time") {
+        return Some(
+            "-n/--total and -t/--time are two ways to end a run: give one \
+             (-n 100MiB sends 100 MiB; -t 10 sends for 10 s)"
+                .to_string(),
+        );
+    }
+    (given("blockcount") && (given("total") || given("time"))).then(|| {
+        "-k/--blockcount, -n/--total and -t/--time are three ways to end a run: give one \
+         (-k 1000 sends 1000 messages of -l; -n 100MiB sends 100 MiB; -t 10 sends for 10 s)"
             .to_string()
     })
 }

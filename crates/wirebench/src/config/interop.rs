@@ -54,16 +54,9 @@ pub fn iperf3_client(
     if args.repeat != 1 || args.plan.warmup != 0 {
         return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
     }
-    if args.window.is_some()
-        || args.congestion.is_some()
-        || args.nodelay
-        || args.busy_poll
-        || args.rto.is_some()
-        || args.interval.is_some()
-        || args.impair.is_some()
-    {
+    if args.busy_poll || args.rto.is_some() || args.interval.is_some() || args.impair.is_some() {
         return Err(usage(
-            "-w, -C, --nodelay, --busy-poll, --rto, -i and --impair apply to wirebench servers, \
+            "--busy-poll, --rto, -i and --impair apply to wirebench servers, \
              not --iperf3",
         ));
     }
@@ -100,8 +93,16 @@ pub fn iperf3_client(
             if udp { "UDP" } else { "TCP" }
         )));
     }
-    let limit = match &i.time {
-        Some(t) => {
+    let mut notes = Vec::new();
+    let blocks = args
+        .iperf3_flags
+        .blockcount
+        .as_deref()
+        .map(super::iperf3_flags::blockcount)
+        .transpose()?;
+    let limit = match (&i.time, blocks) {
+        (None, Some(k)) => Limit::Bytes(k.saturating_mul(len)),
+        (Some(t), _) => {
             let d = parse_run_time(t)?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
                 return Err(usage(format!(
@@ -110,17 +111,47 @@ pub fn iperf3_client(
             }
             Limit::Time(d)
         }
-        None => {
+        (None, None) => {
             let n = single(&args.total, "-n/--total")?;
             if n == 0 {
                 return Err(usage("-n/--total must be at least 1 byte"));
             }
-            Limit::Bytes(n)
+            // iperf3 3.21 servers (GRO) count only datagrams of the whole -l: a short last one
+            // would arrive uncounted. Whole datagrams, as iperf3's own client sends.
+            let whole = if udp { n.div_ceil(len) * len } else { n };
+            if whole != n {
+                notes.push(format!(
+                    "-n {n} is {} datagrams of {len} B and a {} B rest: sending {} whole datagrams, {whole} B (iperf3 3.21 servers do not count a datagram shorter than -l)",
+                    n / len,
+                    n % len,
+                    whole / len
+                ));
+            }
+            Limit::Bytes(whole)
         }
     };
+    let fq_rate_bps = match &args.iperf3_flags.fq_rate {
+        None => 0,
+        Some(_) if udp => {
+            return Err(usage(
+                "--fq-rate paces TCP in the kernel; pace an iperf3 UDP test with --rate",
+            ))
+        }
+        Some(text) => super::iperf3_flags::fq_rate(text)?.0,
+    };
+    let options = super::run::parse_options(
+        args,
+        if udp {
+            &[Protocol::Udp]
+        } else {
+            &[Protocol::Tcp]
+        },
+    )?;
     let rate_bps = match &args.rate {
         Some(_) if !udp => {
-            return Err(usage("--rate paces UDP; an iperf3 TCP test runs unpaced"));
+            return Err(usage(
+                "--rate paces UDP; pace an iperf3 TCP test in the kernel with --fq-rate",
+            ));
         }
         Some(s) => {
             s.parse::<BitRate>()
@@ -143,6 +174,11 @@ pub fn iperf3_client(
         limit,
         rate_bps,
         json: args.json,
+        notes,
+        options,
+        fq_rate_bps,
+        server_output: args.iperf3_flags.get_server_output,
+        server_cpu: super::iperf3_flags::RunOutput::from_args(args)?.server_cpu,
     }))
 }
 

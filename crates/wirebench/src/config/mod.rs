@@ -8,6 +8,7 @@ pub mod args;
 pub mod dns;
 pub mod exporter;
 mod interop;
+mod iperf3_flags;
 pub mod latency_probe;
 pub mod ratesearch;
 mod relay;
@@ -21,6 +22,7 @@ use wirebench_core::vocab::error::UsageError;
 
 pub use address::resolve_target;
 pub use interop::{iperf3_client, perf_client};
+pub use iperf3_flags::RunOutput;
 pub use relay::relay_config;
 pub(crate) use run::parse_run_time;
 pub use server::ServerConfig;

@@ -18,6 +18,7 @@ use crate::cli::RunArgs;
 use crate::runner::RunConfig;
 
 use super::address::resolve_target;
+use super::iperf3_flags;
 use super::latency_probe;
 use super::ratesearch;
 use super::usage;
@@ -48,22 +49,33 @@ impl RunConfig {
                 Some(d)
             }
         };
-        let totals = match time {
+        let blocks = args
+            .iperf3_flags
+            .blockcount
+            .as_deref()
+            .map(iperf3_flags::blockcount)
+            .transpose()?;
+        let totals = match (time, blocks) {
             // A timed run: the total is only an upper bound.
-            Some(_) => vec![wirebench_core::wire::proto::UNBOUNDED_TOTAL],
-            None => {
+            (Some(_), _) => vec![wirebench_core::wire::proto::UNBOUNDED_TOTAL],
+            // -k: each message size's own total, below.
+            (None, Some(_)) => vec![0],
+            (None, None) => {
                 sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?
             }
         };
-        if totals.contains(&0) {
+        if blocks.is_none() && totals.contains(&0) {
             return Err(usage("-n/--total must be at least 1 byte"));
         }
         let points: Vec<Point> = msg_sizes
             .iter()
             .flat_map(|&msg_size| {
-                totals.iter().map(move |&total_bytes| Point {
+                totals.iter().map(move |&total| Point {
                     msg_size,
-                    total_bytes,
+                    total_bytes: match blocks {
+                        Some(k) if time.is_none() => k.saturating_mul(u64::from(msg_size)),
+                        _ => total,
+                    },
                 })
             })
             .collect();
@@ -94,10 +106,23 @@ impl RunConfig {
             }
         };
         let search_max = ratesearch::is_max(args.rate.as_deref());
-        let rate = match &args.rate {
-            None => None,
-            Some(_) if search_max => None,
-            Some(s) => Some(
+        let rate = match (&args.rate, &args.iperf3_flags.fq_rate) {
+            (Some(_), Some(_)) => {
+                return Err(usage(
+                    "--fq-rate and -b/--rate both pace the sender: give one (on TCP both pace in the kernel)",
+                ))
+            }
+            (None, Some(fq)) => {
+                if protocols.iter().any(|p| *p != Protocol::Tcp) {
+                    return Err(usage(
+                        "--fq-rate paces TCP in the kernel (the fq qdisc); pace UDP and QUIC with -b/--rate",
+                    ));
+                }
+                Some(iperf3_flags::fq_rate(fq)?)
+            }
+            (None, None) => None,
+            (Some(_), None) if search_max => None,
+            (Some(s), None) => Some(
                 s.parse::<BitRate>()
                     .map_err(|e| usage(format!("--rate: {e}")))?,
             ),
@@ -126,17 +151,24 @@ impl RunConfig {
                 plan::message_count(p.total_bytes, p.msg_size)
             )));
         }
-        let interval = match &args.interval {
+        let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
             None => None,
-            Some(s) => {
-                let d = parse_duration(s).map_err(|e| usage(format!("-i/--interval: {e}")))?;
-                if d < MIN_INTERVAL {
+            Some(parsed) => match parsed? {
+                Some(d) if d < MIN_INTERVAL => {
                     return Err(usage(format!(
-                        "-i/--interval {s} is too short: allowed 10ms or more"
+                        "-i/--interval {} is too short: allowed 10ms or more (0: none)",
+                        args.interval.as_deref().unwrap_or("")
                     )));
                 }
-                Some(d)
+                d => d,
+            },
+        };
+        // iperf3 reports every second by default: so does --json-stream.
+        let interval = match interval {
+            None if args.iperf3_flags.json_stream && args.interval.is_none() => {
+                Some(Duration::from_secs(1))
             }
+            d => d,
         };
         let combinations = plan::matrix(&protocols, &mechanisms);
         let search = ratesearch::plan(
@@ -368,6 +400,17 @@ pub(super) fn parse_options(
             return Err(usage("--quic-mtu applies to QUIC only: add --proto quic"));
         }
     }
+    let mss = args
+        .iperf3_flags
+        .mss
+        .as_deref()
+        .map(iperf3_flags::mss)
+        .transpose()?;
+    if mss.is_some() && protocols.iter().any(|p| *p != Protocol::Tcp) {
+        return Err(usage(
+            "-M/--set-mss applies to TCP only: run it with --proto tcp",
+        ));
+    }
     Ok(DataPathOptions {
         window,
         congestion,
@@ -375,6 +418,13 @@ pub(super) fn parse_options(
         busy_poll: args.busy_poll,
         receipt_us: None,
         quic_mtu: args.quic_mtu,
+        mss,
+        tos: args
+            .iperf3_flags
+            .tos
+            .as_deref()
+            .map(iperf3_flags::tos)
+            .transpose()?,
     })
 }
 

@@ -28,6 +28,8 @@ pub struct ServerConfig {
     pub options: ServerOptions,
     /// Where to serve the server's own counters (`--metrics`), if at all.
     pub metrics: Option<SocketAddr>,
+    /// `-1`: stop after the first session, as on SIGTERM.
+    pub one_off: bool,
 }
 
 impl ServerConfig {
@@ -59,6 +61,7 @@ impl ServerConfig {
                 .as_deref()
                 .map(|a| exporter::socket_addr(a, "--metrics"))
                 .transpose()?,
+            one_off: args.one_off,
         })
     }
 }

@@ -3,6 +3,8 @@
 
 pub mod dns;
 pub mod history;
+pub mod iperf3_json;
+pub mod json_stream;
 pub mod latency;
 pub mod metrics;
 pub mod progress;

@@ -1,5 +1,7 @@
 //! The transport layer: sockets, the control connection, TLS, kernel counters, when a TCP
-//! sender's data was acknowledged and when a datagram arrived, host facts, stop signals and the HTTP/1.1 server of `/metrics` and `/probe`. It knows nothing of flows.
+//! sender's data was acknowledged and when a datagram arrived, host facts, stop signals, the
+//! HTTP/1.1 server of `/metrics` and `/probe`, and what a command may change about its own
+//! process (CPU, output). It knows nothing of flows.
 
 pub mod arrival;
 pub mod control;
@@ -8,5 +10,6 @@ pub mod delivery;
 pub mod environment;
 pub mod http;
 pub mod net;
+pub mod process;
 pub mod signals;
 pub mod tls;

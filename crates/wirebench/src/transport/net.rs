@@ -14,31 +14,97 @@ use wirebench_core::wire::proto::{DataPathInfo, DataPathOptions};
 /// may go past that (see `size_udp_buffers`).
 pub const UDP_SOCKET_BUFFER: usize = 8 << 20;
 
-/// A non-blocking UDP socket bound to `bind` (or the unspecified address of the family, port 0),
-/// with buffers of `buffer` bytes (default: large). Binding `::` accepts IPv4 too.
+/// What every socket the client opens gets, as iperf3's -B and -S give them: the local
+/// address and the IP type of service. A process runs one client, so the command sets these
+/// once, before its first socket; every client socket is made by [`udp_socket`] (without a
+/// bind address), [`connect_tcp`] or [`connect_tcp_data`], so none is missed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientSockets {
+    /// `-B`: the local address (port chosen by the OS).
+    pub source: Option<IpAddr>,
+    /// `-S`: the IP type of service (IPv6: traffic class).
+    pub tos: Option<u8>,
+}
+
+static CLIENT_SOCKETS: std::sync::OnceLock<ClientSockets> = std::sync::OnceLock::new();
+
+/// Sets what every client socket of this process gets; false when it was set already.
+pub fn set_client_sockets(c: ClientSockets) -> bool {
+    CLIENT_SOCKETS.set(c).is_ok()
+}
+
+fn client_sockets() -> ClientSockets {
+    CLIENT_SOCKETS.get().copied().unwrap_or_default()
+}
+
+/// Sets the IP type of service (IPv4) or traffic class (IPv6) of a socket.
+pub fn set_tos(s: &SockRef<'_>, ipv6: bool, tos: u8) -> io::Result<()> {
+    if ipv6 {
+        s.set_tclass_v6(u32::from(tos))
+    } else {
+        s.set_tos(u32::from(tos))
+    }
+}
+
+/// A client's TCP connection to `server` (the control connection, and the iperf3 client's
+/// streams), from `-B`'s address and with `-S`'s type of service when given.
+pub async fn connect_tcp(server: SocketAddr) -> io::Result<tokio::net::TcpStream> {
+    let socket = client_tcp_socket(server)?;
+    socket.connect(server).await
+}
+
+/// A TCP socket to connect to `server` with the client's [`ClientSockets`] applied.
+fn client_tcp_socket(server: SocketAddr) -> io::Result<tokio::net::TcpSocket> {
+    let socket = if server.is_ipv6() {
+        tokio::net::TcpSocket::new_v6()
+    } else {
+        tokio::net::TcpSocket::new_v4()
+    }?;
+    let c = client_sockets();
+    if let Some(ip) = c.source {
+        socket.bind(SocketAddr::new(ip, 0))?;
+    }
+    if let Some(tos) = c.tos {
+        set_tos(&SockRef::from(&socket), server.is_ipv6(), tos)?;
+    }
+    Ok(socket)
+}
+
+/// A non-blocking UDP socket bound to `bind` (or, for a client, `-B`'s address or the
+/// unspecified address of the family, port 0, with `-S`'s type of service), with buffers of
+/// `buffer` bytes (default: large). Binding `::` accepts IPv4 too.
 pub fn udp_socket(
     ipv6: bool,
     bind: Option<SocketAddr>,
     buffer: Option<u32>,
 ) -> Result<std::net::UdpSocket> {
-    let bind = bind.unwrap_or_else(|| unspecified(ipv6));
-    bound_udp_socket(bind, buffer, false)
+    let client = bind.is_none().then(client_sockets);
+    let bind = bind.unwrap_or_else(|| match client.and_then(|c| c.source) {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None => unspecified(ipv6),
+    });
+    bound_udp_socket(bind, buffer, false, client.and_then(|c| c.tos))
 }
 
 /// A UDP socket joining the port group (`SO_REUSEPORT`) on `bind`, large buffers,
 /// non-blocking: a receive lane beside the server's shared socket (`engine::udp_lanes`). Only
 /// sockets of the same user may join a group.
 pub fn udp_port_group_socket(bind: SocketAddr) -> Result<std::net::UdpSocket> {
-    bound_udp_socket(bind, None, true)
+    bound_udp_socket(bind, None, true, None)
 }
 
 fn bound_udp_socket(
     bind: SocketAddr,
     buffer: Option<u32>,
     port_group: bool,
+    tos: Option<u8>,
 ) -> Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))
         .context("while creating a UDP socket")?;
+    if let Some(tos) = tos {
+        set_tos(&SockRef::from(&socket), bind.is_ipv6(), tos)
+            .context("while setting the type of service (-S)")?;
+    }
     #[cfg(unix)]
     if port_group {
         socket
@@ -133,15 +199,16 @@ pub async fn connect_tcp_data(
     mechanism: Mechanism,
     pacing_bps: Option<u64>,
 ) -> Result<tokio::net::TcpStream> {
-    let socket = if server.is_ipv6() {
-        tokio::net::TcpSocket::new_v6()
-    } else {
-        tokio::net::TcpSocket::new_v4()
-    }
-    .context("while creating the TCP data socket")?;
+    let socket = client_tcp_socket(server).context("while creating the TCP data socket")?;
     if let Some(w) = opts.window {
         socket.set_send_buffer_size(w).context("while setting -w")?;
         socket.set_recv_buffer_size(w).context("while setting -w")?;
+    }
+    if let Some(mss) = opts.mss {
+        // Before connect, so the SYN announces it and the server sends no larger segments.
+        SockRef::from(&socket)
+            .set_mss(mss)
+            .context("while setting -M (TCP_MAXSEG)")?;
     }
     let data = socket
         .connect(server)
@@ -172,6 +239,15 @@ pub fn apply_tcp_options<'s>(
     }
     if opts.nodelay || mechanism == Mechanism::StopAndWait {
         s.set_nodelay(true)?;
+    }
+    if let Some(mss) = opts.mss {
+        s.set_mss(mss)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot set -M {mss}: {e}")))?;
+    }
+    if let Some(tos) = opts.tos {
+        let ipv6 = s.local_addr()?.is_ipv6();
+        set_tos(&s, ipv6, tos)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot set -S {tos}: {e}")))?;
     }
     Ok(())
 }

@@ -114,6 +114,11 @@ fn cfg(
         limit,
         rate_bps: if udp { 10_000_000 } else { 0 },
         json: false,
+        notes: Vec::new(),
+        options: Default::default(),
+        fq_rate_bps: 0,
+        server_output: false,
+        server_cpu: None,
     }
 }
 
@@ -275,6 +280,7 @@ async fn run_iperf3_prints_both_views_as_json() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    crate::iperf3_client::assert_schema(&doc, "iperf3-output.schema.json");
     assert_eq!(doc["kind"], "iperf3");
     assert_eq!(doc["wirebench"]["role"], "receiver");
     assert_eq!(doc["wirebench"]["bytes"], 1 << 20);
@@ -294,14 +300,14 @@ async fn run_iperf3_prints_both_views_as_json() {
 }
 
 /// Our iperf3 listener on a free loopback port, serving until dropped.
-struct OurIperf3 {
-    addr: SocketAddr,
+pub(crate) struct OurIperf3 {
+    pub(crate) addr: SocketAddr,
     events: mpsc::UnboundedReceiver<ServerEvent>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
 impl OurIperf3 {
-    async fn start() -> OurIperf3 {
+    pub(crate) async fn start() -> OurIperf3 {
         let server = Iperf3Server::bind("127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind the iperf3 listener");
@@ -313,7 +319,7 @@ impl OurIperf3 {
         OurIperf3 { addr, events, task }
     }
 
-    async fn next_session(&mut self) -> SessionSummary {
+    pub(crate) async fn next_session(&mut self) -> SessionSummary {
         loop {
             let ev = tokio::time::timeout(Duration::from_secs(30), self.events.recv())
                 .await
@@ -347,7 +353,7 @@ impl Drop for OurIperf3 {
 }
 
 /// Runs the real iperf3 client with `args` against `addr`; returns its JSON document.
-async fn real_client(addr: SocketAddr, args: &[&str]) -> Value {
+pub(crate) async fn real_client(addr: SocketAddr, args: &[&str]) -> Value {
     let port = addr.port().to_string();
     let out = tokio::time::timeout(
         TEST_TIMEOUT,
@@ -424,8 +430,15 @@ async fn real_client_udp_forward_and_reverse() {
     .await;
     let s = ours.next_session().await;
     assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
-    assert_eq!(doc["end"]["sum_sent"]["bytes"], 30_000);
-    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    // As iperf3's own, our UDP sender goes on until TEST_END: the client counts to -n, and
+    // waits for more after a datagram lost on the way. The line shows what we sent.
+    assert!(s.params.reverse);
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], s.report.bytes);
+    let received = doc["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert!(
+        received >= 30_000 && received <= s.report.bytes,
+        "{received}"
+    );
 
     // 64-bit datagram counters, both directions.
     let doc = real_client(
@@ -461,9 +474,8 @@ async fn real_client_udp_forward_and_reverse() {
     )
     .await;
     let s = ours.next_session().await;
-    assert_eq!(doc["end"]["sum_received"]["lost_packets"], 0);
-    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
-    assert_eq!(s.report.bytes, 20_000);
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], s.report.bytes);
+    assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap() >= 20_000);
 }
 
 #[tokio::test]
@@ -472,12 +484,12 @@ async fn iperf3_listener_refuses_what_it_does_not_serve_and_keeps_serving() {
         return;
     }
     let mut ours = OurIperf3::start().await;
-    // --bidir is not served: the client gets an error, the listener a refused session.
+    // SCTP is not served: the client gets iperf3's own error, the listener a refused test.
     let port = ours.addr.port().to_string();
     let out = tokio::time::timeout(
         TEST_TIMEOUT,
         Command::new("iperf3")
-            .args(["-c", "127.0.0.1", "-p", &port, "--bidir", "-n", "1M"])
+            .args(["-c", "127.0.0.1", "-p", &port, "--sctp", "-n", "1M"])
             .kill_on_drop(true)
             .output(),
     )
@@ -485,8 +497,13 @@ async fn iperf3_listener_refuses_what_it_does_not_serve_and_keeps_serving() {
     .expect("in time")
     .expect("ran");
     assert!(!out.status.success());
-    let refused = ours.next_notice().await;
-    assert!(refused.contains("--bidir"), "{refused}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    // A client built without SCTP refuses the flag itself, before it reaches us.
+    if !said.contains("unrecognized option") {
+        assert!(said.contains("SCTP support available"), "{said}");
+        let refused = ours.next_notice().await;
+        assert!(refused.contains("SCTP"), "{refused}");
+    }
     // Garbage instead of a cookie costs one notice, nothing more.
     let mut junk = tokio::net::TcpStream::connect(ours.addr).await.unwrap();
     tokio::io::AsyncWriteExt::write_all(&mut junk, &[0xff; 37])

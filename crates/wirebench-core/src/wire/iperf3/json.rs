@@ -3,7 +3,10 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{udp_header_len, Iperf3Error, MAX_PARALLEL, MAX_TCP_BLOCK, MAX_UDP_BLOCK};
+use super::{
+    udp_header_len, Iperf3Error, MAX_MSS, MAX_OMIT_S, MAX_PARALLEL, MAX_TCP_BLOCK, MAX_TIME_S,
+    MAX_UDP_BLOCK, MAX_WINDOW,
+};
 
 /// The client's test parameters, sent after `PARAM_EXCHANGE`. Only the fields wirebench uses are
 /// typed; the rest are kept (and refused where they change the test) in `other`.
@@ -15,7 +18,10 @@ pub struct TestParams {
     /// A UDP test.
     #[serde(default, skip_serializing_if = "is_false")]
     pub udp: bool,
-    /// Seconds omitted at the start (wirebench clients send 0; servers accept and ignore it).
+    /// An SCTP test (not served: refused with iperf3's "no SCTP support").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sctp: bool,
+    /// Seconds at the start both ends leave out of their figures (`-O`).
     #[serde(default, deserialize_with = "lenient_u64")]
     pub omit: u64,
     /// Test length in seconds when neither `num` nor `blockcount` is set.
@@ -33,7 +39,7 @@ pub struct TestParams {
     /// The server sends, the client receives.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reverse: bool,
-    /// Both ends send at once (not supported by wirebench).
+    /// Both ends send at once (`--bidir`): `parallel` streams each way.
     #[serde(default, skip_serializing_if = "is_false")]
     pub bidirectional: bool,
     /// Block length: bytes per write (TCP) or per datagram (UDP).
@@ -53,6 +59,49 @@ pub struct TestParams {
         skip_serializing_if = "is_zero"
     )]
     pub udp_counters_64bit: u64,
+    /// Pacing of each sending stream in the kernel, bit/s (`--fq-rate`, SO_MAX_PACING_RATE).
+    #[serde(
+        default,
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
+    pub fqrate: u64,
+    /// Socket buffer size of the data sockets, bytes (`-w`).
+    #[serde(
+        default,
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
+    pub window: u64,
+    /// TCP maximum segment size of the data sockets, bytes (`-M`).
+    #[serde(
+        default,
+        rename = "MSS",
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
+    pub mss: u64,
+    /// TCP_NODELAY on the data sockets (`-N`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nodelay: bool,
+    /// IP type of service of the data packets (`-S`).
+    #[serde(
+        default,
+        rename = "TOS",
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
+    pub tos: u64,
+    /// TCP congestion control of the data sockets (`-C`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// The client wants the server's own output in the results (`--get-server-output`).
+    #[serde(
+        default,
+        deserialize_with = "lenient_u64",
+        skip_serializing_if = "is_zero"
+    )]
+    pub get_server_output: u64,
     /// How often the sender re-checks its pacing, microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacing_timer: Option<u64>,
@@ -85,17 +134,65 @@ pub struct TestPlan {
     pub rate_bps: u64,
     /// 64-bit UDP counters.
     pub counters_64bit: bool,
+    /// Both ends send at once: `parallel` streams each way, the client's sending ones first.
+    pub bidir: bool,
+    /// Seconds at the start left out of the figures.
+    pub omit_s: u64,
+    /// Kernel pacing of each stream the server sends on, bit/s (0 = none).
+    pub fq_rate_bps: u64,
+    /// Socket buffer size of the data sockets, bytes.
+    pub window: Option<u32>,
+    /// TCP maximum segment size of the data sockets, bytes.
+    pub mss: Option<u32>,
+    /// TCP_NODELAY on the data sockets.
+    pub nodelay: bool,
+    /// IP type of service of the data packets.
+    pub tos: Option<u8>,
+    /// TCP congestion control of the data sockets (checked: a kernel algorithm's name).
+    pub congestion: Option<String>,
+    /// The client wants the server's output with the results.
+    pub server_output: bool,
+}
+
+impl TestPlan {
+    /// Streams the server receives on: all of a forward test's, none of a reverse one's, the
+    /// first half of a bidirectional one's (the client opens its sending streams first).
+    pub fn receiving_streams(&self) -> u32 {
+        match (self.bidir, self.reverse) {
+            (true, _) => self.parallel,
+            (false, true) => 0,
+            (false, false) => self.parallel,
+        }
+    }
+
+    /// Data streams of the test: `parallel`, twice that when bidirectional.
+    pub fn streams(&self) -> u32 {
+        if self.bidir {
+            self.parallel.saturating_mul(2)
+        } else {
+            self.parallel
+        }
+    }
+
+    /// Whether the server sends on its `index`-th stream (0-based, in the order the client
+    /// opened them).
+    pub fn server_sends(&self, index: u32) -> bool {
+        index >= self.receiving_streams()
+    }
 }
 
 impl TestParams {
     /// Checks the parameters a client sent; says what is not supported.
     pub fn plan(&self) -> Result<TestPlan, Iperf3Error> {
         let unsupported = |what: &str| Err(Iperf3Error::Unsupported(what.to_string()));
-        if self.tcp == self.udp {
-            return unsupported("the test must be exactly one of TCP and UDP (SCTP is not served)");
+        if self.sctp {
+            return Err(Iperf3Error::NoSctp);
         }
-        if self.bidirectional {
-            return unsupported("--bidir is not served; run forward and -R separately");
+        if self.tcp == self.udp {
+            return unsupported("the test must be exactly one of TCP and UDP");
+        }
+        if self.bidirectional && self.reverse {
+            return unsupported("a test is either -R or --bidir, not both");
         }
         if self.other.contains_key("authtoken") {
             return unsupported("authentication (--username) is not served");
@@ -118,6 +215,35 @@ impl TestParams {
                 self.len
             )));
         }
+        let out_of_range = |flag: &str, value: u64, min: u64, max: u64| {
+            Err(Iperf3Error::Unsupported(format!(
+                "{flag} {value} is out of range: allowed {min} to {max}"
+            )))
+        };
+        if self.omit > MAX_OMIT_S {
+            return out_of_range("-O", self.omit, 0, MAX_OMIT_S);
+        }
+        if self.time > MAX_TIME_S {
+            return out_of_range("-t", self.time, 0, MAX_TIME_S);
+        }
+        if self.window > MAX_WINDOW {
+            return out_of_range("-w", self.window, 0, MAX_WINDOW);
+        }
+        if self.mss > MAX_MSS {
+            return out_of_range("-M", self.mss, 0, MAX_MSS);
+        }
+        if self.tos > 255 {
+            return out_of_range("-S", self.tos, 0, 255);
+        }
+        let congestion =
+            match &self.congestion {
+                None => None,
+                Some(name) if is_algorithm_name(name) => Some(name.clone()),
+                Some(_) => return unsupported(
+                    "-C names no congestion control: allowed 1 to 15 letters, digits, '_' or '-'",
+                ),
+            };
+        // Every value below was range-checked above against limits under u32::MAX.
         Ok(TestPlan {
             udp: self.udp,
             reverse: self.reverse,
@@ -128,8 +254,26 @@ impl TestParams {
             time_s: if self.time == 0 { 10 } else { self.time },
             rate_bps: self.bandwidth,
             counters_64bit,
+            bidir: self.bidirectional,
+            omit_s: self.omit,
+            fq_rate_bps: self.fqrate,
+            window: (self.window > 0).then_some(self.window as u32),
+            mss: (self.mss > 0).then_some(self.mss as u32),
+            nodelay: self.nodelay,
+            tos: (self.tos > 0).then_some(self.tos as u8),
+            congestion,
+            server_output: self.get_server_output != 0,
         })
     }
+}
+
+/// A congestion control's name as the kernel spells them (`cubic`, `bbr`, `dctcp`): it goes
+/// into a setsockopt and back into the peer's output, so nothing else is let through.
+fn is_algorithm_name(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// One end's results, exchanged after `EXCHANGE_RESULTS`.
@@ -154,6 +298,10 @@ pub struct TestResults {
     /// Per-stream figures.
     #[serde(default)]
     pub streams: Vec<StreamResult>,
+    /// The server's own output of the test as text, when the client asked for it
+    /// (`--get-server-output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
 }
 
 /// One stream's figures in [`TestResults`].
@@ -174,9 +322,25 @@ pub struct StreamResult {
     /// UDP datagrams lost (receiver).
     #[serde(default, deserialize_with = "lenient_i64")]
     pub errors: i64,
+    /// UDP datagrams lost during the omitted seconds (receiver); iperf3 3.14+ subtracts it
+    /// from `errors`.
+    #[serde(
+        default,
+        deserialize_with = "lenient_opt_i64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub omitted_errors: Option<i64>,
     /// UDP datagrams sent (sender) or the highest count seen (receiver).
     #[serde(default, deserialize_with = "lenient_i64")]
     pub packets: i64,
+    /// What `packets` was at the end of the omitted seconds; iperf3 3.14+ subtracts it, and
+    /// without it takes a sender's packets as all omitted (its rows then say 0/0).
+    #[serde(
+        default,
+        deserialize_with = "lenient_opt_i64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub omitted_packets: Option<i64>,
     /// Seconds from the test's start to this stream's start.
     #[serde(default)]
     pub start_time: f64,
@@ -258,6 +422,10 @@ fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     } else {
         f as i64
     })
+}
+
+fn lenient_opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    lenient_i64(d).map(Some)
 }
 
 fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {

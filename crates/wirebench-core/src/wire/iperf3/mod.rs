@@ -42,6 +42,23 @@ pub const MAX_PARALLEL: u32 = 128;
 pub const MAX_TCP_BLOCK: u32 = 16 << 20;
 /// Largest UDP datagram payload (IPv4).
 pub const MAX_UDP_BLOCK: u32 = 65_507;
+/// Longest omit span a test may ask for, seconds (iperf3's own limit).
+pub const MAX_OMIT_S: u64 = 600;
+/// Longest test a client may ask for, seconds (iperf3's own limit).
+pub const MAX_TIME_S: u64 = 86_400;
+/// Largest socket buffer a test may ask for, bytes (iperf3's own limit, 512 MiB).
+pub const MAX_WINDOW: u64 = 512 << 20;
+/// Largest TCP maximum segment size a test may ask for, bytes (iperf3's own limit).
+pub const MAX_MSS: u64 = 32 * 1024 - 1;
+
+/// iperf3's error numbers a server sends after `SERVER_ERROR` (its `i_errno`), for the
+/// refusals wirebench makes.
+pub mod errno {
+    /// "an option you are trying to set is not implemented yet".
+    pub const UNIMPLEMENTED: i32 = 13;
+    /// "No SCTP support available".
+    pub const NO_SCTP: i32 = 18;
+}
 
 /// Characters a cookie is made of (iperf3's own cookies use this base-32 alphabet).
 const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
@@ -75,6 +92,17 @@ pub enum State {
     AccessDenied,
     /// The server failed; two 4-byte error codes follow (-2).
     ServerError,
+}
+
+impl Iperf3Error {
+    /// The error number a server sends with `SERVER_ERROR` for this refusal, so the iperf3
+    /// client prints its own message for it.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Iperf3Error::NoSctp => errno::NO_SCTP,
+            _ => errno::UNIMPLEMENTED,
+        }
+    }
 }
 
 impl State {
@@ -137,6 +165,9 @@ pub enum Iperf3Error {
     /// The parameters ask for something this implementation does not do.
     #[error("unsupported iperf3 test: {0}")]
     Unsupported(String),
+    /// The client asked for SCTP.
+    #[error("unsupported iperf3 test: SCTP (--sctp) is not served; use TCP or -u")]
+    NoSctp,
     /// A UDP datagram too short for its header.
     #[error("UDP datagram of {0} bytes is shorter than the iperf3 header")]
     ShortDatagram(usize),

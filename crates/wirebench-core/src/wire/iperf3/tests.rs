@@ -95,8 +95,18 @@ fn real_client_parameters_parse_and_plan() {
             time_s: 10,
             rate_bps: 10_000_000,
             counters_64bit: false,
+            bidir: false,
+            omit_s: 0,
+            fq_rate_bps: 0,
+            window: None,
+            mss: None,
+            nodelay: false,
+            tos: None,
+            congestion: None,
+            server_output: false,
         }
     );
+    assert_eq!((plan.streams(), plan.receiving_streams()), (2, 0));
     let tcp: TestParams = decode_json(
         br#"{"tcp":true,"omit":0,"time":3,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#,
     )
@@ -104,6 +114,31 @@ fn real_client_parameters_parse_and_plan() {
     let plan = tcp.plan().unwrap();
     assert!(!plan.udp && !plan.reverse);
     assert_eq!((plan.time_s, plan.bytes, plan.len), (3, None, 131072));
+}
+
+#[test]
+fn socket_options_omit_and_bidir_are_planned() {
+    // Sent by iperf3 3.21 for `-P 2 --bidir -O 1 -w 8M -M 1000 -C reno -N -S 16 --fq-rate 5m
+    // --get-server-output -t 2`.
+    let text = br#"{"tcp":true,"omit":1,"time":2,"num":0,"blockcount":0,"MSS":1000,
+        "nodelay":true,"parallel":2,"bidirectional":true,"window":8388608,"len":131072,
+        "fqrate":5000000,"pacing_timer":1000,"TOS":16,"congestion":"reno",
+        "get_server_output":1,"client_version":"3.21+"}"#;
+    let plan = decode_json::<TestParams>(text).unwrap().plan().unwrap();
+    assert!(plan.bidir && !plan.reverse && plan.nodelay && plan.server_output);
+    assert_eq!(
+        (plan.omit_s, plan.time_s, plan.fq_rate_bps),
+        (1, 2, 5_000_000)
+    );
+    assert_eq!(
+        (plan.window, plan.mss, plan.tos),
+        (Some(8 << 20), Some(1000), Some(16))
+    );
+    assert_eq!(plan.congestion.as_deref(), Some("reno"));
+    // The client's two sending streams come first; the server sends on the last two.
+    assert_eq!((plan.streams(), plan.receiving_streams()), (4, 2));
+    let sends: Vec<bool> = (0..4).map(|i| plan.server_sends(i)).collect();
+    assert_eq!(sends, [false, false, true, true]);
 }
 
 #[test]
@@ -116,7 +151,33 @@ fn unsupported_parameters_say_why() {
     };
     let mut p = base.clone();
     p.bidirectional = true;
+    p.reverse = true;
     assert!(matches!(p.plan(), Err(Iperf3Error::Unsupported(m)) if m.contains("bidir")));
+    let mut p = base.clone();
+    p.sctp = true;
+    p.tcp = false;
+    assert_eq!(p.plan(), Err(Iperf3Error::NoSctp));
+    assert_eq!(Iperf3Error::NoSctp.errno(), errno::NO_SCTP);
+    for (field, text) in [
+        ("omit", "-O 601"),
+        ("window", "-w 536870913"),
+        ("MSS", "-M 32768"),
+        ("TOS", "-S 256"),
+    ] {
+        let mut v = serde_json::to_value(&base).unwrap();
+        let value: u64 = text.split(' ').nth(1).unwrap().parse().unwrap();
+        v[field] = value.into();
+        let p: TestParams = serde_json::from_value(v).unwrap();
+        assert!(
+            matches!(p.plan(), Err(Iperf3Error::Unsupported(m)) if m.starts_with(text)),
+            "{field}"
+        );
+    }
+    for name in ["", "reno;rm", "a-very-long-name-of-17", "cubic\n"] {
+        let mut p = base.clone();
+        p.congestion = Some(name.to_string());
+        assert!(p.plan().is_err(), "{name:?}");
+    }
     let mut p = base.clone();
     p.udp = true;
     assert!(p.plan().is_err());
@@ -164,6 +225,7 @@ fn results_accept_iperf3s_number_spellings() {
         {"id":3,"bytes":15000,"retransmits":0,"jitter":7.8e-06,"errors":2,"packets":15,
         "start_time":0,"end_time":0.0122}]}"#;
     let r: TestResults = decode_json(text).unwrap();
+    assert_eq!(r.streams[1].omitted_packets, None);
     assert_eq!(r.sender_has_retransmits, -1);
     assert_eq!(r.streams[0].retransmits, -1);
     assert_eq!(r.total_bytes(), 1_015_000);
@@ -231,6 +293,23 @@ fn udp_receiver_counts_loss_reordering_and_jitter() {
     assert_eq!((r.datagrams, r.bytes), (4, 400));
     // Constant transit (1 ms) until the late one (4.5 ms): jitter = 3.5 ms / 16.
     assert!((r.jitter_s - 0.0035 / 16.0).abs() < 1e-12, "{}", r.jitter_s);
+    // -O: the counts so far are left out, jitter starts again.
+    r.mark_omitted();
+    assert_eq!(r.jitter_s, 0.0);
+    r.on_datagram(&at(7, 6000), 100, 0.007);
+    let mark = r.mark();
+    assert_eq!(
+        (mark.datagrams, mark.bytes, mark.highest, mark.lost),
+        (4, 400, 5, 1)
+    );
+    assert_eq!(
+        (
+            r.bytes_counted(),
+            r.highest - mark.highest,
+            r.lost - mark.lost
+        ),
+        (100, 2, 1)
+    );
 }
 
 #[test]

@@ -81,10 +81,47 @@ pub struct UdpReceiver {
     pub out_of_order: u64,
     /// Interarrival jitter estimate, seconds.
     pub jitter_s: f64,
+    /// The counts at the end of the omitted seconds (`-O`), which the results leave out.
+    pub omitted: Option<UdpMark>,
     prev_transit_s: Option<f64>,
 }
 
+/// A UDP receiver's counts at one moment: the end of the omitted seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UdpMark {
+    /// Datagrams received by then.
+    pub datagrams: u64,
+    /// Bytes received by then.
+    pub bytes: u64,
+    /// Highest count seen by then.
+    pub highest: u64,
+    /// Counts lost by then.
+    pub lost: u64,
+}
+
 impl UdpReceiver {
+    /// Marks the end of the omitted seconds: what arrived so far is left out of the figures
+    /// after it, and the jitter estimate starts again from 0 (as iperf3's does).
+    pub fn mark_omitted(&mut self) {
+        self.omitted = Some(UdpMark {
+            datagrams: self.datagrams,
+            bytes: self.bytes,
+            highest: self.highest,
+            lost: self.lost,
+        });
+        self.jitter_s = 0.0;
+    }
+
+    /// The counts at the omit mark (all zero without one).
+    pub fn mark(&self) -> UdpMark {
+        self.omitted.unwrap_or_default()
+    }
+
+    /// Bytes received after the omit mark.
+    pub fn bytes_counted(&self) -> u64 {
+        self.bytes.saturating_sub(self.mark().bytes)
+    }
+
     /// Accounts one datagram of `len` bytes carrying `header`, which arrived at `arrival_s` on
     /// the receiver's clock (any origin: only differences matter).
     pub fn on_datagram(&mut self, header: &UdpHeader, len: usize, arrival_s: f64) {

@@ -227,6 +227,14 @@ pub struct DataPathOptions {
     /// what the path carries. Applied by the client, which advertises it to the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic_mtu: Option<u16>,
+    /// TCP maximum segment size of the data connection on both ends (`-M`, TCP_MAXSEG);
+    /// None = the path's. Omitted on the wire when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+    /// IP type of service of the data packets (`-S`): the TCP data connection on both ends
+    /// (the client sets it on all its sockets). Omitted on the wire when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
 }
 
 /// The shortest period a server sends [`ControlMessage::Receipt`] at, microseconds: a client

@@ -33,6 +33,10 @@ pub const MAX_CONGESTION_NAME: usize = 15;
 pub const MAX_RECEIPT_US: u64 = 60_000_000;
 /// QUIC payload sizes (`options.quic_mtu`) allowed, in bytes.
 pub const QUIC_MTU_RANGE: (u16, u16) = (1200, 65527);
+
+/// The TCP maximum segment sizes a session may ask for (`-M`), bytes: Linux's TCP_MIN_MSS
+/// to the largest an IPv4 packet carries.
+pub const MSS_RANGE: (u32, u32) = (88, 65_495);
 /// Most flows (`flows`) and requests in flight per flow (`concurrency`) an rr request may
 /// announce.
 pub const MAX_RR_FLOWS: u32 = 1024;
@@ -182,6 +186,18 @@ impl SessionParams {
                     us,
                     &format!("up to {MAX_RECEIPT_US} (60 s; below {MIN_RECEIPT_US} served at {MIN_RECEIPT_US})"),
                 ));
+            }
+        }
+        if let Some(mss) = o.mss {
+            if !(MSS_RANGE.0..=MSS_RANGE.1).contains(&mss) {
+                return Err(out_of_range(
+                    "options.mss",
+                    mss,
+                    &format!("{} to {} bytes", MSS_RANGE.0, MSS_RANGE.1),
+                ));
+            }
+            if self.protocol != Protocol::Tcp {
+                return Err(FieldError("options.mss applies to TCP only".into()));
             }
         }
         if let Some(mtu) = o.quic_mtu {

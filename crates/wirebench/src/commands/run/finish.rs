@@ -92,6 +92,9 @@ pub(super) fn finish(
         }
         None => true,
     };
+    if let Some(failure) = &failure {
+        s.lines.error(failure);
+    }
     print_results(cfg, &s, &records, failure.clone(), unfound)?;
     if let Some(failure) = &failure {
         eprintln!("error: {failure}");
@@ -203,7 +206,17 @@ fn print_results(
     failure: Option<String>,
     unfound: Option<wirebench_core::record::ratesearch::RateSearchRecord>,
 ) -> Result<()> {
-    if cfg.json {
+    if s.lines.streaming() {
+        // Each run's lines went out as it finished.
+        return Ok(());
+    }
+    if let Some(doc) = records
+        .first()
+        .and_then(|(_, r)| s.lines.iperf3_document(r))
+    {
+        let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
+        println!("{body}");
+    } else if cfg.json {
         let doc = RunDocument::new(
             env!("CARGO_PKG_VERSION"),
             runner::parameters(cfg, &s.link.server_name),
@@ -218,6 +231,7 @@ fn print_results(
         if let Some(r) = &s.link.relay {
             r.annotate(&mut doc);
         }
+        s.lines.add_title(&mut doc);
         let body = serde_json::to_string_pretty(&doc).context("while encoding the JSON output")?;
         println!("{body}");
     } else if cfg.repeat > 1 && !records.is_empty() {

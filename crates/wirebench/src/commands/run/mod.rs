@@ -24,10 +24,15 @@ pub use crate::commands::recording::unix_now;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed or a result is not in the
 /// store (exit status 1), [`Ended::Stopped`] when a signal stopped it.
-pub async fn execute(cfg: RunConfig, store_target: StoreTarget, quiet: bool) -> Result<Ended> {
+pub async fn execute(
+    cfg: RunConfig,
+    store_target: StoreTarget,
+    quiet: bool,
+    output: crate::config::RunOutput,
+) -> Result<Ended> {
     // From here on SIGINT, SIGTERM and SIGHUP are ours to record, not the end of the process.
     let mut stops = Stops::watch();
-    let mut s = setup::Setup::start(&cfg, &store_target, quiet).await?;
+    let mut s = setup::Setup::start(&cfg, &store_target, quiet, output).await?;
     let track = points::Track::new();
     let broken = Notify::new();
     let mut records = Vec::new();

@@ -179,7 +179,7 @@ async fn measure(
     records: &mut Vec<(Point, RunRecord)>,
 ) -> runner::Campaign {
     let interval_verb = if cfg.reverse { "received" } else { "sent" };
-    let (link, recorder, progress) = (&mut s.link, &mut s.recorder, &s.progress);
+    let (link, recorder, progress, lines) = (&mut s.link, &mut s.recorder, &s.progress, &s.lines);
     let total_runs = link.total_runs;
     runner::run_campaign(
         point_cfg,
@@ -200,7 +200,7 @@ async fn measure(
                 .and_then(|rx| embedded_line(rx, record.session, cfg.rate_unit));
             let layout = text::BlockLayout {
                 headed: track.headed.load(Ordering::Relaxed) == position,
-                show_path: show_path(cfg),
+                show_path: show_path(cfg) || lines.verbose(),
                 rate_unit: cfg.rate_unit,
             };
             progress.finished(position, || {
@@ -214,9 +214,11 @@ async fn measure(
                     );
                 }
             });
+            lines.end(position, &record);
             records.push((finished_run.point(), record));
         },
         |position, sample| {
+            lines.interval(offset + position, sample);
             if !cfg.json {
                 let position = offset + position;
                 progress.print_above(|| {

@@ -9,7 +9,8 @@ use wirebench_core::record::{count_of, NewCampaign};
 
 use crate::commands::embedded::{self, AbortOnDrop};
 use crate::commands::recording::{self, unix_now, Recorder};
-use crate::config::StoreTarget;
+use crate::commands::run_output::Streamer;
+use crate::config::{RunOutput, StoreTarget};
 use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
 use crate::output::progress::Progress;
@@ -43,12 +44,19 @@ pub(super) struct Setup {
     pub recorder: Option<Recorder<Run>>,
     /// The progress bar.
     pub progress: Progress,
+    /// What iperf3's output flags add (`--json-stream`, `--iperf3-shape`, `-T`, `-V`).
+    pub lines: Streamer,
 }
 
 impl Setup {
     /// Opens the store, starts the server and the relay, prints the plan's heading and
     /// begins the campaign in the store.
-    pub async fn start(cfg: &RunConfig, store_target: &StoreTarget, quiet: bool) -> Result<Setup> {
+    pub async fn start(
+        cfg: &RunConfig,
+        store_target: &StoreTarget,
+        quiet: bool,
+        output: RunOutput,
+    ) -> Result<Setup> {
         let store = match store_target {
             StoreTarget::Off => None,
             StoreTarget::File(path) => Some(recording::open(path)?),
@@ -88,7 +96,9 @@ impl Setup {
         if !cfg.json {
             print_heading(cfg, &server_name, total_runs);
         }
+        let lines = Streamer::new(cfg, total_runs, &server_name, output);
         Ok(Setup {
+            lines,
             link: Link {
                 server_addr,
                 _embedded: embedded,

@@ -26,25 +26,23 @@ pub(super) enum HubCmd {
         /// The test's meter: every datagram of its streams is counted there as it arrives.
         meter: Option<Arc<Meter>>,
     },
-    /// The test ended: hand back each stream's accounting (with first and last arrival), in
-    /// stream order, and forget the streams.
+    /// The test's omitted seconds are over: mark each of its streams' counts (`-O`).
+    Mark { test: u64 },
+    /// The test ended: hand back each stream's accounting, in stream order, and forget the
+    /// streams.
     Finish {
         test: u64,
-        reply: oneshot::Sender<Vec<HubCount>>,
+        reply: oneshot::Sender<Vec<UdpReceiver>>,
     },
     /// Forget everything about a test.
     Forget { test: u64 },
 }
-
-/// One stream's accounting handed back by the hub: first and last arrival, and the counts.
-pub(super) type HubCount = (Option<(Instant, Instant)>, UdpReceiver);
 
 /// One UDP stream the hub knows.
 struct HubStream {
     test: u64,
     index: usize,
     counters_64bit: bool,
-    span: Option<(Instant, Instant)>,
     acct: UdpReceiver,
     meter: Option<Arc<Meter>>,
 }
@@ -74,11 +72,16 @@ pub(super) async fn hub(socket: Arc<UdpSocket>, mut cmds: mpsc::UnboundedReceive
                 Some(HubCmd::Expect { test, ip, count, counters_64bit, streams: tx, meter }) => {
                     expecting.push(Expecting { test, ip, left: count, next_index: 0, counters_64bit, streams: tx, meter });
                 }
+                Some(HubCmd::Mark { test }) => {
+                    // Datagrams already queued arrived before the mark.
+                    drain(&socket, &mut buf, &mut expecting, &mut streams, epoch).await;
+                    for s in streams.values_mut().filter(|s| s.test == test) {
+                        s.acct.mark_omitted();
+                    }
+                }
                 Some(HubCmd::Finish { test, reply }) => {
                     // Datagrams already queued arrived before TEST_END was handled: count them.
-                    while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
-                        on_datagram(&socket, &buf[..n], from, &mut expecting, &mut streams, epoch).await;
-                    }
+                    drain(&socket, &mut buf, &mut expecting, &mut streams, epoch).await;
                     let mut mine: Vec<HubStream> = Vec::new();
                     streams.retain(|_, s| {
                         if s.test == test {
@@ -90,7 +93,7 @@ pub(super) async fn hub(socket: Arc<UdpSocket>, mut cmds: mpsc::UnboundedReceive
                     });
                     expecting.retain(|e| e.test != test);
                     mine.sort_by_key(|s| s.index);
-                    let _ = reply.send(mine.into_iter().map(|s| (s.span, s.acct)).collect());
+                    let _ = reply.send(mine.into_iter().map(|s| s.acct).collect());
                 }
                 Some(HubCmd::Forget { test }) => {
                     streams.retain(|_, s| s.test != test);
@@ -104,6 +107,19 @@ pub(super) async fn hub(socket: Arc<UdpSocket>, mut cmds: mpsc::UnboundedReceive
                 }
             }
         }
+    }
+}
+
+/// Counts every datagram already queued on the socket.
+async fn drain(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    expecting: &mut [Expecting],
+    streams: &mut HashMap<SocketAddr, HubStream>,
+    epoch: Instant,
+) {
+    while let Ok((n, from)) = socket.try_recv_from(buf) {
+        on_datagram(socket, &buf[..n], from, expecting, streams, epoch).await;
     }
 }
 
@@ -123,10 +139,6 @@ async fn on_datagram(
             let _ = socket.send_to(&wire::UDP_CONNECT_REPLY, from).await;
         } else if let Ok(h) = UdpHeader::decode(data, s.counters_64bit) {
             let now = Instant::now();
-            s.span = Some(match s.span {
-                Some((first, _)) => (first, now),
-                None => (now, now),
-            });
             s.acct
                 .on_datagram(&h, data.len(), now.duration_since(epoch).as_secs_f64());
             if let Some(meter) = &s.meter {
@@ -156,7 +168,6 @@ async fn on_datagram(
             test: e.test,
             index: e.next_index,
             counters_64bit: e.counters_64bit,
-            span: None,
             acct: UdpReceiver::default(),
             meter: e.meter.clone(),
         },

@@ -181,5 +181,19 @@ pub fn text(cfg: &ClientConfig, o: &ClientOutcome) -> String {
         }
         out.push('\n');
     }
+    if let Some(text) = &o.server.server_output_text {
+        // The server's own words: made safe line by line before they are shown.
+        out.push_str("  iperf3 server output:\n");
+        for line in text.lines().take(MAX_OUTPUT_LINES) {
+            out.push_str(&format!(
+                "    {}\n",
+                wirebench_core::security::text::peer_text(line)
+            ));
+        }
+    }
     out
 }
+
+/// Most lines of an iperf3 server's output shown (`--get-server-output`): a server's summary
+/// is a few dozen; a hostile one is not printed without end.
+const MAX_OUTPUT_LINES: usize = 200;

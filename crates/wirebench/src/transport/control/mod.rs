@@ -162,7 +162,7 @@ pub async fn request_session_auth(
     request: &ControlMessage,
     psk: Option<&wirebench_core::security::auth::Psk>,
 ) -> Result<(TcpStream, Accepted)> {
-    let mut ctrl = TcpStream::connect(server)
+    let mut ctrl = crate::transport::net::connect_tcp(server)
         .await
         .with_context(|| format!("cannot connect to the server at {server}"))?;
     // Control messages are small and answered at once: Nagle would only delay them.
@@ -262,7 +262,7 @@ async fn first_answer(ctrl: &mut TcpStream, server: std::net::SocketAddr) -> Res
 /// peer that named itself as something other than a wirebench server.
 async fn probe(server: std::net::SocketAddr) -> Option<PeerKind> {
     let deadline = Instant::now() + PROBE_WAIT;
-    let mut stream = tokio::time::timeout_at(deadline, TcpStream::connect(server))
+    let mut stream = tokio::time::timeout_at(deadline, crate::transport::net::connect_tcp(server))
         .await
         .ok()?
         .ok()?;

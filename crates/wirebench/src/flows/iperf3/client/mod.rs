@@ -13,10 +13,16 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{
-    self as wire, State, StreamResult, TestParams, TestResults, UdpHeader, UdpReceiver,
+    self as wire, State, StreamResult, TestParams, TestResults, UdpReceiver,
 };
 
 use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TIMEOUT};
+use crate::transport::net;
+use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, Shared, TaskCtx, SETTLE};
+use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::wire::proto::DataPathOptions;
+
+mod streams;
 
 /// What ends the test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +54,18 @@ pub struct ClientConfig {
     pub rate_bps: u64,
     /// Print JSON instead of text.
     pub json: bool,
+    /// What the user should know about how the test was set up (a UDP `-n` rounded up to
+    /// whole datagrams), one line each.
+    pub notes: Vec<String>,
+    /// The data sockets' options (`-w`, `-C`, `-M`, `-N`, `-S`): ours, and asked of the
+    /// server for its own.
+    pub options: DataPathOptions,
+    /// `--fq-rate`: kernel pacing of each TCP stream's sender, bit/s (0: none).
+    pub fq_rate_bps: u64,
+    /// `--get-server-output`: ask for the server's own output with its results.
+    pub server_output: bool,
+    /// `-A N,M`: the CPU the server runs the test on.
+    pub server_cpu: Option<u32>,
 }
 
 /// One stream's figures on our side.
@@ -98,7 +116,7 @@ impl ClientOutcome {
 
 /// Runs one test to its end.
 pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
-    let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+    let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, net::connect_tcp(cfg.server))
         .await
         .map_err(|_| anyhow::anyhow!("iperf3 server {} did not answer in time", cfg.name))?
         .with_context(|| format!("cannot connect to the iperf3 server {}", cfg.name))?;
@@ -263,7 +281,20 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
         udp_counters_64bit: 0,
         pacing_timer: Some(1000),
         client_version: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
-        other: serde_json::Map::new(),
+        fqrate: cfg.fq_rate_bps,
+        window: cfg.options.window.map_or(0, u64::from),
+        mss: cfg.options.mss.map_or(0, u64::from),
+        nodelay: cfg.options.nodelay,
+        tos: cfg.options.tos.map_or(0, u64::from),
+        congestion: cfg.options.congestion.clone(),
+        get_server_output: u64::from(cfg.server_output),
+        other: match cfg.server_cpu {
+            Some(cpu) => [("server_affinity".to_string(), cpu.into())]
+                .into_iter()
+                .collect(),
+            None => serde_json::Map::new(),
+        },
+        ..TestParams::default()
     }
 }
 
@@ -293,8 +324,10 @@ fn results(ours: &[StreamTally], reverse: bool) -> TestResults {
                 },
                 start_time: 0.0,
                 end_time: s.last_s,
+                ..StreamResult::default()
             })
             .collect(),
+        server_output_text: None,
     }
 }
 
@@ -332,7 +365,11 @@ enum DataStream {
 async fn open_stream(cfg: &ClientConfig, cookie: &[u8], index: u32) -> Result<DataStream> {
     let what = format!("data stream {} to {}", index + 1, cfg.name);
     if !cfg.udp {
-        let mut s = tokio::time::timeout(SETUP_TIMEOUT, TcpStream::connect(cfg.server))
+        // The data socket as wirebench's own: -w and -M before connect, the rest after, and
+        // --fq-rate on a sending one.
+        let pacing = (cfg.fq_rate_bps > 0 && !cfg.reverse).then_some(cfg.fq_rate_bps);
+        let connect = net::connect_tcp_data(cfg.server, &cfg.options, Mechanism::Stream, pacing);
+        let mut s = tokio::time::timeout(SETUP_TIMEOUT, connect)
             .await
             .map_err(|_| anyhow::anyhow!("{what}: no answer in time"))?
             .with_context(|| format!("cannot open {what}"))?;
@@ -362,238 +399,4 @@ async fn open_stream(cfg: &ClientConfig, cookie: &[u8], index: u32) -> Result<Da
         .map_err(|_| anyhow::anyhow!("{what}: the server did not answer the UDP connect message"))?
         .with_context(|| format!("while opening {what}"))?;
     Ok(DataStream::Udp(s))
-}
-
-/// Counters the data tasks share with the coordinator.
-#[derive(Debug)]
-struct Shared {
-    /// Bytes senders may still send over all streams (forward, byte-limited).
-    budget: AtomicU64,
-    /// Bytes moved over all streams so far.
-    moved: AtomicU64,
-    /// Receivers wake the coordinator when `moved` reaches this (reverse, byte-limited).
-    target: u64,
-    reached: tokio::sync::Notify,
-    /// Tasks that ran out of budget.
-    finished: AtomicUsize,
-}
-
-impl Shared {
-    /// Takes up to `want` bytes from the budget; 0 when it is spent.
-    fn claim(&self, want: u64) -> u64 {
-        let mut got = 0;
-        let _ = self
-            .budget
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                got = left.min(want);
-                Some(left - got)
-            });
-        got
-    }
-}
-
-/// What each data task gets.
-struct TaskCtx {
-    id: u32,
-    len: usize,
-    rate_bps: u64,
-    start: Instant,
-    shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
-}
-
-impl TaskCtx {
-    fn tally(&self) -> StreamTally {
-        StreamTally {
-            id: self.id,
-            ..StreamTally::default()
-        }
-    }
-
-    fn now_s(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
-    }
-
-    fn moved(&self, tally: &mut StreamTally, n: usize) {
-        if tally.bytes == 0 {
-            tally.first_s = self.now_s();
-        }
-        tally.bytes += n as u64;
-        tally.last_s = self.now_s();
-        let before = self.shared.moved.fetch_add(n as u64, Ordering::Relaxed);
-        if before < self.shared.target && before + n as u64 >= self.shared.target {
-            // notify_one keeps the wake-up even if the coordinator is not waiting yet.
-            self.shared.reached.notify_one();
-        }
-    }
-
-    /// When the next datagram may leave to keep `rate_bps`.
-    fn due(&self, bytes_sent: u64) -> Option<Instant> {
-        if self.rate_bps == 0 {
-            return None;
-        }
-        let secs = bytes_sent as f64 * 8.0 / self.rate_bps as f64;
-        Some(self.start + Duration::from_secs_f64(secs))
-    }
-}
-
-/// Waits for every data task and returns their tallies.
-async fn join(tasks: &mut JoinSet<Result<StreamTally>>) -> Result<Vec<StreamTally>> {
-    let mut out = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        out.push(done.context("a data task failed")??);
-    }
-    Ok(out)
-}
-
-fn payload(len: usize) -> Vec<u8> {
-    // Not all zeros, so compressing links do not flatter the figures.
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
-        .collect()
-}
-
-async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
-    let buf = payload(ctx.len);
-    let mut tally = ctx.tally();
-    loop {
-        if *ctx.stop.borrow() {
-            break;
-        }
-        let n = ctx.shared.claim(ctx.len as u64) as usize;
-        if n == 0 {
-            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
-            break;
-        }
-        s.write_all(&buf[..n])
-            .await
-            .context("while sending on an iperf3 TCP stream")?;
-        ctx.moved(&mut tally, n);
-    }
-    wait_acked(&s).await;
-    Ok(tally)
-}
-
-/// Waits (up to a few seconds) until the peer acknowledged everything written to `s`.
-///
-/// An iperf3 server stops counting the moment it reads TEST_END, even with data still in its
-/// socket buffers; waiting for the acknowledgements (and [`SETTLE`] after them) lets it read
-/// what we sent, so its byte count matches ours.
-async fn wait_acked(s: &TcpStream) {
-    let give_up = Instant::now() + Duration::from_secs(5);
-    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
-
-/// Time the server gets to read acknowledged data before TEST_END.
-const SETTLE: Duration = Duration::from_millis(50);
-
-/// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
-#[cfg(target_os = "linux")]
-fn unacked(s: &TcpStream) -> Option<u64> {
-    use std::os::fd::AsRawFd;
-    let mut queued: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
-    // the descriptor stays open while `s` is borrowed.
-    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
-    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
-}
-
-/// Not measurable here: do not wait.
-#[cfg(not(target_os = "linux"))]
-fn unacked(_s: &TcpStream) -> Option<u64> {
-    None
-}
-
-async fn recv_tcp(mut s: TcpStream, mut ctx: TaskCtx) -> Result<StreamTally> {
-    let mut buf = vec![0u8; 128 * 1024];
-    let mut tally = ctx.tally();
-    loop {
-        tokio::select! {
-            r = s.read(&mut buf) => match r.context("while reading an iperf3 TCP stream")? {
-                0 => return Ok(tally),
-                n => ctx.moved(&mut tally, n),
-            },
-            _ = ctx.stop.changed() => break,
-        }
-    }
-    // Take what already arrived before the server's results.
-    while let Ok(n) = s.try_read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        ctx.moved(&mut tally, n);
-    }
-    Ok(tally)
-}
-
-async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> {
-    let mut buf = payload(ctx.len);
-    let mut tally = ctx.tally();
-    let header_len = wire::udp_header_len(false);
-    loop {
-        if *ctx.stop.borrow() {
-            break;
-        }
-        if let Some(due) = ctx.due(tally.bytes) {
-            tokio::time::sleep_until(due.into()).await;
-        }
-        let n = ctx.shared.claim(ctx.len as u64) as usize;
-        if n == 0 {
-            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
-            break;
-        }
-        // A datagram always carries the whole header, even when the budget's tail is shorter.
-        let n = n.max(header_len);
-        let (sec, usec) = super::udp_timestamp(ctx.start);
-        let header = UdpHeader {
-            sec,
-            usec,
-            count: tally.datagrams + 1,
-        };
-        header.encode(false, &mut buf);
-        match s.send(&buf[..n]).await {
-            Ok(_) => {
-                tally.datagrams += 1;
-                ctx.moved(&mut tally, n);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                bail!("the iperf3 server's UDP port refused datagrams")
-            }
-            // A full queue (ENOBUFS) drops this datagram; the receiver counts it as lost.
-            Err(_) => {}
-        }
-    }
-    Ok(tally)
-}
-
-async fn recv_udp(s: UdpSocket, mut ctx: TaskCtx) -> Result<StreamTally> {
-    let mut buf = vec![0u8; 65_536];
-    let mut tally = ctx.tally();
-    let mut acct = UdpReceiver::default();
-    loop {
-        tokio::select! {
-            r = s.recv(&mut buf) => match r {
-                Ok(n) => account(&buf[..n], &mut acct, &mut tally, &ctx),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
-                Err(e) => return Err(anyhow::Error::from(e).context("while reading an iperf3 UDP stream")),
-            },
-            _ = ctx.stop.changed() => break,
-        }
-    }
-    while let Ok(n) = s.try_recv(&mut buf) {
-        account(&buf[..n], &mut acct, &mut tally, &ctx);
-    }
-    tally.udp = Some(acct);
-    Ok(tally)
-}
-
-/// Counts one received datagram; ones too short for the header are ignored.
-fn account(datagram: &[u8], acct: &mut UdpReceiver, tally: &mut StreamTally, ctx: &TaskCtx) {
-    if let Ok(h) = UdpHeader::decode(datagram, false) {
-        acct.on_datagram(&h, datagram.len(), ctx.now_s());
-        tally.datagrams += 1;
-        ctx.moved(tally, datagram.len());
-    }
 }

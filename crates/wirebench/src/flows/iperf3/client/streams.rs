@@ -1,0 +1,275 @@
+//! The data streams of one `run --iperf3` test: TCP and UDP senders (the budget shared over
+//! the streams, UDP paced) and receivers, each keeping its [`StreamTally`], and what they share
+//! with the test's coordinator. Owns moving the bytes; must not speak the control dialogue.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
+
+use super::StreamTally;
+
+/// Counters the data tasks share with the coordinator.
+#[derive(Debug)]
+pub(super) struct Shared {
+    /// Bytes senders may still send over all streams (forward, byte-limited).
+    pub budget: AtomicU64,
+    /// Bytes moved over all streams so far.
+    pub moved: AtomicU64,
+    /// Receivers wake the coordinator when `moved` reaches this (reverse, byte-limited).
+    pub target: u64,
+    /// The wake-up when `target` is reached.
+    pub reached: tokio::sync::Notify,
+    /// Tasks that ran out of budget.
+    pub finished: AtomicUsize,
+}
+
+impl Shared {
+    /// Takes up to `want` bytes from the budget; 0 when it is spent.
+    fn claim(&self, want: u64) -> u64 {
+        let mut got = 0;
+        let _ = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                got = left.min(want);
+                Some(left - got)
+            });
+        got
+    }
+}
+
+/// What each data task gets.
+pub(super) struct TaskCtx {
+    /// The stream's iperf3 id.
+    pub id: u32,
+    /// Bytes per write or datagram.
+    pub len: usize,
+    /// UDP pace of the stream, bit/s (0: unpaced).
+    pub rate_bps: u64,
+    /// The test's start: the pace and the datagrams' timestamps count from it.
+    pub start: Instant,
+    /// What the streams share with the coordinator.
+    pub shared: Arc<Shared>,
+    /// Turns true when the stream must stop.
+    pub stop: watch::Receiver<bool>,
+}
+
+impl TaskCtx {
+    fn tally(&self) -> StreamTally {
+        StreamTally {
+            id: self.id,
+            ..StreamTally::default()
+        }
+    }
+
+    fn now_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn moved(&self, tally: &mut StreamTally, n: usize) {
+        if tally.bytes == 0 {
+            tally.first_s = self.now_s();
+        }
+        tally.bytes += n as u64;
+        tally.last_s = self.now_s();
+        let before = self.shared.moved.fetch_add(n as u64, Ordering::Relaxed);
+        if before < self.shared.target && before + n as u64 >= self.shared.target {
+            // notify_one keeps the wake-up even if the coordinator is not waiting yet.
+            self.shared.reached.notify_one();
+        }
+    }
+
+    /// When the next datagram may leave to keep `rate_bps`.
+    fn due(&self, bytes_sent: u64) -> Option<Instant> {
+        if self.rate_bps == 0 {
+            return None;
+        }
+        let secs = bytes_sent as f64 * 8.0 / self.rate_bps as f64;
+        Some(self.start + Duration::from_secs_f64(secs))
+    }
+}
+
+/// Waits for every data task and returns their tallies.
+pub(super) async fn join(tasks: &mut JoinSet<Result<StreamTally>>) -> Result<Vec<StreamTally>> {
+    let mut out = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        out.push(done.context("a data task failed")??);
+    }
+    Ok(out)
+}
+
+fn payload(len: usize) -> Vec<u8> {
+    // Not all zeros, so compressing links do not flatter the figures.
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
+        .collect()
+}
+
+pub(super) async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
+    let buf = payload(ctx.len);
+    let mut tally = ctx.tally();
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        let n = ctx.shared.claim(ctx.len as u64) as usize;
+        if n == 0 {
+            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        s.write_all(&buf[..n])
+            .await
+            .context("while sending on an iperf3 TCP stream")?;
+        ctx.moved(&mut tally, n);
+    }
+    wait_acked(&s).await;
+    Ok(tally)
+}
+
+/// Waits (up to a few seconds) until the peer acknowledged everything written to `s`.
+///
+/// An iperf3 server stops counting the moment it reads TEST_END, even with data still in its
+/// socket buffers; waiting for the acknowledgements (and [`SETTLE`] after them) lets it read
+/// what we sent, so its byte count matches ours.
+async fn wait_acked(s: &TcpStream) {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Time the server gets to read acknowledged data before TEST_END.
+pub(super) const SETTLE: Duration = Duration::from_millis(50);
+
+/// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
+#[cfg(target_os = "linux")]
+fn unacked(s: &TcpStream) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
+    // the descriptor stays open while `s` is borrowed.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+}
+
+/// Not measurable here: do not wait.
+#[cfg(not(target_os = "linux"))]
+fn unacked(_s: &TcpStream) -> Option<u64> {
+    None
+}
+
+/// Reads a reversed TCP stream until the test stops, then what the server wrote before it
+/// stopped: until the stream stays quiet (at least [`QUIET`], four round trips on a longer
+/// path) or [`MAX_DRAIN`] has passed. Data still on its way when TEST_END was answered was
+/// sent and counted by the server; taking only what had arrived left the two views a block or
+/// so apart.
+pub(super) async fn recv_tcp(mut s: TcpStream, mut ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut tally = ctx.tally();
+    loop {
+        tokio::select! {
+            r = s.read(&mut buf) => match r.context("while reading an iperf3 TCP stream")? {
+                0 => return Ok(tally),
+                n => ctx.moved(&mut tally, n),
+            },
+            _ = ctx.stop.changed() => break,
+        }
+    }
+    let rtt = crate::transport::counters::tcp_stats(&s)
+        .and_then(|t| t.srtt_us)
+        .map_or(Duration::ZERO, Duration::from_micros);
+    let quiet = (4 * rtt).clamp(QUIET, Duration::from_millis(500));
+    let give_up = Instant::now() + MAX_DRAIN;
+    while Instant::now() < give_up {
+        tokio::select! {
+            r = s.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => ctx.moved(&mut tally, n),
+            },
+            () = tokio::time::sleep(quiet) => break,
+        }
+    }
+    Ok(tally)
+}
+
+/// After the test, a reversed stream counts as drained once nothing arrived for this long.
+const QUIET: Duration = Duration::from_millis(20);
+
+/// Longest time spent draining a reversed stream after the test.
+const MAX_DRAIN: Duration = Duration::from_secs(2);
+
+pub(super) async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = payload(ctx.len);
+    let mut tally = ctx.tally();
+    let header_len = wire::udp_header_len(false);
+    loop {
+        if *ctx.stop.borrow() {
+            break;
+        }
+        if let Some(due) = ctx.due(tally.bytes) {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let n = ctx.shared.claim(ctx.len as u64) as usize;
+        if n == 0 {
+            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            break;
+        }
+        // A datagram always carries the whole header, even when the budget's tail is shorter.
+        let n = n.max(header_len);
+        let (sec, usec) = super::super::udp_timestamp(ctx.start);
+        let header = UdpHeader {
+            sec,
+            usec,
+            count: tally.datagrams + 1,
+        };
+        header.encode(false, &mut buf);
+        match s.send(&buf[..n]).await {
+            Ok(_) => {
+                tally.datagrams += 1;
+                ctx.moved(&mut tally, n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                bail!("the iperf3 server's UDP port refused datagrams")
+            }
+            // A full queue (ENOBUFS) drops this datagram; the receiver counts it as lost.
+            Err(_) => {}
+        }
+    }
+    Ok(tally)
+}
+
+pub(super) async fn recv_udp(s: UdpSocket, mut ctx: TaskCtx) -> Result<StreamTally> {
+    let mut buf = vec![0u8; 65_536];
+    let mut tally = ctx.tally();
+    let mut acct = UdpReceiver::default();
+    loop {
+        tokio::select! {
+            r = s.recv(&mut buf) => match r {
+                Ok(n) => account(&buf[..n], &mut acct, &mut tally, &ctx),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(anyhow::Error::from(e).context("while reading an iperf3 UDP stream")),
+            },
+            _ = ctx.stop.changed() => break,
+        }
+    }
+    while let Ok(n) = s.try_recv(&mut buf) {
+        account(&buf[..n], &mut acct, &mut tally, &ctx);
+    }
+    tally.udp = Some(acct);
+    Ok(tally)
+}
+
+/// Counts one received datagram; ones too short for the header are ignored.
+fn account(datagram: &[u8], acct: &mut UdpReceiver, tally: &mut StreamTally, ctx: &TaskCtx) {
+    if let Ok(h) = UdpHeader::decode(datagram, false) {
+        acct.on_datagram(&h, datagram.len(), ctx.now_s());
+        tally.datagrams += 1;
+        ctx.moved(tally, datagram.len());
+    }
+}

@@ -1,0 +1,117 @@
+//! `wirebench run --iperf3` against a real `iperf3 -s` (Debian's, or `WIREBENCH_IPERF3`): the
+//! counts of both views agree exactly, the stored run does not contradict itself, and the
+//! `--json` document matches docs/iperf3-output.schema.json. Skips without iperf3.
+
+use serde_json::Value;
+
+use crate::cli::{stderr, wirebench};
+use crate::interop::{have_iperf3, RealServer};
+use crate::support::TempPath;
+
+/// Panics unless `doc` is valid against the JSON Schema `docs/{file}` (the other schemas in
+/// docs/ are known by their `$id`, so references between them resolve).
+pub(crate) fn assert_schema(doc: &Value, file: &str) {
+    let dir = format!("{}/../../docs", env!("CARGO_MANIFEST_DIR"));
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    let mut target = None;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".schema.json") {
+            continue;
+        }
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+        let id = schema["$id"].as_str().unwrap_or(&name).to_string();
+        if name == file {
+            target = Some(id.clone());
+        }
+        compiler.add_resource(&id, schema).unwrap();
+    }
+    let target = target.unwrap_or_else(|| panic!("no docs/{file}"));
+    let index = compiler
+        .compile(&target, &mut schemas)
+        .expect("the schema compiles");
+    if let Err(e) = schemas.validate(doc, index) {
+        panic!("output does not match docs/{file}: {e:#}");
+    }
+}
+
+/// `run --iperf3 TARGET ARGS --json` with a store; returns the document and the stored run.
+async fn run_stored(target: &str, args: &[&str]) -> (Value, Value, String) {
+    let db = TempPath::new(".sqlite3");
+    let mut all = vec!["run", "--iperf3", target, "--json", "--db", db.arg()];
+    all.extend_from_slice(args);
+    let out = wirebench(&all).await;
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_schema(&doc, "iperf3-output.schema.json");
+    let export = wirebench(&["export", "1", "--db", db.arg()]).await;
+    assert!(export.status.success(), "{}", stderr(&export));
+    let stored: Value = serde_json::from_slice(&export.stdout).expect("export is JSON");
+    (doc, stored["runs"][0].clone(), stderr(&out))
+}
+
+#[tokio::test]
+async fn a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones_and_all_counted() {
+    if !have_iperf3("a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones") {
+        return;
+    }
+    let server = RealServer::start().await;
+    let target = server.addr.to_string();
+    // 14500 B is 10 datagrams of 1400 B and 500 B: an iperf3 3.21 server does not count a
+    // 500 B datagram, so 11 whole ones go.
+    let (doc, run, said) = run_stored(
+        &target,
+        &[
+            "--proto", "udp", "-n", "14500", "-l", "1400", "--rate", "10Mbit",
+        ],
+    )
+    .await;
+    assert!(
+        said.contains("sending 11 whole datagrams, 15400 B"),
+        "{said}"
+    );
+    assert_eq!(doc["limit_bytes"], 15400);
+    assert_eq!(doc["wirebench"]["bytes"], 15400);
+    assert_eq!(doc["wirebench"]["packets"], 11);
+    // The server's view: its highest count and what it lost add up to what was sent.
+    let server = &doc["iperf3_server"];
+    let lost = server["lost"].as_u64().unwrap();
+    assert_eq!(server["packets"], 11);
+    assert_eq!(server["bytes"].as_u64().unwrap() + 1400 * lost, 15400);
+    // The stored run says the same: sent = arrived + lost, in messages and bytes.
+    assert_eq!(run["client"]["messages"], 11);
+    assert_eq!(run["client"]["bytes"], 15400);
+    let arrived = run["server"]["messages"].as_u64().unwrap();
+    assert_eq!(arrived + run["server"]["lost"].as_u64().unwrap(), 11);
+    assert_eq!(run["server"]["bytes"].as_u64().unwrap(), 1400 * arrived);
+}
+
+#[tokio::test]
+async fn a_timed_reverse_tcp_test_counts_what_the_server_sent() {
+    if !have_iperf3("a_timed_reverse_tcp_test_counts_what_the_server_sent") {
+        return;
+    }
+    let server = RealServer::start().await;
+    let target = server.addr.to_string();
+    let (doc, _, _) = run_stored(&target, &["-t", "1", "-R", "-P", "2"]).await;
+    assert_eq!(doc["reverse"], true);
+    let ours = &doc["wirebench"];
+    let theirs = &doc["iperf3_server"];
+    assert_eq!(ours["role"], "receiver");
+    assert!(ours["bytes"].as_u64().unwrap() > 0);
+    // Everything the server counted as sent arrived, stream by stream: what was still on
+    // its way when the test ended is read too. (An iperf3 3.17+ server stops its sending
+    // thread mid-write: the bytes of that write arrive but are not in its count.)
+    for (a, b) in ours["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(theirs["streams"].as_array().unwrap())
+    {
+        assert_eq!(a["id"], b["id"]);
+        let (got, sent) = (a["bytes"].as_u64().unwrap(), b["bytes"].as_u64().unwrap());
+        assert!(got >= sent && got - sent < 128 * 1024, "{got} of {sent}");
+    }
+}
