@@ -140,6 +140,8 @@ pub(super) async fn recv_tcp(
         tokio::select! {
             ready = s.readable() => {
                 ready.context("while reading an iperf3 TCP stream")?;
+                // As the sender's: `readable()` and `try_read` never yield the worker.
+                tokio::task::coop::consume_budget().await;
                 match take(&mut buf) {
                     Some(Ok(0)) => return Ok(()),
                     Some(Ok(_)) | None => {}
@@ -226,6 +228,10 @@ pub(super) async fn send_tcp(
                 },
             };
             ready.context("while sending on an iperf3 TCP stream")?;
+            // `writable()` and `try_write` never count against tokio's cooperative budget, so
+            // without this a stream that is always writable never yields its worker, and the
+            // control task that reads TEST_END waits (0.3-1.5 s on a busy 2-CPU host).
+            tokio::task::coop::consume_budget().await;
             match s.try_write(&buf[off..n]) {
                 Ok(w) => {
                     count.add(w as u64);
