@@ -1,5 +1,5 @@
 //! Harnesses for the UDP data path: owns feeding arbitrary datagrams to the header decoder and
-//! the receiver's accounting (the steps of `wirebench::engine::udp_receiver`, with its session
+//! the receiver's accounting (the steps of `wirebench::engine::udp::receiver`, with its session
 //! check [`datagram::is_session_data`] shared), and arbitrary sequence numbers to the
 //! [`SequenceTracker`], checked against a reference model; must not do I/O.
 

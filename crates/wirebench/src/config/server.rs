@@ -68,7 +68,7 @@ impl ServerConfig {
 
 /// Validates `--udp-lanes`.
 fn udp_lanes(lanes: Option<usize>) -> Result<Option<usize>, UsageError> {
-    use crate::engine::udp_lanes::MAX_LANES;
+    use crate::engine::udp::lanes::MAX_LANES;
     match lanes {
         Some(n) if n > MAX_LANES => Err(usage(format!(
             "--udp-lanes {n} is out of range: allowed 0 to {MAX_LANES}"

@@ -19,7 +19,7 @@ use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::datagram;
 
 /// Receives wirebench data-plane datagrams taken out of the shared UDP socket, or read by one
-/// of the server's receive lanes (`engine::udp_lanes`).
+/// of the server's receive lanes (`engine::udp::lanes`).
 pub trait DatagramHandler: Send + Sync + Debug + 'static {
     /// The datagrams of one receive from `from`: with GRO several of one flow, each `stride`
     /// bytes long (the last may be shorter), queued when the receiving socket's drop counter

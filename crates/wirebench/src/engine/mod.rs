@@ -7,19 +7,11 @@ pub mod inflight;
 pub mod interval;
 pub mod liveness;
 pub mod quic;
-pub mod quic_socket;
-pub mod quic_stream;
 pub mod rr;
 pub mod rr_blocking_udp;
 pub mod stream;
 pub mod throttle;
 pub mod udp;
-pub mod udp_hello;
-pub mod udp_lanes;
-pub mod udp_receiver;
-pub mod udp_recv;
-pub mod udp_reverse;
-pub mod udp_saw;
 
 /// What a sender did, counted as it happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

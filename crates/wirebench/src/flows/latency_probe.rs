@@ -242,7 +242,8 @@ impl ProbeFlow {
             Protocol::Udp => {
                 let udp = UdpClient::connect(server, None).await?;
                 // The server answers no request from this socket until it has echoed the token.
-                engine::udp_hello::validate(udp.socket(), preamble.session, preamble.token).await?;
+                engine::udp::hello::validate(udp.socket(), preamble.session, preamble.token)
+                    .await?;
                 Channel::Udp {
                     udp,
                     session: preamble.session,

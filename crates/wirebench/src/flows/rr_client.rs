@@ -457,7 +457,7 @@ async fn udp_flow(
     let (mut hist, connect) = histograms()?;
     let udp = UdpClient::connect(server, None).await?;
     // The server answers no request from this socket until it has echoed the token.
-    crate::engine::udp_hello::validate(udp.socket(), session, token).await?;
+    crate::engine::udp::hello::validate(udp.socket(), session, token).await?;
     let mut tracker = RequestTracker::new(timeout, retries);
     let (tally, span) = if p.concurrency <= 1 {
         // One request outstanding (ping): a blocking socket on a thread of its own, one

@@ -87,7 +87,7 @@ pub fn udp_socket(
 }
 
 /// A UDP socket joining the port group (`SO_REUSEPORT`) on `bind`, large buffers,
-/// non-blocking: a receive lane beside the server's shared socket (`engine::udp_lanes`). Only
+/// non-blocking: a receive lane beside the server's shared socket (`engine::udp::lanes`). Only
 /// sockets of the same user may join a group.
 pub fn udp_port_group_socket(bind: SocketAddr) -> Result<std::net::UdpSocket> {
     bound_udp_socket(bind, None, true, None)

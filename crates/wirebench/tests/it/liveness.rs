@@ -241,8 +241,8 @@ async fn closed_udp_port() -> std::net::SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_udp_port_stops_the_sender_at_once() {
     use std::sync::atomic::AtomicU64;
+    use wirebench::engine::udp::saw::{self as udp_saw, BlockingPort};
     use wirebench::engine::udp::UdpClient;
-    use wirebench::engine::udp_saw::{self, BlockingPort};
     use wirebench_core::machine::rto::{
         RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
     };

@@ -238,7 +238,7 @@ fn count(v: &Value) -> u64 {
 /// converges to 1 s; a receiver that ignored the stamps would see microseconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_reports_rfc_3550_jitter_when_messages_carry_a_timestamp() {
-    use wirebench::engine::{udp::UdpClient, udp_hello};
+    use wirebench::engine::udp::{hello as udp_hello, UdpClient};
     use wirebench::transport::control;
     use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
     use wirebench_core::wire::proto::ControlMessage;

@@ -12,7 +12,7 @@ use wirebench_core::wire::proto::{DataPathInfo, Preamble};
 use super::leg::{received_leg, send_on_stream, Leg, Transfer};
 use crate::engine::liveness::{self, Watched};
 use crate::engine::quic;
-use crate::engine::quic_stream::{QuicSink, QuicSource};
+use crate::engine::quic::stream::{QuicSink, QuicSource};
 use crate::engine::stream::{self, ReadTally};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::{control, counters, net};

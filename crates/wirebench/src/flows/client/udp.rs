@@ -21,9 +21,10 @@ use super::leg::{Leg, Transfer};
 use crate::engine::blocking::block_on;
 use crate::engine::liveness::{self, Judge, Judged, Watched};
 use crate::engine::stream;
+use crate::engine::udp::saw::{self as udp_saw, BlockingPort, DatagramPort, SpinPort};
 use crate::engine::udp::UdpClient;
-use crate::engine::udp_saw::{self, BlockingPort, DatagramPort, SpinPort};
-use crate::engine::{udp_hello, udp_reverse, SendTally};
+use crate::engine::udp::{hello as udp_hello, reverse as udp_reverse};
+use crate::engine::SendTally;
 use crate::transport::{control, net};
 
 /// What a sending transfer did: its tally, when it started and when its last datagram left

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use wirebench_core::wire::proto::{ConnKind, ServerReport, SessionParams};
 
 use crate::engine::quic;
-use crate::engine::udp_lanes::Lanes;
+use crate::engine::udp::lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
 pub use metrics::MetricsHandle;

@@ -17,7 +17,7 @@ pub struct ServerOptions {
     pub psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
 
     /// UDP receive lanes (`--udp-lanes`): sockets on the shared port, each read by a thread
-    /// of its own, over which UDP sessions spread (`engine::udp_lanes`). None = one per CPU;
+    /// of its own, over which UDP sessions spread (`engine::udp::lanes`). None = one per CPU;
     /// 0 = none, every datagram on the QUIC endpoint's socket.
     pub udp_lanes: Option<usize>,
 }

@@ -21,8 +21,8 @@ use super::reverse_udp::ReverseUdp;
 use super::rr_session::RrUdpSession;
 use super::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
-use crate::engine::udp_lanes::LaneSet;
-use crate::engine::udp_receiver::UdpReceiver;
+use crate::engine::udp::lanes::LaneSet;
+use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
 
 /// A data connection handed to its session.

@@ -30,7 +30,7 @@ use super::stream_session::QUIC_LINGER;
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
-use crate::engine::quic_stream::QuicSink;
+use crate::engine::quic::stream::QuicSink;
 use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::control::SETUP_TIMEOUT;

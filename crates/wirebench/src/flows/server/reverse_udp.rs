@@ -28,8 +28,8 @@ use super::session::{omit_span, omitted, send_accepted, udp_data_path, watch_con
 use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
+use crate::engine::udp::saw::{self as udp_saw, DatagramPort};
 use crate::engine::udp::DatagramSender;
-use crate::engine::udp_saw::{self, DatagramPort};
 use crate::engine::SendTally;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 use wirebench_core::vocab::units::duration_ns;

@@ -22,7 +22,7 @@ use super::session::{
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
-use crate::engine::quic_stream::QuicSource;
+use crate::engine::quic::stream::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::control::SETUP_TIMEOUT;

@@ -18,7 +18,7 @@ use super::session::{
 };
 use super::Shared;
 use crate::engine::interval;
-use crate::engine::udp_receiver::UdpReceiver;
+use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::control;
 
 /// Receives a forward UDP session to its end.

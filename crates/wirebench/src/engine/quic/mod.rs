@@ -1,6 +1,10 @@
 //! QUIC endpoints (quinn): the server endpoint on the shared UDP socket, client endpoints, and
 //! the transport tuning both use. Data then flows through `engine::stream` on one QUIC stream,
-//! by way of `engine::quic_stream`.
+//! by way of `engine::quic::stream`; `engine::quic::socket` is the UDP socket under every
+//! endpoint.
+
+pub mod socket;
+pub mod stream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,9 +19,9 @@ use quinn::{
 use socket2::SockRef;
 use wirebench_core::wire::proto::DataPathInfo;
 
-use super::demux::{DatagramHandler, DemuxSocket};
-use super::quic_socket::QuicUdpSocket;
+use crate::engine::demux::{DatagramHandler, DemuxSocket};
 use crate::transport::tls::{self, ServerIdentity};
+use socket::QuicUdpSocket;
 
 /// Flow-control window of one stream (quinn's default is 1.25 MB): the most a sender's window
 /// may grow to, enough for 2.7 Gbit/s at a 50 ms round trip. Our senders start far lower and

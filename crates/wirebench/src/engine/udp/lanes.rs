@@ -24,8 +24,8 @@ use std::time::Duration;
 use socket2::SockRef;
 use wirebench_core::machine::seq::DropMark;
 
-use super::demux::DatagramHandler;
-use super::udp_recv::{self, RecvBatch};
+use super::recv::{self as udp_recv, RecvBatch};
+use crate::engine::demux::DatagramHandler;
 
 /// Buffers one lane receive takes at most (each up to 64 KiB, a GRO batch).
 const LANE_SLOTS: usize = 8;

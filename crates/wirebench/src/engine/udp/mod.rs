@@ -1,10 +1,22 @@
 //! The UDP client data path: one message per datagram behind our 16-byte header. Streaming
 //! sends batches with GSO through `quinn::udp` (one `sendmsg` carries up to 64 datagrams);
-//! stop-and-wait is `engine::udp_saw`'s.
+//! stop-and-wait is `engine::udp::saw`'s.
 //!
 //! Every send error is counted; none is swallowed. On a connected socket (the client's),
 //! ECONNREFUSED — the kernel's report of an ICMP port unreachable — means the server's port is
 //! closed: the server is gone, and the sender stops at once instead of retrying.
+//!
+//! Everything else of UDP's data path is a submodule here: the client's address validation
+//! (`hello`), the server's receive lanes (`lanes`) and their batched receives (`recv`), a
+//! session's receiving side (`receiver`), the client's side of a reversed session (`reverse`)
+//! and stop-and-wait's sender (`saw`).
+
+pub mod hello;
+pub mod lanes;
+pub mod receiver;
+pub mod recv;
+pub mod reverse;
+pub mod saw;
 
 use std::io;
 use std::net::SocketAddr;

@@ -17,8 +17,8 @@ use wirebench_core::vocab::plan::message_count;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 
-use super::udp::{port_closed, MAX_CONSECUTIVE_FAILURES, PORT_CLOSED};
-use super::SendTally;
+use super::{port_closed, MAX_CONSECUTIVE_FAILURES, PORT_CLOSED};
+use crate::engine::SendTally;
 
 /// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
 /// deadline (`None` when the deadline passes first).

@@ -12,9 +12,9 @@ use tokio::io::Interest;
 use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::proto::SessionParams;
 
-use super::udp::UdpClient;
-use super::udp_receiver::{UdpCounts, UdpReceiver};
-use super::udp_recv::{self, RecvBatch};
+use super::receiver::{UdpCounts, UdpReceiver};
+use super::recv::{self as udp_recv, RecvBatch};
+use super::UdpClient;
 use crate::engine::interval::Progress;
 
 /// How often the client repeats its hello until the first datagram arrives.

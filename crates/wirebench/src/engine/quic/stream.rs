@@ -11,8 +11,8 @@ use wirebench_core::machine::send_window::SendWindow;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::SessionParams;
 
-use super::quic::STREAM_WINDOW;
-use super::stream::{ByteSource, MessageSink};
+use super::STREAM_WINDOW;
+use crate::engine::stream::{ByteSource, MessageSink};
 
 /// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload
 /// buffer handed to quinn as a write of its own, without copying or allocating.
