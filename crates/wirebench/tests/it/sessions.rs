@@ -398,8 +398,18 @@ async fn quic_senders_size_their_window_by_message_on_loopback() {
                 } else {
                     (&out.client.transport, &out.server.transport)
                 };
+                // The window starts at the size's (512 messages, 64 KiB to 4 MiB) and may only
+                // double from there: on a quiet loopback it stays, but a busy host's scheduling
+                // raises the minimum RTT the sender measures, and doubling is then the rule
+                // working (its growth is tested on a virtual clock in core's send_window).
                 let sent_with = sender.as_ref().and_then(|t| t.send_window_bytes);
-                assert_eq!(sent_with, Some(window), "{size} B reverse {reverse}");
+                let doubled_from_start = sent_with.is_some_and(|w: u64| {
+                    w >= window && w <= 16 << 20 && w % window == 0 && (w / window).is_power_of_two()
+                });
+                assert!(
+                    doubled_from_start,
+                    "{size} B reverse {reverse}: window {sent_with:?}, want {window} doubled 0 or more times"
+                );
                 let received = receiver.as_ref().and_then(|t| t.send_window_bytes);
                 assert_eq!(received, None, "the receiving end sends no stream data");
             }
