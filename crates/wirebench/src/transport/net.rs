@@ -322,6 +322,33 @@ pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<
 }
 
 /// setsockopt(SOL_SOCKET, `option`) with a value of `T`'s width.
+/// Sets an integer socket option (`setsockopt` with a `c_int`) on a socket this process owns:
+/// the one place the engine's and transport's raw options go through. Linux.
+#[cfg(target_os = "linux")]
+pub fn set_int_option(
+    socket: &impl std::os::fd::AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call, on
+    // a descriptor `socket` owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn setsockopt<T>(fd: std::os::fd::RawFd, option: libc::c_int, value: &T) -> libc::c_int {
     // SAFETY: setsockopt reads `size_of::<T>()` bytes from a valid `T` for the duration of the

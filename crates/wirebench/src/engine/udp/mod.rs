@@ -296,7 +296,6 @@ fn refuses_segmentation(e: &io::Error) -> bool {
 /// the path MTU instead of refusing them (Linux; elsewhere the OS default stays).
 #[cfg(target_os = "linux")]
 fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let (level, name, value) = if ipv6 {
         (
             libc::IPPROTO_IPV6,
@@ -310,22 +309,7 @@ fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
             libc::IP_PMTUDISC_DONT,
         )
     };
-    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a valid c_int for the duration
-    // of the call, on a descriptor this socket owns.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::transport::net::set_int_option(socket, level, name, value)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -339,29 +323,12 @@ fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
 /// sends see anyway). Linux; elsewhere nothing changes.
 #[cfg(target_os = "linux")]
 fn report_host_drops(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let (level, name) = if ipv6 {
         (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
     } else {
         (libc::IPPROTO_IP, libc::IP_RECVERR)
     };
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call,
-    // on a descriptor this socket owns.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::transport::net::set_int_option(socket, level, name, 1)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -8,6 +8,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 
+#[cfg(target_os = "linux")]
+use crate::transport::net::set_int_option;
 use wirebench_core::machine::seq::DropMark;
 
 /// Bytes of one receive slot: the largest UDP payload, and the largest GRO buffer (64 KiB).
@@ -309,7 +311,7 @@ pub fn send_to(
 pub fn enable_drop_marks(socket: &impl AsRawFd) -> bool {
     #[cfg(target_os = "linux")]
     {
-        set_int(socket, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1).is_ok()
+        set_int_option(socket, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1).is_ok()
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -349,7 +351,7 @@ pub fn drops_now(socket: &impl AsRawFd) -> Option<u32> {
 pub fn enable_gro(socket: &impl AsRawFd) -> bool {
     #[cfg(target_os = "linux")]
     {
-        set_int(socket, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok()
+        set_int_option(socket, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok()
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -364,40 +366,15 @@ pub fn enable_destination(socket: &impl AsRawFd, ipv6: bool) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         if ipv6 {
-            set_int(socket, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)
+            set_int_option(socket, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)
         } else {
-            set_int(socket, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
+            set_int_option(socket, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (socket, ipv6);
         Err(io::ErrorKind::Unsupported.into())
-    }
-}
-
-/// Sets an integer socket option.
-#[cfg(target_os = "linux")]
-fn set_int(
-    socket: &impl AsRawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 
