@@ -1,0 +1,146 @@
+//! The real `iperf3 -c` against wirebench's iperf3 listener: TCP and UDP both ways, and what
+//! the listener does not serve refused while it keeps serving.
+
+use tokio::process::Command;
+
+use super::{have_iperf3, real_client, OurIperf3};
+use crate::support::TEST_TIMEOUT;
+
+#[tokio::test]
+async fn real_client_tcp_forward_and_parallel() {
+    if !have_iperf3("real_client_tcp_forward_and_parallel") {
+        return;
+    }
+    let mut ours = OurIperf3::start().await;
+    let doc = real_client(ours.addr, &["-n", "8M", "-l", "128K", "-P", "3"]).await;
+    let s = ours.next_session().await;
+    assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], 8 << 20);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    // Data the client had not yet delivered when it sent TEST_END is still counted.
+    assert_eq!(s.report.bytes, 8 << 20);
+    assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(3));
+    assert_eq!(s.params.msg_size, 128 * 1024);
+}
+
+#[tokio::test]
+async fn real_client_tcp_reverse() {
+    if !have_iperf3("real_client_tcp_reverse") {
+        return;
+    }
+    let mut ours = OurIperf3::start().await;
+    let doc = real_client(ours.addr, &["-n", "1M", "-R"]).await;
+    let s = ours.next_session().await;
+    assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
+    // We sent exactly the bytes asked for; the client read them all.
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], 1 << 20);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], 1 << 20);
+    assert_eq!(s.report.bytes, 1 << 20);
+}
+
+#[tokio::test]
+async fn real_client_udp_forward_and_reverse() {
+    if !have_iperf3("real_client_udp_forward_and_reverse") {
+        return;
+    }
+    let mut ours = OurIperf3::start().await;
+    let doc = real_client(ours.addr, &["-u", "-n", "30000", "-l", "1000", "-b", "10M"]).await;
+    let s = ours.next_session().await;
+    assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    assert_eq!(doc["end"]["sum_received"]["packets"], 30);
+    assert_eq!(s.report.bytes + 1000 * s.report.lost, 30_000);
+    assert_eq!(s.report.read_calls, 30 - s.report.lost);
+
+    let doc = real_client(
+        ours.addr,
+        &[
+            "-u", "-R", "-P", "2", "-n", "30000", "-l", "1000", "-b", "10M",
+        ],
+    )
+    .await;
+    let s = ours.next_session().await;
+    assert!(!s.report.aborted, "{:?}", s.report.abort_reason);
+    // As iperf3's own, our UDP sender goes on until TEST_END: the client counts to -n, and
+    // waits for more after a datagram lost on the way. The line shows what we sent.
+    assert!(s.params.reverse);
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], s.report.bytes);
+    let received = doc["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert!(
+        received >= 30_000 && received <= s.report.bytes,
+        "{received}"
+    );
+
+    // 64-bit datagram counters, both directions.
+    let doc = real_client(
+        ours.addr,
+        &[
+            "-u",
+            "--udp-counters-64bit",
+            "-n",
+            "20000",
+            "-l",
+            "1000",
+            "-b",
+            "10M",
+        ],
+    )
+    .await;
+    let s = ours.next_session().await;
+    assert_eq!(doc["end"]["sum_received"]["packets"], 20);
+    assert_eq!(doc["end"]["sum_received"]["bytes"], s.report.bytes);
+    let doc = real_client(
+        ours.addr,
+        &[
+            "-u",
+            "-R",
+            "--udp-counters-64bit",
+            "-n",
+            "20000",
+            "-l",
+            "1000",
+            "-b",
+            "10M",
+        ],
+    )
+    .await;
+    let s = ours.next_session().await;
+    assert_eq!(doc["end"]["sum_sent"]["bytes"], s.report.bytes);
+    assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap() >= 20_000);
+}
+
+#[tokio::test]
+async fn iperf3_listener_refuses_what_it_does_not_serve_and_keeps_serving() {
+    if !have_iperf3("iperf3_listener_refuses_what_it_does_not_serve_and_keeps_serving") {
+        return;
+    }
+    let mut ours = OurIperf3::start().await;
+    // SCTP is not served: the client gets iperf3's own error, the listener a refused test.
+    let port = ours.addr.port().to_string();
+    let out = tokio::time::timeout(
+        TEST_TIMEOUT,
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port, "--sctp", "-n", "1M"])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("in time")
+    .expect("ran");
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    // A client built without SCTP refuses the flag itself, before it reaches us.
+    if !said.contains("unrecognized option") {
+        assert!(said.contains("SCTP support available"), "{said}");
+        let refused = ours.next_notice().await;
+        assert!(refused.contains("SCTP"), "{refused}");
+    }
+    // Garbage instead of a cookie costs one notice, nothing more.
+    let mut junk = tokio::net::TcpStream::connect(ours.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut junk, &[0xff; 37])
+        .await
+        .unwrap();
+    drop(junk);
+    let doc = real_client(ours.addr, &["-n", "128K"]).await;
+    assert_eq!(doc["end"]["sum_received"]["bytes"], 128 * 1024);
+}
