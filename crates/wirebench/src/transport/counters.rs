@@ -39,6 +39,17 @@ pub fn tcp_stats(socket: &impl AsRawFd) -> Option<TransportStats> {
 /// The kernel's TCP_INFO, when it fills at least the fields we use (D-SACK counts: Linux 5.0).
 #[cfg(target_os = "linux")]
 fn tcp_info(socket: &impl AsRawFd) -> Option<libc::tcp_info> {
+    // Older kernels fill a shorter struct; the D-SACK counter (Linux 5.0) is the last one used.
+    tcp_info_filled_to(
+        socket,
+        std::mem::offset_of!(libc::tcp_info, tcpi_dsack_dups) + 4,
+    )
+}
+
+/// The kernel's TCP_INFO of `socket` when it fills at least its first `needed` bytes (older
+/// kernels fill a shorter struct): the one place TCP_INFO is read.
+#[cfg(target_os = "linux")]
+pub fn tcp_info_filled_to(socket: &impl AsRawFd, needed: usize) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain old data, so all-zero bytes are a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -53,8 +64,6 @@ fn tcp_info(socket: &impl AsRawFd) -> Option<libc::tcp_info> {
             &mut len,
         )
     };
-    // Older kernels fill a shorter struct; the D-SACK counter (Linux 5.0) is the last one used.
-    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_dsack_dups) + 4;
     (rc == 0 && (len as usize) >= needed).then_some(info)
 }
 

@@ -149,22 +149,8 @@ const TCP_CLOSE: u8 = 7;
 /// The kernel's TCP_INFO of `socket`, when it fills the fields used here (Linux 4.6).
 #[cfg(target_os = "linux")]
 fn tcp_info(socket: &impl AsRawFd) -> Option<libc::tcp_info> {
-    // SAFETY: tcp_info is plain old data, so all-zero bytes are a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: the pointer and length describe `info`, which outlives the call; the kernel
-    // writes at most `len` bytes and reports how many it wrote.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
-    (rc == 0 && (len as usize) >= needed).then_some(info)
+    super::counters::tcp_info_filled_to(socket, needed)
 }
 
 /// Bytes written on `socket` and not yet acknowledged (SIOCOUTQ, which is TIOCOUTQ's number).
