@@ -17,18 +17,7 @@ use tokio::net::UdpSocket;
 pub fn stamp_arrivals(socket: &UdpSocket) {
     #[cfg(target_os = "linux")]
     {
-        let on: libc::c_int = 1;
-        // SAFETY: setsockopt reads one int from `on`, which outlives the call, on a descriptor
-        // `socket` owns.
-        let _ = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        let _ = super::net::set_int_option(socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = socket;

@@ -142,10 +142,20 @@ fn size_udp_buffers(socket: &Socket, size: usize) {
         let uncapped = size.saturating_mul(2);
         let value = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
         if socket.recv_buffer_size().is_ok_and(|got| got < uncapped) {
-            let _ = setsockopt(socket.as_raw_fd(), libc::SO_RCVBUFFORCE, &value);
+            let _ = setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                &value,
+            );
         }
         if socket.send_buffer_size().is_ok_and(|got| got < uncapped) {
-            let _ = setsockopt(socket.as_raw_fd(), libc::SO_SNDBUFFORCE, &value);
+            let _ = setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUFFORCE,
+                &value,
+            );
         }
     }
 }
@@ -302,8 +312,18 @@ pub fn set_max_pacing_rate<'s>(socket: impl Into<SockRef<'s>>, rate_bps: u64) ->
     // Kernels before 64-bit pacing rates read a 32-bit value; ~0 is "unlimited" there, so a
     // rate that does not fit is passed as 64 bits (which those kernels then cap).
     let rc = match u32::try_from(bytes_per_second) {
-        Ok(v) if v != u32::MAX => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &v),
-        _ => setsockopt(s.as_raw_fd(), libc::SO_MAX_PACING_RATE, &bytes_per_second),
+        Ok(v) if v != u32::MAX => setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &v,
+        ),
+        _ => setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &bytes_per_second,
+        ),
     };
     if rc == 0 {
         Ok(())
@@ -321,9 +341,8 @@ pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<
     ))
 }
 
-/// setsockopt(SOL_SOCKET, `option`) with a value of `T`'s width.
-/// Sets an integer socket option (`setsockopt` with a `c_int`) on a socket this process owns:
-/// the one place the engine's and transport's raw options go through. Linux.
+/// Sets an integer socket option (`setsockopt` with a `c_int`) on a socket this process owns.
+/// Linux.
 #[cfg(target_os = "linux")]
 pub fn set_int_option(
     socket: &impl std::os::fd::AsRawFd,
@@ -331,33 +350,28 @@ pub fn set_int_option(
     name: libc::c_int,
     value: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: setsockopt reads one c_int from a valid pointer for the duration of the call, on
-    // a descriptor `socket` owns.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    match setsockopt(socket.as_raw_fd(), level, name, &value) {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
+/// setsockopt(`level`, `name`) with a value of `T`'s width: the one raw call the options here
+/// go through.
 #[cfg(target_os = "linux")]
-fn setsockopt<T>(fd: std::os::fd::RawFd, option: libc::c_int, value: &T) -> libc::c_int {
+fn setsockopt<T>(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> libc::c_int {
     // SAFETY: setsockopt reads `size_of::<T>()` bytes from a valid `T` for the duration of the
     // call, on a descriptor the caller's socket owns.
     unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_SOCKET,
-            option,
+            level,
+            name,
             (value as *const T).cast(),
             std::mem::size_of::<T>() as libc::socklen_t,
         )

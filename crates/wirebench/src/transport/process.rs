@@ -31,11 +31,15 @@ pub fn pin_to_cpu(cpu: usize) -> Result<()> {
             continue;
         };
         // SAFETY: `set` is a valid cpu_set_t that outlives the call; `tid` names a thread of
-        // this process (one that ended since is an error we report).
+        // this process, or one that has ended since the listing.
         let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
         if rc != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("cannot run on CPU {cpu}"));
+            let e = std::io::Error::last_os_error();
+            // A thread that ended since the listing (an idle blocking thread) needs no CPU.
+            if e.raw_os_error() == Some(libc::ESRCH) {
+                continue;
+            }
+            return Err(e).with_context(|| format!("cannot run on CPU {cpu}"));
         }
     }
     Ok(())

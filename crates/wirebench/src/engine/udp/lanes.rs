@@ -180,14 +180,14 @@ fn shut(set: &LaneSet) {
 }
 
 /// One lane socket: bound beside the shared one, blocking (its thread waits in the kernel),
-/// with GRO, drop marks and, for a wildcard address, the destination of each datagram.
+/// with GRO and, for a wildcard address, the destination of each datagram (drop marks are
+/// asked for by its thread, which must know whether it got them).
 fn lane_socket(local: SocketAddr) -> io::Result<UdpSocket> {
     let socket = crate::transport::net::udp_port_group_socket(local)
         .map_err(|e| io::Error::other(format!("{e:#}")))?;
     socket.set_nonblocking(false)?;
     socket.set_read_timeout(Some(LANE_WAKE))?;
     udp_recv::enable_gro(&socket);
-    udp_recv::enable_drop_marks(&socket);
     if local.ip().is_unspecified() {
         udp_recv::enable_destination(&socket, local.is_ipv6())?;
     }
@@ -203,7 +203,9 @@ fn serve(
     stop: &AtomicBool,
     answer_from: bool,
 ) {
-    let marks = udp_recv::drops_now(socket).is_some();
+    // A buffer's mark is only worth comparing when the socket stamps marks (SO_RXQ_OVFL) and
+    // its counter can be read for the session's baseline (SO_MEMINFO).
+    let marks = udp_recv::enable_drop_marks(socket) && udp_recv::drops_now(socket).is_some();
     let mut batch = RecvBatch::new(LANE_SLOTS, marks);
     let mut failures = 0u32;
     while !stop.load(Ordering::Relaxed) {

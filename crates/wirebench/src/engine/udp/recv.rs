@@ -83,12 +83,12 @@ impl RecvBatch {
     pub fn recv(&mut self, socket: &impl AsRawFd, wait: bool) -> io::Result<usize> {
         use std::mem::{size_of, zeroed, MaybeUninit};
         self.received.clear();
-        // SAFETY: plain C structs for which all-zero bytes are a valid value.
-        let mut names: [libc::sockaddr_storage; MAX_SLOTS] = unsafe { zeroed() };
-        let mut ctrls = [Control([0; CONTROL_WORDS]); MAX_SLOTS];
-        let mut iovs: [MaybeUninit<libc::iovec>; MAX_SLOTS] = [MaybeUninit::uninit(); MAX_SLOTS];
-        // SAFETY: as above.
-        let mut hdrs: [libc::mmsghdr; MAX_SLOTS] = unsafe { zeroed() };
+        // Only the batch's own slots are set up (and zeroed): a receive on a lane of 8 slots
+        // or a reversed session's 4 does not clear room for 16.
+        let mut names = [const { MaybeUninit::<libc::sockaddr_storage>::uninit() }; MAX_SLOTS];
+        let mut ctrls = [const { MaybeUninit::<Control>::uninit() }; MAX_SLOTS];
+        let mut iovs = [const { MaybeUninit::<libc::iovec>::uninit() }; MAX_SLOTS];
+        let mut hdrs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; MAX_SLOTS];
         for (i, chunk) in self
             .buf
             .chunks_exact_mut(SLOT_LEN)
@@ -99,12 +99,17 @@ impl RecvBatch {
                 iov_base: chunk.as_mut_ptr().cast(),
                 iov_len: SLOT_LEN,
             });
-            let h = &mut hdrs[i].msg_hdr;
-            h.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+            // SAFETY: plain C structs for which all-zero bytes are a valid value.
+            let name = names[i].write(unsafe { zeroed() });
+            let ctrl = ctrls[i].write(Control([0; CONTROL_WORDS]));
+            // SAFETY: as above.
+            let hdr = hdrs[i].write(unsafe { zeroed() });
+            let h = &mut hdr.msg_hdr;
+            h.msg_name = (name as *mut libc::sockaddr_storage).cast();
             h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_iov = iov;
             h.msg_iovlen = 1;
-            h.msg_control = ctrls[i].0.as_mut_ptr().cast();
+            h.msg_control = ctrl.0.as_mut_ptr().cast();
             h.msg_controllen = size_of::<Control>() as _;
         }
         let flags = if wait {
@@ -118,7 +123,7 @@ impl RecvBatch {
             let n = unsafe {
                 libc::recvmmsg(
                     socket.as_raw_fd(),
-                    hdrs.as_mut_ptr(),
+                    hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
                     self.slots as libc::c_uint,
                     flags,
                     std::ptr::null_mut(),
@@ -132,9 +137,13 @@ impl RecvBatch {
                 return Err(e);
             }
         };
-        for (slot, hdr) in hdrs.iter().enumerate().take(n) {
+        for slot in 0..n.min(self.slots) {
+            // SAFETY: slots below `self.slots` were written above, and the kernel fills at
+            // most as many as it was given.
+            let (hdr, name) =
+                unsafe { (hdrs[slot].assume_init_ref(), names[slot].assume_init_ref()) };
             let len = hdr.msg_len as usize;
-            let Some(from) = sockaddr(&names[slot], hdr.msg_hdr.msg_namelen) else {
+            let Some(from) = sockaddr(name, hdr.msg_hdr.msg_namelen) else {
                 continue;
             };
             // SAFETY: the header's control buffer was filled by this receive, within its length.

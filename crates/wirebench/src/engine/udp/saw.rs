@@ -199,7 +199,9 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
     let mut failures = 0u32;
     let started = Instant::now();
     loop {
-        while let Some(tx) = sender.poll_transmit(Instant::now()) {
+        // One clock read serves the timer check and the datagram's send stamp.
+        let now = Instant::now();
+        while let Some(tx) = sender.poll_transmit(now) {
             Header {
                 kind: Kind::Data,
                 retransmit: tx.retransmit,
@@ -210,7 +212,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
             .context("datagram buffer too small")?;
             datagram::write_timestamp(
                 &mut datagram[HEADER_LEN..HEADER_LEN + tx.len as usize],
-                micros_since(started),
+                micros_between(started, now),
             );
             tally.send_calls += 1;
             match port.send(&datagram[..HEADER_LEN + tx.len as usize]).await {
@@ -284,9 +286,9 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
 }
 
 /// Microseconds since `t`, modulo 2^32: the timestamp data datagrams carry.
-fn micros_since(t: Instant) -> u32 {
+fn micros_between(start: Instant, now: Instant) -> u32 {
     // Truncation is the point: the receiver only takes differences of consecutive stamps.
-    t.elapsed().as_micros() as u32
+    now.saturating_duration_since(start).as_micros() as u32
 }
 
 #[cfg(test)]

@@ -92,10 +92,17 @@ pub async fn recv_raw_max<R: AsyncRead + Unpin>(
         }
         got += n;
     }
-    let len = proto::frame_len_within(header, max.max(proto::MAX_CONTROL_FRAME))?;
-    if len > max {
-        bail!("control message of {len} bytes is longer than this server allows: at most {max} bytes (--max-control-size)");
-    }
+    // One check against the smaller of the flag and the protocol's own bound; a frame over a
+    // flag set below that bound is named by the flag.
+    let len = match proto::frame_len_within(header, max) {
+        Ok(len) => len,
+        Err(proto::ProtoError::Oversized { len, limit })
+            if limit == max && max < proto::MAX_CONTROL_FRAME =>
+        {
+            bail!("control message of {len} bytes is longer than this server allows: at most {max} bytes (--max-control-size)")
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut body = vec![0u8; len];
     reader
         .read_exact(&mut body)
