@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::headline::Headline;
+use super::RunRecord;
 use crate::machine::ratesearch::{EarlyEnd, SearchOutcome, TrialKind};
 
 /// A finished rate search: each run measured at a rate found carries the search that found it
@@ -109,8 +110,23 @@ impl From<TrialKind> for TrialKindName {
 }
 
 impl TrialEntry {
-    /// A trial at `rate_bps` of `kind`, from its run's headline, judged `passed`.
-    pub fn of(kind: TrialKind, rate_bps: u64, headline: &Headline, passed: bool) -> TrialEntry {
+    /// A trial at `rate_bps` of `kind`, from its run's record, judged `passed`: its counts,
+    /// loss and goodput from the run's headline; its `sent_bps` the client's own rate over its
+    /// own span (`client.rate_bps`), when the run lasted long enough to time.
+    pub fn of(kind: TrialKind, rate_bps: u64, record: &RunRecord, passed: bool) -> TrialEntry {
+        let headline = record.headline();
+        let sent_bps = headline.timed().then_some(record.client.rate_bps);
+        TrialEntry::from_headline(kind, rate_bps, &headline, sent_bps, passed)
+    }
+
+    /// A trial from its run's `headline` and the sender's own rate `sent_bps`.
+    fn from_headline(
+        kind: TrialKind,
+        rate_bps: u64,
+        headline: &Headline,
+        sent_bps: Option<f64>,
+        passed: bool,
+    ) -> TrialEntry {
         TrialEntry {
             kind: kind.into(),
             rate_bps,
@@ -126,7 +142,7 @@ impl TrialEntry {
                 |d| d.lost_pct,
             ),
             goodput_bps: headline.goodput_bps,
-            sent_bps: headline.sent_bps,
+            sent_bps,
             transfer_ns: headline.transfer_ns,
             passed,
             planned_messages: 0,
@@ -188,7 +204,8 @@ mod tests {
 
     #[test]
     fn a_trial_entry_takes_its_figures_from_the_headline() {
-        let t = TrialEntry::of(TrialKind::Confirm, 40_000_000, &headline(1000, 990), false);
+        let h = headline(1000, 990);
+        let t = TrialEntry::from_headline(TrialKind::Confirm, 40_000_000, &h, h.sent_bps, false);
         assert_eq!(t.lost_pct, 1.0);
         assert_eq!(t.goodput_bps, Some(39_600_000.0));
         assert_eq!(t.kind, TrialKindName::Confirm);
@@ -197,8 +214,25 @@ mod tests {
     }
 
     #[test]
+    fn a_trial_entry_s_sent_rate_is_the_sender_s_over_its_own_span() {
+        // The client's own rate, not the headline's (sent bytes over the transfer time).
+        let mut run = crate::record::headline::tests::run(
+            crate::vocab::plan::Protocol::Udp,
+            1000,
+            1000,
+            500_000_000,
+        );
+        run.client.rate_bps = 20_000_000.0;
+        assert_eq!(run.headline().sent_bps, Some(16_000_000.0));
+        let t = TrialEntry::of(TrialKind::Probe, 20_000_000, &run, true);
+        assert_eq!(t.sent_bps, Some(20_000_000.0));
+        assert_eq!(t.sent_messages, 1000);
+    }
+
+    #[test]
     fn the_confirmation_is_the_last_passing_confirm_of_a_found_rate() {
-        let pass = TrialEntry::of(TrialKind::Confirm, 5, &headline(10, 10), true);
+        let h = headline(10, 10);
+        let pass = TrialEntry::from_headline(TrialKind::Confirm, 5, &h, h.sent_bps, true);
         let mut r = RateSearchRecord {
             outcome: "found".into(),
             rate_bps: Some(5),

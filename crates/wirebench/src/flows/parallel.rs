@@ -180,10 +180,7 @@ fn add_report(mut a: ServerReport, b: &ServerReport) -> ServerReport {
     a.duplicates += b.duplicates;
     a.out_of_order += b.out_of_order;
     a.acks_sent += b.acks_sent;
-    if b.aborted && !a.aborted {
-        a.aborted = true;
-        a.abort_reason.clone_from(&b.abort_reason);
-    }
+    // No flow's report is aborted: the client refuses one before it is a flow's outcome.
     // Interval k of every session, summed (each session's series starts at its own start).
     for (k, sample) in b.intervals.iter().enumerate() {
         match a.intervals.get_mut(k) {

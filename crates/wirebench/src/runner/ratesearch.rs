@@ -125,21 +125,19 @@ pub async fn search(
             back: None,
         }
         .record();
-        let headline = record.headline();
+        let mut entry = TrialEntry::of(trial.kind, trial.rate_bps, &record, false);
         let counts = TrialCounts {
-            sent: headline.sent_messages,
-            received: headline.received_messages,
+            sent: entry.sent_messages,
+            received: entry.received_messages,
         };
         // A sender that could not offer the rate (the host stalled it, or it cannot go that
         // fast) has not shown that the path carries it: the trial fails, whatever arrived.
         // Judged by its own rate, over its own span (first to last datagram sent): the
         // receiver's span (a bottleneck queue draining, a busy receiver) says nothing of it.
-        let sender_bps = headline.timed().then_some(record.client.rate_bps);
-        let kept_up =
-            sender_bps.is_some_and(|sent| sent >= trial.rate_bps as f64 * SENDER_SHORTFALL);
-        let passed = ended_early.is_none() && kept_up && machine.passes(counts);
-        let mut entry = TrialEntry::of(trial.kind, trial.rate_bps, &headline, passed);
-        entry.sent_bps = sender_bps;
+        let kept_up = entry
+            .sent_bps
+            .is_some_and(|sent| sent >= trial.rate_bps as f64 * SENDER_SHORTFALL);
+        entry.passed = ended_early.is_none() && kept_up && machine.passes(counts);
         entry.planned_messages = planned_messages;
         entry.ended_early = ended_early.map(Into::into);
         if ended_early.is_some() {

@@ -24,7 +24,7 @@ pub(super) enum HubCmd {
         counters_64bit: bool,
         streams: mpsc::UnboundedSender<SocketAddr>,
         /// The test's meter: every datagram of its streams is counted there as it arrives.
-        meter: Option<Arc<Meter>>,
+        meter: Arc<Meter>,
     },
     /// The test's omitted seconds are over: mark each of its streams' counts (`-O`).
     Mark { test: u64 },
@@ -44,7 +44,7 @@ struct HubStream {
     index: usize,
     counters_64bit: bool,
     acct: UdpReceiver,
-    meter: Option<Arc<Meter>>,
+    meter: Arc<Meter>,
 }
 
 /// A test waiting for UDP streams.
@@ -55,7 +55,7 @@ struct Expecting {
     next_index: usize,
     counters_64bit: bool,
     streams: mpsc::UnboundedSender<SocketAddr>,
-    meter: Option<Arc<Meter>>,
+    meter: Arc<Meter>,
 }
 
 /// Owns the iperf3 UDP socket's receive side: answers connect messages, and counts the
@@ -82,18 +82,18 @@ pub(super) async fn hub(socket: Arc<UdpSocket>, mut cmds: mpsc::UnboundedReceive
                 Some(HubCmd::Finish { test, reply }) => {
                     // Datagrams already queued arrived before TEST_END was handled: count them.
                     drain(&socket, &mut buf, &mut expecting, &mut streams, epoch).await;
-                    let mut mine: Vec<HubStream> = Vec::new();
+                    let mut mine: Vec<(usize, UdpReceiver)> = Vec::new();
                     streams.retain(|_, s| {
                         if s.test == test {
-                            mine.push(HubStream { acct: std::mem::take(&mut s.acct), meter: s.meter.take(), ..*s });
+                            mine.push((s.index, std::mem::take(&mut s.acct)));
                             false
                         } else {
                             true
                         }
                     });
                     expecting.retain(|e| e.test != test);
-                    mine.sort_by_key(|s| s.index);
-                    let _ = reply.send(mine.into_iter().map(|s| s.acct).collect());
+                    mine.sort_by_key(|(index, _)| *index);
+                    let _ = reply.send(mine.into_iter().map(|(_, acct)| acct).collect());
                 }
                 Some(HubCmd::Forget { test }) => {
                     streams.retain(|_, s| s.test != test);
@@ -141,9 +141,7 @@ async fn on_datagram(
             let now = Instant::now();
             s.acct
                 .on_datagram(&h, data.len(), now.duration_since(epoch).as_secs_f64());
-            if let Some(meter) = &s.meter {
-                meter.count_read(data.len() as u64);
-            }
+            s.meter.count_read(data.len() as u64);
         }
         return;
     }

@@ -9,10 +9,10 @@ pub mod server;
 use bytes::Bytes;
 
 /// Size of the shared payload buffer that uploads and responses are sliced from.
-const CHUNK: usize = 64 * 1024;
+pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// The payload both ends send: one buffer, sliced without copying.
-fn payload() -> Bytes {
+pub(crate) fn payload() -> Bytes {
     Bytes::from(
         (0..CHUNK)
             .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)

@@ -35,11 +35,3 @@ pub async fn read_request(
     }
     Ok(perf::decode_request(request))
 }
-
-/// The payload responses are sliced from (see [`super::CHUNK`]).
-pub fn payload() -> bytes::Bytes {
-    super::payload()
-}
-
-/// Size of one slice of [`payload`].
-pub const CHUNK: usize = super::CHUNK;

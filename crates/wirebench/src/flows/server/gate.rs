@@ -84,10 +84,14 @@ impl Ask<'_> {
 
 /// The kind of a session, for the rules that depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// A transfer session (`run`).
     Transfer,
+    /// A request-response session.
     Exchange,
+    /// A QUIC `perf` connection.
     Perf,
+    /// An iperf3 test.
     Iperf3,
 }
 
@@ -158,8 +162,7 @@ impl Gate {
         let slot = match checked {
             Ok(slot) => slot,
             Err(reason) => {
-                self.metrics.refused(&reason);
-                self.notice(peer, format!("{} refused: {reason}", kind.noun()));
+                self.refuse(peer, kind, &reason);
                 return Err(reason);
             }
         };
@@ -183,6 +186,14 @@ impl Gate {
             line,
             ended: false,
         })
+    }
+
+    /// Refuses a session of `kind` from `peer` for `reason`: counts it and tells it as a
+    /// notice (the caller sends the reason in its protocol). [`Gate::admit`] refuses through
+    /// it; a kind that refuses a request before it can ask (one it cannot read) calls it.
+    pub fn refuse(&self, peer: SocketAddr, kind: Kind, reason: &str) {
+        self.metrics.refused(reason);
+        self.notice(peer, format!("{} refused: {reason}", kind.noun()));
     }
 
     /// Every field in its range, then the server's limits.
@@ -340,6 +351,20 @@ impl Pass {
         }
     }
 
+    /// Ends the session as aborted for `reason` (a limit a data path ran into comes first,
+    /// as in [`Pass::end`]), with what its meter counted in the direction it shows; returns
+    /// the report. For a session that failed before it had figures of its own.
+    pub fn abort(&mut self, reason: String) -> ServerReport {
+        let mut report = self.empty_report();
+        let moved = self.meter.moved();
+        report.bytes = if self.line.reverse {
+            moved.sent
+        } else {
+            moved.read
+        };
+        self.end(report, Err(reason))
+    }
+
     /// The rates the session is held to: what the client sends against a forward transfer's
     /// declared `rate_bps`, else the server's `--max-rate`; what the server sends against
     /// `--max-rate` (its own writers pace to it: this catches answers it cannot pace).
@@ -439,16 +464,7 @@ impl Drop for Pass {
         } else {
             "the session ended inside the server without a report (an internal error)"
         };
-        let mut report = self.empty_report();
-        let moved = self.meter.moved();
-        report.bytes = if self.line.reverse {
-            moved.sent
-        } else {
-            moved.read
-        };
-        report.aborted = true;
-        report.abort_reason = Some(reason.to_string());
-        self.finish(report);
+        self.abort(reason.to_string());
     }
 }
 

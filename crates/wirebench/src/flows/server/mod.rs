@@ -75,7 +75,7 @@ pub struct Server {
     shared: Arc<Shared>,
     local: SocketAddr,
     /// The UDP receive lanes; dropped (their threads stopped) when the server is.
-    lanes: Option<Lanes>,
+    _lanes: Option<Lanes>,
     /// Why the server runs without lanes although asked for some, said once it runs.
     lane_notice: Option<String>,
 }
@@ -166,7 +166,7 @@ impl Server {
                             options: options.clone(),
                         }),
                         local,
-                        lanes,
+                        _lanes: lanes,
                         lane_notice,
                     });
                 }
@@ -251,8 +251,6 @@ impl Server {
         if let Some(message) = &self.lane_notice {
             self.shared.gate.notice(self.local, message.clone());
         }
-        // Held until the server stops: dropping the lanes stops their threads.
-        let _lanes = &self.lanes;
         let quic_shared = self.shared.clone();
         let endpoint = self.endpoint.clone();
         let quic_task = tokio::spawn(async move {

@@ -17,7 +17,8 @@ use super::gate::{Ask, Gate};
 use super::meter::Meter;
 use super::session::shared_udp_data_path;
 use super::Shared;
-use crate::flows::perf::server::{payload, read_request, CHUNK, REFUSED};
+use crate::flows::perf::server::{read_request, REFUSED};
+use crate::flows::perf::{payload, CHUNK};
 use crate::transport::counters;
 
 /// Streams one perf connection may have open at once (quinn's own limit is the peer's); a

@@ -22,7 +22,10 @@ pub(super) async fn attach(incoming: quinn::Incoming, shared: &Shared) -> Result
     if crate::flows::perf::server::is_perf(&connection) {
         if shared.options.psk.is_some() {
             // A perf client has no control connection, so it cannot present the key.
-            connection.close(quinn::VarInt::from_u32(1), b"pre-shared key required");
+            connection.close(
+                quinn::VarInt::from_u32(crate::flows::perf::server::REFUSED),
+                b"pre-shared key required",
+            );
             bail!("QUIC perf client refused: this server requires a pre-shared key (--psk)");
         }
         super::perf_session::serve(connection, shared).await;

@@ -27,7 +27,7 @@ use wirebench_core::wire::iperf3::COOKIE_LEN;
 use super::hub::{hub, HubCmd};
 use super::recv_cookie;
 use crate::flows::server::gate::Gate;
-use test::{Outcome, Test};
+use test::{Outcome, Refused, Test};
 
 /// A bound iperf3 listener (TCP and UDP on one port), ready to run.
 #[derive(Debug)]
@@ -175,11 +175,12 @@ async fn route(mut stream: TcpStream, order: u64, peer: SocketAddr, shared: Arc<
 }
 
 /// Ends the test through its pass (the gate prints its line); a test that never got that far
-/// (a port scan, a stray connection, a refused one) is a notice at most.
+/// (a port scan, a stray connection) is a notice at most, and a refused one was counted and
+/// told by the gate already.
 fn end(test: &mut Test, outcome: Result<Outcome>) {
     let (Some(plan), Some(mut pass)) = (test.plan.clone(), test.pass.take()) else {
         if let Err(e) = &outcome {
-            if test.plan.is_none() {
+            if !e.is::<Refused>() {
                 test.shared
                     .notice(test.peer, format!("iperf3 test refused: {e:#}"));
             }
@@ -190,10 +191,7 @@ fn end(test: &mut Test, outcome: Result<Outcome>) {
         Ok(o) => o,
         Err(e) => {
             // What the data path moved before it failed, as the gate's meter counted it.
-            let mut report = pass.empty_report();
-            let moved = pass.meter().moved();
-            report.bytes = if plan.reverse { moved.sent } else { moved.read };
-            pass.end(report, Err(format!("{e:#}")));
+            pass.abort(format!("{e:#}"));
             return;
         }
     };

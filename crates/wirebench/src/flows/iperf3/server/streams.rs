@@ -274,7 +274,9 @@ pub(super) async fn send_udp(
     let (mut origin, mut paced) = (how.start, 0u64);
     let mut topping_up = false;
     loop {
-        if *stop.borrow() {
+        // Stop only ever turns true, sent after every stream's receiver was cloned: an
+        // unchanged version (an atomic load, not the value's lock) means not stopped.
+        if stop.has_changed().unwrap_or(true) && *stop.borrow() {
             return Ok(());
         }
         if let Some(due) = how.due_from(origin, paced) {
@@ -301,10 +303,11 @@ pub(super) async fn send_udp(
         };
         header.encode(how.counters_64bit, &mut buf);
         // A full queue drops this datagram (it never counts as sent); the client would count
-        // the gap as a loss, so the count is not advanced either.
+        // the gap as a loss, so the count is not advanced either. It still takes its place in
+        // the pacing: a send that keeps failing is retried at the rate, not in a tight loop.
+        paced += buf.len() as u64;
         if socket.send_to(&buf, to).await.is_ok() {
             datagrams += 1;
-            paced += buf.len() as u64;
             count.add(buf.len() as u64);
             meter.count_sent(buf.len() as u64);
         }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -21,7 +21,8 @@ use super::streams::{self, Budget, Sending, StreamCount};
 use super::{sockets, Shared};
 use crate::flows::iperf3::hub::HubCmd;
 use crate::flows::iperf3::{expect_state, recv_json, recv_state, send_json, send_state};
-use crate::flows::server::gate::{Ask, Pass};
+use crate::flows::server::gate::{Ask, Kind, Pass};
+use crate::flows::server::meter::Meter;
 use crate::transport::counters::{self, CpuMeter};
 use crate::transport::net;
 
@@ -44,6 +45,19 @@ pub(super) struct Outcome {
     /// The first TCP data socket's path (buffers, congestion control).
     pub data_path: wirebench_core::wire::proto::DataPathInfo,
 }
+
+/// A test the server refused (its plan invalid, or the gate's refusal): the gate has counted
+/// and told it already.
+#[derive(Debug)]
+pub(super) struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// One iperf3 test on the server.
 pub(super) struct Test {
@@ -70,7 +84,9 @@ impl Test {
                 msg.extend_from_slice(&e.errno().to_be_bytes());
                 msg.extend_from_slice(&0i32.to_be_bytes());
                 let _ = ctrl.write_all(&msg).await;
-                bail!("{e}");
+                let reason = e.to_string();
+                self.shared.gate.refuse(self.peer, Kind::Iperf3, &reason);
+                return Err(Refused(reason).into());
             }
         };
         // Through the gate before any stream is set up: a refusal is iperf3's "busy".
@@ -82,7 +98,7 @@ impl Test {
             Ok(pass) => pass,
             Err(reason) => {
                 let _ = send_state(ctrl, State::AccessDenied).await;
-                bail!("{reason}");
+                return Err(Refused(reason).into());
             }
         };
         let meter = Arc::clone(pass.meter());
@@ -90,7 +106,7 @@ impl Test {
         self.pass = Some(pass);
         self.plan = Some(plan.clone());
         send_state(ctrl, State::CreateStreams).await?;
-        let streams = self.collect_streams(&plan).await?;
+        let streams = self.collect_streams(&plan, &meter).await?;
         let mut data_path = None;
         let mut congestion = None;
         for (index, s) in streams.iter().enumerate() {
@@ -258,19 +274,23 @@ impl Test {
         })
     }
 
-    /// Waits for the test's data streams, in the order the client opened them.
-    async fn collect_streams(&mut self, plan: &TestPlan) -> Result<Vec<Stream>> {
+    /// Waits for the test's data streams, in the order the client opened them; a UDP stream's
+    /// datagrams are counted on `meter` (the pass's) as the hub reads them.
+    async fn collect_streams(
+        &mut self,
+        plan: &TestPlan,
+        meter: &Arc<Meter>,
+    ) -> Result<Vec<Stream>> {
         let mut streams = Vec::new();
         if plan.udp {
             let (tx, mut rx) = mpsc::unbounded_channel();
-            let meter = self.pass.as_ref().map(|p| Arc::clone(p.meter()));
             let _ = self.shared.hub.send(HubCmd::Expect {
                 test: self.id,
                 ip: net::canonical_ip(self.peer.ip()),
                 count: plan.streams(),
                 counters_64bit: plan.counters_64bit,
                 streams: tx,
-                meter,
+                meter: Arc::clone(meter),
             });
             for _ in 0..plan.streams() {
                 let addr = tokio::time::timeout(super::super::SETUP_TIMEOUT, rx.recv())

@@ -84,6 +84,41 @@ fn a_refusal_names_the_field_or_the_flag_and_is_counted_and_told() {
 }
 
 #[test]
+fn a_request_a_kind_refuses_before_it_can_ask_is_counted_and_told_once() {
+    let (gate, mut rx) = gate(Limits::default());
+    gate.refuse(peer(), Kind::Iperf3, "SCTP is not supported");
+    let notices: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|e| match e {
+            ServerEvent::Notice(n) => Some(n.message),
+            ServerEvent::Session(_) => None,
+        })
+        .collect();
+    assert_eq!(notices, ["iperf3 test refused: SCTP is not supported"]);
+    let counts = super::super::MetricsHandle {
+        metrics: Arc::clone(&gate.metrics),
+        admission: Arc::clone(gate.admission()),
+    }
+    .snapshot();
+    assert_eq!(
+        counts.sessions_refused,
+        [("invalid-request".to_string(), 1)]
+    );
+}
+
+#[test]
+fn a_pass_aborted_with_a_reason_reports_what_its_meter_counted() {
+    let (gate, mut rx) = gate(Limits::default());
+    let mut pass = gate.admit(peer(), Ask::Transfer(&transfer(100))).unwrap();
+    pass.meter().count_read(40);
+    let sent = pass.abort("the data path failed".to_string());
+    assert!(sent.aborted);
+    assert_eq!(sent.bytes, 40);
+    assert_eq!(sent.abort_reason.as_deref(), Some("the data path failed"));
+    drop(pass);
+    assert_eq!(sessions(&mut rx).len(), 1);
+}
+
+#[test]
 fn every_pass_ends_once_with_one_line_even_when_dropped_without_an_end() {
     let (gate, mut rx) = gate(Limits::default());
     let mut pass = gate.admit(peer(), Ask::Transfer(&transfer(100))).unwrap();
