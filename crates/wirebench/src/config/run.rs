@@ -55,30 +55,52 @@ impl RunConfig {
             .as_deref()
             .map(iperf3_flags::blockcount)
             .transpose()?;
-        let totals = match (time, blocks) {
-            // A timed run: the total is only an upper bound.
-            (Some(_), _) => vec![wirebench_core::wire::proto::UNBOUNDED_TOTAL],
-            // -k: each message size's own total, below.
-            (None, Some(_)) => vec![0],
-            (None, None) => {
-                sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?
+        let max_total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
+        let points: Vec<Point> = match (time, blocks) {
+            // -k: each message size's own total.
+            (None, Some(k)) => msg_sizes
+                .iter()
+                .map(|&msg_size| {
+                    let total_bytes = k
+                        .checked_mul(u64::from(msg_size))
+                        .filter(|t| *t <= max_total)
+                        .ok_or_else(|| {
+                            usage(format!(
+                                "-k/--blockcount {k} messages of {msg_size} B pass the largest total, {max_total} bytes"
+                            ))
+                        })?;
+                    Ok(Point {
+                        msg_size,
+                        total_bytes,
+                    })
+                })
+                .collect::<Result<_, UsageError>>()?,
+            (time, _) => {
+                let totals = match time {
+                    // A timed run: the total is only an upper bound.
+                    Some(_) => vec![max_total],
+                    None => sweep::parse_sizes(&args.total)
+                        .map_err(|e| usage(format!("-n/--total: {e}")))?,
+                };
+                if totals.contains(&0) {
+                    return Err(usage("-n/--total must be at least 1 byte"));
+                }
+                if let Some(t) = totals.iter().find(|t| **t > max_total) {
+                    return Err(usage(format!(
+                        "-n/--total {t} is out of range: allowed 1 to {max_total} bytes"
+                    )));
+                }
+                msg_sizes
+                    .iter()
+                    .flat_map(|&msg_size| {
+                        totals.iter().map(move |&total_bytes| Point {
+                            msg_size,
+                            total_bytes,
+                        })
+                    })
+                    .collect()
             }
         };
-        if blocks.is_none() && totals.contains(&0) {
-            return Err(usage("-n/--total must be at least 1 byte"));
-        }
-        let points: Vec<Point> = msg_sizes
-            .iter()
-            .flat_map(|&msg_size| {
-                totals.iter().map(move |&total| Point {
-                    msg_size,
-                    total_bytes: match blocks {
-                        Some(k) if time.is_none() => k.saturating_mul(u64::from(msg_size)),
-                        _ => total,
-                    },
-                })
-            })
-            .collect();
         let Some(&first) = points.first() else {
             return Err(usage(
                 "-l/--msg-size and -n/--total need at least one value each",
