@@ -22,7 +22,7 @@ pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
-pub use headline::{Delivery, DirectionHeadlines, Headline};
+pub use headline::{transfer_span_ns, Delivery, DirectionHeadlines, Headline};
 pub use loaded_latency::LoadedLatency;
 pub use loss::LossSplit;
 pub use relay::RelayCounts;
