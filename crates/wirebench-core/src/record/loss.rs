@@ -44,7 +44,8 @@ impl LossSplit {
     }
 
     /// The messages the split covers.
-    pub fn total(&self) -> u64 {
+    #[cfg(test)]
+    fn total(&self) -> u64 {
         self.receiving_host + self.sending_host + self.path
     }
 }

@@ -133,9 +133,9 @@ pub struct NewRrCampaign {
     pub request_bytes: u32,
     /// Response size, bytes.
     pub response_bytes: u32,
-    /// Flows.
+    /// Flows (the largest of a `--flows` list; each result holds its own).
     pub flows: u32,
-    /// Results planned (protocols × concurrencies).
+    /// Results planned (protocols × `--flows` values × concurrencies).
     pub planned_results: u64,
     /// The host it ran on.
     pub host_name: Option<String>,

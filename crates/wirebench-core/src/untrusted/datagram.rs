@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use super::assert_one_line;
 use super::cursor::Cursor;
 use crate::machine::saw::{Delivery, StopAndWaitReceiver};
-use crate::machine::seq::{Arrival, SequenceTracker, WINDOW};
+use crate::machine::seq::{Arrival, DropMark, SequenceTracker, WINDOW};
 use crate::vocab::metrics::JitterEstimator;
 use crate::vocab::plan::{message_count, message_len};
 use crate::wire::datagram::{self, Header, Kind, FLAG_RETRANSMIT, HEADER_LEN, MAX_UDP_PAYLOAD_V6};
@@ -143,19 +143,37 @@ pub fn data_datagrams(data: &[u8]) -> DatagramSummary {
 
 /// `data` is a series of sequence numbers for one [`SequenceTracker`], each an op byte and
 /// operands: 0 = absolute `u64`, 1 = highest + `u16`, 2 = highest − `u16`, 3 = highest + the
-/// window ± `u16`, 4 = the previous seq again, 5 = highest − the window ± `u16`.
+/// window ± `u16`, 4 = the previous seq again, 5 = highest − the window ± `u16`; and 6 = a
+/// receive announced with a drop mark (`u8`: bit 7 = no mark, bit 6 = the socket, bits 0–5 =
+/// its drop counter), which records nothing.
 ///
 /// Checks every answer and count against a reference model (a set of the seqs seen in the window),
 /// so huge jumps, wrap-around at the top of the seq space and slides are all verified; the
-/// tracker's own memory is its fixed bitmap whatever the jumps.
+/// tracker's own memory is its fixed bitmap whatever the jumps. The host's share of the loss is
+/// checked after every receive and at the end: known once a receive had a mark, and never more
+/// than the loss.
 pub fn seq_tracker(data: &[u8]) -> u64 {
     let mut input = Cursor::new(data);
     let mut tracker = SequenceTracker::new();
     let mut model = TrackerModel::default();
     let mut previous = 0u64;
     let mut records = 0u64;
+    let mut marked = false;
+    let mut last_mark = None;
     while !input.is_empty() {
-        let op = input.u8() % 6;
+        let op = input.u8() % 7;
+        if op == 6 {
+            let m = input.u8();
+            let mark = (m & 0x80 == 0).then_some(DropMark {
+                socket: u32::from((m >> 6) & 1),
+                dropped: u32::from(m & 0x3f),
+            });
+            tracker.receive(mark);
+            marked |= mark.is_some();
+            last_mark = mark.or(last_mark);
+            check_host_share(&tracker, marked, last_mark);
+            continue;
+        }
         let highest = tracker.highest().unwrap_or(0);
         let seq = match op {
             0 => input.u64(),
@@ -180,7 +198,37 @@ pub fn seq_tracker(data: &[u8]) -> u64 {
         tracker.unique() + tracker.duplicates() + tracker.too_late(),
         records
     );
+    check_host_share(&tracker, marked, last_mark);
     records
+}
+
+/// [`SequenceTracker::host_dropped`] for a few sender counts and end marks (`last`: the latest
+/// mark given, as the counter standing still; and moved): None until a receive had a mark
+/// (`marked`), then at most [`SequenceTracker::lost`].
+fn check_host_share(tracker: &SequenceTracker, marked: bool, last: Option<DropMark>) {
+    let received_up_to = tracker.highest().map_or(0, |h| h.saturating_add(1));
+    let moved = last.map(|m| DropMark {
+        dropped: m.dropped.wrapping_add(1),
+        ..m
+    });
+    for sent in [
+        tracker.unique(),
+        received_up_to,
+        received_up_to.saturating_add(WINDOW),
+        u64::MAX,
+    ] {
+        for end in [None, last, moved] {
+            let host = tracker.host_dropped(sent, end);
+            assert_eq!(host.is_some(), marked, "host share known only with a mark");
+            if let Some(host) = host {
+                let lost = tracker.lost(sent);
+                assert!(
+                    host <= lost,
+                    "host dropped {host} of {lost} lost ({sent} sent)"
+                );
+            }
+        }
+    }
 }
 
 /// What [`SequenceTracker`] should answer, from its documented behaviour: it remembers the seqs in

@@ -298,7 +298,17 @@ fn seq_tracker() -> Vec<(&'static str, Vec<u8>)> {
             _ => {}
         }
     }
-    vec![("in-order", in_order), ("jumps", jumps)]
+    // Receives whose socket's counter moves (a host-dropped gap), stands still (a path gap),
+    // says nothing, or belongs to another socket; one datagram arrives late after all.
+    let mut marks = vec![6, 0x00, 1, 0, 1, 6, 0x00, 1, 0, 5, 6, 0x03, 1, 0, 4];
+    marks.extend_from_slice(&[
+        2, 0, 2, 6, 0x80, 1, 0, 9, 6, 0x43, 1, 0, 3, 6, 0x05, 1, 0, 1,
+    ]);
+    vec![
+        ("in-order", in_order),
+        ("jumps", jumps),
+        ("drop-marks", marks),
+    ]
 }
 
 fn impair() -> Vec<(&'static str, Vec<u8>)> {

@@ -217,6 +217,9 @@ pub fn classify(first: &[u8], complete: bool) -> Option<PeerKind> {
     Some(binary(first))
 }
 
+// first_line's quote, escaped, never reaches peer_text's own cut (see there).
+const _: () = assert!(MAX_QUOTE * 6 <= crate::security::text::MAX_PEER_TEXT);
+
 /// The first line of `bytes` (up to `\r` or `\n`), lossy UTF-8, control characters escaped,
 /// cut to [`MAX_QUOTE`] characters.
 fn first_line(bytes: &[u8]) -> String {
@@ -225,17 +228,13 @@ fn first_line(bytes: &[u8]) -> String {
         .position(|&b| b == b'\r' || b == b'\n')
         .unwrap_or(bytes.len());
     let text = String::from_utf8_lossy(&bytes[..end]);
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_QUOTE {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(MAX_QUOTE).collect();
+    // A control character escapes to at most 6 characters (`\u{9f}`): MAX_QUOTE of them stay
+    // within peer_text's own cut, so only the cut here applies.
+    let mut out = crate::security::text::peer_text(&head);
+    if chars.next().is_some() {
+        out.push_str("...");
     }
     out
 }

@@ -41,7 +41,7 @@ pub struct Iperf3Flags {
     /// as iperf3's -B.
     #[arg(short = 'B', long = "bind", value_name = "ADDR", help_heading = HEADING)]
     pub bind: Option<String>,
-    /// TCP maximum segment size of the data connections, bytes (TCP_MAXSEG, 88 to 65535), on
+    /// TCP maximum segment size of the data connections, bytes (TCP_MAXSEG, 88 to 65495), on
     /// both ends, as iperf3's -M.
     #[arg(short = 'M', long = "set-mss", value_name = "BYTES", help_heading = HEADING)]
     pub mss: Option<String>,

@@ -40,7 +40,8 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
         }
         Command::Run(args) => {
             let output = config::RunOutput::from_args(&args)?;
-            if let Some(cfg) = config::iperf3_client(&args)? {
+            if let Some(mut cfg) = config::iperf3_client(&args)? {
+                cfg.server_cpu = output.server_cpu;
                 let store = StoreTarget::from_args(&args.store)?;
                 let _prepared = run_output::prepare(&output, !cfg.json)?;
                 let result = run_to_end(runtime, interop::run_iperf3(cfg, store, output.clone()));

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use wirebench_core::vocab::units::parse_duration;
 use wirebench_core::wire::dns::{parse_transports, DnsTransport, Question};
+use wirebench_core::wire::proto::{MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
-use super::rr::{MAX_CONCURRENCY, MAX_CONNECTIONS, MAX_FLOWS, MAX_RETRIES};
+use super::rr::{parse_list, MAX_CONNECTIONS, MAX_RETRIES};
 use super::{usage, UsageError};
 use crate::cli::DnsArgs;
 use crate::flows::dns::trust::DotTrust;
@@ -73,10 +74,10 @@ impl DnsConfig {
         if args.count == 0 {
             return Err(usage("--count must be at least 1"));
         }
-        let concurrency = parse_concurrency(&args.concurrency)?;
-        if args.flows == 0 || args.flows > MAX_FLOWS {
+        let concurrency = parse_list("--concurrency", &args.concurrency, MAX_RR_CONCURRENCY)?;
+        if args.flows == 0 || args.flows > MAX_RR_FLOWS {
             return Err(usage(format!(
-                "--flows {} is out of range: allowed 1 to {MAX_FLOWS}",
+                "--flows {} is out of range: allowed 1 to {MAX_RR_FLOWS}",
                 args.flows
             )));
         }
@@ -178,26 +179,6 @@ pub fn dns_result(
     }
 }
 
-/// Parses `--concurrency`: one whole number or a comma list of them, each 1 to the maximum.
-fn parse_concurrency(text: &str) -> Result<Vec<u32>, UsageError> {
-    let list = text
-        .split(',')
-        .map(|item| {
-            item.trim().parse::<u32>().map_err(|_| {
-                usage(format!(
-                    "--concurrency {text:?}: expected whole numbers separated by commas, e.g. 10,20,40"
-                ))
-            })
-        })
-        .collect::<Result<Vec<u32>, UsageError>>()?;
-    if let Some(bad) = list.iter().find(|&&k| k == 0 || k > MAX_CONCURRENCY) {
-        return Err(usage(format!(
-            "--concurrency {bad} is out of range: allowed 1 to {MAX_CONCURRENCY} (or a comma list of such)"
-        )));
-    }
-    Ok(list)
-}
-
 /// `ADDR`, `ADDR:PORT`, `[V6]:PORT`, `HOST` or `HOST:PORT` (port 53 by default) → the host part
 /// as typed and one address.
 fn resolve(text: &str) -> Result<(String, SocketAddr), UsageError> {
@@ -250,8 +231,10 @@ mod tests {
 
     #[test]
     fn concurrency_lists() {
+        let parse_concurrency = |text| parse_list("--concurrency", text, MAX_RR_CONCURRENCY);
         assert_eq!(parse_concurrency("10, 20,40").unwrap(), vec![10, 20, 40]);
         assert!(parse_concurrency("0").is_err());
         assert!(parse_concurrency("10,x").is_err());
+        assert!(parse_concurrency("10001").is_err());
     }
 }

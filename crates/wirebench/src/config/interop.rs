@@ -118,7 +118,16 @@ pub fn iperf3_client(
             }
             // iperf3 3.21 servers (GRO) count only datagrams of the whole -l: a short last one
             // would arrive uncounted. Whole datagrams, as iperf3's own client sends.
-            let whole = if udp { n.div_ceil(len) * len } else { n };
+            let whole = if udp {
+                n.checked_next_multiple_of(len).ok_or_else(|| {
+                    usage(format!(
+                        "-n/--total {n} is too large: whole datagrams of {len} B would pass {} bytes",
+                        u64::MAX
+                    ))
+                })?
+            } else {
+                n
+            };
             if whole != n {
                 notes.push(format!(
                     "-n {n} is {} datagrams of {len} B and a {} B rest: sending {} whole datagrams, {whole} B (iperf3 3.21 servers do not count a datagram shorter than -l)",
@@ -178,7 +187,9 @@ pub fn iperf3_client(
         options,
         fq_rate_bps,
         server_output: args.iperf3_flags.get_server_output,
-        server_cpu: super::iperf3_flags::RunOutput::from_args(args)?.server_cpu,
+        // `-A N,M`'s M belongs to the run's output flags: commands::dispatch sets it from the
+        // RunOutput it has already validated.
+        server_cpu: None,
     }))
 }
 

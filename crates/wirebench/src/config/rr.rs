@@ -14,7 +14,7 @@ use super::{usage, Target, UsageError};
 use wirebench_core::record::rr::{RrResult, ServerRr};
 use wirebench_core::record::TransportRecord;
 use wirebench_core::vocab::metrics::TransportStats;
-use wirebench_core::wire::proto::RrParams;
+use wirebench_core::wire::proto::{RrParams, MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
 use crate::flows::rr_client::{RrOutcome, RrSpec};
@@ -24,10 +24,6 @@ use wirebench_core::vocab::units::duration_ns;
 pub const DEFAULT_PING_COUNT: u64 = 100;
 /// How long rr runs when neither --count nor --time is given.
 pub const DEFAULT_RR_DURATION: Duration = Duration::from_secs(5);
-/// Largest --concurrency.
-pub const MAX_CONCURRENCY: u32 = 10_000;
-/// Largest --flows.
-pub const MAX_FLOWS: u32 = 1024;
 /// Most connections opening at once with --new-connection (flows x concurrency).
 pub const MAX_CONNECTIONS: u64 = 4096;
 /// Largest --retries.
@@ -107,18 +103,8 @@ impl RrConfig {
         let ipv6 = target.is_ipv6();
         let request = parse_size("--request", &args.request, &protocols, ipv6)?;
         let response = parse_size("--response", &args.response, &protocols, ipv6)?;
-        let concurrency = parse_list("--concurrency", &args.concurrency)?;
-        if let Some(bad) = concurrency.iter().find(|&&k| k == 0 || k > MAX_CONCURRENCY) {
-            return Err(usage(format!(
-                "--concurrency {bad} is out of range: allowed 1 to {MAX_CONCURRENCY} (or a comma list of such)"
-            )));
-        }
-        let flows = parse_list("--flows", &args.flows)?;
-        if let Some(bad) = flows.iter().find(|&&t| t == 0 || t > MAX_FLOWS) {
-            return Err(usage(format!(
-                "--flows {bad} is out of range: allowed 1 to {MAX_FLOWS} (or a comma list of such)"
-            )));
-        }
+        let concurrency = parse_list("--concurrency", &args.concurrency, MAX_RR_CONCURRENCY)?;
+        let flows = parse_list("--flows", &args.flows, MAX_RR_FLOWS)?;
         let most_k = concurrency.iter().copied().max().unwrap_or(1);
         let most_t = flows.iter().copied().max().unwrap_or(1);
         if args.new_connection && u64::from(most_t) * u64::from(most_k) > MAX_CONNECTIONS {
@@ -257,9 +243,11 @@ pub fn spec(cfg: &RrConfig, protocol: Protocol, at: RrPoint) -> RrSpec {
     }
 }
 
-/// Parses `--concurrency` or `--flows` (`flag`): one whole number or a comma list of them.
-fn parse_list(flag: &str, text: &str) -> Result<Vec<u32>, UsageError> {
-    text.split(',')
+/// Parses `--concurrency` or `--flows` (`flag`): one whole number or a comma list of them,
+/// each 1 to `max`.
+pub(super) fn parse_list(flag: &str, text: &str, max: u32) -> Result<Vec<u32>, UsageError> {
+    let list = text
+        .split(',')
         .map(|item| {
             item.trim().parse::<u32>().map_err(|_| {
                 usage(format!(
@@ -267,7 +255,13 @@ fn parse_list(flag: &str, text: &str) -> Result<Vec<u32>, UsageError> {
                 ))
             })
         })
-        .collect()
+        .collect::<Result<Vec<u32>, UsageError>>()?;
+    if let Some(bad) = list.iter().find(|&&n| n == 0 || n > max) {
+        return Err(usage(format!(
+            "{flag} {bad} is out of range: allowed 1 to {max} (or a comma list of such)"
+        )));
+    }
+    Ok(list)
 }
 
 fn target_and_protocols(

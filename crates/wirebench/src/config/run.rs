@@ -12,7 +12,10 @@ use wirebench_core::vocab::plan::{
 use wirebench_core::vocab::sweep::{self, Point};
 use wirebench_core::vocab::units::{parse_duration, BitRate, ByteSize, RateUnit};
 use wirebench_core::wire::datagram;
-use wirebench_core::wire::proto::DataPathOptions;
+use wirebench_core::wire::proto::{
+    is_congestion_name, DataPathOptions, MAX_GRACE_US, MIN_INTERVAL_US, QUIC_MTU_RANGE,
+    RTO_RANGE_US, WINDOW_RANGE,
+};
 
 use crate::cli::RunArgs;
 use crate::runner::RunConfig;
@@ -55,30 +58,52 @@ impl RunConfig {
             .as_deref()
             .map(iperf3_flags::blockcount)
             .transpose()?;
-        let totals = match (time, blocks) {
-            // A timed run: the total is only an upper bound.
-            (Some(_), _) => vec![wirebench_core::wire::proto::UNBOUNDED_TOTAL],
-            // -k: each message size's own total, below.
-            (None, Some(_)) => vec![0],
-            (None, None) => {
-                sweep::parse_sizes(&args.total).map_err(|e| usage(format!("-n/--total: {e}")))?
+        let max_total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
+        let points: Vec<Point> = match (time, blocks) {
+            // -k: each message size's own total.
+            (None, Some(k)) => msg_sizes
+                .iter()
+                .map(|&msg_size| {
+                    let total_bytes = k
+                        .checked_mul(u64::from(msg_size))
+                        .filter(|t| *t <= max_total)
+                        .ok_or_else(|| {
+                            usage(format!(
+                                "-k/--blockcount {k} messages of {msg_size} B pass the largest total, {max_total} bytes"
+                            ))
+                        })?;
+                    Ok(Point {
+                        msg_size,
+                        total_bytes,
+                    })
+                })
+                .collect::<Result<_, UsageError>>()?,
+            (time, _) => {
+                let totals = match time {
+                    // A timed run: the total is only an upper bound.
+                    Some(_) => vec![max_total],
+                    None => sweep::parse_sizes(&args.total)
+                        .map_err(|e| usage(format!("-n/--total: {e}")))?,
+                };
+                if totals.contains(&0) {
+                    return Err(usage("-n/--total must be at least 1 byte"));
+                }
+                if let Some(t) = totals.iter().find(|t| **t > max_total) {
+                    return Err(usage(format!(
+                        "-n/--total {t} is out of range: allowed 1 to {max_total} bytes"
+                    )));
+                }
+                msg_sizes
+                    .iter()
+                    .flat_map(|&msg_size| {
+                        totals.iter().map(move |&total_bytes| Point {
+                            msg_size,
+                            total_bytes,
+                        })
+                    })
+                    .collect()
             }
         };
-        if blocks.is_none() && totals.contains(&0) {
-            return Err(usage("-n/--total must be at least 1 byte"));
-        }
-        let points: Vec<Point> = msg_sizes
-            .iter()
-            .flat_map(|&msg_size| {
-                totals.iter().map(move |&total| Point {
-                    msg_size,
-                    total_bytes: match blocks {
-                        Some(k) if time.is_none() => k.saturating_mul(u64::from(msg_size)),
-                        _ => total,
-                    },
-                })
-            })
-            .collect();
         let Some(&first) = points.first() else {
             return Err(usage(
                 "-l/--msg-size and -n/--total need at least one value each",
@@ -97,7 +122,9 @@ impl RunConfig {
             None => None,
             Some(s) => {
                 let d = parse_duration(s).map_err(|e| usage(format!("--rto: {e}")))?;
-                if d < Duration::from_micros(100) || d > Duration::from_secs(60) {
+                if d < Duration::from_micros(RTO_RANGE_US.0)
+                    || d > Duration::from_micros(RTO_RANGE_US.1)
+                {
                     return Err(usage(format!(
                         "--rto {s} is out of range: allowed 100us to 60s"
                     )));
@@ -128,7 +155,7 @@ impl RunConfig {
             ),
         };
         let grace = parse_duration(&args.grace).map_err(|e| usage(format!("--grace: {e}")))?;
-        if grace > Duration::from_secs(60) {
+        if grace > Duration::from_micros(MAX_GRACE_US) {
             return Err(usage("--grace is out of range: allowed 0s to 60s"));
         }
         let options = parse_options(args, &protocols)?;
@@ -154,7 +181,7 @@ impl RunConfig {
         let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
             None => None,
             Some(parsed) => match parsed? {
-                Some(d) if d < MIN_INTERVAL => {
+                Some(d) if d < Duration::from_micros(MIN_INTERVAL_US) => {
                     return Err(usage(format!(
                         "-i/--interval {} is too short: allowed 10ms or more (0: none)",
                         args.interval.as_deref().unwrap_or("")
@@ -330,12 +357,6 @@ pub(crate) fn parse_run_time(text: &str) -> Result<Duration, UsageError> {
     parsed.map_err(|e| usage(format!("-t/--time: {e} (a bare number is seconds: -t 10)")))
 }
 
-/// Shortest `-i` accepted: interval lines faster than this are noise, not a time series.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
-
-/// Smallest and largest `-w` accepted.
-const WINDOW_RANGE: (u64, u64) = (4 * 1024, 1 << 30);
-
 /// Parses the data-path options (`-w`, `-C`, `--nodelay`, `--busy-poll`).
 pub(super) fn parse_options(
     args: &RunArgs,
@@ -347,7 +368,7 @@ pub(super) fn parse_options(
             let w: ByteSize = text
                 .parse()
                 .map_err(|e| usage(format!("-w/--window: {e}")))?;
-            if w.0 < WINDOW_RANGE.0 || w.0 > WINDOW_RANGE.1 {
+            if w.0 < u64::from(WINDOW_RANGE.0) || w.0 > u64::from(WINDOW_RANGE.1) {
                 return Err(usage(format!(
                     "-w/--window {} is out of range: allowed {} to {} bytes",
                     w.0, WINDOW_RANGE.0, WINDOW_RANGE.1
@@ -359,12 +380,7 @@ pub(super) fn parse_options(
     let congestion = match &args.congestion {
         None => None,
         Some(name) => {
-            let valid = !name.is_empty()
-                && name.len() < 16
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if !valid {
+            if !is_congestion_name(name) {
                 return Err(usage(format!(
                     "-C/--congestion {name:?} is not an algorithm name: expected e.g. cubic, bbr or reno"
                 )));
@@ -391,9 +407,10 @@ pub(super) fn parse_options(
         ));
     }
     if let Some(mtu) = args.quic_mtu {
-        if !(1200..=65527).contains(&mtu) {
+        if !(QUIC_MTU_RANGE.0..=QUIC_MTU_RANGE.1).contains(&mtu) {
             return Err(usage(format!(
-                "--quic-mtu {mtu} is out of range: QUIC needs 1200..65527 bytes of UDP payload"
+                "--quic-mtu {mtu} is out of range: QUIC needs {}..{} bytes of UDP payload",
+                QUIC_MTU_RANGE.0, QUIC_MTU_RANGE.1
             )));
         }
         if !protocols.contains(&Protocol::Quic) {

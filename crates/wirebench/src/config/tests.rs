@@ -161,6 +161,40 @@ fn iperf3_tests_take_iperf3_defaults() {
 }
 
 #[test]
+fn totals_past_the_largest_are_refused_in_config() {
+    // iperf3 UDP rounds -n up to whole datagrams: near u64::MAX that would wrap.
+    let err = iperf3_client(&parse_run(&[
+        "--iperf3",
+        "h",
+        "-u",
+        "-l",
+        "1000",
+        "-n",
+        "18446744073709551615",
+    ]))
+    .unwrap_err();
+    assert!(
+        err.0.contains("-n/--total") && err.0.contains("too large"),
+        "{}",
+        err.0
+    );
+    // -k times -l: an overflow, and a product past the largest total the server takes.
+    for k in ["18446744073709551615", "9223372036854775807"] {
+        let err = RunConfig::from_args(&parse_run(&["-k", k, "-l", "2"])).unwrap_err();
+        assert!(err.0.contains("-k/--blockcount"), "{}", err.0);
+    }
+    let err = RunConfig::from_args(&parse_run(&["-n", "9223372036854775808"])).unwrap_err();
+    assert!(
+        err.0.contains("allowed 1 to 9223372036854775807"),
+        "{}",
+        err.0
+    );
+    let c = RunConfig::from_args(&parse_run(&["-k", "3", "-l", "100,200"])).unwrap();
+    let totals: Vec<u64> = c.points.iter().map(|p| p.total_bytes).collect();
+    assert_eq!(totals, [300, 600]);
+}
+
+#[test]
 fn perf_tests_need_a_trust_choice_and_default_to_both_directions() {
     use crate::flows::perf::client::Trust;
     let c = perf_client(&parse_run(&[

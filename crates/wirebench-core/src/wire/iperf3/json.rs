@@ -238,7 +238,7 @@ impl TestParams {
         let congestion =
             match &self.congestion {
                 None => None,
-                Some(name) if is_algorithm_name(name) => Some(name.clone()),
+                Some(name) if crate::wire::proto::is_congestion_name(name) => Some(name.clone()),
                 Some(_) => return unsupported(
                     "-C names no congestion control: allowed 1 to 15 letters, digits, '_' or '-'",
                 ),
@@ -265,15 +265,6 @@ impl TestParams {
             server_output: self.get_server_output != 0,
         })
     }
-}
-
-/// A congestion control's name as the kernel spells them (`cubic`, `bbr`, `dctcp`): it goes
-/// into a setsockopt and back into the peer's output, so nothing else is let through.
-fn is_algorithm_name(name: &str) -> bool {
-    (1..16).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// One end's results, exchanged after `EXCHANGE_RESULTS`.

@@ -269,7 +269,7 @@ pub struct DataPathInfo {
 }
 
 /// Whether a small count is zero (left out when it is).
-pub fn is_zero_u32(n: &u32) -> bool {
+fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
 

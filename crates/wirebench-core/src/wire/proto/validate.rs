@@ -28,6 +28,16 @@ pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
 pub const WINDOW_RANGE: (u32, u32) = (4 * 1024, 1 << 30);
 /// Longest congestion-control name (the kernel's `TCP_CA_NAME_MAX` less its NUL).
 pub const MAX_CONGESTION_NAME: usize = 15;
+
+/// A congestion control's name as the kernel spells them (`cubic`, `bbr`, `dctcp`): 1 to
+/// [`MAX_CONGESTION_NAME`] ASCII letters, digits, '_' or '-'. It goes into a setsockopt and
+/// back into a peer's output, so nothing else is let through.
+pub fn is_congestion_name(name: &str) -> bool {
+    (1..=MAX_CONGESTION_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
 /// Longest receipt period (`options.receipt_us`): 60 s (shorter than [`MIN_RECEIPT_US`] is
 /// served at that).
 pub const MAX_RECEIPT_US: u64 = 60_000_000;
@@ -162,12 +172,7 @@ impl SessionParams {
             }
         }
         if let Some(cc) = &o.congestion {
-            let fine = !cc.is_empty()
-                && cc.len() <= MAX_CONGESTION_NAME
-                && cc
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !fine {
+            if !is_congestion_name(cc) {
                 return Err(FieldError(format!(
                     "options.congestion \"{}\" is not a congestion-control name: allowed 1 to {MAX_CONGESTION_NAME} letters, digits, '_' or '-'",
                     crate::security::text::peer_text(cc)
