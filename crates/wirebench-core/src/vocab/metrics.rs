@@ -130,6 +130,23 @@ impl CpuUsage {
         (bytes > 0).then(|| self.total_seconds() / (bytes as f64 / (1u64 << 30) as f64))
     }
 
+    /// This usage as a share of `seconds` of wall time, percent, as iperf3 reports its CPU:
+    /// (user plus system, user, system); zeros over no time.
+    pub fn percent_of(&self, seconds: f64) -> (f64, f64, f64) {
+        let percent = |us: u64| {
+            if seconds > 0.0 {
+                us as f64 / 1e6 / seconds * 100.0
+            } else {
+                0.0
+            }
+        };
+        (
+            percent(self.user_us + self.system_us),
+            percent(self.user_us),
+            percent(self.system_us),
+        )
+    }
+
     /// The usage between two cumulative readings (`self` the later); a counter that went
     /// backwards counts as zero.
     pub fn since(&self, earlier: &CpuUsage) -> CpuUsage {
@@ -281,6 +298,17 @@ fn later(now: Option<u64>, before: Option<u64>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_percent_is_of_the_wall_time_and_zero_over_none() {
+        let usage = CpuUsage {
+            user_us: 1_500_000,
+            system_us: 500_000,
+            shared_process: false,
+        };
+        assert_eq!(usage.percent_of(4.0), (50.0, 37.5, 12.5));
+        assert_eq!(usage.percent_of(0.0), (0.0, 0.0, 0.0));
+    }
 
     #[test]
     fn interval_series_are_deltas_of_cumulative_readings() {

@@ -10,12 +10,14 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use wirebench_core::record::lifecycle::{CampaignDocument, Lifecycle, Positioned, StoredRun};
 use wirebench_core::record::Status;
 
 use crate::config::exporter::ExporterConfig;
 use crate::exporter::{Exporter, Pages, Sink, StoredProbe};
 use crate::output::metrics;
-use crate::store::{Location, Store};
+use crate::store::kind::Kind;
+use crate::store::{self, spool, Location, Store};
 use crate::transport::http;
 use crate::transport::signals::Stops;
 
@@ -83,7 +85,7 @@ pub fn start_store(path: &Location) -> Result<Sink> {
     std::thread::Builder::new()
         .name("exporter-store".into())
         .spawn(move || {
-            let mut store = match Store::open(&path) {
+            let store = match Store::open(&path) {
                 Ok(store) => {
                     let _ = opened_tx.send(Ok(()));
                     store
@@ -94,11 +96,8 @@ pub fn start_store(path: &Location) -> Result<Sink> {
                 }
             };
             for probe in rx {
-                if let Err(e) = store_probe(&mut store, &probe) {
-                    log_line(&format!(
-                        "warning: cannot store a probe in {}: {e:#}",
-                        path.display()
-                    ));
+                if let Err(e) = store_probe(&store, &probe) {
+                    log_line(&format!("warning: {e:#}"));
                 }
             }
         })
@@ -109,32 +108,67 @@ pub fn start_store(path: &Location) -> Result<Sink> {
     Ok(tx)
 }
 
-/// Commits one probe as its command would: a one-run campaign, an rr sweep or a DNS campaign
-/// of one result, marked complete.
-fn store_probe(store: &mut Store, probe: &StoredProbe) -> Result<i64> {
-    let now = crate::commands::run::unix_now();
+/// Stores one probe as its command would (a one-run campaign, an rr sweep or a DNS campaign
+/// of one result, marked complete), whole in one transaction; a probe the store does not take
+/// (busy past its wait, a full disk) is kept in a spool file that the next open brings in. An
+/// error only when neither took it.
+fn store_probe(store: &Store, probe: &StoredProbe) -> Result<()> {
+    let now = crate::commands::recording::unix_now();
     match probe {
         StoredProbe::Run {
             campaign,
             point,
             run,
         } => {
-            let id = store.begin_campaign(campaign)?;
-            store.add_run(id, 1, *point, run)?;
-            store.finish_campaign(id, Status::Complete, now, None)?;
-            Ok(id)
+            let run = StoredRun::Finished {
+                point: *point,
+                run: run.clone(),
+            };
+            store_whole::<store::run::Run>(store, (**campaign).clone(), run, now)
         }
         StoredProbe::Rr { campaign, result } => {
-            let id = store.begin_rr_campaign(campaign)?;
-            store.add_rr_result(id, 1, result)?;
-            store.finish_rr_campaign(id, Status::Complete, now)?;
-            Ok(id)
+            store_whole::<store::rr::Rr>(store, campaign.clone(), (**result).clone(), now)
         }
         StoredProbe::Dns { campaign, result } => {
-            let id = store.begin_dns_campaign(campaign)?;
-            store.add_dns_result(id, 1, result)?;
-            store.finish_dns_campaign(id, Status::Complete, now)?;
-            Ok(id)
+            store_whole::<store::dns::Dns>(store, campaign.clone(), (**result).clone(), now)
         }
     }
+}
+
+/// Stores a finished campaign of `plan` with its one `result` through [`Store::merge`], or
+/// into the spool when the store does not take it.
+fn store_whole<K: Kind>(store: &Store, plan: K::Plan, result: K::Result, now: i64) -> Result<()> {
+    let life = Lifecycle {
+        id: 0,
+        uid: Some(store::kind::new_uid()),
+        started_at_unix_s: K::started_at(&plan),
+        finished_at_unix_s: Some(now),
+        status: Status::Complete,
+        error: None,
+        origin: "run".into(),
+        planned: K::planned(&plan),
+        stored: 1,
+        aborted: 0,
+    };
+    let results = vec![Positioned {
+        position: 1,
+        result,
+    }];
+    let doc = CampaignDocument::new(env!("CARGO_PKG_VERSION"), K::KIND, life, plan, results);
+    let Err(e) = store.merge::<K>(&doc, None, false) else {
+        return Ok(());
+    };
+    let path = spool::write(store.path(), &doc).with_context(|| {
+        format!(
+            "cannot store a probe in {} ({e:#}), nor keep it",
+            store.path().display()
+        )
+    })?;
+    log_line(&format!(
+        "warning: cannot store a probe in {}: {e:#}; kept in {} until the next wirebench \
+         command that opens the store brings it in",
+        store.path().display(),
+        path.display()
+    ));
+    Ok(())
 }

@@ -118,7 +118,7 @@ pub fn export(
 /// `wirebench import FILE` without its line: the id the campaign has in the store now.
 pub fn import(db: impl Into<Location>, file: &Path, now_unix_s: i64, again: bool) -> Result<i64> {
     let db: &Location = &db.into();
-    let (_, merged, _) = crate::commands::import::import_file(db, file, now_unix_s, again)?;
+    let (_, merged) = crate::commands::import::import_file(db, file, now_unix_s, again)?;
     Ok(merged.id())
 }
 

@@ -34,7 +34,7 @@ pub fn import(
     out: &mut impl Write,
 ) -> Result<()> {
     let db: &Location = &db.into();
-    let (kind, merged, status) = import_file(db, file, now_unix_s, again)?;
+    let (kind, merged) = import_file(db, file, now_unix_s, again)?;
     let noun = kind.noun();
     match merged {
         Merged::New(id) | Merged::AlreadyThere(id) => writeln!(
@@ -53,25 +53,24 @@ pub fn import(
             } else {
                 format!("{}s", kind.result_noun())
             },
-            if ended {
-                format!(", now {}", status.as_str())
-            } else {
-                String::new()
+            match ended {
+                Some(status) => format!(", now {}", status.as_str()),
+                None => String::new(),
             }
         )?,
     }
     Ok(())
 }
 
-/// Imports `file` into `db` as [`import`] does, without a word: the campaign's kind, what the
-/// merge did and the status the campaign has now. A campaign the store already holds in full
-/// is a usage error unless `again`.
+/// Imports `file` into `db` as [`import`] does, without a word: the campaign's kind and what
+/// the merge did (with the status it ended with, when its end came). A campaign the store
+/// already holds in full is a usage error unless `again`.
 pub fn import_file(
     db: &Location,
     file: &Path,
     now_unix_s: i64,
     again: bool,
-) -> Result<(CampaignKind, Merged, Status)> {
+) -> Result<(CampaignKind, Merged)> {
     let mut text = String::new();
     if file == Path::new("-") {
         std::io::stdin()
@@ -109,22 +108,7 @@ pub fn import_file(
         ))
         .into());
     }
-    let status = status_of(&store, kind, merged.id())?;
-    Ok((kind, merged, status))
-}
-
-/// The status of campaign `id` of `kind`, for the message after an update.
-fn status_of(store: &Store, kind: CampaignKind, id: i64) -> Result<Status> {
-    use crate::store::{dns::Dns, rpm::Rpm, rr::Ping, rr::Rr};
-    let life = match kind {
-        CampaignKind::Run => store.get::<Run>(id)?.map(|c| c.0),
-        CampaignKind::Rr => store.get::<Rr>(id)?.map(|c| c.0),
-        CampaignKind::Ping => store.get::<Ping>(id)?.map(|c| c.0),
-        CampaignKind::Dns => store.get::<Dns>(id)?.map(|c| c.0),
-        CampaignKind::Rpm => store.get::<Rpm>(id)?.map(|c| c.0),
-    };
-    life.map(|l| l.status)
-        .with_context(|| format!("{} {id} vanished", kind.noun()))
+    Ok((kind, merged))
 }
 
 /// An export of a throughput campaign, or a `run --json` document (then started `now`,

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 
 use crate::config::StoreTarget;
-use crate::flows::iperf3::client::{ClientConfig, ClientOutcome};
+use crate::flows::iperf3::client::ClientConfig;
 use crate::flows::iperf3::server::Iperf3Server;
 use crate::flows::perf::client::PerfConfig;
 
@@ -24,11 +24,14 @@ pub async fn run_iperf3(
     let outcome = crate::flows::iperf3::client::run(&cfg)
         .await
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
+    // The records this test is stored as, read from one clock: the -J --iperf3-shape document
+    // is rendered from them, so its start is the stored campaign's.
+    let now = super::recording::unix_now();
+    let (campaign, point, run) = crate::flows::iperf3::record::records(&cfg, &outcome, now);
     let text = if cfg.json {
-        let mut doc = if output.iperf3_shape {
-            // iperf3's own -J document, rendered from the record this test is stored as.
-            let now = super::run::unix_now();
-            let (campaign, _, run) = crate::flows::iperf3::record::records(&cfg, &outcome, now);
+        let doc = if output.iperf3_shape {
+            // iperf3's own -J document, rendered from the record this test is stored as; it
+            // carries the title itself.
             let ctx = crate::output::iperf3_json::Context {
                 params: &campaign.parameters,
                 version: env!("CARGO_PKG_VERSION"),
@@ -39,19 +42,21 @@ pub async fn run_iperf3(
             };
             crate::output::iperf3_json::document(&ctx, &run)
         } else {
-            serde_json::to_value(crate::flows::iperf3::report::document(&cfg, &outcome))
-                .context("while writing JSON")?
+            let mut doc =
+                serde_json::to_value(crate::flows::iperf3::report::document(&cfg, &outcome))
+                    .context("while writing JSON")?;
+            if let (Some(title), serde_json::Value::Object(m)) = (&output.title, &mut doc) {
+                m.insert("title".into(), title.clone().into());
+            }
+            doc
         };
-        if let (Some(title), serde_json::Value::Object(m)) = (&output.title, &mut doc) {
-            m.insert("title".into(), title.clone().into());
-        }
         serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
     } else {
         crate::flows::iperf3::report::text(&cfg, &outcome)
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {
-        let stored = store_iperf3(&path, &cfg, &outcome)
+        let stored = store_iperf3(&path, cfg.json, campaign, point, run)
             .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
         if !stored {
             anyhow::bail!(
@@ -63,16 +68,17 @@ pub async fn run_iperf3(
     Ok(())
 }
 
-/// Stores one iperf3 test as a one-run campaign, through the same recording as `run` (a busy
-/// store waited for, a run it cannot take kept in a spool file); whether it is in the store.
+/// Stores one iperf3 test (its `campaign`, `point` and `run`) as a one-run campaign, through
+/// the same recording as `run` (a busy store waited for, a run it cannot take kept in a spool
+/// file); whether it is in the store. With `json`, the stored line goes to stderr.
 fn store_iperf3(
     path: &crate::store::Location,
-    cfg: &ClientConfig,
-    outcome: &ClientOutcome,
+    json: bool,
+    campaign: wirebench_core::record::NewCampaign,
+    point: wirebench_core::vocab::sweep::Point,
+    run: wirebench_core::record::RunRecord,
 ) -> Result<bool> {
     use wirebench_core::record::lifecycle::StoredRun;
-    let now = super::recording::unix_now();
-    let (campaign, point, run) = crate::flows::iperf3::record::records(cfg, outcome, now);
     let store = super::recording::open(path)?;
     let mut recorder =
         super::recording::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
@@ -84,7 +90,7 @@ fn store_iperf3(
     Ok(recorder.finish(
         wirebench_core::record::Status::Complete,
         None,
-        cfg.json,
+        json,
         |f, db| {
             format!(
                 "stored as campaign {} (1 run, {}) in {}",

@@ -195,36 +195,45 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
     Ok(Report::build(vec![load_one(store, id)?]))
 }
 
-/// A kind of stored sweep `report` reads: where the store keeps it, how its heading reads,
-/// its document and its JSON. Everything else of `report --dns|--rr|--rpm` is written once,
-/// in [`execute_sweep`].
+/// A kind of stored sweep `report` reads: where the store keeps it, what its heading says of
+/// it, its document and its JSON. Its flag, nouns and command follow from [`SweepKind::KIND`];
+/// everything else of `report --dns|--rr|--rpm` is written once, in [`execute_sweep`].
 pub trait SweepKind {
     /// What the store gives back for one campaign (without results).
     type Info;
     /// One stored result.
     type Item;
-    /// The flag that asks for this kind: "--dns".
-    const FLAG: &'static str;
-    /// "DNS campaign".
-    const NOUN: &'static str;
-    /// "DNS campaigns".
-    const PLURAL: &'static str;
-    /// The command that stores them: "wirebench dns".
-    const COMMAND: &'static str;
+    /// The kind of campaign `report` asks for (`--rr` also reads ping sweeps).
+    const KIND: CampaignKind;
     /// The newest campaign's id.
     fn last_id(store: &Store) -> Result<Option<i64>>;
     /// One campaign, `None` when there is no such id.
     fn info(store: &Store, id: i64) -> Result<Option<Self::Info>>;
     /// Its results in run order.
     fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>>;
-    /// How it ended.
-    fn status(info: &Self::Info) -> Status;
-    /// Its heading, start time formatted.
-    fn heading(info: &Self::Info) -> SweepHeading;
+    /// What every sweep's heading says of it.
+    fn about(info: &Self::Info) -> About<'_>;
+    /// What ran, after the heading's status: " against …", ": name type to resolver".
+    fn what(info: &Self::Info) -> String;
     /// Its report document.
     fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document>;
     /// Its JSON document, as the command's `--json` printed it.
     fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize;
+}
+
+/// What the heading of every kind of stored sweep says of it.
+#[derive(Debug, Clone, Copy)]
+pub struct About<'a> {
+    /// Which kind it is (a ping sweep among the rr sweeps).
+    pub kind: CampaignKind,
+    /// Its store id.
+    pub id: i64,
+    /// How it ended.
+    pub status: Status,
+    /// Its start, seconds since the Unix epoch.
+    pub started_at_unix_s: i64,
+    /// The host it ran on, if known.
+    pub host_name: Option<&'a str>,
 }
 
 /// `report --dns`.
@@ -234,17 +243,10 @@ pub struct Rr;
 /// `report --rpm`.
 pub struct Rpm;
 
-fn host(name: &Option<String>) -> String {
-    name.clone().unwrap_or_else(|| "unknown".into())
-}
-
 impl SweepKind for Dns {
     type Info = DnsCampaignInfo;
     type Item = DnsResult;
-    const FLAG: &'static str = "--dns";
-    const NOUN: &'static str = "DNS campaign";
-    const PLURAL: &'static str = "DNS campaigns";
-    const COMMAND: &'static str = "wirebench dns";
+    const KIND: CampaignKind = CampaignKind::Dns;
     fn last_id(store: &Store) -> Result<Option<i64>> {
         store.last_dns_campaign_id()
     }
@@ -254,19 +256,18 @@ impl SweepKind for Dns {
     fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
         store.dns_results(id)
     }
-    fn status(info: &Self::Info) -> Status {
-        info.status
-    }
-    fn heading(info: &Self::Info) -> SweepHeading {
-        let c = &info.campaign;
-        SweepHeading {
-            kind: Self::NOUN,
-            campaign: info.id,
-            started: text::format_utc(c.started_at_unix_s),
-            status: info.status.as_str().to_string(),
-            host: host(&c.host_name),
-            what: format!(": {} {} to {}", c.name, c.record_type, c.resolver),
+    fn about(info: &Self::Info) -> About<'_> {
+        About {
+            kind: Self::KIND,
+            id: info.id,
+            status: info.status,
+            started_at_unix_s: info.campaign.started_at_unix_s,
+            host_name: info.campaign.host_name.as_deref(),
         }
+    }
+    fn what(info: &Self::Info) -> String {
+        let c = &info.campaign;
+        format!(": {} {} to {}", c.name, c.record_type, c.resolver)
     }
     fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
         report::dns::document(heading, results)
@@ -287,10 +288,7 @@ impl SweepKind for Dns {
 impl SweepKind for Rr {
     type Info = RrCampaignInfo;
     type Item = RrResult;
-    const FLAG: &'static str = "--rr";
-    const NOUN: &'static str = "rr sweep";
-    const PLURAL: &'static str = "rr sweeps";
-    const COMMAND: &'static str = "wirebench rr";
+    const KIND: CampaignKind = CampaignKind::Rr;
     fn last_id(store: &Store) -> Result<Option<i64>> {
         store.last_rr_campaign_id()
     }
@@ -300,23 +298,21 @@ impl SweepKind for Rr {
     fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
         store.rr_results(id)
     }
-    fn status(info: &Self::Info) -> Status {
-        info.status
-    }
-    fn heading(info: &Self::Info) -> SweepHeading {
-        let c = &info.campaign;
-        SweepHeading {
+    fn about(info: &Self::Info) -> About<'_> {
+        About {
             // `ping` is stored as an rr-like sweep; its report says which it was.
             kind: match info.kind {
-                CampaignKind::Ping => "ping sweep",
-                _ => Self::NOUN,
+                CampaignKind::Ping => CampaignKind::Ping,
+                _ => Self::KIND,
             },
-            campaign: info.id,
-            started: text::format_utc(c.started_at_unix_s),
-            status: info.status.as_str().to_string(),
-            host: host(&c.host_name),
-            what: format!(" against {}", c.server),
+            id: info.id,
+            status: info.status,
+            started_at_unix_s: info.campaign.started_at_unix_s,
+            host_name: info.campaign.host_name.as_deref(),
         }
+    }
+    fn what(info: &Self::Info) -> String {
+        format!(" against {}", info.campaign.server)
     }
     fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
         report::rr::document(heading, results)
@@ -337,10 +333,7 @@ impl SweepKind for Rr {
 impl SweepKind for Rpm {
     type Info = RpmCampaignInfo;
     type Item = RpmResult;
-    const FLAG: &'static str = "--rpm";
-    const NOUN: &'static str = "rpm campaign";
-    const PLURAL: &'static str = "rpm campaigns";
-    const COMMAND: &'static str = "wirebench rpm";
+    const KIND: CampaignKind = CampaignKind::Rpm;
     fn last_id(store: &Store) -> Result<Option<i64>> {
         store.last_rpm_campaign_id()
     }
@@ -350,23 +343,22 @@ impl SweepKind for Rpm {
     fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
         store.rpm_results(id)
     }
-    fn status(info: &Self::Info) -> Status {
-        info.status
-    }
-    fn heading(info: &Self::Info) -> SweepHeading {
-        let c = &info.campaign;
-        SweepHeading {
-            kind: Self::NOUN,
-            campaign: info.id,
-            started: text::format_utc(c.started_at_unix_s),
-            status: info.status.as_str().to_string(),
-            host: host(&c.host_name),
-            what: format!(
-                " against {}, {} load",
-                c.server,
-                report::rpm::direction_words(c.direction)
-            ),
+    fn about(info: &Self::Info) -> About<'_> {
+        About {
+            kind: Self::KIND,
+            id: info.id,
+            status: info.status,
+            started_at_unix_s: info.campaign.started_at_unix_s,
+            host_name: info.campaign.host_name.as_deref(),
         }
+    }
+    fn what(info: &Self::Info) -> String {
+        let c = &info.campaign;
+        format!(
+            " against {}, {} load",
+            c.server,
+            report::rpm::direction_words(c.direction)
+        )
     }
     fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
         report::rpm::document(heading, results)
@@ -387,14 +379,13 @@ pub fn execute_sweep<K: SweepKind>(
     stdout: &mut impl Write,
 ) -> Result<()> {
     let db: &Location = &db.into();
+    let (name, noun) = (K::KIND.name(), K::KIND.noun());
     let one = match which {
         Which::Ids(ids) if ids.len() == 1 => Some(ids[0]),
         Which::Last(1) => None,
         _ => {
             return Err(UsageError(format!(
-                "{} reports one {} at a time: give one id (or --last)",
-                K::FLAG,
-                K::NOUN
+                "--{name} reports one {noun} at a time: give one id (or --last)"
             ))
             .into())
         }
@@ -404,27 +395,23 @@ pub fn execute_sweep<K: SweepKind>(
         Some(id) => id,
         None => K::last_id(&store)?.ok_or_else(|| {
             UsageError(format!(
-                "there are no {} in {} yet: `{}` stores them",
-                K::PLURAL,
-                db.display(),
-                K::COMMAND
+                "there are no {noun}s in {} yet: `wirebench {name}` stores them",
+                db.display()
             ))
         })?,
     };
     let info = K::info(&store, id)?.ok_or_else(|| {
         UsageError(format!(
-            "there is no {} {id} in {} (`{}` prints the id it stores; `wirebench runs` lists them)",
-            K::NOUN,
-            db.display(),
-            K::COMMAND
+            "there is no {noun} {id} in {} (`wirebench {name}` prints the id it stores; \
+             `wirebench runs` lists them)",
+            db.display()
         ))
     })?;
     let results = K::results(&store, id)?;
     if results.is_empty() {
         return Err(UsageError(format!(
-            "{} {id} has no stored result to report on (it is {})",
-            K::NOUN,
-            K::status(&info).as_str()
+            "{noun} {id} has no stored result to report on (it is {})",
+            K::about(&info).status.as_str()
         ))
         .into());
     }
@@ -434,7 +421,16 @@ pub fn execute_sweep<K: SweepKind>(
             .context("while writing the JSON")?;
         body.push(b'\n');
     } else {
-        let doc = K::document(K::heading(&info), &results)?;
+        let about = K::about(&info);
+        let heading = SweepHeading {
+            kind: about.kind.noun(),
+            campaign: about.id,
+            started: text::format_utc(about.started_at_unix_s),
+            status: about.status.as_str().to_string(),
+            host: about.host_name.unwrap_or("unknown").to_string(),
+            what: K::what(&info),
+        };
+        let doc = K::document(heading, &results)?;
         document::write(&doc, format, &mut body)?;
     }
     deliver(&body, output, stdout)

@@ -80,10 +80,10 @@ where
         .as_ref()
         .and_then(|r| r.broken().map(str::to_string));
     let mut all_stored = true;
+    if !cfg.json && cfg.kind == ExchangeKind::Rr && results.len() > 1 {
+        print!("{}", crate::report::rr::sweep_table(&results));
+    }
     if let Some(r) = recorder {
-        if !cfg.json && cfg.kind == ExchangeKind::Rr && results.len() > 1 {
-            print!("{}", crate::report::rr::sweep_table(&results));
-        }
         let status = if ok && broken.is_none() {
             Status::Complete
         } else {

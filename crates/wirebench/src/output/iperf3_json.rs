@@ -87,10 +87,8 @@ pub fn start(ctx: &Context<'_>, protocol: Protocol, mechanism: Mechanism) -> Val
 pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &IntervalSample) -> Value {
     let start = s.start_ns as f64 / 1e9;
     let end = s.end_ns as f64 / 1e9;
-    let omitted = ctx
-        .params
-        .omit_us
-        .is_some_and(|us| (s.start_ns + s.end_ns) / 2 < us.saturating_mul(1000));
+    let omitted =
+        super::run_block::omitted(s, ctx.params.omit_us.map(std::time::Duration::from_micros));
     let mut one = json!({
         "start": start,
         "end": end,
@@ -204,20 +202,8 @@ pub fn end(run: &RunRecord) -> Value {
         );
     }
     let cpu = |c: &Option<wirebench_core::record::CpuRecord>| {
-        c.as_ref().map_or((0.0, 0.0, 0.0), |c| {
-            let pct = |us: u64| {
-                if seconds > 0.0 {
-                    us as f64 / 1e6 / seconds * 100.0
-                } else {
-                    0.0
-                }
-            };
-            (
-                pct(c.usage.user_us + c.usage.system_us),
-                pct(c.usage.user_us),
-                pct(c.usage.system_us),
-            )
-        })
+        c.as_ref()
+            .map_or((0.0, 0.0, 0.0), |c| c.usage.percent_of(seconds))
     };
     let host = cpu(&run.client.measured.cpu);
     let remote = cpu(&run.server.measured.cpu);

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use wirebench_core::record::rr::{ResumedFigures, RrResult, ServerRr};
 use wirebench_core::vocab::plan::Protocol;
 
-use super::text::rtt_text;
+use super::text::{micros, rtt_text};
 
 /// The text block of one ping run.
 pub fn ping_block(r: &RrResult) -> String {
@@ -134,8 +134,4 @@ fn resumed_text(z: &ResumedFigures) -> String {
         ),
         None => format!("{verdict}, the early request was not answered"),
     }
-}
-
-fn micros(ns: f64) -> String {
-    format!("{:.1} µs", ns / 1000.0)
 }

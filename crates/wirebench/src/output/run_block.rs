@@ -124,6 +124,12 @@ pub fn midpoint_ns(s: &IntervalSample) -> u64 {
     s.start_ns + (s.end_ns.saturating_sub(s.start_ns)) / 2
 }
 
+/// Whether the interval `s` falls in the omitted start of a run whose omit mark (`-O`) is
+/// `omit` after its start: its middle lies before the mark (as iperf3 marks it).
+pub fn omitted(s: &IntervalSample, omit: Option<std::time::Duration>) -> bool {
+    omit.is_some_and(|o| u128::from(midpoint_ns(s)) < o.as_nanos())
+}
+
 /// The lines of an omit mark (`-O`): what each end moved before its mark, which the figures
 /// leave out.
 fn omitted_text(run: &RunRecord) -> Option<String> {
@@ -202,9 +208,10 @@ fn direction_block(
         let verb = if run.reverse { "sent" } else { "read" };
         for sample in &s.measured.intervals {
             let mut line = interval_line_in(verb, &sample.sample, unit);
-            if s.omitted
-                .is_some_and(|o| midpoint_ns(&sample.sample) < o.elapsed_ns)
-            {
+            let mark = s
+                .omitted
+                .map(|o| std::time::Duration::from_nanos(o.elapsed_ns));
+            if omitted(&sample.sample, mark) {
                 line.push_str(" (omitted)");
             }
             let _ = writeln!(out, "    {line}");
@@ -509,7 +516,8 @@ pub fn rtt_text(r: &RttFigures) -> String {
     )
 }
 
-fn micros(ns: f64) -> String {
+/// A time in nanoseconds in microseconds, one decimal, with its unit: "12.3 µs".
+pub fn micros(ns: f64) -> String {
     format!("{:.1} µs", ns / 1000.0)
 }
 

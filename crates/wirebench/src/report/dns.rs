@@ -12,14 +12,10 @@ use wirebench_core::wire::dns::DnsTransport;
 
 use super::chart;
 use super::document::{Block, Document, Section, SweepHeading};
-use super::tabular::{Column, Tabular};
+use super::tabular::{us, Column, Tabular};
 
 /// What queries per second count, as every DNS table says under it.
 pub const RATE_NOTE: &str = "q/s: queries answered per second of the whole run, from the first query to the last one settled: time spent waiting out timeouts counts (a lost UDP query holds its place for --timeout × (1 + --retries); a silent TCP/DoT connection for --timeout), so loss lowers q/s as well as the answered count.";
-
-fn us(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
-}
 
 /// What was sent and answered per transport × K: timeouts against retransmissions.
 pub fn answers(results: &[DnsResult]) -> Tabular {

@@ -10,7 +10,7 @@ use wirebench_core::record::rr::{MeasuredPath, RrResult};
 
 use super::chart;
 use super::document::{Block, Document, Section, SweepHeading};
-use super::tabular::{Column, Tabular};
+use super::tabular::{us, Column, Tabular};
 
 /// What the sweep's paths measured: per distinct path note of its results, "path: NOTE" and,
 /// for the relay and the namespace lab, what drops packets there; empty when no result has a
@@ -36,10 +36,6 @@ pub fn path_lines(results: &[RrResult]) -> Vec<String> {
         }
     }
     lines
-}
-
-fn us(ns: f64) -> String {
-    format!("{:.1}", ns / 1000.0)
 }
 
 /// The sweep table: one row per protocol × flows × K, loss and retransmission side by side,

@@ -185,6 +185,12 @@ impl Tabular {
     }
 }
 
+/// A time in nanoseconds as a table cell in microseconds, one decimal, no unit ("12.3"): the
+/// column heading names the unit.
+pub fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
 /// A CSV field, quoted (with quotes doubled) when it holds a comma, a quote or a line break.
 pub fn csv_cell(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

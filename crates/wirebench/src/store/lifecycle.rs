@@ -35,8 +35,9 @@ pub enum Merged {
         id: i64,
         /// Results added.
         added: u64,
-        /// Whether its status and end came with it (it was running or interrupted here).
-        ended: bool,
+        /// The status it ended with, when its status and end came with it (it was running or
+        /// interrupted here).
+        ended: Option<Status>,
     },
     /// The store already held all of it.
     AlreadyThere(i64),
@@ -356,8 +357,8 @@ fn merge_in<K: Kind>(
         added += 1;
     }
     let awaiting = matches!(status, Status::Running | Status::Interrupted);
-    let ended = awaiting && !life.awaits_its_end();
-    if ended {
+    let ended = (awaiting && !life.awaits_its_end()).then_some(life.status);
+    if ended.is_some() {
         tx.execute(
             &format!(
                 "UPDATE {} SET status = ?1, finished_at_unix_s = ?2, error = ?3 WHERE id = ?4",
@@ -371,7 +372,7 @@ fn merge_in<K: Kind>(
             ],
         )?;
     }
-    Ok(if added == 0 && !ended {
+    Ok(if added == 0 && ended.is_none() {
         Merged::AlreadyThere(id)
     } else {
         Merged::Updated { id, added, ended }

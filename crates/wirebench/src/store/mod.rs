@@ -162,16 +162,6 @@ impl Store {
         &self.location
     }
 
-    /// How long an operation waits for a busy store before it gives up.
-    pub fn busy_wait(&self) -> Duration {
-        self.busy_wait
-    }
-
-    /// Sets how long an operation waits for a busy store.
-    pub fn set_busy_wait(&mut self, wait: Duration) {
-        self.busy_wait = wait;
-    }
-
     /// Stops waiting for a busy store once `flag` is set (a stop signal: what the store does
     /// not take at once then goes to the spool, and the command ends without delay).
     pub fn give_up_when(&mut self, flag: Arc<AtomicBool>) {

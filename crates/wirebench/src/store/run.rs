@@ -289,17 +289,6 @@ impl Store {
         self.record::<Run>(campaign, position, &run)
     }
 
-    /// Commits the run that was in flight when `campaign` was interrupted, as `aborted`: its
-    /// parameters only, no figures (reports and comparisons leave it out).
-    pub fn add_aborted_run(&mut self, campaign: i64, run: &AbortedRun) -> Result<()> {
-        let stored = StoredRun::Aborted {
-            run: Box::new(run.clone()),
-            reason: None,
-            so_far: None,
-        };
-        self.record::<Run>(campaign, run.position, &stored)
-    }
-
     /// Commits a run of `campaign` that stopped before its end, as `aborted`: its parameters,
     /// why it stopped, and the client's figures so far when known.
     pub fn add_stopped_run(

@@ -227,7 +227,7 @@ fn up_to_date<K: Kind>(from: &Store, to: &Store, plan: &K::Plan, results: &[K::R
         Merged::Updated {
             id: there,
             added: more,
-            ended: true
+            ended: Some(Status::Complete)
         },
         "{kind:?}"
     );

@@ -232,8 +232,7 @@ async fn measure(
                     }
                     let mut line = text::interval_line_in(interval_verb, sample, cfg.rate_unit);
                     // -O: an interval that starts before the mark, as iperf3 marks it.
-                    let middle = u128::from(text::midpoint_ns(sample));
-                    if cfg.omit.is_some_and(|o| middle < o.as_nanos()) {
+                    if text::omitted(sample, cfg.omit) {
                         line.push_str(" (omitted)");
                     }
                     let _ = writeln!(out, "  {line}");
