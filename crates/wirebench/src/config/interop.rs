@@ -101,7 +101,12 @@ pub fn iperf3_client(
         .map(super::iperf3_flags::blockcount)
         .transpose()?;
     let limit = match (&i.time, blocks) {
-        (None, Some(k)) => Limit::Bytes(k.saturating_mul(len)),
+        (None, Some(k)) => Limit::Bytes(k.checked_mul(len).ok_or_else(|| {
+            usage(format!(
+                "-k/--blockcount {k} is too large: {k} blocks of {len} B would pass {} bytes",
+                u64::MAX
+            ))
+        })?),
         (Some(t), _) => {
             let d = parse_run_time(t)?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {

@@ -87,19 +87,12 @@ pub(super) fn results(
     extras: Extras,
 ) -> TestResults {
     let wall_s = span.end.saturating_duration_since(span.start).as_secs_f64();
-    let percent = |us: u64| {
-        if wall_s > 0.0 {
-            us as f64 / 1e6 / wall_s * 100.0
-        } else {
-            0.0
-        }
-    };
-    let cpu = extras.cpu.unwrap_or_default();
+    let (cpu_total, cpu_user, cpu_system) = extras.cpu.unwrap_or_default().percent_of(wall_s);
     let tcp_sender = !plan.udp && tallies.iter().any(|t| t.sends);
     TestResults {
-        cpu_util_total: percent(cpu.user_us + cpu.system_us),
-        cpu_util_user: percent(cpu.user_us),
-        cpu_util_system: percent(cpu.system_us),
+        cpu_util_total: cpu_total,
+        cpu_util_user: cpu_user,
+        cpu_util_system: cpu_system,
         sender_has_retransmits: match (tcp_sender, tallies.iter().any(|t| t.sends)) {
             (true, _) => i64::from(tallies.iter().any(|t| t.retransmits.is_some())),
             (false, true) => 0,
