@@ -58,6 +58,18 @@ pub fn hello_token(datagram: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(raw))
 }
 
+/// Whether `datagram` is a wirebench hello or the server's echo of one, exactly: the length of
+/// either, kind 5, no flag but the retransmission bit, and the reserved field zero. A
+/// middlebox (the relay) passes these as set-up, unimpaired and uncounted; its first byte alone
+/// would also pass one DNS query in 256 (an ID whose high byte is 5) or a QUIC packet whose
+/// fixed bit was greased away.
+pub fn is_hello_or_echo(datagram: &[u8]) -> bool {
+    matches!(datagram.len(), HELLO_LEN | HELLO_ECHO_LEN)
+        && datagram[0] == Kind::Hello.to_byte()
+        && datagram[1] & !crate::wire::datagram::FLAG_RETRANSMIT == 0
+        && datagram[2..4] == [0, 0]
+}
+
 /// Bytes received from and sent to one address: the server may send `n` more bytes only
 /// while `sent + n <= received`, until the address is validated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -198,6 +210,36 @@ mod tests {
         assert_eq!(hello_token(&again), Some(2));
         assert_eq!(hello_token(&again[..16]), None);
         assert_eq!(hello_token(&[again.as_slice(), &[0]].concat()), None);
+    }
+
+    #[test]
+    fn only_a_whole_hello_or_echo_is_taken_for_one() {
+        let hello = encode_hello(7, 9, 0);
+        let repeated = encode_hello(7, 9, 4);
+        let echo = encode_echo(&Header::decode(&hello).unwrap());
+        for ours in [&hello[..], &repeated[..], &echo[..]] {
+            assert!(is_hello_or_echo(ours), "{ours:?}");
+        }
+        // A DNS query for host.wb.test whose ID starts with byte 5 (RD set: flags 0x0100).
+        let mut dns = vec![0x05, 0x2a, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        dns.extend_from_slice(b"\x04host\x02wb\x04test\x00\x00\x01\x00\x01");
+        // The same first 16 bytes as a hello, one byte too long or short; flags or reserved set.
+        let long = [hello.as_slice(), &[0]].concat();
+        let mut flagged = hello;
+        flagged[1] = 0x80;
+        let mut reserved = hello;
+        reserved[3] = 1;
+        for theirs in [
+            &dns[..],
+            &long[..],
+            &hello[..19],
+            &flagged[..],
+            &reserved[..],
+            &[5][..],
+            &[][..],
+        ] {
+            assert!(!is_hello_or_echo(theirs), "{theirs:?}");
+        }
     }
 
     #[test]

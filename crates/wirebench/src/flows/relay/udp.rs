@@ -247,5 +247,5 @@ fn publish(slot: &FlowSlot, up: &Impairer<Bytes>, down: &Impairer<Bytes>) {
 /// A wirebench address-validation hello or its echo (kind 5): session set-up, like the control
 /// connection, so it passes unimpaired and uncounted and the relay's figures are the data's.
 fn is_hello(datagram: &[u8]) -> bool {
-    datagram.first() == Some(&wirebench_core::wire::datagram::Kind::Hello.to_byte())
+    wirebench_core::security::amplification::is_hello_or_echo(datagram)
 }

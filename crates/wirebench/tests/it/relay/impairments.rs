@@ -245,3 +245,53 @@ async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
     .await
     .expect("test finished in time");
 }
+
+/// Only a whole wirebench hello passes the relay as set-up (unimpaired, uncounted): a DNS
+/// query whose ID starts with the hello's kind byte is data like any other. Through a relay that
+/// drops everything, such a query is received and dropped; the hello sent after it, through
+/// the same flow, is the first datagram upstream sees (so the query was handled before it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
+    use tokio::net::UdpSocket;
+    use wirebench::flows::relay::{Relay, RelayConfig};
+    use wirebench_core::machine::impair::Impairments;
+    use wirebench_core::security::amplification::encode_hello;
+
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let upstream = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let relay = Relay::start(RelayConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: upstream.local_addr().unwrap(),
+            impairments: Impairments::parse_list("loss=100%").unwrap(),
+            seed: 1,
+            tcp: false,
+            udp: true,
+        })
+        .await
+        .expect("relay starts");
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        client.connect(relay.local_addr()).await.unwrap();
+        // A 20-byte DNS query (ID 0x052a, RD set, one question for "ab." A): a hello's length.
+        let query = [
+            0x05, 0x2a, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 2, b'a', b'b', 0, 0, 1, 0, 1,
+        ];
+        let hello = encode_hello(3, 4, 0);
+        client.send(&query).await.unwrap();
+        client.send(&hello).await.unwrap();
+        let mut buf = [0u8; 64];
+        let n = upstream.recv(&mut buf).await.unwrap();
+        assert_eq!(
+            &buf[..n],
+            &hello[..],
+            "the query was dropped, the hello passed"
+        );
+        let c = relay.counts();
+        assert_eq!(
+            (c.udp_up.received, c.udp_up.dropped, c.udp_up.forwarded),
+            (1, 1, 0),
+            "{c:?}"
+        );
+    })
+    .await
+    .expect("test finished in time");
+}
