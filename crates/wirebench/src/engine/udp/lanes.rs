@@ -207,10 +207,12 @@ fn serve(
     // its counter can be read for the session's baseline (SO_MEMINFO).
     let marks = udp_recv::enable_drop_marks(socket) && udp_recv::drops_now(socket).is_some();
     let mut batch = RecvBatch::new(LANE_SLOTS, marks);
+    let mut width = ReceiveWidth::new();
     let mut failures = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        match batch.recv(socket, true) {
-            Ok(_) => {
+        match batch.recv_at_most(socket, true, width.slots()) {
+            Ok(buffers) => {
+                width.received(buffers);
                 failures = 0;
                 for (data, r) in batch.received() {
                     let from_ip = r.to_ip.filter(|_| answer_from);
@@ -236,6 +238,60 @@ fn serve(
                 std::thread::sleep(Duration::from_millis(u64::from(failures.min(100))));
             }
         }
+    }
+}
+
+/// How many buffers a lane's next receive asks for: all [`LANE_SLOTS`] while datagrams queue up
+/// (a stream), one while they come one at a time (round trips: a request, its answer, the next
+/// request). A receive of several buffers looks at the queue once more after the first, and
+/// finds it empty in a round trip: one buffer at a time took a same-CPU UDP ping from 11.93 to
+/// 11.64 µs at p50 (sockperf: 11.48). A lane asks for one after [`ReceiveWidth::SETTLE`]
+/// receives in a row that brought one buffer each, and while it does, every
+/// [`ReceiveWidth::PROBE`]th receive asks for all again: one that brings several goes back to
+/// batches, so a stream that starts behind round trips waits at most that many receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReceiveWidth {
+    /// Receives in a row that brought at most one buffer.
+    singles: u32,
+    /// Receives since the last full-width one.
+    since_probe: u32,
+}
+
+impl ReceiveWidth {
+    /// Receives of one buffer in a row before the lane asks for one at a time.
+    const SETTLE: u32 = 64;
+    /// One receive in this many asks for every slot while the lane asks for one.
+    const PROBE: u32 = 16;
+
+    fn new() -> Self {
+        ReceiveWidth {
+            singles: 0,
+            since_probe: 0,
+        }
+    }
+
+    /// Buffers the next receive asks for.
+    fn slots(&self) -> usize {
+        if self.singles < Self::SETTLE || self.since_probe + 1 >= Self::PROBE {
+            LANE_SLOTS
+        } else {
+            1
+        }
+    }
+
+    /// What the receive asked for by [`ReceiveWidth::slots`] brought: `buffers` of them.
+    fn received(&mut self, buffers: usize) {
+        let asked = self.slots();
+        if buffers > 1 {
+            self.singles = 0;
+        } else {
+            self.singles = self.singles.saturating_add(1);
+        }
+        self.since_probe = if asked == LANE_SLOTS {
+            0
+        } else {
+            self.since_probe + 1
+        };
     }
 }
 
@@ -402,5 +458,38 @@ mod tests {
         set.leave(0);
         assert_eq!(set.live[0].load(Ordering::Relaxed), 0, "never below zero");
         assert_eq!(set.lane_of(3_000_000_001), 3_000_000_001 % 3);
+    }
+
+    #[test]
+    fn a_lane_asks_for_one_buffer_in_round_trips_and_for_all_in_a_stream() {
+        let mut width = ReceiveWidth::new();
+        // Round trips: one buffer per receive; full batches until they have settled.
+        for _ in 0..ReceiveWidth::SETTLE {
+            assert_eq!(width.slots(), LANE_SLOTS);
+            width.received(1);
+        }
+        // Then one at a time, but for a full-width probe every PROBE receives.
+        let asked: Vec<usize> = (0..2 * ReceiveWidth::PROBE)
+            .map(|_| {
+                let n = width.slots();
+                width.received(1);
+                n
+            })
+            .collect();
+        let full = asked.iter().filter(|&&n| n == LANE_SLOTS).count();
+        assert_eq!(full, 2, "{asked:?}");
+        assert_eq!(asked.iter().filter(|&&n| n == 1).count(), asked.len() - 2);
+        // A stream starts: the next probe brings several, and the lane is back to batches.
+        while width.slots() == 1 {
+            width.received(1);
+        }
+        width.received(LANE_SLOTS);
+        for _ in 0..ReceiveWidth::SETTLE {
+            assert_eq!(width.slots(), LANE_SLOTS);
+            width.received(3);
+        }
+        // A timeout (nothing received) counts as a receive of one.
+        width.received(0);
+        assert_eq!(width.slots(), LANE_SLOTS);
     }
 }

@@ -81,7 +81,21 @@ impl RecvBatch {
     /// (a buffer without a sender's address, as after a shutdown, is left out).
     #[cfg(target_os = "linux")]
     pub fn recv(&mut self, socket: &impl AsRawFd, wait: bool) -> io::Result<usize> {
+        self.recv_at_most(socket, wait, self.slots)
+    }
+
+    /// As [`RecvBatch::recv`], into at most `slots` of the batch's buffers (at least one). A
+    /// receive that asks for more than one buffer pays, once the first has come, for a look
+    /// at the queue that finds it empty when datagrams come one at a time.
+    #[cfg(target_os = "linux")]
+    pub fn recv_at_most(
+        &mut self,
+        socket: &impl AsRawFd,
+        wait: bool,
+        slots: usize,
+    ) -> io::Result<usize> {
         use std::mem::{size_of, zeroed, MaybeUninit};
+        let slots = slots.clamp(1, self.slots);
         self.received.clear();
         // Only the batch's own slots are set up (and zeroed): a receive on a lane of 8 slots
         // or a reversed session's 4 does not clear room for 16.
@@ -89,12 +103,7 @@ impl RecvBatch {
         let mut ctrls = [const { MaybeUninit::<Control>::uninit() }; MAX_SLOTS];
         let mut iovs = [const { MaybeUninit::<libc::iovec>::uninit() }; MAX_SLOTS];
         let mut hdrs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; MAX_SLOTS];
-        for (i, chunk) in self
-            .buf
-            .chunks_exact_mut(SLOT_LEN)
-            .enumerate()
-            .take(self.slots)
-        {
+        for (i, chunk) in self.buf.chunks_exact_mut(SLOT_LEN).enumerate().take(slots) {
             let iov = iovs[i].write(libc::iovec {
                 iov_base: chunk.as_mut_ptr().cast(),
                 iov_len: SLOT_LEN,
@@ -124,7 +133,7 @@ impl RecvBatch {
                 libc::recvmmsg(
                     socket.as_raw_fd(),
                     hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
-                    self.slots as libc::c_uint,
+                    slots as libc::c_uint,
                     flags,
                     std::ptr::null_mut(),
                 )
@@ -137,8 +146,8 @@ impl RecvBatch {
                 return Err(e);
             }
         };
-        for slot in 0..n.min(self.slots) {
-            // SAFETY: slots below `self.slots` were written above, and the kernel fills at
+        for slot in 0..n.min(slots) {
+            // SAFETY: slots below `slots` were written above, and the kernel fills at
             // most as many as it was given.
             let (hdr, name) =
                 unsafe { (hdrs[slot].assume_init_ref(), names[slot].assume_init_ref()) };
@@ -163,6 +172,17 @@ impl RecvBatch {
     /// Receiving with drop marks is Linux's.
     #[cfg(not(target_os = "linux"))]
     pub fn recv(&mut self, _socket: &impl AsRawFd, _wait: bool) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// Receiving with drop marks is Linux's.
+    #[cfg(not(target_os = "linux"))]
+    pub fn recv_at_most(
+        &mut self,
+        _socket: &impl AsRawFd,
+        _wait: bool,
+        _slots: usize,
+    ) -> io::Result<usize> {
         Err(io::ErrorKind::Unsupported.into())
     }
 }
