@@ -15,6 +15,11 @@ use super::address::resolve_address;
 use super::run::parse_run_time;
 use super::usage;
 
+/// iperf3's default TCP block (`-l`), bytes.
+const IPERF3_TCP_LEN: u64 = 128 * 1024;
+/// iperf3's default UDP block (`-l`), bytes.
+const IPERF3_UDP_LEN: u64 = 1460;
+
 /// `run --iperf3`: the validated iperf3 client test, or None without `--iperf3`.
 pub fn iperf3_client(
     args: &RunArgs,
@@ -78,7 +83,13 @@ pub fn iperf3_client(
             ))),
         }
     };
-    let len = single(&args.msg_size, "-l/--msg-size")?;
+    // iperf3's own default block: 128 KiB for TCP, 1460 bytes for UDP (its man page's
+    // "1460 for UDP"; it may size UDP by the control connection's MSS instead).
+    let len = match args.msg_size.as_deref() {
+        Some(text) => single(text, "-l/--msg-size")?,
+        None if udp => IPERF3_UDP_LEN,
+        None => IPERF3_TCP_LEN,
+    };
     let (min, max) = if udp {
         (
             ip3::udp_header_len(false) as u64,

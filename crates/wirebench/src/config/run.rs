@@ -26,6 +26,9 @@ use super::latency_probe;
 use super::ratesearch;
 use super::usage;
 
+/// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`).
+const DEFAULT_MSG_SIZE: &str = "1024";
+
 impl RunConfig {
     /// Validates `wirebench run` flags; resolves the server name once.
     pub fn from_args(args: &RunArgs) -> Result<Self, UsageError> {
@@ -34,7 +37,7 @@ impl RunConfig {
         let mechanisms: Vec<Mechanism> =
             plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
         let target = resolve_target(args.server.as_deref(), &args.address)?;
-        let msg_sizes = sweep::parse_sizes(&args.msg_size)
+        let msg_sizes = sweep::parse_sizes(args.msg_size.as_deref().unwrap_or(DEFAULT_MSG_SIZE))
             .map_err(|e| usage(format!("-l/--msg-size: {e}")))?
             .into_iter()
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))

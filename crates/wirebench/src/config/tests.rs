@@ -134,8 +134,16 @@ fn iperf3_tests_take_iperf3_defaults() {
         .unwrap();
     assert_eq!(c.server, SocketAddr::from(([127, 0, 0, 1], 5201)));
     assert!(c.udp && !c.reverse);
-    assert_eq!((c.parallel, c.len, c.rate_bps), (1, 1024, 1_000_000));
-    assert_eq!(c.limit, Limit::Bytes(100 << 20));
+    assert_eq!((c.parallel, c.len, c.rate_bps), (1, 1460, 1_000_000));
+    // The -n default, rounded up to whole datagrams (iperf3 servers count no short one).
+    assert_eq!(c.limit, Limit::Bytes((100u64 << 20).div_ceil(1460) * 1460));
+    // TCP: iperf3's 128 KiB blocks, where a wirebench run's default is 1 KiB.
+    let c = iperf3_client(&parse_run(&["--iperf3", "127.0.0.1"]))
+        .unwrap()
+        .unwrap();
+    assert_eq!((c.udp, c.len), (false, 128 * 1024));
+    let cfg = RunConfig::from_args(&parse_run(&["--proto", "tcp"])).unwrap();
+    assert_eq!(cfg.points[0].msg_size, 1024);
     let c = iperf3_client(&parse_run(&[
         "--iperf3",
         "[::1]:5202",

@@ -115,3 +115,18 @@ async fn a_timed_reverse_tcp_test_counts_what_the_server_sent() {
         assert!(got >= sent && got - sent < 128 * 1024, "{got} of {sent}");
     }
 }
+
+/// Without `-l`, an iperf3 test writes iperf3's own blocks (128 KiB over TCP), not a
+/// wirebench run's 1 KiB: 1 MiB is 8 writes, and the stored run counts 8 messages.
+#[tokio::test]
+async fn a_tcp_test_without_l_writes_iperf3_blocks() {
+    if !have_iperf3("a_tcp_test_without_l_writes_iperf3_blocks") {
+        return;
+    }
+    let server = RealServer::start().await;
+    let target = server.addr.to_string();
+    let (doc, run, _) = run_stored(&target, &["-n", "1MiB"]).await;
+    assert_eq!(doc["block_len"], 128 * 1024);
+    assert_eq!(doc["wirebench"]["bytes"], 1 << 20);
+    assert_eq!(run["client"]["messages"], 8, "{run}");
+}

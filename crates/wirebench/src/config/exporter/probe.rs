@@ -344,6 +344,9 @@ fn dns_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<DnsCon
     Ok(cfg)
 }
 
+/// Bytes per block of a `kind=iperf3` probe without size=.
+const PROBE_IPERF3_LEN: u32 = 1024;
+
 /// A `kind=iperf3` query: as `run --iperf3` against the target, limited by bytes (total=,
 /// default as kind=run's), never by time.
 fn iperf3_config(
@@ -379,6 +382,12 @@ fn iperf3_config(
     )?;
     if !has(&rest, "total") {
         argv.push(format!("--total={}", default_total(limits)));
+    }
+    // 1 KiB blocks unless size= says otherwise, not `run --iperf3`'s iperf3 defaults: a UDP
+    // total is rounded up to whole blocks, and 1460-byte ones would take a total of exactly
+    // --max-total past it.
+    if !has(&rest, "size") {
+        argv.push(format!("--msg-size={PROBE_IPERF3_LEN}"));
     }
     if reverse {
         argv.push("--reverse".into());
