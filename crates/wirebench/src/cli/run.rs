@@ -42,8 +42,9 @@ pub struct RunArgs {
     pub msg_size: Option<String>,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;
     /// kB/MB/GB decimal), or a sweep list (1MiB,10MiB). The last message carries the remainder.
-    #[arg(short = 'n', long = "total", default_value = "100MiB")]
-    pub total: String,
+    /// Default 100MiB; with --iperf3 and no -n, -k or -t, iperf3's own: 10 seconds.
+    #[arg(short = 'n', long = "total", value_name = "TOTAL")]
+    pub total: Option<String>,
     /// Run every combination this many times and print Min/Avg/Max summaries.
     #[arg(short = 'r', long, default_value_t = 1)]
     pub repeat: u32,

@@ -241,6 +241,8 @@ fn example_without_default(id: &str) -> Option<&'static str> {
         "rate" | "max_rate" => "100Mbit",
         "rto" => "20ms",
         "window" | "upload" | "download" => "4MiB",
+        "total" => "100MiB",
+        "msg_size" => "1024",
         "interval" | "duration" | "time" => "5s",
         "count" => "100",
         "parallel" | "run" | "a" | "b" | "id" => "1",

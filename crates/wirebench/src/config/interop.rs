@@ -19,6 +19,8 @@ use super::usage;
 const IPERF3_TCP_LEN: u64 = 128 * 1024;
 /// iperf3's default UDP block (`-l`), bytes.
 const IPERF3_UDP_LEN: u64 = 1460;
+/// iperf3's default test length (`-t`) when neither `-n`, `-k` nor `-t` is given.
+const IPERF3_TIME: Duration = Duration::from_secs(10);
 
 /// `run --iperf3`: the validated iperf3 client test, or None without `--iperf3`.
 pub fn iperf3_client(
@@ -127,8 +129,10 @@ pub fn iperf3_client(
             }
             Limit::Time(d)
         }
+        // Neither -n, -k nor -t: iperf3's own default, a 10-second test.
+        (None, None) if args.total.is_none() => Limit::Time(IPERF3_TIME),
         (None, None) => {
-            let n = single(&args.total, "-n/--total")?;
+            let n = single(args.total.as_deref().unwrap_or_default(), "-n/--total")?;
             if n == 0 {
                 return Err(usage("-n/--total must be at least 1 byte"));
             }

@@ -28,6 +28,8 @@ use super::usage;
 
 /// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`).
 const DEFAULT_MSG_SIZE: &str = "1024";
+/// `-n` when not given (and not `--iperf3`, which runs iperf3's 10 seconds: see `interop`).
+const DEFAULT_TOTAL: &str = "100MiB";
 
 impl RunConfig {
     /// Validates `wirebench run` flags; resolves the server name once.
@@ -85,7 +87,7 @@ impl RunConfig {
                 let totals = match time {
                     // A timed run: the total is only an upper bound.
                     Some(_) => vec![max_total],
-                    None => sweep::parse_sizes(&args.total)
+                    None => sweep::parse_sizes(args.total.as_deref().unwrap_or(DEFAULT_TOTAL))
                         .map_err(|e| usage(format!("-n/--total: {e}")))?,
                 };
                 if totals.contains(&0) {

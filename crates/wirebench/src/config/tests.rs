@@ -135,15 +135,32 @@ fn iperf3_tests_take_iperf3_defaults() {
     assert_eq!(c.server, SocketAddr::from(([127, 0, 0, 1], 5201)));
     assert!(c.udp && !c.reverse);
     assert_eq!((c.parallel, c.len, c.rate_bps), (1, 1460, 1_000_000));
-    // The -n default, rounded up to whole datagrams (iperf3 servers count no short one).
+    // Neither -n, -k nor -t: iperf3's 10 seconds.
+    assert_eq!(c.limit, Limit::Time(Duration::from_secs(10)));
+    // -n is rounded up to whole datagrams (iperf3 servers count no short one).
+    let c = iperf3_client(&parse_run(&[
+        "--iperf3",
+        "127.0.0.1",
+        "--proto",
+        "udp",
+        "-n",
+        "100MiB",
+    ]))
+    .unwrap()
+    .unwrap();
     assert_eq!(c.limit, Limit::Bytes((100u64 << 20).div_ceil(1460) * 1460));
     // TCP: iperf3's 128 KiB blocks, where a wirebench run's default is 1 KiB.
     let c = iperf3_client(&parse_run(&["--iperf3", "127.0.0.1"]))
         .unwrap()
         .unwrap();
     assert_eq!((c.udp, c.len), (false, 128 * 1024));
+    assert_eq!(c.limit, Limit::Time(Duration::from_secs(10)));
+    // A wirebench run's own defaults: 1 KiB messages, 100 MiB.
     let cfg = RunConfig::from_args(&parse_run(&["--proto", "tcp"])).unwrap();
-    assert_eq!(cfg.points[0].msg_size, 1024);
+    assert_eq!(
+        (cfg.points[0].msg_size, cfg.points[0].total_bytes),
+        (1024, 100 << 20)
+    );
     let c = iperf3_client(&parse_run(&[
         "--iperf3",
         "[::1]:5202",
