@@ -32,9 +32,15 @@ pub struct RelayArgs {
     #[arg(long, value_name = "[up:|down:]RATE", action = clap::ArgAction::Append)]
     pub rate: Vec<String>,
     /// Bytes the rate queue holds before it drops (default 256KiB). Whatever the settings, the
-    /// relay holds at most 256 MiB in all and 1024 UDP clients at once.
+    /// relay holds at most --max-held in all and 1024 UDP clients at once.
     #[arg(long, value_name = "[up:|down:]SIZE", action = clap::ArgAction::Append)]
     pub queue: Vec<String>,
+    /// Most bytes the relay holds at once, all clients and both directions (in delay lines,
+    /// rate queues, held back for reordering): a datagram that finds no room is dropped and
+    /// counted as a queue drop, a TCP stream waits. Raise it for a long fat path (10 Gbit/s
+    /// with 200 ms of delay holds 250 MB). 64KiB to 64GiB.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+    pub max_held: String,
     /// Seed of the random decisions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

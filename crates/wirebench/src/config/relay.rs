@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use wirebench_core::machine::impair::Impairments;
 use wirebench_core::vocab::error::UsageError;
+use wirebench_core::vocab::units::ByteSize;
 
 use crate::cli::RelayArgs;
 use crate::runner::Target;
@@ -11,6 +12,9 @@ use crate::runner::Target;
 use super::address::resolve_server;
 use super::run::TCP_IMPAIR_NOTE;
 use super::usage;
+
+/// `--max-held` bounds, bytes: room for the largest datagram, and far more than a relay needs.
+const MAX_HELD_RANGE: (u64, u64) = (64 << 10, 64 << 30);
 
 /// Validates `wirebench relay` flags.
 pub fn relay_config(args: &RelayArgs) -> Result<crate::flows::relay::RelayConfig, UsageError> {
@@ -56,6 +60,17 @@ pub fn relay_config(args: &RelayArgs) -> Result<crate::flows::relay::RelayConfig
     if tcp && !udp && impairments.has_packet_only() {
         return Err(usage(format!("--proto tcp: {TCP_IMPAIR_NOTE}")));
     }
+    let max_held = args
+        .max_held
+        .parse::<ByteSize>()
+        .map_err(|e| usage(format!("--max-held: {e}")))?
+        .0;
+    if !(MAX_HELD_RANGE.0..=MAX_HELD_RANGE.1).contains(&max_held) {
+        return Err(usage(format!(
+            "--max-held {} is out of range: allowed 64KiB (one datagram) to 64GiB",
+            args.max_held
+        )));
+    }
     Ok(crate::flows::relay::RelayConfig {
         listen,
         upstream,
@@ -63,5 +78,6 @@ pub fn relay_config(args: &RelayArgs) -> Result<crate::flows::relay::RelayConfig
         seed: args.seed,
         tcp,
         udp,
+        max_held,
     })
 }

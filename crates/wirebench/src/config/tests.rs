@@ -412,3 +412,38 @@ fn quic_mtu_is_checked_and_reaches_the_session_options() {
         None
     );
 }
+
+#[test]
+fn relay_max_held_is_a_size_within_its_range() {
+    use clap::Parser;
+    let relay = |extra: &[&str]| {
+        let mut argv = vec![
+            "wirebench",
+            "relay",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "127.0.0.1:5310",
+        ];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Relay(args) => super::relay_config(&args),
+            other => panic!("not relay: {other:?}"),
+        }
+    };
+    assert_eq!(
+        relay(&[]).unwrap().max_held,
+        crate::flows::relay::MAX_HELD_BYTES
+    );
+    assert_eq!(relay(&["--max-held", "1GiB"]).unwrap().max_held, 1 << 30);
+    for bad in ["1KiB", "65GiB"] {
+        let e = relay(&["--max-held", bad]).unwrap_err();
+        assert!(
+            e.0.contains("--max-held") && e.0.contains("64KiB"),
+            "{}",
+            e.0
+        );
+    }
+    let e = relay(&["--max-held", "lots"]).unwrap_err();
+    assert!(e.0.starts_with("--max-held: "), "{}", e.0);
+}

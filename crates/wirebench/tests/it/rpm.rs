@@ -38,6 +38,7 @@ async fn relay(server: &TestServer, impair: &str) -> Relay {
         seed: 1,
         tcp: true,
         udp: false,
+        max_held: wirebench::flows::relay::MAX_HELD_BYTES,
     })
     .await
     .expect("relay starts")

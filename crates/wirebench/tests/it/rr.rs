@@ -541,6 +541,7 @@ async fn response_times_include_the_delay_of_the_path() {
             seed: 1,
             tcp: true,
             udp: true,
+            max_held: wirebench::flows::relay::MAX_HELD_BYTES,
         })
         .await
         .expect("relay starts");

@@ -3,15 +3,15 @@
 //! back for reordering, in a TCP pipe) takes its bytes from one [`Hold`] shared by all flows
 //! and both directions. A datagram that finds no room is dropped (counted as a queue drop, as
 //! a full router would); a TCP pipe waits (back-pressure). Whatever `--queue`, `delay` or the
-//! number of clients say, the relay never holds more than [`MAX_HELD_BYTES`] (duplicates made
-//! by `duplicate=` may pass it by their own size).
+//! number of clients say, the relay never holds more than its budget, [`MAX_HELD_BYTES`] unless
+//! `--max-held` says otherwise (duplicates made by `duplicate=` may pass it by their own size).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
-/// Most bytes the relay holds at once, all flows and directions together: 256 MiB (a 10 Gbit/s
-/// path with 100 ms of delay each way, or 1024 flows of 256 KiB).
+/// Most bytes the relay holds at once by default (`--max-held`), all flows and directions
+/// together: 256 MiB (a 10 Gbit/s path with 100 ms of delay each way, or 1024 flows of 256 KiB).
 pub const MAX_HELD_BYTES: u64 = 256 << 20;
 
 /// The relay's byte budget.
@@ -108,6 +108,11 @@ impl Hold {
     /// Bytes held now.
     pub(crate) fn held(&self) -> u64 {
         self.held.load(Ordering::Acquire)
+    }
+
+    /// The most bytes it holds (its budget).
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
     }
 }
 

@@ -33,6 +33,7 @@ impl RunRelay {
             seed,
             tcp: true,
             udp: true,
+            max_held: super::MAX_HELD_BYTES,
         })
         .await
         .context("while starting the impairment relay")?;

@@ -6,7 +6,7 @@
 //! UDP (our datagrams and QUIC) gets one socket toward the server per client address, so the
 //! server sees one peer per client; TCP is relayed as a byte stream, one upstream connection per
 //! accepted one, with delay, jitter and rate only. It never forwards to itself (a loop), holds
-//! at most [`hold::MAX_HELD_BYTES`] and [`MAX_UDP_FLOWS`] flows, and says when the system
+//! at most its byte budget ([`RelayConfig::max_held`]) and [`MAX_UDP_FLOWS`] flows, and says when the system
 //! refuses it a socket.
 
 mod hold;
@@ -43,6 +43,9 @@ pub struct RelayConfig {
     pub tcp: bool,
     /// Relay UDP.
     pub udp: bool,
+    /// Most bytes held at once, all flows and directions ([`MAX_HELD_BYTES`] by default): a
+    /// datagram that finds no room is dropped as a full queue drops it, a TCP pipe waits.
+    pub max_held: u64,
 }
 
 /// Counts of one flow or connection, both directions; its task updates them after each event.
@@ -103,7 +106,7 @@ pub(crate) enum Trouble {
     Sockets = 0,
     /// A new UDP client beyond [`MAX_UDP_FLOWS`].
     Flows = 1,
-    /// A datagram dropped for want of room in [`hold::MAX_HELD_BYTES`].
+    /// A datagram dropped for want of room in the relay's byte budget.
     Memory = 2,
 }
 
@@ -112,11 +115,11 @@ impl Trouble {
 }
 
 impl Registry {
-    fn new(notices: mpsc::UnboundedSender<String>) -> Registry {
+    fn new(notices: mpsc::UnboundedSender<String>, max_held: u64) -> Registry {
         Registry {
             udp: Mutex::default(),
             tcp: Mutex::default(),
-            hold: hold::Hold::default(),
+            hold: hold::Hold::new(max_held),
             troubles: Default::default(),
             notices,
         }
@@ -212,7 +215,7 @@ impl Relay {
             );
         }
         let (notices_tx, notices) = mpsc::unbounded_channel();
-        let registry = Arc::new(Registry::new(notices_tx));
+        let registry = Arc::new(Registry::new(notices_tx, cfg.max_held));
         let mut tasks = Vec::new();
         if let Some(listener) = tcp_listener.filter(|_| cfg.tcp) {
             let listener = tokio::net::TcpListener::from_std(listener)

@@ -116,10 +116,9 @@ pub(super) async fn dispatch_loop(
 /// room, for the flow to count).
 type Arrival = (Instant, Option<Bytes>);
 
-fn out_of_room() -> String {
+fn out_of_room(limit: u64) -> String {
     format!(
-        "relay: datagrams dropped, the relay holds its most ({} bytes) already",
-        super::hold::MAX_HELD_BYTES
+        "relay: datagrams dropped, the relay holds its most ({limit} bytes, --max-held) already"
     )
 }
 
@@ -201,7 +200,7 @@ impl Flow {
                         last_activity = arrived;
                         up.refuse_packet();
                         publish(&slot, &up, &down);
-                        registry.trouble(Trouble::Memory, out_of_room);
+                        registry.trouble(Trouble::Memory, || out_of_room(hold.limit()));
                     }
                     None => break,
                 },
@@ -216,7 +215,7 @@ impl Flow {
                         } else {
                             down.refuse_packet();
                             publish(&slot, &up, &down);
-                            registry.trouble(Trouble::Memory, out_of_room);
+                            registry.trouble(Trouble::Memory, || out_of_room(hold.limit()));
                         }
                     }
                 }

@@ -61,6 +61,7 @@ async fn the_relay_holds_a_bounded_number_of_bytes() {
             seed: 1,
             tcp: false,
             udp: true,
+            max_held: wirebench::flows::relay::MAX_HELD_BYTES,
         })
         .await
         .expect("relay starts");

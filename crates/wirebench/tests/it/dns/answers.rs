@@ -231,6 +231,7 @@ async fn udp_timeouts_equal_what_the_relay_dropped() {
                 seed,
                 tcp: true,
                 udp: true,
+                max_held: wirebench::flows::relay::MAX_HELD_BYTES,
             })
             .await
             .expect("relay starts");

@@ -266,6 +266,7 @@ async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
             seed: 1,
             tcp: false,
             udp: true,
+            max_held: wirebench::flows::relay::MAX_HELD_BYTES,
         })
         .await
         .expect("relay starts");
@@ -291,6 +292,62 @@ async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
             (1, 1, 0),
             "{c:?}"
         );
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// `--max-held` bounds what the relay holds: with room for 64 KiB and a 5 s delay line, 65
+/// datagrams of 1000 B fit and the other 35 of 100 are dropped as queue drops, with a notice
+/// that names the flag. The hello sent after them is forwarded at once (set-up is not delayed),
+/// so when it arrives upstream every datagram before it has been handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relay_holds_no_more_than_max_held() {
+    use tokio::net::UdpSocket;
+    use wirebench::flows::relay::{Relay, RelayConfig};
+    use wirebench_core::machine::impair::Impairments;
+    use wirebench_core::security::amplification::encode_hello;
+
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let upstream = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let mut relay = Relay::start(RelayConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: upstream.local_addr().unwrap(),
+            impairments: Impairments::parse_list("delay=up:5s").unwrap(),
+            seed: 1,
+            tcp: false,
+            udp: true,
+            max_held: 64 << 10,
+        })
+        .await
+        .expect("relay starts");
+        let mut notices = relay.notices().expect("notices");
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        client.connect(relay.local_addr()).await.unwrap();
+        let datagram = [1u8; 1000];
+        for _ in 0..100 {
+            client.send(&datagram).await.unwrap();
+        }
+        let hello = encode_hello(3, 4, 0);
+        client.send(&hello).await.unwrap();
+        let mut buf = [0u8; 2048];
+        let n = upstream.recv(&mut buf).await.unwrap();
+        assert_eq!(
+            &buf[..n],
+            &hello[..],
+            "only the hello passes before the delay"
+        );
+        let c = relay.counts();
+        assert_eq!(
+            (c.udp_up.received, c.udp_up.dropped, c.udp_up.queue_drops),
+            (100, 35, 35),
+            "{c:?}"
+        );
+        // The 65 in the delay line; the hello's 20 bytes until its flow settles its budget.
+        let held = relay.held_bytes();
+        assert!((65_000..=65_020).contains(&held), "{held}");
+        let notice = notices.recv().await.expect("a notice");
+        assert!(notice.contains("65536 bytes, --max-held"), "{notice}");
     })
     .await
     .expect("test finished in time");

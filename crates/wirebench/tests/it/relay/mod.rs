@@ -44,6 +44,7 @@ pub(super) async fn relay(server: &TestServer, impair: &str, seed: u64) -> Relay
         seed,
         tcp: true,
         udp: true,
+        max_held: wirebench::flows::relay::MAX_HELD_BYTES,
     })
     .await
     .expect("relay starts")
