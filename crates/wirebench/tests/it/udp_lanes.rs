@@ -89,7 +89,11 @@ async fn round_trips_are_answered_by_the_lane_that_received_them() {
         .await;
         assert!(saw.status.success(), "{}", crate::cli::stderr(&saw));
         let s = server.next_session().await;
-        assert_eq!(s.report.acks_sent, 200, "{:?}", s.report);
+        let r = &s.report;
+        assert_eq!(r.messages, 200, "{r:?}");
+        // Every copy that arrived is acknowledged, a retransmission too: a busy host can hold
+        // an acknowledgement past the 2 ms minimum timeout (seen once in CI: 201 for 200).
+        assert_eq!(r.acks_sent, r.messages + r.duplicates, "{r:?}");
         assert!(s.report.data_path.receive_lane.is_some(), "{:?}", s.report);
         let ping = crate::cli::wirebench(&[
             "ping",
