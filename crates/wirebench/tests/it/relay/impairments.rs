@@ -246,47 +246,70 @@ async fn the_rate_limiter_drops_what_overflows_its_queue_and_paces_the_rest() {
     .expect("test finished in time");
 }
 
-/// Only a whole wirebench hello passes the relay as set-up (unimpaired, uncounted): a DNS
-/// query whose ID starts with the hello's kind byte is data like any other. Through a relay that
-/// drops everything, such a query is received and dropped; the hello sent after it, through
-/// the same flow, is the first datagram upstream sees (so the query was handled before it).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
-    use tokio::net::UdpSocket;
-    use wirebench::flows::relay::{Relay, RelayConfig};
-    use wirebench_core::machine::impair::Impairments;
-    use wirebench_core::security::amplification::encode_hello;
+/// A relay (UDP only, `impair`, at most `max_held` bytes) in front of a bare socket that stands
+/// for the server, and a client socket connected to the relay: what the relay forwards is
+/// read from `upstream` as it left the relay.
+struct BareRelay {
+    upstream: tokio::net::UdpSocket,
+    relay: wirebench::flows::relay::Relay,
+    client: tokio::net::UdpSocket,
+}
 
-    tokio::time::timeout(TEST_TIMEOUT, async {
+impl BareRelay {
+    async fn start(impair: &str, max_held: u64) -> BareRelay {
+        use tokio::net::UdpSocket;
+        use wirebench::flows::relay::{Relay, RelayConfig};
+        use wirebench_core::machine::impair::Impairments;
+
         let upstream = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let relay = Relay::start(RelayConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: upstream.local_addr().unwrap(),
-            impairments: Impairments::parse_list("loss=100%").unwrap(),
+            impairments: Impairments::parse_list(impair).unwrap(),
             seed: 1,
             tcp: false,
             udp: true,
-            max_held: wirebench::flows::relay::MAX_HELD_BYTES,
+            max_held,
         })
         .await
         .expect("relay starts");
         let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         client.connect(relay.local_addr()).await.unwrap();
+        BareRelay {
+            upstream,
+            relay,
+            client,
+        }
+    }
+
+    /// Sends a hello after what was sent so far and waits for what reaches upstream first.
+    /// The relay forwards a hello at once, so when it arrives every datagram the client sent
+    /// before it through the same flow has been handled.
+    async fn first_upstream_after_a_hello(&self) -> (Vec<u8>, Vec<u8>) {
+        let hello = wirebench_core::security::amplification::encode_hello(3, 4, 0);
+        self.client.send(&hello).await.unwrap();
+        let mut buf = [0u8; 2048];
+        let n = self.upstream.recv(&mut buf).await.unwrap();
+        (buf[..n].to_vec(), hello.to_vec())
+    }
+}
+
+/// Only a whole wirebench hello passes the relay as set-up (unimpaired, uncounted): a DNS
+/// query whose ID starts with the hello's kind byte is data like any other. Through a relay that
+/// drops everything, such a query is received and dropped; the hello sent after it is the first
+/// datagram upstream sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let bare = BareRelay::start("loss=100%", wirebench::flows::relay::MAX_HELD_BYTES).await;
         // A 20-byte DNS query (ID 0x052a, RD set, one question for "ab." A): a hello's length.
         let query = [
             0x05, 0x2a, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 2, b'a', b'b', 0, 0, 1, 0, 1,
         ];
-        let hello = encode_hello(3, 4, 0);
-        client.send(&query).await.unwrap();
-        client.send(&hello).await.unwrap();
-        let mut buf = [0u8; 64];
-        let n = upstream.recv(&mut buf).await.unwrap();
-        assert_eq!(
-            &buf[..n],
-            &hello[..],
-            "the query was dropped, the hello passed"
-        );
-        let c = relay.counts();
+        bare.client.send(&query).await.unwrap();
+        let (first, hello) = bare.first_upstream_after_a_hello().await;
+        assert_eq!(first, hello, "the query was dropped, the hello passed");
+        let c = bare.relay.counts();
         assert_eq!(
             (c.udp_up.received, c.udp_up.dropped, c.udp_up.forwarded),
             (1, 1, 0),
@@ -299,52 +322,25 @@ async fn a_datagram_that_only_starts_like_a_hello_is_impaired_and_counted() {
 
 /// `--max-held` bounds what the relay holds: with room for 64 KiB and a 5 s delay line, 65
 /// datagrams of 1000 B fit and the other 35 of 100 are dropped as queue drops, with a notice
-/// that names the flag. The hello sent after them is forwarded at once (set-up is not delayed),
-/// so when it arrives upstream every datagram before it has been handled.
+/// that names the flag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_holds_no_more_than_max_held() {
-    use tokio::net::UdpSocket;
-    use wirebench::flows::relay::{Relay, RelayConfig};
-    use wirebench_core::machine::impair::Impairments;
-    use wirebench_core::security::amplification::encode_hello;
-
     tokio::time::timeout(TEST_TIMEOUT, async {
-        let upstream = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let mut relay = Relay::start(RelayConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            upstream: upstream.local_addr().unwrap(),
-            impairments: Impairments::parse_list("delay=up:5s").unwrap(),
-            seed: 1,
-            tcp: false,
-            udp: true,
-            max_held: 64 << 10,
-        })
-        .await
-        .expect("relay starts");
-        let mut notices = relay.notices().expect("notices");
-        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        client.connect(relay.local_addr()).await.unwrap();
-        let datagram = [1u8; 1000];
+        let mut bare = BareRelay::start("delay=up:5s", 64 << 10).await;
+        let mut notices = bare.relay.notices().expect("notices");
         for _ in 0..100 {
-            client.send(&datagram).await.unwrap();
+            bare.client.send(&[1u8; 1000]).await.unwrap();
         }
-        let hello = encode_hello(3, 4, 0);
-        client.send(&hello).await.unwrap();
-        let mut buf = [0u8; 2048];
-        let n = upstream.recv(&mut buf).await.unwrap();
-        assert_eq!(
-            &buf[..n],
-            &hello[..],
-            "only the hello passes before the delay"
-        );
-        let c = relay.counts();
+        let (first, hello) = bare.first_upstream_after_a_hello().await;
+        assert_eq!(first, hello, "only the hello passes before the delay");
+        let c = bare.relay.counts();
         assert_eq!(
             (c.udp_up.received, c.udp_up.dropped, c.udp_up.queue_drops),
             (100, 35, 35),
             "{c:?}"
         );
         // The 65 in the delay line; the hello's 20 bytes until its flow settles its budget.
-        let held = relay.held_bytes();
+        let held = bare.relay.held_bytes();
         assert!((65_000..=65_020).contains(&held), "{held}");
         let notice = notices.recv().await.expect("a notice");
         assert!(notice.contains("65536 bytes, --max-held"), "{notice}");
