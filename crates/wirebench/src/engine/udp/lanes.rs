@@ -51,9 +51,16 @@ impl LaneSet {
         self.sockets.len() as u32
     }
 
-    /// The lane the datagrams of `session` meet.
+    /// The lane the datagrams of `session` meet (the steering program's rule).
     pub fn lane_of(&self, session: u32) -> u32 {
         session % self.count().max(1)
+    }
+
+    /// A session id whose datagrams meet `lane`: `random` with its remainder by the lane count
+    /// replaced by `lane`, so all but the few bits that name the lane stay random.
+    pub fn id_on_lane(&self, random: u32, lane: u32) -> u32 {
+        let n = self.count().max(1);
+        (random - random % n).checked_add(lane).unwrap_or(lane)
     }
 
     /// The lane with the fewest live sessions (the first such from `start`, to spread ties).
@@ -458,6 +465,12 @@ mod tests {
         set.leave(0);
         assert_eq!(set.live[0].load(Ordering::Relaxed), 0, "never below zero");
         assert_eq!(set.lane_of(3_000_000_001), 3_000_000_001 % 3);
+        for random in [0, 1, 2, 3_000_000_001, u32::MAX - 1, u32::MAX] {
+            for lane in 0..3 {
+                let id = set.id_on_lane(random, lane);
+                assert_eq!(set.lane_of(id), lane, "{random} on lane {lane}: {id}");
+            }
+        }
     }
 
     #[test]

@@ -313,10 +313,7 @@ impl Registry {
         let id = loop {
             let random: u32 = rng.gen();
             let id = match (&lanes, lane) {
-                (Some(set), Some(lane)) => {
-                    let n = set.count().max(1);
-                    (random - random % n).checked_add(lane).unwrap_or(lane)
-                }
+                (Some(set), Some(lane)) => set.id_on_lane(random, lane),
                 _ => random,
             };
             if id != 0 && !slots.contains_key(&id) {
