@@ -113,14 +113,14 @@ pub fn iperf3_client(
         .as_deref()
         .map(super::iperf3_flags::blockcount)
         .transpose()?;
-    let limit = match (&i.time, blocks) {
-        (None, Some(k)) => Limit::Bytes(k.checked_mul(len).ok_or_else(|| {
+    let limit = match (&i.time, blocks, args.total.as_deref()) {
+        (None, Some(k), _) => Limit::Bytes(k.checked_mul(len).ok_or_else(|| {
             usage(format!(
                 "-k/--blockcount {k} is too large: {k} blocks of {len} B would pass {} bytes",
                 u64::MAX
             ))
         })?),
-        (Some(t), _) => {
+        (Some(t), _, _) => {
             let d = parse_run_time(t)?;
             if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
                 return Err(usage(format!(
@@ -130,9 +130,9 @@ pub fn iperf3_client(
             Limit::Time(d)
         }
         // Neither -n, -k nor -t: iperf3's own default, a 10-second test.
-        (None, None) if args.total.is_none() => Limit::Time(IPERF3_TIME),
-        (None, None) => {
-            let n = single(args.total.as_deref().unwrap_or_default(), "-n/--total")?;
+        (None, None, None) => Limit::Time(IPERF3_TIME),
+        (None, None, Some(total)) => {
+            let n = single(total, "-n/--total")?;
             if n == 0 {
                 return Err(usage("-n/--total must be at least 1 byte"));
             }
