@@ -38,16 +38,18 @@ pub fn flow(
     // moves well before it, so a steady ping costs no extra system call.
     let mut armed: Option<Duration> = None;
     loop {
+        // One clock read per turn (and one per answer): the send below follows it at once,
+        // and the waits are bounded below by MIN_WAIT anyway.
         let now = Instant::now();
         if tracker.outstanding() == 0
             && plan.more(tracker.counts().sent, now)
             && next_send_at.is_none_or(|at| now >= at)
         {
-            let seq = tracker.send_new(Instant::now());
+            let seq = tracker.send_new(now);
             send_errors += u64::from(!send_request(socket, &mut out, session, seq, false));
-            next_send_at = plan.interval.map(|pause| Instant::now() + pause);
+            next_send_at = plan.interval.map(|pause| now + pause);
         }
-        let more = plan.more(tracker.counts().sent, Instant::now());
+        let more = plan.more(tracker.counts().sent, now);
         if tracker.outstanding() == 0 && !more {
             break;
         }
@@ -65,7 +67,7 @@ pub fn flow(
             }
             continue;
         }
-        let wait = wake.map(|at| at.saturating_duration_since(Instant::now()).max(MIN_WAIT));
+        let wait = wake.map(|at| at.saturating_duration_since(now).max(MIN_WAIT));
         if needs_rearming(armed, wait) {
             socket.set_read_timeout(wait)?;
             armed = wait;

@@ -334,18 +334,7 @@ pub(crate) async fn start_server(
         .kill_on_drop(true)
         .spawn()
         .expect("start wirebench server");
-    let mut err_lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line())
-        .await
-        .expect("the server starts in time")
-        .expect("stderr readable")
-        .expect("a listening line");
-    // "wirebench server listening on 127.0.0.1:PORT (TCP and UDP, one port)"
-    let addr = line
-        .split_whitespace()
-        .nth(4)
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_string();
+    let (addr, _stderr) = crate::support::listening_address(&mut server).await;
     let lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
     (server, addr, lines)
 }

@@ -4,10 +4,8 @@
 //! are missing. Traffic stays inside the namespaces.
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cli::wirebench;
 use crate::support::{TempPath, TEST_TIMEOUT};
@@ -98,13 +96,7 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link() {
             .kill_on_drop(true)
             .spawn()
             .expect("start the server in its namespace");
-        let mut err_lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let line = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line())
-            .await
-            .expect("server starts")
-            .expect("stderr")
-            .expect("listening line");
-        let addr = line.split_whitespace().nth(4).expect("address").to_string();
+        let (addr, _stderr) = crate::support::listening_address(&mut server).await;
         // 8000-byte messages: each datagram is fragmented on a 1500-byte link, and segmentation
         // offload must fall back to one datagram per send.
         let out = tokio::process::Command::new("ip")

@@ -34,6 +34,31 @@ pub async fn within_for<F: Future>(limit: Duration, what: &str, body: F) -> F::O
     }
 }
 
+/// What a `wirebench server` child (stderr piped) said first: the address in its
+/// "wirebench server listening on ADDR (…)" line, read within 20 s, and the rest of its stderr
+/// (kept open while the caller holds it).
+pub async fn listening_address(
+    server: &mut tokio::process::Child,
+) -> (
+    String,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut lines =
+        BufReader::new(server.stderr.take().expect("the server's stderr is piped")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the server starts in time")
+        .expect("stderr readable")
+        .expect("a listening line");
+    let addr = line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    (addr, lines)
+}
+
 /// Compares `actual` byte for byte with the snapshot `tests/snapshots/{name}`. With
 /// `WIREBENCH_UPDATE_SNAPSHOTS=1` the snapshot is written first: run that after an intended
 /// change, and review the snapshot's diff before committing it.

@@ -6,7 +6,6 @@
 
 use std::process::{Command as StdCommand, Output, Stdio};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::support::{within, TestServer};
@@ -152,13 +151,7 @@ async fn a_wildcard_server_answers_from_the_address_it_was_asked_at() {
             .kill_on_drop(true)
             .spawn()
             .expect("start the server");
-        let mut err = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let line = err
-            .next_line()
-            .await
-            .expect("stderr")
-            .expect("listening line");
-        let addr = line.split_whitespace().nth(4).expect("address").to_string();
+        let (addr, _stderr) = crate::support::listening_address(&mut server).await;
         let port = addr.rsplit(':').next().expect("port").to_string();
         let v6 = std::net::UdpSocket::bind("[::1]:0").is_ok();
         let hosts: &[&str] = if v6 {
@@ -278,13 +271,7 @@ impl Veth {
             .kill_on_drop(true)
             .spawn()
             .expect("start the server in its namespace");
-        let mut err = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let line = err
-            .next_line()
-            .await
-            .expect("stderr")
-            .expect("listening line");
-        let addr = line.split_whitespace().nth(4).expect("address").to_string();
+        let (addr, _stderr) = crate::support::listening_address(&mut server).await;
         (server, addr)
     }
 

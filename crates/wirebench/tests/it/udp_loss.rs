@@ -159,13 +159,7 @@ async fn loopback_loss_is_all_the_receiving_servers_and_its_lanes_share_the_flow
             .kill_on_drop(true)
             .spawn()
             .expect("start the server");
-        let mut err = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let line = err
-            .next_line()
-            .await
-            .expect("stderr")
-            .expect("listening line");
-        let addr = line.split_whitespace().nth(4).expect("address").to_string();
+        let (addr, _stderr) = crate::support::listening_address(&mut server).await;
         let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
         let db = TempPath::new(".sqlite3");
         let mut run = client(&db, &addr, &["-P", "2"]);
