@@ -10,6 +10,8 @@ It installs nothing: missing reference tools are reported and their workloads sk
 QUIC's reference is quinn's own perf tool, built from a quinn source checkout named by
 --quinn-src PATH or $QUINN_SRC (`git clone https://github.com/quinn-rs/quinn`; it is built there
 with `cargo build --release -p perf` when target/release/quinn-perf is missing, never copied here).
+QUIC stop-and-wait is also set against bare quinn's own floor, our example
+crates/wirebench/examples/quic_floor.rs (`cargo build --release --example quic_floor`).
 Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--quinn-src PATH] [--out FILE]
                         [--seconds 3] [--iperf3 PATH] [--sockperf PATH]
 iperf3 always runs timed (-t): 3.17+ reports a -n run over whole seconds. The _P1/_P4/_P8 rows run
@@ -324,6 +326,17 @@ def nuttcp_run(servers, size, total):
     return {"gbit_s": rate / 1000, "client_cpu_s": cpu, "server_cpu_s": srv_cpu, "gib": total / GiB}
 
 
+def quic_floor_run(servers, count, variant):
+    """Bare quinn's stop-and-wait (examples/quic_floor.rs, both ends in its own process): `count`
+    round trips of 1 KiB answered by one byte; `variant` bare (quinn's socket and settings) or
+    tuned (wirebench's socket and transport settings)."""
+    out, cpu = run_client([servers.quic_floor, str(count), "1024", variant])
+    res = json.loads(out.strip().splitlines()[-1])
+    # One process plays both ends, so its CPU is all on the client's side.
+    return {"client_cpu_s": cpu, "server_cpu_s": 0.0, "gib": count * 1024 / GiB,
+            "p50_us": res["p50_us"], "p99_us": res["p99_us"]}
+
+
 def sockperf_run(servers, tcp, size, seconds=3):
     port = servers.ports["sockperf_tcp" if tcp else "sockperf_udp"]
     cmd = [servers.sockperf, "ping-pong", "-i", HOST, "-p", str(port), "-m", str(size), "-t", str(seconds), "--full-rtt"]
@@ -423,6 +436,11 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp // 2))]),
         ("quic_saw_1k", "p50_us", False, lambda s: wirebench_run(s, "quic", "saw", 1024, 1024 * saw_msgs),
          [("wirebench-tcp", lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs))]),
+        # The same exchange with quinn alone (examples/quic_floor.rs): quinn's own floor, so the
+        # row above splits into what is quinn's and what is ours.
+        ("quic_saw_floor", "p50_us", False, lambda s: wirebench_run(s, "quic", "saw", 1024, 1024 * saw_msgs),
+         [("quic_floor-bare", lambda s: quic_floor_run(s, saw_msgs, "bare")),
+          ("quic_floor-tuned", lambda s: quic_floor_run(s, saw_msgs, "tuned"))]),
         ("quic_ping_1k", "p50_us", False, lambda s: wirebench_ping(s, "quic", 1024, saw_msgs),
          [("wirebench-tcp", lambda s: wirebench_ping(s, "tcp", 1024, saw_msgs))]),
     ]
@@ -444,6 +462,8 @@ def main():
                     help="length of every timed run: iperf3's (always -t, see iperf3_run) and the -P rows' (default 3)")
     ap.add_argument("--iperf3", default="iperf3", help="iperf3 binary (e.g. one built from esnet/iperf)")
     ap.add_argument("--sockperf", default="sockperf", help="sockperf binary")
+    ap.add_argument("--quic-floor", default="target/release/examples/quic_floor",
+                    help="bare quinn's stop-and-wait (cargo build --release --example quic_floor)")
     ap.add_argument("--out", default="bench/results.json", help="where to write the JSON results")
     ap.add_argument("--quinn-src", default=os.environ.get("QUINN_SRC", ""),
                     help="quinn source checkout for quinn-perf, QUIC's reference (default: $QUINN_SRC)")
@@ -453,11 +473,12 @@ def main():
 
     if not os.access(args.wirebench, os.X_OK):
         sys.exit(f"{args.wirebench} not found: build it first with `cargo build --release`")
-    tools = {"iperf3": args.iperf3, "nuttcp": "nuttcp", "sockperf": args.sockperf, "xfr": "xfr"}
+    tools = {"iperf3": args.iperf3, "nuttcp": "nuttcp", "sockperf": args.sockperf, "xfr": "xfr",
+             "quic_floor": args.quic_floor}
     missing = [name for name, path in tools.items() if shutil.which(path) is None]
     if missing:
         print(f"reference tools missing: {' '.join(missing)} (apt-get install iperf3 nuttcp sockperf; "
-              "cargo install xfr); their comparisons are skipped", file=sys.stderr)
+              "cargo install xfr; cargo build --release --example quic_floor); their comparisons are skipped", file=sys.stderr)
     quinn_perf = quinn_perf_binary(args.quinn_src) if args.quinn_src else None
     if quinn_perf is None:
         missing.append("quinn")
@@ -468,6 +489,7 @@ def main():
     servers = Servers(args.wirebench)
     servers.quinn_perf, servers.quinn_seconds = quinn_perf, args.quinn_seconds
     servers.iperf3, servers.sockperf = args.iperf3, args.sockperf
+    servers.quic_floor = args.quic_floor
     cores = os.cpu_count()
     iperf3_version = ""
     if "iperf3" not in missing:

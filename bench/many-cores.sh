@@ -5,14 +5,15 @@
 # machine needs only bash, python3 and a Linux kernel.
 #
 #   bench/many-cores.sh prepare [BASELINE_WIREBENCH]   # here: after `cargo build --release`
+#                                                      # and `cargo build --release --example quic_floor`
 #   bash bench/many-cores.sh run                       # there, with target/devbench carried
 #
 # prepare takes iperf3 from $IPERF3 (default /work/tools/iperf3/bin/iperf3), quinn-perf from
 # $QUINN_SRC/target/release/quinn-perf (default /work/tools/quinn-src) and sockperf from PATH.
 # run writes new.txt/new.json (this tree), base.txt/base.json (the baseline, when carried) and
 # quic1.txt (QUIC with the server's runtime on one worker, TOKIO_WORKER_THREADS=1) under $OUT
-# (default /tmp/out); each pass has a time limit (T_NEW, T_BASE, T_Q1 seconds), rows as
-# ONLY_NEW / ONLY_BASE (bench/compare.py --only), PAIRS A/B pairs (default 3).
+# (default /tmp/out); each pass has a time limit (T_NEW, T_BASE, T_Q1 seconds; T_Q1=0 skips that pass), rows as
+# ONLY_NEW / ONLY_BASE / ONLY_Q1 (bench/compare.py --only), PAIRS A/B pairs (default 3).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 D="$ROOT/target/devbench"
@@ -21,6 +22,7 @@ prepare() {
   local base=${1:-}
   mkdir -p "$D/real" "$D/lib"
   strip -o "$D/real/wirebench" "$ROOT/target/release/wirebench" || exit 1
+  strip -o "$D/real/quic_floor" "$ROOT/target/release/examples/quic_floor" || exit 1
   [ -n "$base" ] && { strip -o "$D/real/wirebench-base" "$base" || exit 1; }
   strip -o "$D/real/iperf3" "${IPERF3:-/work/tools/iperf3/bin/iperf3}"
   strip -o "$D/real/quinn-perf" "${QUINN_SRC:-/work/tools/quinn-src}/target/release/quinn-perf"
@@ -63,8 +65,8 @@ run() {
   cp "$D/bin/quinn-perf" "$D/quinn/target/release/quinn-perf"
   ulimit -n 65536 2>/dev/null
   local common=(--iperf3 "$D/bin/iperf3" --sockperf "$D/bin/sockperf" --quinn-src "$D/quinn"
-    --quinn-seconds 3 --seconds 2 --saw-msgs 20000 --pairs "${PAIRS:-3}")
-  local new=udp1472_P1,udp1472_P4,udp1472_P8,saw_udp_1k,ping_udp_1k,saw_tcp_1k,ping_tcp_1k,tcp128k_P1,tcp128k_P8,quic_1k,quic_saw_1k,quic_down_pmtu
+    --quic-floor "$D/bin/quic_floor" --quinn-seconds 3 --seconds 2 --saw-msgs 20000 --pairs "${PAIRS:-3}")
+  local new=udp1472_P1,udp1472_P4,udp1472_P8,saw_udp_1k,ping_udp_1k,saw_tcp_1k,ping_tcp_1k,tcp128k_P1,tcp128k_P8,quic_1k,quic_saw_1k,quic_saw_floor,quic_down_pmtu
   local base=udp1472_P1,udp1472_P8,saw_udp_1k,ping_udp_1k,quic_1k,quic_saw_1k
   echo "=== this tree"
   timeout "${T_NEW:-330}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" "${common[@]}" \
@@ -76,9 +78,10 @@ run() {
       --only "${ONLY_BASE:-$base}" --out "$OUT/base.json" >"$OUT/base.txt" 2>&1
     tail -c 4000 "$OUT/base.txt"
   fi
+  [ "${T_Q1:-50}" = 0 ] && return
   echo "=== this tree, QUIC with the runtime on one worker (TOKIO_WORKER_THREADS=1)"
   TOKIO_WORKER_THREADS=1 timeout "${T_Q1:-50}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" \
-    "${common[@]}" --only quic_1k,quic_saw_1k --out "$OUT/quic1.json" >"$OUT/quic1.txt" 2>&1
+    "${common[@]}" --only "${ONLY_Q1:-quic_1k,quic_saw_1k}" --out "$OUT/quic1.json" >"$OUT/quic1.txt" 2>&1
   tail -c 1500 "$OUT/quic1.txt"
 }
 
