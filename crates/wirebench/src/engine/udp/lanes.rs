@@ -9,7 +9,7 @@
 //! whose demultiplexer counts it as stray. A session's datagrams thus always meet one lane, and
 //! the registry picks session ids so that live sessions spread evenly over the lanes.
 //!
-//! A lane thread waits in `recvmmsg` itself (no runtime hop between a datagram and its
+//! A lane thread waits in `recvmmsg` (`recvmsg` for one buffer) itself (no runtime hop between a datagram and its
 //! handler: a stop-and-wait acknowledgement or a request's answer leaves from the same thread,
 //! as sockperf's server does), reads each buffer's drop mark (`SO_RXQ_OVFL`) and hands
 //! datagrams to the same [`DatagramHandler`] the shared socket's demultiplexer feeds. It must
@@ -29,10 +29,6 @@ use crate::engine::demux::DatagramHandler;
 
 /// Buffers one lane receive takes at most (each up to 64 KiB, a GRO batch).
 const LANE_SLOTS: usize = 8;
-
-/// How long a lane waits in one receive before it looks whether it must stop (a stop also
-/// wakes it at once, by shutting its socket down).
-const LANE_WAKE: Duration = Duration::from_millis(500);
 
 /// The most lanes a server runs.
 pub const MAX_LANES: usize = 64;
@@ -193,7 +189,9 @@ fn lane_socket(local: SocketAddr) -> io::Result<UdpSocket> {
     let socket = crate::transport::net::udp_port_group_socket(local)
         .map_err(|e| io::Error::other(format!("{e:#}")))?;
     socket.set_nonblocking(false)?;
-    socket.set_read_timeout(Some(LANE_WAKE))?;
+    // No receive timeout: a stop wakes the lane by shutting its socket down (`shut`), and a
+    // timeout would arm and cancel a kernel timer on every receive of a round trip.
+    socket.set_read_timeout(None)?;
     udp_recv::enable_gro(&socket);
     if local.ip().is_unspecified() {
         udp_recv::enable_destination(&socket, local.is_ipv6())?;
@@ -232,11 +230,13 @@ fn serve(
                     }));
                 }
             }
-            // The receive timeout: look at the stop flag.
+            // A receive cut short (a signal): look at the stop flag.
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
                 ) => {}
             // A datagram socket's errors are one-offs (an allocation that failed); back off a
             // little so that one that repeats cannot spin the lane.

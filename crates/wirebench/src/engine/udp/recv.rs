@@ -86,7 +86,8 @@ impl RecvBatch {
 
     /// As [`RecvBatch::recv`], into at most `slots` of the batch's buffers (at least one). A
     /// receive that asks for more than one buffer pays, once the first has come, for a look
-    /// at the queue that finds it empty when datagrams come one at a time.
+    /// at the queue that finds it empty when datagrams come one at a time; one buffer is a
+    /// plain `recvmsg`.
     #[cfg(target_os = "linux")]
     pub fn recv_at_most(
         &mut self,
@@ -127,16 +128,36 @@ impl RecvBatch {
             libc::MSG_DONTWAIT
         };
         let n = loop {
-            // SAFETY: every header points into buffers (`self.buf`, `names`, `iovs`, `ctrls`)
-            // that outlive the call, with their true lengths; the kernel writes within them.
-            let n = unsafe {
-                libc::recvmmsg(
-                    socket.as_raw_fd(),
-                    hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
-                    slots as libc::c_uint,
-                    flags,
-                    std::ptr::null_mut(),
-                )
+            let n = if slots == 1 {
+                // One buffer: `recvmsg`, which is what `recvmmsg` runs for each buffer, without
+                // the batch loop around it (a round trip's receive). Its result is the
+                // datagram's length, which `recvmmsg` would have stored in `msg_len`.
+                let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+                // SAFETY: as below, for the first header only, which was set up above.
+                unsafe {
+                    let hdr = hdrs[0].assume_init_mut();
+                    let len = libc::recvmsg(socket.as_raw_fd(), &mut hdr.msg_hdr, flags);
+                    if len >= 0 {
+                        // One datagram, even an empty one.
+                        hdr.msg_len = len as libc::c_uint;
+                        1
+                    } else {
+                        -1
+                    }
+                }
+            } else {
+                // SAFETY: every header points into buffers (`self.buf`, `names`, `iovs`,
+                // `ctrls`) that outlive the call, with their true lengths; the kernel writes
+                // within them.
+                unsafe {
+                    libc::recvmmsg(
+                        socket.as_raw_fd(),
+                        hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
+                        slots as libc::c_uint,
+                        flags,
+                        std::ptr::null_mut(),
+                    )
+                }
             };
             if n >= 0 {
                 break n as usize;
@@ -312,8 +333,24 @@ pub fn send_to(
         }
     }
     loop {
-        // SAFETY: `hdr` points at `iov` (over `data`), `to` and `ctrl`, all alive here.
-        let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &hdr, libc::MSG_DONTWAIT) };
+        // Without a source to set, `sendto`: the kernel then copies no message header and no
+        // vector from user memory, a shorter path for every answer of a round trip.
+        let n = if hdr.msg_controllen == 0 {
+            // SAFETY: `data` and `to` are alive here, and their lengths are theirs.
+            unsafe {
+                libc::sendto(
+                    socket.as_raw_fd(),
+                    data.as_ptr().cast(),
+                    data.len(),
+                    libc::MSG_DONTWAIT,
+                    to.as_ptr().cast(),
+                    to.len(),
+                )
+            }
+        } else {
+            // SAFETY: `hdr` points at `iov` (over `data`), `to` and `ctrl`, all alive here.
+            unsafe { libc::sendmsg(socket.as_raw_fd(), &hdr, libc::MSG_DONTWAIT) }
+        };
         if n >= 0 {
             return Ok(());
         }
