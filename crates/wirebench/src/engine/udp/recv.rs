@@ -493,6 +493,42 @@ mod tests {
         assert_eq!(drops_now(&socket), Some(0));
     }
 
+    /// A receive of one buffer (`recvmsg`, a lane's round trip) says what a batch says, counts
+    /// an empty datagram as one, and takes one datagram of several queued; an answer without
+    /// a source to set (`sendto`) leaves from the socket's address.
+    #[test]
+    fn a_receive_of_one_buffer_says_what_a_batch_says() {
+        let socket = bound();
+        assert!(enable_drop_marks(&socket));
+        enable_destination(&socket, false).unwrap();
+        let peer = bound();
+        let to = socket.local_addr().unwrap();
+        let mut batch = RecvBatch::new(8, true);
+        let nothing = batch.recv_at_most(&socket, false, 1).unwrap_err();
+        assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);
+        peer.send_to(&[], to).unwrap();
+        peer.send_to(&[5u8; 300], to).unwrap();
+        socket.set_nonblocking(false).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            assert_eq!(batch.recv_at_most(&socket, true, 1).unwrap(), 1);
+            let (data, r) = batch.received().next().unwrap();
+            assert_eq!(batch.received().count(), 1);
+            assert_eq!(
+                (r.from, r.to_ip, r.dropped),
+                (peer.local_addr().unwrap(), Some(to.ip()), Some(0))
+            );
+            // One datagram per buffer (an empty one strides 1, so nothing divides by 0).
+            assert_eq!(r.stride, data.len().max(1));
+            got.push(data.to_vec());
+        }
+        assert_eq!(got, [vec![], vec![5u8; 300]]);
+        send_to(&socket, b"answer", peer.local_addr().unwrap(), None).unwrap();
+        let mut buf = [0u8; 16];
+        let (n, from) = peer.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..n], from), (&b"answer"[..], to));
+    }
+
     /// A socket whose buffer is full drops what arrives; the counter with the next receive
     /// and SO_MEMINFO both say how many buffers it dropped.
     #[test]
