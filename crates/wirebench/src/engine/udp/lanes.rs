@@ -9,11 +9,11 @@
 //! whose demultiplexer counts it as stray. A session's datagrams thus always meet one lane, and
 //! the registry picks session ids so that live sessions spread evenly over the lanes.
 //!
-//! A lane thread waits in `recvmmsg` (`recvmsg` for one buffer) itself (no runtime hop between a datagram and its
-//! handler: a stop-and-wait acknowledgement or a request's answer leaves from the same thread,
-//! as sockperf's server does), reads each buffer's drop mark (`SO_RXQ_OVFL`) and hands
-//! datagrams to the same [`DatagramHandler`] the shared socket's demultiplexer feeds. It must
-//! not count anything itself.
+//! A lane thread waits in `recvmmsg` (`recvmsg` for one buffer) itself (no runtime hop between
+//! a datagram and its handler: a stop-and-wait acknowledgement or a request's answer leaves
+//! from the same thread, as sockperf's server does), reads each buffer's drop mark
+//! (`SO_RXQ_OVFL`) and hands datagrams to the same [`DatagramHandler`] the shared socket's
+//! demultiplexer feeds. It must not count anything itself.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
