@@ -19,6 +19,7 @@
 //! prints `{"count":…,"size":…,"p50_us":…,"p99_us":…,"mean_us":…}`. Loopback only.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,8 +27,21 @@ use anyhow::{bail, Context, Result};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use wirebench::engine::quic::{self, socket::QuicUdpSocket};
 use wirebench::transport::tls;
+use wirebench_core::vocab::stats::nearest_rank;
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    match measure() {
+        Ok(()) => ExitCode::SUCCESS,
+        // One line, as every wirebench error: what went wrong, then why.
+        Err(e) => {
+            eprintln!("quic_floor: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads the arguments, runs the round trips and prints their summary.
+fn measure() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let count: usize = match args.next() {
         Some(a) => a
@@ -36,7 +50,9 @@ fn main() -> Result<()> {
         None => 20_000,
     };
     let size: usize = match args.next() {
-        Some(a) => a.parse().context("SIZE must be a message size in bytes")?,
+        Some(a) => a
+            .parse()
+            .context("SIZE must be a message size in bytes (1 to 65535)")?,
         None => 1024,
     };
     let tuned = match args.next().as_deref() {
@@ -85,13 +101,13 @@ fn main() -> Result<()> {
 
     let mut sorted = rtts;
     sorted.sort_unstable();
-    let at =
-        |q: f64| sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1];
+    // Percentiles by nearest rank, as wirebench's own summaries take them.
+    let us = |per_mille| nearest_rank(&sorted, per_mille).unwrap_or(0) as f64 / 1e3;
     let mean = sorted.iter().sum::<u64>() as f64 / sorted.len() as f64;
     println!(
         "{{\"count\":{count},\"size\":{size},\"p50_us\":{:.3},\"p99_us\":{:.3},\"mean_us\":{:.3}}}",
-        at(0.50) as f64 / 1e3,
-        at(0.99) as f64 / 1e3,
+        us(500),
+        us(990),
         mean / 1e3
     );
     Ok(())

@@ -230,16 +230,10 @@ fn serve(
                     }));
                 }
             }
-            // A receive cut short (a signal): look at the stop flag.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                ) => {}
-            // A datagram socket's errors are one-offs (an allocation that failed); back off a
-            // little so that one that repeats cannot spin the lane.
+            // The socket has no timeout, a signal is retried within the receive and a stop
+            // wakes the lane with a receive of nothing: an error is a datagram socket's one-off
+            // (an allocation that failed). Back off a little so that one that repeats cannot
+            // spin the lane.
             Err(_) => {
                 failures = failures.saturating_add(1);
                 std::thread::sleep(Duration::from_millis(u64::from(failures.min(100))));
@@ -501,7 +495,7 @@ mod tests {
             assert_eq!(width.slots(), LANE_SLOTS);
             width.received(3);
         }
-        // A timeout (nothing received) counts as a receive of one.
+        // A receive of nothing (a stop shut the socket down) counts as a receive of one.
         width.received(0);
         assert_eq!(width.slots(), LANE_SLOTS);
     }

@@ -6,8 +6,8 @@
 //! UDP (our datagrams and QUIC) gets one socket toward the server per client address, so the
 //! server sees one peer per client; TCP is relayed as a byte stream, one upstream connection per
 //! accepted one, with delay, jitter and rate only. It never forwards to itself (a loop), holds
-//! at most its byte budget ([`RelayConfig::max_held`]) and [`MAX_UDP_FLOWS`] flows, and says when the system
-//! refuses it a socket.
+//! at most its byte budget ([`RelayConfig::max_held`]) and [`MAX_UDP_FLOWS`] flows, and says
+//! when the system refuses it a socket.
 
 mod hold;
 mod inline;

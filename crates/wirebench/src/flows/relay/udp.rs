@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use wirebench_core::machine::impair::{Impairer, Impairments};
+use wirebench_core::security::amplification::is_hello_or_echo;
 
 use super::{wait_until, FlowSlot, Registry, Trouble, UDP_FLOW_IDLE};
 use crate::transport::arrival;
@@ -190,7 +191,10 @@ impl Flow {
                         last_activity = arrived;
                         // The dispatcher took its bytes: they are this flow's now.
                         taken += p.len() as u64;
-                        if is_hello(&p) {
+                        // A whole address-validation hello or its echo is session set-up,
+                        // like the control connection: it passes unimpaired and uncounted,
+                        // so the relay's figures are the data's.
+                        if is_hello_or_echo(&p) {
                             let _ = back.send(&p).await;
                         } else {
                             up.handle_packet(arrived, p.len(), p);
@@ -207,7 +211,7 @@ impl Flow {
                 r = arrival::recv_from(&back, &mut buf) => {
                     if let Ok((n, _, arrived)) = r {
                         last_activity = arrived;
-                        if is_hello(&buf[..n]) {
+                        if is_hello_or_echo(&buf[..n]) {
                             let _ = front.send_to(&buf[..n], client).await;
                         } else if hold.try_take(n as u64) {
                             taken += n as u64;
@@ -241,10 +245,4 @@ fn publish(slot: &FlowSlot, up: &Impairer<Bytes>, down: &Impairer<Bytes>) {
     if let Ok(mut c) = slot.counts.lock() {
         *c = [up.counts(), down.counts()];
     }
-}
-
-/// A wirebench address-validation hello or its echo (kind 5): session set-up, like the control
-/// connection, so it passes unimpaired and uncounted and the relay's figures are the data's.
-fn is_hello(datagram: &[u8]) -> bool {
-    wirebench_core::security::amplification::is_hello_or_echo(datagram)
 }
