@@ -1,6 +1,7 @@
 //! Data-path loops that move bytes between sockets and the core machines. Engines never print,
 //! never touch the control connection and never decide policy: they send, receive and count.
 
+pub mod alarm;
 pub mod blocking;
 pub mod demux;
 pub mod inflight;

@@ -2,21 +2,19 @@
 //! socket in the calling thread: the same exchange and the same core `RequestTracker` as the
 //! async `rr::udp_flow`, minus the readiness polling through the runtime — the thread sleeps in
 //! `recv` itself and wakes when the response lands, one wake-up less per round trip, as
-//! sockperf does.
+//! sockperf does. The receive has no kernel timeout: a [`RecvAlarm`] keeps the deadlines.
 
 use std::io;
 use std::net::UdpSocket;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker};
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
+use super::alarm::RecvAlarm;
 use super::rr::{write_request_header, FlowTally, Plan, Shape};
-
-/// Shortest receive timeout we ask the kernel for (0 would mean "wait for ever").
-const MIN_WAIT: Duration = Duration::from_micros(1);
 
 /// Runs one flow with one request outstanding on `socket` (connected to the server, blocking);
 /// records each response time (ns) in `hist`. Timeouts, retries, loss and late answers are
@@ -34,9 +32,8 @@ pub fn flow(
     let mut buf = vec![0u8; HEADER_LEN + shape.response + 1];
     let mut send_errors = 0u64;
     let mut next_send_at: Option<Instant> = None;
-    // The receive timeout last given to the kernel: set again only when the next deadline
-    // moves well before it, so a steady ping costs no extra system call.
-    let mut armed: Option<Duration> = None;
+    // Interrupts the receive at the next deadline; a steady ping costs it no system call.
+    let alarm = RecvAlarm::for_this_thread()?;
     loop {
         // One clock read per turn (and one per answer): the send below follows it at once,
         // and the waits are bounded below by MIN_WAIT anyway.
@@ -62,16 +59,17 @@ pub fn flow(
         };
         if tracker.outstanding() == 0 {
             // Nothing to wait for but the next request's time.
+            alarm.set(None);
             if let Some(at) = wake {
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
             }
             continue;
         }
-        let wait = wake.map(|at| at.saturating_duration_since(now).max(MIN_WAIT));
-        if needs_rearming(armed, wait) {
-            socket.set_read_timeout(wait)?;
-            armed = wait;
+        if wake.is_some_and(|at| at <= now) {
+            send_errors += expire(socket, &mut out, session, tracker, now);
+            continue;
         }
+        alarm.set(wake);
         match socket.recv(&mut buf) {
             Ok(n) => match Header::decode(&buf[..n]) {
                 Ok(h)
@@ -91,21 +89,20 @@ pub fn flow(
                 // Not ours, or malformed: ignored.
                 _ => {}
             },
+            // The alarm (or another signal): whatever deadline has passed is handled.
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
                 ) =>
             {
                 send_errors += expire(socket, &mut out, session, tracker, Instant::now());
             }
-            // An ICMP error (port unreachable) from an earlier send, or a signal: the request
-            // it belongs to will time out.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted
-                ) => {}
+            // An ICMP error (port unreachable) from an earlier send: the request it belongs to
+            // will time out.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),
         }
     }
@@ -113,17 +110,6 @@ pub fn flow(
         counts: tracker.counts(),
         send_errors,
     })
-}
-
-/// Whether the kernel's receive timeout must change: when it is unset or longer than the
-/// next deadline by more than a millisecond (a receive that outlives its deadline would make
-/// a lost request's verdict late), or when there is no deadline any more.
-fn needs_rearming(armed: Option<Duration>, wanted: Option<Duration>) -> bool {
-    match (armed, wanted) {
-        (_, None) => armed.is_some(),
-        (None, Some(_)) => true,
-        (Some(a), Some(w)) => a > w + Duration::from_millis(1) || w > a * 2,
-    }
 }
 
 /// Handles every deadline at or before `now`: sends the retries, lets the tracker declare the
@@ -152,22 +138,16 @@ fn send_request(
     seq: u64,
     retransmit: bool,
 ) -> bool {
-    write_request_header(out, session, seq, retransmit) && socket.send(out).is_ok()
+    write_request_header(out, session, seq, retransmit) && send_through_signals(socket, out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_timeout_is_set_only_when_the_deadline_moves_well_before_it() {
-        let ms = Duration::from_millis;
-        assert!(needs_rearming(None, Some(ms(1000))));
-        // A steady ping: each deadline is a full timeout after its send, a little less left.
-        assert!(!needs_rearming(Some(ms(1000)), Some(ms(999))));
-        assert!(needs_rearming(Some(ms(1000)), Some(ms(400))));
-        assert!(needs_rearming(Some(ms(10)), Some(ms(1000))));
-        assert!(needs_rearming(Some(ms(10)), None));
-        assert!(!needs_rearming(None, None));
+/// Sends `datagram`, again when a signal (the alarm) interrupted the call: only a refusal
+/// counts as a send error.
+fn send_through_signals(socket: &UdpSocket, datagram: &[u8]) -> bool {
+    loop {
+        match socket.send(datagram) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            sent => return sent.is_ok(),
+        }
     }
 }

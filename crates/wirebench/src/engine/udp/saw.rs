@@ -8,7 +8,7 @@ use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
@@ -18,6 +18,7 @@ use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 
 use super::{port_closed, MAX_CONSECUTIVE_FAILURES, PORT_CLOSED};
+use crate::engine::alarm::RecvAlarm;
 use crate::engine::SendTally;
 
 /// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
@@ -83,15 +84,16 @@ impl DatagramPort for SpinPort {
 /// The sleeping port: a blocking std socket on a thread of its own (driven with
 /// `engine::blocking::block_on`), which waits in `recv` itself and wakes when the
 /// acknowledgement lands, one wake-up per round trip and no hop through the runtime, as
-/// sockperf waits. [`BlockingPort::stopper`] gives what stops it from another thread: its
+/// sockperf waits; the receive has no kernel timeout, a [`RecvAlarm`] keeps the deadline.
+/// [`BlockingPort::stopper`] gives what stops it from another thread: its
 /// wait then fails with `ConnectionAborted`, which ends [`send_stop_and_wait`].
 #[derive(Debug)]
 pub struct BlockingPort {
     socket: std::net::UdpSocket,
     halt: Arc<AtomicBool>,
-    /// The receive timeout last given to the kernel (set again only when a deadline moves
-    /// well before it, so a steady exchange costs no extra system call).
-    armed: Option<Duration>,
+    /// Interrupts the receive at its deadline; made by the thread that receives, at its first
+    /// receive.
+    alarm: Option<RecvAlarm>,
 }
 
 impl BlockingPort {
@@ -101,7 +103,7 @@ impl BlockingPort {
         Ok(BlockingPort {
             socket,
             halt: Arc::new(AtomicBool::new(false)),
-            armed: None,
+            alarm: None,
         })
     }
 
@@ -127,29 +129,35 @@ impl BlockingPort {
 
 impl DatagramPort for BlockingPort {
     async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
-        self.socket.send(datagram)
+        loop {
+            match self.socket.send(datagram) {
+                // The alarm, late: send again, it is no send error.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
     }
 
     async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
-        loop {
-            if let Some(stopped) = self.stopped() {
-                return Some(stopped);
+        let alarm = match &mut self.alarm {
+            Some(alarm) => alarm,
+            slot => match RecvAlarm::for_this_thread() {
+                Ok(alarm) => slot.insert(alarm),
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        alarm.set(Some(deadline));
+        let received = loop {
+            if self.halt.load(Ordering::Relaxed) {
+                break self.stopped();
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            // The kernel takes no zero timeout (it means "for ever"): at least a microsecond.
-            let wait = left.max(MIN_WAIT);
-            if needs_rearming(self.armed, wait) {
-                if let Err(e) = self.socket.set_read_timeout(Some(wait)) {
-                    return Some(Err(e));
-                }
-                self.armed = Some(wait);
+            if Instant::now() >= deadline {
+                break None;
             }
             match self.socket.recv(buf) {
                 // A shut-down socket reads 0 bytes: look at the flag.
                 Ok(0) if self.halt.load(Ordering::Relaxed) => {}
+                // The alarm (or another signal): look at the deadline.
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -157,26 +165,18 @@ impl DatagramPort for BlockingPort {
                             | io::ErrorKind::TimedOut
                             | io::ErrorKind::Interrupted
                     ) => {}
-                other => return Some(other),
+                other => break Some(other),
             }
+        };
+        // Nothing to interrupt until the next wait.
+        if let Some(alarm) = &self.alarm {
+            alarm.set(None);
         }
+        received
     }
 
     fn connected(&self) -> bool {
         self.socket.peer_addr().is_ok()
-    }
-}
-
-/// Shortest receive timeout asked of the kernel.
-const MIN_WAIT: Duration = Duration::from_micros(1);
-
-/// Whether the kernel's receive timeout must change: when it is unset, or longer than the
-/// time left by more than a millisecond (a receive that outlives its deadline would make a
-/// retransmission late), or less than half of it (a wait cut short costs a wake-up).
-fn needs_rearming(armed: Option<Duration>, wanted: Duration) -> bool {
-    match armed {
-        None => true,
-        Some(a) => a > wanted + Duration::from_millis(1) || wanted > a * 2,
     }
 }
 
@@ -294,16 +294,7 @@ fn micros_between(start: Instant, now: Instant) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_timeout_is_set_again_only_when_the_deadline_moves_well() {
-        let ms = Duration::from_millis;
-        assert!(needs_rearming(None, ms(200)));
-        // A steady exchange: each wait a little shorter than the timeout set.
-        assert!(!needs_rearming(Some(ms(200)), ms(199)));
-        assert!(needs_rearming(Some(ms(200)), ms(50)));
-        assert!(needs_rearming(Some(ms(10)), ms(200)));
-    }
+    use std::time::Duration;
 
     /// A port stopped from another thread while it waits for an acknowledgement that never
     /// comes returns at once with `ConnectionAborted`, long before its deadline.
@@ -326,5 +317,31 @@ mod tests {
         let (got, waited) = waiter.join().unwrap();
         assert_eq!(got, Some(Err(io::ErrorKind::ConnectionAborted)));
         assert!(waited < Duration::from_secs(30), "{waited:?}");
+    }
+
+    /// A wait for an acknowledgement that never comes ends at its deadline, to well under the
+    /// kernel's 4 ms tick (the receive has no kernel timeout), and a later wait still gets its
+    /// datagram.
+    #[test]
+    fn a_wait_ends_at_its_deadline() {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.connect(peer.local_addr().unwrap()).unwrap();
+        let to = socket.local_addr().unwrap();
+        let mut port = BlockingPort::new(socket).unwrap();
+        let mut buf = [0u8; 64];
+        for wait in [Duration::from_micros(500), Duration::from_millis(30)] {
+            let started = Instant::now();
+            let got = crate::engine::blocking::block_on(port.recv_until(&mut buf, started + wait));
+            let waited = started.elapsed();
+            assert!(got.is_none(), "{got:?}");
+            assert!(waited >= wait, "{waited:?} < {wait:?}");
+            assert!(waited < wait + Duration::from_secs(2), "{waited:?}");
+        }
+        peer.send_to(b"ack", to).unwrap();
+        let got = crate::engine::blocking::block_on(
+            port.recv_until(&mut buf, Instant::now() + Duration::from_secs(60)),
+        );
+        assert_eq!(got.map(|r| r.map_err(|e| e.kind())), Some(Ok(3)));
     }
 }
