@@ -8,6 +8,10 @@
 //! if it has passed unhandled, interrupts the receive with a signal (`EINTR`). In a steady
 //! exchange every deadline is later than the one before, so the helper wakes about once per
 //! timeout, off the round trip's path, and the receiver makes no extra system call.
+//!
+//! The cost moves to that wake-up: with a 2 ms timeout (stop-and-wait's least RTO) and both
+//! ends pinned to the CPU the helper wakes on, about 1 % of round trips share it, which shows in
+//! their p99 (14 → 26 µs on one CPU; unchanged when the threads have CPUs of their own).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

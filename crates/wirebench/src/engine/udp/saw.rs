@@ -146,13 +146,16 @@ impl DatagramPort for BlockingPort {
                 Err(e) => return Some(Err(e)),
             },
         };
+        // The deadline stays set after the wait: the next wait, microseconds later, moves it
+        // later, which costs the helper nothing. (Clearing it would send the helper to a long
+        // sleep and make the next wait wake it: a system call, and on one CPU two switches.)
         alarm.set(Some(deadline));
-        let received = loop {
+        loop {
             if self.halt.load(Ordering::Relaxed) {
-                break self.stopped();
+                return self.stopped();
             }
             if Instant::now() >= deadline {
-                break None;
+                return None;
             }
             match self.socket.recv(buf) {
                 // A shut-down socket reads 0 bytes: look at the flag.
@@ -165,14 +168,9 @@ impl DatagramPort for BlockingPort {
                             | io::ErrorKind::TimedOut
                             | io::ErrorKind::Interrupted
                     ) => {}
-                other => break Some(other),
+                other => return Some(other),
             }
-        };
-        // Nothing to interrupt until the next wait.
-        if let Some(alarm) = &self.alarm {
-            alarm.set(None);
         }
-        received
     }
 
     fn connected(&self) -> bool {
