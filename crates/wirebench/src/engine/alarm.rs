@@ -180,12 +180,18 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
 
+    /// A socket connected to one that never answers. Its receive timeout is a backstop that
+    /// bounds a test whose alarm fails (the receive then reports `WouldBlock`, not
+    /// `Interrupted`).
     fn quiet_pair() -> (UdpSocket, UdpSocket) {
         let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.connect(silent.local_addr().unwrap()).unwrap();
+        socket.set_read_timeout(Some(BACKSTOP)).unwrap();
         (socket, silent)
     }
+
+    const BACKSTOP: Duration = Duration::from_secs(20);
 
     #[test]
     fn a_receive_without_a_timeout_ends_at_the_deadline() {

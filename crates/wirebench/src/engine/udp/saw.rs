@@ -325,6 +325,10 @@ mod tests {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.connect(peer.local_addr().unwrap()).unwrap();
+        // A backstop that bounds the test if the alarm fails (the bound below then fails it).
+        socket
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let to = socket.local_addr().unwrap();
         let mut port = BlockingPort::new(socket).unwrap();
         let mut buf = [0u8; 64];
