@@ -35,8 +35,7 @@ pub fn flow(
     // Interrupts the receive at the next deadline; a steady ping costs it no system call.
     let alarm = RecvAlarm::for_this_thread()?;
     loop {
-        // One clock read per turn (and one per answer): the send below follows it at once,
-        // and the waits are bounded below by MIN_WAIT anyway.
+        // One clock read per turn (and one per answer): the send below follows it at once.
         let now = Instant::now();
         if tracker.outstanding() == 0
             && plan.more(tracker.counts().sent, now)
@@ -65,6 +64,8 @@ pub fn flow(
             }
             continue;
         }
+        // A deadline already passed is handled here: the alarm would only catch it a
+        // signal's round later.
         if wake.is_some_and(|at| at <= now) {
             send_errors += expire(socket, &mut out, session, tracker, now);
             continue;
