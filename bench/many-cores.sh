@@ -12,8 +12,9 @@
 # $QUINN_SRC/target/release/quinn-perf (default /work/tools/quinn-src) and sockperf from PATH.
 # run writes new.txt/new.json (this tree), base.txt/base.json (the baseline, when carried) and
 # quic1.txt (QUIC with the server's runtime on one worker, TOKIO_WORKER_THREADS=1) under $OUT
-# (default /tmp/out); each pass has a time limit (T_NEW, T_BASE, T_Q1 seconds; T_Q1=0 skips that pass), rows as
-# ONLY_NEW / ONLY_BASE / ONLY_Q1 (bench/compare.py --only), PAIRS A/B pairs (default 3).
+# (default /tmp/out); each pass has a time limit (T_NEW, T_BASE, T_Q1 seconds; T_Q1=0 skips
+# that pass), rows as ONLY_NEW / ONLY_BASE / ONLY_Q1 (bench/compare.py --only), PAIRS A/B pairs
+# (default 3).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 D="$ROOT/target/devbench"

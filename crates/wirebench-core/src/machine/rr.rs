@@ -9,9 +9,9 @@
 //! which is what a client waiting for it sees.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::time::{Duration, Instant};
 
 /// What the tracker has counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

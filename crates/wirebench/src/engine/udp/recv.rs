@@ -122,17 +122,17 @@ impl RecvBatch {
             h.msg_control = ctrl.0.as_mut_ptr().cast();
             h.msg_controllen = size_of::<Control>() as _;
         }
-        let flags = if wait {
-            libc::MSG_WAITFORONE
-        } else {
-            libc::MSG_DONTWAIT
+        let flags = match (wait, slots) {
+            (false, _) => libc::MSG_DONTWAIT,
+            // `recvmsg` below: it waits by default.
+            (true, 1) => 0,
+            (true, _) => libc::MSG_WAITFORONE,
         };
         let n = loop {
             let n = if slots == 1 {
                 // One buffer: `recvmsg`, which is what `recvmmsg` runs for each buffer, without
                 // the batch loop around it (a round trip's receive). Its result is the
                 // datagram's length, which `recvmmsg` would have stored in `msg_len`.
-                let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
                 // SAFETY: as below, for the first header only, which was set up above.
                 unsafe {
                     let hdr = hdrs[0].assume_init_mut();
@@ -454,15 +454,20 @@ mod tests {
         UdpSocket::bind("127.0.0.1:0").unwrap()
     }
 
+    /// A socket that reports drop marks and destinations, a peer, and the socket's address.
+    fn marked_pair() -> (UdpSocket, UdpSocket, SocketAddr) {
+        let socket = bound();
+        assert!(enable_drop_marks(&socket));
+        enable_destination(&socket, false).unwrap();
+        let to = socket.local_addr().unwrap();
+        (socket, bound(), to)
+    }
+
     /// Datagrams come back with their sender, the address they were sent to and the socket's
     /// drop counter (0 before any drop); a reply leaves from the asked address.
     #[test]
     fn a_receive_says_who_sent_where_and_the_drop_counter() {
-        let socket = bound();
-        assert!(enable_drop_marks(&socket));
-        enable_destination(&socket, false).unwrap();
-        let peer = bound();
-        let to = socket.local_addr().unwrap();
+        let (socket, peer, to) = marked_pair();
         for byte in [1u8, 2, 3] {
             peer.send_to(&[byte; 100], to).unwrap();
         }
@@ -498,11 +503,7 @@ mod tests {
     /// a source to set (`sendto`) leaves from the socket's address.
     #[test]
     fn a_receive_of_one_buffer_says_what_a_batch_says() {
-        let socket = bound();
-        assert!(enable_drop_marks(&socket));
-        enable_destination(&socket, false).unwrap();
-        let peer = bound();
-        let to = socket.local_addr().unwrap();
+        let (socket, peer, to) = marked_pair();
         let mut batch = RecvBatch::new(8, true);
         let nothing = batch.recv_at_most(&socket, false, 1).unwrap_err();
         assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);

@@ -151,8 +151,8 @@ impl DatagramPort for BlockingPort {
         // sleep and make the next wait wake it: a system call, and on one CPU two switches.)
         alarm.set(Some(deadline));
         loop {
-            if self.halt.load(Ordering::Relaxed) {
-                return self.stopped();
+            if let Some(stopped) = self.stopped() {
+                return Some(stopped);
             }
             if Instant::now() >= deadline {
                 return None;
