@@ -1,8 +1,9 @@
 //! QUIC endpoints (quinn): the server endpoint on the shared UDP socket, client endpoints, and
 //! the transport tuning both use. Data then flows through `engine::stream` on one QUIC stream,
 //! by way of `engine::quic::stream`; `engine::quic::socket` is the UDP socket under every
-//! endpoint.
+//! endpoint; `engine::quic::home` the threads the server's connections run on.
 
+pub mod home;
 pub mod socket;
 pub mod stream;
 
@@ -21,6 +22,7 @@ use wirebench_core::wire::proto::DataPathInfo;
 
 use crate::engine::demux::{DatagramHandler, DemuxSocket};
 use crate::transport::tls::{self, ServerIdentity};
+use home::ConnectionHomes;
 use socket::QuicUdpSocket;
 
 /// Flow-control window of one stream (quinn's default is 1.25 MB): the most a sender's window
@@ -115,13 +117,20 @@ pub const HANDSHAKE_TIMEOUT: Duration = crate::transport::control::SETUP_TIMEOUT
 pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 /// The server's QUIC endpoint, sharing `socket` with wirebench's own UDP datagrams, which go to
-/// `handler`.
+/// `handler`. It runs on `homes`: its driver and socket on the first home, each connection on
+/// the one [`ConnectionHomes::accept`] chooses.
 pub fn server_endpoint(
     socket: std::net::UdpSocket,
     identity: &ServerIdentity,
     handler: Arc<dyn DatagramHandler>,
+    homes: &ConnectionHomes,
 ) -> Result<Endpoint> {
-    let inner = QuicUdpSocket::new(socket).context("while registering the server's UDP socket")?;
+    // Registered with the first home's reactor, so a datagram wakes the endpoint driver's own
+    // thread.
+    let inner = {
+        let _inside = homes.first().handle().enter();
+        QuicUdpSocket::new(socket).context("while registering the server's UDP socket")?
+    };
     let demux = Arc::new(DemuxSocket::new(inner, handler));
     let mut endpoint_cfg = EndpointConfig::default();
     // Never let clients clear the fixed bit: the demultiplexer relies on it.
@@ -137,13 +146,8 @@ pub fn server_endpoint(
         .context("while configuring QUIC TLS")?;
     let mut server_cfg = ServerConfig::with_crypto(Arc::new(crypto));
     server_cfg.transport_config(transport());
-    Endpoint::new_with_abstract_socket(
-        endpoint_cfg,
-        Some(server_cfg),
-        demux,
-        Arc::new(quinn::TokioRuntime),
-    )
-    .context("while starting the QUIC endpoint")
+    Endpoint::new_with_abstract_socket(endpoint_cfg, Some(server_cfg), demux, homes.runtime())
+        .context("while starting the QUIC endpoint")
 }
 
 /// Connects a fresh client endpoint to `server`, trusting exactly `pinned_cert_der`, sending

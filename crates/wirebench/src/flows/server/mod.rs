@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 use wirebench_core::wire::proto::{ConnKind, ServerReport, SessionParams};
 
 use crate::engine::quic;
+use crate::engine::quic::home::ConnectionHomes;
 use crate::engine::udp::lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
@@ -119,6 +120,8 @@ struct Shared {
     options: ServerOptions,
     /// The gate every session passes: admission, limits, accounting, session lines.
     gate: Arc<gate::Gate>,
+    /// The threads QUIC connections run on (`engine::quic::home`).
+    quic_homes: ConnectionHomes,
 }
 
 impl Server {
@@ -130,6 +133,8 @@ impl Server {
         options: ServerOptions,
     ) -> Result<Server> {
         let registry = Arc::new(Registry::default());
+        let quic_homes =
+            ConnectionHomes::start().context("while starting the QUIC connection threads")?;
         let attempts = if listen.port() == 0 { 20 } else { 1 };
         let mut last_err = None;
         for _ in 0..attempts {
@@ -148,7 +153,8 @@ impl Server {
                         .and_then(reverse_udp::UdpTx::new)
                         .context("while preparing the UDP socket for sending")?;
                     let (lanes, lane_notice) = start_lanes(&udp, &options, &registry);
-                    let endpoint = quic::server_endpoint(udp, &identity, registry.clone())?;
+                    let endpoint =
+                        quic::server_endpoint(udp, &identity, registry.clone(), &quic_homes)?;
                     let listener =
                         TcpListener::from_std(tcp).context("while registering the TCP listener")?;
                     let local = listener
@@ -164,6 +170,7 @@ impl Server {
                             udp_tx,
                             gate: gate::Gate::new(&options.limits),
                             options: options.clone(),
+                            quic_homes: quic_homes.clone(),
                         }),
                         local,
                         _lanes: lanes,
@@ -256,14 +263,23 @@ impl Server {
         let quic_task = tokio::spawn(async move {
             while let Some(incoming) = endpoint.accept().await {
                 let shared = quic_shared.clone();
-                tokio::spawn(async move {
-                    let peer = incoming.remote_address();
-                    if let Err(e) = quic_attach::attach(incoming, &shared).await {
-                        shared
-                            .gate
-                            .notice(peer, format!("QUIC connection dropped: {e:#}"));
+                let peer = incoming.remote_address();
+                // The handshake, and a perf session, run on the connection's home.
+                match shared.quic_homes.accept(incoming) {
+                    Ok((connecting, home)) => {
+                        home.clone().spawn(async move {
+                            if let Err(e) = quic_attach::attach(connecting, home, &shared).await {
+                                shared
+                                    .gate
+                                    .notice(peer, format!("QUIC connection dropped: {e:#}"));
+                            }
+                        });
                     }
-                });
+                    Err(e) => shared.gate.notice(
+                        peer,
+                        format!("QUIC connection dropped: QUIC handshake failed: {e}"),
+                    ),
+                }
             }
         });
         // Abort the QUIC accept loop when this future ends or is dropped.

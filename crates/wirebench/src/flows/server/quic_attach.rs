@@ -1,17 +1,22 @@
-//! A new QUIC connection on the server's shared UDP port: a wirebench data connection (its
-//! first stream opens with a data preamble) is handed to the session waiting for it; one that
-//! negotiated the `perf` ALPN becomes a perf session through the gate.
+//! A new QUIC connection on the server's shared UDP port, on its home thread
+//! (`engine::quic::home`): a wirebench data connection (its first stream opens with a data
+//! preamble) is handed to the session waiting for it, with its home; one that negotiated the
+//! `perf` ALPN becomes a perf session through the gate, there.
 
 use anyhow::{bail, Context, Result};
 
 use super::registry::DataStream;
 use super::Shared;
+use crate::engine::quic::home::Home;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 
-/// Accepts one QUIC connection and routes it.
-pub(super) async fn attach(incoming: quinn::Incoming, shared: &Shared) -> Result<()> {
-    let peer = incoming.remote_address();
-    let connecting = incoming.accept().context("QUIC handshake failed")?;
+/// Completes one accepted QUIC connection's handshake and routes it.
+pub(super) async fn attach(
+    connecting: quinn::Connecting,
+    home: Home,
+    shared: &Shared,
+) -> Result<()> {
+    let peer = connecting.remote_address();
     // Take the stream as soon as the client's first flight is in (0.5-RTT): a resumed client
     // that sent its preamble and first request as 0-RTT data is answered without waiting for
     // the rest of the handshake. Without early data the stream arrives after the handshake.
@@ -50,6 +55,7 @@ pub(super) async fn attach(incoming: quinn::Incoming, shared: &Shared) -> Result
                 connection,
                 send,
                 recv,
+                home,
             },
         )
         .map_err(anyhow::Error::from)

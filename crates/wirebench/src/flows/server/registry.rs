@@ -21,6 +21,7 @@ use super::reverse_udp::ReverseUdp;
 use super::rr_session::RrUdpSession;
 use super::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
+use crate::engine::quic::home::Home;
 use crate::engine::udp::lanes::LaneSet;
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
@@ -38,6 +39,8 @@ pub enum DataStream {
         send: quinn::SendStream,
         /// Client → server half (data).
         recv: quinn::RecvStream,
+        /// The thread the connection runs on: the session's data loop runs there too.
+        home: Home,
     },
 }
 

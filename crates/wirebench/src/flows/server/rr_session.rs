@@ -105,8 +105,14 @@ where
                             blocking_sockets.push(waker);
                         }
                     }
-                    other => {
-                        tasks.spawn(answer_connection(other, rr.clone(), counters.clone(), meter));
+                    DataStream::Quic { connection, send, recv, home } => {
+                        // On the connection's home, where quinn drives it.
+                        let quic = DataStream::Quic { connection, send, recv, home: home.clone() };
+                        let answering = answer_connection(quic, rr.clone(), counters.clone(), meter);
+                        tasks.spawn_on(answering, home.handle());
+                    }
+                    tcp => {
+                        tasks.spawn(answer_connection(tcp, rr.clone(), counters.clone(), meter));
                     }
                 }
             }
@@ -151,6 +157,7 @@ async fn answer_connection(
             connection,
             send,
             mut recv,
+            home: _,
         } => {
             let mut send = MeteredWrite::new(send, &meter);
             let _ = answer_stream(&mut recv, &mut send, req, resp, &counters).await;

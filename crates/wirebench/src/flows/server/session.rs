@@ -4,6 +4,7 @@
 //! exchange) and sends the report the gate ended it with. The helpers every kind shares (the
 //! control watch, `accepted`, the client's "done") live here too.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use super::registry::Registration;
 use super::stop::{stop_reason, Interruptible};
 use super::Shared;
 use crate::engine::interval;
+use crate::engine::quic::home::Home;
 use crate::transport::control;
 use crate::transport::net;
 
@@ -192,6 +194,52 @@ pub(super) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
         Ok(Some(m)) => format!("unexpected {} mid-session", kind_name(&m)),
         Err(e) => stop_reason(&e).unwrap_or_else(|| format!("control connection failed: {e:#}")),
     }
+}
+
+/// Tells a QUIC session's work on its connection's home ([`on_home`]) that the control
+/// connection ended, and why.
+pub(super) struct ControlEnded {
+    told: tokio::sync::oneshot::Receiver<String>,
+    reason: Option<String>,
+}
+
+impl ControlEnded {
+    /// Waits until the control connection has ended (or the session's task is gone); the
+    /// reason, as [`watch_control`] gives it. May be awaited again after it answered.
+    pub(super) async fn reason(&mut self) -> String {
+        if let Some(reason) = &self.reason {
+            return reason.clone();
+        }
+        let reason = (&mut self.told)
+            .await
+            .unwrap_or_else(|_| "the session ended".to_string());
+        self.reason = Some(reason.clone());
+        reason
+    }
+}
+
+/// Runs a QUIC session's data work on its connection's home thread (`engine::quic::home`),
+/// where quinn drives the connection, while this task watches the control connection. If that
+/// ends first the work is told why through its [`ControlEnded`], and its own ending is still
+/// waited for, so what it counted reaches the report. Fails only if the work could not run
+/// (its thread is gone, or it panicked).
+pub(super) async fn on_home<R, W, F>(home: &Home, rd: &mut R, work: W) -> Result<F::Output, String>
+where
+    R: AsyncRead + Unpin,
+    W: FnOnce(ControlEnded) -> F,
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let mut job = home.spawn(work(ControlEnded { told, reason: None }));
+    let joined = tokio::select! {
+        joined = &mut job => joined,
+        reason = watch_control(rd) => {
+            let _ = tell.send(reason);
+            job.await
+        }
+    };
+    joined.map_err(|e| format!("the session's work on its QUIC connection's thread failed: {e}"))
 }
 
 /// What the shared UDP socket (UDP and QUIC sessions) runs with.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
@@ -17,7 +18,8 @@ use super::gate::Pass;
 use super::meter::Moved;
 use super::registry::DataStream;
 use super::session::{
-    omit_span, omitted, send_accepted, shared_udp_data_path, span_ns, watch_control, Ended,
+    omit_span, omitted, on_home, send_accepted, shared_udp_data_path, span_ns, watch_control,
+    ControlEnded, Ended,
 };
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
@@ -100,45 +102,25 @@ async fn receive<R: AsyncRead + Unpin>(
             },
             DataStream::Quic {
                 connection,
-                mut send,
-                mut recv,
+                send,
+                recv,
+                home,
             } => {
-                let res = {
-                    let mut source = Throttled::new(QuicSource::new(&mut recv), rate, Pause::Timer);
-                    tokio::select! {
-                        res = stream::receive_role(&mut source, &mut send, p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
-                        reason = watch_control(rd) => Err(reason),
-                    }
+                let (params, progress) = (p.clone(), Arc::clone(&progress));
+                let work = move |ended| {
+                    receive_quic(connection, send, recv, ended, params, rate, progress)
                 };
-                // Report once the client has finished its stream (a timed session ends
-                // there anyway). Stop-and-wait: the client has its last acknowledgement by
-                // then; a report that overtook it would look like the server ending the
-                // session early. Streaming: finishing our side then acknowledges the
-                // client's stream end at once, which stops the client's clock.
-                let res = match res {
-                    Ok(()) if !p.timed() => {
-                        tokio::select! {
-                            end = tokio::time::timeout(SETUP_TIMEOUT, recv.read_chunk(1, true)) => match end {
-                                Ok(Ok(None)) => Ok(()),
-                                Ok(Ok(Some(_))) => Err("the client sent more than its total".to_string()),
-                                Ok(Err(e)) => Err(format!("the QUIC stream failed after the last message: {e}")),
-                                Err(_) => Err(format!("the client did not finish its stream within {SETUP_TIMEOUT:?} of its last message")),
-                            },
-                            reason = watch_control(rd) => Err(reason),
-                        }
-                    }
-                    other => other,
-                };
-                // Our stream's end carries the acknowledgement of the client's, now.
-                let _ = send.finish();
+                let received = on_home(&home, rd, work).await;
                 report.data_path = shared_udp_data_path(shared);
-                report.transport = Some(counters::quic_stats(&connection));
-                // Let the last acknowledgements drain; the client closes the connection when done.
-                tokio::spawn(async move {
-                    let _send = send;
-                    let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
-                });
-                res
+                match received {
+                    Ok(received) => {
+                        tally = received.tally;
+                        report.data_path.cpu = received.cpu;
+                        report.transport = Some(received.transport);
+                        received.result
+                    }
+                    Err(e) => Err(e),
+                }
             }
         }
     };
@@ -163,6 +145,71 @@ async fn receive<R: AsyncRead + Unpin>(
         )),
         other => other,
     }
+}
+
+/// What the QUIC receiving role ended with.
+struct QuicReceived {
+    /// The outcome.
+    result: Result<(), String>,
+    /// What was read.
+    tally: ReadTally,
+    /// The connection's figures.
+    transport: TransportStats,
+    /// The CPU the receiving ran on last.
+    cpu: Option<u32>,
+}
+
+/// QUIC: the receiving role on the connection's home, until the client has finished its
+/// stream; the connection then lingers there for its last acknowledgements.
+async fn receive_quic(
+    connection: quinn::Connection,
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    mut ended: ControlEnded,
+    p: SessionParams,
+    rate: Option<u64>,
+    progress: Arc<Progress>,
+) -> QuicReceived {
+    let mut tally = ReadTally::default();
+    let res = {
+        let mut source = Throttled::new(QuicSource::new(&mut recv), rate, Pause::Timer);
+        tokio::select! {
+            res = stream::receive_role(&mut source, &mut send, &p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
+            reason = ended.reason() => Err(reason),
+        }
+    };
+    // Report once the client has finished its stream (a timed session ends there anyway).
+    // Stop-and-wait: the client has its last acknowledgement by then; a report that overtook
+    // it would look like the server ending the session early. Streaming: finishing our side
+    // then acknowledges the client's stream end at once, which stops the client's clock.
+    let result = match res {
+        Ok(()) if !p.timed() => {
+            tokio::select! {
+                end = tokio::time::timeout(SETUP_TIMEOUT, recv.read_chunk(1, true)) => match end {
+                    Ok(Ok(None)) => Ok(()),
+                    Ok(Ok(Some(_))) => Err("the client sent more than its total".to_string()),
+                    Ok(Err(e)) => Err(format!("the QUIC stream failed after the last message: {e}")),
+                    Err(_) => Err(format!("the client did not finish its stream within {SETUP_TIMEOUT:?} of its last message")),
+                },
+                reason = ended.reason() => Err(reason),
+            }
+        }
+        other => other,
+    };
+    // Our stream's end carries the acknowledgement of the client's, now.
+    let _ = send.finish();
+    let received = QuicReceived {
+        result,
+        tally,
+        transport: counters::quic_stats(&connection),
+        cpu: net::current_cpu(),
+    };
+    // Let the last acknowledgements drain; the client closes the connection when done.
+    tokio::spawn(async move {
+        let _send = send;
+        let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
+    });
+    received
 }
 
 /// How the server reads a TCP data stream: its buffer, and the server's --max-rate.
