@@ -53,7 +53,6 @@ struct HomeSlot {
 #[derive(Clone, Debug)]
 pub struct Home {
     handle: Handle,
-    index: usize,
 }
 
 /// A connection's place on its home, counted while its driver lives; given up when dropped.
@@ -157,7 +156,6 @@ impl ConnectionHomes {
     fn home(&self, index: usize) -> Home {
         Home {
             handle: self.inner.homes[index].handle.clone(),
-            index,
         }
     }
 }
@@ -183,11 +181,6 @@ impl Home {
     /// The home's runtime, to spawn into a `JoinSet` (`spawn_on`) or make a socket in.
     pub fn handle(&self) -> &Handle {
         &self.handle
-    }
-
-    /// Which home this is (0 is the endpoint driver's).
-    pub fn index(&self) -> usize {
-        self.index
     }
 }
 

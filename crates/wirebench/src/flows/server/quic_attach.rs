@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::registry::DataStream;
+use super::registry::{DataStream, QuicData};
 use super::Shared;
 use crate::engine::quic::home::Home;
 use crate::transport::control::{self, SETUP_TIMEOUT};
@@ -51,12 +51,12 @@ pub(super) async fn attach(
         .attach_stream(
             &preamble,
             peer.ip(),
-            DataStream::Quic {
+            DataStream::Quic(QuicData {
                 connection,
                 send,
                 recv,
                 home,
-            },
+            }),
         )
         .map_err(anyhow::Error::from)
 }

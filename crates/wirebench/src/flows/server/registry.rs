@@ -32,16 +32,20 @@ pub enum DataStream {
     /// A TCP connection (its preamble already read).
     Tcp(tokio::net::TcpStream),
     /// A QUIC stream pair (its preamble already read) and the connection that carries it.
-    Quic {
-        /// The connection, kept alive for the session.
-        connection: quinn::Connection,
-        /// Server → client half (acknowledgements).
-        send: quinn::SendStream,
-        /// Client → server half (data).
-        recv: quinn::RecvStream,
-        /// The thread the connection runs on: the session's data loop runs there too.
-        home: Home,
-    },
+    Quic(QuicData),
+}
+
+/// A QUIC data connection handed to its session.
+#[derive(Debug)]
+pub struct QuicData {
+    /// The connection, kept alive for the session.
+    pub connection: quinn::Connection,
+    /// Server → client half (acknowledgements).
+    pub send: quinn::SendStream,
+    /// Client → server half (data).
+    pub recv: quinn::RecvStream,
+    /// The thread the connection runs on: the session's data loop runs there too.
+    pub home: Home,
 }
 
 /// Where a session's datagrams go.

@@ -24,11 +24,11 @@ use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
 use super::gate::Pass;
 use super::meter::Moved;
-use super::registry::DataStream;
+use super::registry::{DataStream, QuicData};
 use super::session::{
     omit_span, omitted, on_home, shared_udp_data_path, watch_control, ControlEnded,
 };
-use super::stream_session::QUIC_LINGER;
+use super::stream_session::linger;
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
@@ -110,20 +110,12 @@ pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
                 };
                 send_tcp(tcp, rd, p, sender, report, &progress).await
             }
-            DataStream::Quic {
-                connection,
-                send,
-                recv,
-                home,
-            } => {
+            DataStream::Quic(quic) => {
                 let (params, counts, progress) =
                     (p.clone(), Arc::clone(&counts), Arc::clone(&progress));
-                let work = move |ended| {
-                    send_quic(
-                        connection, send, recv, ended, params, rate, counts, progress,
-                    )
-                };
-                let sent = on_home(&home, rd, work).await;
+                let work =
+                    move |quic, ended| send_quic(quic, ended, params, rate, counts, progress);
+                let sent = on_home(quic, rd, work).await;
                 report.data_path = shared_udp_data_path(shared);
                 match sent {
                     Ok(sent) => {
@@ -169,96 +161,80 @@ struct QuicSent {
 /// QUIC: the sending role on the connection's home, then the wait until the client has
 /// acknowledged the stream to its end; the connection then lingers there for its last
 /// acknowledgements.
-#[allow(clippy::too_many_arguments)]
 async fn send_quic(
-    connection: quinn::Connection,
-    mut send: quinn::SendStream,
-    mut recv: quinn::RecvStream,
+    mut quic: QuicData,
     mut ended: ControlEnded,
     p: SessionParams,
     rate: Option<u64>,
     counts: Arc<SentSoFar>,
     progress: Arc<Progress>,
 ) -> QuicSent {
-    let sending = QuicSending {
-        connection: &connection,
-        p: &p,
-        rate,
-        counts: &counts,
-        progress: &progress,
-    };
-    let (result, window, acknowledged) = sending.run(&mut send, &mut recv, &mut ended).await;
+    let (result, window, acknowledged) =
+        send_and_wait(&mut quic, &mut ended, &p, rate, &counts, &progress).await;
     let sent = QuicSent {
         result,
         acknowledged,
         transport: TransportStats {
             send_window_bytes: window,
-            ..counters::quic_stats(&connection)
+            ..counters::quic_stats(&quic.connection)
         },
         cpu: net::current_cpu(),
     };
-    drop((send, recv));
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
-    });
+    linger(quic);
     sent
 }
 
-/// The QUIC sending role's settings, borrowed for [`QuicSending::run`].
-struct QuicSending<'a> {
-    connection: &'a quinn::Connection,
-    p: &'a SessionParams,
+/// Sends, then waits for the client's acknowledgement of the stream's end. Returns the
+/// outcome, the send window it ended with and (streaming) when that acknowledgement came.
+async fn send_and_wait(
+    quic: &mut QuicData,
+    ended: &mut ControlEnded,
+    p: &SessionParams,
     rate: Option<u64>,
-    counts: &'a SentSoFar,
-    progress: &'a Progress,
-}
-
-impl QuicSending<'_> {
-    /// Sends, then waits for the client's acknowledgement of the stream's end. Returns the
-    /// outcome, the send window it ended with and (streaming) when that acknowledgement came.
-    async fn run(
-        &self,
-        send: &mut quinn::SendStream,
-        recv: &mut quinn::RecvStream,
-        ended: &mut ControlEnded,
-    ) -> (Result<(), String>, Option<u64>, Option<Instant>) {
-        let p = self.p;
-        let sink = QuicSink::new(send, self.connection, p);
-        let mut sink = Counted {
-            inner: Throttled::new(sink, self.rate, Pause::Timer),
-            counts: self.counts,
-        };
-        let mut rtt = match stream::rtt_histogram() {
-            Ok(h) => h,
-            Err(e) => return (Err(e.to_string()), None, None),
-        };
-        let res = tokio::select! {
-            res = stream::send_role(recv, &mut sink, p, &mut rtt, &self.progress.bytes) => res.map_err(|e| e.to_string()),
-            reason = ended.reason() => Err(reason),
-        };
-        let window = sink.inner.get_ref().send_window();
-        drop(sink);
-        if let Err(e) = res {
-            return (Err(e), window, None);
-        }
-        let _ = send.finish();
-        // Done when the client has acknowledged the stream to its end.
-        let read = tokio::select! {
-            r = tokio::time::timeout(SETUP_TIMEOUT, send.stopped()) => r,
-            reason = ended.reason() => return (Err(reason), window, None),
-        };
-        let acknowledged = matches!(read, Ok(Ok(None))).then(Instant::now);
-        let res = match read {
-            Ok(Ok(None)) => Ok(()),
-            Ok(Ok(Some(code))) => Err(format!("the client stopped the stream (code {code})")),
-            Ok(Err(e)) => Err(format!("the QUIC stream failed: {e}")),
-            Err(_) => Err(format!(
-                "the client did not read the stream to its end within {SETUP_TIMEOUT:?}"
-            )),
-        };
-        let streamed = p.mechanism == Mechanism::Stream;
-        (res, window, acknowledged.filter(|_| streamed))
+    counts: &SentSoFar,
+    progress: &Progress,
+) -> (Result<(), String>, Option<u64>, Option<Instant>) {
+    let QuicData {
+        connection,
+        send,
+        recv,
+        ..
+    } = quic;
+    let sink = QuicSink::new(send, connection, p);
+    let mut sink = Counted {
+        inner: Throttled::new(sink, rate, Pause::Timer),
+        counts,
+    };
+    let mut rtt = match stream::rtt_histogram() {
+        Ok(h) => h,
+        Err(e) => return (Err(e.to_string()), None, None),
+    };
+    let res = tokio::select! {
+        res = stream::send_role(recv, &mut sink, p, &mut rtt, &progress.bytes) => res.map_err(|e| e.to_string()),
+        reason = ended.reason() => Err(reason),
+    };
+    let window = sink.inner.get_ref().send_window();
+    drop(sink);
+    if let Err(e) = res {
+        return (Err(e), window, None);
     }
+    let _ = send.finish();
+    // Done when the client has acknowledged the stream to its end.
+    let read = tokio::select! {
+        r = tokio::time::timeout(SETUP_TIMEOUT, send.stopped()) => r,
+        reason = ended.reason() => return (Err(reason), window, None),
+    };
+    let acknowledged = matches!(read, Ok(Ok(None))).then(Instant::now);
+    let res = match read {
+        Ok(Ok(None)) => Ok(()),
+        Ok(Ok(Some(code))) => Err(format!("the client stopped the stream (code {code})")),
+        Ok(Err(e)) => Err(format!("the QUIC stream failed: {e}")),
+        Err(_) => Err(format!(
+            "the client did not read the stream to its end within {SETUP_TIMEOUT:?}"
+        )),
+    };
+    let streamed = p.mechanism == Mechanism::Stream;
+    (res, window, acknowledged.filter(|_| streamed))
 }
 
 /// How the TCP sending thread runs: the server's --max-rate and where it counts.

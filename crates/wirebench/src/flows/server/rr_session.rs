@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinSet;
@@ -16,16 +16,13 @@ use wirebench_core::wire::proto::{RrParams, ServerReport};
 
 use super::gate::Pass;
 use super::meter::{Meter, MeteredWrite, Moved};
-use super::registry::DataStream;
+use super::registry::{DataStream, QuicData};
 use super::session::{send_accepted, shared_udp_data_path, udp_data_path, wait_sender_done, Ended};
+use super::stream_session::QUIC_LINGER;
 use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
 use wirebench_core::vocab::units::duration_ns;
-
-/// How long the server keeps a QUIC connection whose requests are done open, so its last
-/// responses are acknowledged, unless the client closes it first.
-const QUIC_LINGER: Duration = Duration::from_secs(5);
 
 /// TCP connections of one session answered on a blocking socket in a thread of their own (one
 /// wake-up less per request, as for transfers); further ones, and every connection of a
@@ -105,11 +102,12 @@ where
                             blocking_sockets.push(waker);
                         }
                     }
-                    DataStream::Quic { connection, send, recv, home } => {
+                    DataStream::Quic(quic) => {
                         // On the connection's home, where quinn drives it.
-                        let quic = DataStream::Quic { connection, send, recv, home: home.clone() };
+                        let home = quic.home.handle().clone();
+                        let quic = DataStream::Quic(quic);
                         let answering = answer_connection(quic, rr.clone(), counters.clone(), meter);
-                        tasks.spawn_on(answering, home.handle());
+                        tasks.spawn_on(answering, &home);
                     }
                     tcp => {
                         tasks.spawn(answer_connection(tcp, rr.clone(), counters.clone(), meter));
@@ -153,12 +151,12 @@ async fn answer_connection(
             let mut w = MeteredWrite::new(w, &meter);
             let _ = answer_stream(&mut r, &mut w, req, resp, &counters).await;
         }
-        DataStream::Quic {
+        DataStream::Quic(QuicData {
             connection,
             send,
             mut recv,
-            home: _,
-        } => {
+            ..
+        }) => {
             let mut send = MeteredWrite::new(send, &meter);
             let _ = answer_stream(&mut recv, &mut send, req, resp, &counters).await;
             let mut send = send.into_inner();

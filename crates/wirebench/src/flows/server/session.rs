@@ -16,11 +16,10 @@ use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ControlMessage, DataPathInfo, ServerReport, SessionParams};
 
 use super::gate::{Ask, Pass};
-use super::registry::Registration;
+use super::registry::{QuicData, Registration};
 use super::stop::{stop_reason, Interruptible};
 use super::Shared;
 use crate::engine::interval;
-use crate::engine::quic::home::Home;
 use crate::transport::control;
 use crate::transport::net;
 
@@ -223,15 +222,20 @@ impl ControlEnded {
 /// ends first the work is told why through its [`ControlEnded`], and its own ending is still
 /// waited for, so what it counted reaches the report. Fails only if the work could not run
 /// (its thread is gone, or it panicked).
-pub(super) async fn on_home<R, W, F>(home: &Home, rd: &mut R, work: W) -> Result<F::Output, String>
+pub(super) async fn on_home<R, W, F>(
+    quic: QuicData,
+    rd: &mut R,
+    work: W,
+) -> Result<F::Output, String>
 where
     R: AsyncRead + Unpin,
-    W: FnOnce(ControlEnded) -> F,
+    W: FnOnce(QuicData, ControlEnded) -> F,
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let (tell, told) = tokio::sync::oneshot::channel();
-    let mut job = home.spawn(work(ControlEnded { told, reason: None }));
+    let home = quic.home.clone();
+    let mut job = home.spawn(work(quic, ControlEnded { told, reason: None }));
     let joined = tokio::select! {
         joined = &mut job => joined,
         reason = watch_control(rd) => {

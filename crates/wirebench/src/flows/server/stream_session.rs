@@ -16,7 +16,7 @@ use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
 use super::gate::Pass;
 use super::meter::Moved;
-use super::registry::DataStream;
+use super::registry::{DataStream, QuicData};
 use super::session::{
     omit_span, omitted, on_home, send_accepted, shared_udp_data_path, span_ns, watch_control,
     ControlEnded, Ended,
@@ -100,17 +100,10 @@ async fn receive<R: AsyncRead + Unpin>(
                 }
                 Err(e) => Err(format!("cannot set the TCP options: {e}")),
             },
-            DataStream::Quic {
-                connection,
-                send,
-                recv,
-                home,
-            } => {
+            DataStream::Quic(quic) => {
                 let (params, progress) = (p.clone(), Arc::clone(&progress));
-                let work = move |ended| {
-                    receive_quic(connection, send, recv, ended, params, rate, progress)
-                };
-                let received = on_home(&home, rd, work).await;
+                let work = move |quic, ended| receive_quic(quic, ended, params, rate, progress);
+                let received = on_home(quic, rd, work).await;
                 report.data_path = shared_udp_data_path(shared);
                 match received {
                     Ok(received) => {
@@ -162,19 +155,18 @@ struct QuicReceived {
 /// QUIC: the receiving role on the connection's home, until the client has finished its
 /// stream; the connection then lingers there for its last acknowledgements.
 async fn receive_quic(
-    connection: quinn::Connection,
-    mut send: quinn::SendStream,
-    mut recv: quinn::RecvStream,
+    mut quic: QuicData,
     mut ended: ControlEnded,
     p: SessionParams,
     rate: Option<u64>,
     progress: Arc<Progress>,
 ) -> QuicReceived {
+    let QuicData { send, recv, .. } = &mut quic;
     let mut tally = ReadTally::default();
     let res = {
-        let mut source = Throttled::new(QuicSource::new(&mut recv), rate, Pause::Timer);
+        let mut source = Throttled::new(QuicSource::new(recv), rate, Pause::Timer);
         tokio::select! {
-            res = stream::receive_role(&mut source, &mut send, &p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
+            res = stream::receive_role(&mut source, send, &p, &mut tally, &progress.bytes) => res.map_err(|e| e.to_string()),
             reason = ended.reason() => Err(reason),
         }
     };
@@ -201,15 +193,22 @@ async fn receive_quic(
     let received = QuicReceived {
         result,
         tally,
-        transport: counters::quic_stats(&connection),
+        transport: counters::quic_stats(&quic.connection),
         cpu: net::current_cpu(),
     };
-    // Let the last acknowledgements drain; the client closes the connection when done.
+    linger(quic);
+    received
+}
+
+/// Keeps a finished QUIC data connection open on the current runtime (its home) so its last
+/// acknowledgements drain, until the client closes it or [`QUIC_LINGER`] has passed. Its
+/// streams end now: the receiving half stops the client's sending if it was not read to its
+/// end, and a sending half not yet finished is finished.
+pub(super) fn linger(quic: QuicData) {
+    let QuicData { connection, .. } = quic;
     tokio::spawn(async move {
-        let _send = send;
         let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
     });
-    received
 }
 
 /// How the server reads a TCP data stream: its buffer, and the server's --max-rate.
