@@ -7,8 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::loss::LossSplit;
+use super::ratesearch::TrialEntry;
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
 use super::{bits_per_second, MIN_TIMED_NS};
+use crate::machine::ratesearch::TrialKind;
 use crate::vocab::plan::{Mechanism, Protocol};
 
 /// A run's headline figures.
@@ -273,6 +275,50 @@ fn both_ways(d: &DirectionHeadlines, whole_sent: u64) -> Headline {
     }
 }
 
+/// A rate-search trial's figures are its run's headline: they are defined here, beside the
+/// headline, so the search's record (`ratesearch`) stays below the run record that carries it.
+impl TrialEntry {
+    /// A trial at `rate_bps` of `kind`, from its run's record, judged `passed`: its counts,
+    /// loss and goodput from the run's headline; its `sent_bps` the client's own rate over its
+    /// own span (`client.rate_bps`), when the run lasted long enough to time.
+    pub fn of(kind: TrialKind, rate_bps: u64, record: &RunRecord, passed: bool) -> TrialEntry {
+        let headline = record.headline();
+        let sent_bps = headline.timed().then_some(record.client.rate_bps);
+        TrialEntry::from_headline(kind, rate_bps, &headline, sent_bps, passed)
+    }
+
+    /// A trial from its run's `headline` and the sender's own rate `sent_bps`.
+    fn from_headline(
+        kind: TrialKind,
+        rate_bps: u64,
+        headline: &Headline,
+        sent_bps: Option<f64>,
+        passed: bool,
+    ) -> TrialEntry {
+        TrialEntry {
+            kind: kind.into(),
+            rate_bps,
+            sent_messages: headline.sent_messages,
+            received_messages: headline.received_messages,
+            lost_pct: headline.delivery.map_or(
+                percent(
+                    headline
+                        .sent_messages
+                        .saturating_sub(headline.received_messages),
+                    headline.sent_messages,
+                ),
+                |d| d.lost_pct,
+            ),
+            goodput_bps: headline.goodput_bps,
+            sent_bps,
+            transfer_ns: headline.transfer_ns,
+            passed,
+            planned_messages: 0,
+            ended_early: None,
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -506,5 +552,45 @@ pub(crate) mod tests {
             ..UdpReceipt::default()
         });
         assert_eq!(r.headline().delivery.unwrap().loss_split, None);
+    }
+
+    /// A headline of `sent` 1000-byte messages, `received` of them, over 0.2 s.
+    fn trial_headline(sent: u64, received: u64) -> Headline {
+        Headline {
+            transfer_ns: 200_000_000,
+            sent_messages: sent,
+            sent_bytes: sent * 1000,
+            received_messages: received,
+            received_bytes: received * 1000,
+            goodput_bps: Some(received as f64 * 1000.0 * 8.0 / 0.2),
+            sent_bps: Some(sent as f64 * 1000.0 * 8.0 / 0.2),
+            delivery: None,
+            retrans_rate: None,
+            rtt: None,
+            omitted_ns: 0,
+            both_directions: false,
+        }
+    }
+
+    #[test]
+    fn a_trial_entry_takes_its_figures_from_the_headline() {
+        let h = trial_headline(1000, 990);
+        let t = TrialEntry::from_headline(TrialKind::Confirm, 40_000_000, &h, h.sent_bps, false);
+        assert_eq!(t.lost_pct, 1.0);
+        assert_eq!(t.goodput_bps, Some(39_600_000.0));
+        assert_eq!(t.kind, crate::record::ratesearch::TrialKindName::Confirm);
+        let v = serde_json::to_value(t).unwrap();
+        assert_eq!(v["kind"], "confirm");
+    }
+
+    #[test]
+    fn a_trial_entry_s_sent_rate_is_the_sender_s_over_its_own_span() {
+        // The client's own rate, not the headline's (sent bytes over the transfer time).
+        let mut run = run(crate::vocab::plan::Protocol::Udp, 1000, 1000, 500_000_000);
+        run.client.rate_bps = 20_000_000.0;
+        assert_eq!(run.headline().sent_bps, Some(16_000_000.0));
+        let t = TrialEntry::of(TrialKind::Probe, 20_000_000, &run, true);
+        assert_eq!(t.sent_bps, Some(20_000_000.0));
+        assert_eq!(t.sent_messages, 1000);
     }
 }

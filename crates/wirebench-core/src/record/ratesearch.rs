@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::headline::Headline;
-use super::RunRecord;
 use crate::machine::ratesearch::{EarlyEnd, SearchOutcome, TrialKind};
 
 /// A finished rate search: each run measured at a rate found carries the search that found it
@@ -109,48 +107,6 @@ impl From<TrialKind> for TrialKindName {
     }
 }
 
-impl TrialEntry {
-    /// A trial at `rate_bps` of `kind`, from its run's record, judged `passed`: its counts,
-    /// loss and goodput from the run's headline; its `sent_bps` the client's own rate over its
-    /// own span (`client.rate_bps`), when the run lasted long enough to time.
-    pub fn of(kind: TrialKind, rate_bps: u64, record: &RunRecord, passed: bool) -> TrialEntry {
-        let headline = record.headline();
-        let sent_bps = headline.timed().then_some(record.client.rate_bps);
-        TrialEntry::from_headline(kind, rate_bps, &headline, sent_bps, passed)
-    }
-
-    /// A trial from its run's `headline` and the sender's own rate `sent_bps`.
-    fn from_headline(
-        kind: TrialKind,
-        rate_bps: u64,
-        headline: &Headline,
-        sent_bps: Option<f64>,
-        passed: bool,
-    ) -> TrialEntry {
-        TrialEntry {
-            kind: kind.into(),
-            rate_bps,
-            sent_messages: headline.sent_messages,
-            received_messages: headline.received_messages,
-            lost_pct: headline.delivery.map_or(
-                super::headline::percent(
-                    headline
-                        .sent_messages
-                        .saturating_sub(headline.received_messages),
-                    headline.sent_messages,
-                ),
-                |d| d.lost_pct,
-            ),
-            goodput_bps: headline.goodput_bps,
-            sent_bps,
-            transfer_ns: headline.transfer_ns,
-            passed,
-            planned_messages: 0,
-            ended_early: None,
-        }
-    }
-}
-
 /// The JSON name of an outcome and the rate it found.
 pub fn outcome_name(outcome: &SearchOutcome) -> (&'static str, Option<u64>) {
     match outcome {
@@ -185,54 +141,26 @@ impl RateSearchRecord {
 mod tests {
     use super::*;
 
-    fn headline(sent: u64, received: u64) -> Headline {
-        Headline {
+    /// A confirming trial at `rate_bps` that `passed`.
+    fn confirm(rate_bps: u64, passed: bool) -> TrialEntry {
+        TrialEntry {
+            kind: TrialKindName::Confirm,
+            rate_bps,
+            sent_messages: 10,
+            received_messages: 10,
+            lost_pct: 0.0,
+            goodput_bps: None,
+            sent_bps: None,
             transfer_ns: 200_000_000,
-            sent_messages: sent,
-            sent_bytes: sent * 1000,
-            received_messages: received,
-            received_bytes: received * 1000,
-            goodput_bps: Some(received as f64 * 1000.0 * 8.0 / 0.2),
-            sent_bps: Some(sent as f64 * 1000.0 * 8.0 / 0.2),
-            delivery: None,
-            retrans_rate: None,
-            rtt: None,
-            omitted_ns: 0,
-            both_directions: false,
+            passed,
+            planned_messages: 0,
+            ended_early: None,
         }
     }
 
     #[test]
-    fn a_trial_entry_takes_its_figures_from_the_headline() {
-        let h = headline(1000, 990);
-        let t = TrialEntry::from_headline(TrialKind::Confirm, 40_000_000, &h, h.sent_bps, false);
-        assert_eq!(t.lost_pct, 1.0);
-        assert_eq!(t.goodput_bps, Some(39_600_000.0));
-        assert_eq!(t.kind, TrialKindName::Confirm);
-        let v = serde_json::to_value(t).unwrap();
-        assert_eq!(v["kind"], "confirm");
-    }
-
-    #[test]
-    fn a_trial_entry_s_sent_rate_is_the_sender_s_over_its_own_span() {
-        // The client's own rate, not the headline's (sent bytes over the transfer time).
-        let mut run = crate::record::headline::tests::run(
-            crate::vocab::plan::Protocol::Udp,
-            1000,
-            1000,
-            500_000_000,
-        );
-        run.client.rate_bps = 20_000_000.0;
-        assert_eq!(run.headline().sent_bps, Some(16_000_000.0));
-        let t = TrialEntry::of(TrialKind::Probe, 20_000_000, &run, true);
-        assert_eq!(t.sent_bps, Some(20_000_000.0));
-        assert_eq!(t.sent_messages, 1000);
-    }
-
-    #[test]
     fn the_confirmation_is_the_last_passing_confirm_of_a_found_rate() {
-        let h = headline(10, 10);
-        let pass = TrialEntry::from_headline(TrialKind::Confirm, 5, &h, h.sent_bps, true);
+        let pass = confirm(5, true);
         let mut r = RateSearchRecord {
             outcome: "found".into(),
             rate_bps: Some(5),
@@ -244,7 +172,7 @@ mod tests {
             trial_ns: 1,
             trial_grace_us: 1,
             elapsed_ns: 2_500_000_000,
-            trials: vec![pass],
+            trials: vec![confirm(5, false), pass],
         };
         assert_eq!(r.confirmation(), Some(&pass));
         assert_eq!(r.seconds(), 2.5);

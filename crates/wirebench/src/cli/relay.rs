@@ -32,7 +32,7 @@ pub struct RelayArgs {
     #[arg(long, value_name = "[up:|down:]RATE", action = clap::ArgAction::Append)]
     pub rate: Vec<String>,
     /// Bytes the rate queue holds before it drops (default 256KiB). Whatever the settings, the
-    /// relay holds at most --max-held in all and 1024 UDP clients at once.
+    /// relay holds at most --max-held in all, 1024 UDP clients and 1024 TCP connections at once.
     #[arg(long, value_name = "[up:|down:]SIZE", action = clap::ArgAction::Append)]
     pub queue: Vec<String>,
     /// Most bytes the relay holds at once, all clients and both directions (in delay lines,

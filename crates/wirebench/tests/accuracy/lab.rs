@@ -156,7 +156,9 @@ async fn tcp_goodput_through_a_100mbit_router_is_the_rate_less_the_headers() {
         pairs.push((wb, ip));
     }
     // No pair within 1%: compare the best each tool read on this machine (a slowed router
-    // only lowers a shaped goodput). wirebench must be as close to the truth as iperf3, within 1%.
+    // only lowers a shaped goodput). wirebench must be at least as close to the truth as
+    // iperf3 (within 1% of it, or above it: a router slowed during iperf3's turn alone once
+    // read 53 Mbit/s), and never above the truth, which no router can beat.
     assert!(
         has_iperf3,
         "no reading within 1% of {TCP_GOODPUT_BPS} bit/s and no iperf3 to tell a slowed router: {pairs:?}"
@@ -164,7 +166,11 @@ async fn tcp_goodput_through_a_100mbit_router_is_the_rate_less_the_headers() {
     let best_wb = pairs.iter().map(|p| p.0).fold(0.0, f64::max);
     let best_ip = pairs.iter().filter_map(|p| p.1).fold(0.0, f64::max);
     assert!(
-        best_wb >= best_ip * 0.99 && (best_wb - best_ip).abs() / best_ip < 0.02,
+        best_wb <= TCP_GOODPUT_BPS * 1.01,
+        "wirebench read more than the shaped rate allows: best {best_wb} bit/s ({pairs:?})"
+    );
+    assert!(
+        best_wb >= best_ip * 0.99,
         "wirebench read less than iperf3 on the same lab: best {best_wb} vs {best_ip} bit/s ({pairs:?})"
     );
     eprintln!(

@@ -6,7 +6,8 @@
 //! UDP (our datagrams and QUIC) gets one socket toward the server per client address, so the
 //! server sees one peer per client; TCP is relayed as a byte stream, one upstream connection per
 //! accepted one, with delay, jitter and rate only. It never forwards to itself (a loop), holds
-//! at most its byte budget ([`RelayConfig::max_held`]) and [`MAX_UDP_FLOWS`] flows, and says
+//! at most its byte budget ([`RelayConfig::max_held`]), [`MAX_UDP_FLOWS`] flows and
+//! [`MAX_TCP_CONNECTIONS`] connections, and says
 //! when the system refuses it a socket.
 
 mod hold;
@@ -108,10 +109,12 @@ pub(crate) enum Trouble {
     Flows = 1,
     /// A datagram dropped for want of room in the relay's byte budget.
     Memory = 2,
+    /// A new TCP connection beyond [`MAX_TCP_CONNECTIONS`], closed at once.
+    Connections = 3,
 }
 
 impl Trouble {
-    const COUNT: usize = 3;
+    const COUNT: usize = 4;
 }
 
 impl Registry {
@@ -149,17 +152,19 @@ impl Registry {
         })
     }
 
-    /// A new TCP connection's place.
-    pub(crate) fn tcp_connection(self: &Arc<Self>) -> FlowSlot {
+    /// A new TCP connection's place, or None when [`MAX_TCP_CONNECTIONS`] run already.
+    pub(crate) fn tcp_connection(self: &Arc<Self>) -> Option<FlowSlot> {
         let counts = FlowCounts::default();
-        if let Ok(mut flows) = self.tcp.lock() {
-            flows.running.push(Arc::clone(&counts));
+        let mut flows = self.tcp.lock().ok()?;
+        if flows.running.len() >= MAX_TCP_CONNECTIONS {
+            return None;
         }
-        FlowSlot {
+        flows.running.push(Arc::clone(&counts));
+        Some(FlowSlot {
             registry: Arc::clone(self),
             udp: false,
             counts,
-        }
+        })
     }
 
     fn snapshot(&self) -> RelayCounts {
@@ -197,6 +202,12 @@ pub const UDP_FLOW_IDLE: Duration = Duration::from_secs(120);
 /// Most UDP flows (client addresses) relayed at once; datagrams from further addresses are
 /// dropped until one ends.
 pub const MAX_UDP_FLOWS: usize = 1024;
+
+/// Most TCP connections relayed at once; a further client is closed at once until one ends.
+/// Each holds two sockets and two read buffers of up to 64 KiB (at most 128 MiB in all), and
+/// two relays pointed at each other stop there instead of connecting to each other until the
+/// file descriptors run out.
+pub const MAX_TCP_CONNECTIONS: usize = 1024;
 
 impl Relay {
     /// Binds TCP and UDP on the same port and starts forwarding.

@@ -56,9 +56,18 @@ pub(super) async fn accept_loop(
                 continue;
             }
         };
+        let Some(slot) = registry.tcp_connection() else {
+            registry.trouble(Trouble::Connections, || {
+                format!(
+                    "relay: TCP connection closed: the relay relays its most ({} TCP connections) already",
+                    super::MAX_TCP_CONNECTIONS
+                )
+            });
+            drop(client);
+            continue;
+        };
         let index = next_index;
         next_index += 1;
-        let slot = registry.tcp_connection();
         let registry = Arc::clone(&registry);
         let (up_link, down_link) = (up_link.clone(), down_link.clone());
         tokio::spawn(async move {

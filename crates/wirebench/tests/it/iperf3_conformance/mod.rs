@@ -24,6 +24,10 @@ const RATE_TOLERANCE: f64 = 0.5;
 /// than iperf3 would be (a hang is far more; a busy machine adds less).
 const SLACK: Duration = Duration::from_millis(2500);
 
+/// How many times a line whose only failed checks are of timing ([`Check::Runs`],
+/// [`Check::Spans`]) is run before it counts as failed.
+const TIMING_ATTEMPTS: usize = 3;
+
 /// A line that runs longer than this is taken as hung and killed.
 const HUNG: Duration = Duration::from_secs(25);
 
@@ -307,7 +311,7 @@ async fn run_group(name: &str, cases: &[Case]) {
         return;
     }
     let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
-    let budget = Duration::from_secs(20 * cases.len() as u64);
+    let budget = Duration::from_secs(20 * cases.len() as u64 + 60);
     within_for(budget, name, async {
         let mut ours = Spawned::wirebench().await;
         let mut theirs = Spawned::iperf3().await;
@@ -318,14 +322,33 @@ async fn run_group(name: &str, cases: &[Case]) {
                 println!("{:<28} skipped: no IPv6 loopback", case.line);
                 continue;
             }
-            let a = client(ours.port, case.line).await;
-            let b = client(theirs.port, case.line).await;
-            println!("{:<28} ours:   {}", case.line, a.row());
-            println!("{:<28} iperf3: {}", "", b.row());
-            for check in case.checks {
-                if let Err(why) = check_line(*check, &a, &b) {
+            // A timing check (how long, how many seconds) that fails is run again, against
+            // both servers: a busy machine can stretch one run of either, while a server
+            // that is slow or miscounts every time fails every attempt.
+            for attempt in 1..=TIMING_ATTEMPTS {
+                let a = client(ours.port, case.line).await;
+                let b = client(theirs.port, case.line).await;
+                println!("{:<28} ours:   {}", case.line, a.row());
+                println!("{:<28} iperf3: {}", "", b.row());
+                let failed: Vec<(Check, String)> = case
+                    .checks
+                    .iter()
+                    .filter_map(|check| check_line(*check, &a, &b).err().map(|why| (*check, why)))
+                    .collect();
+                let timing_only = failed
+                    .iter()
+                    .all(|(c, _)| matches!(c, Check::Runs | Check::Spans));
+                if failed.is_empty() || (timing_only && attempt < TIMING_ATTEMPTS) {
+                    if !failed.is_empty() {
+                        println!("{:<28} again: {:?}", "", failed);
+                        continue;
+                    }
+                    break;
+                }
+                for (check, why) in failed {
                     failures.push(format!("{}: {check:?}: {why}", case.line));
                 }
+                break;
             }
             ours.still_running();
             theirs.still_running();
@@ -355,9 +378,16 @@ fn check_line(check: Check, ours: &Figures, theirs: &Figures) -> Result<(), Stri
             }
         }
         Check::Spans => {
+            // What iperf3 -s itself read on the same line is allowed on top: the gap a busy
+            // machine puts between the two ends' clocks is the machine's, not the server's.
+            let theirs_gap = theirs
+                .directions()
+                .iter()
+                .map(|(s, r)| (s.seconds - r.seconds).abs())
+                .fold(0.0, f64::max);
             for (sent, received) in ours.directions() {
                 let gap = (sent.seconds - received.seconds).abs();
-                if gap > (0.05 * sent.seconds).max(0.1) {
+                if gap > (0.05 * sent.seconds).max(0.1) + theirs_gap {
                     return Err(format!(
                         "sender {:.3} s, receiver {:.3} s",
                         sent.seconds, received.seconds

@@ -4,6 +4,7 @@
 
 mod commands;
 mod impairments;
+mod limits;
 mod quic_paths;
 
 use wirebench::flows::client::{SessionOutcome, SessionRequest};
