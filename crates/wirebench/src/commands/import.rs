@@ -4,7 +4,7 @@
 //! brought up to date when the store holds an unfinished version of it, refused as a
 //! duplicate when it holds all of it (unless `--again`). Never measures anything.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -22,6 +22,7 @@ use crate::store::documents::Head;
 use crate::store::lifecycle::Merged;
 use crate::store::run::Run;
 use crate::store::{Location, Store};
+use crate::transport::files::{read_at_most, read_stdin_at_most, ReadError, IMPORT_FILE_MAX};
 
 /// `wirebench import FILE` (`-` for stdin): stores or updates the campaign the file holds and
 /// writes one line saying which. A campaign the store already holds in full is refused
@@ -71,15 +72,7 @@ pub fn import_file(
     now_unix_s: i64,
     again: bool,
 ) -> Result<(CampaignKind, Merged)> {
-    let mut text = String::new();
-    if file == Path::new("-") {
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("while reading stdin")?;
-    } else {
-        text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-    }
+    let text = read_document(file)?;
     // Read before the store is opened: a file that is not a campaign creates no store.
     let legacy = match Head::of(&text) {
         Some(_) => None,
@@ -230,4 +223,32 @@ fn run_document(
         plan,
         results,
     ))
+}
+
+/// The document `import` reads: `file`, or standard input for `-`, at most
+/// [`IMPORT_FILE_MAX`] bytes of UTF-8 (`import /dev/zero` is refused, not read for ever).
+fn read_document(file: &Path) -> Result<String> {
+    let read = if file == Path::new("-") {
+        read_stdin_at_most(IMPORT_FILE_MAX)
+    } else {
+        read_at_most(file, IMPORT_FILE_MAX)
+    };
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(e @ ReadError::TooLarge(_)) => {
+            return Err(UsageError(format!(
+                "import {}: {e}; a campaign document is at most 256 MiB",
+                file.display()
+            ))
+            .into())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    String::from_utf8(bytes).map_err(|_| {
+        UsageError(format!(
+            "import {}: not UTF-8 text, so not a campaign wirebench can import",
+            file.display()
+        ))
+        .into()
+    })
 }

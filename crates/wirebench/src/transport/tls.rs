@@ -53,7 +53,7 @@ impl ServerIdentity {
 
     /// Loads a PEM certificate chain and private key.
     pub fn from_pem_files(cert: &Path, key: &Path) -> Result<Self> {
-        let cert_pem = std::fs::read(cert)
+        let cert_pem = super::files::read_at_most(cert, super::files::PEM_FILE_MAX)
             .with_context(|| format!("while reading the certificate {}", cert.display()))?;
         let chain = CertificateDer::pem_slice_iter(&cert_pem)
             .collect::<Result<Vec<_>, _>>()
@@ -61,7 +61,7 @@ impl ServerIdentity {
         if chain.is_empty() {
             bail!("{} holds no PEM certificate", cert.display());
         }
-        let key_pem = std::fs::read(key)
+        let key_pem = super::files::read_at_most(key, super::files::PEM_FILE_MAX)
             .with_context(|| format!("while reading the private key {}", key.display()))?;
         let key = PrivateKeyDer::from_pem_slice(&key_pem)
             .with_context(|| format!("{} is not a PEM private key", key.display()))?;

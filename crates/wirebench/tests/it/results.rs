@@ -118,6 +118,22 @@ async fn run_tables_report_export_and_compare_show_one_goodput() {
         assert!(stderr(&again).contains("already in"), "{}", stderr(&again));
         let forced = wirebench(&["import", file.arg(), "--again", "--db", db.arg()]).await;
         assert!(forced.status.success(), "{}", stderr(&forced));
+        // An endless file is refused at the documented bound, in one line, and stores nothing.
+        let listed = wirebench(&["runs", "--db", db.arg()]).await.stdout;
+        let endless = wirebench(&["import", "/dev/zero", "--db", db.arg()]).await;
+        assert_eq!(endless.status.code(), Some(2), "{}", stderr(&endless));
+        assert!(
+            stderr(&endless).contains("at most 256 MiB"),
+            "{}",
+            stderr(&endless)
+        );
+        assert_eq!(
+            stderr(&endless).trim().lines().count(),
+            1,
+            "{}",
+            stderr(&endless)
+        );
+        assert_eq!(wirebench(&["runs", "--db", db.arg()]).await.stdout, listed);
 
         // Compare judges goodput: the same runs, no significant difference.
         let cmp = wirebench(&["compare", "1", "2", "--db", db.arg()]).await;

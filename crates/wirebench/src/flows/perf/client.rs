@@ -196,8 +196,9 @@ fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, String)> {
         .context("while configuring TLS 1.3")?;
     let (mut cfg, name) = match trust {
         Trust::Ca { file, server_name } => {
-            let pem = std::fs::read(file)
-                .with_context(|| format!("while reading --perf-ca {}", file.display()))?;
+            let pem =
+                crate::transport::files::read_at_most(file, crate::transport::files::PEM_FILE_MAX)
+                    .with_context(|| format!("while reading --perf-ca {}", file.display()))?;
             let mut roots = rustls::RootCertStore::empty();
             for cert in CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert

@@ -20,12 +20,14 @@ pub const NO_KEY_REASON: &str = "the client has no pre-shared key (it must pass 
 /// Reads a key file (`--psk FILE`, format in `wirebench_core::security::auth::Psk::from_file_contents`);
 /// an unreadable file or a short key is a usage error naming the file.
 pub fn load_psk(path: &Path) -> Result<Arc<Psk>, UsageError> {
-    let contents = std::fs::read(path).map_err(|e| {
-        UsageError(format!(
-            "--psk {}: cannot read the key file: {e}",
-            path.display()
-        ))
-    })?;
+    let contents =
+        crate::transport::files::read_at_most(path, crate::transport::files::KEY_FILE_MAX)
+            .map_err(|e| {
+                UsageError(format!(
+                    "--psk {}: cannot read the key file: {e}",
+                    path.display()
+                ))
+            })?;
     Psk::from_file_contents(&contents)
         .map(Arc::new)
         .map_err(|e| UsageError(format!("--psk {}: {e}", path.display())))

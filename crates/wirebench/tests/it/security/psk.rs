@@ -218,6 +218,8 @@ async fn psk_flag_refuses_a_short_or_missing_key_file() {
             vec!["server", "--psk", short_arg.as_str()],
             vec!["ping", "--psk", short_arg.as_str()],
             vec!["run", "--psk", "/nonexistent/wirebench-psk"],
+            // An endless file is refused at the bound, not read into memory.
+            vec!["run", "--psk", "/dev/zero"],
         ] {
             let out = crate::cli::wirebench(&args).await;
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -225,6 +227,12 @@ async fn psk_flag_refuses_a_short_or_missing_key_file() {
             assert!(stderr.contains("--psk"), "{stderr}");
             assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
         }
+        let out = crate::cli::wirebench(&["run", "--psk", "/dev/zero"]).await;
+        assert!(
+            crate::cli::stderr(&out).contains("more than 65536 bytes"),
+            "{}",
+            crate::cli::stderr(&out)
+        );
         let out = crate::cli::wirebench(&["server", "--iperf3", "--psk", &short_arg]).await;
         assert_eq!(out.status.code(), Some(2));
         let _ = std::fs::remove_dir_all(&dir);
