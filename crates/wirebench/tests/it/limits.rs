@@ -253,6 +253,43 @@ async fn the_rate_limit_holds_both_ways_and_refuses_unpaced_udp() {
     .expect("test within its time limit");
 }
 
+/// A lab's `--mode stream,saw --rate R` paces its streams to R; its UDP stop-and-wait, clocked
+/// by the acknowledgements and never paced, runs far above R on loopback and must finish, not be
+/// aborted for "sending far above the rate it declared" (issue 37: `-l 32767 --rate 2Gbit`
+/// killed at 9.98 Gbit/s). A second of it at 32767 B per message, declared at 10 Mbit/s.
+#[tokio::test]
+async fn udp_stop_and_wait_under_a_declared_rate_is_not_aborted() {
+    let out = crate::cli::wirebench(&[
+        "run",
+        "--no-store",
+        "--json",
+        "--proto",
+        "udp",
+        "--mode",
+        "stream,saw",
+        "-l",
+        "32767",
+        "-t",
+        "1",
+        "--rate",
+        "10Mbit",
+    ])
+    .await;
+    let err = crate::cli::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let run = &doc["runs"][1];
+    assert_eq!(run["mechanism"], "saw", "{run:#}");
+    assert_eq!(run["server"]["aborted"], false, "{run:#}");
+    // Far above the declared rate: more than the 1 MiB burst plus twice the rate a check allows.
+    let bytes = run["server"]["bytes"].as_u64().expect("server bytes");
+    assert!(
+        bytes > 4 << 20,
+        "{bytes} bytes in a second of stop-and-wait"
+    );
+    assert_eq!(run["client"]["bytes"], run["server"]["bytes"], "{run:#}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_control_messages_and_silent_clients_are_cut_off() {
     tokio::time::timeout(TEST_TIMEOUT, async {

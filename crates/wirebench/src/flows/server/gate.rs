@@ -369,8 +369,17 @@ impl Pass {
     /// declared `rate_bps`, else the server's `--max-rate`; what the server sends against
     /// `--max-rate` (its own writers pace to it: this catches answers it cannot pace).
     fn rates(&self) -> Rates {
+        // A declared rate binds what the client paces: every forward stream, and TCP and QUIC
+        // stop-and-wait (paced by the kernel and by the sender). A UDP stop-and-wait sender is
+        // clocked by the acknowledgements and never paced, so a `--rate` for a run's streams
+        // must not abort its stop-and-wait (a lab's `--mode stream,saw --rate 2Gbit` was
+        // aborted at 9.98 Gbit/s); `--max-rate` still holds it.
+        let paced_by_client =
+            !(self.line.protocol == Protocol::Udp && self.line.mechanism == Mechanism::StopAndWait);
         let declared = match self.kind {
-            Kind::Transfer | Kind::Iperf3 if !self.line.reverse => self.line.rate_bps,
+            Kind::Transfer | Kind::Iperf3 if !self.line.reverse && paced_by_client => {
+                self.line.rate_bps
+            }
             _ => None,
         };
         let max = self.gate.limits.max_rate_bps;
