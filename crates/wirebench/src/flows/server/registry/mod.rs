@@ -2,6 +2,9 @@
 //! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens; it does
 //! not count anything itself.
 
+mod reverse_udp;
+mod rr_udp;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,14 +20,14 @@ use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::datagram::{Header, Kind};
 use wirebench_core::wire::proto::Preamble;
 
-use super::reverse_udp::ReverseUdp;
-use super::rr_session::RrUdpSession;
-use super::{ServerEvent, ServerNotice};
+use super::events::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
 use crate::engine::quic::home::Home;
 use crate::engine::udp::lanes::LaneSet;
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
+pub use reverse_udp::ReverseUdp;
+pub use rr_udp::RrUdpSession;
 
 /// A data connection handed to its session.
 #[derive(Debug)]
