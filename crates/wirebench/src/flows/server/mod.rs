@@ -2,6 +2,8 @@
 //! (wirebench datagrams and QUIC), many sessions at once. Every session of every kind passes
 //! one [`gate::Gate`] (admission, limits, accounting, its one line), and ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
+//! Each kind of session is a type (`kind::SessionKind`, its kinds in `kinds/`) that `session`
+//! dispatches to; what the kinds share is in `kit/`, below them.
 
 mod admission;
 mod auth;

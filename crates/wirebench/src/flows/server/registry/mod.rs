@@ -1,6 +1,7 @@
 //! The table of live sessions: hands data connections (TCP, QUIC) to the session that waits for
-//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens; it does
-//! not count anything itself.
+//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens, and the
+//! entries it routes to (a reversed UDP session's, a UDP request-response session's, in files
+//! of their own); it imports no session kind and does not count anything itself.
 
 mod reverse_udp;
 mod rr_udp;
