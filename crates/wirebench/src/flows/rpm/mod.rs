@@ -18,7 +18,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use wirebench_core::machine::responsiveness::{
     moving_average_goodput_bps, trimmed_mean, ComponentRecord, IdleRecord, IntervalProbes,
-    IntervalRecord, LoadDirection, Parameters, RampMachine, Rating, RpmResult, RPM_SCHEMA_VERSION,
+    IntervalRecord, LoadDirection, Parameters, RampMachine, Rating, RpmResult, Step as RampStep,
+    RPM_SCHEMA_VERSION,
 };
 use wirebench_core::security::auth::Psk;
 
@@ -106,8 +107,6 @@ pub async fn run_rpm_until(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(RpmResult, bool)> {
     tokio::pin!(stop);
-    let mut stopped = false;
-    let params = settings.params;
     let mut foreign_session = ProbeSession::open(server, true, psk.as_deref()).await?;
     let mut self_session = ProbeSession::open(server, false, psk.as_deref()).await?;
     let self_target = self_session.target();
@@ -116,202 +115,41 @@ pub async fn run_rpm_until(
 
     // Idle latency: probe pairs one after another before any load.
     let idle = if settings.idle_probes > 0 {
-        let (mut tcp, mut req, mut own) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..settings.idle_probes {
-            let f = tokio::time::timeout(settings.probe_timeout, foreign.run())
-                .await
-                .context("an idle probe timed out")??;
-            tcp.push(ms(f.tcp));
-            req.push(ms(f.request));
-            let o = tokio::time::timeout(settings.probe_timeout, probe::self_probe(&mut self_conn))
-                .await
-                .context("an idle self probe timed out")??;
-            own.push(ms(o));
-        }
+        let idle = idle_latency(settings, &foreign, &mut self_conn).await?;
         foreign_session.count_sent(u64::from(settings.idle_probes));
         self_session.count_sent(u64::from(settings.idle_probes));
-        let tm =
-            |v: &[f64]| (trimmed_mean(v, params.trimmed_mean_percent).unwrap_or(0.0) * 1e6) as u64;
-        Some(IdleRecord {
-            probes: settings.idle_probes,
-            tcp_handshake_rtt_ns: tm(&tcp),
-            foreign_request_rtt_ns: tm(&req),
-            self_request_rtt_ns: tm(&own),
-        })
+        Some(idle)
     } else {
         None
     };
 
     // Load and probes.
-    let bytes = Arc::new(LoadBytes::default());
-    let mut flows: Vec<LoadFlow> = Vec::new();
-    let mut open_flows = 0u32;
-    let mut refused: Option<String> = None;
     let started = Instant::now();
-    flows.extend(
-        add_flows(server, settings.direction, psk.clone(), bytes.clone())
-            .await
-            .context("the server refused the first load flow")?,
-    );
-    open_flows += 1;
-    // Flows open in the background: through a full queue a session request takes several
-    // loaded round trips, which must not stretch an interval.
-    let mut opening: Option<tokio::task::JoinHandle<Result<Vec<LoadFlow>>>> = None;
-
-    let (tx, mut rx) = mpsc::unbounded_channel::<Sample>();
-    let rate: SharedRate = Arc::new(AtomicU64::new(
-        u64::from(params.max_probes_per_second.max(1)) * 1000,
-    ));
-    let sent = Arc::new(AtomicU64::new(0));
-    let self_sent = Arc::new(AtomicU64::new(0));
-    let mut probes = JoinSet::new();
-    probes.spawn(foreign_scheduler(
-        foreign,
-        rate.clone(),
-        settings.probe_timeout,
-        tx.clone(),
-        sent.clone(),
-    ));
-    probes.spawn(self_scheduler(
-        self_conn,
-        self_target,
-        rate.clone(),
-        settings.probe_timeout,
-        tx.clone(),
-        self_sent.clone(),
-    ));
-    drop(tx);
-
-    let mut machine = RampMachine::new(params);
-    let interval = Duration::from_nanos(params.interval_ns.max(1));
-    let mut intervals = Vec::new();
-    let mut last = (0u64, 0u64);
-    let mut down_series = Vec::new();
-    let mut up_series = Vec::new();
-    let mut total_series = Vec::new();
-    let mut failed_probes = 0u64;
-    'intervals: for index in 0u32.. {
-        let end = started + interval * (index + 1);
-        let mut current = IntervalProbes::default();
-        let (mut n_foreign, mut n_self) = (0u32, 0u32);
-        let (mut tcp_ns, mut request_ns, mut own_ns) = (Vec::new(), Vec::new(), Vec::new());
-        // Collect the probes that complete before the interval ends.
-        loop {
-            let now = Instant::now();
-            if now >= end {
-                break;
-            }
-            let received = tokio::select! {
-                biased;
-                () = &mut stop => {
-                    // The unfinished interval is left out: its goodput would be of a part.
-                    stopped = true;
-                    break 'intervals;
-                }
-                received = tokio::time::timeout(end - now, rx.recv()) => received,
-            };
-            match received {
-                Ok(Some(Sample::Foreign(f))) => {
-                    current.foreign_tcp_ms.push(ms(f.tcp));
-                    current.foreign_request_ms.push(ms(f.request));
-                    tcp_ns.push(duration_ns(f.tcp));
-                    request_ns.push(duration_ns(f.request));
-                    n_foreign += 1;
-                }
-                Ok(Some(Sample::Own(d))) => {
-                    current.self_request_ms.push(ms(d));
-                    own_ns.push(duration_ns(d));
-                    n_self += 1;
-                }
-                Ok(Some(Sample::Failed)) => failed_probes += 1,
-                Ok(None) => tokio::time::sleep_until(end.into()).await,
-                Err(_) => break,
-            }
-        }
-        let now = (
-            bytes.download.load(Ordering::Relaxed),
-            bytes.upload.load(Ordering::Relaxed),
-        );
-        let (down, up) = (now.0 - last.0, now.1 - last.1);
-        last = now;
-        down_series.push(down);
-        up_series.push(up);
-        total_series.push(down + up);
-        let secs = interval.as_secs_f64();
-        let step = machine.handle_interval(down + up, current);
-        intervals.push(IntervalRecord {
-            index,
-            flows: open_flows,
-            download_goodput_bps: down as f64 * 8.0 / secs,
-            upload_goodput_bps: up as f64 * 8.0 / secs,
-            moving_average_goodput_bps: moving_average_goodput_bps(
-                &total_series,
-                params.moving_average_distance as usize,
-                params.interval_ns,
-            ),
-            rpm: machine
-                .responsiveness_series()
-                .last()
-                .copied()
-                .filter(|r| r.is_finite()),
-            foreign_probes: n_foreign,
-            self_probes: n_self,
-            foreign_tcp_handshake_rtt_ns: tcp_ns,
-            foreign_request_rtt_ns: request_ns,
-            self_request_rtt_ns: own_ns,
-        });
-        // The probes' share of the capacity: PTC of the last interval's goodput.
-        let goodput_bps = (down + up) as f64 * 8.0 / secs;
-        rate.store(
-            (params.probe_rate(goodput_bps) * 1000.0) as u64,
-            Ordering::Relaxed,
-        );
-        if step.done || started.elapsed() + interval > settings.max_duration {
-            break;
-        }
-        if opening.as_ref().is_some_and(|h| h.is_finished()) {
-            if let Some(h) = opening.take() {
-                match h.await {
-                    Ok(Ok(new)) => {
-                        flows.extend(new);
-                        open_flows += 1;
-                    }
-                    Ok(Err(e)) => {
-                        // The server's limits (--max-sessions and the like) cap the ramp.
-                        refused = Some(format!("{e:#}"));
-                        machine.flows_capped(open_flows);
-                    }
-                    Err(e) => refused = Some(format!("opening a load flow failed: {e}")),
-                }
-            }
-        }
-        if step.add_flow && refused.is_none() && opening.is_none() {
-            opening = Some(tokio::spawn(add_flows(
-                server,
-                settings.direction,
-                psk.clone(),
-                bytes.clone(),
-            )));
-        }
-    }
-    if let Some(h) = opening.take() {
+    let mut load = Load::start(server, settings.direction, psk).await?;
+    let mut probing = Probing::start(foreign, self_conn, self_target, settings);
+    let mut ramp = Ramp::new(settings.params);
+    let stopped = ramp
+        .run(started, settings, &mut load, &mut probing, stop)
+        .await;
+    if let Some(h) = load.opening.take() {
         h.abort();
     }
     let duration = started.elapsed();
-    probes.abort_all();
-    while probes.join_next().await.is_some() {}
+    probing.tasks.abort_all();
+    while probing.tasks.join_next().await.is_some() {}
+    let Load {
+        flows,
+        bytes,
+        open_flows,
+        refused,
+        ..
+    } = load;
     load::stop_all(flows).await;
-    foreign_session.count_sent(sent.load(Ordering::Relaxed));
-    self_session.count_sent(self_sent.load(Ordering::Relaxed));
+    foreign_session.count_sent(probing.sent.load(Ordering::Relaxed));
+    self_session.count_sent(probing.self_sent.load(Ordering::Relaxed));
     tokio::join!(foreign_session.finish(), self_session.finish());
 
-    let mad = params.moving_average_distance as usize;
-    let per_direction = |series: &[u64]| {
-        moving_average_goodput_bps(series, mad.min(series.len()), params.interval_ns).unwrap_or(0.0)
-    };
-    let components = machine.current_components();
-    let figures = machine.current_figures();
-    let mut diffs = differences(&params);
+    let mut diffs = differences(&settings.params);
     if let Some(why) = refused {
         diffs.push(format!(
             "The server refused more load flows, so the ramp stopped at {open_flows} per direction: {why}"
@@ -320,7 +158,7 @@ pub async fn run_rpm_until(
     if stopped {
         diffs.push(format!(
             "Stopped by a signal after {}: the figures cover only those.",
-            wirebench_core::record::count_of(intervals.len(), "interval", "intervals")
+            wirebench_core::record::count_of(ramp.intervals.len(), "interval", "intervals")
         ));
     }
     let failures = bytes.failures.load(Ordering::Relaxed);
@@ -329,32 +167,374 @@ pub async fn run_rpm_until(
             "{failures} load session(s) failed during the test."
         ));
     }
-    let result = RpmResult {
-        schema_version: RPM_SCHEMA_VERSION,
-        draft: DRAFT.to_owned(),
-        server: server_name.to_owned(),
-        protocol: "tcp".to_owned(),
-        direction: settings.direction,
-        rpm: figures.map(|f| f.rpm),
-        rating: figures.map(|f| Rating::of(f.rpm)),
-        rpm_confidence: machine.responsiveness_confidence(),
-        goodput_confidence: machine.goodput_confidence(),
-        components: components
-            .zip(figures)
-            .map(|(c, f)| ComponentRecord::of(&c, &f)),
+    let ended = Ended {
+        server_name,
         idle,
-        download_goodput_bps: per_direction(&down_series),
-        upload_goodput_bps: per_direction(&up_series),
         load_flows: open_flows,
-        goodput_stable: machine.goodput_saturated(),
-        rpm_stable: machine.responsiveness_stable(),
-        duration_ns: duration_ns(duration),
-        failed_probes,
-        parameters: params,
-        intervals,
+        duration,
         differences: diffs,
     };
-    Ok((result, stopped))
+    Ok((ramp.into_result(settings, ended), stopped))
+}
+
+/// Idle latency: `settings.idle_probes` probe pairs one after another, before any load.
+async fn idle_latency(
+    settings: &RpmSettings,
+    foreign: &ProbeTarget,
+    self_conn: &mut tokio::net::TcpStream,
+) -> Result<IdleRecord> {
+    let (mut tcp, mut req, mut own) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..settings.idle_probes {
+        let f = tokio::time::timeout(settings.probe_timeout, foreign.run())
+            .await
+            .context("an idle probe timed out")??;
+        tcp.push(ms(f.tcp));
+        req.push(ms(f.request));
+        let o = tokio::time::timeout(settings.probe_timeout, probe::self_probe(self_conn))
+            .await
+            .context("an idle self probe timed out")??;
+        own.push(ms(o));
+    }
+    let percent = settings.params.trimmed_mean_percent;
+    let tm = |v: &[f64]| (trimmed_mean(v, percent).unwrap_or(0.0) * 1e6) as u64;
+    Ok(IdleRecord {
+        probes: settings.idle_probes,
+        tcp_handshake_rtt_ns: tm(&tcp),
+        foreign_request_rtt_ns: tm(&req),
+        self_request_rtt_ns: tm(&own),
+    })
+}
+
+/// The test's load flows, and the one being opened in the background.
+struct Load {
+    server: SocketAddr,
+    direction: LoadDirection,
+    psk: Option<Arc<Psk>>,
+    bytes: Arc<LoadBytes>,
+    flows: Vec<LoadFlow>,
+    /// Flows open per direction.
+    open_flows: u32,
+    /// Why the server refused another flow, once it did.
+    refused: Option<String>,
+    /// Flows open in the background: through a full queue a session request takes several
+    /// loaded round trips, which must not stretch an interval.
+    opening: Option<tokio::task::JoinHandle<Result<Vec<LoadFlow>>>>,
+}
+
+impl Load {
+    /// Opens the first flow per direction.
+    async fn start(
+        server: SocketAddr,
+        direction: LoadDirection,
+        psk: Option<Arc<Psk>>,
+    ) -> Result<Load> {
+        let bytes = Arc::new(LoadBytes::default());
+        let flows = add_flows(server, direction, psk.clone(), bytes.clone())
+            .await
+            .context("the server refused the first load flow")?;
+        Ok(Load {
+            server,
+            direction,
+            psk,
+            bytes,
+            flows,
+            open_flows: 1,
+            refused: None,
+            opening: None,
+        })
+    }
+
+    /// Takes in the flows opened in the background, if they are open (or refused) by now.
+    async fn take_opened(&mut self, machine: &mut RampMachine) {
+        if !self.opening.as_ref().is_some_and(|h| h.is_finished()) {
+            return;
+        }
+        let Some(h) = self.opening.take() else {
+            return;
+        };
+        match h.await {
+            Ok(Ok(new)) => {
+                self.flows.extend(new);
+                self.open_flows += 1;
+            }
+            Ok(Err(e)) => {
+                // The server's limits (--max-sessions and the like) cap the ramp.
+                self.refused = Some(format!("{e:#}"));
+                machine.flows_capped(self.open_flows);
+            }
+            Err(e) => self.refused = Some(format!("opening a load flow failed: {e}")),
+        }
+    }
+
+    /// Starts opening one more flow per direction, unless one is on its way or the server
+    /// refused one.
+    fn open_another(&mut self) {
+        if self.refused.is_none() && self.opening.is_none() {
+            self.opening = Some(tokio::spawn(add_flows(
+                self.server,
+                self.direction,
+                self.psk.clone(),
+                self.bytes.clone(),
+            )));
+        }
+    }
+}
+
+/// The probe schedulers, and what they send back.
+struct Probing {
+    rx: mpsc::UnboundedReceiver<Sample>,
+    rate: SharedRate,
+    /// Foreign and self probes sent.
+    sent: Arc<AtomicU64>,
+    self_sent: Arc<AtomicU64>,
+    tasks: JoinSet<()>,
+}
+
+impl Probing {
+    /// Starts the foreign and the self probe schedulers, at the draft's highest rate.
+    fn start(
+        foreign: ProbeTarget,
+        self_conn: tokio::net::TcpStream,
+        self_target: ProbeTarget,
+        settings: &RpmSettings,
+    ) -> Probing {
+        let (tx, rx) = mpsc::unbounded_channel::<Sample>();
+        let rate: SharedRate = Arc::new(AtomicU64::new(
+            u64::from(settings.params.max_probes_per_second.max(1)) * 1000,
+        ));
+        let sent = Arc::new(AtomicU64::new(0));
+        let self_sent = Arc::new(AtomicU64::new(0));
+        let mut tasks = JoinSet::new();
+        tasks.spawn(foreign_scheduler(
+            foreign,
+            rate.clone(),
+            settings.probe_timeout,
+            tx.clone(),
+            sent.clone(),
+        ));
+        tasks.spawn(self_scheduler(
+            self_conn,
+            self_target,
+            rate.clone(),
+            settings.probe_timeout,
+            tx,
+            self_sent.clone(),
+        ));
+        Probing {
+            rx,
+            rate,
+            sent,
+            self_sent,
+            tasks,
+        }
+    }
+}
+
+/// The probes of one interval, as they came in.
+#[derive(Default)]
+struct Probed {
+    current: IntervalProbes,
+    foreign: u32,
+    own: u32,
+    tcp_ns: Vec<u64>,
+    request_ns: Vec<u64>,
+    own_ns: Vec<u64>,
+}
+
+/// Collects the probes that complete before `end`; None when `stop` came first.
+async fn collect_probes<S: std::future::Future<Output = ()>>(
+    rx: &mut mpsc::UnboundedReceiver<Sample>,
+    end: Instant,
+    mut stop: std::pin::Pin<&mut S>,
+    failed_probes: &mut u64,
+) -> Option<Probed> {
+    let mut p = Probed::default();
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        let received = tokio::select! {
+            biased;
+            () = &mut stop => return None,
+            received = tokio::time::timeout(end - now, rx.recv()) => received,
+        };
+        match received {
+            Ok(Some(Sample::Foreign(f))) => {
+                p.current.foreign_tcp_ms.push(ms(f.tcp));
+                p.current.foreign_request_ms.push(ms(f.request));
+                p.tcp_ns.push(duration_ns(f.tcp));
+                p.request_ns.push(duration_ns(f.request));
+                p.foreign += 1;
+            }
+            Ok(Some(Sample::Own(d))) => {
+                p.current.self_request_ms.push(ms(d));
+                p.own_ns.push(duration_ns(d));
+                p.own += 1;
+            }
+            Ok(Some(Sample::Failed)) => *failed_probes += 1,
+            Ok(None) => tokio::time::sleep_until(end.into()).await,
+            Err(_) => break,
+        }
+    }
+    Some(p)
+}
+
+/// The load phase as it goes: the core's machine, and what each interval recorded.
+struct Ramp {
+    params: Parameters,
+    machine: RampMachine,
+    intervals: Vec<IntervalRecord>,
+    /// Bytes downloaded and uploaded by the end of the last interval.
+    last: (u64, u64),
+    down_series: Vec<u64>,
+    up_series: Vec<u64>,
+    total_series: Vec<u64>,
+    failed_probes: u64,
+}
+
+/// How the test ended, for its record.
+struct Ended<'a> {
+    server_name: &'a str,
+    idle: Option<IdleRecord>,
+    load_flows: u32,
+    duration: Duration,
+    differences: Vec<String>,
+}
+
+impl Ramp {
+    fn new(params: Parameters) -> Ramp {
+        Ramp {
+            params,
+            machine: RampMachine::new(params),
+            intervals: Vec::new(),
+            last: (0, 0),
+            down_series: Vec::new(),
+            up_series: Vec::new(),
+            total_series: Vec::new(),
+            failed_probes: 0,
+        }
+    }
+
+    /// Runs the intervals from `started` until the machine is done, the time is up or `stop`
+    /// completes; true when `stop` ended it.
+    async fn run(
+        &mut self,
+        started: Instant,
+        settings: &RpmSettings,
+        load: &mut Load,
+        probing: &mut Probing,
+        mut stop: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> bool {
+        let interval = Duration::from_nanos(self.params.interval_ns.max(1));
+        for index in 0u32.. {
+            let end = started + interval * (index + 1);
+            let probes =
+                collect_probes(&mut probing.rx, end, stop.as_mut(), &mut self.failed_probes);
+            // The unfinished interval is left out: its goodput would be of a part.
+            let Some(probed) = probes.await else {
+                return true;
+            };
+            let (step, goodput_bps) = self.record(index, probed, load, interval);
+            // The probes' share of the capacity: PTC of the last interval's goodput.
+            probing.rate.store(
+                (self.params.probe_rate(goodput_bps) * 1000.0) as u64,
+                Ordering::Relaxed,
+            );
+            if step.done || started.elapsed() + interval > settings.max_duration {
+                break;
+            }
+            load.take_opened(&mut self.machine).await;
+            if step.add_flow {
+                load.open_another();
+            }
+        }
+        false
+    }
+
+    /// Hands one interval to the machine and records it; the machine's step and the
+    /// interval's goodput.
+    fn record(
+        &mut self,
+        index: u32,
+        probed: Probed,
+        load: &Load,
+        interval: Duration,
+    ) -> (RampStep, f64) {
+        let params = self.params;
+        let now = (
+            load.bytes.download.load(Ordering::Relaxed),
+            load.bytes.upload.load(Ordering::Relaxed),
+        );
+        let (down, up) = (now.0 - self.last.0, now.1 - self.last.1);
+        self.last = now;
+        self.down_series.push(down);
+        self.up_series.push(up);
+        self.total_series.push(down + up);
+        let secs = interval.as_secs_f64();
+        let step = self.machine.handle_interval(down + up, probed.current);
+        self.intervals.push(IntervalRecord {
+            index,
+            flows: load.open_flows,
+            download_goodput_bps: down as f64 * 8.0 / secs,
+            upload_goodput_bps: up as f64 * 8.0 / secs,
+            moving_average_goodput_bps: moving_average_goodput_bps(
+                &self.total_series,
+                params.moving_average_distance as usize,
+                params.interval_ns,
+            ),
+            rpm: self
+                .machine
+                .responsiveness_series()
+                .last()
+                .copied()
+                .filter(|r| r.is_finite()),
+            foreign_probes: probed.foreign,
+            self_probes: probed.own,
+            foreign_tcp_handshake_rtt_ns: probed.tcp_ns,
+            foreign_request_rtt_ns: probed.request_ns,
+            self_request_rtt_ns: probed.own_ns,
+        });
+        (step, (down + up) as f64 * 8.0 / secs)
+    }
+
+    /// The test's record.
+    fn into_result(self, settings: &RpmSettings, ended: Ended<'_>) -> RpmResult {
+        let params = self.params;
+        let mad = params.moving_average_distance as usize;
+        let per_direction = |series: &[u64]| {
+            moving_average_goodput_bps(series, mad.min(series.len()), params.interval_ns)
+                .unwrap_or(0.0)
+        };
+        let machine = &self.machine;
+        let components = machine.current_components();
+        let figures = machine.current_figures();
+        RpmResult {
+            schema_version: RPM_SCHEMA_VERSION,
+            draft: DRAFT.to_owned(),
+            server: ended.server_name.to_owned(),
+            protocol: "tcp".to_owned(),
+            direction: settings.direction,
+            rpm: figures.map(|f| f.rpm),
+            rating: figures.map(|f| Rating::of(f.rpm)),
+            rpm_confidence: machine.responsiveness_confidence(),
+            goodput_confidence: machine.goodput_confidence(),
+            components: components
+                .zip(figures)
+                .map(|(c, f)| ComponentRecord::of(&c, &f)),
+            idle: ended.idle,
+            download_goodput_bps: per_direction(&self.down_series),
+            upload_goodput_bps: per_direction(&self.up_series),
+            load_flows: ended.load_flows,
+            goodput_stable: machine.goodput_saturated(),
+            rpm_stable: machine.responsiveness_stable(),
+            duration_ns: duration_ns(ended.duration),
+            failed_probes: self.failed_probes,
+            parameters: params,
+            intervals: self.intervals,
+            differences: ended.differences,
+        }
+    }
 }
 
 /// Opens one load flow per direction the test loads.

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use wirebench_core::security::auth::{self, Psk, CLIENT_LABEL, MAC_LEN, NONCE_LEN, SERVER_LABEL};
 use wirebench_core::wire::proto::ControlMessage;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::transport::control;
 
 /// The reason a client with the wrong key (or a replayed response) is given.

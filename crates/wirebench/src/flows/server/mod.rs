@@ -2,23 +2,25 @@
 //! (wirebench datagrams and QUIC), many sessions at once. Every session of every kind passes
 //! one [`gate::Gate`] (admission, limits, accounting, its one line), and ends with one
 //! [`SessionSummary`] on the channel given to [`Server::run`], aborted sessions included.
+//! Each kind of session is a type (`kind::SessionKind`, its kinds in `kinds/`) that `session`
+//! dispatches to; what the kinds share is in `kit/`, below them.
 
 mod admission;
 mod auth;
+mod events;
 pub mod gate;
+mod kind;
+mod kinds;
+mod kit;
 pub mod meter;
 mod metrics;
 pub mod options;
-mod perf_session;
 mod quic_attach;
 mod registry;
-mod reverse;
-mod reverse_udp;
-mod rr_session;
 mod session;
+mod shared;
 mod stop;
-mod stream_session;
-mod udp_session;
+mod udp_tx;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,47 +28,19 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use wirebench_core::wire::proto::{ConnKind, ServerReport, SessionParams};
+use wirebench_core::wire::proto::ConnKind;
 
 use crate::engine::quic;
 use crate::engine::quic::home::ConnectionHomes;
 use crate::engine::udp::lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
+pub use events::{ServerEvent, ServerNotice, SessionSummary};
 pub use metrics::MetricsHandle;
 pub use options::{Limits, ServerOptions};
 use registry::Registry;
-
-/// What the server knows about one finished (or aborted) session.
-#[derive(Debug, Clone)]
-pub struct SessionSummary {
-    /// Session id (random, as announced to the client).
-    pub session: u32,
-    /// The client's control connection address.
-    pub peer: SocketAddr,
-    /// What the client asked for.
-    pub params: SessionParams,
-    /// What the server read.
-    pub report: ServerReport,
-}
-
-/// Something the server noticed that is not a session: a refused connection, a stray datagram.
-#[derive(Debug, Clone)]
-pub struct ServerNotice {
-    /// Where it came from.
-    pub peer: SocketAddr,
-    /// What happened, one line.
-    pub message: String,
-}
-
-/// Events the server reports to whoever runs it.
-#[derive(Debug, Clone)]
-pub enum ServerEvent {
-    /// A session ended (completed or aborted).
-    Session(Box<SessionSummary>),
-    /// A connection was refused or dropped before it became a session.
-    Notice(ServerNotice),
-}
+use shared::Shared;
+use udp_tx::UdpTx;
 
 /// A bound server, ready to run.
 #[derive(Debug)]
@@ -107,23 +81,6 @@ fn start_lanes(
     }
 }
 
-/// State every connection handler shares.
-#[derive(Debug)]
-struct Shared {
-    registry: Arc<Registry>,
-    cert_der: Vec<u8>,
-    /// Effective receive and send buffers of the shared UDP socket.
-    udp_buffers: (u64, u64),
-    /// A second handle on the shared UDP socket, for reversed UDP sessions' data.
-    udp_tx: reverse_udp::UdpTx,
-    /// Limits and authentication.
-    options: ServerOptions,
-    /// The gate every session passes: admission, limits, accounting, session lines.
-    gate: Arc<gate::Gate>,
-    /// The threads QUIC connections run on (`engine::quic::home`).
-    quic_homes: ConnectionHomes,
-}
-
 impl Server {
     /// Binds TCP and UDP on the same port. With port 0 the OS picks a TCP port and UDP takes
     /// the same number (retrying a few times if that UDP port is taken).
@@ -150,7 +107,7 @@ impl Server {
                         crate::transport::net::buffer_sizes(&socket2::SockRef::from(&udp));
                     let udp_tx = udp
                         .try_clone()
-                        .and_then(reverse_udp::UdpTx::new)
+                        .and_then(UdpTx::new)
                         .context("while preparing the UDP socket for sending")?;
                     let (lanes, lane_notice) = start_lanes(&udp, &options, &registry);
                     let endpoint =

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context, Result};
 
 use super::registry::{DataStream, QuicData};
-use super::Shared;
+use super::shared::Shared;
 use crate::engine::quic::home::Home;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 
@@ -33,7 +33,7 @@ pub(super) async fn attach(
             );
             bail!("QUIC perf client refused: this server requires a pre-shared key (--psk)");
         }
-        super::perf_session::serve(connection, shared).await;
+        super::kinds::perf::serve(connection, shared).await;
         return Ok(());
     }
     let (send, mut recv) = tokio::time::timeout(SETUP_TIMEOUT, connection.accept_bi())

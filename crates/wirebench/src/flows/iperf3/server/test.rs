@@ -71,9 +71,91 @@ pub(super) struct Test {
     pub pass: Option<Pass>,
 }
 
+/// The omit mark of a running test: when its omitted seconds ended, and each stream's
+/// counts then.
+struct Marks {
+    at: Option<Instant>,
+    /// Bytes and calls of each stream at the mark.
+    counts: Vec<(u64, u64)>,
+    /// Retransmissions of each TCP stream at the mark.
+    retransmits: Vec<Option<u64>>,
+}
+
 impl Test {
     /// The whole dialogue; returns what was counted.
     pub(super) async fn serve(&mut self, ctrl: &mut TcpStream) -> Result<Outcome> {
+        let (plan, meter, stop) = self.admit(ctrl).await?;
+        send_state(ctrl, State::CreateStreams).await?;
+        let streams = self.collect_streams(&plan, &meter).await?;
+        let (data_path, congestion) = self.apply_options(&streams, &plan);
+        send_state(ctrl, State::TestStart).await?;
+        send_state(ctrl, State::TestRunning).await?;
+        let start = Instant::now();
+        let cpu = CpuMeter::start();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let counts: Vec<Arc<StreamCount>> = streams.iter().map(|_| Arc::default()).collect();
+        let mut tasks = self.spawn_data(&streams, &plan, &counts, &meter, start, &stop_rx);
+        let (waited, marks) = self
+            .wait_test_end(ctrl, &plan, &streams, &counts, start, stop)
+            .await;
+        let end_at = Instant::now();
+        let ended = match waited {
+            Ok(Some(State::TestEnd)) => Ok(()),
+            Ok(Some(State::ClientTerminate)) => Err(anyhow::anyhow!(
+                "the client stopped the test (CLIENT_TERMINATE)"
+            )),
+            Ok(Some(State::IperfDone)) | Ok(None) => Err(anyhow::anyhow!(
+                "the client closed the control connection during the test"
+            )),
+            Ok(Some(other)) => Err(anyhow::anyhow!("the client sent {other:?} during the test")),
+            Err(e) => Err(e),
+        };
+        let _ = stop_tx.send(true);
+        let cpu = cpu.stop();
+        while let Some(done) = tasks.join_next().await {
+            done.context("a data task failed")??;
+        }
+        let receivers = self.end_streams(&streams, &plan).await;
+        let span = Span {
+            start,
+            mark: marks.at,
+            end: end_at,
+        };
+        let tallies = tally(
+            &streams,
+            &counts,
+            &marks.counts,
+            &marks.retransmits,
+            receivers,
+            &plan,
+        );
+        ended?;
+        let extras = Extras {
+            cpu,
+            congestion: if plan.udp { None } else { congestion },
+            output: None,
+        };
+        let client = self
+            .exchange_results(ctrl, &plan, &tallies, &span, extras)
+            .await?;
+        Ok(Outcome {
+            tallies,
+            span,
+            client,
+            data_path: data_path.unwrap_or_default(),
+        })
+    }
+
+    /// PARAM_EXCHANGE: the client's plan, refused when invalid, then through the gate before
+    /// any stream is set up. The plan, the pass's meter and its stop.
+    async fn admit(
+        &mut self,
+        ctrl: &mut TcpStream,
+    ) -> Result<(
+        TestPlan,
+        Arc<Meter>,
+        impl std::future::Future<Output = String> + Send + 'static,
+    )> {
         send_state(ctrl, State::ParamExchange).await?;
         let params: TestParams = recv_json(ctrl).await?;
         let plan = match params.plan() {
@@ -105,14 +187,25 @@ impl Test {
         let stop = pass.stop();
         self.pass = Some(pass);
         self.plan = Some(plan.clone());
-        send_state(ctrl, State::CreateStreams).await?;
-        let streams = self.collect_streams(&plan, &meter).await?;
+        Ok((plan, meter, stop))
+    }
+
+    /// Sets the client's options on the TCP streams (a notice for each one not applied); the
+    /// first stream's data path and the congestion control they run.
+    fn apply_options(
+        &self,
+        streams: &[Stream],
+        plan: &TestPlan,
+    ) -> (
+        Option<wirebench_core::wire::proto::DataPathInfo>,
+        Option<String>,
+    ) {
         let mut data_path = None;
         let mut congestion = None;
         for (index, s) in streams.iter().enumerate() {
             if let Stream::Tcp(tcp) = s {
                 let sends = plan.server_sends(index as u32);
-                for refused in sockets::apply(tcp, &plan, sends) {
+                for refused in sockets::apply(tcp, plan, sends) {
                     self.shared.notice(
                         self.peer,
                         format!("iperf3 test option not applied: {refused}"),
@@ -123,16 +216,24 @@ impl Test {
                 data_path.get_or_insert(path);
             }
         }
-        send_state(ctrl, State::TestStart).await?;
-        send_state(ctrl, State::TestRunning).await?;
-        let start = Instant::now();
-        let cpu = CpuMeter::start();
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let counts: Vec<Arc<StreamCount>> = streams.iter().map(|_| Arc::default()).collect();
+        (data_path, congestion)
+    }
+
+    /// Starts a data task per stream the server sends or reads (the hub counts what arrives
+    /// on UDP), until `stop` says the test ended.
+    fn spawn_data(
+        &self,
+        streams: &[Stream],
+        plan: &TestPlan,
+        counts: &[Arc<StreamCount>],
+        meter: &Arc<Meter>,
+        start: Instant,
+        stop: &watch::Receiver<bool>,
+    ) -> JoinSet<Result<()>> {
         let sending = plan.streams() - plan.receiving_streams();
         let how = Sending {
             len: plan.len as usize,
-            rate_bps: pace(&plan, meter.max_rate_bps(), sending),
+            rate_bps: pace(plan, meter.max_rate_bps(), sending),
             start,
             counters_64bit: plan.counters_64bit,
         };
@@ -147,7 +248,7 @@ impl Test {
         });
         let mut tasks: JoinSet<Result<()>> = JoinSet::new();
         for (index, stream) in streams.iter().enumerate() {
-            let (count, meter, stop) = (counts[index].clone(), meter.clone(), stop_rx.clone());
+            let (count, meter, stop) = (counts[index].clone(), meter.clone(), stop.clone());
             let sends = plan.server_sends(index as u32);
             match stream {
                 Stream::Tcp(s) if sends => {
@@ -173,27 +274,41 @@ impl Test {
                 Stream::Udp(_) => {}
             }
         }
+        tasks
+    }
 
-        // The test runs until the client's TEST_END; its omitted seconds end on the way.
+    /// The test runs until the client's TEST_END (or the gate's `stop`); its omitted seconds
+    /// end on the way. What the client said, and the omit mark.
+    async fn wait_test_end(
+        &self,
+        ctrl: &mut TcpStream,
+        plan: &TestPlan,
+        streams: &[Stream],
+        counts: &[Arc<StreamCount>],
+        start: Instant,
+        stop: impl std::future::Future<Output = String>,
+    ) -> (Result<Option<State>>, Marks) {
         let patience = Duration::from_secs(plan.time_s.saturating_add(plan.omit_s) + 60);
         let omit_end = (plan.omit_s > 0).then(|| start + Duration::from_secs(plan.omit_s));
-        let mut marks: Vec<(u64, u64)> = vec![(0, 0); streams.len()];
-        let mut retrans_at_mark: Vec<Option<u64>> = vec![None; streams.len()];
-        let mut mark = None;
+        let mut marks = Marks {
+            at: None,
+            counts: vec![(0, 0); streams.len()],
+            retransmits: vec![None; streams.len()],
+        };
         tokio::pin!(stop);
         let waited = loop {
             let omit_timer = async {
                 match omit_end {
-                    Some(at) if mark.is_none() => tokio::time::sleep_until(at.into()).await,
+                    Some(at) if marks.at.is_none() => tokio::time::sleep_until(at.into()).await,
                     _ => std::future::pending().await,
                 }
             };
             tokio::select! {
                 () = omit_timer => {
-                    mark = Some(Instant::now());
+                    marks.at = Some(Instant::now());
                     for (i, c) in counts.iter().enumerate() {
-                        marks[i] = (c.bytes(), c.calls());
-                        retrans_at_mark[i] = retransmits(&streams[i]);
+                        marks.counts[i] = (c.bytes(), c.calls());
+                        marks.retransmits[i] = retransmits(&streams[i]);
                     }
                     let _ = self.shared.hub.send(HubCmd::Mark { test: self.id });
                 }
@@ -203,23 +318,12 @@ impl Test {
                 reason = &mut stop => break Err(anyhow::anyhow!("{reason}")),
             }
         };
-        let end_at = Instant::now();
-        let ended = match waited {
-            Ok(Some(State::TestEnd)) => Ok(()),
-            Ok(Some(State::ClientTerminate)) => Err(anyhow::anyhow!(
-                "the client stopped the test (CLIENT_TERMINATE)"
-            )),
-            Ok(Some(State::IperfDone)) | Ok(None) => Err(anyhow::anyhow!(
-                "the client closed the control connection during the test"
-            )),
-            Ok(Some(other)) => Err(anyhow::anyhow!("the client sent {other:?} during the test")),
-            Err(e) => Err(e),
-        };
-        let _ = stop_tx.send(true);
-        let cpu = cpu.stop();
-        while let Some(done) = tasks.join_next().await {
-            done.context("a data task failed")??;
-        }
+        (waited, marks)
+    }
+
+    /// After the data tasks: the end of the reversed TCP streams, and (UDP) what the hub
+    /// received on each stream.
+    async fn end_streams(&self, streams: &[Stream], plan: &TestPlan) -> Vec<UdpReceiver> {
         for (index, stream) in streams.iter().enumerate() {
             if let (Stream::Tcp(s), true) = (stream, plan.server_sends(index as u32)) {
                 // Nothing more will come: an iperf3 3.12 client drains its reversed streams
@@ -227,7 +331,7 @@ impl Test {
                 let _ = socket2::SockRef::from(s.as_ref()).shutdown(std::net::Shutdown::Write);
             }
         }
-        let receivers = if plan.udp && plan.receiving_streams() > 0 {
+        if plan.udp && plan.receiving_streams() > 0 {
             tokio::time::sleep(UDP_SETTLE).await;
             let (reply, answer) = oneshot::channel();
             let _ = self.shared.hub.send(HubCmd::Finish {
@@ -237,41 +341,29 @@ impl Test {
             answer.await.unwrap_or_default()
         } else {
             Vec::new()
-        };
-        let span = Span {
-            start,
-            mark,
-            end: end_at,
-        };
-        let tallies = tally(
-            &streams,
-            &counts,
-            &marks,
-            &retrans_at_mark,
-            receivers,
-            &plan,
-        );
-        ended?;
+        }
+    }
+
+    /// EXCHANGE_RESULTS to IPERF_DONE: the client's results in, the server's out; the
+    /// client's.
+    async fn exchange_results(
+        &self,
+        ctrl: &mut TcpStream,
+        plan: &TestPlan,
+        tallies: &[StreamTally],
+        span: &Span,
+        mut extras: Extras,
+    ) -> Result<TestResults> {
         send_state(ctrl, State::ExchangeResults).await?;
         let client: TestResults = recv_json(ctrl).await?;
-        let output = plan
+        extras.output = plan
             .server_output
-            .then(|| results::output_text(self.id, &self.peer.to_string(), &tallies, &plan, &span));
-        let extras = Extras {
-            cpu,
-            congestion: if plan.udp { None } else { congestion },
-            output,
-        };
-        send_json(ctrl, &results::results(&tallies, &plan, &span, extras)).await?;
+            .then(|| results::output_text(self.id, &self.peer.to_string(), tallies, plan, span));
+        send_json(ctrl, &results::results(tallies, plan, span, extras)).await?;
         send_state(ctrl, State::DisplayResults).await?;
         // The client answers IPERF_DONE and closes; either is fine.
         let _ = expect_state(ctrl, "after the results").await;
-        Ok(Outcome {
-            tallies,
-            span,
-            client,
-            data_path: data_path.unwrap_or_default(),
-        })
+        Ok(client)
     }
 
     /// Waits for the test's data streams, in the order the client opened them; a UDP stream's

@@ -1,4 +1,5 @@
-//! `--reverse` on the server: the server plays the sending role of a TCP or QUIC session (the
+//! `--reverse` over TCP or QUIC on the server: once the client's data connection is in, the
+//! server plays the sending role of the session (the
 //! same engine loops the client uses forward) and reports what it sent — also when the client
 //! vanishes mid-transfer: the messages, bytes and send calls that left and the time they took,
 //! counted by [`Counted`] as they go. Must not count what the client received: the client
@@ -11,30 +12,33 @@
 //! TCP_INFO or quinn rather than from the client's messages: the sender's span of the run's
 //! transfer time (`wirebench_core::record::headline`).
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
-use super::gate::Pass;
-use super::meter::Moved;
-use super::registry::{DataStream, QuicData};
-use super::session::{
-    omit_span, omitted, on_home, shared_udp_data_path, watch_control, ControlEnded,
-};
-use super::stream_session::linger;
-use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic::stream::QuicSink;
 use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
+use crate::flows::server::gate::Pass;
+use crate::flows::server::kind::{SessionContext, SessionKind};
+use crate::flows::server::kit::control::{data_connection, watch_control};
+use crate::flows::server::kit::data_path::shared_udp_data_path;
+use crate::flows::server::kit::quic::{linger, on_home, ControlEnded};
+use crate::flows::server::kit::span::{omit_span, omitted};
+use crate::flows::server::meter::Moved;
+use crate::flows::server::registry::{DataStream, QuicData, Registration};
+use crate::flows::server::shared::Shared;
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
 use crate::transport::delivery;
@@ -43,7 +47,7 @@ use crate::transport::net;
 /// What the sending role has put on the data path so far, counted per message (plain atomics:
 /// no lock, no allocation), readable from the session's task while a thread sends.
 #[derive(Debug, Default)]
-pub(super) struct SentSoFar {
+struct SentSoFar {
     messages: AtomicU64,
     bytes: AtomicU64,
     send_calls: AtomicU64,
@@ -71,9 +75,44 @@ impl<S: MessageSink + Send> MessageSink for Counted<'_, S> {
     }
 }
 
+/// A TCP or QUIC session the server sends (`--reverse`): waits for its data connection, then
+/// sends.
+pub(crate) struct StreamSend {
+    /// Whether its data connection is QUIC (TCP otherwise).
+    pub(crate) quic: bool,
+}
+
+impl SessionKind for StreamSend {
+    type Entry = oneshot::Receiver<DataStream>;
+
+    fn quic(&self) -> bool {
+        self.quic
+    }
+
+    fn register(&self, shared: &Shared, peer: IpAddr, _: &Pass) -> (Registration, Self::Entry) {
+        shared.registry.register_stream(peer)
+    }
+
+    async fn serve<R, W>(
+        self,
+        ctx: &mut SessionContext<'_, R, W>,
+        registration: Registration,
+        attach: Self::Entry,
+        report: &mut ServerReport,
+    ) -> Result<(), String>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let data = data_connection(attach, ctx.rd).await?;
+        drop(registration);
+        send_to_client(data, ctx.rd, ctx.shared, ctx.pass, report).await
+    }
+}
+
 /// Sends the session's data to the client over `data` and fills `report` with what was sent:
 /// messages, bytes, send calls (in `read_calls`) and time. Returns the reason if it failed.
-pub(super) async fn send_to_client<R: AsyncRead + Unpin>(
+async fn send_to_client<R: AsyncRead + Unpin>(
     data: DataStream,
     rd: &mut R,
     shared: &Shared,

@@ -13,12 +13,12 @@ use quinn::VarInt;
 use tokio::task::JoinSet;
 use wirebench_core::vocab::units::duration_ns;
 
-use super::gate::{Ask, Gate};
-use super::meter::Meter;
-use super::session::shared_udp_data_path;
-use super::Shared;
 use crate::flows::perf::server::{read_request, REFUSED};
 use crate::flows::perf::{payload, CHUNK};
+use crate::flows::server::gate::{Ask, Gate};
+use crate::flows::server::kit::data_path::shared_udp_data_path;
+use crate::flows::server::meter::Meter;
+use crate::flows::server::shared::Shared;
 use crate::transport::counters;
 
 /// Streams one perf connection may have open at once (quinn's own limit is the peer's); a
@@ -33,8 +33,12 @@ struct Streams {
     writes: AtomicU64,
 }
 
-/// Serves one perf connection to its end through the gate.
-pub(super) async fn serve(connection: quinn::Connection, shared: &Shared) {
+/// Serves one perf connection to its end through the gate. Not a [`SessionKind`]: a perf
+/// client has no control connection, so there is no request, no `accepted`, no registry slot
+/// and no "done" to drive; the gate's steps (admit, stop, end) are taken here in the same order.
+///
+/// [`SessionKind`]: crate::flows::server::kind::SessionKind
+pub(crate) async fn serve(connection: quinn::Connection, shared: &Shared) {
     let peer: SocketAddr = connection.remote_address();
     let gate: &Arc<Gate> = &shared.gate;
     let mut pass = match gate.admit(peer, Ask::Perf) {

@@ -1,6 +1,10 @@
 //! The table of live sessions: hands data connections (TCP, QUIC) to the session that waits for
-//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens; it does
-//! not count anything itself.
+//! them, and routes wirebench UDP datagrams to their session. It owns ids and tokens, and the
+//! entries it routes to (a reversed UDP session's, a UDP request-response session's, in files
+//! of their own); it imports no session kind and does not count anything itself.
+
+mod reverse_udp;
+mod rr_udp;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -17,14 +21,14 @@ use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::datagram::{Header, Kind};
 use wirebench_core::wire::proto::Preamble;
 
-use super::reverse_udp::ReverseUdp;
-use super::rr_session::RrUdpSession;
-use super::{ServerEvent, ServerNotice};
+use super::events::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
 use crate::engine::quic::home::Home;
 use crate::engine::udp::lanes::LaneSet;
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
+pub use reverse_udp::ReverseUdp;
+pub use rr_udp::RrUdpSession;
 
 /// A data connection handed to its session.
 #[derive(Debug)]

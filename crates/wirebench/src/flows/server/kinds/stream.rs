@@ -1,75 +1,71 @@
-//! A TCP or QUIC transfer session on the server: waits for its data connection, then receives
-//! through `engine::stream` (or, reversed, hands it to `reverse`) with the gate's meter on the
-//! data path's own progress counter, and fills the report with what was read. Decides nothing
-//! about the session's status: it says why it failed, the gate does the rest.
+//! A TCP or QUIC transfer session the client sends, on the server: waits for its data
+//! connection, then receives through `engine::stream` with the gate's meter on the data path's
+//! own progress counter, and fills the report with what was read. Decides nothing about the
+//! session's status: it says why it failed, the gate does the rest.
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use wirebench_core::vocab::metrics::TransportStats;
-use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{ServerReport, SessionParams};
 
-use super::gate::Pass;
-use super::meter::Moved;
-use super::registry::{DataStream, QuicData};
-use super::session::{
-    omit_span, omitted, on_home, send_accepted, shared_udp_data_path, span_ns, watch_control,
-    ControlEnded, Ended,
-};
-use super::Shared;
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic::stream::QuicSource;
 use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
+use crate::flows::server::gate::Pass;
+use crate::flows::server::kind::{SessionContext, SessionKind};
+use crate::flows::server::kit::control::{data_connection, watch_control};
+use crate::flows::server::kit::data_path::shared_udp_data_path;
+use crate::flows::server::kit::quic::{linger, on_home, ControlEnded};
+use crate::flows::server::kit::span::{omit_span, omitted, span_ns};
+use crate::flows::server::meter::Moved;
+use crate::flows::server::registry::{DataStream, QuicData, Registration};
+use crate::flows::server::shared::Shared;
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::counters;
 use crate::transport::delivery;
 use crate::transport::net;
 
-/// How long the server keeps a finished QUIC connection open so its last acknowledgements
-/// reach the client, unless the client closes it first.
-pub(super) const QUIC_LINGER: Duration = Duration::from_secs(5);
+/// A TCP or QUIC session the client sends: waits for its data connection, then receives.
+pub(crate) struct StreamReceive {
+    /// Whether its data connection is QUIC (TCP otherwise).
+    pub(crate) quic: bool,
+}
 
-/// TCP or QUIC: wait for the data connection, then receive (or send, reversed).
-pub(super) async fn serve<R, W>(
-    rd: &mut R,
-    wr: &mut W,
-    peer: SocketAddr,
-    shared: &Shared,
-    pass: &Pass,
-) -> Ended
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let p = pass.params();
-    let mut report = pass.empty_report();
-    let (registration, attach) = shared.registry.register_stream(peer.ip());
-    pass.set_session(registration.id);
-    let cert = (p.protocol == Protocol::Quic).then(|| shared.cert_der.clone());
-    if let Err(reason) = send_accepted(wr, &registration, cert).await {
-        return (report, Err(reason));
+impl SessionKind for StreamReceive {
+    type Entry = oneshot::Receiver<DataStream>;
+
+    fn quic(&self) -> bool {
+        self.quic
     }
-    let data = tokio::select! {
-        r = tokio::time::timeout(SETUP_TIMEOUT, attach) => match r {
-            Ok(Ok(d)) => d,
-            _ => return (report, Err(format!("the client opened no data connection within {SETUP_TIMEOUT:?}"))),
-        },
-        reason = watch_control(rd) => return (report, Err(reason)),
-    };
-    drop(registration);
-    if p.reverse {
-        let result = super::reverse::send_to_client(data, rd, shared, pass, &mut report).await;
-        return (report, result);
+
+    fn register(&self, shared: &Shared, peer: IpAddr, _: &Pass) -> (Registration, Self::Entry) {
+        shared.registry.register_stream(peer)
     }
-    let result = receive(data, rd, shared, pass, &mut report).await;
-    (report, result)
+
+    async fn serve<R, W>(
+        self,
+        ctx: &mut SessionContext<'_, R, W>,
+        registration: Registration,
+        attach: Self::Entry,
+        report: &mut ServerReport,
+    ) -> Result<(), String>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let data = data_connection(attach, ctx.rd).await?;
+        drop(registration);
+        receive(data, ctx.rd, ctx.shared, ctx.pass, report).await
+    }
 }
 
 /// The forward direction: the client sends, the server reads.
@@ -198,17 +194,6 @@ async fn receive_quic(
     };
     linger(quic);
     received
-}
-
-/// Keeps a finished QUIC data connection open on the current runtime (its home) so its last
-/// acknowledgements drain, until the client closes it or [`QUIC_LINGER`] has passed. Its
-/// streams end now: the receiving half stops the client's sending if it was not read to its
-/// end, and a sending half not yet finished is finished.
-pub(super) fn linger(quic: QuicData) {
-    let QuicData { connection, .. } = quic;
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
-    });
 }
 
 /// How the server reads a TCP data stream: its buffer, and the server's --max-rate.

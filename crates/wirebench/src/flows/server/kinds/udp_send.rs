@@ -4,15 +4,15 @@
 //! on the control connection how much it sent. Must not count what the client received.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use wirebench_core::machine::rto::{
     RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
 };
@@ -20,157 +20,79 @@ use wirebench_core::machine::saw::RtoPolicy;
 use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::BitRate;
-use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::datagram::{Header, HEADER_LEN};
 use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 
-use super::gate::Pass;
-use super::meter::Moved;
-use super::session::{omit_span, omitted, send_accepted, udp_data_path, watch_control, Ended};
-use super::Shared;
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::saw::{self as udp_saw, DatagramPort};
 use crate::engine::udp::DatagramSender;
 use crate::engine::SendTally;
+use crate::flows::server::gate::Pass;
+use crate::flows::server::kind::{SessionContext, SessionKind};
+use crate::flows::server::kit::control::watch_control;
+use crate::flows::server::kit::data_path::udp_data_path;
+use crate::flows::server::kit::span::{omit_span, omitted};
+use crate::flows::server::meter::Moved;
+use crate::flows::server::registry::{Registration, ReverseUdp};
+use crate::flows::server::shared::Shared;
+use crate::flows::server::udp_tx::UdpTx;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 use wirebench_core::vocab::units::duration_ns;
 
-/// A reversed UDP session as the registry sees it: where its client is, and the
-/// acknowledgements that arrive for it.
-#[derive(Debug)]
-pub struct ReverseUdp {
-    id: u32,
-    client: Mutex<Option<SocketAddr>>,
-    hello: Notify,
-    acks: mpsc::UnboundedSender<u64>,
-}
+/// A UDP session the server sends (`--reverse`): the registry routes its client's hellos and
+/// acknowledgements to its [`ReverseUdp`] entry.
+pub(crate) struct UdpSend;
 
-impl ReverseUdp {
-    /// A session `id` and the receiving end of its acknowledgements (sequence numbers).
-    pub fn new(id: u32) -> (ReverseUdp, mpsc::UnboundedReceiver<u64>) {
-        let (acks, rx) = mpsc::unbounded_channel();
-        let slot = ReverseUdp {
-            id,
-            client: Mutex::new(None),
-            hello: Notify::new(),
-            acks,
-        };
-        (slot, rx)
+impl SessionKind for UdpSend {
+    type Entry = (Arc<ReverseUdp>, mpsc::UnboundedReceiver<u64>);
+
+    fn register(&self, shared: &Shared, peer: IpAddr, _: &Pass) -> (Registration, Self::Entry) {
+        let (registration, slot, acks) = shared.registry.register_udp_reverse(peer);
+        (registration, (slot, acks))
     }
 
-    /// Handles the datagrams of one receive from `from`: a hello names the data's destination
-    /// (the latest one wins, so a client behind a rebinding NAT still gets its data), an
-    /// acknowledgement goes to the sender. Anything else is ignored.
-    pub fn on_datagrams(&self, data: &[u8], stride: usize, from: SocketAddr) {
-        for datagram in data.chunks(stride.max(1)) {
-            let Ok(header) = Header::decode(datagram) else {
-                continue;
-            };
-            if header.session != self.id {
-                continue;
-            }
-            match header.kind {
-                Kind::Hello => {
-                    if let Ok(mut client) = self.client.lock() {
-                        *client = Some(from);
-                    }
-                    self.hello.notify_one();
-                }
-                Kind::Ack => {
-                    let _ = self.acks.send(header.seq);
-                }
-                Kind::Data | Kind::Request | Kind::Response => {}
-            }
-        }
+    /// Serves a reversed UDP session: waits for the client's hello, sends every message, tells
+    /// the client what was sent (`sender_done` on the control connection), and fills the report
+    /// with what the server sent (messages, bytes, send calls in `read_calls`, time, and the
+    /// datagrams and retransmissions in `transport`) — also when it stopped early.
+    async fn serve<R, W>(
+        self,
+        ctx: &mut SessionContext<'_, R, W>,
+        registration: Registration,
+        (slot, mut acks): Self::Entry,
+        report: &mut ServerReport,
+    ) -> Result<(), String>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let result = send_to_client(&slot, &mut acks, ctx, report).await;
+        report.data_path = udp_data_path(ctx.shared, &registration);
+        result
     }
-
-    /// Where the client asked for the data, once it has said.
-    async fn client(&self) -> SocketAddr {
-        loop {
-            let notified = self.hello.notified();
-            if let Some(addr) = self.client.lock().ok().and_then(|c| *c) {
-                return addr;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// The server's second handle on its shared UDP socket, for sending reversed sessions' data
-/// with errors reported (quinn's own send path drops most of them).
-///
-/// It is registered with the runtime only while a reversed session sends
-/// ([`UdpTx::for_session`]): a registration is woken by every datagram that arrives on the
-/// shared socket and every send that leaves it (the QUIC endpoint's too), and a registration
-/// held for the server's life woke an idle runtime worker for each of them (0.4 CPU s per
-/// 2 GiB QUIC download, on a thread with nothing to do).
-#[derive(Debug)]
-pub struct UdpTx {
-    socket: std::net::UdpSocket,
-    state: quinn::udp::UdpSocketState,
-}
-
-impl UdpTx {
-    /// Wraps a duplicate of the shared socket.
-    pub fn new(socket: std::net::UdpSocket) -> io::Result<UdpTx> {
-        let state = quinn::udp::UdpSocketState::new((&socket).into())?;
-        Ok(UdpTx { socket, state })
-    }
-
-    /// A handle for one session's sends, registered with the current runtime until dropped.
-    fn for_session(&self) -> io::Result<UdpSocket> {
-        UdpSocket::from_std(self.socket.try_clone()?)
-    }
-}
-
-/// Serves a reversed UDP session: registers it, waits for the client's hello, sends every
-/// message, tells the client what was sent (`sender_done` on the control connection), and
-/// fills the report with what the server sent (messages, bytes, send calls in `read_calls`,
-/// time, and the datagrams and retransmissions in `transport`) — also when it stopped early.
-pub(super) async fn serve<R, W>(
-    rd: &mut R,
-    wr: &mut W,
-    peer: SocketAddr,
-    shared: &Shared,
-    pass: &Pass,
-) -> Ended
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut report = pass.empty_report();
-    let (registration, slot, mut acks) = shared.registry.register_udp_reverse(peer.ip());
-    pass.set_session(registration.id);
-    if let Err(reason) = send_accepted(wr, &registration, None).await {
-        return (report, Err(reason));
-    }
-    let result = send_to_client(&slot, &mut acks, rd, wr, shared, pass, &mut report).await;
-    report.data_path = udp_data_path(shared, &registration);
-    (report, result)
 }
 
 async fn send_to_client<R, W>(
     slot: &ReverseUdp,
     acks: &mut mpsc::UnboundedReceiver<u64>,
-    rd: &mut R,
-    wr: &mut W,
-    shared: &Shared,
-    pass: &Pass,
+    ctx: &mut SessionContext<'_, R, W>,
     report: &mut ServerReport,
 ) -> Result<(), String>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let (pass, shared) = (ctx.pass, ctx.shared);
     let p = pass.params();
     let client = tokio::select! {
         c = tokio::time::timeout(SETUP_TIMEOUT, slot.client()) => c.map_err(|_| {
             format!("the client sent no hello datagram within {SETUP_TIMEOUT:?}")
         })?,
-        reason = watch_control(rd) => return Err(reason),
+        reason = watch_control(ctx.rd) => return Err(reason),
     };
     let progress = Progress::new();
-    let sent_so_far = std::sync::Arc::clone(&progress);
+    let sent_so_far = Arc::clone(&progress);
     pass.meter().watch(move || Moved {
         read: 0,
         sent: sent_so_far.bytes.load(std::sync::atomic::Ordering::Relaxed),
@@ -181,8 +103,8 @@ where
     let started = Instant::now();
     let sending = async {
         tokio::select! {
-            r = send(slot.id, &shared.udp_tx, client, acks, &sent_as, &progress.bytes, &mut port_counts) => r.map_err(|e| format!("{e:#}")),
-            reason = watch_control(rd) => Err(reason),
+            r = send(slot.id(), &shared.udp_tx, client, acks, &sent_as, &progress.bytes, &mut port_counts) => r.map_err(|e| format!("{e:#}")),
+            reason = watch_control(ctx.rd) => Err(reason),
         }
     };
     let sampled = interval::sampled(sending, period, || progress.read(), |_| {});
@@ -208,21 +130,9 @@ where
             return Err(reason);
         }
     };
-    report.messages = tally.messages;
-    report.bytes = tally.bytes;
-    report.read_calls = tally.send_calls;
-    report.not_sent = tally.not_sent;
-    let resent = match p.mechanism {
-        Mechanism::StopAndWait => tally.retransmissions,
-        // Streaming resends nothing; what was lost the client counts.
-        Mechanism::Stream => 0,
-    };
-    report.transport = Some(TransportStats::from_udp(
-        tally.datagrams + tally.not_sent,
-        resent,
-    ));
+    fill_sent(report, &tally, p.mechanism);
     control::send(
-        wr,
+        ctx.wr,
         &ControlMessage::SenderDone {
             messages_sent: tally.messages,
             bytes_sent: tally.bytes,
@@ -232,12 +142,29 @@ where
     .map_err(|e| format!("cannot tell the client the data is sent: {e:#}"))
 }
 
+/// The report's figures from the tally of a send that finished.
+fn fill_sent(report: &mut ServerReport, tally: &SendTally, mechanism: Mechanism) {
+    report.messages = tally.messages;
+    report.bytes = tally.bytes;
+    report.read_calls = tally.send_calls;
+    report.not_sent = tally.not_sent;
+    let resent = match mechanism {
+        Mechanism::StopAndWait => tally.retransmissions,
+        // Streaming resends nothing; what was lost the client counts.
+        Mechanism::Stream => 0,
+    };
+    report.transport = Some(TransportStats::from_udp(
+        tally.datagrams + tally.not_sent,
+        resent,
+    ));
+}
+
 /// The sendmsg calls a streaming sender made for `messages` datagrams: one per segmentation
 /// batch (as many datagrams as fit 64 KiB and the socket's segment limit).
 fn stream_send_calls(messages: u64, msg_size: u32, tx: &UdpTx) -> u64 {
     let segment = HEADER_LEN + msg_size as usize;
     let per_call = (wirebench_core::wire::datagram::MAX_UDP_PAYLOAD_V4 / segment)
-        .min(tx.state.max_gso_segments())
+        .min(tx.state().max_gso_segments())
         .max(1);
     messages.div_ceil(per_call as u64)
 }
@@ -275,7 +202,7 @@ async fn send(
         Mechanism::Stream => {
             let sender = DatagramSender {
                 socket: &socket,
-                state: &tx.state,
+                state: tx.state(),
                 destination: client,
             };
             sender

@@ -1,0 +1,263 @@
+//! One request-response session on the server (`wirebench ping` and `rr`): validates the
+//! request, answers every request of `request` bytes with `response` bytes — on any number of
+//! TCP or QUIC data connections, or one datagram per request for UDP — until the client says it
+//! is done, then reports how many it answered. It never decides what the client measures.
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinSet;
+use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::proto::{RrParams, ServerReport};
+
+use crate::engine::blocking::{self, block_on, Blocking};
+use crate::engine::rr::{answer_stream, AnswerCounters};
+use crate::flows::server::gate::Pass;
+use crate::flows::server::kind::{SessionContext, SessionKind};
+use crate::flows::server::kit::control::wait_sender_done;
+use crate::flows::server::kit::data_path::{shared_udp_data_path, udp_data_path};
+use crate::flows::server::kit::quic::QUIC_LINGER;
+use crate::flows::server::meter::{Meter, MeteredWrite, Moved};
+use crate::flows::server::registry::{DataStream, QuicData, Registration, RrUdpSession};
+use crate::flows::server::shared::Shared;
+use wirebench_core::vocab::units::duration_ns;
+
+/// TCP connections of one session answered on a blocking socket in a thread of their own (one
+/// wake-up less per request, as for transfers); further ones, and every connection of a
+/// new-connection-per-request session, run on the runtime, so many flows cannot exhaust the
+/// blocking thread pool.
+const BLOCKING_CONNECTIONS: usize = 4;
+
+/// A TCP or QUIC request-response session: answers on every data connection the client opens
+/// until it is done.
+pub(crate) struct RrStreams<'a> {
+    /// What the client asked for.
+    pub(crate) rr: &'a RrParams,
+}
+
+impl SessionKind for RrStreams<'_> {
+    type Entry = (UnboundedReceiver<DataStream>, Arc<AnswerCounters>);
+
+    fn quic(&self) -> bool {
+        self.rr.protocol == Protocol::Quic
+    }
+
+    fn register(&self, shared: &Shared, peer: IpAddr, pass: &Pass) -> (Registration, Self::Entry) {
+        let (registration, connections) = shared.registry.register_rr_stream(peer);
+        let counters = Arc::new(AnswerCounters::default());
+        let read = Arc::clone(&counters);
+        // Responses are counted by the gate's writer; requests by the answer loops.
+        pass.meter().watch(move || Moved {
+            read: read.request_bytes.load(Ordering::Relaxed),
+            sent: 0,
+        });
+        (registration, (connections, counters))
+    }
+
+    async fn serve<R, W>(
+        self,
+        ctx: &mut SessionContext<'_, R, W>,
+        registration: Registration,
+        (connections, counters): Self::Entry,
+        report: &mut ServerReport,
+    ) -> Result<(), String>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let rr = self.rr;
+        let started = Instant::now();
+        let result = answer_until_done(ctx, rr, registration, connections, &counters).await;
+        report.messages = counters.answered.load(Ordering::Relaxed);
+        report.bytes = counters.request_bytes.load(Ordering::Relaxed);
+        report.read_calls = counters.read_calls.load(Ordering::Relaxed);
+        report.acks_sent = report.messages;
+        report.elapsed_ns = duration_ns(started.elapsed());
+        if rr.protocol == Protocol::Quic {
+            report.data_path = shared_udp_data_path(ctx.shared);
+        } else {
+            report.data_path.nodelay = true;
+        }
+        result
+    }
+}
+
+/// Answers every data connection the registry hands over until the client says it is done;
+/// then the session leaves the registry and the connections answered on threads are shut
+/// down (those on the runtime end with their set).
+async fn answer_until_done<R, W>(
+    ctx: &mut SessionContext<'_, R, W>,
+    rr: &RrParams,
+    registration: Registration,
+    mut connections: UnboundedReceiver<DataStream>,
+    counters: &Arc<AnswerCounters>,
+) -> Result<(), String>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let pass = ctx.pass;
+    // Dropping the set (when the session ends) aborts connections still open.
+    let mut tasks = JoinSet::new();
+    // Clones of the sockets answered on blocking threads: shutting them down wakes the threads.
+    let mut blocking_sockets: Vec<std::net::TcpStream> = Vec::new();
+    // A paced session answers on the runtime, where the gate's writer can wait.
+    let on_threads = if pass.max_rate_bps().is_some() {
+        0
+    } else {
+        BLOCKING_CONNECTIONS
+    };
+    let done = wait_sender_done(ctx.rd);
+    tokio::pin!(done);
+    let result = loop {
+        tokio::select! {
+            r = &mut done => break r.map(|_| ()).map_err(|e| format!("{e:#}")),
+            Some(data) = connections.recv() => {
+                let meter = Arc::clone(pass.meter());
+                match data {
+                    DataStream::Tcp(tcp) if !rr.new_connection && blocking_sockets.len() < on_threads => {
+                        if let Ok(waker) = answer_on_thread(tcp, rr, counters.clone(), meter) {
+                            blocking_sockets.push(waker);
+                        }
+                    }
+                    DataStream::Quic(quic) => {
+                        // On the connection's home, where quinn drives it.
+                        let home = quic.home.handle().clone();
+                        let quic = DataStream::Quic(quic);
+                        let answering = answer_connection(quic, rr.clone(), counters.clone(), meter);
+                        tasks.spawn_on(answering, &home);
+                    }
+                    tcp => {
+                        tasks.spawn(answer_connection(tcp, rr.clone(), counters.clone(), meter));
+                    }
+                }
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    };
+    drop(registration);
+    for socket in &blocking_sockets {
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+    }
+    result
+}
+
+/// Answers the requests of one data connection until the client closes it; its responses go
+/// through the gate's writer (`--max-bytes`, `--max-rate`).
+async fn answer_connection(
+    data: DataStream,
+    rr: RrParams,
+    counters: Arc<AnswerCounters>,
+    meter: Arc<Meter>,
+) {
+    let (req, resp) = (rr.request as usize, rr.response as usize);
+    match data {
+        DataStream::Tcp(tcp) => {
+            // Every response is one small write that must leave at once.
+            let _ = tcp.set_nodelay(true);
+            let (mut r, w) = tcp.into_split();
+            let mut w = MeteredWrite::new(w, &meter);
+            let _ = answer_stream(&mut r, &mut w, req, resp, &counters).await;
+        }
+        DataStream::Quic(QuicData {
+            connection,
+            send,
+            mut recv,
+            ..
+        }) => {
+            let mut send = MeteredWrite::new(send, &meter);
+            let _ = answer_stream(&mut recv, &mut send, req, resp, &counters).await;
+            let mut send = send.into_inner();
+            let _ = send.finish();
+            let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
+        }
+    }
+}
+
+/// Answers a TCP connection on a blocking socket in a thread of its own; returns a clone of the
+/// socket whose shutdown ends the thread. On an error (the OS refused to convert the socket)
+/// the connection is closed, and the client's flow fails with that.
+fn answer_on_thread(
+    tcp: tokio::net::TcpStream,
+    rr: &RrParams,
+    counters: Arc<AnswerCounters>,
+    meter: Arc<Meter>,
+) -> std::io::Result<std::net::TcpStream> {
+    let _ = tcp.set_nodelay(true);
+    let socket = blocking::into_blocking(tcp, false)?;
+    let waker = socket.try_clone()?;
+    let (req, resp) = (rr.request as usize, rr.response as usize);
+    tokio::task::spawn_blocking(move || {
+        let mut writer = MeteredWrite::new(Blocking::new(&socket, false), &meter);
+        let _ = block_on(answer_stream(
+            &mut Blocking::new(&socket, false),
+            &mut writer,
+            req,
+            resp,
+            &counters,
+        ));
+    });
+    Ok(waker)
+}
+
+/// A UDP request-response session: the registry hands request datagrams to its
+/// [`RrUdpSession`] entry, which answers them; here we wait for the client's "done". The
+/// answers leave from the shared socket's thread, so the gate meters them from the session's
+/// counts (and stops a session whose answers run far above `--max-rate`).
+pub(crate) struct RrUdp<'a> {
+    /// What the client asked for.
+    pub(crate) rr: &'a RrParams,
+}
+
+impl SessionKind for RrUdp<'_> {
+    type Entry = Arc<RrUdpSession>;
+
+    fn register(&self, shared: &Shared, peer: IpAddr, pass: &Pass) -> (Registration, Self::Entry) {
+        let rr = self.rr;
+        let (registration, udp) = shared
+            .registry
+            .register_rr_udp(peer, rr.request, rr.response);
+        let counted = Arc::clone(&udp);
+        let (request, response) = (u64::from(rr.request), u64::from(rr.response));
+        pass.meter().watch(move || {
+            let answered = counted.counts().answered;
+            Moved {
+                read: answered * request,
+                sent: answered * response,
+            }
+        });
+        (registration, udp)
+    }
+
+    async fn serve<R, W>(
+        self,
+        ctx: &mut SessionContext<'_, R, W>,
+        registration: Registration,
+        udp: Self::Entry,
+        report: &mut ServerReport,
+    ) -> Result<(), String>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let started = Instant::now();
+        let result = wait_sender_done(ctx.rd)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"));
+        report.data_path = udp_data_path(ctx.shared, &registration);
+        drop(registration);
+        let c = udp.counts();
+        report.messages = c.answered;
+        report.bytes = c.answered * u64::from(self.rr.request);
+        report.read_calls = c.datagrams;
+        report.acks_sent = c.answered;
+        report.duplicates = c.retransmissions;
+        report.elapsed_ns = duration_ns(started.elapsed());
+        result
+    }
+}

@@ -1,0 +1,90 @@
+//! The control-connection steps the session kinds share: `accepted`, the wait for the data
+//! connection, the client's "done", the watch for a control connection that ends mid-session.
+//! Says why a step failed; never decides a session's status (the gate does).
+
+use anyhow::{bail, Result};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+use wirebench_core::wire::proto::ControlMessage;
+
+use crate::flows::server::registry::{DataStream, Registration};
+use crate::flows::server::stop::stop_reason;
+use crate::transport::control::{self, SETUP_TIMEOUT};
+
+/// Tells the client its session exists (and, for QUIC, which certificate to expect); the
+/// reason when the client is already gone.
+pub(crate) async fn send_accepted<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    registration: &Registration,
+    quic_cert: Option<Vec<u8>>,
+) -> Result<(), String> {
+    let accepted = ControlMessage::Accepted {
+        session: registration.id,
+        token: registration.token,
+        quic_cert,
+    };
+    control::send(wr, &accepted)
+        .await
+        .map_err(|e| format!("the client left before its session was accepted: {e:#}"))
+}
+
+/// Waits for the data connection the registry hands over (`attach`), at most
+/// [`SETUP_TIMEOUT`], while watching the control connection.
+pub(crate) async fn data_connection<R: AsyncRead + Unpin>(
+    attach: oneshot::Receiver<DataStream>,
+    rd: &mut R,
+) -> Result<DataStream, String> {
+    tokio::select! {
+        r = tokio::time::timeout(SETUP_TIMEOUT, attach) => match r {
+            Ok(Ok(d)) => Ok(d),
+            _ => Err(format!("the client opened no data connection within {SETUP_TIMEOUT:?}")),
+        },
+        reason = watch_control(rd) => Err(reason),
+    }
+}
+
+/// Waits for the client's "done" message; a session stopped from outside fails with the reason
+/// alone.
+pub(crate) async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result<u64> {
+    let message = match control::recv(rd).await {
+        Ok(m) => m,
+        Err(e) => match stop_reason(&e) {
+            Some(reason) => bail!("{reason}"),
+            None => return Err(e),
+        },
+    };
+    match message {
+        Some(ControlMessage::SenderDone { messages_sent, .. }) => Ok(messages_sent),
+        Some(other) => bail!(
+            "expected the client's done message, got {}",
+            kind_name(&other)
+        ),
+        None => bail!("client closed the control connection before it was done"),
+    }
+}
+
+/// Waits until the control connection ends or carries something unexpected mid-session.
+pub(crate) async fn watch_control<R: AsyncRead + Unpin>(rd: &mut R) -> String {
+    match control::recv(rd).await {
+        Ok(None) => "client closed the control connection".into(),
+        Ok(Some(m)) => format!("unexpected {} mid-session", kind_name(&m)),
+        Err(e) => stop_reason(&e).unwrap_or_else(|| format!("control connection failed: {e:#}")),
+    }
+}
+
+/// A control message's name, as the server's messages say it.
+pub(crate) fn kind_name(m: &ControlMessage) -> &'static str {
+    match m {
+        ControlMessage::SessionRequest(_) => "session request",
+        ControlMessage::Accepted { .. } => "accepted message",
+        ControlMessage::Rejected { .. } => "rejected message",
+        ControlMessage::SenderDone { .. } => "done message",
+        ControlMessage::Report(_) => "report",
+        ControlMessage::Error { .. } => "error message",
+        ControlMessage::RrRequest(_) => "request-response session request",
+        ControlMessage::AuthChallenge { .. } => "authentication challenge",
+        ControlMessage::AuthResponse { .. } => "authentication response",
+        ControlMessage::AuthOk { .. } => "authentication confirmation",
+        ControlMessage::Receipt { .. } => "receipt",
+    }
+}

@@ -1,0 +1,94 @@
+//! The registry's entry for a UDP request-response session: answers every request datagram
+//! on the receiving thread (one lock per batch, no allocation) and counts what it answered.
+
+use std::sync::Mutex;
+
+use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+
+/// Counters of a UDP request-response session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RrUdpCounts {
+    /// Request datagrams of this session received (well-formed or not).
+    pub datagrams: u64,
+    /// Requests answered: a response datagram the kernel took.
+    pub answered: u64,
+    /// Answered requests whose copy was marked as a retransmission.
+    pub retransmissions: u64,
+    /// Datagrams that did not fit the session (wrong kind or length).
+    pub malformed: u64,
+    /// Responses the kernel refused to send.
+    pub reply_errors: u64,
+}
+
+#[derive(Debug)]
+struct RrUdpState {
+    counts: RrUdpCounts,
+    /// One response datagram, rewritten in place for each answer.
+    reply: Vec<u8>,
+}
+
+/// The server side of one UDP request-response session: answers every request datagram.
+#[derive(Debug)]
+pub struct RrUdpSession {
+    id: u32,
+    request: u32,
+    state: Mutex<RrUdpState>,
+}
+
+impl RrUdpSession {
+    /// A session answering `request`-byte requests with `response`-byte responses.
+    pub fn new(id: u32, request: u32, response: u32) -> Self {
+        RrUdpSession {
+            id,
+            request,
+            state: Mutex::new(RrUdpState {
+                counts: RrUdpCounts::default(),
+                reply: vec![0u8; HEADER_LEN + response as usize],
+            }),
+        }
+    }
+
+    /// Answers the request datagrams of one receive (with GRO several, `stride` bytes apart):
+    /// one lock per batch, no allocation.
+    pub fn on_datagrams(&self, data: &[u8], stride: usize, reply: &mut dyn FnMut(&[u8]) -> bool) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let state = &mut *state;
+        for datagram in data.chunks(stride.max(1)) {
+            state.counts.datagrams += 1;
+            let header = match Header::decode(datagram) {
+                Ok(h)
+                    if h.kind == Kind::Request
+                        && h.session == self.id
+                        && datagram.len() == HEADER_LEN + self.request as usize =>
+                {
+                    h
+                }
+                _ => {
+                    state.counts.malformed += 1;
+                    continue;
+                }
+            };
+            let answer = Header {
+                kind: Kind::Response,
+                ..header
+            };
+            if answer.write_to(&mut state.reply).is_err() {
+                state.counts.malformed += 1;
+                continue;
+            }
+            if reply(&state.reply) {
+                state.counts.answered += 1;
+                state.counts.retransmissions += u64::from(header.retransmit);
+            } else {
+                state.counts.reply_errors += 1;
+            }
+        }
+    }
+
+    /// A snapshot of the counters.
+    pub fn counts(&self) -> RrUdpCounts {
+        self.state.lock().map(|s| s.counts).unwrap_or_default()
+    }
+}
