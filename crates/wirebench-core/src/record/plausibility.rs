@@ -5,6 +5,7 @@
 //! client passes in what it counted and how long it waited.
 
 use crate::vocab::plan::Protocol;
+use crate::wire::iperf3::TestResults;
 use crate::wire::proto::ServerReport;
 
 /// What the client itself counted in the session the report is about.
@@ -163,6 +164,7 @@ pub fn check_report(
             s.start_ns, s.end_ns, s.bytes, report.bytes
         ));
     }
+    check_series_and_counters(waited_ns, report)?;
     // Figures that cannot be true say more than the flag: they are checked first.
     if report.aborted {
         return Err(ReportIssue::Aborted(
@@ -171,6 +173,209 @@ pub fn check_report(
                 .clone()
                 .unwrap_or_else(|| "no reason given".into()),
         ));
+    }
+    Ok(())
+}
+
+/// A rate no path carries (10 Tbit/s, beyond any link of today): a figure above it is made up.
+pub const MAX_PLAUSIBLE_BPS: f64 = 1e13;
+
+/// A window or congestion window no TCP stack keeps (256 TiB).
+pub const MAX_PLAUSIBLE_WINDOW: u64 = 1 << 48;
+
+/// CPUs a host may have at most, for the bound on the CPU time a report may claim.
+pub const MAX_PLAUSIBLE_CPUS: u64 = 4096;
+
+/// Whether `bytes` over `ns` is a rate a path could carry ([`MAX_PLAUSIBLE_BPS`]); nothing moved
+/// is always plausible, something moved in no time never is.
+pub fn plausible_rate(bytes: u64, ns: u64) -> bool {
+    bytes == 0 || (ns > 0 && bytes as f64 * 8.0 / (ns as f64 / 1e9) <= MAX_PLAUSIBLE_BPS)
+}
+
+/// The figures of a report beyond its counts: the interval series adds up to no more than the
+/// totals and runs at a possible rate; the byte streams (TCP, QUIC) neither lose nor duplicate;
+/// the transport's counters and the CPU time fit the session.
+fn check_series_and_counters(waited_ns: u64, report: &ServerReport) -> Result<(), ReportIssue> {
+    let wrong = |what: String| Err(ReportIssue::Inconsistent(what));
+    let longest = waited_ns.saturating_add(CLOCK_SLACK_NS);
+    let series_bytes = report
+        .intervals
+        .iter()
+        .fold(0u64, |sum, s| sum.saturating_add(s.bytes));
+    if series_bytes > report.bytes {
+        return wrong(format!(
+            "its intervals add up to {series_bytes} bytes, but it counted {}",
+            report.bytes
+        ));
+    }
+    if let Some(s) = report.intervals.iter().find(|s| {
+        s.end_ns > longest || !plausible_rate(s.bytes, s.end_ns.saturating_sub(s.start_ns))
+    }) {
+        return wrong(format!(
+            "an interval from {} ns to {} ns with {} bytes: faster than any path, or past the session's end",
+            s.start_ns, s.end_ns, s.bytes
+        ));
+    }
+    if report.protocol != Protocol::Udp
+        && (report.lost > 0 || report.duplicates > 0 || report.out_of_order > 0)
+    {
+        return wrong(format!(
+            "a {} byte stream lost {}, duplicated {} and reordered {} messages",
+            report.protocol, report.lost, report.duplicates, report.out_of_order
+        ));
+    }
+    if report.protocol == Protocol::Udp && report.duplicates > report.read_calls {
+        return wrong(format!(
+            "it counted {} duplicates among {} datagrams received",
+            report.duplicates, report.read_calls
+        ));
+    }
+    if let Some(t) = &report.transport {
+        let retransmitted = [
+            Some(t.packets_retransmitted),
+            t.tcp_total_retrans,
+            t.tcp_dsack_dups,
+        ];
+        if let Some(n) = retransmitted
+            .into_iter()
+            .flatten()
+            .find(|n| *n > t.packets_sent)
+        {
+            return wrong(format!(
+                "its transport retransmitted {n} of the {} packets it sent",
+                t.packets_sent
+            ));
+        }
+        let windows = [t.cwnd_bytes, t.send_window_bytes];
+        if let Some(w) = windows
+            .into_iter()
+            .flatten()
+            .find(|w| *w > MAX_PLAUSIBLE_WINDOW)
+        {
+            return wrong(format!("its transport reports a window of {w} bytes"));
+        }
+        if let Some(rtt) = t.srtt_us.filter(|us| us.saturating_mul(1000) > longest) {
+            return wrong(format!(
+                "its smoothed round trip is {rtt} µs, but the session lasted {:.3} s",
+                waited_ns as f64 / 1e9
+            ));
+        }
+    }
+    if let Some(cpu) = &report.cpu {
+        let used_us = cpu.user_us.saturating_add(cpu.system_us);
+        let most_us = (longest / 1000).saturating_mul(MAX_PLAUSIBLE_CPUS);
+        if used_us > most_us {
+            return wrong(format!(
+                "it used {:.3} s of CPU in a session of {:.3} s",
+                used_us as f64 / 1e6,
+                waited_ns as f64 / 1e9
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes a TCP sender may have written that never reached the receiver when a test ends: its
+/// socket buffer and what is in flight (Linux's largest send buffer is far below this).
+pub const TCP_UNDELIVERED_MAX: u64 = 256 << 20;
+
+/// Checks the results an iperf3 server sent (`theirs`) against ours (`ours`, what this client
+/// counted on each stream, on its own clock): the same streams and no others; per stream, times
+/// that are numbers, in order and within the test (our last stream's end plus
+/// [`CLOCK_SLACK_NS`]); a rate no path exceeds; forward (`we_sent`), no more received than
+/// we sent; reversed, no less sent than we received, and over TCP no more than we received
+/// plus what a socket can hold; loss and jitter that can be. Every figure of a stored
+/// `run --iperf3` comes from results that passed.
+pub fn check_iperf3_results(
+    ours: &TestResults,
+    theirs: &TestResults,
+    we_sent: bool,
+    udp: bool,
+) -> Result<(), ReportIssue> {
+    let wrong = |what: String| Err(ReportIssue::Inconsistent(what));
+    if theirs.streams.len() > ours.streams.len() {
+        return wrong(format!(
+            "it reports {} streams, but the test had {}",
+            theirs.streams.len(),
+            ours.streams.len()
+        ));
+    }
+    let our_end = ours.duration_s().max(0.0);
+    let latest = our_end + CLOCK_SLACK_NS as f64 / 1e9;
+    for (i, t) in theirs.streams.iter().enumerate() {
+        let Some(o) = ours.streams.iter().find(|o| o.id == t.id) else {
+            return wrong(format!(
+                "it reports a stream {} the test never opened",
+                t.id
+            ));
+        };
+        if theirs.streams[..i].iter().any(|e| e.id == t.id) {
+            return wrong(format!("it reports stream {} twice", t.id));
+        }
+        let times_ok = [t.start_time, t.end_time]
+            .iter()
+            .all(|x| x.is_finite() && *x >= 0.0 && *x <= latest);
+        if !times_ok || t.end_time < t.start_time {
+            return wrong(format!(
+                "stream {} ran from {} s to {} s of a test of {our_end:.3} s",
+                t.id, t.start_time, t.end_time
+            ));
+        }
+        let ns = ((t.end_time - t.start_time) * 1e9) as u64;
+        if !plausible_rate(t.bytes, ns) {
+            return wrong(format!(
+                "stream {} moved {} bytes in {} s, faster than any path",
+                t.id,
+                t.bytes,
+                t.end_time - t.start_time
+            ));
+        }
+        if we_sent && t.bytes > o.bytes {
+            return wrong(format!(
+                "it says {} bytes arrived on stream {}, but {} were sent",
+                t.bytes, t.id, o.bytes
+            ));
+        }
+        if !we_sent && t.bytes < o.bytes {
+            return wrong(format!(
+                "it says it sent {} bytes on stream {}, but {} arrived",
+                t.bytes, t.id, o.bytes
+            ));
+        }
+        if !we_sent && !udp && t.bytes > o.bytes.saturating_add(TCP_UNDELIVERED_MAX) {
+            return wrong(format!(
+                "it says it sent {} bytes on stream {}, but only {} arrived",
+                t.bytes, t.id, o.bytes
+            ));
+        }
+        if udp && we_sent && t.packets > o.packets {
+            return wrong(format!(
+                "it says {} datagrams arrived on stream {}, but {} were sent",
+                t.packets, t.id, o.packets
+            ));
+        }
+        let counts_ok = t.retransmits >= -1 && t.errors >= 0 && t.packets >= 0;
+        if !counts_ok || (udp && t.errors > t.packets) {
+            return wrong(format!(
+                "stream {} has {} retransmissions, {} of {} datagrams lost",
+                t.id, t.retransmits, t.errors, t.packets
+            ));
+        }
+        if !(t.jitter.is_finite() && (0.0..=3600.0).contains(&t.jitter)) {
+            return wrong(format!("stream {} has a jitter of {} s", t.id, t.jitter));
+        }
+    }
+    let most_cpu = 100.0 * MAX_PLAUSIBLE_CPUS as f64;
+    let cpu = [
+        theirs.cpu_util_total,
+        theirs.cpu_util_user,
+        theirs.cpu_util_system,
+    ];
+    if let Some(c) = cpu
+        .iter()
+        .find(|c| !(c.is_finite() && (0.0..=most_cpu).contains(*c)))
+    {
+        return wrong(format!("its CPU use is {c} %"));
     }
     Ok(())
 }
@@ -371,5 +576,139 @@ mod tests {
             check_report(received, 1_000_000, &reversed),
             Err(ReportIssue::Inconsistent(_))
         ));
+    }
+
+    #[test]
+    fn series_and_counters_past_what_a_session_can_hold_are_inconsistent() {
+        use crate::vocab::metrics::{CpuUsage, TransportStats};
+        let client = sent(MIB, 1024);
+        let waited = SECOND;
+        let sample = |start_ns, end_ns, bytes| IntervalSample {
+            start_ns,
+            end_ns,
+            bytes,
+            ..IntervalSample::default()
+        };
+        // Intervals adding up to 50 times what was counted.
+        let mut r = report(MIB, 1024);
+        r.intervals = (0..50)
+            .map(|i| sample(i * 1000, (i + 1) * 1000, MIB))
+            .collect();
+        assert!(matches!(
+            check_report(client, waited, &r),
+            Err(ReportIssue::Inconsistent(_))
+        ));
+        // A 1 ns interval holding a MiB: faster than any path.
+        let mut r = report(MIB, 1024);
+        r.intervals = vec![sample(0, 1, MIB)];
+        assert!(matches!(
+            check_report(client, waited, &r),
+            Err(ReportIssue::Inconsistent(_))
+        ));
+        // A truthful series passes.
+        r.intervals = vec![
+            sample(0, SECOND / 4, MIB / 2),
+            sample(SECOND / 4, SECOND / 2, MIB / 2),
+        ];
+        assert_eq!(check_report(client, waited, &r), Ok(()));
+        // TCP duplicates of 2^63.
+        let mut r = report(MIB, 1024);
+        r.duplicates = 1 << 63;
+        assert!(check_report(client, waited, &r).is_err());
+        // A congestion window of 2^64 - 1, retransmissions past the packets sent.
+        let stats = TransportStats {
+            packets_sent: 100,
+            ..TransportStats::default()
+        };
+        let mut r = report(MIB, 1024);
+        r.transport = Some(TransportStats {
+            cwnd_bytes: Some(u64::MAX),
+            ..stats.clone()
+        });
+        assert!(check_report(client, waited, &r).is_err());
+        r.transport = Some(TransportStats {
+            packets_retransmitted: 1_000_000_000_000,
+            ..stats.clone()
+        });
+        assert!(check_report(client, waited, &r).is_err());
+        r.transport = Some(stats);
+        assert_eq!(check_report(client, waited, &r), Ok(()));
+        // 2 × 10^9 s of CPU in a session of a millisecond.
+        r.cpu = Some(CpuUsage {
+            user_us: 2_000_000_000_000_000,
+            ..CpuUsage::default()
+        });
+        assert!(check_report(client, SECOND / 1000, &r).is_err());
+    }
+
+    fn stream(
+        id: u32,
+        bytes: u64,
+        start_time: f64,
+        end_time: f64,
+    ) -> crate::wire::iperf3::StreamResult {
+        crate::wire::iperf3::StreamResult {
+            id,
+            bytes,
+            start_time,
+            end_time,
+            ..Default::default()
+        }
+    }
+
+    fn results(streams: Vec<crate::wire::iperf3::StreamResult>) -> TestResults {
+        TestResults {
+            streams,
+            ..TestResults::default()
+        }
+    }
+
+    #[test]
+    fn iperf3_results_are_believed_only_where_they_can_be_true() {
+        let ours = results(vec![
+            stream(1, 100 * MIB, 0.0, 1.0),
+            stream(3, 100 * MIB, 0.0, 1.0),
+        ]);
+        let truthful = results(vec![
+            stream(1, 100 * MIB, 0.0, 1.01),
+            stream(3, 99 * MIB, 0.0, 1.0),
+        ]);
+        assert_eq!(check_iperf3_results(&ours, &truthful, true, false), Ok(()));
+        let lies = [
+            // Five streams added.
+            results((0..7).map(|i| stream(i, MIB, 0.0, 1.0)).collect()),
+            // A stream the test never opened.
+            results(vec![stream(9, MIB, 0.0, 1.0)]),
+            // Ten times the bytes sent.
+            results(vec![stream(1, 1000 * MIB, 0.0, 1.0)]),
+            // A 1 ns test.
+            results(vec![stream(1, 100 * MIB, 0.0, 1e-9)]),
+            // An end time of 10^12 s.
+            results(vec![stream(1, MIB, 0.0, 1e12)]),
+            // Not a number.
+            results(vec![stream(1, MIB, 0.0, f64::NAN)]),
+        ];
+        for lie in &lies {
+            assert!(
+                matches!(
+                    check_iperf3_results(&ours, lie, true, false),
+                    Err(ReportIssue::Inconsistent(_))
+                ),
+                "{lie:?}"
+            );
+        }
+        // Reversed: the server cannot have sent less than arrived, nor (TCP) far more.
+        let sent_less = results(vec![stream(1, MIB, 0.0, 1.0)]);
+        assert!(check_iperf3_results(&ours, &sent_less, false, false).is_err());
+        let sent_far_more = results(vec![stream(
+            1,
+            100 * MIB + TCP_UNDELIVERED_MAX + 1,
+            0.0,
+            1.0,
+        )]);
+        assert!(check_iperf3_results(&ours, &sent_far_more, false, false).is_err());
+        let mut cpu = truthful.clone();
+        cpu.cpu_util_total = f64::INFINITY;
+        assert!(check_iperf3_results(&ours, &cpu, true, false).is_err());
     }
 }

@@ -7,13 +7,13 @@
 pub const MAX_PEER_TEXT: usize = 512;
 
 /// `text` as it may be shown: every control character (C0, DEL, C1 — line breaks, ESC, NUL)
-/// escaped as Rust does (`\n`, `\u{1b}`), and at most [`MAX_PEER_TEXT`] characters in all
+/// and bidirectional override escaped as Rust does (`\n`, `\u{1b}`), and at most [`MAX_PEER_TEXT`] characters in all
 /// (cut text ends with `…`). Clean, short text comes back unchanged.
 pub fn peer_text(text: &str) -> String {
     let mut out = String::new();
     // Escaping only lengthens: the first MAX_PEER_TEXT + 1 characters decide the result.
     for c in text.chars().take(MAX_PEER_TEXT + 1) {
-        if c.is_control() {
+        if is_unsafe_char(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -40,12 +40,29 @@ pub fn make_safe(text: &mut String) {
 /// Whether `text` may be shown as it is: no control character, at most [`MAX_PEER_TEXT`]
 /// characters.
 pub fn is_safe(text: &str) -> bool {
-    !text.chars().any(char::is_control) && text.chars().nth(MAX_PEER_TEXT).is_none()
+    !text.chars().any(is_unsafe_char) && text.chars().nth(MAX_PEER_TEXT).is_none()
+}
+
+/// A character that must not reach a terminal or a page as it is: a control character, or a
+/// bidirectional formatting character (U+202E turns the rest of a line around: "Trojan
+/// Source", CVE-2021-42574), which is escaped the same way.
+fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidirectional_overrides_are_escaped() {
+        assert_eq!(peer_text("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(peer_text("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+        assert!(!is_safe("\u{200f}"));
+        // Other non-ASCII text is kept as it is.
+        assert_eq!(peer_text("débit ☃"), "débit ☃");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_clean_text_kept() {

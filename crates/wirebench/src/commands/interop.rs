@@ -11,6 +11,13 @@ use crate::config::StoreTarget;
 use crate::flows::iperf3::client::ClientConfig;
 use crate::flows::iperf3::server::Iperf3Server;
 use crate::flows::perf::client::PerfConfig;
+use wirebench_core::record::campaign::SoFar;
+use wirebench_core::record::lifecycle::StoredRun;
+use wirebench_core::record::plausibility::check_iperf3_results;
+use wirebench_core::record::{AbortedRun, NewCampaign, Status};
+use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::wire::proto::SessionParams;
 
 /// Runs one test against an iperf3 server, prints both views and stores the run.
 pub async fn run_iperf3(
@@ -28,6 +35,27 @@ pub async fn run_iperf3(
     // is rendered from them, so its start is the stored campaign's.
     let now = super::recording::unix_now();
     let (campaign, point, run) = crate::flows::iperf3::record::records(&cfg, &outcome, now);
+    // The server's figures are believed only where they can be true: otherwise the test is
+    // stored as a failed campaign with its one run aborted and the reason, nothing of the
+    // server's is printed as a result, and the command fails.
+    if let Err(issue) =
+        check_iperf3_results(&outcome.our_results, &outcome.server, !cfg.reverse, cfg.udp)
+    {
+        let reason = format!("iperf3 server {}: {issue}", cfg.name);
+        if let StoreTarget::File(path) = &store {
+            let aborted = aborted_iperf3_run(&cfg, &outcome, point, &campaign, &reason);
+            store_iperf3(
+                path,
+                cfg.json,
+                campaign,
+                aborted,
+                Status::Failed,
+                Some(&reason),
+            )
+            .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
+        }
+        anyhow::bail!("{reason}");
+    }
     let text = if cfg.json {
         let doc = if output.iperf3_shape {
             // iperf3's own -J document, rendered from the record this test is stored as; it
@@ -56,7 +84,11 @@ pub async fn run_iperf3(
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {
-        let stored = store_iperf3(&path, cfg.json, campaign, point, run)
+        let finished = StoredRun::Finished {
+            point,
+            run: Box::new(run),
+        };
+        let stored = store_iperf3(&path, cfg.json, campaign, finished, Status::Complete, None)
             .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
         if !stored {
             anyhow::bail!(
@@ -68,38 +100,70 @@ pub async fn run_iperf3(
     Ok(())
 }
 
-/// Stores one iperf3 test (its `campaign`, `point` and `run`) as a one-run campaign, through
-/// the same recording as `run` (a busy store waited for, a run it cannot take kept in a spool
-/// file); whether it is in the store. With `json`, the stored line goes to stderr.
+/// Stores one iperf3 test (its `campaign` and its one `run`, finished or aborted) as a
+/// one-run campaign ending with `status` (`error`: why it failed), through the same recording
+/// as `run` (a busy store waited for, a run it cannot take kept in a spool file); whether it
+/// is in the store. With `json`, the stored line goes to stderr.
 fn store_iperf3(
     path: &crate::store::Location,
     json: bool,
-    campaign: wirebench_core::record::NewCampaign,
-    point: wirebench_core::vocab::sweep::Point,
-    run: wirebench_core::record::RunRecord,
+    campaign: NewCampaign,
+    run: StoredRun,
+    status: Status,
+    error: Option<&str>,
 ) -> Result<bool> {
-    use wirebench_core::record::lifecycle::StoredRun;
     let store = super::recording::open(path)?;
     let mut recorder =
         super::recording::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
-    let run = StoredRun::Finished {
-        point,
-        run: Box::new(run),
-    };
     recorder.record(1, run);
-    Ok(recorder.finish(
-        wirebench_core::record::Status::Complete,
-        None,
-        json,
-        |f, db| {
-            format!(
-                "stored as campaign {} (1 run, {}) in {}",
-                f.id,
-                f.status.as_str(),
-                db.display()
-            )
-        },
-    ))
+    Ok(recorder.finish(status, error, json, |f, db| {
+        format!(
+            "stored as campaign {} (1 run, {}) in {}",
+            f.id,
+            f.status.as_str(),
+            db.display()
+        )
+    }))
+}
+
+/// The one run of a test whose server's results were not believed: aborted with `reason`, with
+/// what this client itself counted so far (sent, or read with `-R`).
+fn aborted_iperf3_run(
+    cfg: &ClientConfig,
+    outcome: &crate::flows::iperf3::client::ClientOutcome,
+    point: Point,
+    campaign: &NewCampaign,
+    reason: &str,
+) -> StoredRun {
+    let p = &campaign.parameters;
+    let params = SessionParams {
+        duration_us: p.duration_us,
+        omit_us: None,
+        protocol: p.protocols.first().copied().unwrap_or(Protocol::Tcp),
+        mechanism: Mechanism::Stream,
+        msg_size: point.msg_size,
+        total_bytes: point.total_bytes,
+        rto_us: None,
+        rate_bps: p.rate_bps,
+        grace_us: 0,
+        options: Default::default(),
+        interval_us: None,
+        reverse: cfg.reverse,
+    };
+    let bytes = outcome.our_bytes();
+    StoredRun::Aborted {
+        run: Box::new(AbortedRun {
+            position: 1,
+            repeat_index: 0,
+            params,
+        }),
+        reason: Some(reason.to_string()),
+        so_far: Some(SoFar {
+            bytes,
+            messages: bytes / u64::from(cfg.len.max(1)),
+            elapsed: std::time::Duration::from_secs_f64(outcome.our_seconds().max(0.0)),
+        }),
+    }
 }
 
 /// Runs the QUIC perf transfers and prints them.

@@ -218,7 +218,7 @@ impl Exporter {
             (self.pages.log)(&format!(
                 "probe kind={} of {} failed ({}): {}",
                 probe.kind(),
-                outcome.target,
+                peer_text(&outcome.target),
                 failure.reason.as_str(),
                 failure.detail
             ));
@@ -228,7 +228,7 @@ impl Exporter {
                 (self.pages.log)(&format!(
                     "probe kind={} of {} is not stored: the store is behind or gone",
                     probe.kind(),
-                    outcome.target
+                    peer_text(&outcome.target)
                 ));
             }
         }

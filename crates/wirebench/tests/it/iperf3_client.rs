@@ -130,3 +130,128 @@ async fn a_tcp_test_without_l_writes_iperf3_blocks() {
     assert_eq!(doc["wirebench"]["bytes"], 1 << 20);
     assert_eq!(run["client"]["messages"], 8, "{run}");
 }
+
+/// A change made to the results an iperf3 server sends.
+type Tamper = fn(&mut Value);
+
+/// A man in the middle in front of a real iperf3 server: relays every TCP connection as it is,
+/// but on the first (the control connection) hands the results the server sends to `tamper`
+/// before passing them on. The states the server sends before them are single bytes; the
+/// results follow `EXCHANGE_RESULTS` (13) as a 4-byte length and JSON.
+async fn tampering_proxy(server: std::net::SocketAddr, tamper: Tamper) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(upstream) = tokio::net::TcpStream::connect(server).await else {
+                return;
+            };
+            let control = std::mem::take(&mut first);
+            tokio::spawn(async move {
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = upstream.into_split();
+                let up = tokio::spawn(async move { tokio::io::copy(&mut cr, &mut sw).await });
+                if control {
+                    let mut state = [0u8; 1];
+                    while sr.read_exact(&mut state).await.is_ok() {
+                        cw.write_all(&state).await.ok();
+                        if state[0] == 13 {
+                            break;
+                        }
+                    }
+                    let mut len = [0u8; 4];
+                    if sr.read_exact(&mut len).await.is_ok() {
+                        let mut text = vec![0u8; u32::from_be_bytes(len) as usize];
+                        sr.read_exact(&mut text).await.ok();
+                        let mut results: Value = serde_json::from_slice(&text).unwrap();
+                        tamper(&mut results);
+                        let text = serde_json::to_vec(&results).unwrap();
+                        cw.write_all(&(text.len() as u32).to_be_bytes()).await.ok();
+                        cw.write_all(&text).await.ok();
+                    }
+                }
+                let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                let _ = up.await;
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 37: an iperf3 server whose results cannot be true — streams the test never had, ten
+/// times the bytes sent, a test of 1 ns, an end 10^12 s after its start — is not believed:
+/// nothing of its figures is printed as a result, the command fails with the reason, and the
+/// store holds a failed campaign whose one run is aborted with that reason (before, each was
+/// stored complete: "goodput 135.91 Tbit/s", "8.39 Pbit/s", or a spool file no store took).
+#[tokio::test]
+async fn an_iperf3_server_whose_results_cannot_be_true_is_not_believed() {
+    if !have_iperf3("an_iperf3_server_whose_results_cannot_be_true_is_not_believed") {
+        return;
+    }
+    let lies: [(&str, Tamper); 4] = [
+        ("five streams added", |r| {
+            let first = r["streams"][0].clone();
+            let streams = r["streams"].as_array_mut().unwrap();
+            for id in 100..105 {
+                let mut s = first.clone();
+                s["id"] = id.into();
+                streams.push(s);
+            }
+        }),
+        ("ten times the bytes", |r| {
+            for s in r["streams"].as_array_mut().unwrap() {
+                s["bytes"] = (s["bytes"].as_u64().unwrap() * 10).into();
+            }
+        }),
+        ("a test of 1 ns", |r| {
+            for s in r["streams"].as_array_mut().unwrap() {
+                s["start_time"] = 0.0.into();
+                s["end_time"] = 1e-9.into();
+            }
+        }),
+        ("an end 10^12 s after the start", |r| {
+            for s in r["streams"].as_array_mut().unwrap() {
+                s["end_time"] = 1e12.into();
+            }
+        }),
+    ];
+    let server = RealServer::start().await;
+    for (what, tamper) in lies {
+        let proxy = tampering_proxy(server.addr, tamper).await;
+        let db = TempPath::new(".sqlite3");
+        let out = wirebench(&[
+            "run",
+            "--iperf3",
+            &proxy,
+            "-n",
+            "20M",
+            "-l",
+            "128K",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(
+            err.contains("results are inconsistent") || err.contains("report is inconsistent"),
+            "{what}: {err}"
+        );
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !printed.contains("bit/s"),
+            "{what}: printed as a result: {printed}"
+        );
+        let export = wirebench(&["export", "1", "--db", db.arg()]).await;
+        let doc: Value = serde_json::from_slice(&export.stdout).expect("export is JSON");
+        assert_eq!(doc["campaign"]["status"], "failed", "{what}: {doc:#}");
+        assert_eq!(
+            doc["runs"].as_array().map(Vec::len),
+            Some(0),
+            "{what}: {doc:#}"
+        );
+        assert!(doc.to_string().contains("inconsistent"), "{what}: {doc:#}");
+    }
+}

@@ -11,6 +11,7 @@ mod compare;
 mod dns;
 mod exporter;
 mod guide;
+mod import_circles;
 mod interop;
 mod iperf3_client;
 mod iperf3_conformance;

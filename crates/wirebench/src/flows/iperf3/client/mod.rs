@@ -12,12 +12,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use wirebench_core::wire::iperf3::{
-    self as wire, State, StreamResult, TestParams, TestResults, UdpReceiver,
-};
+use wirebench_core::wire::iperf3::{self as wire, State, StreamResult, TestParams, TestResults};
 
 use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TIMEOUT};
 use crate::transport::net;
+pub use streams::StreamTally;
 use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, Shared, TaskCtx, SETTLE};
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::DataPathOptions;
@@ -66,23 +65,6 @@ pub struct ClientConfig {
     pub server_output: bool,
     /// `-A N,M`: the CPU the server runs the test on.
     pub server_cpu: Option<u32>,
-}
-
-/// One stream's figures on our side.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StreamTally {
-    /// iperf3 stream id.
-    pub id: u32,
-    /// Bytes sent (forward) or received (reverse).
-    pub bytes: u64,
-    /// UDP datagrams sent or received.
-    pub datagrams: u64,
-    /// UDP receiver accounting (reverse UDP only).
-    pub udp: Option<UdpReceiver>,
-    /// First byte moved, seconds after the test started.
-    pub first_s: f64,
-    /// Last byte moved, seconds after the test started.
-    pub last_s: f64,
 }
 
 /// Both views of one finished test.

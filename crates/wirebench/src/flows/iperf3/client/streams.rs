@@ -13,8 +13,6 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
 
-use super::StreamTally;
-
 /// Counters the data tasks share with the coordinator.
 #[derive(Debug)]
 pub(super) struct Shared {
@@ -272,4 +270,21 @@ fn account(datagram: &[u8], acct: &mut UdpReceiver, tally: &mut StreamTally, ctx
         tally.datagrams += 1;
         ctx.moved(tally, datagram.len());
     }
+}
+
+/// One stream's figures on our side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamTally {
+    /// iperf3 stream id.
+    pub id: u32,
+    /// Bytes sent (forward) or received (reverse).
+    pub bytes: u64,
+    /// UDP datagrams sent or received.
+    pub datagrams: u64,
+    /// UDP receiver accounting (reverse UDP only).
+    pub udp: Option<UdpReceiver>,
+    /// First byte moved, seconds after the test started.
+    pub first_s: f64,
+    /// Last byte moved, seconds after the test started.
+    pub last_s: f64,
 }

@@ -8,6 +8,7 @@
 //! listener.
 
 mod results;
+mod shared;
 mod sockets;
 mod streams;
 mod test;
@@ -22,11 +23,11 @@ use anyhow::{Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::mpsc;
-use wirebench_core::wire::iperf3::COOKIE_LEN;
 
 use super::hub::{hub, HubCmd};
 use super::recv_cookie;
 use crate::flows::server::gate::Gate;
+use shared::Shared;
 use test::{Outcome, Refused, Test};
 
 /// A bound iperf3 listener (TCP and UDP on one port), ready to run.
@@ -109,25 +110,6 @@ impl Iperf3Server {
             let shared = shared.clone();
             tokio::spawn(async move { route(stream, order, peer, shared).await });
         }
-    }
-}
-
-/// Where a test waits for its TCP data connections: each with the order it was accepted in.
-type DataConnections = mpsc::UnboundedSender<(u64, TcpStream)>;
-
-/// State every connection handler shares.
-struct Shared {
-    /// Tests waiting for their TCP data connections, by cookie.
-    pending: Mutex<HashMap<[u8; COOKIE_LEN], DataConnections>>,
-    hub: mpsc::UnboundedSender<HubCmd>,
-    udp: Arc<UdpSocket>,
-    gate: Arc<Gate>,
-    next_test: AtomicU64,
-}
-
-impl Shared {
-    fn notice(&self, peer: SocketAddr, message: String) {
-        self.gate.notice(peer, message);
     }
 }
 

@@ -17,8 +17,9 @@ use wirebench_core::wire::iperf3::{State, TestParams, TestPlan, TestResults, Udp
 use wirebench_core::wire::proto::{SessionParams, UNBOUNDED_TOTAL};
 
 use super::results::{self, Extras, Span, StreamTally};
+use super::shared::Shared;
+use super::sockets;
 use super::streams::{self, Budget, Sending, StreamCount};
-use super::{sockets, Shared};
 use crate::flows::iperf3::hub::HubCmd;
 use crate::flows::iperf3::{expect_state, recv_json, recv_state, send_json, send_state};
 use crate::flows::server::gate::{Ask, Kind, Pass};
