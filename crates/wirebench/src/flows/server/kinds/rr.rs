@@ -111,12 +111,32 @@ where
     } else {
         BLOCKING_CONNECTIONS
     };
+    let most = declared_connections(rr);
+    let (mut taken, mut refused) = (0u64, 0u64);
+    let (gate, peer) = (Arc::clone(&ctx.shared.gate), ctx.peer);
     let done = wait_sender_done(ctx.rd);
     tokio::pin!(done);
     let result = loop {
         tokio::select! {
             r = &mut done => break r.map(|_| ()).map_err(|e| format!("{e:#}")),
             Some(data) = connections.recv() => {
+                // The connections the session declared and no more: past them, one is closed
+                // at once (4,000 connections presenting one session's id and token were held
+                // until its end). A new connection per request counts those open now.
+                while tasks.try_join_next().is_some() {}
+                let open = if rr.new_connection { tasks.len() as u64 } else { taken };
+                if open >= most {
+                    drop(data);
+                    refused += 1;
+                    if refused.is_power_of_two() {
+                        gate.notice(peer, format!(
+                            "rr session {:#010x}: data connection closed, the session declared at most {most} at once ({refused} so far)",
+                            pass.session()
+                        ));
+                    }
+                    continue;
+                }
+                taken += 1;
                 let meter = Arc::clone(pass.meter());
                 match data {
                     DataStream::Tcp(tcp) if !rr.new_connection && blocking_sockets.len() < on_threads => {
@@ -144,6 +164,18 @@ where
         let _ = socket.shutdown(std::net::Shutdown::Both);
     }
     result
+}
+
+/// The data connections a session may hold: one per flow and one for QUIC's resumption probe;
+/// with a new connection per request, twice the requests in flight (a client's next connection
+/// can arrive before the server has seen its last one close) and a few more.
+fn declared_connections(rr: &RrParams) -> u64 {
+    let flows = u64::from(rr.flows.max(1));
+    if rr.new_connection {
+        2 * flows * u64::from(rr.concurrency.max(1)) + 8
+    } else {
+        flows + 1
+    }
 }
 
 /// Answers the requests of one data connection until the client closes it; its responses go
