@@ -351,6 +351,58 @@ async fn an_rr_session_admits_only_the_connections_it_declared() {
     .expect("test finished in time");
 }
 
+/// Issue 37: an admitted UDP session (a stream, or request-response) whose client then sends
+/// no datagram is ended after the set-up timeout (10 s, as a TCP or QUIC session that opens no
+/// data connection), with the reason, instead of holding its place until `--max-duration`;
+/// the places are free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_udp_session_that_sends_nothing_is_ended_after_the_setup_timeout() {
+    use wirebench_core::wire::proto::RrParams;
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start_with(with_limits(Limits {
+            max_sessions: 2,
+            ..Limits::default()
+        }))
+        .await;
+        let rr = ControlMessage::RrRequest(RrParams {
+            protocol: Protocol::Udp,
+            request: 8,
+            response: 8,
+            concurrency: 1,
+            flows: 1,
+            new_connection: false,
+        });
+        let silent = |request: ControlMessage| async move {
+            let (mut ctrl, answer) =
+                raw_request(server.addr, "127.0.0.1".parse().unwrap(), &request).await;
+            assert!(
+                matches!(answer, ControlMessage::Accepted { .. }),
+                "{answer:?}"
+            );
+            let report = control::read_report(&mut ctrl).await.expect("a report");
+            assert!(report.aborted, "{report:?}");
+            let reason = report.abort_reason.unwrap_or_default();
+            assert!(reason.contains("sent no datagram within 10s"), "{reason}");
+        };
+        tokio::join!(silent(held_session()), silent(rr));
+        // Both places are free: two more sessions are admitted.
+        let (_a, first) =
+            raw_request(server.addr, "127.0.0.1".parse().unwrap(), &held_session()).await;
+        let (_b, second) =
+            raw_request(server.addr, "127.0.0.1".parse().unwrap(), &held_session()).await;
+        assert!(
+            matches!(first, ControlMessage::Accepted { .. }),
+            "{first:?}"
+        );
+        assert!(
+            matches!(second, ControlMessage::Accepted { .. }),
+            "{second:?}"
+        );
+    })
+    .await
+    .expect("test finished in time");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_control_messages_and_silent_clients_are_cut_off() {
     tokio::time::timeout(TEST_TIMEOUT, async {

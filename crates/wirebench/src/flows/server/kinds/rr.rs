@@ -18,7 +18,7 @@ use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
 use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
-use crate::flows::server::kit::control::wait_sender_done;
+use crate::flows::server::kit::control::{wait_sender_done, wait_sender_done_or_silence};
 use crate::flows::server::kit::data_path::{shared_udp_data_path, udp_data_path};
 use crate::flows::server::kit::quic::QUIC_LINGER;
 use crate::flows::server::meter::{Meter, MeteredWrite, Moved};
@@ -277,7 +277,7 @@ impl SessionKind for RrUdp<'_> {
         W: AsyncWrite + Unpin,
     {
         let started = Instant::now();
-        let result = wait_sender_done(ctx.rd)
+        let result = wait_sender_done_or_silence(ctx.rd, || udp.counts().datagrams > 0)
             .await
             .map(|_| ())
             .map_err(|e| format!("{e:#}"));

@@ -16,7 +16,7 @@ use crate::engine::interval;
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
-use crate::flows::server::kit::control::wait_sender_done;
+use crate::flows::server::kit::control::wait_sender_done_or_silence;
 use crate::flows::server::kit::data_path::udp_data_path;
 use crate::flows::server::kit::span::{omit_span, omitted, span_ns};
 use crate::flows::server::meter::Moved;
@@ -63,10 +63,11 @@ impl SessionKind for UdpReceive {
         let receiving = async {
             // --rate max trials ask for the counts so far while they send, to end a failed trial
             // early; the reports stop when the client is done.
+            let arrived = || udp.counts().first_at.is_some();
             let sent = match receipt_period(p) {
-                None => wait_sender_done(rd).await?,
+                None => wait_sender_done_or_silence(rd, arrived).await?,
                 Some(every) => tokio::select! {
-                    sent = wait_sender_done(rd) => sent?,
+                    sent = wait_sender_done_or_silence(rd, arrived) => sent?,
                     never = send_receipts(wr, &udp, every) => match never {},
                 },
             };

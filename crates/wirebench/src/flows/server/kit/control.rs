@@ -2,6 +2,8 @@
 //! connection, the client's "done", the watch for a control connection that ends mid-session.
 //! Says why a step failed; never decides a session's status (the gate does).
 
+use std::time::Duration;
+
 use anyhow::{bail, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
@@ -60,6 +62,38 @@ pub(crate) async fn wait_sender_done<R: AsyncRead + Unpin>(rd: &mut R) -> Result
             kind_name(&other)
         ),
         None => bail!("client closed the control connection before it was done"),
+    }
+}
+
+/// Waits for the client's "done" message like [`wait_sender_done`], for a UDP session whose
+/// datagrams the registry counts: a client that sent no datagram at all within
+/// [`SETUP_TIMEOUT`] (`arrived` still false) ends it then, as a TCP or QUIC session without a
+/// data connection within the same time ends, instead of holding its place until
+/// `--max-duration`.
+pub(crate) async fn wait_sender_done_or_silence<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    arrived: impl Fn() -> bool,
+) -> Result<u64> {
+    let limit = SETUP_TIMEOUT;
+    let silence = async {
+        let deadline = tokio::time::Instant::now() + limit;
+        // The registry counts datagrams on the receiving thread; a tenth of a second is early
+        // enough to notice the first, and nothing is looked at once it came.
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        while tokio::time::Instant::now() < deadline {
+            tick.tick().await;
+            if arrived() {
+                return std::future::pending().await;
+            }
+        }
+        if arrived() {
+            return std::future::pending().await;
+        }
+        format!("the client sent no datagram within {limit:?}")
+    };
+    tokio::select! {
+        done = wait_sender_done(rd) => done,
+        why = silence => bail!("{why}"),
     }
 }
 
