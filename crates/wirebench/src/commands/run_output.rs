@@ -13,7 +13,7 @@ use wirebench_core::vocab::metrics::IntervalSample;
 use crate::config::RunOutput;
 use crate::output::iperf3_json::Context;
 use crate::output::json_stream;
-use crate::runner::{self, RunConfig};
+use crate::runner::{self, PlannedRun, RunConfig};
 use crate::transport::{net, process};
 
 /// What stays set up while the command runs: the output's redirection, undone when dropped.
@@ -49,7 +49,10 @@ pub fn prepare(out: &RunOutput, text: bool) -> Result<Prepared> {
 /// go, `-J --iperf3-shape`'s document, `-T`'s title in the JSON, `-V`'s detail.
 #[derive(Debug)]
 pub struct Streamer {
-    cfg: RunConfig,
+    /// `-i`: the interval period, seconds (0 without).
+    interval_s: f64,
+    /// `-S`: the type of service the sockets carry.
+    tos: u8,
     of: usize,
     params: Parameters,
     started_unix_s: i64,
@@ -62,10 +65,11 @@ impl Streamer {
     /// The output of the runs of `cfg` (`of` in all) against `server_name`.
     pub fn new(cfg: &RunConfig, of: usize, server_name: &str, output: RunOutput) -> Streamer {
         Streamer {
-            cfg: cfg.clone(),
+            interval_s: cfg.interval.map_or(0.0, |d| d.as_secs_f64()),
+            tos: cfg.options.tos.unwrap_or(0),
             of,
             params: runner::parameters(cfg, server_name),
-            started_unix_s: super::run::unix_now(),
+            started_unix_s: crate::commands::clock::unix_now(),
             output,
             started: AtomicUsize::new(0),
         }
@@ -87,8 +91,8 @@ impl Streamer {
             version: env!("CARGO_PKG_VERSION"),
             started_unix_s: self.started_unix_s,
             title: self.output.title.as_deref(),
-            interval_s: self.cfg.interval.map_or(0.0, |d| d.as_secs_f64()),
-            tos: self.cfg.options.tos.unwrap_or(0),
+            interval_s: self.interval_s,
+            tos: self.tos,
         }
     }
 
@@ -96,45 +100,41 @@ impl Streamer {
         self.output.iperf3_shape.then(|| self.context())
     }
 
-    /// The "start" line of the run at `position`, once.
-    fn start(&self, position: usize) {
-        if self.started.swap(position, Ordering::Relaxed) == position {
+    /// The "start" line of the measured run `run`, once.
+    fn start(&self, run: &PlannedRun) {
+        if self.started.swap(run.position, Ordering::Relaxed) == run.position {
             return;
         }
-        if let Some(run) = runner::run_at(&self.cfg, position) {
-            emit(&json_stream::start(
-                &run,
-                self.of,
-                self.iperf3_shape().as_ref(),
-            ));
-        }
+        emit(&json_stream::start(
+            &run.aborted(),
+            self.of,
+            self.iperf3_shape().as_ref(),
+        ));
     }
 
-    /// With `--json-stream`: an "interval" line of the run at `position` (after its "start").
-    pub fn interval(&self, position: usize, sample: &IntervalSample) {
+    /// With `--json-stream`: an "interval" line of the measured run `run` (after its "start").
+    pub fn interval(&self, run: &PlannedRun, sample: &IntervalSample) {
         if !self.streaming() {
             return;
         }
-        self.start(position);
-        if let Some(run) = runner::run_at(&self.cfg, position) {
-            let shape = self.iperf3_shape();
-            emit(&json_stream::interval(
-                position,
-                &run,
-                sample,
-                shape.as_ref(),
-            ));
-        }
+        self.start(run);
+        let shape = self.iperf3_shape();
+        emit(&json_stream::interval(
+            run.position,
+            &run.aborted(),
+            sample,
+            shape.as_ref(),
+        ));
     }
 
-    /// With `--json-stream`: the "end" line of the run at `position` (after its "start").
-    pub fn end(&self, position: usize, record: &RunRecord) {
+    /// With `--json-stream`: the "end" line of the measured run `run` (after its "start").
+    pub fn end(&self, run: &PlannedRun, record: &RunRecord) {
         if !self.streaming() {
             return;
         }
-        self.start(position);
+        self.start(run);
         emit(&json_stream::end(
-            position,
+            run.position,
             record,
             self.output.iperf3_shape,
         ));

@@ -207,7 +207,7 @@ pub fn iperf3_client(
         options,
         fq_rate_bps,
         server_output: args.iperf3_flags.get_server_output,
-        // `-A N,M`'s M belongs to the run's output flags: commands::dispatch sets it from the
+        // `-A N,M`'s M belongs to the run's output flags: `run_command` sets it from the
         // RunOutput it has already validated.
         server_cpu: None,
     }))

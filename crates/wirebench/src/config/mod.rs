@@ -7,6 +7,7 @@ mod address;
 pub mod args;
 pub mod dns;
 pub mod exporter;
+pub mod history;
 mod interop;
 mod iperf3_flags;
 pub mod latency_probe;
@@ -15,6 +16,8 @@ mod relay;
 pub mod rpm;
 pub mod rr;
 mod run;
+mod run_command;
+mod run_plan;
 mod server;
 mod store_target;
 
@@ -25,6 +28,7 @@ pub use interop::{iperf3_client, perf_client};
 pub use iperf3_flags::RunOutput;
 pub use relay::relay_config;
 pub(crate) use run::parse_run_time;
+pub use run_command::{run_command, RunCommand};
 pub use server::ServerConfig;
 pub use store_target::{db_path, StoreTarget};
 

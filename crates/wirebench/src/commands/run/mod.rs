@@ -20,8 +20,6 @@ use crate::config::StoreTarget;
 use crate::runner::RunConfig;
 use crate::transport::signals::{Ended, Stops};
 
-pub use crate::commands::recording::unix_now;
-
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed or a result is not in the
 /// store (exit status 1), [`Ended::Stopped`] when a signal stopped it.
 pub async fn execute(

@@ -7,8 +7,9 @@ use anyhow::Result;
 use tokio::sync::mpsc;
 use wirebench_core::record::{count_of, NewCampaign};
 
+use crate::commands::clock::unix_now;
 use crate::commands::embedded::{self, AbortOnDrop};
-use crate::commands::recording::{self, unix_now, Recorder};
+use crate::commands::recording::{self, Recorder};
 use crate::commands::run_output::Streamer;
 use crate::config::{RunOutput, StoreTarget};
 use crate::flows::relay::RunRelay;
@@ -78,7 +79,7 @@ impl Setup {
             server_name = format!("{server_name} {}", r.description());
         }
         let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
-        let total_runs = runner::planned_runs(cfg) * cfg.points.len();
+        let total_runs = cfg.plan.measured();
         let recorder = match store {
             None => None,
             Some(store) => Some(Recorder::<Run>::begin(
@@ -120,7 +121,7 @@ fn print_heading(cfg: &RunConfig, server_name: &str, total_runs: usize) {
         println!(
             "{} against {server_name}",
             text::plan_heading(
-                runner::planned_runs(cfg),
+                total_runs,
                 cfg.combinations.len(),
                 cfg.repeat,
                 cfg.msg_size,
