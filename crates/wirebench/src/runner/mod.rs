@@ -7,22 +7,23 @@ pub mod plan;
 pub mod ratesearch;
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use wirebench_core::machine::impair::Impairments;
+use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
 use wirebench_core::record::Parameters;
+use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::metrics::{Cumulative, IntervalSample};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};
 use wirebench_core::wire::proto::{DataPathOptions, SessionParams};
 
-use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
-
-use crate::engine::interval;
-use crate::flows::client::SessionOutcome;
+use crate::engine::interval::{self, Progress};
+use crate::flows::client::{SessionOutcome, SessionRequest};
 use crate::flows::latency_probe::ProbeFlows;
-use crate::flows::parallel::{self, RunOutcome};
+use crate::flows::parallel::{self, RunFlows, RunOutcome};
 
 pub use finished::FinishedRun;
 pub use plan::{Plan, PlannedRun, SessionPlan};
@@ -193,15 +194,8 @@ pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, watch: &mut impl Watc
             watch.unmeasured(false);
             watch.warmed_up(campaign.runs.len());
         }
-        let paced;
-        let session = match found.as_ref().and_then(|f| f.rate_bps) {
-            Some(rate) => {
-                paced = run.session.at_rate(rate);
-                &paced
-            }
-            None => &*run.session,
-        };
-        match run_one(cfg, run, session, server, watch).await {
+        let rate = found.as_ref().and_then(|f| f.rate_bps);
+        match run_one(cfg, run, rate, server, watch).await {
             Ok(_) if run.warmup => {}
             Ok(mut finished) => {
                 finished.rate_search.clone_from(&found);
@@ -251,16 +245,17 @@ async fn search_rate(
     Ok(record)
 }
 
-/// One run of the plan at `session`: its flows at once (and `--latency-probe`'s probes beside
-/// a measured run), sampled every `-i`.
+/// One run of the plan (at `rate`, bits/s, when its point's `--rate max` search found one):
+/// its flows at once (and `--latency-probe`'s probes beside a measured run), sampled every `-i`.
 async fn run_one(
     cfg: &RunConfig,
     run: &PlannedRun,
-    session: &SessionPlan,
+    rate: Option<u64>,
     server: SocketAddr,
     watch: &mut impl Watch,
 ) -> anyhow::Result<FinishedRun> {
-    let (flows, progress) = session.requests(server, cfg.psk.as_deref());
+    let session = &run.session;
+    let (flows, progress) = requests(session, rate, server, cfg.psk.as_deref());
     crate::engine::inflight::publish(&progress);
     // --bidir: the client's interval series is what it sent (the client → server flows, the
     // first ones); each server session keeps its own.
@@ -325,13 +320,48 @@ async fn run_one(
     Ok(FinishedRun {
         combination: run.combination,
         repeat_index: run.repeat_index,
-        params: session.params.clone(),
+        params: paced(&session.params, rate),
         outcome,
         flows,
         latency,
         back,
         rate_search: None,
     })
+}
+
+/// `params` at `rate` (bits/s) when one was found, else as planned.
+fn paced(params: &SessionParams, rate: Option<u64>) -> SessionParams {
+    SessionParams {
+        rate_bps: rate.or(params.rate_bps),
+        ..params.clone()
+    }
+}
+
+/// The requests of one run of `session` against `server` (at `rate` when one was found), each
+/// flow with a fresh progress counter; the counters in flow order (the run's direction first).
+fn requests(
+    session: &SessionPlan,
+    rate: Option<u64>,
+    server: SocketAddr,
+    psk: Option<&Psk>,
+) -> (RunFlows, Vec<Arc<Progress>>) {
+    let mut progress = Vec::new();
+    let mut request = |p: &SessionParams| {
+        let counter = Progress::new();
+        progress.push(Arc::clone(&counter));
+        SessionRequest {
+            server,
+            params: paced(p, rate),
+            progress: counter,
+            psk: psk.cloned(),
+            judge: None,
+        }
+    };
+    let flows = RunFlows {
+        flows: session.flows.iter().map(&mut request).collect(),
+        back: session.back.iter().map(&mut request).collect(),
+    };
+    (flows, progress)
 }
 
 /// The parameters record of a run configuration against the server named `server`.

@@ -4,18 +4,12 @@
 //! session plan it asks of the server. The runner iterates it; what reports on a run finds it by
 //! its position.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use wirebench_core::record::AbortedRun;
-use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::plan::Combination;
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::wire::proto::SessionParams;
-
-use crate::engine::interval::Progress;
-use crate::flows::client::SessionRequest;
-use crate::flows::parallel::RunFlows;
 
 /// Every run of a campaign, in the order it runs.
 #[derive(Debug, Clone, Default)]
@@ -98,46 +92,5 @@ impl PlannedRun {
             repeat_index: self.repeat_index,
             params: self.session.params.clone(),
         }
-    }
-}
-
-impl SessionPlan {
-    /// The same plan paced at `rate_bps` (`--rate max`: the rate its point's search found).
-    pub fn at_rate(&self, rate_bps: u64) -> SessionPlan {
-        let paced = |p: &SessionParams| SessionParams {
-            rate_bps: Some(rate_bps),
-            ..p.clone()
-        };
-        SessionPlan {
-            params: paced(&self.params),
-            flows: self.flows.iter().map(paced).collect(),
-            back: self.back.iter().map(paced).collect(),
-        }
-    }
-
-    /// The requests of one run against `server`, each flow with a fresh progress counter;
-    /// the counters in flow order (the run's direction first).
-    pub(super) fn requests(
-        &self,
-        server: SocketAddr,
-        psk: Option<&Psk>,
-    ) -> (RunFlows, Vec<Arc<Progress>>) {
-        let mut progress = Vec::new();
-        let mut request = |p: &SessionParams| {
-            let counter = Progress::new();
-            progress.push(Arc::clone(&counter));
-            SessionRequest {
-                server,
-                params: p.clone(),
-                progress: counter,
-                psk: psk.cloned(),
-                judge: None,
-            }
-        };
-        let flows = RunFlows {
-            flows: self.flows.iter().map(&mut request).collect(),
-            back: self.back.iter().map(&mut request).collect(),
-        };
-        (flows, progress)
     }
 }

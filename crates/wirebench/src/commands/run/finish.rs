@@ -15,7 +15,7 @@ use wirebench_core::vocab::units::ByteSize;
 
 use crate::commands::recording::Recorder;
 use crate::report::table;
-use crate::runner::{self, PlannedRun, RunConfig};
+use crate::runner::{PlannedRun, RunConfig};
 use crate::store::run::Run;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 
@@ -220,7 +220,7 @@ fn print_results(
     } else if cfg.json {
         let doc = RunDocument::new(
             env!("CARGO_PKG_VERSION"),
-            runner::parameters(cfg, &s.link.server_name),
+            s.link.parameters.clone(),
             records,
             failure,
         );

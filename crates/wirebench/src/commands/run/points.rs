@@ -200,13 +200,7 @@ impl runner::Watch for Measuring<'_> {
         track.finished.store(position, Ordering::Relaxed);
         track.in_flight.clear();
         // Stored before it is printed: a run on the screen is a run in the database.
-        store_run(
-            &mut self.s.recorder,
-            self.broken,
-            position,
-            finished_run,
-            &record,
-        );
+        store_run(&mut self.s.recorder, self.broken, run, &record);
         let server_line = link
             .events
             .as_mut()
@@ -229,7 +223,7 @@ impl runner::Watch for Measuring<'_> {
             }
         });
         self.s.lines.end(run, &record);
-        self.records.push((finished_run.point(), record));
+        self.records.push((run.point, record));
     }
 }
 
@@ -237,16 +231,15 @@ impl runner::Watch for Measuring<'_> {
 fn store_run(
     recorder: &mut Option<Recorder<Run>>,
     broken: &Notify,
-    position: usize,
-    finished_run: &FinishedRun,
+    run: &PlannedRun,
     record: &RunRecord,
 ) {
     let Some(r) = recorder.as_mut() else { return };
     let stored = StoredRun::Finished {
-        point: finished_run.point(),
+        point: run.point,
         run: Box::new(record.clone()),
     };
-    r.record(position as u64, stored);
+    r.record(run.position as u64, stored);
     if r.broken().is_some() {
         broken.notify_one();
     }
