@@ -11,7 +11,7 @@ use crate::cli::{CompareArgs, ExportArgs, ReportArgs, ReportFormat, ReportLayout
 use crate::report::{Format, Layout};
 use crate::store::Location;
 
-use super::usage;
+use super::error::usage;
 
 /// The kind of campaign `export --rr/--dns/--rpm` names (a transfer campaign without).
 pub fn export_kind(args: &ExportArgs) -> CampaignKind {

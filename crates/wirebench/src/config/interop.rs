@@ -12,8 +12,8 @@ use crate::cli::{RunArgs, DEFAULT_PORT};
 
 use super::address::host_part;
 use super::address::resolve_address;
+use super::error::usage;
 use super::run::parse_run_time;
-use super::usage;
 
 /// iperf3's default TCP block (`-l`), bytes.
 const IPERF3_TCP_LEN: u64 = 128 * 1024;

@@ -10,8 +10,8 @@ use crate::cli::RelayArgs;
 use crate::runner::Target;
 
 use super::address::resolve_server;
+use super::error::usage;
 use super::run::TCP_IMPAIR_NOTE;
-use super::usage;
 
 /// `--max-held` bounds, bytes: room for the largest datagram, and far more than a relay needs.
 const MAX_HELD_RANGE: (u64, u64) = (64 << 10, 64 << 30);

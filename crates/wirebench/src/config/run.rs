@@ -21,11 +21,11 @@ use crate::cli::RunArgs;
 use crate::runner::{Plan, RunConfig};
 
 use super::address::resolve_target;
+use super::error::usage;
 use super::iperf3_flags;
 use super::latency_probe;
 use super::ratesearch;
 use super::run_plan;
-use super::usage;
 
 /// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`).
 const DEFAULT_MSG_SIZE: &str = "1024";

@@ -7,7 +7,9 @@ use crate::flows::iperf3::client::ClientConfig;
 use crate::flows::perf::client::PerfConfig;
 use crate::runner::RunConfig;
 
-use super::{iperf3_client, perf_client, RunOutput, StoreTarget};
+use super::interop::{iperf3_client, perf_client};
+use super::iperf3_flags::RunOutput;
+use super::store_target::StoreTarget;
 
 /// A validated `wirebench run`.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use wirebench_core::wire::proto::SessionParams;
 
 use crate::runner::{session_params, Plan, PlannedRun, RunConfig, SessionPlan};
 
-use super::usage;
+use super::error::usage;
 
 /// Every run of `cfg`, in the order it runs.
 pub(super) fn build(cfg: &RunConfig) -> Result<Plan, UsageError> {
