@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use wirebench_core::record::{Parameters, RunRecord};
+use wirebench_core::record::{AbortedRun, Parameters, RunRecord};
 use wirebench_core::vocab::metrics::IntervalSample;
 
 use crate::config::RunOutput;
@@ -68,13 +68,15 @@ impl Streamer {
         self.output.iperf3_shape.then(|| self.context())
     }
 
-    /// The "start" line of the measured run `run`, once.
-    fn start(&self, run: &PlannedRun) {
-        if self.started.swap(run.position, Ordering::Relaxed) == run.position {
+    /// The "start" line of the measured run `known` (as the client knows it before any
+    /// figure), once.
+    fn start(&self, known: &AbortedRun) {
+        let position = known.position as usize;
+        if self.started.swap(position, Ordering::Relaxed) == position {
             return;
         }
         emit(&json_stream::start(
-            &run.aborted(),
+            known,
             self.of,
             self.iperf3_shape().as_ref(),
         ));
@@ -85,11 +87,12 @@ impl Streamer {
         if !self.streaming() {
             return;
         }
-        self.start(run);
+        let known = run.aborted();
+        self.start(&known);
         let shape = self.iperf3_shape();
         emit(&json_stream::interval(
             run.position,
-            &run.aborted(),
+            &known,
             sample,
             shape.as_ref(),
         ));
@@ -100,7 +103,7 @@ impl Streamer {
         if !self.streaming() {
             return;
         }
-        self.start(run);
+        self.start(&run.aborted());
         emit(&json_stream::end(
             run.position,
             record,
