@@ -43,7 +43,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         }
         Command::Run(args) => run(config::run_command(&args)?, runtime),
         Command::Relay(args) => {
-            let (cfg, json) = (config::relay_config(&args)?, args.json);
+            let (cfg, json) = config::relay_command(&args)?;
             run_to_end(runtime, relay::execute(cfg, json))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -103,39 +103,39 @@ fn offline_command(command: Command) -> Result<ExitCode> {
     let stdout = &mut std::io::stdout().lock();
     match command {
         Command::Runs(db) => history::list(&config::db_path(&db)?, stdout)?,
-        Command::Show(args) => history::show(&config::db_path(&args.db)?, args.id, stdout)?,
+        Command::Show(args) => {
+            let q = queries::show_query(&args)?;
+            history::show(&q.db, q.id, stdout)?;
+        }
         Command::Export(args) => {
-            let db = config::db_path(&args.db)?;
-            history::export(&db, queries::export_kind(&args), args.id, stdout)?;
+            let q = queries::export_query(&args)?;
+            history::export(&q.db, q.kind, q.id, stdout)?;
         }
-        Command::Report(args) => {
-            let db = config::db_path(&args.db)?;
-            write_report(&db, &queries::report_query(&args), stdout)?;
-        }
+        Command::Report(args) => write_report(&queries::report_query(&args)?, stdout)?,
         Command::Compare(args) => {
-            let db = config::db_path(&args.db)?;
             let q = queries::compare_query(&args)?;
             let ok = if q.rpm {
-                compare::execute_rpm(&db, q.a, q.b, q.fail_on_regression, stdout)?
+                compare::execute_rpm(&q.db, q.a, q.b, q.fail_on_regression, stdout)?
             } else {
-                compare::execute(&db, q.a, q.b, q.fail_on_regression, stdout)?
+                compare::execute(&q.db, q.a, q.b, q.fail_on_regression, stdout)?
             };
             return Ok(exit_status(ok));
         }
         Command::Completions(args) => {
+            let shell = args::completions_shell(&args);
             // Rendered into memory first: clap_complete panics on a failed write (`| head`).
             let mut script = Vec::new();
-            clap_complete::generate(args.shell, &mut args::command(), "wirebench", &mut script);
+            clap_complete::generate(shell, &mut args::command(), "wirebench", &mut script);
             write_stdout(&script).context("while writing the completion script to stdout")?;
         }
-        Command::Man(args) => manual(args.dir.as_deref())?,
+        Command::Man(args) => manual(args::man_dir(&args).as_deref())?,
         Command::Store(cli::StoreCommand::Copy(args)) => {
             let (from, to) = queries::store_copy(&args)?;
             self::store::copy(&from, &to, stdout)?;
         }
         Command::Import(args) => {
-            let db = config::db_path(&args.db)?;
-            import::import(&db, &args.file, clock::unix_now(), args.again, stdout)?;
+            let q = queries::import_query(&args)?;
+            import::import(&q.db, &q.file, clock::unix_now(), q.again, stdout)?;
         }
         _ => unreachable!("dispatch runs the commands that move traffic"),
     }
@@ -143,11 +143,8 @@ fn offline_command(command: Command) -> Result<ExitCode> {
 }
 
 /// `wirebench report`: one stored sweep (rr, DNS, rpm) or transfer campaigns, as `query` asks.
-fn write_report(
-    db: &crate::store::Location,
-    query: &queries::ReportQuery,
-    stdout: &mut impl std::io::Write,
-) -> Result<()> {
+fn write_report(query: &queries::ReportQuery, stdout: &mut impl std::io::Write) -> Result<()> {
+    let db = &query.db;
     use report::{execute, execute_sweep, Dns, Options, Rpm, Rr};
     let which = match &query.selection {
         Selection::Last(n) => report::Which::Last(*n),

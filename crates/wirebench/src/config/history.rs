@@ -1,26 +1,74 @@
-//! The flags of the commands that read the store (`export`, `report`, `compare`, `store copy`)
-//! as typed values: which kind of campaign, which campaigns, in which format, how far a
-//! regression may go.
+//! The flags of the commands that read or fill the store (`show`, `export`, `report`,
+//! `compare`, `import`, `store copy`) as typed values: which store, which kind of campaign,
+//! which campaigns, in which format, how far a regression may go.
 
 use std::path::PathBuf;
 
 use wirebench_core::record::lifecycle::CampaignKind;
-use wirebench_core::vocab::error::UsageError;
 
-use crate::cli::{CompareArgs, ExportArgs, ReportArgs, ReportFormat, ReportLayout, StoreCopyArgs};
+use crate::cli::{
+    CompareArgs, ExportArgs, ImportArgs, ReportArgs, ReportFormat, ReportLayout, ShowArgs,
+    StoreCopyArgs,
+};
 use crate::report::{Format, Layout};
 use crate::store::Location;
 
 use super::error::usage;
+use super::store_target::db_path;
 
-/// The kind of campaign `export --rr/--dns/--rpm` names (a transfer campaign without).
-pub fn export_kind(args: &ExportArgs) -> CampaignKind {
-    match (args.rr, args.dns, args.rpm) {
+/// One stored campaign: `show ID` and `export ID`.
+#[derive(Debug, Clone)]
+pub struct CampaignQuery {
+    /// The store.
+    pub db: Location,
+    /// The campaign's id.
+    pub id: i64,
+    /// Its kind (`export --rr/--dns/--rpm`; a transfer campaign without, and for `show`).
+    pub kind: CampaignKind,
+}
+
+/// `wirebench show ID`.
+pub fn show_query(args: &ShowArgs) -> anyhow::Result<CampaignQuery> {
+    Ok(CampaignQuery {
+        db: db_path(&args.db)?,
+        id: args.id,
+        kind: CampaignKind::Run,
+    })
+}
+
+/// `wirebench export ID [--rr|--dns|--rpm]`.
+pub fn export_query(args: &ExportArgs) -> anyhow::Result<CampaignQuery> {
+    let kind = match (args.rr, args.dns, args.rpm) {
         (true, _, _) => CampaignKind::Rr,
         (_, true, _) => CampaignKind::Dns,
         (_, _, true) => CampaignKind::Rpm,
         _ => CampaignKind::Run,
-    }
+    };
+    Ok(CampaignQuery {
+        db: db_path(&args.db)?,
+        id: args.id,
+        kind,
+    })
+}
+
+/// What `wirebench import` reads, and into which store.
+#[derive(Debug, Clone)]
+pub struct ImportQuery {
+    /// The store.
+    pub db: Location,
+    /// The exported document.
+    pub file: PathBuf,
+    /// `--again`: import a campaign the store already holds once more.
+    pub again: bool,
+}
+
+/// `wirebench import FILE`.
+pub fn import_query(args: &ImportArgs) -> anyhow::Result<ImportQuery> {
+    Ok(ImportQuery {
+        db: db_path(&args.db)?,
+        file: args.file.clone(),
+        again: args.again,
+    })
 }
 
 /// Which campaigns a report covers.
@@ -35,6 +83,8 @@ pub enum Selection {
 /// What `wirebench report` writes.
 #[derive(Debug, Clone)]
 pub struct ReportQuery {
+    /// The store.
+    pub db: Location,
     /// The campaigns.
     pub selection: Selection,
     /// `--rr`, `--dns` or `--rpm`: a stored sweep of that kind; `None` for transfer campaigns.
@@ -50,7 +100,8 @@ pub struct ReportQuery {
 }
 
 /// `wirebench report`'s flags.
-pub fn report_query(args: &ReportArgs) -> ReportQuery {
+pub fn report_query(args: &ReportArgs) -> anyhow::Result<ReportQuery> {
+    let db = db_path(&args.db)?;
     let selection = match args.last {
         Some(n) => Selection::Last(usize::try_from(n).unwrap_or(usize::MAX)),
         None => Selection::Ids(args.ids.clone()),
@@ -61,7 +112,8 @@ pub fn report_query(args: &ReportArgs) -> ReportQuery {
         (_, _, true) => Some(CampaignKind::Rr),
         _ => None,
     };
-    ReportQuery {
+    Ok(ReportQuery {
+        db,
         selection,
         sweep,
         format: match args.format {
@@ -77,12 +129,14 @@ pub fn report_query(args: &ReportArgs) -> ReportQuery {
         },
         run: args.run.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         output: args.output.clone(),
-    }
+    })
 }
 
 /// What `wirebench compare` compares.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CompareQuery {
+    /// The store.
+    pub db: Location,
     /// The baseline campaign.
     pub a: i64,
     /// The campaign compared with it.
@@ -94,15 +148,18 @@ pub struct CompareQuery {
 }
 
 /// `wirebench compare`'s flags, the regression threshold checked.
-pub fn compare_query(args: &CompareArgs) -> Result<CompareQuery, UsageError> {
+pub fn compare_query(args: &CompareArgs) -> anyhow::Result<CompareQuery> {
+    let db = db_path(&args.db)?;
     if let Some(pct) = args.fail_on_regression {
         if !(pct.is_finite() && pct >= 0.0) {
             return Err(usage(format!(
                 "--fail-on-regression {pct}: expected a percentage of 0 or more, e.g. 10"
-            )));
+            ))
+            .into());
         }
     }
     Ok(CompareQuery {
+        db,
         a: args.a,
         b: args.b,
         fail_on_regression: args.fail_on_regression,

@@ -23,7 +23,7 @@ mod store_target;
 pub use address::resolve_target;
 pub use interop::{iperf3_client, perf_client};
 pub use iperf3_flags::RunOutput;
-pub use relay::relay_config;
+pub use relay::{relay_command, relay_config};
 pub use run_command::{run_command, RunCommand};
 pub use server::ServerConfig;
 pub use store_target::{db_path, StoreTarget};
