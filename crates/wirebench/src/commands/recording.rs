@@ -18,6 +18,9 @@ use crate::store::recording::{Finished, Kept, Recording};
 use crate::store::{Location, Store};
 use crate::transport::signals::Stops;
 
+// Read by every recording command beside its recorder (dns, rr, rpm, exporter, interop).
+pub use crate::commands::clock::unix_now;
+
 /// Opens the store at `location` for a measuring command: a busy store is waited for, and
 /// said on stderr; spool files the open brought in are said too.
 pub fn open(location: &Location) -> Result<Store> {
@@ -194,13 +197,6 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),
     }
-}
-
-/// Seconds since the Unix epoch, for the store's timestamps (0 if the clock is before 1970).
-pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// The line for a campaign whose end (or some result) is not in the store.

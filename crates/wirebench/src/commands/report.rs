@@ -21,31 +21,11 @@ use wirebench_core::record::rr::{
 use wirebench_core::record::Status;
 use wirebench_core::vocab::error::UsageError;
 
-use crate::cli::{ReportFormat, ReportLayout};
 use crate::commands::history;
 use crate::output::text;
 use crate::report::document::{self, Document, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
 use crate::store::{Location, Store};
-
-/// The report format a `--format` value names.
-pub fn format_of(f: ReportFormat) -> Format {
-    match f {
-        ReportFormat::Table => Format::Table,
-        ReportFormat::Markdown => Format::Markdown,
-        ReportFormat::Csv => Format::Csv,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Html => Format::Html,
-    }
-}
-
-/// The table layout a `--layout` value names.
-pub fn layout_of(l: ReportLayout) -> Layout {
-    match l {
-        ReportLayout::Configurations => Layout::Configurations,
-        ReportLayout::Grid => Layout::Grid,
-    }
-}
 
 /// Which campaigns to report on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,19 +1,11 @@
-//! What iperf3's flags change about `run` around its runs: the process set up before the first
-//! socket (`-A` the CPU, `-B` and `-S` every client socket, `--logfile` and `-T` where the
-//! output goes), and the JSON lines of `--json-stream` as the runs go. Owns writing those
-//! lines; the shapes are `output::json_stream` and `output::iperf3_json`.
-
-use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! What iperf3's flags change about `run` (of every kind: wirebench's plan, `--iperf3`,
+//! `--perf-server`) before its first socket: `-A` the CPU, `-B` and `-S` every client socket,
+//! `--logfile` and `-T` where the output goes. The JSON lines of `--json-stream` as the plan's
+//! runs go are `run::lines`.
 
 use anyhow::{Context as _, Result};
-use wirebench_core::record::{Parameters, RunRecord};
-use wirebench_core::vocab::metrics::IntervalSample;
 
 use crate::config::RunOutput;
-use crate::output::iperf3_json::Context;
-use crate::output::json_stream;
-use crate::runner::{self, RunConfig};
 use crate::transport::{net, process};
 
 /// What stays set up while the command runs: the output's redirection, undone when dropped.
@@ -43,126 +35,4 @@ pub fn prepare(out: &RunOutput, text: bool) -> Result<Prepared> {
     Ok(Prepared {
         _redirect: redirect,
     })
-}
-
-/// What iperf3's output flags add to a campaign's output: `--json-stream`'s lines as the runs
-/// go, `-J --iperf3-shape`'s document, `-T`'s title in the JSON, `-V`'s detail.
-#[derive(Debug)]
-pub struct Streamer {
-    cfg: RunConfig,
-    of: usize,
-    params: Parameters,
-    started_unix_s: i64,
-    output: RunOutput,
-    /// The last plan position whose "start" line went out.
-    started: AtomicUsize,
-}
-
-impl Streamer {
-    /// The output of the runs of `cfg` (`of` in all) against `server_name`.
-    pub fn new(cfg: &RunConfig, of: usize, server_name: &str, output: RunOutput) -> Streamer {
-        Streamer {
-            cfg: cfg.clone(),
-            of,
-            params: runner::parameters(cfg, server_name),
-            started_unix_s: super::run::unix_now(),
-            output,
-            started: AtomicUsize::new(0),
-        }
-    }
-
-    /// `-V`: the run blocks show both ends' data path.
-    pub fn verbose(&self) -> bool {
-        self.output.verbose
-    }
-
-    /// `--json-stream`: the lines take the place of the text and of the JSON document.
-    pub fn streaming(&self) -> bool {
-        self.output.json_stream
-    }
-
-    fn context(&self) -> Context<'_> {
-        Context {
-            params: &self.params,
-            version: env!("CARGO_PKG_VERSION"),
-            started_unix_s: self.started_unix_s,
-            title: self.output.title.as_deref(),
-            interval_s: self.cfg.interval.map_or(0.0, |d| d.as_secs_f64()),
-            tos: self.cfg.options.tos.unwrap_or(0),
-        }
-    }
-
-    fn iperf3_shape(&self) -> Option<Context<'_>> {
-        self.output.iperf3_shape.then(|| self.context())
-    }
-
-    /// The "start" line of the run at `position`, once.
-    fn start(&self, position: usize) {
-        if self.started.swap(position, Ordering::Relaxed) == position {
-            return;
-        }
-        if let Some(run) = runner::run_at(&self.cfg, position) {
-            emit(&json_stream::start(
-                &run,
-                self.of,
-                self.iperf3_shape().as_ref(),
-            ));
-        }
-    }
-
-    /// With `--json-stream`: an "interval" line of the run at `position` (after its "start").
-    pub fn interval(&self, position: usize, sample: &IntervalSample) {
-        if !self.streaming() {
-            return;
-        }
-        self.start(position);
-        if let Some(run) = runner::run_at(&self.cfg, position) {
-            let shape = self.iperf3_shape();
-            emit(&json_stream::interval(
-                position,
-                &run,
-                sample,
-                shape.as_ref(),
-            ));
-        }
-    }
-
-    /// With `--json-stream`: the "end" line of the run at `position` (after its "start").
-    pub fn end(&self, position: usize, record: &RunRecord) {
-        if !self.streaming() {
-            return;
-        }
-        self.start(position);
-        emit(&json_stream::end(
-            position,
-            record,
-            self.output.iperf3_shape,
-        ));
-    }
-
-    /// With `--json-stream`: the "error" line.
-    pub fn error(&self, reason: &str) {
-        if self.streaming() {
-            emit(&json_stream::error(reason));
-        }
-    }
-
-    /// `-J --iperf3-shape`: iperf3's `-J` document of the run (the plan has one).
-    pub fn iperf3_document(&self, record: &RunRecord) -> Option<serde_json::Value> {
-        let ctx = self.iperf3_shape().filter(|_| !self.streaming())?;
-        Some(crate::output::iperf3_json::document(&ctx, record))
-    }
-
-    /// `-T` in a JSON document, as iperf3's `-J` carries it.
-    pub fn add_title(&self, doc: &mut serde_json::Value) {
-        if let (Some(title), serde_json::Value::Object(m)) = (&self.output.title, doc) {
-            m.insert("title".into(), title.clone().into());
-        }
-    }
-}
-
-/// Writes one line; a closed stdout (`| head`) is not an error worth stopping for.
-fn emit(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }

@@ -7,7 +7,7 @@ use wirebench_core::vocab::error::UsageError;
 use crate::cli::{AddressArgs, DEFAULT_PORT};
 use crate::runner::Target;
 
-use super::usage;
+use super::error::usage;
 
 /// The server `run`, `ping` and `rr` test against: `--server` with `-p`, `-4` and `-6`
 /// applied, or the embedded server on 127.0.0.1 (`-6`: ::1).

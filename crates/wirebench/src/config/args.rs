@@ -3,11 +3,12 @@
 //! the flag and an example of what it takes. Knows clap and `cli`, nothing else of the crate.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgMatches, CommandFactory, FromArgMatches};
 
-use crate::cli::Cli;
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
 /// Why the command line was not parsed.
 #[derive(Debug)]
@@ -25,6 +26,16 @@ pub enum ArgsError {
 /// clap's `unexpected argument '-5'`).
 pub fn command() -> clap::Command {
     allow_negative(Cli::command())
+}
+
+/// `wirebench completions SHELL`: the shell.
+pub fn completions_shell(args: &CompletionsArgs) -> clap_complete::Shell {
+    args.shell
+}
+
+/// `wirebench man [--dir DIR]`: where the pages go (`None`: the main page to stdout).
+pub fn man_dir(args: &ManArgs) -> Option<PathBuf> {
+    args.dir.clone()
 }
 
 /// Parses `argv` (program name first) into a [`Cli`].

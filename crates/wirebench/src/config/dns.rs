@@ -11,13 +11,14 @@ use wirebench_core::vocab::units::parse_duration;
 use wirebench_core::wire::dns::{parse_transports, DnsTransport, Question};
 use wirebench_core::wire::proto::{MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
+use super::error::usage;
 use super::rr::{parse_list, MAX_CONNECTIONS, MAX_RETRIES};
-use super::{usage, UsageError};
 use crate::cli::DnsArgs;
 use crate::flows::dns::trust::DotTrust;
 use crate::flows::dns::DnsOutcome;
 use wirebench_core::record::dns::DnsResult;
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
 

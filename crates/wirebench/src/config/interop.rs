@@ -12,8 +12,8 @@ use crate::cli::{RunArgs, DEFAULT_PORT};
 
 use super::address::host_part;
 use super::address::resolve_address;
+use super::error::usage;
 use super::run::parse_run_time;
-use super::usage;
 
 /// iperf3's default TCP block (`-l`), bytes.
 const IPERF3_TCP_LEN: u64 = 128 * 1024;
@@ -26,7 +26,7 @@ const IPERF3_TIME: Duration = Duration::from_secs(10);
 pub fn iperf3_client(
     args: &RunArgs,
 ) -> Result<Option<crate::flows::iperf3::client::ClientConfig>, UsageError> {
-    use crate::flows::iperf3::client::{ClientConfig, Limit};
+    use crate::flows::iperf3::client::ClientConfig;
     use wirebench_core::wire::iperf3 as ip3;
     let i = &args.iperf3;
     let Some(name) = &i.iperf3 else {
@@ -74,17 +74,47 @@ pub fn iperf3_client(
             ip3::MAX_PARALLEL
         )));
     }
-    let single = |text: &str, flag: &str| -> Result<u64, UsageError> {
-        match sweep::parse_sizes(text)
-            .map_err(|e| usage(format!("{flag}: {e}")))?
-            .as_slice()
-        {
-            [one] => Ok(*one),
-            _ => Err(usage(format!(
-                "{flag}: --iperf3 takes one value, not a sweep"
-            ))),
-        }
-    };
+    let len = iperf3_len(args, udp)?;
+    let (limit, notes) = iperf3_limit(args, udp, len)?;
+    let (fq_rate_bps, options, rate_bps) = iperf3_pacing(args, udp)?;
+    let (name, server) = resolve_address(name, &args.address, ip3::DEFAULT_PORT, "--iperf3")?;
+    Ok(Some(ClientConfig {
+        name: name.clone(),
+        server,
+        udp,
+        reverse: args.reverse,
+        parallel: args.parallel,
+        // Range-checked above against limits below u32::MAX.
+        len: len as u32,
+        limit,
+        rate_bps,
+        json: args.json,
+        notes,
+        options,
+        fq_rate_bps,
+        server_output: args.iperf3_flags.get_server_output,
+        // `-A N,M`'s M belongs to the run's output flags: `run_command` sets it from the
+        // RunOutput it has already validated.
+        server_cpu: None,
+    }))
+}
+
+/// `text` as one size: `flag` under `--iperf3` takes no sweep.
+fn single(text: &str, flag: &str) -> Result<u64, UsageError> {
+    match sweep::parse_sizes(text)
+        .map_err(|e| usage(format!("{flag}: {e}")))?
+        .as_slice()
+    {
+        [one] => Ok(*one),
+        _ => Err(usage(format!(
+            "{flag}: --iperf3 takes one value, not a sweep"
+        ))),
+    }
+}
+
+/// `-l` of an iperf3 test, within iperf3's limits for its protocol.
+fn iperf3_len(args: &RunArgs, udp: bool) -> Result<u64, UsageError> {
+    use wirebench_core::wire::iperf3 as ip3;
     // iperf3's own default block: 128 KiB for TCP, 1460 bytes for UDP (its man page's
     // "1460 for UDP"; it may size UDP by the control connection's MSS instead).
     let len = match args.msg_size.as_deref() {
@@ -106,6 +136,17 @@ pub fn iperf3_client(
             if udp { "UDP" } else { "TCP" }
         )));
     }
+    Ok(len)
+}
+
+/// How an iperf3 test of `len`-byte blocks ends (`-k`, `-t`, `-n`, or iperf3's 10 seconds),
+/// and the notes on what was changed to get there.
+fn iperf3_limit(
+    args: &RunArgs,
+    udp: bool,
+    len: u64,
+) -> Result<(crate::flows::iperf3::client::Limit, Vec<String>), UsageError> {
+    use crate::flows::iperf3::client::Limit;
     let mut notes = Vec::new();
     let blocks = args
         .iperf3_flags
@@ -113,7 +154,7 @@ pub fn iperf3_client(
         .as_deref()
         .map(super::iperf3_flags::blockcount)
         .transpose()?;
-    let limit = match (&i.time, blocks, args.total.as_deref()) {
+    let limit = match (&args.iperf3.time, blocks, args.total.as_deref()) {
         (None, Some(k), _) => Limit::Bytes(k.checked_mul(len).ok_or_else(|| {
             usage(format!(
                 "-k/--blockcount {k} is too large: {k} blocks of {len} B would pass {} bytes",
@@ -159,6 +200,15 @@ pub fn iperf3_client(
             Limit::Bytes(whole)
         }
     };
+    Ok((limit, notes))
+}
+
+/// An iperf3 test's pacing and data-path options: `--fq-rate` (TCP, bits/s; 0 without), the
+/// options both ends apply, and `--rate` (UDP, bits/s; iperf3's 1 Mbit/s without, 0 for TCP).
+fn iperf3_pacing(
+    args: &RunArgs,
+    udp: bool,
+) -> Result<(u64, wirebench_core::wire::proto::DataPathOptions, u64), UsageError> {
     let fq_rate_bps = match &args.iperf3_flags.fq_rate {
         None => 0,
         Some(_) if udp => {
@@ -168,14 +218,8 @@ pub fn iperf3_client(
         }
         Some(text) => super::iperf3_flags::fq_rate(text)?.0,
     };
-    let options = super::run::parse_options(
-        args,
-        if udp {
-            &[Protocol::Udp]
-        } else {
-            &[Protocol::Tcp]
-        },
-    )?;
+    let protocol = if udp { Protocol::Udp } else { Protocol::Tcp };
+    let options = super::run::parse_options(args, &[protocol])?;
     let rate_bps = match &args.rate {
         Some(_) if !udp => {
             return Err(usage(
@@ -191,26 +235,7 @@ pub fn iperf3_client(
         None if udp => 1_000_000,
         None => 0,
     };
-    let (name, server) = resolve_address(name, &args.address, ip3::DEFAULT_PORT, "--iperf3")?;
-    Ok(Some(ClientConfig {
-        name: name.clone(),
-        server,
-        udp,
-        reverse: args.reverse,
-        parallel: args.parallel,
-        // Range-checked above against limits below u32::MAX.
-        len: len as u32,
-        limit,
-        rate_bps,
-        json: args.json,
-        notes,
-        options,
-        fq_rate_bps,
-        server_output: args.iperf3_flags.get_server_output,
-        // `-A N,M`'s M belongs to the run's output flags: commands::dispatch sets it from the
-        // RunOutput it has already validated.
-        server_cpu: None,
-    }))
+    Ok((fq_rate_bps, options, rate_bps))
 }
 
 /// `run --perf-server`: the validated QUIC perf test, or None without `--perf-server`.

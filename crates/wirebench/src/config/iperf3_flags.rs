@@ -13,7 +13,7 @@ use wirebench_core::wire::proto::MSS_RANGE;
 
 use crate::cli::{Iperf3Refused, RunArgs};
 
-use super::usage;
+use super::error::usage;
 
 /// How `run` shows its results and sets up its process, from iperf3's output flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

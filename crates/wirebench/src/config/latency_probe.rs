@@ -7,10 +7,11 @@ use std::time::Duration;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::vocab::units::parse_duration;
 
-use super::{usage, UsageError};
+use super::error::usage;
 use crate::flows::latency_probe::{
     ProbeKind, ProbePlan, DEFAULT_IDLE_PROBES, DEFAULT_INTERVAL, DEFAULT_TIMEOUT,
 };
+use wirebench_core::vocab::error::UsageError;
 
 /// Shortest and longest `--probe-interval`.
 const INTERVAL_RANGE: (Duration, Duration) = (Duration::from_millis(1), Duration::from_secs(10));

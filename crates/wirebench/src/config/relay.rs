@@ -10,11 +10,18 @@ use crate::cli::RelayArgs;
 use crate::runner::Target;
 
 use super::address::resolve_server;
+use super::error::usage;
 use super::run::TCP_IMPAIR_NOTE;
-use super::usage;
 
 /// `--max-held` bounds, bytes: room for the largest datagram, and far more than a relay needs.
 const MAX_HELD_RANGE: (u64, u64) = (64 << 10, 64 << 30);
+
+/// Validates `wirebench relay` flags: the relay, and whether it reports in JSON (`--json`).
+pub fn relay_command(
+    args: &RelayArgs,
+) -> Result<(crate::flows::relay::RelayConfig, bool), UsageError> {
+    Ok((relay_config(args)?, args.json))
+}
 
 /// Validates `wirebench relay` flags.
 pub fn relay_config(args: &RelayArgs) -> Result<crate::flows::relay::RelayConfig, UsageError> {

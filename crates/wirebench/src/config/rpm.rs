@@ -11,9 +11,11 @@ use wirebench_core::machine::responsiveness::{LoadDirection, Parameters};
 use wirebench_core::vocab::units::parse_duration;
 
 use super::address::resolve_server;
-use super::{usage, Target, UsageError};
+use super::error::usage;
 use crate::cli::RpmArgs;
 use crate::flows::rpm::RpmSettings;
+use crate::runner::Target;
+use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::units::duration_ns;
 
 /// Largest --max-flows.

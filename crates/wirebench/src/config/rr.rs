@@ -10,9 +10,11 @@ use wirebench_core::vocab::plan::{self, Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_S
 use wirebench_core::vocab::units::{parse_duration, ByteSize};
 use wirebench_core::wire::datagram;
 
-use super::{usage, Target, UsageError};
+use super::error::usage;
+use crate::runner::Target;
 use wirebench_core::record::rr::{RrResult, ServerRr};
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::wire::proto::{RrParams, MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
@@ -270,7 +272,7 @@ fn target_and_protocols(
 ) -> Result<(Target, Vec<Protocol>), UsageError> {
     let protocols: Vec<Protocol> =
         plan::parse_list(&common.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
-    let target = super::resolve_target(server, &common.address)?;
+    let target = super::address::resolve_target(server, &common.address)?;
     Ok((target, protocols))
 }
 
@@ -320,7 +322,7 @@ fn finish(
         None => None,
         Some(s) => {
             // As on `run`: a bare number is seconds (`-t 10`), as in iperf3.
-            let d = super::parse_run_time(s)?;
+            let d = super::run::parse_run_time(s)?;
             if d.is_zero() {
                 return Err(usage("-t/--time must be more than 0 (e.g. 5s)"));
             }

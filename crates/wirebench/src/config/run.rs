@@ -18,13 +18,14 @@ use wirebench_core::wire::proto::{
 };
 
 use crate::cli::RunArgs;
-use crate::runner::RunConfig;
+use crate::runner::{Plan, RunConfig};
 
 use super::address::resolve_target;
+use super::error::usage;
 use super::iperf3_flags;
 use super::latency_probe;
 use super::ratesearch;
-use super::usage;
+use super::run_plan;
 
 /// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`).
 const DEFAULT_MSG_SIZE: &str = "1024";
@@ -32,7 +33,7 @@ const DEFAULT_MSG_SIZE: &str = "1024";
 const DEFAULT_TOTAL: &str = "100MiB";
 
 impl RunConfig {
-    /// Validates `wirebench run` flags; resolves the server name once.
+    /// Validates `wirebench run` flags; resolves the server name once; builds the plan.
     pub fn from_args(args: &RunArgs) -> Result<Self, UsageError> {
         let protocols: Vec<Protocol> =
             plan::parse_list(&args.protocols).map_err(|e| usage(format!("--proto: {e}")))?;
@@ -45,70 +46,8 @@ impl RunConfig {
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
             .collect::<Result<Vec<u32>, UsageError>>()?;
         let omit = args.iperf3.omit.as_deref().map(parse_omit).transpose()?;
-        let time = match &args.iperf3.time {
-            None => None,
-            Some(t) => {
-                let d = parse_run_time(t)?;
-                if d < MIN_RUN_TIME || d > MAX_RUN_TIME {
-                    return Err(usage(format!(
-                        "-t/--time {t} is out of range: allowed 100ms to 24h"
-                    )));
-                }
-                Some(d)
-            }
-        };
-        let blocks = args
-            .iperf3_flags
-            .blockcount
-            .as_deref()
-            .map(iperf3_flags::blockcount)
-            .transpose()?;
-        let max_total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
-        let points: Vec<Point> = match (time, blocks) {
-            // -k: each message size's own total.
-            (None, Some(k)) => msg_sizes
-                .iter()
-                .map(|&msg_size| {
-                    let total_bytes = k
-                        .checked_mul(u64::from(msg_size))
-                        .filter(|t| *t <= max_total)
-                        .ok_or_else(|| {
-                            usage(format!(
-                                "-k/--blockcount {k} messages of {msg_size} B pass the largest total, {max_total} bytes"
-                            ))
-                        })?;
-                    Ok(Point {
-                        msg_size,
-                        total_bytes,
-                    })
-                })
-                .collect::<Result<_, UsageError>>()?,
-            (time, _) => {
-                let totals = match time {
-                    // A timed run: the total is only an upper bound.
-                    Some(_) => vec![max_total],
-                    None => sweep::parse_sizes(args.total.as_deref().unwrap_or(DEFAULT_TOTAL))
-                        .map_err(|e| usage(format!("-n/--total: {e}")))?,
-                };
-                if totals.contains(&0) {
-                    return Err(usage("-n/--total must be at least 1 byte"));
-                }
-                if let Some(t) = totals.iter().find(|t| **t > max_total) {
-                    return Err(usage(format!(
-                        "-n/--total {t} is out of range: allowed 1 to {max_total} bytes"
-                    )));
-                }
-                msg_sizes
-                    .iter()
-                    .flat_map(|&msg_size| {
-                        totals.iter().map(move |&total_bytes| Point {
-                            msg_size,
-                            total_bytes,
-                        })
-                    })
-                    .collect()
-            }
-        };
+        let time = parse_time(args)?;
+        let points = parse_points(args, &msg_sizes, time)?;
         let Some(&first) = points.first() else {
             return Err(usage(
                 "-l/--msg-size and -n/--total need at least one value each",
@@ -123,85 +62,16 @@ impl RunConfig {
         if args.repeat == 0 {
             return Err(usage("--repeat must be at least 1"));
         }
-        let rto = match &args.rto {
-            None => None,
-            Some(s) => {
-                let d = parse_duration(s).map_err(|e| usage(format!("--rto: {e}")))?;
-                if d < Duration::from_micros(RTO_RANGE_US.0)
-                    || d > Duration::from_micros(RTO_RANGE_US.1)
-                {
-                    return Err(usage(format!(
-                        "--rto {s} is out of range: allowed 100us to 60s"
-                    )));
-                }
-                Some(d)
-            }
-        };
+        let rto = parse_rto(args)?;
         let search_max = ratesearch::is_max(args.rate.as_deref());
-        let rate = match (&args.rate, &args.iperf3_flags.fq_rate) {
-            (Some(_), Some(_)) => {
-                return Err(usage(
-                    "--fq-rate and -b/--rate both pace the sender: give one (on TCP both pace in the kernel)",
-                ))
-            }
-            (None, Some(fq)) => {
-                if protocols.iter().any(|p| *p != Protocol::Tcp) {
-                    return Err(usage(
-                        "--fq-rate paces TCP in the kernel (the fq qdisc); pace UDP and QUIC with -b/--rate",
-                    ));
-                }
-                Some(iperf3_flags::fq_rate(fq)?)
-            }
-            (None, None) => None,
-            (Some(_), None) if search_max => None,
-            (Some(s), None) => Some(
-                s.parse::<BitRate>()
-                    .map_err(|e| usage(format!("--rate: {e}")))?,
-            ),
-        };
+        let rate = parse_rate(args, &protocols, search_max)?;
         let grace = parse_duration(&args.grace).map_err(|e| usage(format!("--grace: {e}")))?;
         if grace > Duration::from_micros(MAX_GRACE_US) {
             return Err(usage("--grace is out of range: allowed 0s to 60s"));
         }
         let options = parse_options(args, &protocols)?;
-        if !(1..=MAX_PARALLEL).contains(&args.parallel) {
-            return Err(usage(format!(
-                "-P/--parallel {} is out of range: allowed 1 to {MAX_PARALLEL}",
-                args.parallel
-            )));
-        }
-        if let Some(p) = points
-            .iter()
-            .find(|p| plan::split_flows(p.total_bytes, p.msg_size, args.parallel).is_none())
-        {
-            return Err(usage(format!(
-                "-P/--parallel {} needs at least one message per flow, but {} B in {} B messages is {} message(s): \
-                 lower -P or raise -n",
-                args.parallel,
-                p.total_bytes,
-                p.msg_size,
-                plan::message_count(p.total_bytes, p.msg_size)
-            )));
-        }
-        let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
-            None => None,
-            Some(parsed) => match parsed? {
-                Some(d) if d < Duration::from_micros(MIN_INTERVAL_US) => {
-                    return Err(usage(format!(
-                        "-i/--interval {} is too short: allowed 10ms or more (0: none)",
-                        args.interval.as_deref().unwrap_or("")
-                    )));
-                }
-                d => d,
-            },
-        };
-        // iperf3 reports every second by default: so does --json-stream.
-        let interval = match interval {
-            None if args.iperf3_flags.json_stream && args.interval.is_none() => {
-                Some(Duration::from_secs(1))
-            }
-            d => d,
-        };
+        check_parallel(args, &points)?;
+        let interval = parse_interval(args)?;
         let combinations = plan::matrix(&protocols, &mechanisms);
         let search = ratesearch::plan(
             search_max,
@@ -214,7 +84,7 @@ impl RunConfig {
         )?;
         check_flags_apply(&combinations, rto.is_some(), rate.is_some())?;
         check_bidir_and_omit(args, search_max, time, omit)?;
-        Ok(RunConfig {
+        let mut cfg = RunConfig {
             bidir: args.bidir,
             omit,
             reverse: args.reverse,
@@ -229,7 +99,8 @@ impl RunConfig {
             rto,
             rate,
             grace,
-            json: args.json,
+            // --json-stream's lines take the place of the text, as -J's document does.
+            json: args.json || args.iperf3_flags.json_stream,
             points,
             warmup: args.plan.warmup,
             impair: parse_impair(args, &protocols)?,
@@ -250,8 +121,175 @@ impl RunConfig {
                 .map(|u| u.parse::<RateUnit>())
                 .transpose()
                 .map_err(|e| usage(format!("-f/--rate-unit: {e}")))?,
-        })
+            plan: Plan::default(),
+        };
+        cfg.plan = run_plan::build(&cfg)?;
+        Ok(cfg)
     }
+}
+
+/// `-t/--time`, within 100 ms to 24 h.
+fn parse_time(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+    let Some(t) = &args.iperf3.time else {
+        return Ok(None);
+    };
+    let d = parse_run_time(t)?;
+    if d < MIN_RUN_TIME || d > MAX_RUN_TIME {
+        return Err(usage(format!(
+            "-t/--time {t} is out of range: allowed 100ms to 24h"
+        )));
+    }
+    Ok(Some(d))
+}
+
+/// The message size × total points: each size's `-k` blocks, or every size with every `-n`
+/// total (one unbounded total for a timed run).
+fn parse_points(
+    args: &RunArgs,
+    msg_sizes: &[u32],
+    time: Option<Duration>,
+) -> Result<Vec<Point>, UsageError> {
+    let blocks = args
+        .iperf3_flags
+        .blockcount
+        .as_deref()
+        .map(iperf3_flags::blockcount)
+        .transpose()?;
+    let max_total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
+    if let (None, Some(k)) = (time, blocks) {
+        // -k: each message size's own total.
+        return msg_sizes
+            .iter()
+            .map(|&msg_size| {
+                let total_bytes = k
+                    .checked_mul(u64::from(msg_size))
+                    .filter(|t| *t <= max_total)
+                    .ok_or_else(|| {
+                        usage(format!(
+                            "-k/--blockcount {k} messages of {msg_size} B pass the largest total, {max_total} bytes"
+                        ))
+                    })?;
+                Ok(Point {
+                    msg_size,
+                    total_bytes,
+                })
+            })
+            .collect();
+    }
+    let totals = match time {
+        // A timed run: the total is only an upper bound.
+        Some(_) => vec![max_total],
+        None => sweep::parse_sizes(args.total.as_deref().unwrap_or(DEFAULT_TOTAL))
+            .map_err(|e| usage(format!("-n/--total: {e}")))?,
+    };
+    if totals.contains(&0) {
+        return Err(usage("-n/--total must be at least 1 byte"));
+    }
+    if let Some(t) = totals.iter().find(|t| **t > max_total) {
+        return Err(usage(format!(
+            "-n/--total {t} is out of range: allowed 1 to {max_total} bytes"
+        )));
+    }
+    Ok(msg_sizes
+        .iter()
+        .flat_map(|&msg_size| {
+            totals.iter().map(move |&total_bytes| Point {
+                msg_size,
+                total_bytes,
+            })
+        })
+        .collect())
+}
+
+/// `--rto`, within its range.
+fn parse_rto(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+    let Some(s) = &args.rto else {
+        return Ok(None);
+    };
+    let d = parse_duration(s).map_err(|e| usage(format!("--rto: {e}")))?;
+    if d < Duration::from_micros(RTO_RANGE_US.0) || d > Duration::from_micros(RTO_RANGE_US.1) {
+        return Err(usage(format!(
+            "--rto {s} is out of range: allowed 100us to 60s"
+        )));
+    }
+    Ok(Some(d))
+}
+
+/// The sender's pacing: `-b/--rate` (none for `--rate max`, which searches it) or TCP's
+/// `--fq-rate`, not both.
+fn parse_rate(
+    args: &RunArgs,
+    protocols: &[Protocol],
+    search_max: bool,
+) -> Result<Option<BitRate>, UsageError> {
+    Ok(match (&args.rate, &args.iperf3_flags.fq_rate) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "--fq-rate and -b/--rate both pace the sender: give one (on TCP both pace in the kernel)",
+            ))
+        }
+        (None, Some(fq)) => {
+            if protocols.iter().any(|p| *p != Protocol::Tcp) {
+                return Err(usage(
+                    "--fq-rate paces TCP in the kernel (the fq qdisc); pace UDP and QUIC with -b/--rate",
+                ));
+            }
+            Some(iperf3_flags::fq_rate(fq)?)
+        }
+        (None, None) => None,
+        (Some(_), None) if search_max => None,
+        (Some(s), None) => Some(
+            s.parse::<BitRate>()
+                .map_err(|e| usage(format!("--rate: {e}")))?,
+        ),
+    })
+}
+
+/// `-P/--parallel` within range, with at least one message per flow at every point.
+fn check_parallel(args: &RunArgs, points: &[Point]) -> Result<(), UsageError> {
+    if !(1..=MAX_PARALLEL).contains(&args.parallel) {
+        return Err(usage(format!(
+            "-P/--parallel {} is out of range: allowed 1 to {MAX_PARALLEL}",
+            args.parallel
+        )));
+    }
+    if let Some(p) = points
+        .iter()
+        .find(|p| plan::split_flows(p.total_bytes, p.msg_size, args.parallel).is_none())
+    {
+        return Err(usage(format!(
+            "-P/--parallel {} needs at least one message per flow, but {} B in {} B messages is {} message(s): \
+             lower -P or raise -n",
+            args.parallel,
+            p.total_bytes,
+            p.msg_size,
+            plan::message_count(p.total_bytes, p.msg_size)
+        )));
+    }
+    Ok(())
+}
+
+/// `-i/--interval` (0: none), at least 10 ms; every second by default with `--json-stream`,
+/// as iperf3 reports.
+fn parse_interval(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+    let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
+        None => None,
+        Some(parsed) => match parsed? {
+            Some(d) if d < Duration::from_micros(MIN_INTERVAL_US) => {
+                return Err(usage(format!(
+                    "-i/--interval {} is too short: allowed 10ms or more (0: none)",
+                    args.interval.as_deref().unwrap_or("")
+                )));
+            }
+            d => d,
+        },
+    };
+    Ok(match interval {
+        None if args.iperf3_flags.json_stream && args.interval.is_none() => {
+            Some(Duration::from_secs(1))
+        }
+        d => d,
+    })
 }
 
 /// Refuses `--rto` and `--rate` when no run of the plan would use them: a flag that does

@@ -10,8 +10,8 @@ use wirebench_core::vocab::units::{parse_duration, BitRate, ByteSize};
 use crate::cli::ServerArgs;
 use crate::flows::server::{Limits, ServerOptions};
 
+use super::error::usage;
 use super::exporter;
-use super::usage;
 
 /// Everything `wirebench server` needs, validated.
 #[derive(Debug, Clone)]

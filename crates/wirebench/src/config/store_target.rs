@@ -3,7 +3,7 @@
 use crate::cli::{DbArgs, StoreArgs};
 use crate::store;
 
-use super::usage;
+use super::error::usage;
 
 /// Where `run` stores its results.
 #[derive(Debug, Clone, PartialEq, Eq)]

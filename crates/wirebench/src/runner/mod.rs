@@ -1,7 +1,9 @@
-//! Executes a run plan: every protocol × mechanism combination in the configured order, each
-//! repeated `--repeat` times, one session at a time. Each finished run is handed to the caller
-//! before the next starts, so nothing finished is lost if a later run fails.
+//! Executes a run plan ([`plan::Plan`], built once by `config`): its runs in one loop, one
+//! session at a time, a point's `--rate max` search first. Each finished run is handed to the
+//! caller (a [`Watch`]) before the next starts, so nothing finished is lost if a later run fails.
 
+mod finished;
+pub mod plan;
 pub mod ratesearch;
 
 use std::net::{IpAddr, SocketAddr};
@@ -9,22 +11,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wirebench_core::machine::impair::Impairments;
-use wirebench_core::record::{
-    AbortedRun, DirectionRecord, EndedBy, FlowRecord, Parameters, RunRecord, ServerRecord,
-};
+use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
+use wirebench_core::record::Parameters;
+use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::metrics::{Cumulative, IntervalSample};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};
 use wirebench_core::wire::proto::{DataPathOptions, SessionParams};
 
-use wirebench_core::security::auth::Psk;
-use wirebench_core::vocab::plan::split_flows;
-
 use crate::engine::interval::{self, Progress};
 use crate::flows::client::{SessionOutcome, SessionRequest};
 use crate::flows::latency_probe::ProbeFlows;
 use crate::flows::parallel::{self, RunFlows, RunOutcome};
+
+pub use finished::FinishedRun;
+pub use plan::{Plan, PlannedRun, SessionPlan};
 
 /// Where `run` sends its traffic.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,26 +106,8 @@ pub struct RunConfig {
     pub bidir: bool,
     /// `-O/--omit`: the span at the start of each run its figures leave out.
     pub omit: Option<Duration>,
-}
-
-/// One finished run, as the flows measured it; [`FinishedRun::record`] makes the result record.
-#[derive(Debug, Clone)]
-pub struct FinishedRun {
-    /// Which combination it was.
-    pub combination: Combination,
-    /// 0-based repeat index within the combination.
-    pub repeat_index: u32,
-    /// What was asked of the server.
-    pub params: SessionParams,
-    /// Both sides' figures (with -P, summed over the flows).
-    pub outcome: SessionOutcome,
-    /// With -P N > 1, each flow's figures in flow order; empty for a single flow.
-    pub flows: Vec<SessionOutcome>,
-    /// `--latency-probe`: the probes' round trips before and during this run.
-    pub latency: Option<wirebench_core::record::LoadedLatency>,
-    /// `--bidir`: the server → client direction (summed, and its flows as `flows`); `outcome`
-    /// and `flows` above are then the client → server one.
-    pub back: Option<(SessionOutcome, Vec<SessionOutcome>)>,
+    /// Every run of the campaign in the order it runs, built once from the fields above.
+    pub plan: Plan,
 }
 
 /// Everything a campaign produced.
@@ -133,303 +117,251 @@ pub struct Campaign {
     pub runs: Vec<FinishedRun>,
     /// The error that stopped the campaign early, if any.
     pub failure: Option<String>,
+    /// `--rate max`: the search that found no rate, which stopped the campaign.
+    pub unfound: Option<RateSearchRecord>,
 }
 
-/// The session parameters for one combination of a run configuration.
-pub fn session_params(cfg: &RunConfig, combination: Combination) -> SessionParams {
+/// The session parameters of one combination at one point of a run configuration.
+pub fn session_params(cfg: &RunConfig, point: Point, combination: Combination) -> SessionParams {
+    let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     SessionParams {
         protocol: combination.protocol,
         mechanism: combination.mechanism,
-        msg_size: cfg.msg_size,
-        total_bytes: cfg.total_bytes,
-        rto_us: cfg
-            .rto
-            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        msg_size: point.msg_size,
+        total_bytes: point.total_bytes,
+        rto_us: cfg.rto.map(us),
         rate_bps: cfg.rate.map(|r| r.0),
-        grace_us: u64::try_from(cfg.grace.as_micros()).unwrap_or(u64::MAX),
+        grace_us: us(cfg.grace),
         options: cfg.options.clone(),
-        interval_us: cfg
-            .interval
-            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        interval_us: cfg.interval.map(us),
         reverse: cfg.reverse,
-        duration_us: cfg
-            .time
-            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-        omit_us: cfg
-            .omit
-            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        duration_us: cfg.time.map(us),
+        omit_us: cfg.omit.map(us),
     }
 }
 
-/// Number of runs the plan holds.
-pub fn planned_runs(cfg: &RunConfig) -> usize {
-    cfg.combinations.len() * cfg.repeat as usize
+/// What the caller of [`run_plan`] hears as the plan runs; every method does nothing unless
+/// the caller says otherwise.
+pub trait Watch {
+    /// Unmeasured work (a rate search's trials, a point's warm-ups) starts (`true`) or ends.
+    fn unmeasured(&mut self, _on: bool) {}
+    /// `--rate max`: the search of `point` starts.
+    fn search_starts(&mut self, _point: Point, _plan: &ratesearch::SearchPlan) {}
+    /// `--rate max`: the `n`th trial of the search ended.
+    fn trial(&mut self, _n: usize, _trial: &TrialEntry) {}
+    /// `--rate max`: the search ended (its record, or the error that stopped it).
+    fn search_ends(&mut self, _searched: Result<&RateSearchRecord, &anyhow::Error>) {}
+    /// The warm-ups of `point` start.
+    fn warm_ups(&mut self, _point: Point) {}
+    /// The warm-ups of a point ended; `done` measured runs are finished before its own.
+    fn warmed_up(&mut self, _done: usize) {}
+    /// With `-i`: an interval of the client's sending in the measured run `run` closed.
+    fn interval(&mut self, _run: &PlannedRun, _sample: &IntervalSample) {}
+    /// The measured run `run` finished.
+    fn finished(&mut self, _run: &PlannedRun, _finished: &FinishedRun) {}
 }
 
-/// The run at 1-based `position` of the plan (points outer, then combinations, then repeats),
-/// as the client knows it before any figure (the run in flight when a run is cut short):
-/// `None` past the end of the plan.
-pub fn run_at(cfg: &RunConfig, position: usize) -> Option<AbortedRun> {
-    let per_point = planned_runs(cfg);
-    let index = position.checked_sub(1)?;
-    let point = cfg.points.get(index / per_point.max(1))?;
-    let within = index % per_point.max(1);
-    let repeat = cfg.repeat.max(1) as usize;
-    let combination = *cfg.combinations.get(within / repeat)?;
-    let mut params = session_params(cfg, combination);
-    params.msg_size = point.msg_size;
-    params.total_bytes = point.total_bytes;
-    Some(AbortedRun {
-        position: position as u64,
-        repeat_index: (within % repeat) as u32,
-        params,
-    })
-}
+/// A caller that listens to nothing.
+pub struct Unwatched;
 
-/// Runs the plan against `server`; `on_run` sees each run as soon as it finishes, with its
-/// 1-based position and the plan size; with `-i`, `on_interval` sees each interval of the
-/// client's sending (all flows together) as it closes, with the position of its run. Stops at the first failed run.
-pub async fn run_campaign(
-    cfg: &RunConfig,
-    server: SocketAddr,
-    mut on_run: impl FnMut(usize, usize, &FinishedRun),
-    mut on_interval: impl FnMut(usize, &IntervalSample),
-) -> Campaign {
-    let total = planned_runs(cfg);
+impl Watch for Unwatched {}
+
+/// Runs the plan against `server`, one run after another, telling `watch` as it goes; stops
+/// at the first failed run (or trial, or a rate search that found no rate).
+pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, watch: &mut impl Watch) -> Campaign {
     let mut campaign = Campaign::default();
-    let shared_process = matches!(cfg.target, Target::Embedded(_));
-    for &combination in &cfg.combinations {
-        let failed = |repeat_index: u32, e: &anyhow::Error| {
-            let (proto, mech) = (combination.protocol, combination.mechanism);
-            format!(
-                "{proto} {mech} run {} of {} failed: {e:#}",
-                repeat_index + 1,
-                cfg.repeat
-            )
-        };
-        // Built once per combination: every repeat asks the same of the server.
-        let plan = match SessionPlan::of(cfg, combination) {
-            Ok(plan) => plan,
-            Err(e) => {
-                campaign.failure = Some(failed(0, &e));
-                return campaign;
+    // --rate max: the rate the point's search found; its runs run at it and carry the search.
+    let mut found: Option<RateSearchRecord> = None;
+    let runs = cfg.plan.runs();
+    for (i, run) in runs.iter().enumerate() {
+        let previous = i.checked_sub(1).and_then(|p| runs.get(p));
+        if previous.is_none_or(|p| p.point_index != run.point_index) {
+            if let Some(search) = &cfg.search {
+                match search_rate(cfg, run.point, search, server, watch).await {
+                    Ok(record) => found = Some(record),
+                    Err(stop) => {
+                        (campaign.failure, campaign.unfound) = stop;
+                        return campaign;
+                    }
+                }
             }
-        };
-        for repeat_index in 0..cfg.repeat {
-            let (flows, progress) = plan.requests(server, cfg.psk.as_deref());
-            crate::engine::inflight::publish(&progress);
-            // --bidir: the client's interval series is what it sent (the client → server
-            // flows, the first ones); each server session keeps its own.
-            let sending = &progress[..plan.flows.len()];
-            let work = parallel::run(flows);
-            let sent_so_far = || {
-                sending
-                    .iter()
-                    .map(|p| p.read())
-                    .fold(Cumulative::default(), |a, b| Cumulative {
-                        bytes: a.bytes + b.bytes,
-                        lost: None,
-                        retransmitted: match (a.retransmitted, b.retransmitted) {
-                            (Some(x), Some(y)) => Some(x + y),
-                            (x, y) => x.or(y),
-                        },
-                    })
-            };
-            let position = campaign.runs.len() + 1;
-            // --latency-probe: the probe flows open (and probe idle) before the load starts.
-            let probes = match &cfg.latency_probe {
-                Some(probe) => {
-                    match ProbeFlows::open(server, probe, combination.protocol, cfg.psk.as_deref())
-                        .await
-                    {
-                        Ok(p) => Some(p),
-                        Err(e) => {
-                            campaign.failure = Some(failed(repeat_index, &e));
-                            return campaign;
-                        }
-                    }
-                }
-                None => None,
-            };
-            let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
-                on_interval(position, s)
-            });
-            let ((result, intervals), latency) = match probes {
-                Some(p) => {
-                    let (done, latency) = p.around(sampled).await;
-                    (done, Some(latency))
-                }
-                None => (sampled.await, None),
-            };
-            match result {
-                Ok(RunOutcome {
-                    forward: (mut outcome, mut flows),
-                    mut back,
-                }) => {
-                    outcome.client.intervals = intervals;
-                    if cfg.parallel == 1 {
-                        // One flow each way: the sums are the flows.
-                        flows.clear();
-                        if let Some((_, f)) = back.as_mut() {
-                            f.clear();
-                        }
-                    }
-                    if shared_process {
-                        outcome.mark_shared_process();
-                        let back_flows = back
-                            .iter_mut()
-                            .flat_map(|(o, f)| std::iter::once(o).chain(f.iter_mut()));
-                        flows
-                            .iter_mut()
-                            .chain(back_flows)
-                            .for_each(SessionOutcome::mark_shared_process);
-                    }
-                    let record = FinishedRun {
-                        combination,
-                        repeat_index,
-                        params: plan.params.clone(),
-                        outcome,
-                        flows,
-                        latency,
-                        back,
-                    };
-                    on_run(position, total, &record);
-                    campaign.runs.push(record);
-                }
-                Err(e) => {
-                    campaign.failure = Some(failed(repeat_index, &e));
-                    return campaign;
-                }
+            if run.warmup {
+                watch.warm_ups(run.point);
+                watch.unmeasured(true);
+            }
+        }
+        if !run.warmup && previous.is_some_and(|p| p.warmup) {
+            watch.unmeasured(false);
+            watch.warmed_up(campaign.runs.len());
+        }
+        let rate = found.as_ref().and_then(|f| f.rate_bps);
+        match run_one(cfg, run, rate, server, watch).await {
+            Ok(_) if run.warmup => {}
+            Ok(mut finished) => {
+                finished.rate_search.clone_from(&found);
+                watch.finished(run, &finished);
+                campaign.runs.push(finished);
+            }
+            Err(e) => {
+                let (proto, mech) = (run.combination.protocol, run.combination.mechanism);
+                let (r, of) = (run.repeat_index + 1, run.repeats);
+                let failed = format!("{proto} {mech} run {r} of {of} failed: {e:#}");
+                let warm_up = if run.warmup { "warm-up: " } else { "" };
+                campaign.failure = Some(format!("{warm_up}{failed}"));
+                return campaign;
             }
         }
     }
     campaign
 }
 
-/// What every run of one combination asks of the server, built once from the configuration:
-/// the run's session parameters, and each flow's (the total split across `-P` flows by whole
-/// messages, so they add up exactly; `--bidir`'s server → client flows reversed).
-struct SessionPlan {
-    params: SessionParams,
-    flows: Vec<SessionParams>,
-    back: Vec<SessionParams>,
+/// `--rate max`: the search of `point`, its trials unmeasured; the failure and the search that
+/// found no rate when it stops the campaign.
+async fn search_rate(
+    cfg: &RunConfig,
+    point: Point,
+    search: &ratesearch::SearchPlan,
+    server: SocketAddr,
+    watch: &mut impl Watch,
+) -> Result<RateSearchRecord, (Option<String>, Option<RateSearchRecord>)> {
+    // Trials, like warm-ups, are never stored as runs.
+    watch.unmeasured(true);
+    watch.search_starts(point, search);
+    let udp_stream = Combination {
+        protocol: Protocol::Udp,
+        mechanism: Mechanism::Stream,
+    };
+    let base = session_params(cfg, point, udp_stream);
+    let shared_process = matches!(cfg.target, Target::Embedded(_));
+    let psk = cfg.psk.as_deref();
+    let on_trial = |n: usize, t: &TrialEntry| watch.trial(n, t);
+    let searched = ratesearch::search(base, psk, shared_process, search, server, on_trial).await;
+    watch.search_ends(searched.as_ref());
+    let record = searched.map_err(|e| (Some(format!("{e:#}")), None))?;
+    if record.rate_bps.is_none() {
+        return Err((None, Some(record)));
+    }
+    watch.unmeasured(false);
+    Ok(record)
 }
 
-impl SessionPlan {
-    fn of(cfg: &RunConfig, combination: Combination) -> anyhow::Result<SessionPlan> {
-        let params = session_params(cfg, combination);
-        let split = |reverse: bool| {
-            let p = SessionParams {
-                reverse,
-                ..params.clone()
-            };
-            let totals = split_flows(p.total_bytes, p.msg_size, cfg.parallel).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "cannot split {} B of {} B messages into {} flows",
-                    p.total_bytes,
-                    p.msg_size,
-                    cfg.parallel
-                )
-            })?;
-            Ok::<_, anyhow::Error>(
-                totals
-                    .into_iter()
-                    .map(|total_bytes| SessionParams {
-                        total_bytes,
-                        ..p.clone()
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        };
-        // --bidir: `-n` (or `-t`) is per direction, each split across its own flows.
-        let (flows, back) = if cfg.bidir {
-            (split(false)?, split(true)?)
-        } else {
-            (split(params.reverse)?, Vec::new())
-        };
-        Ok(SessionPlan {
-            params,
-            flows,
-            back,
-        })
+/// One run of the plan (at `rate`, bits/s, when its point's `--rate max` search found one):
+/// its flows at once (and `--latency-probe`'s probes beside a measured run), sampled every `-i`.
+async fn run_one(
+    cfg: &RunConfig,
+    run: &PlannedRun,
+    rate: Option<u64>,
+    server: SocketAddr,
+    watch: &mut impl Watch,
+) -> anyhow::Result<FinishedRun> {
+    let session = &run.session;
+    let (flows, progress) = requests(session, rate, server, cfg.psk.as_deref());
+    crate::engine::inflight::publish(&progress);
+    // --bidir: the client's interval series is what it sent (the client → server flows, the
+    // first ones); each server session keeps its own.
+    let sending = &progress[..session.flows.len()];
+    let work = parallel::run(flows);
+    let sent_so_far = || {
+        sending
+            .iter()
+            .map(|p| p.read())
+            .fold(Cumulative::default(), |a, b| Cumulative {
+                bytes: a.bytes + b.bytes,
+                lost: None,
+                retransmitted: match (a.retransmitted, b.retransmitted) {
+                    (Some(x), Some(y)) => Some(x + y),
+                    (x, y) => x.or(y),
+                },
+            })
+    };
+    // --latency-probe: the probe flows open (and probe idle) before the load starts; warm-up
+    // runs are not measured, so no probes beside them.
+    let probes = match cfg.latency_probe.as_ref().filter(|_| !run.warmup) {
+        Some(probe) => {
+            let protocol = run.combination.protocol;
+            Some(ProbeFlows::open(server, probe, protocol, cfg.psk.as_deref()).await?)
+        }
+        None => None,
+    };
+    let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
+        if !run.warmup {
+            watch.interval(run, s);
+        }
+    });
+    let ((result, intervals), latency) = match probes {
+        Some(p) => {
+            let (done, latency) = p.around(sampled).await;
+            (done, Some(latency))
+        }
+        None => (sampled.await, None),
+    };
+    let RunOutcome {
+        forward: (mut outcome, mut flows),
+        mut back,
+    } = result?;
+    outcome.client.intervals = intervals;
+    if cfg.parallel == 1 {
+        // One flow each way: the sums are the flows.
+        flows.clear();
+        if let Some((_, f)) = back.as_mut() {
+            f.clear();
+        }
     }
+    if matches!(cfg.target, Target::Embedded(_)) {
+        outcome.mark_shared_process();
+        let back_flows = back
+            .iter_mut()
+            .flat_map(|(o, f)| std::iter::once(o).chain(f.iter_mut()));
+        flows
+            .iter_mut()
+            .chain(back_flows)
+            .for_each(SessionOutcome::mark_shared_process);
+    }
+    Ok(FinishedRun {
+        combination: run.combination,
+        repeat_index: run.repeat_index,
+        params: paced(&session.params, rate),
+        outcome,
+        flows,
+        latency,
+        back,
+        rate_search: None,
+    })
+}
 
-    /// The requests of one run against `server`, each flow with a fresh progress counter;
-    /// the counters in flow order (the run's direction first).
-    fn requests(&self, server: SocketAddr, psk: Option<&Psk>) -> (RunFlows, Vec<Arc<Progress>>) {
-        let mut progress = Vec::new();
-        let mut request = |p: &SessionParams| {
-            let counter = Progress::new();
-            progress.push(Arc::clone(&counter));
-            SessionRequest {
-                server,
-                params: p.clone(),
-                progress: counter,
-                psk: psk.cloned(),
-                judge: None,
-            }
-        };
-        let flows = RunFlows {
-            flows: self.flows.iter().map(&mut request).collect(),
-            back: self.back.iter().map(&mut request).collect(),
-        };
-        (flows, progress)
+/// `params` at `rate` (bits/s) when one was found, else as planned.
+fn paced(params: &SessionParams, rate: Option<u64>) -> SessionParams {
+    SessionParams {
+        rate_bps: rate.or(params.rate_bps),
+        ..params.clone()
     }
 }
 
-impl FinishedRun {
-    /// The result record of this run.
-    pub fn record(&self) -> RunRecord {
-        let o = &self.outcome;
-        RunRecord {
-            protocol: self.combination.protocol,
-            mechanism: self.combination.mechanism,
-            repeat_index: self.repeat_index,
-            session: o.session,
-            client: o.client.record(),
-            server: ServerRecord::of(&o.server),
-            relay: None,
-            flows: self
-                .flows
-                .iter()
-                .map(|f| (f, false))
-                .chain(
-                    self.back
-                        .iter()
-                        .flat_map(|(_, flows)| flows.iter().map(|f| (f, true))),
-                )
-                .map(|(f, reverse)| FlowRecord {
-                    session: f.session,
-                    client: f.client.record(),
-                    server: ServerRecord::of(&f.server),
-                    reverse,
-                })
-                .collect(),
-            server_to_client: self.back.as_ref().map(|(o, _)| {
-                Box::new(DirectionRecord {
-                    session: o.session,
-                    client: o.client.record(),
-                    server: ServerRecord::of(&o.server),
-                })
-            }),
-            reverse: self.params.reverse,
-            ended_by: if self.params.timed() {
-                EndedBy::Time
-            } else {
-                EndedBy::Bytes
-            },
-            loaded_latency: self.latency.clone(),
-            rate_search: None,
+/// The requests of one run of `session` against `server` (at `rate` when one was found), each
+/// flow with a fresh progress counter; the counters in flow order (the run's direction first).
+fn requests(
+    session: &SessionPlan,
+    rate: Option<u64>,
+    server: SocketAddr,
+    psk: Option<&Psk>,
+) -> (RunFlows, Vec<Arc<Progress>>) {
+    let mut progress = Vec::new();
+    let mut request = |p: &SessionParams| {
+        let counter = Progress::new();
+        progress.push(Arc::clone(&counter));
+        SessionRequest {
+            server,
+            params: paced(p, rate),
+            progress: counter,
+            psk: psk.cloned(),
+            judge: None,
         }
-    }
-
-    /// The message size and total this run measured.
-    pub fn point(&self) -> Point {
-        Point {
-            msg_size: self.params.msg_size,
-            total_bytes: self.params.total_bytes,
-        }
-    }
+    };
+    let flows = RunFlows {
+        flows: session.flows.iter().map(&mut request).collect(),
+        back: session.back.iter().map(&mut request).collect(),
+    };
+    (flows, progress)
 }
 
 /// The parameters record of a run configuration against the server named `server`.
@@ -449,7 +381,11 @@ pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
         protocol: Protocol::Tcp,
         mechanism: Mechanism::Stream,
     });
-    let session = session_params(cfg, any);
+    let first = Point {
+        msg_size: cfg.msg_size,
+        total_bytes: cfg.total_bytes,
+    };
+    let session = session_params(cfg, first, any);
     Parameters {
         server: server.to_string(),
         embedded_server: matches!(cfg.target, Target::Embedded(_)),

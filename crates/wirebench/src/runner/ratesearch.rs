@@ -13,10 +13,12 @@ use wirebench_core::vocab::plan::message_count;
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::units::format_bitrate;
 
-use super::{session_params, FinishedRun, RunConfig, Target};
+use super::finished::FinishedRun;
 use crate::engine::interval::Progress;
 use crate::flows::client::SessionRequest;
+use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::units::duration_ns;
+use wirebench_core::wire::proto::SessionParams;
 
 pub use wirebench_core::machine::ratesearch::SENDER_SHORTFALL;
 
@@ -57,11 +59,13 @@ pub fn trial_bytes(rate_bps: u64, trial: Duration, msg_size: u32) -> u64 {
     messages * u64::from(msg_size)
 }
 
-/// Runs the search for `cfg` (UDP streaming at its message size) against `server`; `on_trial`
-/// sees each trial as it ends (for its line). A trial that fails to run ends the search with
-/// its error.
+/// Runs the search from `base` (UDP streaming at the point's message size) against `server`,
+/// with `psk`; `shared_process`: the server runs in this process. `on_trial` sees each trial as
+/// it ends (for its line). A trial that fails to run ends the search with its error.
 pub async fn search(
-    cfg: &RunConfig,
+    base: SessionParams,
+    psk: Option<&Psk>,
+    shared_process: bool,
     plan: &SearchPlan,
     server: SocketAddr,
     mut on_trial: impl FnMut(usize, &TrialEntry),
@@ -72,7 +76,7 @@ pub async fn search(
         protocol: Protocol::Udp,
         mechanism: Mechanism::Stream,
     };
-    let base = session_params(cfg, combination);
+    let msg_size = base.msg_size;
     let mut trials = Vec::new();
     let outcome = loop {
         let trial = match machine.poll_trial() {
@@ -81,11 +85,11 @@ pub async fn search(
         };
         let mut params = base.clone();
         params.rate_bps = Some(trial.rate_bps);
-        params.total_bytes = trial_bytes(trial.rate_bps, plan.trial, cfg.msg_size);
+        params.total_bytes = trial_bytes(trial.rate_bps, plan.trial, msg_size);
         params.grace_us = u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX);
         params.interval_us = None;
         params.options.receipt_us = Some(u64::try_from(RECEIPT_PERIOD.as_micros()).unwrap_or(0));
-        let planned_messages = message_count(params.total_bytes, cfg.msg_size);
+        let planned_messages = message_count(params.total_bytes, msg_size);
         // The server's receipts decide a failing trial before its end (passing needs it all).
         let mut ended_early = None;
         let mut judge = |received: ReceivedSoFar, sent_bytes: u64, elapsed: Duration| {
@@ -103,7 +107,7 @@ pub async fn search(
             server,
             params: params.clone(),
             progress: Progress::new(),
-            psk: cfg.psk.as_deref().cloned(),
+            psk: psk.cloned(),
             judge: Some(&mut judge),
         };
         let mut outcome = trial_request.run().await.with_context(|| {
@@ -112,7 +116,7 @@ pub async fn search(
                 format_bitrate(trial.rate_bps as f64)
             )
         })?;
-        if matches!(cfg.target, Target::Embedded(_)) {
+        if shared_process {
             outcome.mark_shared_process();
         }
         let record = FinishedRun {
@@ -123,6 +127,7 @@ pub async fn search(
             flows: Vec::new(),
             latency: None,
             back: None,
+            rate_search: None,
         }
         .record();
         let mut entry = TrialEntry::of(trial.kind, trial.rate_bps, &record, false);
@@ -154,7 +159,7 @@ pub async fn search(
     Ok(RateSearchRecord {
         outcome: name.to_string(),
         rate_bps,
-        msg_size: cfg.msg_size,
+        msg_size,
         low_bps: plan.config.low_bps,
         high_bps: plan.config.high_bps,
         resolution_pct: plan.config.resolution * 100.0,

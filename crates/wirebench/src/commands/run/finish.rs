@@ -15,7 +15,7 @@ use wirebench_core::vocab::units::ByteSize;
 
 use crate::commands::recording::Recorder;
 use crate::report::table;
-use crate::runner::{self, RunConfig};
+use crate::runner::{PlannedRun, RunConfig};
 use crate::store::run::Run;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 
@@ -63,7 +63,7 @@ pub(super) fn finish(
     if let (Some(failure), false) = (&failure, warming) {
         // The run that failed (a server that went away, a refusal) is kept as aborted, with
         // its error and what the client had done. A store that broke cut nothing measured.
-        if let Some(run) = runner::run_at(cfg, finished(track) + 1).filter(|_| !store_broke(&s)) {
+        if let Some(run) = in_flight(cfg, track).filter(|_| !store_broke(&s)) {
             let so_far = track.in_flight.so_far(run.params.msg_size);
             let stored = record_aborted(&mut s.recorder, &run, failure, so_far);
             aborted += u64::from(stored);
@@ -109,7 +109,7 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
     let in_flight = if track.warming.load(std::sync::atomic::Ordering::Relaxed) {
         None
     } else {
-        runner::run_at(cfg, finished(track) + 1)
+        in_flight(cfg, track)
     };
     let so_far = in_flight
         .as_ref()
@@ -149,9 +149,10 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
     );
 }
 
-/// The plan position of the last finished measured run.
-fn finished(track: &Track) -> usize {
-    track.finished.load(std::sync::atomic::Ordering::Relaxed)
+/// The measured run after the last finished one: the one in flight.
+fn in_flight(cfg: &RunConfig, track: &Track) -> Option<AbortedRun> {
+    let finished = track.finished.load(std::sync::atomic::Ordering::Relaxed);
+    cfg.plan.at(finished + 1).map(PlannedRun::aborted)
 }
 
 fn store_broke(s: &Setup) -> bool {
@@ -219,7 +220,7 @@ fn print_results(
     } else if cfg.json {
         let doc = RunDocument::new(
             env!("CARGO_PKG_VERSION"),
-            runner::parameters(cfg, &s.link.server_name),
+            s.link.parameters.clone(),
             records,
             failure,
         );

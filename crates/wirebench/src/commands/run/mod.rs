@@ -5,10 +5,12 @@
 //! or SIGHUP marks the campaign aborted and stores the run in flight as an aborted run (its
 //! parameters and the client's figures so far); a run that fails (a server that went away)
 //! is stored the same way, with its error as the reason; a store that breaks (a full disk)
-//! ends the campaign as failed. Three phases, a file each: `setup`, `points` (the per-point
-//! loop) and `finish`; `plan_text` holds the plan's words.
+//! ends the campaign as failed. Three phases, a file each: `setup`, `points` (what `run` does
+//! as the runner runs the plan) and `finish`; `plan_text` holds the plan's words, `lines` the
+//! JSON lines and documents of iperf3's output flags.
 
 mod finish;
+mod lines;
 mod plan_text;
 mod points;
 mod setup;
@@ -19,8 +21,6 @@ use tokio::sync::Notify;
 use crate::config::StoreTarget;
 use crate::runner::RunConfig;
 use crate::transport::signals::{Ended, Stops};
-
-pub use crate::commands::recording::unix_now;
 
 /// Runs the run command: [`Ended::Ran`]`(false)` when a run failed or a result is not in the
 /// store (exit status 1), [`Ended::Stopped`] when a signal stopped it.

@@ -5,7 +5,7 @@
 use wirebench_core::record::count_of;
 use wirebench_core::vocab::plan::{self, Mechanism};
 
-use crate::runner::{self, RunConfig};
+use crate::runner::{PlannedRun, RunConfig};
 
 /// The values of `items` in first-seen order, without repeats.
 pub(super) fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -76,36 +76,38 @@ pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
 
 /// What the progress bar says for each run of the plan, in plan order.
 pub(super) fn run_labels(cfg: &RunConfig) -> Vec<String> {
-    let mut labels = Vec::new();
-    for point in &cfg.points {
-        for c in &cfg.combinations {
-            for r in 0..cfg.repeat {
-                let mut label = format!("{} {}", c.protocol, c.mechanism);
-                if cfg.points.len() > 1 {
-                    label.push_str(&format!(
-                        ", {} B × {}",
-                        point.msg_size,
-                        wirebench_core::record::total_label(point.total_bytes)
-                    ));
-                }
-                label.push_str(&format!(", repeat {}/{}", r + 1, cfg.repeat));
-                labels.push(label);
+    let measured = cfg.plan.runs().iter().filter(|r| !r.warmup);
+    measured
+        .map(|run| {
+            let c = run.combination;
+            let mut label = format!("{} {}", c.protocol, c.mechanism);
+            if cfg.points.len() > 1 {
+                label.push_str(&format!(
+                    ", {} B × {}",
+                    run.point.msg_size,
+                    wirebench_core::record::total_label(run.point.total_bytes)
+                ));
             }
-        }
-    }
-    labels
+            label.push_str(&format!(
+                ", repeat {}/{}",
+                run.repeat_index + 1,
+                run.repeats
+            ));
+            label
+        })
+        .collect()
 }
 
-/// The heading of the run at 1-based `position`, before it has any figure (for its interval
+/// The heading of the measured run `run` (of `of`), before it has any figure (for its interval
 /// lines).
-pub(super) fn heading_in_flight(cfg: &RunConfig, position: usize, of: usize) -> Option<String> {
-    let run = runner::run_at(cfg, position)?;
-    Some(format!(
-        "[{position}/{of}] {} {}, run {}",
-        run.params.protocol,
-        run.params.mechanism,
+pub(super) fn heading_in_flight(run: &PlannedRun, of: usize) -> String {
+    format!(
+        "[{}/{of}] {} {}, run {}",
+        run.position,
+        run.combination.protocol,
+        run.combination.mechanism,
         run.repeat_index + 1
-    ))
+    )
 }
 
 #[cfg(test)]
@@ -131,7 +133,7 @@ mod tests {
         // Plan: 100 B: tcp ×2, udp ×2; then 200 B: tcp ×2, udp ×2.
         let names: Vec<String> = (1..=8)
             .map(|i| {
-                let r = runner::run_at(&c, i).expect("in the plan");
+                let r = c.plan.at(i).expect("in the plan").aborted();
                 assert_eq!(r.position, i as u64);
                 format!(
                     "{} {} {}",
@@ -152,17 +154,13 @@ mod tests {
                 "udp 200 1"
             ]
         );
-        let r = runner::run_at(&c, 7).unwrap();
+        let r = c.plan.at(7).unwrap().aborted();
         assert_eq!(
             (r.params.total_bytes, r.params.rate_bps),
             (1000, Some(1_000_000_000))
         );
-        assert_eq!(runner::run_at(&c, 0), None);
-        assert_eq!(
-            runner::run_at(&c, 9),
-            None,
-            "past the end: nothing in flight"
-        );
+        assert!(c.plan.at(0).is_none());
+        assert!(c.plan.at(9).is_none(), "past the end: nothing in flight");
     }
 
     #[test]

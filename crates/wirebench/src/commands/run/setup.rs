@@ -5,11 +5,11 @@
 
 use anyhow::Result;
 use tokio::sync::mpsc;
-use wirebench_core::record::{count_of, NewCampaign};
+use wirebench_core::record::{count_of, NewCampaign, Parameters};
 
+use crate::commands::clock::unix_now;
 use crate::commands::embedded::{self, AbortOnDrop};
-use crate::commands::recording::{self, unix_now, Recorder};
-use crate::commands::run_output::Streamer;
+use crate::commands::recording::{self, Recorder};
 use crate::config::{RunOutput, StoreTarget};
 use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
@@ -18,6 +18,7 @@ use crate::output::text;
 use crate::runner::{self, RunConfig, Target};
 use crate::store::run::Run;
 
+use super::lines::Streamer;
 use super::plan_text;
 
 /// Where the runs go and who listens.
@@ -30,10 +31,11 @@ pub(super) struct Link {
     pub events: Option<mpsc::UnboundedReceiver<ServerEvent>>,
     /// --impair: the in-process relay in front of the server.
     pub relay: Option<RunRelay>,
-    /// How the server is named in what is printed and stored.
-    pub server_name: String,
     /// Runs in the whole plan.
     pub total_runs: usize,
+    /// The plan's parameters record against this server (named as printed and stored), made
+    /// once.
+    pub parameters: Parameters,
 }
 
 /// What the campaign runs with, made once before its first run.
@@ -78,14 +80,15 @@ impl Setup {
             server_name = format!("{server_name} {}", r.description());
         }
         let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
-        let total_runs = runner::planned_runs(cfg) * cfg.points.len();
+        let total_runs = cfg.plan.measured();
+        let parameters = runner::parameters(cfg, &server_name);
         let recorder = match store {
             None => None,
             Some(store) => Some(Recorder::<Run>::begin(
                 store,
                 NewCampaign {
                     started_at_unix_s: unix_now(),
-                    parameters: runner::parameters(cfg, &server_name),
+                    parameters: parameters.clone(),
                     planned_runs: total_runs as u64,
                     msg_sizes: plan_text::distinct(cfg.points.iter().map(|p| p.msg_size)),
                     totals: plan_text::distinct(cfg.points.iter().map(|p| p.total_bytes)),
@@ -96,7 +99,7 @@ impl Setup {
         if !cfg.json {
             print_heading(cfg, &server_name, total_runs);
         }
-        let lines = Streamer::new(cfg, total_runs, &server_name, output);
+        let lines = Streamer::new(cfg, total_runs, parameters.clone(), output);
         Ok(Setup {
             lines,
             link: Link {
@@ -104,8 +107,8 @@ impl Setup {
                 _embedded: embedded,
                 events,
                 relay,
-                server_name,
                 total_runs,
+                parameters,
             },
             recorder,
             progress: Progress::new(plan_text::run_labels(cfg), quiet),
@@ -120,7 +123,7 @@ fn print_heading(cfg: &RunConfig, server_name: &str, total_runs: usize) {
         println!(
             "{} against {server_name}",
             text::plan_heading(
-                runner::planned_runs(cfg),
+                total_runs,
                 cfg.combinations.len(),
                 cfg.repeat,
                 cfg.msg_size,

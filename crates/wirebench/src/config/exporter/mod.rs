@@ -13,7 +13,9 @@ use wirebench_core::vocab::units::{parse_duration, ByteSize};
 
 use crate::cli::ExporterArgs;
 
+mod limits;
 mod probe;
+pub use limits::{Allowed, ProbeLimits};
 pub use probe::*;
 
 /// Most probes `--max-concurrent` allows.
@@ -30,36 +32,6 @@ pub struct ExporterConfig {
     pub max_concurrent: usize,
     /// Where finished probes are stored (`--store`, `--db`); `None`: not stored.
     pub store: Option<crate::store::Location>,
-}
-
-/// What one probe may do, and to whom.
-#[derive(Debug, Clone)]
-pub struct ProbeLimits {
-    /// Largest total one probe may transfer.
-    pub max_total: u64,
-    /// Longest a probe may run.
-    pub max_time: Duration,
-    /// Targets probes may test.
-    pub allow: Vec<Allowed>,
-}
-
-/// One allow-list entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Allowed {
-    /// Any port of the addresses in a block (a bare address is a /32 or /128).
-    Net(IpNet),
-    /// One address and port.
-    Addr(SocketAddr),
-}
-
-impl Allowed {
-    fn admits(&self, addr: SocketAddr) -> bool {
-        let ip = canonical(addr.ip());
-        match self {
-            Allowed::Net(net) => net.contains(&ip),
-            Allowed::Addr(a) => canonical(a.ip()) == ip && a.port() == addr.port(),
-        }
-    }
 }
 
 impl ExporterConfig {
@@ -114,7 +86,7 @@ impl ExporterConfig {
                         .map_err(|e| UsageError(format!("{e:#}")))?,
                 ),
                 (None, true) => Some(
-                    super::db_path(&crate::cli::DbArgs::default())
+                    super::store_target::db_path(&crate::cli::DbArgs::default())
                         .map_err(|e| UsageError(format!("--store: {e:#}; give --db PATH")))?,
                 ),
                 (None, false) => None,
@@ -162,13 +134,6 @@ fn allowed(text: &str) -> Result<Allowed, UsageError> {
         None => Err(UsageError(format!(
             "--allow {text}: expected an address, ADDRESS:PORT, a CIDR block (10.0.0.0/8) or a host name"
         ))),
-    }
-}
-
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 

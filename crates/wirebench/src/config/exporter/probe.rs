@@ -15,7 +15,7 @@ use crate::flows::iperf3::client::{ClientConfig, Limit};
 use crate::runner::{RunConfig, Target};
 use wirebench_core::wire::dns::DnsTransport;
 
-use super::ProbeLimits;
+use super::limits::ProbeLimits;
 
 /// Total of a probe whose query names none (or `--max-total`, when smaller).
 pub const DEFAULT_PROBE_TOTAL: &str = "10MiB";
@@ -394,7 +394,7 @@ fn iperf3_config(
     }
     argv.push("--no-store".into());
     let args: ProbeArgv = parse_argv(&argv)?;
-    let cfg = crate::config::iperf3_client(&args.run)
+    let cfg = crate::config::interop::iperf3_client(&args.run)
         .map_err(|e| bad(e.0))?
         .ok_or_else(|| bad("target=HOST:PORT is required".into()))?;
     let Limit::Bytes(bytes) = cfg.limit else {
