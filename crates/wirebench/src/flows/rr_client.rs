@@ -123,6 +123,61 @@ pub async fn run_rr_auth(
         until: spec.duration.map(|d| started + d),
         interval: spec.interval,
     };
+    let tasks = spawn_flows(server, spec, (session, token), preamble, quic_cfg, plan)?;
+    let Collected {
+        counts,
+        send_errors,
+        hist,
+        connect,
+        resumed,
+        elapsed,
+        transport,
+    } = collect_flows(tasks).await?;
+    let setup_requests = u64::from(resumed.is_some_and(|r| r.first_response_ns.is_some()));
+    control::send(
+        &mut ctrl,
+        &ControlMessage::SenderDone {
+            messages_sent: counts.sent + setup_requests,
+            bytes_sent: (counts.sent + setup_requests) * u64::from(p.request),
+        },
+    )
+    .await?;
+    let server_report = control::read_report(&mut ctrl).await?;
+    // Answers the server cannot have given are no result; an aborted session is recorded as
+    // such (`aborted`) with its figures.
+    let requests = counts.sent + counts.retries + setup_requests;
+    if let Err(e @ ReportIssue::Inconsistent(_)) = check_report(
+        ClientView::Requests { sent: requests },
+        duration_ns(asked_at.elapsed()),
+        &server_report,
+    ) {
+        return Err(anyhow::Error::new(e));
+    }
+    Ok(RrOutcome {
+        session,
+        counts,
+        send_errors,
+        elapsed,
+        response: RttFigures::of(&hist),
+        connect: RttFigures::of(&connect),
+        resumed,
+        setup_requests,
+        server: server_report,
+        transport,
+    })
+}
+
+/// Starts every flow of the session: one task per flow (TCP, QUIC with the resumption probe on
+/// the first, or UDP), or with a new connection per request one worker per request in flight.
+fn spawn_flows(
+    server: SocketAddr,
+    spec: &RrSpec,
+    (session, token): (u32, u32),
+    preamble: Preamble,
+    quic_cfg: Option<ClientConfig>,
+    plan: Plan,
+) -> Result<JoinSet<Result<FlowResult>>> {
+    let p = &spec.params;
     let mut tasks: JoinSet<Result<FlowResult>> = JoinSet::new();
     if p.new_connection {
         let claims = Arc::new(AtomicU64::new(0));
@@ -166,6 +221,22 @@ pub async fn run_rr_auth(
             }
         }
     }
+    Ok(tasks)
+}
+
+/// What the flows of a session did, summed.
+struct Collected {
+    counts: RrCounts,
+    send_errors: u64,
+    hist: Histogram<u64>,
+    connect: Histogram<u64>,
+    resumed: Option<ResumedFigures>,
+    elapsed: Duration,
+    transport: Option<TransportStats>,
+}
+
+/// Waits for every flow and sums what they did; the first flow that failed fails the session.
+async fn collect_flows(mut tasks: JoinSet<Result<FlowResult>>) -> Result<Collected> {
     let mut counts = RrCounts::default();
     let mut send_errors = 0;
     let mut hist = rtt_histogram()?;
@@ -202,36 +273,13 @@ pub async fn run_rr_auth(
     if let Some(e) = failure {
         return Err(e.context("the request-response run failed"));
     }
-    let setup_requests = u64::from(resumed.is_some_and(|r| r.first_response_ns.is_some()));
-    control::send(
-        &mut ctrl,
-        &ControlMessage::SenderDone {
-            messages_sent: counts.sent + setup_requests,
-            bytes_sent: (counts.sent + setup_requests) * u64::from(p.request),
-        },
-    )
-    .await?;
-    let server_report = control::read_report(&mut ctrl).await?;
-    // Answers the server cannot have given are no result; an aborted session is recorded as
-    // such (`aborted`) with its figures.
-    let requests = counts.sent + counts.retries + setup_requests;
-    if let Err(e @ ReportIssue::Inconsistent(_)) = check_report(
-        ClientView::Requests { sent: requests },
-        duration_ns(asked_at.elapsed()),
-        &server_report,
-    ) {
-        return Err(anyhow::Error::new(e));
-    }
-    Ok(RrOutcome {
-        session,
+    Ok(Collected {
         counts,
         send_errors,
-        elapsed,
-        response: RttFigures::of(&hist),
-        connect: RttFigures::of(&connect),
+        hist,
+        connect,
         resumed,
-        setup_requests,
-        server: server_report,
+        elapsed,
         transport,
     })
 }

@@ -96,7 +96,7 @@ impl ClientOutcome {
     }
 }
 
-/// Runs one test to its end.
+/// Runs one test to its end: set-up, the data phase, then the results both ways.
 pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     let mut ctrl = tokio::time::timeout(SETUP_TIMEOUT, net::connect_tcp(cfg.server))
         .await
@@ -107,28 +107,52 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     ctrl.write_all(&cookie)
         .await
         .context("while sending the iperf3 cookie")?;
+    let streams = set_up(cfg, &mut ctrl, &cookie).await?;
+    let start = Instant::now();
+    let (shared, stop_tx, mut tasks) = start_streams(cfg, streams, start);
+    watch_data_phase(cfg, &mut ctrl, &shared, start).await?;
+    end_test(cfg, ctrl, &stop_tx, &mut tasks).await
+}
 
-    // Set-up: answer the server's states until it says the test runs.
+/// Set-up: answers the server's states until it says the test runs; the data streams it asked
+/// for, one per `-P`.
+async fn set_up(
+    cfg: &ClientConfig,
+    ctrl: &mut TcpStream,
+    cookie: &[u8; wire::COOKIE_LEN],
+) -> Result<Vec<DataStream>> {
     let mut streams: Vec<DataStream> = Vec::new();
     loop {
-        let state = expect_state(&mut ctrl, "during set-up").await?;
+        let state = expect_state(ctrl, "during set-up").await?;
         match state {
-            State::ParamExchange => send_json(&mut ctrl, &params(cfg)).await?,
+            State::ParamExchange => send_json(ctrl, &params(cfg)).await?,
             State::CreateStreams => {
                 for index in 0..cfg.parallel {
-                    streams.push(open_stream(cfg, &cookie, index).await?);
+                    streams.push(open_stream(cfg, cookie, index).await?);
                 }
             }
             State::TestStart => {}
             State::TestRunning => break,
-            other => return Err(refusal(&mut ctrl, other).await),
+            other => return Err(refusal(ctrl, other).await),
         }
     }
     if streams.len() != cfg.parallel as usize {
         bail!("the iperf3 server started the test before asking for the data streams");
     }
+    Ok(streams)
+}
 
-    let start = Instant::now();
+/// The streams' tasks, started at `start`: what they share (the byte budget, what moved), the
+/// switch that stops them, and their set.
+fn start_streams(
+    cfg: &ClientConfig,
+    streams: Vec<DataStream>,
+    start: Instant,
+) -> (
+    Arc<Shared>,
+    watch::Sender<bool>,
+    JoinSet<Result<StreamTally>>,
+) {
     let shared = Arc::new(Shared {
         budget: AtomicU64::new(match cfg.limit {
             Limit::Bytes(n) if !cfg.reverse => n,
@@ -160,8 +184,18 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
             (DataStream::Udp(s), true) => tasks.spawn(recv_udp(s, ctx)),
         };
     }
+    (shared, stop_tx, tasks)
+}
 
-    // Data phase: watch the limit, the streams and the control connection.
+/// The data phase: watches the limit, the streams and the control connection until the test's
+/// end condition (its time, its bytes, every stream done); a stalled test or a server that
+/// speaks or leaves meanwhile is an error.
+async fn watch_data_phase(
+    cfg: &ClientConfig,
+    ctrl: &mut TcpStream,
+    shared: &Shared,
+    start: Instant,
+) -> Result<()> {
     let deadline = match cfg.limit {
         Limit::Time(d) => Some(start + d),
         Limit::Bytes(_) => None,
@@ -178,22 +212,22 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shared.reached.notified() => {}
-            state = recv_state(&mut ctrl) => match state? {
+            state = recv_state(ctrl) => match state? {
                 None => bail!("the iperf3 server closed the control connection during the test"),
-                Some(other) => return Err(refusal(&mut ctrl, other).await),
+                Some(other) => return Err(refusal(ctrl, other).await),
             },
         }
         let now = Instant::now();
         let moved = shared.moved.load(Ordering::Relaxed);
         if deadline.is_some_and(|d| now >= d) {
-            break;
+            return Ok(());
         }
         match (cfg.limit, cfg.reverse) {
-            (Limit::Bytes(n), true) if moved >= n => break,
+            (Limit::Bytes(n), true) if moved >= n => return Ok(()),
             _ => {}
         }
         if shared.finished.load(Ordering::Relaxed) == cfg.parallel as usize {
-            break;
+            return Ok(());
         }
         if moved != last_progress.0 {
             last_progress = (moved, now);
@@ -201,6 +235,16 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
             bail!("no data moved for {stall_limit:?}: the iperf3 test stalled");
         }
     }
+}
+
+/// The end: stops the streams (senders before TEST_END, receivers after the server stopped
+/// sending), exchanges the results and says goodbye.
+async fn end_test(
+    cfg: &ClientConfig,
+    mut ctrl: TcpStream,
+    stop_tx: &watch::Sender<bool>,
+    tasks: &mut JoinSet<Result<StreamTally>>,
+) -> Result<ClientOutcome> {
     if !cfg.reverse {
         // Senders stop; the server counts what they wrote before TEST_END.
         let _ = stop_tx.send(true);
@@ -208,7 +252,7 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     let mut ours = if cfg.reverse {
         Vec::new()
     } else {
-        let tallies = join(&mut tasks).await?;
+        let tallies = join(tasks).await?;
         // UDP has no acknowledgements: the settle alone gives the server time to read the
         // last datagrams before TEST_END.
         tokio::time::sleep(SETTLE).await;
@@ -222,7 +266,7 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     if cfg.reverse {
         // The server has stopped sending: receivers take what already arrived, then stop.
         let _ = stop_tx.send(true);
-        ours = join(&mut tasks).await?;
+        ours = join(tasks).await?;
     }
     ours.sort_by_key(|s| s.id);
     let our_results = results(&ours, cfg.reverse);
