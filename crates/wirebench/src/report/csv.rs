@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::grid::Grid;
-use super::{metrics, Exporter, Layout, Report};
+use super::model::{metrics, Exporter, Layout, Report};
 
 /// The CSV exporter.
 pub struct Csv;

@@ -7,9 +7,9 @@
 use std::io::{self, Write};
 
 use super::chart::Figure;
-use super::html::{self, escape};
+use super::markup::{self, escape};
+use super::model::Format;
 use super::tabular::Tabular;
-use super::Format;
 
 /// Which stored sweep a report is about (formatted by the caller: no clocks here).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +170,7 @@ fn markdown(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn page(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
-    html::page_start(out, &doc.heading.title())?;
+    markup::page_start(out, &doc.heading.title())?;
     writeln!(out, "<p>{}.</p>", escape(&doc.heading.line()))?;
     for line in &doc.lines {
         writeln!(out, "<p>{}</p>", escape(line.trim()))?;
@@ -181,7 +181,7 @@ fn page(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
         }
         for b in &s.blocks {
             match b {
-                Block::Table(t) => html::wide_table(out, t)?,
+                Block::Table(t) => t.write_wide_html(out)?,
                 Block::Pairs(pairs) => {
                     writeln!(out, "<table>")?;
                     for (label, value) in pairs {
@@ -194,7 +194,7 @@ fn page(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
                     }
                     writeln!(out, "</table>")?;
                 }
-                Block::Chart(f) => html::figure(out, f)?,
+                Block::Chart(f) => markup::figure(out, f)?,
                 Block::List(title, items) => {
                     writeln!(out, "<p>{}:</p>\n<ul>", escape(title))?;
                     for item in items {
@@ -206,5 +206,5 @@ fn page(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
-    html::page_end(out)
+    markup::page_end(out)
 }

@@ -1,25 +1,16 @@
 //! HTML report: one self-contained file (inline CSS and SVG, no scripts, no external resources)
 //! with the charts and the tables (per configuration, or the seeds' grid), readable on screen
-//! and in print; and the page pieces every HTML report shares. Writes only to the writer given.
+//! and in print. Writes only to the writer given; the page pieces are `markup`'s.
 
 use std::io::{self, Write};
 
-use super::chart::{campaign, Figure};
+use super::chart::campaign;
 use super::grid::Grid;
-use super::{configuration_caption, metrics, Exporter, Layout, Report};
+use super::markup::{escape, figure, page_end, page_start};
+use super::model::{configuration_caption, metrics, Exporter, Layout, Report};
 
 /// The HTML exporter.
 pub struct Html;
-
-/// The style of every report page: tables never wider than the page (wide ones scroll on
-/// screen instead of running past its edge), figures kept whole in print.
-pub const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:72em;color:#111}\
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.92em}\
-caption{text-align:left;font-weight:bold;padding:0.3em 0}\
-th,td{border:1px solid #999;padding:0.2em 0.5em}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
-div.wide{overflow-x:auto;max-width:100%}p.note{font-size:0.9em;margin-top:-1em}\
-figure{margin:1em 0;page-break-inside:avoid}svg{max-width:100%;height:auto}\
-@media print{body{margin:0}h2{page-break-after:avoid}div.wide{overflow:visible}}";
 
 impl Exporter for Html {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -40,7 +31,7 @@ impl Exporter for Html {
                 writeln!(out, "<h2>Time and goodput per total and configuration</h2>")?;
                 let grid = Grid::of(&report.configurations);
                 for t in [grid.time(), grid.goodput()] {
-                    wide_table(out, &t)?;
+                    t.write_wide_html(out)?;
                 }
             }
             Layout::Configurations => configuration_tables(report, out)?,
@@ -80,59 +71,4 @@ fn configuration_tables(report: &Report, out: &mut dyn Write) -> io::Result<()> 
         writeln!(out, "</table>")?;
     }
     Ok(())
-}
-
-/// A chart under its heading, with its caption.
-pub fn figure(out: &mut dyn Write, f: &Figure) -> io::Result<()> {
-    writeln!(out, "<h2>{}</h2>\n<figure>", escape(&f.heading))?;
-    // plotters starts with an XML-less <svg ...> element; it is embedded as is.
-    writeln!(out, "{}", f.svg.trim())?;
-    writeln!(
-        out,
-        "<figcaption>{}</figcaption>\n</figure>",
-        escape(&f.caption)
-    )
-}
-
-/// A table in a box that scrolls sideways on a narrow screen rather than running past the page.
-pub fn wide_table(out: &mut dyn Write, t: &super::tabular::Tabular) -> io::Result<()> {
-    writeln!(out, "<div class=\"wide\">")?;
-    t.write_html(out)?;
-    writeln!(out, "</div>")
-}
-
-/// The start of a self-contained report page: doctype, head with the title and the style, and
-/// the title as its heading.
-pub fn page_start(out: &mut dyn Write, title: &str) -> io::Result<()> {
-    writeln!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
-    )?;
-    writeln!(
-        out,
-        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>",
-        escape(title),
-        escape(title)
-    )
-}
-
-/// The end of a report page.
-pub fn page_end(out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "</body>\n</html>")
-}
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::{Exporter, Report};
+use super::model::{Exporter, Report};
 
 /// The JSON exporter.
 pub struct Json;

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::grid::Grid;
-use super::{configuration_caption, metrics, Exporter, Layout, Report};
+use super::model::{configuration_caption, metrics, Exporter, Layout, Report};
 
 /// The Markdown exporter.
 pub struct Markdown;

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use wirebench_core::record::summary::ConfigurationSummary;
 
 use super::grid::Grid;
-use super::{configuration_caption, metrics, Exporter, Layout, Metric, Report, View};
+use super::model::{configuration_caption, metrics, Exporter, Layout, Metric, Report, View};
 
 /// The text-table exporter.
 pub struct Table;

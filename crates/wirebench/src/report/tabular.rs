@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::html::escape;
+use super::markup::escape;
 
 /// One column: its heading, the least width it takes in text, and its alignment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,6 +156,14 @@ impl Tabular {
             writeln!(out, "{}", cells.join(","))?;
         }
         Ok(())
+    }
+
+    /// HTML: the table in a box that scrolls sideways on a narrow screen rather than running
+    /// past the page.
+    pub fn write_wide_html(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "<div class=\"wide\">")?;
+        self.write_html(out)?;
+        writeln!(out, "</div>")
     }
 
     /// HTML: a table with the title as its caption, figures right-aligned, notes under it.

@@ -16,8 +16,8 @@ use super::axis::{rate_unit, three_digits, time_unit, Axis};
 use super::plot::{self, Plot};
 use super::series::{group, Mark, Marker, Palette, Series};
 use super::Figure;
+use crate::report::model::short_size;
 use crate::report::series::{LossPoint, Timeline};
-use crate::report::short_size;
 
 /// Which figure of a configuration a chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,492 @@
+//! The transfer report's model: the campaigns' headings, one summary per configuration, its
+//! layout and formats, the metrics every exporter prints in one order, and the `Exporter`
+//! trait the format modules implement.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use wirebench_core::record::summary::{configuration_keys, ConfigurationSummary};
+use wirebench_core::record::{summarise, RunRecord};
+use wirebench_core::vocab::stats::Summary;
+use wirebench_core::vocab::sweep::Point;
+use wirebench_core::vocab::units::bitrate_unit;
+
+use super::series;
+
+/// Version of the JSON report's layout. Version 2: configurations are the result model's
+/// summaries (goodput, sent rate, UDP delivery) instead of two throughput views. Version 3:
+/// `campaigns` (one heading per campaign reported) in place of `heading`.
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
+
+/// Writes a report in one format.
+pub trait Exporter {
+    /// Writes `report` to `out`.
+    fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Plain-text tables ("Statistics for Client TCP Streaming ...").
+    Table,
+    /// Markdown tables (per configuration, or the grid).
+    Markdown,
+    /// CSV: one row per configuration × view × metric, or one per row of the grid.
+    Csv,
+    /// One JSON document.
+    Json,
+    /// One self-contained HTML file with SVG charts and the tables.
+    Html,
+}
+
+impl Format {
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::Html => "html",
+        }
+    }
+}
+
+/// How the tables of a transfer report are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// One block per configuration: every figure's min, average, median, maximum and standard
+    /// deviation, then the client's and the server's counts.
+    #[default]
+    Configurations,
+    /// The seeds' grid: rows are the totals (or message sizes), columns protocol × mechanism,
+    /// each cell min / avg / max; one grid of transfer time, one of goodput.
+    Grid,
+}
+
+/// Which campaign a report is about (already formatted by the caller: no clocks here).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Heading {
+    /// Campaign id in the store.
+    pub campaign: i64,
+    /// Start time, as the caller formats it (UTC).
+    pub started: String,
+    /// How the campaign ended.
+    pub status: String,
+    /// Host the campaign ran on.
+    pub host: String,
+}
+
+impl Heading {
+    /// "complete, started 2023-11-14 22:13:20 UTC, host h".
+    pub fn line(&self) -> String {
+        format!(
+            "{}, started {} UTC, host {}",
+            self.status, self.started, self.host
+        )
+    }
+}
+
+/// A whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Layout version of the JSON form.
+    pub schema_version: u32,
+    /// The campaigns reported, in the order given.
+    pub campaigns: Vec<Heading>,
+    /// One summary per configuration with runs, in run order (a configuration measured in
+    /// several campaigns pools their runs).
+    pub configurations: Vec<ConfigurationSummary>,
+    /// Configurations measured in more than one of the campaigns: "TCP Streaming, 1024 B ×
+    /// 500 MiB: campaigns 1 and 3" (their runs are pooled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pooled: Vec<String>,
+    /// How the tables are laid out (not part of the JSON form, which has every summary).
+    #[serde(skip)]
+    pub layout: Layout,
+    /// The run the throughput-over-time chart shows (HTML only; `None` when no run has
+    /// interval series).
+    #[serde(skip)]
+    pub timeline: Option<series::Timeline>,
+    /// UDP streaming runs for the loss-against-load chart (HTML only; empty without any).
+    #[serde(skip)]
+    pub loss: Vec<series::LossPoint>,
+}
+
+impl Report {
+    /// Builds the report of one or more campaigns, each given with its heading and its runs
+    /// (each with its message size and total); configurations come in the order their first
+    /// run ran, which is the plan's order, campaign by campaign.
+    pub fn build(campaigns: Vec<(Heading, Vec<(Point, RunRecord)>)>) -> Report {
+        let all: Vec<(Point, RunRecord)> = campaigns
+            .iter()
+            .flat_map(|(_, runs)| runs.iter().cloned())
+            .collect();
+        let mut pooled = Vec::new();
+        for key in configuration_keys(&all) {
+            let ids: Vec<String> = campaigns
+                .iter()
+                .filter(|(_, runs)| configuration_keys(runs).contains(&key))
+                .map(|(h, _)| h.campaign.to_string())
+                .collect();
+            if ids.len() > 1 {
+                pooled.push(format!(
+                    "{}, {} B × {}: campaigns {}",
+                    key.title(),
+                    key.msg_size,
+                    short_size(key.total_bytes),
+                    ids.join(", ")
+                ));
+            }
+        }
+        // The run with the longest series of any campaign (the first of equals); named by its
+        // campaign when there are several.
+        let several = campaigns.len() > 1;
+        let timeline = campaigns
+            .iter()
+            // With no run chosen this cannot fail: no run with series is simply no chart.
+            .filter_map(|(h, runs)| {
+                let t = series::timeline(runs, None).ok().flatten()?;
+                Some(if several {
+                    t.of_campaign(h.campaign)
+                } else {
+                    t
+                })
+            })
+            .fold(None, |best: Option<series::Timeline>, t| match best {
+                Some(b) if b.len() >= t.len() => Some(b),
+                _ => Some(t),
+            });
+        Report {
+            schema_version: REPORT_SCHEMA_VERSION,
+            configurations: summarise(&all),
+            pooled,
+            layout: Layout::Configurations,
+            timeline,
+            loss: series::loss_points(&all),
+            campaigns: campaigns.into_iter().map(|(h, _)| h).collect(),
+        }
+    }
+
+    /// Shows run `n` (1-based, as `wirebench show` numbers the runs) of a one-campaign report
+    /// on the throughput-over-time chart; an error names what is allowed when there is no such
+    /// run or it has no series.
+    pub fn choose_run(&mut self, runs: &[(Point, RunRecord)], n: usize) -> Result<(), String> {
+        self.timeline = series::timeline(runs, Some(n))?;
+        Ok(())
+    }
+
+    /// "campaign 3" or "campaigns 1, 2, 3".
+    pub fn what(&self) -> String {
+        let ids: Vec<String> = self
+            .campaigns
+            .iter()
+            .map(|h| h.campaign.to_string())
+            .collect();
+        if ids.len() == 1 {
+            format!("campaign {}", ids[0])
+        } else {
+            format!("campaigns {}", ids.join(", "))
+        }
+    }
+
+    /// What the report is about, one line per campaign: "complete, started … UTC, host h."
+    /// for one; "Campaign 1: complete, …" each for several, then the pooled configurations.
+    pub fn heading_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = match self.campaigns.as_slice() {
+            [one] => vec![format!("{}.", one.line())],
+            many => many
+                .iter()
+                .map(|h| format!("Campaign {}: {}.", h.campaign, h.line()))
+                .collect(),
+        };
+        if !self.pooled.is_empty() {
+            lines.push(format!(
+                "Measured in several of these campaigns, their runs pooled: {}.",
+                self.pooled.join("; ")
+            ));
+        }
+        lines
+    }
+}
+
+/// A size as a chart or grid names it, short: "500 MiB", "1 GiB", "500 MB", "100000 B", or
+/// "timed (-t)" for the bound of a time-based run.
+pub fn short_size(bytes: u64) -> String {
+    if bytes == wirebench_core::wire::proto::UNBOUNDED_TOTAL {
+        return wirebench_core::record::total_label(bytes);
+    }
+    for (unit, size) in [
+        ("GiB", 1u64 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+        ("GB", 1_000_000_000),
+        ("MB", 1_000_000),
+        ("kB", 1000),
+    ] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{} {unit}", bytes / size);
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// Which rows of a configuration a metric belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The run as a whole: what the receiver got, over the run's transfer time.
+    Run,
+    /// What the client counted.
+    Client,
+    /// What the server counted.
+    Server,
+}
+
+impl View {
+    /// "run", "client", "server" (CSV).
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Run => "run",
+            View::Client => "client",
+            View::Server => "server",
+        }
+    }
+
+    /// "Run", "Client", "Server" (tables).
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Run => "Run",
+            View::Client => "Client",
+            View::Server => "Server",
+        }
+    }
+}
+
+/// How a metric's figures are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Whole counts: integers, the mean with one decimal only when it is not whole.
+    Count,
+    /// Figures with this many decimals.
+    Decimals(usize),
+}
+
+/// One metric of a configuration, with how exporters name and print it.
+#[derive(Debug, Clone)]
+pub struct Metric<'a> {
+    /// Whose figure.
+    pub view: View,
+    /// Machine name: goodput, sent_rate, time, lost_pct, messages, ...
+    pub name: &'static str,
+    /// Base unit of the summary's values: s, bit/s, %, count, B, ns.
+    pub unit: &'static str,
+    /// Human label with its display unit: "Goodput (Mbit/s)".
+    pub label: String,
+    /// Divide values by this for the display unit.
+    pub scale: f64,
+    /// How the display values are printed.
+    pub shape: Shape,
+    /// The values.
+    pub summary: &'a Summary,
+}
+
+impl Metric<'_> {
+    /// One summary figure in the display unit, printed by the metric's shape.
+    pub fn show(&self, value: f64) -> String {
+        let v = value / self.scale;
+        match self.shape {
+            Shape::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Shape::Count => format!("{v:.1}"),
+            Shape::Decimals(d) => format!("{v:.d$}"),
+        }
+    }
+}
+
+/// The metrics of a configuration in the order exporters print them: the run's headline
+/// figures (goodput first), then what the client and the server counted.
+pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
+    fn m<'a>(
+        view: View,
+        name: &'static str,
+        unit: &'static str,
+        label: String,
+        scale: f64,
+        shape: Shape,
+        summary: &'a Summary,
+    ) -> Metric<'a> {
+        Metric {
+            view,
+            name,
+            unit,
+            label,
+            scale,
+            shape,
+            summary,
+        }
+    }
+    // Rates leave out the runs too short to time: the label says over how many they are.
+    let timed = (c.untimed_runs > 0)
+        .then(|| format!("; {} of {} runs timed", c.runs - c.untimed_runs, c.runs));
+    let rate = |name: &'static str, what: &str, s: &'a Summary, timed: Option<&str>| {
+        let (unit, scale) = bitrate_unit(s.max);
+        m(
+            View::Run,
+            name,
+            "bit/s",
+            format!("{what} ({unit}{})", timed.unwrap_or("")),
+            scale,
+            Shape::Decimals(3),
+            s,
+        )
+    };
+    let mut out = Vec::new();
+    if let Some(s) = &c.goodput_bps {
+        out.push(rate("goodput", "Goodput", s, timed.as_deref()));
+    }
+    if let Some(s) = &c.sent_bps {
+        out.push(rate("sent_rate", "Sent", s, timed.as_deref()));
+    }
+    if let Some(s) = &c.rate_found_bps {
+        out.push(rate("rate_found", "Rate found (--rate max)", s, None));
+    }
+    out.push(m(
+        View::Run,
+        "time",
+        "s",
+        "Time (s)".into(),
+        1.0,
+        Shape::Decimals(4),
+        &c.seconds,
+    ));
+    if let Some(d) = &c.delivery {
+        let pct = |name, label: &str, s| {
+            m(
+                View::Run,
+                name,
+                "%",
+                format!("{label} (%)"),
+                1.0,
+                Shape::Decimals(3),
+                s,
+            )
+        };
+        let count = |name, label: &str, s| {
+            m(
+                View::Run,
+                name,
+                "count",
+                label.to_string(),
+                1.0,
+                Shape::Count,
+                s,
+            )
+        };
+        out.push(pct("lost_pct", "Lost", &d.lost_pct));
+        out.push(count("lost", "Lost", &d.lost));
+        // Where the lost messages went, where the receivers could tell (record::loss).
+        for (name, label, share) in [
+            (
+                "lost_receiving_host",
+                "Lost: dropped by the receiving host",
+                &d.lost_receiving_host,
+            ),
+            (
+                "lost_sending_host",
+                "Lost: not sent by the sending host",
+                &d.lost_sending_host,
+            ),
+            ("lost_path", "Lost: on the path", &d.lost_path),
+        ] {
+            if let Some(s) = share {
+                out.push(count(name, label, s));
+            }
+        }
+        out.push(pct("duplicates_pct", "Duplicates", &d.duplicates_pct));
+        out.push(count("duplicates", "Duplicates", &d.duplicates));
+        out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));
+        out.push(count("out_of_order", "Out of order", &d.out_of_order));
+    }
+    // UDP streaming's retransmission rate is its loss, shown above already.
+    let udp_stream =
+        c.delivery.is_some() && c.key.mechanism == wirebench_core::vocab::plan::Mechanism::Stream;
+    if let Some(s) = c.retrans_rate.as_ref().filter(|_| !udp_stream) {
+        // A share in the model, a percentage on the page.
+        out.push(m(
+            View::Run,
+            "retrans_rate",
+            "ratio",
+            "Retransmitted (%)".into(),
+            0.01,
+            Shape::Decimals(4),
+            s,
+        ));
+    }
+    for (name, label, s) in [
+        ("rtt_p50", "RTT p50 (µs)", &c.rtt_p50_ns),
+        ("rtt_p99", "RTT p99 (µs)", &c.rtt_p99_ns),
+    ] {
+        if let Some(s) = s {
+            out.push(m(
+                View::Run,
+                name,
+                "ns",
+                label.into(),
+                1000.0,
+                Shape::Decimals(1),
+                s,
+            ));
+        }
+    }
+    for (view, side) in [(View::Client, &c.client), (View::Server, &c.server)] {
+        out.push(m(
+            view,
+            "messages",
+            "count",
+            "Messages".into(),
+            1.0,
+            Shape::Count,
+            &side.messages,
+        ));
+        out.push(m(
+            view,
+            "bytes",
+            "B",
+            "Bytes".into(),
+            1.0,
+            Shape::Count,
+            &side.bytes,
+        ));
+        out.push(m(
+            view,
+            "time",
+            "s",
+            if view == View::Server {
+                "Time (s, first to last byte read)".into()
+            } else {
+                "Time (s)".into()
+            },
+            1.0,
+            Shape::Decimals(4),
+            &side.seconds,
+        ));
+    }
+    out
+}
+
+/// "500 MiB, 1024-byte messages, 3 runs" and, when some were too short to time, how many.
+pub fn configuration_caption(c: &ConfigurationSummary) -> String {
+    let mut s = format!(
+        "{}, {}-byte messages, {}",
+        wirebench_core::record::total_label(c.key.total_bytes),
+        c.key.msg_size,
+        wirebench_core::record::count_of(c.runs, "run", "runs")
+    );
+    if c.untimed_runs > 0 {
+        s.push_str(&format!(
+            "; {} too short to time (under {} ms), left out of the rates",
+            c.untimed_runs,
+            wirebench_core::record::MIN_TIMED_NS / 1_000_000
+        ));
+    }
+    s
+}
