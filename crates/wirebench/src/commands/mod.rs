@@ -93,7 +93,8 @@ pub fn dispatch(command: Command, runtime: tokio::runtime::Runtime) -> Result<Ex
             let format = report::format_of(args.format);
             let output = args.output.as_deref();
             let stdout = &mut std::io::stdout().lock();
-            use report::{execute, execute_sweep, Dns, Options, Rpm, Rr};
+            use crate::store::{dns::Dns, rpm::Rpm, rr::Rr};
+            use report::{execute, execute_sweep, Options};
             if args.dns {
                 execute_sweep::<Dns>(&db, &which, format, output, stdout)?;
             } else if args.rpm {
