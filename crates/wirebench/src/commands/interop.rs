@@ -88,8 +88,7 @@ fn store_iperf3(
     };
     recorder.record(1, run);
     Ok(recorder.finish(
-        wirebench_core::record::Status::Complete,
-        None,
+        crate::store::recording::Ending::complete(),
         json,
         |f, db| {
             format!(
