@@ -1,11 +1,14 @@
 //! CSV report: one row per configuration × view × metric, in base units (s, bit/s, %, ratio,
 //! count, B), full precision, for spreadsheets; or, with the grid layout, one line per row of
-//! the seeds' grid. Writes only to the writer given.
+//! the seeds' grid; a stored sweep's own CSV table. Each is a [`Tabular`], written by its one
+//! CSV writer. Writes only to the writer given.
 
 use std::io::{self, Write};
 
+use super::document::Document;
 use super::grid::Grid;
 use super::model::{metrics, Exporter, Layout, Report};
+use super::tabular::{Column, Tabular};
 
 /// The CSV exporter.
 pub struct Csv;
@@ -16,37 +19,49 @@ pub struct Csv;
 pub const HEADER: &str =
     "protocol,mechanism,msg_size,total_bytes,runs,view,metric,unit,min,mean,median,max,stddev,timed_runs";
 
-impl Exporter for Csv {
+impl Exporter<Report> for Csv {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
-        if report.layout == Layout::Grid {
-            return Grid::of(&report.configurations).csv().write_csv(out);
+        match report.layout {
+            Layout::Grid => Grid::of(&report.configurations).csv().write_csv(out),
+            Layout::Configurations => table(report).write_csv(out),
         }
-        writeln!(out, "{HEADER}")?;
-        for c in &report.configurations {
-            let k = &c.key;
-            for m in metrics(c) {
-                let s = m.summary;
-                // No field can hold a comma or a quote: names are fixed words.
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                    k.protocol,
-                    k.mechanism,
-                    k.msg_size,
-                    k.total_bytes,
-                    c.runs,
-                    m.view.name(),
-                    m.name,
-                    m.unit,
-                    s.min,
-                    s.mean,
-                    s.median,
-                    s.max,
-                    s.stddev,
-                    c.runs - c.untimed_runs
-                )?;
-            }
-        }
-        Ok(())
     }
+}
+
+impl Exporter<Document> for Csv {
+    fn write(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        doc.csv.write_csv(out)
+    }
+}
+
+/// The per-configuration CSV as a table: [`HEADER`]'s columns, one row per configuration ×
+/// view × metric, figures at full precision.
+pub fn table(report: &Report) -> Tabular {
+    let mut t = Tabular::new(
+        None,
+        HEADER.split(',').map(|h| Column::figure(h, 0)).collect(),
+    );
+    for c in &report.configurations {
+        let k = &c.key;
+        for m in metrics(c) {
+            let s = m.summary;
+            t.rows.push(vec![
+                k.protocol.to_string(),
+                k.mechanism.to_string(),
+                k.msg_size.to_string(),
+                k.total_bytes.to_string(),
+                c.runs.to_string(),
+                m.view.name().to_string(),
+                m.name.to_string(),
+                m.unit.to_string(),
+                s.min.to_string(),
+                s.mean.to_string(),
+                s.median.to_string(),
+                s.max.to_string(),
+                s.stddev.to_string(),
+                (c.runs - c.untimed_runs).to_string(),
+            ]);
+        }
+    }
+    t
 }

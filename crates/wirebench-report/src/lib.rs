@@ -28,13 +28,25 @@ pub use model::{
     Shape, View, REPORT_SCHEMA_VERSION,
 };
 
-/// The exporter for `format`.
-pub fn exporter(format: Format) -> Box<dyn Exporter> {
+/// The exporter of a transfer report in `format`.
+pub fn exporter(format: Format) -> Box<dyn Exporter<Report>> {
     match format {
         Format::Table => Box::new(table::Table),
         Format::Markdown => Box::new(markdown::Markdown),
         Format::Csv => Box::new(csv::Csv),
         Format::Json => Box::new(json::Json),
         Format::Html => Box::new(html::Html),
+    }
+}
+
+/// The exporter of a sweep's report in `format`; `None` for JSON, which each kind writes as
+/// its own document (as the command's `--json` printed it).
+pub fn sweep_exporter(format: Format) -> Option<Box<dyn Exporter<document::Document>>> {
+    match format {
+        Format::Table => Some(Box::new(table::Table)),
+        Format::Markdown => Some(Box::new(markdown::Markdown)),
+        Format::Csv => Some(Box::new(csv::Csv)),
+        Format::Html => Some(Box::new(html::Html)),
+        Format::Json => None,
     }
 }

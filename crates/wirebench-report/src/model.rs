@@ -18,10 +18,11 @@ use super::series;
 /// `campaigns` (one heading per campaign reported) in place of `heading`.
 pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
-/// Writes a report in one format.
-pub trait Exporter {
+/// Writes a report in one format: one exporter per format (`table`, `markdown`, `csv`,
+/// `json`, `html`), for the transfer reports ([`Report`]) and the sweeps' (`Document`) alike.
+pub trait Exporter<R> {
     /// Writes `report` to `out`.
-    fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+    fn write(&self, report: &R, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// The report formats.

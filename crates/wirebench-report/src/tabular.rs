@@ -147,7 +147,9 @@ impl Tabular {
     }
 
     /// CSV: the column names, then one line per row, quoted where a cell needs it; no title or
-    /// notes (a spreadsheet reads the table alone).
+    /// notes (a spreadsheet reads the table alone). The one CSV writer of every report: cells
+    /// are our own text, RFC 4180 quoting is a few lines ([`csv_cell`]), so the `csv` crate
+    /// would add a dependency for nothing it writes differently.
     pub fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
         let names: Vec<String> = self.columns.iter().map(|c| csv_cell(&c.name)).collect();
         writeln!(out, "{}", names.join(","))?;

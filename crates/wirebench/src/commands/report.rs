@@ -19,7 +19,7 @@ use wirebench_core::vocab::error::UsageError;
 use crate::cli::{ReportFormat, ReportLayout};
 use crate::commands::history;
 use crate::output::text;
-use crate::report::document::{self, Document, SweepHeading};
+use crate::report::document::{Document, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
 use crate::store::dns::Dns;
 use crate::store::kind::Kind;
@@ -378,11 +378,7 @@ pub fn execute_sweep<K: SweepKind>(
         .into());
     }
     let mut body = Vec::new();
-    if format == Format::Json {
-        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
-            .context("while writing the JSON")?;
-        body.push(b'\n');
-    } else {
+    if let Some(exporter) = report::sweep_exporter(format) {
         let about = K::about(&info);
         let heading = SweepHeading {
             kind: about.kind.noun(),
@@ -393,7 +389,12 @@ pub fn execute_sweep<K: SweepKind>(
             what: K::what(&info),
         };
         let doc = K::document(heading, &results)?;
-        document::write(&doc, format, &mut body)?;
+        exporter.write(&doc, &mut body)?;
+    } else {
+        // JSON is each kind's own document, as the command's `--json` printed it.
+        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
+            .context("while writing the JSON")?;
+        body.push(b'\n');
     }
     deliver(&body, output, stdout)
 }
