@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::campaign::Status;
+use super::lifecycle::{CampaignKind, SweepPlan};
 use super::run::{RttFigures, TransportRecord};
 use crate::wire::dns::{DnsCounts, DnsTransport};
 
@@ -92,15 +92,6 @@ pub struct NewDnsCampaign {
     pub wirebench_version: String,
 }
 
-/// A stored DNS campaign, without its results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DnsCampaignInfo {
-    /// Store id (what `wirebench report --dns` takes).
-    pub id: i64,
-    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: Status,
-    /// What it was started with.
-    pub campaign: NewDnsCampaign,
+impl SweepPlan for NewDnsCampaign {
+    const KIND: CampaignKind = CampaignKind::Dns;
 }

@@ -74,6 +74,64 @@ impl CampaignKind {
     }
 }
 
+impl CampaignKind {
+    /// Whether a campaign of this kind shares its store table with another kind (rr and
+    /// ping), so that its records say which they are ([`SweepInfo::kind`]).
+    pub fn shares_its_table(self) -> bool {
+        matches!(self, CampaignKind::Rr | CampaignKind::Ping)
+    }
+}
+
+/// The plan of a stored sweep (rr or ping, DNS, rpm): which kind a [`SweepInfo`] of it is
+/// when its record does not say.
+pub trait SweepPlan {
+    /// The kind a record without `kind` is (an rr sweep's plan also plans ping sweeps).
+    const KIND: CampaignKind;
+}
+
+fn implied_kind<P: SweepPlan>() -> CampaignKind {
+    P::KIND
+}
+
+fn kind_is_implied(kind: &CampaignKind) -> bool {
+    !kind.shares_its_table()
+}
+
+/// A stored sweep (rr or ping, DNS, rpm), without its results: one type for every sweep kind,
+/// its plan the kind's own (`NewRrCampaign`, `NewDnsCampaign`, `NewRpmCampaign`). In JSON,
+/// `kind` is written only for the kinds that share a table (`rr`, `ping`), as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "P: Serialize",
+    deserialize = "P: Deserialize<'de> + SweepPlan"
+))]
+pub struct SweepInfo<P> {
+    /// Store id (what `wirebench report --rr|--dns|--rpm` takes).
+    pub id: i64,
+    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
+    pub finished_at_unix_s: Option<i64>,
+    /// How it ended.
+    pub status: Status,
+    /// What it was started with.
+    pub campaign: P,
+    /// Which command measured it (`rr` or `ping` for the rr table's sweeps).
+    #[serde(default = "implied_kind::<P>", skip_serializing_if = "kind_is_implied")]
+    pub kind: CampaignKind,
+}
+
+impl<P> SweepInfo<P> {
+    /// A sweep of `kind` as the store read it: its lifecycle and its plan.
+    pub fn new(kind: CampaignKind, life: Lifecycle, campaign: P) -> SweepInfo<P> {
+        SweepInfo {
+            id: life.id,
+            finished_at_unix_s: life.finished_at_unix_s,
+            status: life.status,
+            campaign,
+            kind,
+        }
+    }
+}
+
 /// How one stored campaign of any kind stands: what every kind shares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lifecycle {
@@ -196,6 +254,25 @@ pub enum StoredRun {
         #[serde(default)]
         so_far: Option<SoFar>,
     },
+}
+
+impl StoredRun {
+    /// A finished run with its message size and total.
+    pub fn finished(point: Point, run: RunRecord) -> StoredRun {
+        StoredRun::Finished {
+            point,
+            run: Box::new(run),
+        }
+    }
+
+    /// A run stopped before its end: why, and the client's figures so far when known.
+    pub fn aborted(run: AbortedRun, reason: &str, so_far: Option<SoFar>) -> StoredRun {
+        StoredRun::Aborted {
+            run: Box::new(run),
+            reason: Some(reason.to_string()),
+            so_far,
+        }
+    }
 }
 
 #[cfg(test)]

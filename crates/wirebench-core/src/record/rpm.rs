@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::campaign::Status;
+use super::lifecycle::{CampaignKind, SweepInfo, SweepPlan};
 use crate::machine::responsiveness::{LoadDirection, Rating, RpmResult};
 use crate::vocab::stats::nearest_rank;
 use crate::vocab::stats::{MannWhitney, Summary};
@@ -39,17 +39,8 @@ pub struct NewRpmCampaign {
     pub wirebench_version: String,
 }
 
-/// A stored `wirebench rpm` campaign, without its results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RpmCampaignInfo {
-    /// Store id (what `wirebench report --rpm` and `compare --rpm` take).
-    pub id: i64,
-    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: Status,
-    /// What it was started with.
-    pub campaign: NewRpmCampaign,
+impl SweepPlan for NewRpmCampaign {
+    const KIND: CampaignKind = CampaignKind::Rpm;
 }
 
 /// Version of [`RpmCampaignDocument`] (`wirebench report --rpm --format json`).
@@ -62,7 +53,7 @@ pub struct RpmCampaignDocument {
     /// [`DOCUMENT_VERSION`].
     pub schema_version: u32,
     /// The campaign.
-    pub campaign: RpmCampaignInfo,
+    pub campaign: SweepInfo<NewRpmCampaign>,
     /// Its tests, in run order.
     pub results: Vec<RpmReportEntry>,
 }
@@ -79,7 +70,10 @@ pub struct RpmReportEntry {
 
 impl RpmCampaignDocument {
     /// The document of `campaign` and its tests.
-    pub fn new(campaign: RpmCampaignInfo, results: Vec<RpmResult>) -> RpmCampaignDocument {
+    pub fn new(
+        campaign: SweepInfo<NewRpmCampaign>,
+        results: Vec<RpmResult>,
+    ) -> RpmCampaignDocument {
         RpmCampaignDocument {
             schema_version: DOCUMENT_VERSION,
             campaign,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::lifecycle::{CampaignKind, SweepPlan};
 use super::run::{RttFigures, TransportRecord};
 use crate::vocab::plan::Protocol;
 
@@ -143,24 +144,8 @@ pub struct NewRrCampaign {
     pub wirebench_version: String,
 }
 
-/// A stored `wirebench rr` sweep, without its results.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RrCampaignInfo {
-    /// Store id (what `wirebench report --rr` takes).
-    pub id: i64,
-    /// End time, seconds since the Unix epoch (UTC); null while running or after a crash.
-    pub finished_at_unix_s: Option<i64>,
-    /// How it ended.
-    pub status: super::campaign::Status,
-    /// What it was started with.
-    pub campaign: NewRrCampaign,
-    /// Which command measured it: `rr`, or `ping` (stored as an rr-like sweep).
-    #[serde(default = "rr_kind")]
-    pub kind: super::lifecycle::CampaignKind,
-}
-
-fn rr_kind() -> super::lifecycle::CampaignKind {
-    super::lifecycle::CampaignKind::Rr
+impl SweepPlan for NewRrCampaign {
+    const KIND: CampaignKind = CampaignKind::Rr;
 }
 
 impl RrResult {

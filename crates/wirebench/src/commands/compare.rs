@@ -9,6 +9,7 @@ use wirebench_core::record::comparison::{self, Row};
 
 use crate::commands::history;
 use crate::report::compare;
+use crate::store::rpm::Rpm;
 use crate::store::{Location, Store};
 
 /// Runs `wirebench compare`; `Ok(false)` means a configuration of B is significantly worse than
@@ -64,14 +65,18 @@ pub fn execute_rpm(
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
     let load = |id: i64| -> Result<Vec<wirebench_core::machine::responsiveness::RpmResult>> {
-        if store.rpm_campaign(id)?.is_none() {
+        if store.campaign::<Rpm>(id)?.is_none() {
             return Err(wirebench_core::vocab::error::UsageError(format!(
                 "there is no rpm campaign {id} in {}; `wirebench runs` lists them",
                 db.display()
             ))
             .into());
         }
-        store.rpm_results(id)
+        Ok(store
+            .results::<Rpm>(id)?
+            .into_iter()
+            .map(|r| r.result)
+            .collect())
     };
     let (results_a, results_b) = (load(a)?, load(b)?);
     let comparison = wirebench_core::record::rpm::compare((a, &results_a), (b, &results_b));

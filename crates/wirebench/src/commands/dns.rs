@@ -16,9 +16,10 @@ use crate::flows::dns::{run_dns, DnsSpec, DotTls};
 use crate::output::dns as out;
 use crate::report;
 use crate::store::dns::Dns;
+use crate::store::recording::Ending;
 use crate::transport::signals::{Ended, Stops};
+use wirebench_core::record::count_of;
 use wirebench_core::record::dns::{DnsDocument, DnsResult, NewDnsCampaign, SCHEMA_VERSION};
-use wirebench_core::record::{count_of, Status};
 
 /// Runs the probe: [`Ended::Ran`]`(false)` when a run failed (exit status 1), after running
 /// the others; [`Ended::Stopped`] when a signal stopped it.
@@ -43,7 +44,7 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
             let reason = signal.reason();
             match recorder {
                 Some(r) => {
-                    r.finish(Status::Aborted, Some(&reason), true, |f, _| {
+                    r.finish(Ending::Stopped(reason.clone()), true, |f, _| {
                         format!(
                             "{reason}: DNS campaign {} is stored as aborted, with the results that finished",
                             f.id
@@ -60,12 +61,11 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
         .and_then(|r| r.broken().map(str::to_string));
     let mut all_stored = true;
     if let Some(r) = recorder {
-        let status = if ok && broken.is_none() {
-            Status::Complete
-        } else {
-            Status::Failed
+        let ending = Ending::Ran {
+            failed: !ok,
+            why: None,
         };
-        all_stored = r.finish(status, broken.as_deref(), true, |f, db| {
+        all_stored = r.finish(ending, true, |f, db| {
             format!(
                 "stored as DNS campaign {} in {} (chart: wirebench report --dns {} --format html -o dns.html)",
                 f.id,

@@ -12,6 +12,10 @@ use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::sweep::Point;
 
 use crate::output::text;
+use crate::store::dns::Dns;
+use crate::store::rpm::Rpm;
+use crate::store::rr::{Ping, Rr};
+use crate::store::run::Run;
 use crate::store::{Location, Store};
 
 /// `wirebench runs`.
@@ -22,16 +26,20 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
         let store = Store::open(db)?;
         crate::commands::recording::say_replayed(&store);
         let mut rpm = Vec::new();
-        for (info, _) in store.rpm_campaigns()? {
+        for (info, _) in store.campaigns::<Rpm>()? {
             let figures = store.rpm_figures(info.id)?;
             rpm.push((info, figures));
         }
-        (
-            store.campaigns()?,
-            store.dns_campaigns()?,
-            store.rr_campaigns()?,
-            rpm,
-        )
+        // `ping` sweeps are stored among the rr sweeps and listed with them, by id.
+        let mut rr = store.campaigns::<Rr>()?;
+        rr.extend(store.campaigns::<Ping>()?);
+        rr.sort_by_key(|(info, _)| info.id);
+        let runs = store
+            .campaigns::<Run>()?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        (runs, store.campaigns::<Dns>()?, rr, rpm)
     } else {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new())
     };
@@ -89,16 +97,14 @@ pub fn export(
     if kind == CampaignKind::Run {
         let (info, runs) = load(&store, id)?;
         let positions = store
-            .results::<crate::store::run::Run>(id)?
+            .results::<Run>(id)?
             .into_iter()
             .filter(|r| matches!(r.result, StoredRun::Finished { .. }))
             .map(|r| r.position)
             .collect();
         let mut doc = export_document(info, runs);
         doc.campaign.run_positions = positions;
-        doc.campaign.uid = store
-            .get::<crate::store::run::Run>(id)?
-            .and_then(|(l, _)| l.uid);
+        doc.campaign.uid = store.get::<Run>(id)?.and_then(|(l, _)| l.uid);
         serde_json::to_writer_pretty(&mut *out, &doc).context("while writing the export")?;
     } else {
         let text = store.document_text(kind, id)?.ok_or_else(|| {
@@ -151,7 +157,7 @@ pub fn export_document(info: CampaignInfo, runs: Vec<(Point, RunRecord)>) -> Exp
 
 /// A campaign and its runs; an unknown id is a usage error that says how to find one.
 pub fn load(store: &Store, id: i64) -> Result<(CampaignInfo, Vec<(Point, RunRecord)>)> {
-    let info = store.campaign(id)?.ok_or_else(|| {
+    let info = store.campaign::<Run>(id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no campaign {id} in {}; `wirebench runs` lists them",
             store.path().display()

@@ -11,10 +11,11 @@ use crate::config::StoreTarget;
 use crate::flows::iperf3::client::ClientConfig;
 use crate::flows::iperf3::server::Iperf3Server;
 use crate::flows::perf::client::PerfConfig;
+use crate::store::recording::Ending;
 use wirebench_core::record::campaign::SoFar;
 use wirebench_core::record::lifecycle::StoredRun;
 use wirebench_core::record::plausibility::check_iperf3_results;
-use wirebench_core::record::{AbortedRun, NewCampaign, Status};
+use wirebench_core::record::{AbortedRun, NewCampaign};
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::wire::proto::SessionParams;
@@ -44,15 +45,12 @@ pub async fn run_iperf3(
         let reason = format!("iperf3 server {}: {issue}", cfg.name);
         if let StoreTarget::File(path) = &store {
             let aborted = aborted_iperf3_run(&cfg, &outcome, point, &campaign, &reason);
-            store_iperf3(
-                path,
-                cfg.json,
-                campaign,
-                aborted,
-                Status::Failed,
-                Some(&reason),
-            )
-            .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
+            let failed = Ending::Ran {
+                failed: true,
+                why: Some(reason.clone()),
+            };
+            store_iperf3(path, cfg.json, campaign, aborted, failed)
+                .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
         }
         anyhow::bail!("{reason}");
     }
@@ -88,7 +86,7 @@ pub async fn run_iperf3(
             point,
             run: Box::new(run),
         };
-        let stored = store_iperf3(&path, cfg.json, campaign, finished, Status::Complete, None)
+        let stored = store_iperf3(&path, cfg.json, campaign, finished, Ending::complete())
             .with_context(|| format!("cannot store the iperf3 test in {}", path.display()))?;
         if !stored {
             anyhow::bail!(
@@ -101,7 +99,7 @@ pub async fn run_iperf3(
 }
 
 /// Stores one iperf3 test (its `campaign` and its one `run`, finished or aborted) as a
-/// one-run campaign ending with `status` (`error`: why it failed), through the same recording
+/// one-run campaign that ended as `ending` says, through the same recording
 /// as `run` (a busy store waited for, a run it cannot take kept in a spool file); whether it
 /// is in the store. With `json`, the stored line goes to stderr.
 fn store_iperf3(
@@ -109,14 +107,13 @@ fn store_iperf3(
     json: bool,
     campaign: NewCampaign,
     run: StoredRun,
-    status: Status,
-    error: Option<&str>,
+    ending: Ending,
 ) -> Result<bool> {
     let store = super::recording::open(path)?;
     let mut recorder =
         super::recording::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
     recorder.record(1, run);
-    Ok(recorder.finish(status, error, json, |f, db| {
+    Ok(recorder.finish(ending, json, |f, db| {
         format!(
             "stored as campaign {} (1 run, {}) in {}",
             f.id,

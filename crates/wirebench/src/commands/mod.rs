@@ -145,7 +145,8 @@ fn offline_command(command: Command) -> Result<ExitCode> {
 /// `wirebench report`: one stored sweep (rr, DNS, rpm) or transfer campaigns, as `query` asks.
 fn write_report(query: &queries::ReportQuery, stdout: &mut impl std::io::Write) -> Result<()> {
     let db = &query.db;
-    use report::{execute, execute_sweep, Dns, Options, Rpm, Rr};
+    use crate::store::{dns::Dns, rpm::Rpm, rr::Rr};
+    use report::{execute, execute_sweep, Options};
     let which = match &query.selection {
         Selection::Last(n) => report::Which::Last(*n),
         Selection::Ids(ids) => report::Which::Ids(ids.clone()),

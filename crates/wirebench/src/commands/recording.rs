@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use wirebench_core::record::campaign::Status;
 use wirebench_core::record::lifecycle::CampaignKind;
 
 use crate::store::kind::Kind;
 use crate::store::lifecycle::Merged;
-use crate::store::recording::{Finished, Kept, Recording};
+use crate::store::recording::{Ending, Finished, Kept, Recording};
 use crate::store::{Location, Store};
 use crate::transport::signals::Stops;
 
@@ -130,18 +129,18 @@ impl<K: Kind> Recorder<K> {
         self.recording.broken()
     }
 
-    /// Ends the campaign with `status` (`error`: why it stopped early). When its end and every
-    /// result are in the store, `stored` is the line to print (to stderr when `quiet_stdout`,
-    /// e.g. beside --json); otherwise where they were kept is said. Whether all is stored.
+    /// Ends the campaign as `ending` says (the status and reason follow from it once, in
+    /// [`Ending::outcome`]). When its end and every result are in the store, `stored` is the
+    /// line to print (to stderr when `quiet_stdout`, e.g. beside --json); otherwise where they
+    /// were kept is said. Whether all is stored.
     pub fn finish(
         self,
-        status: Status,
-        error: Option<&str>,
+        ending: Ending,
         quiet_stdout: bool,
         stored: impl FnOnce(&Finished, &Location) -> String,
     ) -> bool {
         let location = self.location().clone();
-        let finished = blocking(|| self.recording.finish(status, error, unix_now()));
+        let finished = blocking(|| self.recording.finish(&ending, unix_now()));
         match &finished.kept {
             Kept::Stored => {
                 let line = stored(&finished, &location);

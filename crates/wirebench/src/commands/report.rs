@@ -9,22 +9,22 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use wirebench_core::machine::responsiveness::RpmResult;
-use wirebench_core::record::dns::{
-    DnsCampaignInfo, DnsDocument, DnsResult, SCHEMA_VERSION as DNS_SCHEMA_VERSION,
-};
+use wirebench_core::record::dns::{DnsDocument, SCHEMA_VERSION as DNS_SCHEMA_VERSION};
 use wirebench_core::record::lifecycle::CampaignKind;
-use wirebench_core::record::rpm::{RpmCampaignDocument, RpmCampaignInfo};
-use wirebench_core::record::rr::{
-    RrCampaignInfo, RrDocument, RrResult, SCHEMA_VERSION as RR_SCHEMA_VERSION,
-};
+use wirebench_core::record::rpm::RpmCampaignDocument;
+use wirebench_core::record::rr::{RrDocument, SCHEMA_VERSION as RR_SCHEMA_VERSION};
 use wirebench_core::record::Status;
 use wirebench_core::vocab::error::UsageError;
 
 use crate::commands::history;
 use crate::output::text;
-use crate::report::document::{self, Document, SweepHeading};
+use crate::report::document::{Document, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
+use crate::store::dns::Dns;
+use crate::store::kind::Kind;
+use crate::store::rpm::Rpm;
+use crate::store::rr::{Ping, Rr};
+use crate::store::run::Run;
 use crate::store::{Location, Store};
 
 /// Which campaigns to report on.
@@ -101,7 +101,7 @@ pub fn execute(
             ids.clone()
         }
         Which::Last(n) => {
-            let all = store.campaigns()?;
+            let all = store.campaigns::<Run>()?;
             if all.is_empty() {
                 return Err(UsageError(format!(
                     "there are no campaigns in {} yet: `wirebench run` stores them",
@@ -110,7 +110,7 @@ pub fn execute(
                 .into());
             }
             let skip = all.len().saturating_sub(*n);
-            all[skip..].iter().map(|c| c.id).collect()
+            all[skip..].iter().map(|(c, _)| c.id).collect()
         }
     };
     if opts.run.is_some() && ids.len() > 1 {
@@ -175,30 +175,27 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
     Ok(Report::build(vec![load_one(store, id)?]))
 }
 
-/// A kind of stored sweep `report` reads: where the store keeps it, what its heading says of
-/// it, its document and its JSON. Its flag, nouns and command follow from [`SweepKind::KIND`];
-/// everything else of `report --dns|--rr|--rpm` is written once, in [`execute_sweep`].
-pub trait SweepKind {
-    /// What the store gives back for one campaign (without results).
-    type Info;
-    /// One stored result.
-    type Item;
-    /// The kind of campaign `report` asks for (`--rr` also reads ping sweeps).
-    const KIND: CampaignKind;
+/// A kind of stored sweep `report` reads: the store's kind ([`Kind`]: where it is kept, its
+/// plan, results and info), and what its heading says of it, its document and its JSON. Its
+/// flag, nouns and command follow from [`Kind::KIND`]; everything else of
+/// `report --dns|--rr|--rpm` is written once, in [`execute_sweep`].
+pub trait SweepKind: Kind + Sized {
     /// The newest campaign's id.
-    fn last_id(store: &Store) -> Result<Option<i64>>;
+    fn last_id(store: &Store) -> Result<Option<i64>> {
+        store.last_id::<Self>()
+    }
     /// One campaign, `None` when there is no such id.
-    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>>;
-    /// Its results in run order.
-    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>>;
+    fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
+        store.campaign::<Self>(id)
+    }
     /// What every sweep's heading says of it.
     fn about(info: &Self::Info) -> About<'_>;
     /// What ran, after the heading's status: " against …", ": name type to resolver".
     fn what(info: &Self::Info) -> String;
     /// Its report document.
-    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document>;
+    fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document>;
     /// Its JSON document, as the command's `--json` printed it.
-    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize;
+    fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize;
 }
 
 /// What the heading of every kind of stored sweep says of it.
@@ -216,29 +213,10 @@ pub struct About<'a> {
     pub host_name: Option<&'a str>,
 }
 
-/// `report --dns`.
-pub struct Dns;
-/// `report --rr`.
-pub struct Rr;
-/// `report --rpm`.
-pub struct Rpm;
-
 impl SweepKind for Dns {
-    type Info = DnsCampaignInfo;
-    type Item = DnsResult;
-    const KIND: CampaignKind = CampaignKind::Dns;
-    fn last_id(store: &Store) -> Result<Option<i64>> {
-        store.last_dns_campaign_id()
-    }
-    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
-        store.dns_campaign(id)
-    }
-    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
-        store.dns_results(id)
-    }
     fn about(info: &Self::Info) -> About<'_> {
         About {
-            kind: Self::KIND,
+            kind: info.kind,
             id: info.id,
             status: info.status,
             started_at_unix_s: info.campaign.started_at_unix_s,
@@ -249,10 +227,10 @@ impl SweepKind for Dns {
         let c = &info.campaign;
         format!(": {} {} to {}", c.name, c.record_type, c.resolver)
     }
-    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+    fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
         report::dns::document(heading, results)
     }
-    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+    fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         let c = info.campaign;
         DnsDocument {
             schema_version: DNS_SCHEMA_VERSION,
@@ -265,26 +243,21 @@ impl SweepKind for Dns {
     }
 }
 
+/// `report --rr` reads ping sweeps too: they are stored in the rr sweeps' table.
 impl SweepKind for Rr {
-    type Info = RrCampaignInfo;
-    type Item = RrResult;
-    const KIND: CampaignKind = CampaignKind::Rr;
     fn last_id(store: &Store) -> Result<Option<i64>> {
-        store.last_rr_campaign_id()
+        Ok(store.last_id::<Rr>()?.max(store.last_id::<Ping>()?))
     }
-    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
-        store.rr_campaign(id)
-    }
-    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
-        store.rr_results(id)
+    fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
+        match store.campaign::<Rr>(id)? {
+            Some(info) => Ok(Some(info)),
+            None => store.campaign::<Ping>(id),
+        }
     }
     fn about(info: &Self::Info) -> About<'_> {
         About {
             // `ping` is stored as an rr-like sweep; its report says which it was.
-            kind: match info.kind {
-                CampaignKind::Ping => CampaignKind::Ping,
-                _ => Self::KIND,
-            },
+            kind: info.kind,
             id: info.id,
             status: info.status,
             started_at_unix_s: info.campaign.started_at_unix_s,
@@ -294,16 +267,13 @@ impl SweepKind for Rr {
     fn what(info: &Self::Info) -> String {
         format!(" against {}", info.campaign.server)
     }
-    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+    fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
         report::rr::document(heading, results)
     }
-    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+    fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         RrDocument {
             schema_version: RR_SCHEMA_VERSION,
-            command: match info.kind {
-                CampaignKind::Ping => "ping".into(),
-                _ => "rr".into(),
-            },
+            command: info.kind.name().into(),
             server: info.campaign.server,
             results,
         }
@@ -311,21 +281,9 @@ impl SweepKind for Rr {
 }
 
 impl SweepKind for Rpm {
-    type Info = RpmCampaignInfo;
-    type Item = RpmResult;
-    const KIND: CampaignKind = CampaignKind::Rpm;
-    fn last_id(store: &Store) -> Result<Option<i64>> {
-        store.last_rpm_campaign_id()
-    }
-    fn info(store: &Store, id: i64) -> Result<Option<Self::Info>> {
-        store.rpm_campaign(id)
-    }
-    fn results(store: &Store, id: i64) -> Result<Vec<Self::Item>> {
-        store.rpm_results(id)
-    }
     fn about(info: &Self::Info) -> About<'_> {
         About {
-            kind: Self::KIND,
+            kind: info.kind,
             id: info.id,
             status: info.status,
             started_at_unix_s: info.campaign.started_at_unix_s,
@@ -340,10 +298,10 @@ impl SweepKind for Rpm {
             report::rpm::direction_words(c.direction)
         )
     }
-    fn document(heading: SweepHeading, results: &[Self::Item]) -> std::io::Result<Document> {
+    fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
         report::rpm::document(heading, results)
     }
-    fn json(info: Self::Info, results: Vec<Self::Item>) -> impl Serialize {
+    fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         RpmCampaignDocument::new(info, results)
     }
 }
@@ -380,14 +338,18 @@ pub fn execute_sweep<K: SweepKind>(
             ))
         })?,
     };
-    let info = K::info(&store, id)?.ok_or_else(|| {
+    let info = K::find(&store, id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no {noun} {id} in {} (`wirebench {name}` prints the id it stores; \
              `wirebench runs` lists them)",
             db.display()
         ))
     })?;
-    let results = K::results(&store, id)?;
+    let results: Vec<K::Result> = store
+        .results::<K>(id)?
+        .into_iter()
+        .map(|r| r.result)
+        .collect();
     if results.is_empty() {
         return Err(UsageError(format!(
             "{noun} {id} has no stored result to report on (it is {})",
@@ -396,11 +358,7 @@ pub fn execute_sweep<K: SweepKind>(
         .into());
     }
     let mut body = Vec::new();
-    if format == Format::Json {
-        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
-            .context("while writing the JSON")?;
-        body.push(b'\n');
-    } else {
+    if let Some(exporter) = report::sweep_exporter(format) {
         let about = K::about(&info);
         let heading = SweepHeading {
             kind: about.kind.noun(),
@@ -411,7 +369,12 @@ pub fn execute_sweep<K: SweepKind>(
             what: K::what(&info),
         };
         let doc = K::document(heading, &results)?;
-        document::write(&doc, format, &mut body)?;
+        exporter.write(&doc, &mut body)?;
+    } else {
+        // JSON is each kind's own document, as the command's `--json` printed it.
+        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
+            .context("while writing the JSON")?;
+        body.push(b'\n');
     }
     deliver(&body, output, stdout)
 }

@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 use wirebench_core::machine::responsiveness::RpmResult;
 use wirebench_core::record::rpm::NewRpmCampaign;
-use wirebench_core::record::Status;
 
 use crate::commands::embedded;
 use crate::commands::recording::{self, unix_now, Recorder};
@@ -19,6 +18,7 @@ use crate::config::rpm::RpmConfig;
 use crate::config::StoreTarget;
 use crate::flows::relay::RunRelay;
 use crate::flows::rpm::{render, run_rpm_until};
+use crate::store::recording::Ending;
 use crate::store::rpm::Rpm;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 use wirebench_core::vocab::units::duration_ns;
@@ -70,7 +70,11 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
         Err(e) => {
             if let Some(r) = recorder {
                 // The error is what the user needs; the campaign says it failed, and why.
-                r.finish(Status::Failed, Some(&format!("{e:#}")), true, |f, _| {
+                let ending = Ending::Ran {
+                    failed: true,
+                    why: Some(format!("{e:#}")),
+                };
+                r.finish(ending, true, |f, _| {
                     format!("rpm campaign {} is stored as failed", f.id)
                 });
             }
@@ -84,18 +88,16 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
         r.record(1, result.clone());
     }
     if let Some(r) = recorder {
-        let status = match (signal, result.rpm) {
-            (Some(_), _) => Status::Aborted,
-            (None, Some(_)) => Status::Complete,
-            (None, None) => Status::Failed,
-        };
-        let error = match (signal, result.rpm) {
-            (Some(s), _) => Some(s.reason()),
-            (None, None) => Some("no RPM could be computed".to_string()),
-            _ => None,
+        let ending = match (signal, result.rpm) {
+            (Some(s), _) => Ending::Stopped(s.reason()),
+            (None, Some(_)) => Ending::complete(),
+            (None, None) => Ending::Ran {
+                failed: true,
+                why: Some("no RPM could be computed".to_string()),
+            },
         };
         let quiet = cfg.json || signal.is_some();
-        all_stored = r.finish(status, error.as_deref(), quiet, |f, db| match signal {
+        all_stored = r.finish(ending, quiet, |f, db| match signal {
             Some(s) => format!(
                 "{}: rpm campaign {} is stored as aborted in {}, with the intervals that finished",
                 s.reason(),

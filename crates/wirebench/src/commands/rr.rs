@@ -9,12 +9,12 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use wirebench_core::record::count_of;
 use wirebench_core::record::rr::{NewRrCampaign, RrDocument, RrResult, SCHEMA_VERSION};
-use wirebench_core::record::Status;
 use wirebench_core::vocab::plan::Protocol;
 
 use crate::commands::recording::{self, unix_now, Recorder};
 use crate::config::StoreTarget;
 use crate::store::kind::Kind;
+use crate::store::recording::Ending;
 use crate::store::rr::{Ping, Rr};
 use crate::transport::signals::{Ended, Stops};
 
@@ -64,7 +64,7 @@ where
             let reason = signal.reason();
             match recorder {
                 Some(r) => {
-                    r.finish(Status::Aborted, Some(&reason), true, |f, _| {
+                    r.finish(Ending::Stopped(reason.clone()), true, |f, _| {
                         format!(
                             "{reason}: {noun} {} is stored as aborted, with the results that finished",
                             f.id
@@ -84,12 +84,11 @@ where
         print!("{}", crate::report::rr::sweep_table(&results));
     }
     if let Some(r) = recorder {
-        let status = if ok && broken.is_none() {
-            Status::Complete
-        } else {
-            Status::Failed
+        let ending = Ending::Ran {
+            failed: !ok,
+            why: None,
         };
-        all_stored = r.finish(status, broken.as_deref(), cfg.json, |f, db| {
+        all_stored = r.finish(ending, cfg.json, |f, db| {
             format!(
                 "stored as {noun} {} in {} (table and chart: wirebench report --rr {} --format html -o rr.html)",
                 f.id,

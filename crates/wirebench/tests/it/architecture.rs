@@ -2,8 +2,10 @@
 //! folder it sits in under `crates/wirebench/src` (`flows/client.rs` is in `flows`); every
 //! `crate::` path must point to a lower layer, or to a sibling unit of the same layer where the
 //! layer allows it, and no two units may import each other through any path. Nothing but
-//! `lib.rs` and `main.rs` sits beside the layer folders, and `wirebench-core` stays pure. A
-//! failure names the file, the line and the rule.
+//! `lib.rs` and `main.rs` sits beside the layer folders, the leaves (store, output, report) are
+//! crates that depend on no workspace crate but `wirebench-core`, with no two of their units
+//! importing each other, and `wirebench-core` stays pure. A failure names the file, the line
+//! and the rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,9 +23,17 @@ const LAYERS: &[(&str, bool)] = &[
     ("transport", true),
 ];
 
-/// Renderers and the store: they see the result model in `wirebench-core` and nothing of the
-/// crate (commands load records from the store and hand them to them).
+/// Renderers and the store: crates of their own that see the result model in `wirebench-core`
+/// and nothing of the shell (commands load records from the store and hand them to them); the
+/// shell re-exports each under its name here (`crate::store` is `wirebench_store`).
 const LEAVES: &[&str] = &["store", "output", "report"];
+
+/// The folder of a leaf's crate under `crates/`.
+fn leaf_crate(leaf: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(format!("wirebench-{leaf}"))
+}
 
 /// The layers that may reach the leaves: commands wire them together; config resolves the
 /// store's default location.
@@ -229,7 +239,14 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
         let Some(from) = place_of_file(rel) else {
             continue;
         };
-        if layer_index(&from.layer).is_none() && !LEAVES.contains(&from.layer.as_str()) {
+        if LEAVES.contains(&from.layer.as_str()) {
+            wrong.push(format!(
+                "src/{rel}: `{}` is the crate crates/wirebench-{}, not a folder of the shell",
+                from.layer, from.layer
+            ));
+            continue;
+        }
+        if layer_index(&from.layer).is_none() {
             wrong.push(format!(
                 "src/{rel}: `{}` is neither a layer nor a leaf of tests/it/architecture.rs and docs/architecture.md",
                 from.layer
@@ -242,7 +259,7 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
             if to.layer == from.layer {
                 let siblings = layer_index(&from.layer).is_some_and(|i| LAYERS[i].1);
                 let same_unit = to.unit.is_none() || from.unit.is_none() || to.unit == from.unit;
-                if !siblings && !same_unit && !LEAVES.contains(&from.layer.as_str()) {
+                if !siblings && !same_unit {
                     wrong.push(format!(
                         "{at}: {} imports crate::{}: units of the {} layer do not import each other",
                         from.name(),
@@ -250,14 +267,6 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
                         from.layer
                     ));
                 }
-                continue;
-            }
-            if LEAVES.contains(&from.layer.as_str()) {
-                wrong.push(format!(
-                    "{at}: {} imports crate::{}, but store, output and report import nothing of the crate (only wirebench_core)",
-                    from.name(),
-                    to.name()
-                ));
                 continue;
             }
             if LEAVES.contains(&to.layer.as_str()) {
@@ -381,8 +390,8 @@ fn only_the_crate_root_sits_beside_the_layers() {
     );
     for folder in folders {
         assert!(
-            layer_index(&folder).is_some() || LEAVES.contains(&folder.as_str()),
-            "src/{folder}/ is not a layer of tests/it/architecture.rs"
+            layer_index(&folder).is_some(),
+            "src/{folder}/ is not a layer of tests/it/architecture.rs (store, output and report are crates)"
         );
     }
 }
@@ -420,7 +429,8 @@ fn the_checker_sees_imports_groups_and_circles() {
             "flows::server"
         ]
     );
-    // An injected upward import and a leaf reaching up are caught, with file and line.
+    // An injected upward import and a leaf put back as a folder of the shell are caught, with
+    // file and line.
     let files = vec![
         (
             "engine/stream.rs".to_string(),
@@ -444,7 +454,7 @@ fn the_checker_sees_imports_groups_and_circles() {
     assert!(wrong[0].starts_with(
         "src/engine/stream.rs:2: engine::stream (layer engine) imports crate::flows::client"
     ));
-    assert!(wrong[1].starts_with("src/report/chart.rs:1"));
+    assert!(wrong[1].starts_with("src/report/chart.rs: `report` is the crate"));
     assert!(wrong[2].starts_with("src/runner/mod.rs:1"));
     // Siblings of one layer importing each other both ways make a circle.
     let circle = vec![
@@ -466,6 +476,118 @@ fn the_checker_sees_imports_groups_and_circles() {
             "flows::a".into()
         ])
     );
+}
+
+/// The dependencies a manifest names in its dependency tables (`[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]`, target-specific ones too), by name.
+fn manifest_dependencies(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(table) = line.strip_prefix('[') {
+            in_deps = table.trim_end_matches(']').ends_with("dependencies");
+            continue;
+        }
+        if in_deps {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The package names of the workspace's members, read from the root manifest.
+fn workspace_packages() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("root manifest");
+    let members = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("a members list");
+    members
+        .split(',')
+        .map(|m| m.split('#').next().unwrap_or("").trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            let text = std::fs::read_to_string(root.join(m).join("Cargo.toml")).expect("manifest");
+            let name = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = "))
+                .expect("a package name");
+            name.trim_matches('"').to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_leaf_crates_depend_only_on_the_core() {
+    let members = workspace_packages();
+    assert!(members.iter().any(|m| m == "wirebench-core"), "{members:?}");
+    let mut wrong = Vec::new();
+    for leaf in LEAVES {
+        let manifest = leaf_crate(leaf).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).expect("leaf manifest");
+        assert!(manifest_dependencies(&text).contains(&"wirebench-core".to_string()));
+        for dep in manifest_dependencies(&text) {
+            if dep != "wirebench-core" && (members.contains(&dep) || dep.starts_with("wirebench")) {
+                wrong.push(format!(
+                    "crates/wirebench-{leaf}/Cargo.toml depends on {dep}"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a leaf depends on a workspace crate other than wirebench-core:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// A leaf crate's sources as if they were a folder `leaf/` of the shell, for the unit graph:
+/// `lib.rs` is the folder's root, and its top-level files' `super::` (the crate root) and every
+/// `crate::` path name `crate::leaf::…`. Unit tests (after `#[cfg(test)]`) are left out: their
+/// `super::` is their own module.
+fn leaf_sources(leaf: &str) -> Vec<(String, String)> {
+    let root = leaf_crate(leaf).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&root).expect("under src");
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let text = std::fs::read_to_string(&f).expect("source readable");
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let top = parts.len() == 1 || (parts.len() == 2 && parts[1] == "mod.rs");
+            let mut code = code.replace("crate::", &format!("crate::{leaf}::"));
+            if top {
+                code = code.replace("super::", &format!("crate::{leaf}::"));
+            }
+            let rel = match parts.as_slice() {
+                [only] if only == "lib.rs" => format!("{leaf}/mod.rs"),
+                _ => format!("{leaf}/{}", parts.join("/")),
+            };
+            (rel, code)
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_units_of_a_leaf_crate_import_each_other() {
+    for leaf in LEAVES {
+        let files = leaf_sources(leaf);
+        assert!(files.len() > 1, "{leaf}: no sources");
+        if let Some(cycle) = find_cycle(&unit_graph(&files)) {
+            panic!("import circle in wirebench-{leaf}: {}", cycle.join(" → "));
+        }
+    }
 }
 
 /// `wirebench-core` is pure: outside its tests it opens no socket or file, reads no clock and

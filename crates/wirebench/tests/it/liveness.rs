@@ -14,6 +14,7 @@ use wirebench_core::record::Status;
 
 use crate::cli::start_server;
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::run::Run;
 
 /// How long a client may take to notice its server is gone (the bound).
 const NOTICE_LIMIT: Duration = Duration::from_secs(3);
@@ -88,7 +89,7 @@ async fn client_notices_a_killed_server(args: &[&str]) {
     assert!(err.contains("the server is gone"), "{err}");
     assert!(err.contains("stored as aborted"), "{err}");
     let store = Store::open(&db.0).unwrap();
-    let c = store.campaign(1).unwrap().expect("the campaign");
+    let c = store.campaign::<Run>(1).unwrap().expect("the campaign");
     assert_eq!(
         (c.status, c.stored_runs, c.aborted_runs),
         (Status::Failed, 0, 1)
@@ -214,7 +215,7 @@ async fn sigterm_and_sighup_store_the_run_in_flight_and_abort_the_campaign() {
         assert_eq!(out.status.code(), Some(code), "{name}: {err}");
         assert!(err.contains(&format!("interrupted ({name})")), "{err}");
         let store = Store::open(&db.0).unwrap();
-        let c = store.campaign(1).unwrap().expect("the campaign");
+        let c = store.campaign::<Run>(1).unwrap().expect("the campaign");
         assert_eq!(
             (c.status, c.stored_runs, c.aborted_runs),
             (Status::Aborted, 0, 1),

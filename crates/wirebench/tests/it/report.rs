@@ -311,7 +311,7 @@ async fn report_to_a_file_twice_gives_the_same_bytes() {
 
 #[test]
 fn html_escapes_what_the_store_holds() {
-    use wirebench::report::html::escape;
+    use wirebench::report::markup::escape;
     assert_eq!(
         escape("<b>\"x\" & 'y'</b>"),
         "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;"

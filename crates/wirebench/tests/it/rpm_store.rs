@@ -14,6 +14,7 @@ use wirebench_core::record::Status;
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::rpm::Rpm;
 
 /// A short live test: download load, two flows, 250 ms intervals, at most 2 s of load, through
 /// a 20 Mbit/s relay (an unthrottled loopback load would take both CPUs from the tests that
@@ -59,12 +60,17 @@ async fn live_rpm_tests_are_stored_listed_reported_and_compared() {
         let store = Store::open(&db.0).unwrap();
         let mut samples = Vec::new();
         for id in 1..=2 {
-            let info = store.rpm_campaign(id).unwrap().expect("stored");
+            let info = store.campaign::<Rpm>(id).unwrap().expect("stored");
             assert_eq!(info.status, Status::Complete);
             assert_eq!(info.campaign.max_flows, 2);
             assert_eq!(info.campaign.interval_ns, 250_000_000);
             assert!(info.finished_at_unix_s.is_some());
-            let results = store.rpm_results(id).unwrap();
+            let results = store
+                .results::<Rpm>(id)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.result)
+                .collect::<Vec<_>>();
             assert_eq!(results.len(), 1);
             let r = &results[0];
             assert!(r.rpm.is_some() && !r.intervals.is_empty(), "{r:?}");
@@ -165,11 +171,11 @@ fn fixture() -> (NewRpmCampaign, RpmResult) {
 }
 
 fn store_campaign(db: &TempPath, c: &NewRpmCampaign, r: &RpmResult) -> i64 {
-    let mut store = Store::open(&db.0).unwrap();
-    let id = store.begin_rpm_campaign(c).unwrap();
-    store.add_rpm_result(id, 1, r).unwrap();
+    let store = Store::open(&db.0).unwrap();
+    let id = store.begin::<Rpm>(c).unwrap().id;
+    store.record::<Rpm>(id, 1, r).unwrap();
     store
-        .finish_rpm_campaign(id, Status::Complete, c.started_at_unix_s + 20)
+        .finish::<Rpm>(id, Status::Complete, c.started_at_unix_s + 20, None)
         .unwrap();
     id
 }
@@ -185,8 +191,16 @@ async fn a_stored_rpm_campaign_reports_as_its_snapshots() {
         let id = store_campaign(&db, &campaign, &result);
         {
             let store = Store::open(&db.0).unwrap();
-            assert_eq!(store.rpm_results(id).unwrap(), vec![result.clone()]);
-            let info = store.rpm_campaign(id).unwrap().unwrap();
+            assert_eq!(
+                store
+                    .results::<Rpm>(id)
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.result)
+                    .collect::<Vec<_>>(),
+                vec![result.clone()]
+            );
+            let info = store.campaign::<Rpm>(id).unwrap().unwrap();
             assert_eq!(info.campaign, campaign);
         }
         for (format, file) in [
@@ -353,7 +367,7 @@ async fn sigterm_stores_the_test_as_aborted() {
             let begun = db.0.exists()
                 && Store::open(&db.0)
                     .ok()
-                    .and_then(|s| s.rpm_campaign(1).ok().flatten())
+                    .and_then(|s| s.campaign::<Rpm>(1).ok().flatten())
                     .is_some_and(|c| c.status == Status::Running);
             if begun {
                 break;
@@ -373,9 +387,14 @@ async fn sigterm_stores_the_test_as_aborted() {
         assert!(err.contains("rpm campaign 1 is stored as aborted"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(30));
         let store = Store::open(&db.0).unwrap();
-        let info = store.rpm_campaign(1).unwrap().expect("the campaign");
+        let info = store.campaign::<Rpm>(1).unwrap().expect("the campaign");
         assert_eq!(info.status, Status::Aborted);
-        let results = store.rpm_results(1).unwrap();
+        let results = store
+            .results::<Rpm>(1)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.result)
+            .collect::<Vec<_>>();
         assert_eq!(results.len(), 1);
         assert!(
             results[0]

@@ -12,6 +12,7 @@ use wirebench_core::record::Status;
 use crate::cli::{stderr, wirebench};
 use crate::postgres::{backends, TestDb};
 use crate::support::TempPath;
+use wirebench::store::rr::Rr;
 
 /// A live sweep over UDP and TCP at K = 1 and 4 is stored result by result: `runs` lists it,
 /// every result reads back with sent = answered + lost, and `report --rr` prints its table.
@@ -45,13 +46,18 @@ async fn a_live_rr_sweep_is_stored_and_reported_on(db: &TestDb) {
     assert!(text.contains("stored as rr sweep 1"), "{text}");
     assert!(text.contains("requests in flight sweep"), "{text}");
     let store = db.open();
-    let results = store.rr_results(1).unwrap();
+    let results = store
+        .results::<Rr>(1)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.result)
+        .collect::<Vec<_>>();
     assert_eq!(results.len(), 4);
     for r in &results {
         assert_eq!(r.sent, 2 * 50, "{r:?}");
         assert_eq!(r.answered + r.lost, r.sent, "{r:?}");
     }
-    let info = store.rr_campaign(1).unwrap().unwrap();
+    let info = store.campaign::<Rr>(1).unwrap().unwrap();
     assert_eq!(info.status, Status::Complete);
     assert_eq!(info.campaign.concurrency, "1,4");
     drop(store);
@@ -94,9 +100,9 @@ async fn a_stored_sweep_reports_loss_against_retransmissions_on(db: &TestDb) {
     .unwrap();
     let results: Vec<RrResult> = serde_json::from_value(fixture["results"].clone()).unwrap();
     {
-        let mut store = db.open();
+        let store = db.open();
         let id = store
-            .begin_rr_campaign(&NewRrCampaign {
+            .begin::<Rr>(&NewRrCampaign {
                 started_at_unix_s: 1_700_000_000,
                 server: "embedded 127.0.0.1:40000".into(),
                 protocols: "udp,tcp".into(),
@@ -108,15 +114,24 @@ async fn a_stored_sweep_reports_loss_against_retransmissions_on(db: &TestDb) {
                 host_name: Some("testhost".into()),
                 wirebench_version: "0.1.0".into(),
             })
-            .unwrap();
+            .unwrap()
+            .id;
         for (i, r) in results.iter().enumerate() {
-            store.add_rr_result(id, i as u64 + 1, r).unwrap();
+            store.record::<Rr>(id, i as u64 + 1, r).unwrap();
         }
         store
-            .finish_rr_campaign(id, Status::Complete, 1_700_000_060)
+            .finish::<Rr>(id, Status::Complete, 1_700_000_060, None)
             .unwrap();
         assert_eq!(
-            serde_json::to_value(store.rr_results(id).unwrap()).unwrap(),
+            serde_json::to_value(
+                store
+                    .results::<Rr>(id)
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.result)
+                    .collect::<Vec<_>>()
+            )
+            .unwrap(),
             fixture["results"],
             "stored results read back unchanged"
         );
@@ -216,7 +231,7 @@ async fn sigterm_stores_the_sweep_as_aborted() {
         assert_eq!(out.status.code(), Some(143), "{err}");
         assert!(err.contains("rr sweep 1 is stored as aborted"), "{err}");
         let store = Store::open(&db.0).unwrap();
-        let info = store.rr_campaign(1).unwrap().expect("the sweep");
+        let info = store.campaign::<Rr>(1).unwrap().expect("the sweep");
         assert_eq!(info.status, Status::Aborted);
         assert!(info.finished_at_unix_s.is_some());
     })
@@ -265,7 +280,7 @@ async fn store_copy_carries_an_rr_sweep_once() {
                 );
             }
             assert_eq!(report(&to).await, original);
-            assert_eq!(to.open().rr_results(1).unwrap().len(), 2);
+            assert_eq!(to.open().results::<Rr>(1).unwrap().len(), 2);
         }
     })
     .await

@@ -16,6 +16,7 @@ use wirebench_core::record::Status;
 use crate::cli::{stderr, wirebench};
 use crate::postgres::{backends, TestDb};
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::run::Run;
 
 /// `wirebench ARGS` with its own data directory (where spool files may go) and environment.
 fn spawn(args: &[&str], data_home: &TempPath, env: &[(&str, &str)]) -> Child {
@@ -168,7 +169,7 @@ async fn a_busy_store_is_waited_for_and_every_run_stored() {
                 db.name()
             );
             let store = db.open();
-            let c = store.campaign(1).unwrap().unwrap();
+            let c = store.campaign::<Run>(1).unwrap().unwrap();
             assert_eq!(
                 (c.status, c.stored_runs),
                 (Status::Complete, 2),
@@ -241,7 +242,7 @@ async fn a_store_busy_past_the_wait_keeps_the_runs_until_the_next_open() {
             );
             assert!(text.contains("complete") && text.contains("2/2"), "{text}");
             assert!(!spool.exists(), "the spool file is gone once stored");
-            let c = db.open().campaign(1).unwrap().unwrap();
+            let c = db.open().campaign::<Run>(1).unwrap().unwrap();
             assert_eq!(
                 (c.status, c.stored_runs),
                 (Status::Complete, 2),
@@ -288,7 +289,7 @@ async fn a_stop_signal_does_not_wait_for_a_busy_store() {
         held.release();
         let listed = run_with(&["runs", "--db", db.arg()], &data_home).await;
         assert!(listed.status.success(), "{}", stderr(&listed));
-        let c = db.open().campaign(1).unwrap().unwrap();
+        let c = db.open().campaign::<Run>(1).unwrap().unwrap();
         assert_eq!(c.status, Status::Aborted, "{said}");
         assert!(!spool.exists());
     })
@@ -376,7 +377,7 @@ async fn killed_rr_rpm_and_dns_campaigns_are_marked_interrupted() {
         while !(db.0.exists()
             && Store::open(&db.0)
                 .ok()
-                .and_then(|s| s.rpm_campaign(1).ok().flatten())
+                .and_then(|s| s.campaign::<Rpm>(1).ok().flatten())
                 .is_some())
         {
             assert!(Instant::now() < deadline, "the rpm campaign never began");
@@ -442,7 +443,12 @@ async fn eight_writers_make_one_new_store_at_once() {
                 assert!(out.status.success(), "round {round}: {}", stderr(&out));
             }
             let store = Store::open(&db.0).unwrap();
-            let campaigns = store.campaigns().unwrap();
+            let campaigns = store
+                .campaigns::<Run>()
+                .unwrap()
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect::<Vec<_>>();
             assert_eq!(campaigns.len(), 8, "round {round}");
             assert!(campaigns.iter().all(|c| c.status == Status::Complete));
         }
@@ -548,7 +554,11 @@ async fn a_full_disk_ends_the_campaign_failed_and_keeps_its_runs() {
         std::fs::remove_file(&filler).unwrap();
         let listed = run_with(&["runs", "--db", db_arg], &data_home).await;
         assert!(listed.status.success(), "{}", stderr(&listed));
-        let c = Store::open(&db).unwrap().campaign(1).unwrap().unwrap();
+        let c = Store::open(&db)
+            .unwrap()
+            .campaign::<Run>(1)
+            .unwrap()
+            .unwrap();
         assert_eq!(c.status, Status::Failed);
         assert_eq!(
             c.stored_runs as usize, printed,

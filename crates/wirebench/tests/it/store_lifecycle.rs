@@ -176,9 +176,9 @@ fn every_kind_moves_between_stores_whole_and_once() {
                 "{kind:?}: {again:?}"
             );
         }
-        assert_eq!(third.rr_results(1).unwrap().len(), 6);
+        assert_eq!(third.results::<Rr>(1).unwrap().len(), 6);
         assert_eq!(
-            third.rr_campaign(2).unwrap().unwrap().kind,
+            third.campaign::<Ping>(2).unwrap().unwrap().kind,
             CampaignKind::Ping
         );
         assert_eq!(third.get::<Dns>(1).unwrap().unwrap().0.origin, "import");
@@ -299,7 +299,7 @@ async fn copy_and_import_mid_run_bring_the_campaign_up_to_date() {
             .map(TestDb::open)
             .chain([Store::open(&imported.0).unwrap()])
         {
-            let c = store.campaign(1).unwrap().unwrap();
+            let c = store.campaign::<Run>(1).unwrap().unwrap();
             assert_eq!(c.status, Status::Running);
             assert!((1..6).contains(&c.stored_runs), "{c:?}");
         }
@@ -328,7 +328,7 @@ async fn copy_and_import_mid_run_bring_the_campaign_up_to_date() {
         );
         let c = Store::open(&imported.0)
             .unwrap()
-            .campaign(1)
+            .campaign::<Run>(1)
             .unwrap()
             .unwrap();
         assert_eq!((c.status, c.stored_runs), (Status::Complete, 6));
@@ -350,12 +350,17 @@ async fn ping_is_stored_as_an_rr_like_sweep() {
             assert!(out.status.success(), "{}", stderr(&out));
             assert!(text.contains("stored as ping sweep 1 in "), "{text}");
             let store = db.open();
-            let info = store.rr_campaign(1).unwrap().expect("stored");
+            let info = store.campaign::<Ping>(1).unwrap().expect("stored");
             assert_eq!(
                 (info.kind, info.status),
                 (CampaignKind::Ping, Status::Complete)
             );
-            let results = store.rr_results(1).unwrap();
+            let results = store
+                .results::<Rr>(1)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.result)
+                .collect::<Vec<_>>();
             assert_eq!(results.len(), 1);
             assert_eq!((results[0].sent, results[0].answered), (5, 5));
             let runs = wirebench(&["runs", "--db", db.arg()]).await;
@@ -428,8 +433,8 @@ fn a_version_8_store_keeps_its_sweeps_through_version_9() {
         (plan.name.as_str(), life.origin.as_str()),
         ("a.test.", "run")
     );
-    assert_eq!(store.dns_results(1).unwrap().len(), 1);
-    let rr = store.rr_campaign(1).unwrap().expect("the rr sweep");
+    assert_eq!(store.results::<Dns>(1).unwrap().len(), 1);
+    let rr = store.campaign::<Rr>(1).unwrap().expect("the rr sweep");
     assert_eq!((rr.kind, rr.status), (CampaignKind::Rr, Status::Running));
     let copy_db = TestDb::sqlite();
     let mut copy = copy_db.open();

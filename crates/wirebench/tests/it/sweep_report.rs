@@ -13,6 +13,8 @@ use wirebench_core::record::Status;
 use crate::browser::{charts_of, check_chart, texts_of};
 use crate::cli::{stderr, wirebench};
 use crate::support::TempPath;
+use wirebench::store::dns::Dns;
+use wirebench::store::rr::Rr;
 
 fn fixture(name: &str) -> Value {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -24,9 +26,9 @@ pub(crate) fn dns_db() -> TempPath {
     let results: Vec<DnsResult> =
         serde_json::from_value(fixture("dns-sweep.json")["results"].clone()).unwrap();
     let db = TempPath::new(".sqlite3");
-    let mut store = Store::open(&db.0).unwrap();
+    let store = Store::open(&db.0).unwrap();
     let id = store
-        .begin_dns_campaign(&NewDnsCampaign {
+        .begin::<Dns>(&NewDnsCampaign {
             started_at_unix_s: 1_700_000_000,
             resolver: "127.0.0.1:5354".into(),
             name: "host.example.test.".into(),
@@ -37,12 +39,13 @@ pub(crate) fn dns_db() -> TempPath {
             host_name: Some("testhost".into()),
             wirebench_version: "0.1.0".into(),
         })
-        .unwrap();
+        .unwrap()
+        .id;
     for (i, r) in results.iter().enumerate() {
-        store.add_dns_result(id, i as u64 + 1, r).unwrap();
+        store.record::<Dns>(id, i as u64 + 1, r).unwrap();
     }
     store
-        .finish_dns_campaign(id, Status::Complete, 1_700_000_060)
+        .finish::<Dns>(id, Status::Complete, 1_700_000_060, None)
         .unwrap();
     db
 }
@@ -52,9 +55,9 @@ pub(crate) fn rr_db() -> TempPath {
     let results: Vec<RrResult> =
         serde_json::from_value(fixture("rr-sweep.json")["results"].clone()).unwrap();
     let db = TempPath::new(".sqlite3");
-    let mut store = Store::open(&db.0).unwrap();
+    let store = Store::open(&db.0).unwrap();
     let id = store
-        .begin_rr_campaign(&NewRrCampaign {
+        .begin::<Rr>(&NewRrCampaign {
             started_at_unix_s: 1_700_000_000,
             server: "embedded 127.0.0.1:40000".into(),
             protocols: "udp,tcp".into(),
@@ -66,12 +69,13 @@ pub(crate) fn rr_db() -> TempPath {
             host_name: Some("testhost".into()),
             wirebench_version: "0.1.0".into(),
         })
-        .unwrap();
+        .unwrap()
+        .id;
     for (i, r) in results.iter().enumerate() {
-        store.add_rr_result(id, i as u64 + 1, r).unwrap();
+        store.record::<Rr>(id, i as u64 + 1, r).unwrap();
     }
     store
-        .finish_rr_campaign(id, Status::Complete, 1_700_000_060)
+        .finish::<Rr>(id, Status::Complete, 1_700_000_060, None)
         .unwrap();
     db
 }
@@ -81,9 +85,9 @@ pub(crate) fn rr_flows_db() -> TempPath {
     let results: Vec<RrResult> =
         serde_json::from_value(fixture("rr-flows.json")["results"].clone()).unwrap();
     let db = TempPath::new(".sqlite3");
-    let mut store = Store::open(&db.0).unwrap();
+    let store = Store::open(&db.0).unwrap();
     let id = store
-        .begin_rr_campaign(&NewRrCampaign {
+        .begin::<Rr>(&NewRrCampaign {
             started_at_unix_s: 1_700_000_000,
             server: "embedded 127.0.0.1:40000".into(),
             protocols: "tcp,udp".into(),
@@ -95,12 +99,13 @@ pub(crate) fn rr_flows_db() -> TempPath {
             host_name: Some("testhost".into()),
             wirebench_version: "0.1.0".into(),
         })
-        .unwrap();
+        .unwrap()
+        .id;
     for (i, r) in results.iter().enumerate() {
-        store.add_rr_result(id, i as u64 + 1, r).unwrap();
+        store.record::<Rr>(id, i as u64 + 1, r).unwrap();
     }
     store
-        .finish_rr_campaign(id, Status::Complete, 1_700_000_060)
+        .finish::<Rr>(id, Status::Complete, 1_700_000_060, None)
         .unwrap();
     db
 }
@@ -215,7 +220,12 @@ async fn rr_sweeps_a_list_of_flows() {
         "one line per protocol × flows: {text}"
     );
     let store = Store::open(&db.0).unwrap();
-    let results = store.rr_results(1).unwrap();
+    let results = store
+        .results::<Rr>(1)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.result)
+        .collect::<Vec<_>>();
     let flows: Vec<(String, u32)> = results
         .iter()
         .map(|r| (r.protocol.as_str().to_string(), r.flows))
@@ -236,7 +246,7 @@ async fn rr_sweeps_a_list_of_flows() {
         assert_eq!(r.sent, 40 * u64::from(r.flows), "{r:?}");
         assert_eq!(r.answered + r.lost, r.sent, "{r:?}");
     }
-    let info = store.rr_campaign(1).unwrap().unwrap();
+    let info = store.campaign::<Rr>(1).unwrap().unwrap();
     assert_eq!((info.campaign.flows, info.campaign.planned_results), (3, 6));
     drop(store);
     let listed = wirebench(&["runs", "--db", db.arg()]).await;

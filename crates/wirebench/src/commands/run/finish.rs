@@ -16,6 +16,7 @@ use wirebench_core::vocab::units::ByteSize;
 use crate::commands::recording::Recorder;
 use crate::report::table;
 use crate::runner::{PlannedRun, RunConfig};
+use crate::store::recording::Ending;
 use crate::store::run::Run;
 use crate::transport::signals::{Ended, StopSignal, Stops};
 
@@ -81,12 +82,11 @@ pub(super) fn finish(
     }
     let all_stored = match s.recorder.take() {
         Some(r) => {
-            let status = if failure.is_some() {
-                Status::Failed
-            } else {
-                Status::Complete
+            let ending = Ending::Ran {
+                failed: failure.is_some(),
+                why: failure.clone(),
             };
-            r.finish(status, failure.as_deref(), cfg.json, |f, db| {
+            r.finish(ending, cfg.json, |f, db| {
                 stored_note(f.id, f.results - aborted, aborted, f.status, db)
             })
         }
@@ -125,7 +125,7 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
         .map_or(0, |r| r.results() - u64::from(aborted_stored));
     if let Some(r) = recorder {
         let aborted = u64::from(aborted_stored);
-        r.finish(Status::Aborted, Some(&reason), cfg.json, |f, db| {
+        r.finish(Ending::Stopped(reason.clone()), cfg.json, |f, db| {
             stored_note(f.id, f.results - aborted, aborted, f.status, db)
         });
     }

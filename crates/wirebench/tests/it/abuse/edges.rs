@@ -19,6 +19,7 @@ use wirebench_core::wire::proto::{ControlMessage, ServerReport};
 use super::{has_raw_control, raw_request, request, signal};
 use crate::cli::{start_server, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::run::Run;
 
 /// A port no one listens on right now (TCP and UDP), for a command that must bind it itself.
 fn free_port() -> u16 {
@@ -316,7 +317,7 @@ async fn a_lying_server_is_stored_as_what_it_is() {
         assert!(err.contains(said), "{err}");
         assert!(!has_raw_control(&out.stdout) && !has_raw_control(&out.stderr), "{err}");
         let store = Store::open(&db.0).unwrap();
-        let c = store.campaign(1).unwrap().expect("the campaign");
+        let c = store.campaign::<Run>(1).unwrap().expect("the campaign");
         assert_eq!((c.status, c.stored_runs, c.aborted_runs), (Status::Failed, 0, 1));
         let details = store.aborted_details(1).unwrap();
         assert!(details[0].reason.as_deref().unwrap_or_default().contains(said), "{details:?}");

@@ -12,6 +12,7 @@ use wirebench_core::wire::dns::{DnsTransport, Question};
 
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::dns::Dns;
 
 #[tokio::test]
 async fn bad_input_gets_one_line_and_exit_status_2() {
@@ -153,8 +154,8 @@ async fn ctrl_c_stores_the_campaign_as_aborted() {
         assert_eq!(out.status.code(), Some(130), "128 + SIGINT: {err}");
         assert!(err.contains("is stored as aborted"), "{err}");
         let store = Store::open(std::path::Path::new(db.arg())).unwrap();
-        let id = store.last_dns_campaign_id().unwrap().expect("a campaign");
-        let info = store.dns_campaign(id).unwrap().unwrap();
+        let id = store.last_id::<Dns>().unwrap().expect("a campaign");
+        let info = store.campaign::<Dns>(id).unwrap().unwrap();
         assert_eq!(info.status, Status::Aborted);
         assert!(info.finished_at_unix_s.is_some());
     })

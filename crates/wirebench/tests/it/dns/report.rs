@@ -9,6 +9,7 @@ use wirebench_core::record::Status;
 use super::assert_matches_dns_schema;
 use crate::cli::{stderr, wirebench};
 use crate::support::TempPath;
+use wirebench::store::dns::Dns;
 
 /// A stored DNS campaign (the results of a real sweep through a lossy relay, kept as a
 /// fixture) reads back unchanged, and `report --dns` renders it: the HTML page with the
@@ -26,9 +27,9 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     assert_eq!(results.len(), 6);
     let db = TempPath::new(".sqlite3");
     let id = {
-        let mut store = Store::open(&db.0).unwrap();
+        let store = Store::open(&db.0).unwrap();
         let id = store
-            .begin_dns_campaign(&NewDnsCampaign {
+            .begin::<Dns>(&NewDnsCampaign {
                 started_at_unix_s: 1_700_000_000,
                 resolver: "127.0.0.1:5354".into(),
                 name: "host.example.test.".into(),
@@ -39,21 +40,27 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
                 host_name: Some("testhost".into()),
                 wirebench_version: "0.1.0".into(),
             })
-            .unwrap();
+            .unwrap()
+            .id;
         for (i, r) in results.iter().enumerate() {
-            store.add_dns_result(id, i as u64 + 1, r).unwrap();
+            store.record::<Dns>(id, i as u64 + 1, r).unwrap();
         }
         store
-            .finish_dns_campaign(id, Status::Complete, 1_700_000_060)
+            .finish::<Dns>(id, Status::Complete, 1_700_000_060, None)
             .unwrap();
-        let back = store.dns_results(id).unwrap();
+        let back = store
+            .results::<Dns>(id)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.result)
+            .collect::<Vec<_>>();
         assert_eq!(
             serde_json::to_value(&back).unwrap(),
             fixture["results"],
             "stored results read back unchanged"
         );
         assert_eq!(
-            store.dns_campaign(id).unwrap().unwrap().status,
+            store.campaign::<Dns>(id).unwrap().unwrap().status,
             Status::Complete
         );
         id

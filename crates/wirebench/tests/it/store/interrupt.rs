@@ -11,6 +11,7 @@ use wirebench_core::record::Status;
 use super::runs_of;
 use crate::cli::{stderr, wirebench};
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::run::Run;
 
 /// Stops a running campaign with `signal` once three runs are printed; returns how many runs
 /// were printed in all, the exit code, and the store.
@@ -110,7 +111,7 @@ async fn interrupt_after_k_runs_leaves_k_runs_and_an_aborted_campaign() {
             ("tcp", "saw")
         );
         assert_eq!((a.params.msg_size, a.params.total_bytes), (1000, 2_000_000));
-        let c = store.campaign(1).unwrap().unwrap();
+        let c = store.campaign::<Run>(1).unwrap().unwrap();
         assert_eq!((c.stored_runs, c.aborted_runs), (stored as u64, 1));
         drop(store);
         // Reports and exports hold the finished runs only; `show` lists the aborted one last.
@@ -172,7 +173,11 @@ async fn a_killed_campaign_keeps_its_finished_runs() {
         assert!(listed.contains("interrupted"), "{listed}");
         let (status, stored) = runs_of(&db.0, 1);
         assert_eq!(status, Status::Interrupted);
-        let c = Store::open(&db.0).unwrap().campaign(1).unwrap().unwrap();
+        let c = Store::open(&db.0)
+            .unwrap()
+            .campaign::<Run>(1)
+            .unwrap()
+            .unwrap();
         let error = c.error.unwrap_or_default();
         assert!(error.contains("ended without storing its end"), "{error}");
         let store = Store::open(&db.0).unwrap();

@@ -10,6 +10,9 @@ use wirebench_core::record::{Environment, NewCampaign, Status};
 use super::{fixture_run, parameters, V1_FIXTURE};
 use crate::postgres::{backends, TestDb};
 use crate::support::TempPath;
+use wirebench::store::run::Run;
+use wirebench_core::record::lifecycle::StoredRun;
+use wirebench_core::record::RunRecord;
 
 #[test]
 fn v1_fixture_is_migrated_and_still_readable() {
@@ -19,7 +22,12 @@ fn v1_fixture_is_migrated_and_still_readable() {
         .expect("fixture loads");
     let store = Store::open(&db.0).expect("v1 store opens");
     assert_eq!(store.schema_version().unwrap(), schema::CURRENT_VERSION);
-    let campaigns = store.campaigns().unwrap();
+    let campaigns = store
+        .campaigns::<Run>()
+        .unwrap()
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect::<Vec<_>>();
     assert_eq!(campaigns.len(), 1);
     let c = &campaigns[0];
     assert_eq!(
@@ -50,7 +58,16 @@ fn v1_fixture_is_migrated_and_still_readable() {
     drop(store);
     // Opening again is a no-op: nothing is migrated twice.
     let store = Store::open(&db.0).expect("reopens");
-    assert_eq!(store.campaigns().unwrap().len(), 1);
+    assert_eq!(
+        store
+            .campaigns::<Run>()
+            .unwrap()
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect::<Vec<_>>()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -61,9 +78,9 @@ fn runs_are_committed_one_by_one_and_bad_writes_change_nothing() {
 }
 
 fn runs_are_committed_one_by_one(db: &TestDb) {
-    let mut store = db.open();
+    let store = db.open();
     let id = store
-        .begin_campaign(&NewCampaign {
+        .begin::<Run>(&NewCampaign {
             started_at_unix_s: 1_700_000_000,
             parameters: parameters(),
             planned_runs: 2,
@@ -71,26 +88,40 @@ fn runs_are_committed_one_by_one(db: &TestDb) {
             totals: vec![10_000],
             environment: Environment::default(),
         })
-        .unwrap();
-    assert_eq!(store.campaign(id).unwrap().unwrap().status, Status::Running);
+        .unwrap()
+        .id;
+    assert_eq!(
+        store.campaign::<Run>(id).unwrap().unwrap().status,
+        Status::Running
+    );
     let (point, run) = fixture_run();
-    store.add_run(id, 1, point, &run).unwrap();
+    store
+        .record::<Run>(id, 1, &StoredRun::finished(point, RunRecord::clone(&run)))
+        .unwrap();
     // A second run at the same position is refused and leaves the first as it was.
-    assert!(store.add_run(id, 1, point, &run).is_err());
+    assert!(store
+        .record::<Run>(id, 1, &StoredRun::finished(point, RunRecord::clone(&run)))
+        .is_err());
     // A run for a campaign that does not exist is refused.
-    assert!(store.add_run(id + 7, 1, point, &run).is_err());
+    assert!(store
+        .record::<Run>(
+            id + 7,
+            1,
+            &StoredRun::finished(point, RunRecord::clone(&run))
+        )
+        .is_err());
     assert_eq!(store.runs(id).unwrap(), vec![(point, run.clone())]);
     store
-        .finish_campaign(id, Status::Aborted, 1_700_000_100, Some("interrupted"))
+        .finish::<Run>(id, Status::Aborted, 1_700_000_100, Some("interrupted"))
         .unwrap();
     drop(store);
     let store = db.open();
-    let c = store.campaign(id).unwrap().unwrap();
+    let c = store.campaign::<Run>(id).unwrap().unwrap();
     assert_eq!((c.status, c.stored_runs), (Status::Aborted, 1));
     assert_eq!(c.error.as_deref(), Some("interrupted"));
     assert_eq!(c.finished_at_unix_s, Some(1_700_000_100));
-    assert_eq!(store.last_campaign_id().unwrap(), Some(id));
-    assert!(store.campaign(id + 1).unwrap().is_none());
+    assert_eq!(store.last_id::<Run>().unwrap(), Some(id));
+    assert!(store.campaign::<Run>(id + 1).unwrap().is_none());
 }
 
 #[test]
@@ -135,9 +166,9 @@ fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
     dead_writers_are_marked(&db, 1);
     // PostgreSQL: the same rules, with one finished campaign stored first.
     if let Some(db) = TestDb::postgres() {
-        let mut store = db.open();
+        let store = db.open();
         let id = store
-            .begin_campaign(&NewCampaign {
+            .begin::<Run>(&NewCampaign {
                 started_at_unix_s: 1_600_000_000,
                 parameters: parameters(),
                 planned_runs: 1,
@@ -145,11 +176,14 @@ fn only_campaigns_of_dead_writers_on_this_host_become_interrupted() {
                 totals: vec![10_000],
                 environment: Environment::default(),
             })
-            .unwrap();
+            .unwrap()
+            .id;
         let (point, run) = fixture_run();
-        store.add_run(id, 1, point, &run).unwrap();
         store
-            .finish_campaign(id, Status::Complete, 1_600_000_001, None)
+            .record::<Run>(id, 1, &StoredRun::finished(point, RunRecord::clone(&run)))
+            .unwrap();
+        store
+            .finish::<Run>(id, Status::Complete, 1_600_000_001, None)
             .unwrap();
         drop(store);
         dead_writers_are_marked(&db, id);
@@ -172,7 +206,7 @@ fn dead_writers_are_marked(db: &TestDb, finished: i64) {
     };
     let mut begin = |writer: Option<Writer>| {
         let id = store
-            .begin_campaign(&NewCampaign {
+            .begin::<Run>(&NewCampaign {
                 started_at_unix_s: 1_700_000_000,
                 parameters: parameters(),
                 planned_runs: 2,
@@ -180,7 +214,8 @@ fn dead_writers_are_marked(db: &TestDb, finished: i64) {
                 totals: vec![10_000],
                 environment: Environment::default(),
             })
-            .unwrap();
+            .unwrap()
+            .id;
         if let Some(w) = writer {
             store.claim_campaign(id, &w).unwrap();
         }
@@ -204,7 +239,7 @@ fn dead_writers_are_marked(db: &TestDb, finished: i64) {
     drop(store);
     // The next open marks them.
     let store = db.open();
-    let status = |id| store.campaign(id).unwrap().unwrap().status;
+    let status = |id| store.campaign::<Run>(id).unwrap().unwrap().status;
     assert_eq!(status(live), Status::Running, "this process is alive");
     assert_eq!(
         status(elsewhere),
@@ -215,7 +250,7 @@ fn dead_writers_are_marked(db: &TestDb, finished: i64) {
     if me.host.is_some() {
         assert_eq!(status(dead), Status::Interrupted);
         let why = store
-            .campaign(dead)
+            .campaign::<Run>(dead)
             .unwrap()
             .unwrap()
             .error

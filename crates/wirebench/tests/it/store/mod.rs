@@ -11,6 +11,7 @@ use wirebench::store::Store;
 use wirebench_core::record::{Parameters, Status};
 
 use crate::support::TempPath;
+use wirebench::store::run::Run;
 
 pub(super) const V1_FIXTURE: &str = include_str!("../../fixtures/store-v1.sql");
 
@@ -38,6 +39,6 @@ pub(super) fn fixture_run() -> (
 
 pub(super) fn runs_of(db: impl Into<wirebench::store::Location>, id: i64) -> (Status, usize) {
     let store = Store::open(db).unwrap();
-    let c = store.campaign(id).unwrap().expect("campaign stored");
+    let c = store.campaign::<Run>(id).unwrap().expect("campaign stored");
     (c.status, store.runs(id).unwrap().len())
 }

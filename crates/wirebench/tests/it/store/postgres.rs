@@ -10,6 +10,10 @@ use super::{fixture_run, parameters};
 use crate::cli::{stderr, wirebench};
 use crate::postgres::TestDb;
 use crate::support::{TempPath, TEST_TIMEOUT};
+use wirebench::store::run::Run;
+use wirebench_core::record::lifecycle::StoredRun;
+use wirebench_core::record::AbortedRun;
+use wirebench_core::record::RunRecord;
 
 /// A PostgreSQL database written by a newer wirebench, or holding someone else's tables, is
 /// refused on one line and left as it was; a bad URL is a usage error before anything runs.
@@ -117,7 +121,12 @@ async fn eight_processes_write_campaigns_to_one_postgres_at_once() {
             outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let store = db.open();
-        let campaigns = store.campaigns().unwrap();
+        let campaigns = store
+            .campaigns::<Run>()
+            .unwrap()
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect::<Vec<_>>();
         assert_eq!(campaigns.len(), 8);
         let mut ids: Vec<i64> = campaigns.iter().map(|c| c.id).collect();
         ids.sort_unstable();
@@ -172,9 +181,9 @@ async fn store_copy_moves_history_to_postgres_and_back() {
         let out = wirebench(&["run", "--db", sqlite.arg(), "-l", "1000", "-n", "20000"]).await;
         assert!(out.status.success(), "{}", stderr(&out));
         {
-            let mut store = sqlite.open();
+            let store = sqlite.open();
             let id = store
-                .begin_campaign(&NewCampaign {
+                .begin::<Run>(&NewCampaign {
                     started_at_unix_s: 1_700_000_000,
                     parameters: parameters(),
                     planned_runs: 2,
@@ -182,9 +191,12 @@ async fn store_copy_moves_history_to_postgres_and_back() {
                     totals: vec![10_000],
                     environment: Environment::default(),
                 })
-                .unwrap();
+                .unwrap()
+                .id;
             let (point, run) = fixture_run();
-            store.add_run(id, 1, point, &run).unwrap();
+            store
+                .record::<Run>(id, 1, &StoredRun::finished(point, RunRecord::clone(&run)))
+                .unwrap();
             let params = serde_json::from_value(serde_json::json!({
                 "protocol": "tcp", "mechanism": "stream", "msg_size": 1000, "total_bytes": 10000,
                 "rto_us": null, "rate_bps": null, "grace_us": 250000
@@ -201,10 +213,14 @@ async fn store_copy_moves_history_to_postgres_and_back() {
                 elapsed: std::time::Duration::from_millis(5),
             };
             store
-                .add_stopped_run(id, &aborted, "SIGTERM", Some(so_far))
+                .record::<Run>(
+                    id,
+                    aborted.position,
+                    &StoredRun::aborted(AbortedRun::clone(&aborted), "SIGTERM", Some(so_far)),
+                )
                 .unwrap();
             store
-                .finish_campaign(id, Status::Aborted, 1_700_000_010, Some("stopped"))
+                .finish::<Run>(id, Status::Aborted, 1_700_000_010, Some("stopped"))
                 .unwrap();
         }
         let copy = |from: &TestDb, to: &TestDb| {

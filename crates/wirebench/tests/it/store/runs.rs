@@ -10,6 +10,7 @@ use super::runs_of;
 use crate::cli::{stderr, wirebench};
 use crate::postgres::{backends, TestDb};
 use crate::support::TempPath;
+use wirebench::store::run::Run;
 
 #[tokio::test]
 async fn run_stores_every_run_and_history_reads_it_back() {
@@ -143,7 +144,7 @@ async fn run_json_output_imports() {
         assert!(out.status.success(), "{}", stderr(&out));
         assert_eq!(runs_of(&db.0, 1), (Status::Complete, 1));
         let store = Store::open(&db.0).unwrap();
-        let c = store.campaign(1).unwrap().unwrap();
+        let c = store.campaign::<Run>(1).unwrap().unwrap();
         assert_eq!((c.origin.as_str(), c.stored_runs), ("import", 1));
         assert_eq!(store.runs(1).unwrap()[0].1.server.bytes, 5000);
     })
@@ -182,7 +183,7 @@ async fn a_sweep_runs_in_the_documented_order_and_stores_no_warmups() {
         );
         assert!(text.contains("[32/32]"), "{text}");
         let store = Store::open(&db.0).unwrap();
-        let c = store.campaign(1).unwrap().unwrap();
+        let c = store.campaign::<Run>(1).unwrap().unwrap();
         assert_eq!(
             (c.msg_sizes.as_slice(), c.totals.as_slice()),
             (&[100, 400][..], &[4000, 2000][..])

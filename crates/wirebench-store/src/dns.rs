@@ -1,16 +1,14 @@
 //! `wirebench dns` campaigns in the store (schema version 5: `dns_campaign`, `dns_result`) as a
-//! [`Kind`], and the functions `dns`, `report --dns` and the exporter have always called. Owns
-//! only the layout of those two tables; the records are `wirebench_core::record::dns`.
+//! [`Kind`]. Owns only the layout of those two tables; the records are
+//! `wirebench_core::record::dns`.
 
 use anyhow::{Context, Result};
 
-use wirebench_core::record::dns::{DnsCampaignInfo, DnsResult, NewDnsCampaign};
-use wirebench_core::record::lifecycle::CampaignKind;
-use wirebench_core::record::Status;
+use wirebench_core::record::dns::{DnsResult, NewDnsCampaign};
+use wirebench_core::record::lifecycle::{CampaignKind, Lifecycle, SweepInfo};
 
 use super::kind::{int, Kind};
 use super::sql::{Row, Value};
-use super::Store;
 
 /// `wirebench dns` campaigns.
 pub struct Dns;
@@ -19,6 +17,7 @@ impl Kind for Dns {
     const KIND: CampaignKind = CampaignKind::Dns;
     type Plan = NewDnsCampaign;
     type Result = DnsResult;
+    type Info = SweepInfo<NewDnsCampaign>;
 
     const PLAN_COLUMNS: &'static [&'static str] = &[
         "started_at_unix_s",
@@ -93,71 +92,8 @@ impl Kind for Dns {
     fn read_result(row: &Row, at: usize, _position: u64) -> Result<DnsResult> {
         Ok(serde_json::from_str(&row.text(at + 5)?)?)
     }
-}
 
-impl Store {
-    /// Records a DNS campaign that is starting (status `running`); returns its id.
-    pub fn begin_dns_campaign(&mut self, c: &NewDnsCampaign) -> Result<i64> {
-        Ok(self.begin::<Dns>(c)?.id)
-    }
-
-    /// Commits one finished result of `campaign` (1-based `position` in run order), in one
-    /// transaction.
-    pub fn add_dns_result(&mut self, campaign: i64, position: u64, r: &DnsResult) -> Result<()> {
-        self.record::<Dns>(campaign, position, r)
-    }
-
-    /// Marks a DNS campaign as ended.
-    pub fn finish_dns_campaign(
-        &mut self,
-        campaign: i64,
-        status: Status,
-        finished_at_unix_s: i64,
-    ) -> Result<()> {
-        self.finish::<Dns>(campaign, status, finished_at_unix_s, None)
-    }
-
-    /// One DNS campaign, `None` when there is no such id.
-    pub fn dns_campaign(&self, id: i64) -> Result<Option<DnsCampaignInfo>> {
-        Ok(self
-            .get::<Dns>(id)?
-            .map(|(life, campaign)| DnsCampaignInfo {
-                id: life.id,
-                finished_at_unix_s: life.finished_at_unix_s,
-                status: life.status,
-                campaign,
-            }))
-    }
-
-    /// Every DNS campaign with the number of results stored, oldest first.
-    pub fn dns_campaigns(&self) -> Result<Vec<(DnsCampaignInfo, u64)>> {
-        Ok(self
-            .list::<Dns>()?
-            .into_iter()
-            .map(|(life, campaign)| {
-                let stored = life.stored;
-                let info = DnsCampaignInfo {
-                    id: life.id,
-                    finished_at_unix_s: life.finished_at_unix_s,
-                    status: life.status,
-                    campaign,
-                };
-                (info, stored)
-            })
-            .collect())
-    }
-
-    /// The newest DNS campaign's id.
-    pub fn last_dns_campaign_id(&self) -> Result<Option<i64>> {
-        self.last_id::<Dns>()
-    }
-
-    /// The results of a DNS campaign, in run order.
-    pub fn dns_results(&self, campaign: i64) -> Result<Vec<DnsResult>> {
-        Ok(self
-            .results::<Dns>(campaign)?
-            .into_iter()
-            .map(|r| r.result)
-            .collect())
+    fn info(life: Lifecycle, plan: NewDnsCampaign) -> SweepInfo<NewDnsCampaign> {
+        SweepInfo::new(Self::KIND, life, plan)
     }
 }

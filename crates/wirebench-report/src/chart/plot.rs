@@ -499,7 +499,7 @@ pub fn x_from_zero(desc: String, series: &[Series]) -> Axis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::chart::series::{Mark, Series, COLOURS};
+    use crate::chart::series::{Mark, Series, COLOURS};
 
     #[test]
     fn notes_wrap_at_spaces() {

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::html::escape;
+use super::markup::escape;
 
 /// One column: its heading, the least width it takes in text, and its alignment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +147,9 @@ impl Tabular {
     }
 
     /// CSV: the column names, then one line per row, quoted where a cell needs it; no title or
-    /// notes (a spreadsheet reads the table alone).
+    /// notes (a spreadsheet reads the table alone). The one CSV writer of every report: cells
+    /// are our own text, RFC 4180 quoting is a few lines ([`csv_cell`]), so the `csv` crate
+    /// would add a dependency for nothing it writes differently.
     pub fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
         let names: Vec<String> = self.columns.iter().map(|c| csv_cell(&c.name)).collect();
         writeln!(out, "{}", names.join(","))?;
@@ -156,6 +158,14 @@ impl Tabular {
             writeln!(out, "{}", cells.join(","))?;
         }
         Ok(())
+    }
+
+    /// HTML: the table in a box that scrolls sideways on a narrow screen rather than running
+    /// past the page.
+    pub fn write_wide_html(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "<div class=\"wide\">")?;
+        self.write_html(out)?;
+        writeln!(out, "</div>")
     }
 
     /// HTML: a table with the title as its caption, figures right-aligned, notes under it.

@@ -1,14 +1,13 @@
 //! `wirebench rpm` campaigns in the store (schema version 8: `rpm_campaign`, `rpm_result`) as a
-//! [`Kind`], and the functions `rpm`, `runs`, `report --rpm` and `compare --rpm` have always
-//! called. Owns only the layout of those two tables; the records are
+//! [`Kind`], and the RPM figures `runs` lists without decoding the results. Owns only the layout
+//! of those two tables; the records are
 //! `wirebench_core::record::rpm` and `wirebench_core::machine::responsiveness::RpmResult`.
 
 use anyhow::{Context, Result};
 
 use wirebench_core::machine::responsiveness::{LoadDirection, RpmResult};
-use wirebench_core::record::lifecycle::{CampaignKind, Lifecycle};
-use wirebench_core::record::rpm::{NewRpmCampaign, RpmCampaignInfo};
-use wirebench_core::record::Status;
+use wirebench_core::record::lifecycle::{CampaignKind, Lifecycle, SweepInfo};
+use wirebench_core::record::rpm::NewRpmCampaign;
 
 use super::kind::{int, Kind};
 use super::sql::{args, Row, Value};
@@ -21,6 +20,7 @@ impl Kind for Rpm {
     const KIND: CampaignKind = CampaignKind::Rpm;
     type Plan = NewRpmCampaign;
     type Result = RpmResult;
+    type Info = SweepInfo<NewRpmCampaign>;
 
     const PLAN_COLUMNS: &'static [&'static str] = &[
         "started_at_unix_s",
@@ -93,64 +93,13 @@ impl Kind for Rpm {
     fn read_result(row: &Row, at: usize, _position: u64) -> Result<RpmResult> {
         Ok(serde_json::from_str(&row.text(at + 3)?)?)
     }
-}
 
-/// An rpm campaign's lifecycle and plan as the views read it.
-fn rpm_info(life: Lifecycle, campaign: NewRpmCampaign) -> RpmCampaignInfo {
-    RpmCampaignInfo {
-        id: life.id,
-        finished_at_unix_s: life.finished_at_unix_s,
-        status: life.status,
-        campaign,
+    fn info(life: Lifecycle, plan: NewRpmCampaign) -> SweepInfo<NewRpmCampaign> {
+        SweepInfo::new(Self::KIND, life, plan)
     }
 }
 
 impl Store {
-    /// Records an rpm campaign that is starting (status `running`); returns its id.
-    pub fn begin_rpm_campaign(&mut self, c: &NewRpmCampaign) -> Result<i64> {
-        Ok(self.begin::<Rpm>(c)?.id)
-    }
-
-    /// Commits one finished test of `campaign` (1-based `position` in run order), in one
-    /// transaction.
-    pub fn add_rpm_result(&mut self, campaign: i64, position: u64, r: &RpmResult) -> Result<()> {
-        self.record::<Rpm>(campaign, position, r)
-    }
-
-    /// Marks an rpm campaign as ended.
-    pub fn finish_rpm_campaign(
-        &mut self,
-        campaign: i64,
-        status: Status,
-        finished_at_unix_s: i64,
-    ) -> Result<()> {
-        self.finish::<Rpm>(campaign, status, finished_at_unix_s, None)
-    }
-
-    /// One rpm campaign, `None` when there is no such id.
-    pub fn rpm_campaign(&self, id: i64) -> Result<Option<RpmCampaignInfo>> {
-        Ok(self
-            .get::<Rpm>(id)?
-            .map(|(life, plan)| rpm_info(life, plan)))
-    }
-
-    /// Every rpm campaign with the number of tests stored, oldest first.
-    pub fn rpm_campaigns(&self) -> Result<Vec<(RpmCampaignInfo, u64)>> {
-        Ok(self
-            .list::<Rpm>()?
-            .into_iter()
-            .map(|(life, plan)| {
-                let stored = life.stored;
-                (rpm_info(life, plan), stored)
-            })
-            .collect())
-    }
-
-    /// The newest rpm campaign's id.
-    pub fn last_rpm_campaign_id(&self) -> Result<Option<i64>> {
-        self.last_id::<Rpm>()
-    }
-
     /// The RPM of each test of an rpm campaign, in run order (`None` for a test that measured
     /// none), without decoding the results: what `wirebench runs` lists.
     pub fn rpm_figures(&self, campaign: i64) -> Result<Vec<Option<f64>>> {
@@ -161,14 +110,5 @@ impl Store {
         .iter()
         .map(|row| row.opt_f64(0))
         .collect()
-    }
-
-    /// The tests of an rpm campaign, in run order.
-    pub fn rpm_results(&self, campaign: i64) -> Result<Vec<RpmResult>> {
-        Ok(self
-            .results::<Rpm>(campaign)?
-            .into_iter()
-            .map(|r| r.result)
-            .collect())
     }
 }

@@ -1,19 +1,21 @@
 //! Plain-text report: the "Statistics for ..." tables our users paste into their reports — the
 //! run's headline figures (goodput first, UDP loss where it applies), then the client's and
 //! the server's counts — with median and standard deviation, or the seeds' grid. `run
-//! --repeat` ends with the same tables. Writes only to the writer given.
+//! --repeat` ends with the same tables; and a stored sweep's report as text (heading, lines,
+//! indented tables, figure/value pairs, lists, text charts). Writes only to the writer given.
 
 use std::io::{self, Write};
 
 use wirebench_core::record::summary::ConfigurationSummary;
 
+use super::document::{Block, Document};
 use super::grid::Grid;
-use super::{configuration_caption, metrics, Exporter, Layout, Metric, Report, View};
+use super::model::{configuration_caption, metrics, Exporter, Layout, Metric, Report, View};
 
 /// The text-table exporter.
 pub struct Table;
 
-impl Exporter for Table {
+impl Exporter<Report> for Table {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         match report.campaigns.as_slice() {
             [h] => writeln!(out, "Campaign {} ({})", h.campaign, h.line())?,
@@ -82,6 +84,54 @@ pub fn write_summaries(configs: &[ConfigurationSummary], out: &mut dyn Write) ->
                 )?;
             }
             writeln!(out, "-----")?;
+        }
+    }
+    Ok(())
+}
+
+impl Exporter<Document> for Table {
+    fn write(&self, doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+        sweep(doc, out)
+    }
+}
+
+/// A sweep's report as text.
+fn sweep(doc: &Document, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", doc.heading.line())?;
+    for line in &doc.lines {
+        writeln!(out, "{line}")?;
+    }
+    for s in &doc.sections {
+        if let Some(h) = &s.heading {
+            writeln!(out, "\n{h}:")?;
+        }
+        for b in &s.blocks {
+            match b {
+                Block::Table(t) => {
+                    // A table in a headed section is set apart by a blank line.
+                    if s.heading.is_some() && t.title.is_none() {
+                        writeln!(out)?;
+                    }
+                    t.write_text("  ", out)?;
+                }
+                Block::Pairs(pairs) => {
+                    for (label, value) in pairs {
+                        writeln!(out, "  {label:<20} {value}")?;
+                    }
+                }
+                Block::Chart(_) => {}
+                Block::List(title, items) => {
+                    writeln!(out, "  {title}:")?;
+                    for item in items {
+                        writeln!(out, "  - {item}")?;
+                    }
+                }
+                Block::TextOnly(lines) => {
+                    for line in lines {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+            }
         }
     }
     Ok(())

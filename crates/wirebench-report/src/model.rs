@@ -1,44 +1,30 @@
-//! Reports over one or several campaigns: for every configuration, the summary the result
-//! model computes (goodput, sent rate, time, UDP loss, retransmissions, round trips, both
-//! sides' counts), laid out per configuration or as the seeds' grid (rows = totals or sizes,
-//! columns = protocol × mechanism), and the exporters that write it (one file per format);
-//! the reports of the request sweeps (rr, DNS, rpm) over one document model. Owns the report
-//! layout; must not compute a statistic (`wirebench_core::record` does), open files, read
-//! clocks or know about the store: commands load campaigns and hand them in.
-
-pub mod chart;
-pub mod compare;
-pub mod csv;
-pub mod dns;
-pub mod document;
-pub mod grid;
-pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod rpm;
-pub mod rr;
-pub mod series;
-pub mod table;
-pub mod tabular;
+//! The transfer report's model: the campaigns' headings, one summary per configuration, its
+//! layout and formats, the metrics every exporter prints in one order, and the `Exporter`
+//! trait the format modules implement.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
-use wirebench_core::record::summary::{configuration_keys, ConfigurationSummary};
+use wirebench_core::record::summary::{
+    configuration_keys, ConfigurationSummary, DeliverySummary, SideSummary,
+};
 use wirebench_core::record::{summarise, RunRecord};
 use wirebench_core::vocab::stats::Summary;
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::bitrate_unit;
+
+use super::series;
 
 /// Version of the JSON report's layout. Version 2: configurations are the result model's
 /// summaries (goodput, sent rate, UDP delivery) instead of two throughput views. Version 3:
 /// `campaigns` (one heading per campaign reported) in place of `heading`.
 pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
-/// Writes a report in one format.
-pub trait Exporter {
+/// Writes a report in one format: one exporter per format (`table`, `markdown`, `csv`,
+/// `json`, `html`), for the transfer reports ([`Report`]) and the sweeps' (`Document`) alike.
+pub trait Exporter<R> {
     /// Writes `report` to `out`.
-    fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
+    fn write(&self, report: &R, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// The report formats.
@@ -79,17 +65,6 @@ pub enum Layout {
     /// The seeds' grid: rows are the totals (or message sizes), columns protocol × mechanism,
     /// each cell min / avg / max; one grid of transfer time, one of goodput.
     Grid,
-}
-
-/// The exporter for `format`.
-pub fn exporter(format: Format) -> Box<dyn Exporter> {
-    match format {
-        Format::Table => Box::new(table::Table),
-        Format::Markdown => Box::new(markdown::Markdown),
-        Format::Csv => Box::new(csv::Csv),
-        Format::Json => Box::new(json::Json),
-        Format::Html => Box::new(html::Html),
-    }
 }
 
 /// Which campaign a report is about (already formatted by the caller: no clocks here).
@@ -333,31 +308,84 @@ impl Metric<'_> {
 /// The metrics of a configuration in the order exporters print them: the run's headline
 /// figures (goodput first), then what the client and the server counted.
 pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
-    fn m<'a>(
-        view: View,
-        name: &'static str,
-        unit: &'static str,
-        label: String,
-        scale: f64,
-        shape: Shape,
-        summary: &'a Summary,
-    ) -> Metric<'a> {
-        Metric {
-            view,
-            name,
-            unit,
-            label,
-            scale,
-            shape,
-            summary,
+    let mut out = rate_metrics(c);
+    out.push(metric(
+        View::Run,
+        "time",
+        "s",
+        "Time (s)".into(),
+        1.0,
+        Shape::Decimals(4),
+        &c.seconds,
+    ));
+    if let Some(d) = &c.delivery {
+        out.extend(delivery_metrics(d));
+    }
+    // UDP streaming's retransmission rate is its loss, shown above already.
+    let udp_stream =
+        c.delivery.is_some() && c.key.mechanism == wirebench_core::vocab::plan::Mechanism::Stream;
+    if let Some(s) = c.retrans_rate.as_ref().filter(|_| !udp_stream) {
+        // A share in the model, a percentage on the page.
+        out.push(metric(
+            View::Run,
+            "retrans_rate",
+            "ratio",
+            "Retransmitted (%)".into(),
+            0.01,
+            Shape::Decimals(4),
+            s,
+        ));
+    }
+    for (name, label, s) in [
+        ("rtt_p50", "RTT p50 (µs)", &c.rtt_p50_ns),
+        ("rtt_p99", "RTT p99 (µs)", &c.rtt_p99_ns),
+    ] {
+        if let Some(s) = s {
+            out.push(metric(
+                View::Run,
+                name,
+                "ns",
+                label.into(),
+                1000.0,
+                Shape::Decimals(1),
+                s,
+            ));
         }
     }
+    for (view, side) in [(View::Client, &c.client), (View::Server, &c.server)] {
+        out.extend(side_metrics(view, side));
+    }
+    out
+}
+
+fn metric<'a>(
+    view: View,
+    name: &'static str,
+    unit: &'static str,
+    label: String,
+    scale: f64,
+    shape: Shape,
+    summary: &'a Summary,
+) -> Metric<'a> {
+    Metric {
+        view,
+        name,
+        unit,
+        label,
+        scale,
+        shape,
+        summary,
+    }
+}
+
+/// The run's rates: goodput, the sent rate and the rate a `--rate max` search found.
+fn rate_metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
     // Rates leave out the runs too short to time: the label says over how many they are.
     let timed = (c.untimed_runs > 0)
         .then(|| format!("; {} of {} runs timed", c.runs - c.untimed_runs, c.runs));
     let rate = |name: &'static str, what: &str, s: &'a Summary, timed: Option<&str>| {
         let (unit, scale) = bitrate_unit(s.max);
-        m(
+        metric(
             View::Run,
             name,
             "bit/s",
@@ -377,96 +405,66 @@ pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
     if let Some(s) = &c.rate_found_bps {
         out.push(rate("rate_found", "Rate found (--rate max)", s, None));
     }
-    out.push(m(
-        View::Run,
-        "time",
-        "s",
-        "Time (s)".into(),
-        1.0,
-        Shape::Decimals(4),
-        &c.seconds,
-    ));
-    if let Some(d) = &c.delivery {
-        let pct = |name, label: &str, s| {
-            m(
-                View::Run,
-                name,
-                "%",
-                format!("{label} (%)"),
-                1.0,
-                Shape::Decimals(3),
-                s,
-            )
-        };
-        let count = |name, label: &str, s| {
-            m(
-                View::Run,
-                name,
-                "count",
-                label.to_string(),
-                1.0,
-                Shape::Count,
-                s,
-            )
-        };
-        out.push(pct("lost_pct", "Lost", &d.lost_pct));
-        out.push(count("lost", "Lost", &d.lost));
-        // Where the lost messages went, where the receivers could tell (record::loss).
-        for (name, label, share) in [
-            (
-                "lost_receiving_host",
-                "Lost: dropped by the receiving host",
-                &d.lost_receiving_host,
-            ),
-            (
-                "lost_sending_host",
-                "Lost: not sent by the sending host",
-                &d.lost_sending_host,
-            ),
-            ("lost_path", "Lost: on the path", &d.lost_path),
-        ] {
-            if let Some(s) = share {
-                out.push(count(name, label, s));
-            }
-        }
-        out.push(pct("duplicates_pct", "Duplicates", &d.duplicates_pct));
-        out.push(count("duplicates", "Duplicates", &d.duplicates));
-        out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));
-        out.push(count("out_of_order", "Out of order", &d.out_of_order));
-    }
-    // UDP streaming's retransmission rate is its loss, shown above already.
-    let udp_stream =
-        c.delivery.is_some() && c.key.mechanism == wirebench_core::vocab::plan::Mechanism::Stream;
-    if let Some(s) = c.retrans_rate.as_ref().filter(|_| !udp_stream) {
-        // A share in the model, a percentage on the page.
-        out.push(m(
+    out
+}
+
+/// UDP delivery: lost (and where, where the receivers could tell), duplicates, out of order.
+fn delivery_metrics(d: &DeliverySummary) -> Vec<Metric<'_>> {
+    let pct = |name, label: &str, s| {
+        metric(
             View::Run,
-            "retrans_rate",
-            "ratio",
-            "Retransmitted (%)".into(),
-            0.01,
-            Shape::Decimals(4),
+            name,
+            "%",
+            format!("{label} (%)"),
+            1.0,
+            Shape::Decimals(3),
             s,
-        ));
-    }
-    for (name, label, s) in [
-        ("rtt_p50", "RTT p50 (µs)", &c.rtt_p50_ns),
-        ("rtt_p99", "RTT p99 (µs)", &c.rtt_p99_ns),
+        )
+    };
+    let count = |name, label: &str, s| {
+        metric(
+            View::Run,
+            name,
+            "count",
+            label.to_string(),
+            1.0,
+            Shape::Count,
+            s,
+        )
+    };
+    let mut out = vec![
+        pct("lost_pct", "Lost", &d.lost_pct),
+        count("lost", "Lost", &d.lost),
+    ];
+    // Where the lost messages went, where the receivers could tell (record::loss).
+    for (name, label, share) in [
+        (
+            "lost_receiving_host",
+            "Lost: dropped by the receiving host",
+            &d.lost_receiving_host,
+        ),
+        (
+            "lost_sending_host",
+            "Lost: not sent by the sending host",
+            &d.lost_sending_host,
+        ),
+        ("lost_path", "Lost: on the path", &d.lost_path),
     ] {
-        if let Some(s) = s {
-            out.push(m(
-                View::Run,
-                name,
-                "ns",
-                label.into(),
-                1000.0,
-                Shape::Decimals(1),
-                s,
-            ));
+        if let Some(s) = share {
+            out.push(count(name, label, s));
         }
     }
-    for (view, side) in [(View::Client, &c.client), (View::Server, &c.server)] {
-        out.push(m(
+    out.push(pct("duplicates_pct", "Duplicates", &d.duplicates_pct));
+    out.push(count("duplicates", "Duplicates", &d.duplicates));
+    out.push(pct("out_of_order_pct", "Out of order", &d.out_of_order_pct));
+    out.push(count("out_of_order", "Out of order", &d.out_of_order));
+    out
+}
+
+/// What one side counted: messages, bytes and its time.
+fn side_metrics(view: View, side: &SideSummary) -> Vec<Metric<'_>> {
+    vec![
+        metric(
             view,
             "messages",
             "count",
@@ -474,8 +472,8 @@ pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
             1.0,
             Shape::Count,
             &side.messages,
-        ));
-        out.push(m(
+        ),
+        metric(
             view,
             "bytes",
             "B",
@@ -483,8 +481,8 @@ pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
             1.0,
             Shape::Count,
             &side.bytes,
-        ));
-        out.push(m(
+        ),
+        metric(
             view,
             "time",
             "s",
@@ -496,9 +494,8 @@ pub fn metrics<'a>(c: &'a ConfigurationSummary) -> Vec<Metric<'a>> {
             1.0,
             Shape::Decimals(4),
             &side.seconds,
-        ));
-    }
-    out
+        ),
+    ]
 }
 
 /// "500 MiB, 1024-byte messages, 3 runs" and, when some were too short to time, how many.

@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use wirebench_core::record::lifecycle::CampaignKind;
+use wirebench_core::record::lifecycle::{CampaignKind, Lifecycle};
 
 use super::sql::{Row, Value};
 
@@ -22,6 +22,8 @@ pub trait Kind {
     type Plan: Clone + Debug + Serialize + DeserializeOwned + Send;
     /// One result (`StoredRun`, `RrResult`, …).
     type Result: Clone + Debug + Serialize + DeserializeOwned + Send;
+    /// A campaign as the views read it (`CampaignInfo`, `SweepInfo<NewRrCampaign>`, …).
+    type Info;
 
     /// The plan's columns of the campaign table, in the order [`Kind::plan_values`] gives and
     /// [`Kind::read_plan`] reads them; among them `started_at_unix_s`, `host_name` and the
@@ -46,6 +48,8 @@ pub trait Kind {
     fn result_values(result: &Self::Result) -> Result<Vec<Value>>;
     /// The result at `position` from a row whose result columns start at `at`.
     fn read_result(row: &Row, at: usize, position: u64) -> Result<Self::Result>;
+    /// A campaign's lifecycle and plan as the views read it.
+    fn info(life: Lifecycle, plan: Self::Plan) -> Self::Info;
 }
 
 /// Where a kind lives: its tables and what tells its rows apart. The names are ours, never

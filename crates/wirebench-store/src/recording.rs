@@ -40,6 +40,46 @@ pub enum Kept {
     },
 }
 
+/// How a measuring command's campaign ended, as the command saw it. [`Ending::outcome`] turns
+/// it into the status and the reason stored: the one place that rule is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// A stop signal cut it short: the signal's reason.
+    Stopped(String),
+    /// It ran to its end (or to the failure that ended it): `failed` when a result failed or
+    /// no figure came out; `why`, when the command can say, the failure to store.
+    Ran {
+        /// Whether something failed.
+        failed: bool,
+        /// Why, when the command can say (a failure given without `failed` fails it too).
+        why: Option<String>,
+    },
+}
+
+impl Ending {
+    /// It ran to its end and nothing failed.
+    pub fn complete() -> Ending {
+        Ending::Ran {
+            failed: false,
+            why: None,
+        }
+    }
+
+    /// The status and reason to store: a stop signal makes the campaign `aborted` (why: the
+    /// signal); a failure, or a store that broke (`broken`: why), `failed` (why: the
+    /// command's failure, else the store's); anything else `complete`.
+    pub fn outcome(&self, broken: Option<&str>) -> (Status, Option<String>) {
+        match self {
+            Ending::Stopped(reason) => (Status::Aborted, Some(reason.clone())),
+            Ending::Ran { failed, why } => match (why.as_deref().or(broken), *failed) {
+                (Some(why), _) => (Status::Failed, Some(why.to_string())),
+                (None, true) => (Status::Failed, None),
+                (None, false) => (Status::Complete, None),
+            },
+        }
+    }
+}
+
 /// How a recorded campaign ended up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
@@ -143,21 +183,10 @@ impl<K: Kind> Recording<K> {
         }
     }
 
-    /// Ends the campaign with `status` (and `error`, why it stopped early) at
-    /// `finished_at_unix_s`. A broken recording ends `failed`, with its reason unless the
-    /// command gave one.
-    pub fn finish(
-        mut self,
-        status: Status,
-        error: Option<&str>,
-        finished_at_unix_s: i64,
-    ) -> Finished {
-        let (status, error) = match (&self.broken, status) {
-            (Some(why), Status::Complete | Status::Failed) => {
-                (Status::Failed, Some(error.unwrap_or(why).to_string()))
-            }
-            _ => (status, error.map(str::to_string)),
-        };
+    /// Ends the campaign as `ending` says (with this recording's breakage, if any: see
+    /// [`Ending::outcome`]) at `finished_at_unix_s`.
+    pub fn finish(mut self, ending: &Ending, finished_at_unix_s: i64) -> Finished {
+        let (status, error) = ending.outcome(self.broken.as_deref());
         let life = &mut self.doc.campaign;
         life.status = status;
         life.finished_at_unix_s = Some(finished_at_unix_s);
@@ -213,5 +242,39 @@ impl<K: Kind> Recording<K> {
                 spool::remove(&path);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_aborts_a_failure_or_a_broken_store_fails_else_complete() {
+        let ran = |failed, why: Option<&str>| Ending::Ran {
+            failed,
+            why: why.map(str::to_string),
+        };
+        let stopped = Ending::Stopped("SIGINT".into());
+        let said = |s: &str| Some(s.to_string());
+        assert_eq!(stopped.outcome(None), (Status::Aborted, said("SIGINT")));
+        assert_eq!(
+            stopped.outcome(Some("disk full")),
+            (Status::Aborted, said("SIGINT"))
+        );
+        assert_eq!(Ending::complete().outcome(None), (Status::Complete, None));
+        assert_eq!(
+            Ending::complete().outcome(Some("disk full")),
+            (Status::Failed, said("disk full"))
+        );
+        assert_eq!(ran(true, None).outcome(None), (Status::Failed, None));
+        assert_eq!(
+            ran(true, Some("refused")).outcome(Some("disk full")),
+            (Status::Failed, said("refused"))
+        );
+        assert_eq!(
+            ran(false, Some("refused")).outcome(None),
+            (Status::Failed, said("refused"))
+        );
     }
 }

@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 
 use wirebench_core::record::campaign::AbortedDetail;
-use wirebench_core::record::dns::DnsCampaignInfo;
-use wirebench_core::record::lifecycle::CampaignKind;
-use wirebench_core::record::rr::RrCampaignInfo;
+use wirebench_core::record::dns::NewDnsCampaign;
+use wirebench_core::record::lifecycle::{CampaignKind, SweepInfo};
+use wirebench_core::record::rpm::NewRpmCampaign;
+use wirebench_core::record::rr::NewRrCampaign;
 use wirebench_core::record::{count_of, AbortedRun, CampaignInfo, EndedBy, RunRecord};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::ByteSize;
@@ -169,7 +170,7 @@ pub fn sweep_list(kind: &str, flag: &str, rows: &[SweepRow]) -> String {
 }
 
 /// The `wirebench runs` block of DNS campaigns (`wirebench report --dns ID` shows one).
-pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
+pub fn dns_campaign_list(campaigns: &[(SweepInfo<NewDnsCampaign>, u64)]) -> String {
     let rows: Vec<SweepRow> = campaigns
         .iter()
         .map(|(info, stored)| {
@@ -192,7 +193,7 @@ pub fn dns_campaign_list(campaigns: &[(DnsCampaignInfo, u64)]) -> String {
 }
 
 /// The `wirebench runs` block of rr sweeps (`wirebench report --rr ID` shows one).
-pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
+pub fn rr_campaign_list(campaigns: &[(SweepInfo<NewRrCampaign>, u64)]) -> String {
     let rows: Vec<SweepRow> = campaigns
         .iter()
         .map(|(info, stored)| {
@@ -231,12 +232,7 @@ pub fn rr_campaign_list(campaigns: &[(RrCampaignInfo, u64)]) -> String {
 
 /// The `wirebench runs` block of rpm campaigns: what ran and the RPM of each test with the
 /// draft's rating word.
-pub fn rpm_campaign_list(
-    campaigns: &[(
-        wirebench_core::record::rpm::RpmCampaignInfo,
-        Vec<Option<f64>>,
-    )],
-) -> String {
+pub fn rpm_campaign_list(campaigns: &[(SweepInfo<NewRpmCampaign>, Vec<Option<f64>>)]) -> String {
     use wirebench_core::machine::responsiveness::Rating;
     let rows: Vec<SweepRow> = campaigns
         .iter()

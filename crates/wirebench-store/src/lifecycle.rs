@@ -261,6 +261,24 @@ impl Store {
             .collect()
     }
 
+    /// One campaign of kind `K` as the views read it, `None` when there is no such id.
+    pub fn campaign<K: Kind>(&self, id: i64) -> Result<Option<K::Info>> {
+        Ok(self.get::<K>(id)?.map(|(life, plan)| K::info(life, plan)))
+    }
+
+    /// Every campaign of kind `K` as the views read it, with its number of stored results,
+    /// oldest first.
+    pub fn campaigns<K: Kind>(&self) -> Result<Vec<(K::Info, u64)>> {
+        Ok(self
+            .list::<K>()?
+            .into_iter()
+            .map(|(life, plan)| {
+                let stored = life.stored;
+                (K::info(life, plan), stored)
+            })
+            .collect())
+    }
+
     /// The newest campaign of kind `K`, `None` when there is none.
     pub fn last_id<K: Kind>(&self) -> Result<Option<i64>> {
         let t = Tables::of(K::KIND);

@@ -3,12 +3,12 @@
 
 use std::io::{self, Write};
 
-use super::{Exporter, Report};
+use super::model::{Exporter, Report};
 
 /// The JSON exporter.
 pub struct Json;
 
-impl Exporter for Json {
+impl Exporter<Report> for Json {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, report)?;
         writeln!(out)

@@ -11,7 +11,7 @@ use wirebench_core::record::summary::ConfigurationSummary;
 use wirebench_core::vocab::stats::Summary;
 
 use super::chart::axis::{rate_unit, three_digits, time_unit};
-use super::short_size;
+use super::model::short_size;
 use super::tabular::{Column, Tabular};
 
 /// The grid of a report's configurations.

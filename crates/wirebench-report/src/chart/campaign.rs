@@ -16,8 +16,8 @@ use super::axis::{rate_unit, three_digits, time_unit, Axis};
 use super::plot::{self, Plot};
 use super::series::{group, Mark, Marker, Palette, Series};
 use super::Figure;
-use crate::report::series::{LossPoint, Timeline};
-use crate::report::short_size;
+use crate::model::short_size;
+use crate::series::{LossPoint, Timeline};
 
 /// Which figure of a configuration a chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,7 +365,7 @@ pub fn throughput_over_time(t: &Timeline) -> io::Result<Figure> {
     let (scale, unit) = rate_unit(y_max);
     // Short runs read better in milliseconds.
     let (t_scale, t_unit) = if t_hi < 2.0 { (1e3, "ms") } else { (1.0, "s") };
-    let points = |series: &[crate::report::series::Interval]| -> Vec<Mark> {
+    let points = |series: &[crate::series::Interval]| -> Vec<Mark> {
         series
             .iter()
             .map(|i| {

@@ -100,7 +100,7 @@ impl<T: Clone + Into<Value>> From<&Option<T>> for Value {
 /// The arguments of one statement: `args![a, b, c]` is `&[Value]`.
 macro_rules! args {
     ($($v:expr),* $(,)?) => {
-        &[$($crate::store::sql::Value::from($v)),*][..]
+        &[$($crate::sql::Value::from($v)),*][..]
     };
 }
 pub(crate) use args;

@@ -1,14 +1,12 @@
 //! Throughput campaigns (`wirebench run`) in the store: the `campaign` and `run` tables as a
-//! [`Kind`] (a plan is a [`NewCampaign`], a result a finished or aborted run), and the
-//! functions `run`, `show`, `report`, `compare` and the exporter have always called. Owns
-//! only the layout of those two tables; the lifecycle is `lifecycle.rs`'s.
+//! [`Kind`] (a plan is a [`NewCampaign`], a result a finished or aborted run), and the views
+//! only runs have (the finished runs with their points, the aborted ones with why). Owns only
+//! the layout of those two tables; the lifecycle is `lifecycle.rs`'s.
 
 use anyhow::{Context, Result};
 use wirebench_core::record::campaign::{AbortedDetail, SoFar};
 use wirebench_core::record::lifecycle::{CampaignKind, Lifecycle, StoredRun};
-use wirebench_core::record::{
-    AbortedRun, CampaignInfo, NewCampaign, Parameters, RunRecord, Status,
-};
+use wirebench_core::record::{AbortedRun, CampaignInfo, NewCampaign, Parameters, RunRecord};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::duration_ns;
 
@@ -23,6 +21,7 @@ impl Kind for Run {
     const KIND: CampaignKind = CampaignKind::Run;
     type Plan = NewCampaign;
     type Result = StoredRun;
+    type Info = CampaignInfo;
 
     const PLAN_COLUMNS: &'static [&'static str] = &[
         "started_at_unix_s",
@@ -229,6 +228,10 @@ impl Kind for Run {
             so_far,
         })
     }
+
+    fn info(life: Lifecycle, plan: NewCampaign) -> CampaignInfo {
+        campaign_info(life, plan)
+    }
 }
 
 /// A finished run's UDP loss and its three shares (`record::loss`), NULL where they do not
@@ -267,83 +270,12 @@ pub fn campaign_info(life: Lifecycle, plan: NewCampaign) -> CampaignInfo {
 }
 
 impl Store {
-    /// Records a campaign that is starting (status `running`, this process its writer);
-    /// returns its id.
-    pub fn begin_campaign(&mut self, c: &NewCampaign) -> Result<i64> {
-        Ok(self.begin::<Run>(c)?.id)
-    }
-
-    /// Commits one finished run of `campaign` (its 1-based `position` in the plan, run with
-    /// `point`'s message size and total), in one transaction.
-    pub fn add_run(
-        &mut self,
-        campaign: i64,
-        position: u64,
-        point: Point,
-        run: &RunRecord,
-    ) -> Result<()> {
-        let run = StoredRun::Finished {
-            point,
-            run: Box::new(run.clone()),
-        };
-        self.record::<Run>(campaign, position, &run)
-    }
-
-    /// Commits a run of `campaign` that stopped before its end, as `aborted`: its parameters,
-    /// why it stopped, and the client's figures so far when known.
-    pub fn add_stopped_run(
-        &mut self,
-        campaign: i64,
-        run: &AbortedRun,
-        reason: &str,
-        so_far: Option<SoFar>,
-    ) -> Result<()> {
-        let stored = StoredRun::Aborted {
-            run: Box::new(run.clone()),
-            reason: Some(reason.to_string()),
-            so_far,
-        };
-        self.record::<Run>(campaign, run.position, &stored)
-    }
-
-    /// Marks a campaign as ended.
-    pub fn finish_campaign(
-        &mut self,
-        campaign: i64,
-        status: Status,
-        finished_at_unix_s: i64,
-        error: Option<&str>,
-    ) -> Result<()> {
-        self.finish::<Run>(campaign, status, finished_at_unix_s, error)
-    }
-
-    /// Every campaign, oldest first.
-    pub fn campaigns(&self) -> Result<Vec<CampaignInfo>> {
-        Ok(self
-            .list::<Run>()?
-            .into_iter()
-            .map(|(life, plan)| campaign_info(life, plan))
-            .collect())
-    }
-
-    /// One campaign, `None` when there is no such id.
-    pub fn campaign(&self, id: i64) -> Result<Option<CampaignInfo>> {
-        Ok(self
-            .get::<Run>(id)?
-            .map(|(life, plan)| campaign_info(life, plan)))
-    }
-
-    /// The id of the newest campaign, `None` when the store is empty.
-    pub fn last_campaign_id(&self) -> Result<Option<i64>> {
-        self.last_id::<Run>()
-    }
-
     /// The finished runs of one campaign with their message size and total, in the order they
     /// ran (aborted runs are left out: see [`Store::aborted_runs`]).
     pub fn runs(&self, campaign: i64) -> Result<Vec<(Point, RunRecord)>> {
         // Runs stored before each record said its direction take the campaign's.
         let reverse = self
-            .campaign(campaign)?
+            .campaign::<Run>(campaign)?
             .is_some_and(|c| c.parameters.reverse);
         Ok(self
             .results::<Run>(campaign)?
