@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use wirebench_core::record::dns::DnsResult;
 use wirebench_core::wire::dns::DnsTransport;
 
-use super::text::rtt_text;
+use super::run_block::rtt_text;
 
 /// The text block of one run: counts, response time, set-up cost, transport, the answer.
 pub fn block(r: &DnsResult) -> String {

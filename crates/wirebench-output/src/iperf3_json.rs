@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use wirebench_core::record::{
     bits_per_second, ClientRecord, Headline, Parameters, RunRecord, ServerRecord,
 };
-use wirebench_core::vocab::metrics::IntervalSample;
+use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::wire::iperf3::stream_id;
 

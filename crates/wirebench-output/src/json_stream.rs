@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use wirebench_core::record::document::RunEntry;
 use wirebench_core::record::run::IntervalRecord;
 use wirebench_core::record::{AbortedRun, RunRecord};
-use wirebench_core::vocab::metrics::IntervalSample;
+use wirebench_core::vocab::counters::IntervalSample;
 
 use super::iperf3_json::{self, Context};
 

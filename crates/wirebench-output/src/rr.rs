@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use wirebench_core::record::rr::{ResumedFigures, RrResult, ServerRr};
 use wirebench_core::vocab::plan::Protocol;
 
-use super::text::{micros, rtt_text};
+use super::run_block::{micros, rtt_text};
 
 /// The text block of one ping run.
 pub fn ping_block(r: &RrResult) -> String {

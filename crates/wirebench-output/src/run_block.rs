@@ -8,7 +8,7 @@ use wirebench_core::record::{
     count_of, ClientRecord, CpuRecord, Delivery, EndedBy, Headline, RttFigures, RunRecord,
     ServerRecord, TransportRecord, MIN_TIMED_NS,
 };
-use wirebench_core::vocab::metrics::{IntervalSample, StatsSource};
+use wirebench_core::vocab::counters::{IntervalSample, StatsSource};
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::units::{format_byterate_iec, ByteSize, RateUnit};
 use wirebench_core::wire::proto::DataPathInfo;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use wirebench_core::record::{bits_per_second, MIN_TIMED_NS};
-use wirebench_core::vocab::metrics::IntervalSample;
+use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::units::{format_bitrate, format_byterate_iec, RateUnit};
 use wirebench_core::wire::proto::{ServerReport, SessionParams};

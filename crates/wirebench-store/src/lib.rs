@@ -27,7 +27,6 @@ pub mod dns;
 pub mod documents;
 pub mod kind;
 pub mod lifecycle;
-pub mod liveness;
 mod location;
 mod pg;
 pub mod recording;
@@ -38,6 +37,7 @@ pub mod schema;
 pub mod spool;
 pub mod sql;
 mod sqlite;
+pub mod writer;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -137,7 +137,7 @@ impl Store {
         // died without a word are marked `interrupted`. Best effort: a store we cannot update
         // now is still readable, and the next open tries again.
         store.replayed = spool::replay(&mut store);
-        let _ = store.mark_interrupted(&liveness::this_process());
+        let _ = store.mark_interrupted(&writer::this_process());
         Ok(store)
     }
 

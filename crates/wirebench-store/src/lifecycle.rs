@@ -198,7 +198,7 @@ impl Store {
     /// so a later open can tell if it died without a word).
     pub fn begin<K: Kind>(&self, plan: &K::Plan) -> Result<Begun> {
         let uid = new_uid();
-        let writer = super::liveness::this_process();
+        let writer = super::writer::this_process();
         let id = self.transaction(|tx| {
             let life = RowLife {
                 status: Status::Running,

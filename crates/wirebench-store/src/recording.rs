@@ -14,8 +14,8 @@ use wirebench_core::record::lifecycle::{CampaignDocument, Lifecycle, Positioned}
 
 use super::kind::Kind;
 use super::lifecycle::Begun;
-use super::liveness::this_process;
 use super::sql::{fault_of, Fault};
+use super::writer::this_process;
 use super::{spool, Store};
 
 /// Where one result (or the campaign's end) went.

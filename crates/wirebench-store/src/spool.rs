@@ -14,8 +14,8 @@ use wirebench_core::record::lifecycle::{CampaignDocument, CampaignKind};
 
 use super::documents::Head;
 use super::lifecycle::Merged;
-use super::liveness::{process_alive, this_process};
 use super::location::{data_dir, redact, Location};
+use super::writer::{process_alive, this_process};
 use super::Store;
 
 /// What the open did with one spool file.

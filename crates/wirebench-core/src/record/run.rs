@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bits_per_second;
 use super::relay::RelayCounts;
-use crate::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
+use crate::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
 use crate::wire::proto::{DataPathInfo, DataPathOptions, Omitted, ServerReport};
 

@@ -1,6 +1,6 @@
 //! What the long-running services count about themselves — the server's sessions and bytes,
 //! the exporter's probes — and one exporter probe's outcome: plain figures, counted by the
-//! flows and rendered (as Prometheus text) by the app's `output::metrics`. Pure data, no I/O.
+//! flows and rendered (as Prometheus text) by the app's `output::prometheus`. Pure data, no I/O.
 
 use crate::vocab::plan::Protocol;
 

@@ -9,7 +9,7 @@ use super::assert_one_line;
 use super::cursor::Cursor;
 use crate::machine::saw::{Delivery, StopAndWaitReceiver};
 use crate::machine::seq::{Arrival, DropMark, SequenceTracker, WINDOW};
-use crate::vocab::metrics::JitterEstimator;
+use crate::vocab::counters::JitterEstimator;
 use crate::vocab::plan::{message_count, message_len};
 use crate::wire::datagram::{self, Header, Kind, FLAG_RETRANSMIT, HEADER_LEN, MAX_UDP_PAYLOAD_V6};
 

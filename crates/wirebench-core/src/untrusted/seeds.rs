@@ -4,7 +4,7 @@
 
 use super::Target;
 use crate::machine::seq::WINDOW;
-use crate::vocab::metrics::{CpuUsage, IntervalSample, StatsSource, TransportStats};
+use crate::vocab::counters::{CpuUsage, IntervalSample, StatsSource, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
 use crate::wire::datagram::{write_timestamp, Header, Kind, HEADER_LEN};
 use crate::wire::iperf3::{

@@ -1,9 +1,9 @@
 //! The vocabulary every layer shares: units, plan names and the run matrix, sweep lists, limits,
 //! the usage error, statistics over repeats and the transport counters each end reports.
 
+pub mod counters;
 pub mod error;
 pub mod limits;
-pub mod metrics;
 pub mod plan;
 pub mod stats;
 pub mod sweep;

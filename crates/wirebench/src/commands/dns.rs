@@ -9,7 +9,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use wirebench_core::wire::dns::DnsTransport;
 
-use crate::commands::recording::{self, unix_now, Recorder};
+use crate::commands::recorder::{self, unix_now, Recorder};
 use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::StoreTarget;
 use crate::flows::dns::{run_dns, DnsSpec, DotTls};
@@ -28,7 +28,7 @@ pub async fn execute(cfg: DnsConfig, store: StoreTarget) -> Result<Ended> {
     let mut recorder = match &store {
         StoreTarget::Off => None,
         StoreTarget::File(path) => Some(Recorder::<Dns>::begin(
-            recording::open(path)?,
+            recorder::open(path)?,
             new_campaign(&cfg),
         )?),
     };

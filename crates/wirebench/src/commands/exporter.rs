@@ -1,6 +1,6 @@
 //! `wirebench exporter`: serves `/probe` and `/metrics` (see the `exporter` module) until
 //! SIGINT, SIGTERM or SIGHUP (its counts logged on the way out), with the pages rendered by
-//! `output::metrics`; refused and failed probes are
+//! `output::prometheus`; refused and failed probes are
 //! logged on stderr, one line each. With `--store`/`--db`, one thread owns the results store
 //! and commits every finished probe as its command would.
 
@@ -15,7 +15,7 @@ use wirebench_core::record::Status;
 
 use crate::config::exporter::ExporterConfig;
 use crate::exporter::{Exporter, Pages, Sink, StoredProbe};
-use crate::output::metrics;
+use crate::output::prometheus;
 use crate::store::kind::Kind;
 use crate::store::{self, spool, Location, Store};
 use crate::transport::http;
@@ -23,9 +23,9 @@ use crate::transport::signals::Stops;
 
 /// The renderers and log of the exporter's pages.
 pub const PAGES: Pages = Pages {
-    probe: metrics::probe_page,
-    own: metrics::exporter_page,
-    content_type: metrics::CONTENT_TYPE,
+    probe: prometheus::probe_page,
+    own: prometheus::exporter_page,
+    content_type: prometheus::CONTENT_TYPE,
     log: log_line,
 };
 
@@ -113,7 +113,7 @@ pub fn start_store(path: &Location) -> Result<Sink> {
 /// (busy past its wait, a full disk) is kept in a spool file that the next open brings in. An
 /// error only when neither took it.
 fn store_probe(store: &Store, probe: &StoredProbe) -> Result<()> {
-    let now = crate::commands::recording::unix_now();
+    let now = crate::commands::recorder::unix_now();
     match probe {
         StoredProbe::Run {
             campaign,

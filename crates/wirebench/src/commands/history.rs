@@ -11,7 +11,7 @@ use wirebench_core::record::{CampaignInfo, RunRecord};
 use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::sweep::Point;
 
-use crate::output::text;
+use crate::output::history;
 use crate::store::dns::Dns;
 use crate::store::rpm::Rpm;
 use crate::store::rr::{Ping, Rr};
@@ -24,7 +24,7 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     // Listing never creates a database: a missing one is just an empty history.
     let (campaigns, dns, rr, rpm) = if db.exists() {
         let store = Store::open(db)?;
-        crate::commands::recording::say_replayed(&store);
+        crate::commands::recorder::say_replayed(&store);
         let mut rpm = Vec::new();
         for (info, _) in store.campaigns::<Rpm>()? {
             let figures = store.rpm_figures(info.id)?;
@@ -53,16 +53,16 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     }
     let mut blocks = Vec::new();
     if !campaigns.is_empty() {
-        blocks.push(text::campaign_list(&campaigns));
+        blocks.push(history::campaign_list(&campaigns));
     }
     if !dns.is_empty() {
-        blocks.push(text::dns_campaign_list(&dns));
+        blocks.push(history::dns_campaign_list(&dns));
     }
     if !rr.is_empty() {
-        blocks.push(text::rr_campaign_list(&rr));
+        blocks.push(history::rr_campaign_list(&rr));
     }
     if !rpm.is_empty() {
-        blocks.push(text::rpm_campaign_list(&rpm));
+        blocks.push(history::rpm_campaign_list(&rpm));
     }
     write!(out, "{}", blocks.join("\n"))?;
     Ok(())
@@ -72,13 +72,13 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
 pub fn show(db: impl Into<Location>, id: i64, out: &mut impl Write) -> Result<()> {
     let db: &Location = &db.into();
     let store = Store::open_existing(db)?;
-    crate::commands::recording::say_replayed(&store);
+    crate::commands::recorder::say_replayed(&store);
     let (info, runs) = load(&store, id)?;
-    write!(out, "{}", text::campaign_detail(&info, &runs))?;
+    write!(out, "{}", history::campaign_detail(&info, &runs))?;
     let details = store.aborted_details(id)?;
     for a in store.aborted_runs(id)? {
         let detail = details.iter().find(|d| d.position == a.position);
-        write!(out, "{}", text::aborted_run_line(&a, detail))?;
+        write!(out, "{}", history::aborted_run_line(&a, detail))?;
     }
     Ok(())
 }

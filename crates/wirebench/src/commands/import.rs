@@ -79,7 +79,7 @@ pub fn import_file(
         None => Some(run_document(&text, file, now_unix_s)?),
     };
     let store = Store::open(db)?;
-    crate::commands::recording::say_replayed(&store);
+    crate::commands::recorder::say_replayed(&store);
     let (kind, merged) = match &legacy {
         Some(doc) => (
             CampaignKind::Run,

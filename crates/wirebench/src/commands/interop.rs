@@ -34,7 +34,7 @@ pub async fn run_iperf3(
         .with_context(|| format!("iperf3 test with {} failed", cfg.name))?;
     // The records this test is stored as, read from one clock: the -J --iperf3-shape document
     // is rendered from them, so its start is the stored campaign's.
-    let now = super::recording::unix_now();
+    let now = super::recorder::unix_now();
     let (campaign, point, run) = crate::flows::iperf3::record::records(&cfg, &outcome, now);
     // The server's figures are believed only where they can be true: otherwise the test is
     // stored as a failed campaign with its one run aborted and the reason, nothing of the
@@ -109,9 +109,8 @@ fn store_iperf3(
     run: StoredRun,
     ending: Ending,
 ) -> Result<bool> {
-    let store = super::recording::open(path)?;
-    let mut recorder =
-        super::recording::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
+    let store = super::recorder::open(path)?;
+    let mut recorder = super::recorder::Recorder::<crate::store::run::Run>::begin(store, campaign)?;
     recorder.record(1, run);
     Ok(recorder.finish(ending, json, |f, db| {
         format!(

@@ -10,7 +10,7 @@ pub mod exporter;
 pub mod history;
 pub mod import;
 pub mod interop;
-pub mod recording;
+pub mod recorder;
 pub mod relay;
 pub mod report;
 pub mod rpm;

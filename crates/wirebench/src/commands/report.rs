@@ -17,7 +17,7 @@ use wirebench_core::record::Status;
 use wirebench_core::vocab::error::UsageError;
 
 use crate::commands::history;
-use crate::output::text;
+use crate::output::history::format_utc;
 use crate::report::document::{Document, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
 use crate::store::dns::Dns;
@@ -159,7 +159,7 @@ fn load_one(
     }
     let heading = Heading {
         campaign: info.id,
-        started: text::format_utc(info.started_at_unix_s),
+        started: format_utc(info.started_at_unix_s),
         status: info.status.as_str().to_string(),
         host: info
             .environment
@@ -363,7 +363,7 @@ pub fn execute_sweep<K: SweepKind>(
         let heading = SweepHeading {
             kind: about.kind.noun(),
             campaign: about.id,
-            started: text::format_utc(about.started_at_unix_s),
+            started: format_utc(about.started_at_unix_s),
             status: about.status.as_str().to_string(),
             host: about.host_name.unwrap_or("unknown").to_string(),
             what: K::what(&info),

@@ -13,7 +13,7 @@ use wirebench_core::machine::responsiveness::RpmResult;
 use wirebench_core::record::rpm::NewRpmCampaign;
 
 use crate::commands::embedded;
-use crate::commands::recording::{self, unix_now, Recorder};
+use crate::commands::recorder::{self, unix_now, Recorder};
 use crate::config::rpm::RpmConfig;
 use crate::config::StoreTarget;
 use crate::flows::relay::RunRelay;
@@ -30,7 +30,7 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
     let db = match &store {
-        StoreTarget::File(path) => Some(recording::open(path)?),
+        StoreTarget::File(path) => Some(recorder::open(path)?),
         StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.

@@ -11,7 +11,7 @@ use wirebench_core::record::count_of;
 use wirebench_core::record::rr::{NewRrCampaign, RrDocument, RrResult, SCHEMA_VERSION};
 use wirebench_core::vocab::plan::Protocol;
 
-use crate::commands::recording::{self, unix_now, Recorder};
+use crate::commands::recorder::{self, unix_now, Recorder};
 use crate::config::StoreTarget;
 use crate::store::kind::Kind;
 use crate::store::recording::Ending;
@@ -42,7 +42,7 @@ where
     let mut stops = Stops::watch();
     // Open the store first: a database that cannot be opened stops us before any traffic.
     let db = match &store {
-        StoreTarget::File(path) => Some(recording::open(path)?),
+        StoreTarget::File(path) => Some(recorder::open(path)?),
         StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.

@@ -13,7 +13,7 @@ use crate::config::ServerConfig;
 use wirebench_core::record::{ServerRecord, SessionLine};
 
 use crate::flows::server::{Server, ServerEvent, StopRequest};
-use crate::output::text;
+use crate::output::session;
 use crate::transport::signals::{StopSignal, Stops};
 use crate::transport::tls::ServerIdentity;
 
@@ -111,8 +111,8 @@ pub fn metrics_page(
     match req.path.as_str() {
         "/metrics" => crate::transport::http::Response {
             status: 200,
-            content_type: crate::output::metrics::CONTENT_TYPE,
-            body: crate::output::metrics::server_page(&handle.snapshot()),
+            content_type: crate::output::prometheus::CONTENT_TYPE,
+            body: crate::output::prometheus::server_page(&handle.snapshot()),
         },
         other => {
             crate::transport::http::Response::text(404, format!("no page {other}: try /metrics"))
@@ -158,7 +158,7 @@ pub fn print_event(event: &ServerEvent, as_json: bool) -> bool {
                 })
                 .unwrap_or_default()
             } else {
-                text::session_line(s.session, &s.peer.to_string(), &s.params, &s.report)
+                session::session_line(s.session, &s.peer.to_string(), &s.params, &s.report)
             };
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()

@@ -21,7 +21,7 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     }
     let source = Store::open_existing(from)?;
     let mut dest = Store::open(to)?;
-    crate::commands::recording::say_replayed(&dest);
+    crate::commands::recorder::say_replayed(&dest);
     let n = dest.copy_from(&source).with_context(|| {
         format!(
             "while copying from {} to {} (each campaign copied before this one is kept)",

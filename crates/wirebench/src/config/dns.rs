@@ -18,8 +18,8 @@ use crate::flows::dns::trust::DotTrust;
 use crate::flows::dns::DnsOutcome;
 use wirebench_core::record::dns::DnsResult;
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
 
 /// Everything `wirebench dns` needs, validated.

@@ -14,8 +14,8 @@ use super::error::usage;
 use crate::runner::Target;
 use wirebench_core::record::rr::{RrResult, ServerRr};
 use wirebench_core::record::TransportRecord;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::metrics::TransportStats;
 use wirebench_core::wire::proto::{RrParams, MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wirebench_core::vocab::metrics::{Cumulative, IntervalSample, IntervalSeries};
+use wirebench_core::vocab::counters::{Cumulative, IntervalSample, IntervalSeries};
 
 use crate::transport::counters;
 use wirebench_core::vocab::units::duration_ns;

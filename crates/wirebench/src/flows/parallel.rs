@@ -9,7 +9,7 @@
 use anyhow::{Context, Result};
 use tokio::task::JoinSet;
 use wirebench_core::record::{RttFigures, UdpReceipt};
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{Omitted, ServerReport};
 

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{RequestTracker, RrCounts};
 use wirebench_core::record::plausibility::{check_report, ClientView, ReportIssue};
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 

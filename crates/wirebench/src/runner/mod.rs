@@ -14,7 +14,7 @@ use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
 use wirebench_core::record::Parameters;
 use wirebench_core::security::auth::Psk;
-use wirebench_core::vocab::metrics::{Cumulative, IntervalSample};
+use wirebench_core::vocab::counters::{Cumulative, IntervalSample};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};

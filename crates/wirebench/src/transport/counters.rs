@@ -1,11 +1,11 @@
 //! Reads what the operating system and the transports counted for a session: TCP_INFO of a data
 //! socket, quinn's connection statistics, and the process's CPU time (getrusage). Only reads;
-//! the records and the rates derived from them live in `wirebench_core::vocab::metrics`.
+//! the records and the rates derived from them live in `wirebench_core::vocab::counters`.
 
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use wirebench_core::vocab::metrics::{CpuUsage, StatsSource, TransportStats};
+use wirebench_core::vocab::counters::{CpuUsage, StatsSource, TransportStats};
 
 /// Longest a sender waits for its last segments to be acknowledged before reading TCP_INFO.
 const SETTLE_LIMIT: Duration = Duration::from_millis(250);

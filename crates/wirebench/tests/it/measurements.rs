@@ -4,7 +4,7 @@
 use serde_json::Value;
 use wirebench::flows::client::SessionRequest;
 use wirebench::flows::parallel::{self, RunFlows};
-use wirebench_core::vocab::metrics::StatsSource;
+use wirebench_core::vocab::counters::StatsSource;
 use wirebench_core::vocab::plan::{message_count, split_flows, Mechanism, Protocol};
 use wirebench_core::wire::proto::SessionParams;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wirebench::flows::rr_client::{run_rr, RrOutcome, RrSpec};
 use wirebench_core::record::RttFigures;
-use wirebench_core::vocab::metrics::StatsSource;
+use wirebench_core::vocab::counters::StatsSource;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::RrParams;
 

@@ -332,7 +332,7 @@ async fn concurrent_sessions_keep_their_own_exact_counts() {
 }
 
 /// The sender's path MTU that a QUIC session reports.
-fn quic_mtu(t: Option<&wirebench_core::vocab::metrics::TransportStats>) -> u64 {
+fn quic_mtu(t: Option<&wirebench_core::vocab::counters::TransportStats>) -> u64 {
     t.and_then(|t| t.path_mtu)
         .expect("QUIC reports its path MTU")
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::security::text::{make_safe, peer_text};
-use crate::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
+use crate::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
 
 /// First four bytes of every wirebench connection.

@@ -13,7 +13,7 @@ use wirebench_core::record::{count_of, AbortedRun, RunRecord, Status};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::ByteSize;
 
-use crate::commands::recording::Recorder;
+use crate::commands::recorder::Recorder;
 use crate::report::table;
 use crate::runner::{PlannedRun, RunConfig};
 use crate::store::recording::Ending;

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wirebench_core::record::{AbortedRun, Parameters, RunRecord};
-use wirebench_core::vocab::metrics::IntervalSample;
+use wirebench_core::vocab::counters::IntervalSample;
 
 use crate::config::RunOutput;
 use crate::output::iperf3_json::Context;

@@ -10,15 +10,15 @@ use tokio::sync::{mpsc, Notify};
 use wirebench_core::record::lifecycle::StoredRun;
 use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
 use wirebench_core::record::RunRecord;
-use wirebench_core::vocab::metrics::IntervalSample;
+use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::RateUnit;
 
-use crate::commands::recording::Recorder;
+use crate::commands::recorder::Recorder;
 use crate::engine::inflight::InFlight;
 use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
-use crate::output::text;
+use crate::output::{run_block, session};
 use crate::runner::ratesearch::SearchPlan;
 use crate::runner::{self, FinishedRun, PlannedRun, RunConfig};
 use crate::store::run::Run;
@@ -182,9 +182,9 @@ impl runner::Watch for Measuring<'_> {
             if track.headed.swap(run.position, Ordering::Relaxed) != run.position {
                 let _ = writeln!(out, "{}", heading_in_flight(run, total_runs));
             }
-            let mut line = text::interval_line_in(verb, sample, cfg.rate_unit);
+            let mut line = session::interval_line_in(verb, sample, cfg.rate_unit);
             // -O: an interval that starts before the mark, as iperf3 marks it.
-            if text::omitted(sample, cfg.omit) {
+            if run_block::omitted(sample, cfg.omit) {
                 line.push_str(" (omitted)");
             }
             let _ = writeln!(out, "  {line}");
@@ -205,7 +205,7 @@ impl runner::Watch for Measuring<'_> {
             .events
             .as_mut()
             .and_then(|rx| embedded_line(rx, record.session, cfg.rate_unit));
-        let layout = text::BlockLayout {
+        let layout = run_block::BlockLayout {
             headed: track.headed.load(Ordering::Relaxed) == position,
             show_path: show_path(cfg) || self.s.lines.verbose(),
             rate_unit: cfg.rate_unit,
@@ -258,10 +258,10 @@ fn print_run(
     total_runs: usize,
     record: &RunRecord,
     server_line: Option<&str>,
-    layout: text::BlockLayout,
+    layout: run_block::BlockLayout,
 ) {
     let mut out = std::io::stdout().lock();
-    let block = text::run_block(position, total_runs, record, server_line, layout);
+    let block = run_block::run_block(position, total_runs, record, server_line, layout);
     let _ = write!(out, "{block}");
     if let Some(note) = record
         .rate_search
@@ -289,7 +289,7 @@ fn embedded_line(
     while let Ok(event) = rx.try_recv() {
         match event {
             ServerEvent::Session(s) if s.session == session => {
-                return Some(text::session_line_in(
+                return Some(session::session_line_in(
                     s.session,
                     &s.peer.to_string(),
                     &s.params,

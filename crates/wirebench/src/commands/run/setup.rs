@@ -9,12 +9,12 @@ use wirebench_core::record::{count_of, NewCampaign, Parameters};
 
 use crate::commands::clock::unix_now;
 use crate::commands::embedded::{self, AbortOnDrop};
-use crate::commands::recording::{self, Recorder};
+use crate::commands::recorder::{self, Recorder};
 use crate::config::{RunOutput, StoreTarget};
 use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
 use crate::output::progress::Progress;
-use crate::output::text;
+use crate::output::run_block;
 use crate::runner::{self, RunConfig, Target};
 use crate::store::run::Run;
 
@@ -61,7 +61,7 @@ impl Setup {
     ) -> Result<Setup> {
         let store = match store_target {
             StoreTarget::Off => None,
-            StoreTarget::File(path) => Some(recording::open(path)?),
+            StoreTarget::File(path) => Some(recorder::open(path)?),
         };
         // The embedded server's session lines are printed with each run.
         let (tx, rx) = mpsc::unbounded_channel();
@@ -122,7 +122,7 @@ fn print_heading(cfg: &RunConfig, server_name: &str, total_runs: usize) {
     if cfg.points.len() == 1 {
         println!(
             "{} against {server_name}",
-            text::plan_heading(
+            run_block::plan_heading(
                 total_runs,
                 cfg.combinations.len(),
                 cfg.repeat,

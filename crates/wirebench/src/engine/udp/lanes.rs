@@ -24,7 +24,7 @@ use std::time::Duration;
 use socket2::SockRef;
 use wirebench_core::machine::seq::DropMark;
 
-use super::recv::{self as udp_recv, RecvBatch};
+use super::batch_recv::{self as udp_recv, RecvBatch};
 use crate::engine::demux::DatagramHandler;
 
 /// Buffers one lane receive takes at most (each up to 64 KiB, a GRO batch).

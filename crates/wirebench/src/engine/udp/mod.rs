@@ -11,10 +11,10 @@
 //! session's receiving side (`receiver`), the client's side of a reversed session (`reverse`)
 //! and stop-and-wait's sender (`saw`).
 
+pub mod batch_recv;
 pub mod hello;
 pub mod lanes;
 pub mod receiver;
-pub mod recv;
 pub mod reverse;
 pub mod saw;
 

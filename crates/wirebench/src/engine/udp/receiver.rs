@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use wirebench_core::machine::saw::{Delivery, StopAndWaitReceiver};
 use wirebench_core::machine::seq::{Arrival, DropMark, SequenceTracker};
-use wirebench_core::vocab::metrics::{Cumulative, JitterEstimator};
+use wirebench_core::vocab::counters::{Cumulative, JitterEstimator};
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 

@@ -12,8 +12,8 @@ use tokio::io::Interest;
 use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::proto::SessionParams;
 
+use super::batch_recv::{self as udp_recv, RecvBatch};
 use super::receiver::{UdpCounts, UdpReceiver};
-use super::recv::{self as udp_recv, RecvBatch};
 use super::UdpClient;
 use crate::engine::interval::Progress;
 

@@ -13,7 +13,7 @@ use anyhow::{anyhow, Context, Result};
 use hdrhistogram::Histogram;
 use tokio::net::TcpStream;
 use wirebench_core::record::UdpReceipt;
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 

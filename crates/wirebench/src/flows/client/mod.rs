@@ -19,7 +19,7 @@ use hdrhistogram::Histogram;
 use wirebench_core::record::{bits_per_second, ClientRecord, EndMetrics};
 use wirebench_core::record::{RttFigures, UdpReceipt};
 use wirebench_core::security::auth::Psk;
-use wirebench_core::vocab::metrics::{CpuUsage, IntervalSample, TransportStats};
+use wirebench_core::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use quinn::{Connection, Endpoint, RecvStream, SendStream};
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{DataPathInfo, Preamble};
 

@@ -12,7 +12,7 @@ use wirebench_core::machine::rto::{
 };
 use wirebench_core::machine::saw::RtoPolicy;
 use wirebench_core::record::UdpReceipt;
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::{message_count, Mechanism};
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::proto::{ControlMessage, DataPathInfo};

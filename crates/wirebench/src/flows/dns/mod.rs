@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use tokio::task::JoinSet;
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::wire::dns::{DnsCounts, DnsTransport, Question};
 
 use crate::engine::stream::rtt_histogram;

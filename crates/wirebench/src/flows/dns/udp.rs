@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{Answer, RequestTracker};
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::dns::{answer_lines, response_id, IdMap, Verdict};
 

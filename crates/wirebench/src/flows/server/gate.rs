@@ -23,9 +23,9 @@ use wirebench_core::wire::proto::{
 };
 
 use super::admission::{Admission, SessionSlot};
+use super::counts::ServerMetrics;
 use super::events::{ServerEvent, ServerNotice, SessionSummary};
 use super::meter::{Meter, RateCheck};
-use super::metrics::ServerMetrics;
 use super::options::Limits;
 use crate::transport::counters::CpuMeter;
 use crate::transport::net::{self, canonical_ip};

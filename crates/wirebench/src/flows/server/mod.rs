@@ -7,13 +7,13 @@
 
 mod admission;
 mod auth;
+mod counts;
 mod events;
 pub mod gate;
 mod kind;
 mod kinds;
 mod kit;
 pub mod meter;
-mod metrics;
 pub mod options;
 mod quic_attach;
 mod registry;
@@ -35,8 +35,8 @@ use crate::engine::quic::home::ConnectionHomes;
 use crate::engine::udp::lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
+pub use counts::MetricsHandle;
 pub use events::{ServerEvent, ServerNotice, SessionSummary};
-pub use metrics::MetricsHandle;
 pub use options::{Limits, ServerOptions};
 use registry::Registry;
 use shared::Shared;

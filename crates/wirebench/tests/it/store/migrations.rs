@@ -2,7 +2,7 @@
 //! bad writes changing nothing, foreign, newer and broken databases refused unchanged, and only
 //! dead writers' campaigns on this host marked interrupted.
 
-use wirebench::store::liveness::this_process;
+use wirebench::store::writer::this_process;
 use wirebench::store::{schema, Store};
 use wirebench_core::record::campaign::Writer;
 use wirebench_core::record::{Environment, NewCampaign, Status};

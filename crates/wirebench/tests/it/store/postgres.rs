@@ -2,7 +2,7 @@
 //! `store copy` to PostgreSQL and back.
 
 use serde_json::Value;
-use wirebench::store::liveness::this_process;
+use wirebench::store::writer::this_process;
 use wirebench::store::Store;
 use wirebench_core::record::{Environment, NewCampaign, Status};
 

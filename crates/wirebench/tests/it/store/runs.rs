@@ -2,7 +2,7 @@
 //! `run --json` output imported; a sweep in the documented order without its warm-ups.
 
 use serde_json::Value;
-use wirebench::store::liveness::this_process;
+use wirebench::store::writer::this_process;
 use wirebench::store::Store;
 use wirebench_core::record::Status;
 

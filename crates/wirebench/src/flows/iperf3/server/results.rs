@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use wirebench_core::vocab::metrics::CpuUsage;
+use wirebench_core::vocab::counters::CpuUsage;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::iperf3::{

@@ -68,7 +68,7 @@ fn a_refusal_names_the_field_or_the_flag_and_is_counted_and_told() {
         .collect();
     assert_eq!(notices.len(), 2, "{notices:?}");
     assert!(notices[0].starts_with("session refused: interval_us 1"));
-    let counts = super::super::metrics::MetricsHandle {
+    let counts = super::super::counts::MetricsHandle {
         metrics: Arc::clone(&gate.metrics),
         admission: Arc::clone(gate.admission()),
     }
@@ -94,7 +94,7 @@ fn a_request_a_kind_refuses_before_it_can_ask_is_counted_and_told_once() {
         })
         .collect();
     assert_eq!(notices, ["iperf3 test refused: SCTP is not supported"]);
-    let counts = super::super::metrics::MetricsHandle {
+    let counts = super::super::counts::MetricsHandle {
         metrics: Arc::clone(&gate.metrics),
         admission: Arc::clone(gate.admission()),
     }
@@ -147,7 +147,7 @@ fn every_pass_ends_once_with_one_line_even_when_dropped_without_an_end() {
         .unwrap()
         .contains("without a report"));
     let m = gate.metrics.clone();
-    let counts = super::super::metrics::MetricsHandle {
+    let counts = super::super::counts::MetricsHandle {
         metrics: m,
         admission: Arc::clone(gate.admission()),
     }

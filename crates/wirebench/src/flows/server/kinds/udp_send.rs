@@ -17,7 +17,7 @@ use wirebench_core::machine::rto::{
     RtoEstimator, DEFAULT_INITIAL_RTO, DEFAULT_MAX_RTO, DEFAULT_MIN_RTO,
 };
 use wirebench_core::machine::saw::RtoPolicy;
-use wirebench_core::vocab::metrics::TransportStats;
+use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{Header, HEADER_LEN};
