@@ -15,7 +15,8 @@ pub struct ExporterArgs {
     /// (127.0.0.0/8 and ::1). Others get 403; a probe's target is checked on its resolved address.
     #[arg(long, value_name = "HOST[:PORT]|CIDR", action = clap::ArgAction::Append)]
     pub allow: Vec<String>,
-    /// Largest total one probe may transfer (a larger total= gets 400).
+    /// Largest total one probe may transfer (a larger total= gets 400). Whatever the total, a
+    /// probe holds at most 256 requests in flight (flows x concurrency).
     #[arg(long, value_name = "SIZE", default_value = "100MiB")]
     pub max_total: String,
     /// Longest a probe may run; a smaller scrape timeout (X-Prometheus-Scrape-Timeout-Seconds,

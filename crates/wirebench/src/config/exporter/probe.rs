@@ -232,6 +232,23 @@ fn within_volume(volume: u64, what: &str, limits: &ProbeLimits) -> Result<(), Pr
     Ok(())
 }
 
+/// Requests in flight one probe may hold at once (flows x concurrency): each is a socket (TCP,
+/// QUIC) or a pending request with its buffers, so a scrape is priced by what it opens, not
+/// only by the bytes it moves (`flows=1024&concurrency=10000` held 437-520 MB and about 1,000
+/// descriptors within `--max-total`).
+pub const MAX_PROBE_IN_FLIGHT: u64 = 256;
+
+/// Refuses a probe whose `flows` x `concurrency` passes [`MAX_PROBE_IN_FLIGHT`].
+fn within_in_flight(flows: u32, concurrency: u32) -> Result<(), ProbeRefusal> {
+    let in_flight = u64::from(flows).saturating_mul(u64::from(concurrency));
+    if in_flight > MAX_PROBE_IN_FLIGHT {
+        return Err(bad(format!(
+            "flows x concurrency = {in_flight} is more than one probe may hold in flight: at most {MAX_PROBE_IN_FLIGHT}"
+        )));
+    }
+    Ok(())
+}
+
 /// A `kind=rr` query: as `wirebench rr` with one protocol and one concurrency, run for a
 /// count (never a time, so its volume is known before it starts).
 fn rr_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfig, ProbeRefusal> {
@@ -261,6 +278,10 @@ fn rr_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<RrConfi
             "a probe runs one test: give one proto, one concurrency and one flows".into(),
         ));
     }
+    within_in_flight(
+        cfg.most_flows(),
+        cfg.concurrency.iter().copied().max().unwrap_or(1),
+    )?;
     // Every request may go out 1 + retries times; every answer comes back once.
     let count = cfg.count.unwrap_or(DEFAULT_RR_COUNT);
     let per_request = u64::from(cfg.request)
@@ -330,6 +351,10 @@ fn dns_config(query: &[(String, String)], limits: &ProbeLimits) -> Result<DnsCon
             "transport=dot is not offered to scrapes: use udp or tcp".into(),
         ));
     }
+    within_in_flight(
+        cfg.flows,
+        cfg.concurrency.iter().copied().max().unwrap_or(1),
+    )?;
     let volume = cfg
         .count
         .saturating_mul(u64::from(cfg.flows))

@@ -121,6 +121,45 @@ fn rr_dns_and_iperf3_queries_are_bounded_by_volume() {
 }
 
 #[test]
+fn probes_are_priced_by_what_they_hold_in_flight() {
+    let l = limits();
+    // Issue 37: within --max-total by bytes, yet 10,240,000 requests in flight.
+    let r = probe_config(
+        "kind=rr&target=127.0.0.1:5310&flows=1024&concurrency=10000&count=1",
+        &l,
+    )
+    .unwrap_err();
+    assert_eq!(r.status, 400);
+    assert!(
+        r.reason.contains("flows x concurrency = 10240000"),
+        "{}",
+        r.reason
+    );
+    assert!(r.reason.contains("at most 256"), "{}", r.reason);
+    // 16 x 16 is the most; one more flow is refused, for DNS too.
+    assert!(probe_config(
+        "kind=rr&target=127.0.0.1:5310&flows=16&concurrency=16&count=1",
+        &l
+    )
+    .is_ok());
+    assert!(probe_config(
+        "kind=rr&target=127.0.0.1:5310&flows=17&concurrency=16&count=1",
+        &l
+    )
+    .is_err());
+    let r = probe_config(
+        "kind=dns&target=127.0.0.1:53&name=a.test&count=1&flows=64&concurrency=8",
+        &l,
+    )
+    .unwrap_err();
+    assert!(
+        r.reason.contains("flows x concurrency = 512"),
+        "{}",
+        r.reason
+    );
+}
+
+#[test]
 fn refusals_say_why_with_their_status() {
     let l = limits();
     let r = probe_config("target=127.0.0.1:1&total=2MiB", &l).unwrap_err();

@@ -241,15 +241,23 @@ impl Server {
         });
         // Abort the QUIC accept loop when this future ends or is dropped.
         let _guard = AbortOnDrop(quic_task);
+        let mut failed_accepts = 0u64;
         loop {
             let (stream, peer) = match self.listener.accept().await {
                 Ok(x) => x,
-                // Running out of descriptors or a reset during accept ends one connection, not the server.
+                // Running out of descriptors or a reset during accept ends one connection, not
+                // the server. Said the 1st, 2nd, 4th, 8th… time: out of descriptors, accept
+                // fails every 10 ms until one is freed.
                 Err(e) => {
-                    let _ = events.send(ServerEvent::Notice(ServerNotice {
-                        peer: self.local,
-                        message: format!("accept failed: {e}"),
-                    }));
+                    failed_accepts += 1;
+                    if failed_accepts.is_power_of_two() {
+                        let _ = events.send(ServerEvent::Notice(ServerNotice {
+                            peer: self.local,
+                            message: format!(
+                                "accept failed: {e} ({failed_accepts} so far; out of file descriptors? raise `ulimit -n`)"
+                            ),
+                        }));
+                    }
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 }
