@@ -159,6 +159,17 @@ where
                         r.record(results.len() as u64 + 1, result.clone());
                     }
                     results.push(result);
+                    // The server ended the session early (a limit, its shutdown): what was
+                    // measured is kept and shown, and the run fails with the server's reason
+                    // rather than passing its missing answers off as a lossy path.
+                    if outcome.server.aborted {
+                        eprintln!(
+                            "error: {protocol} with {} and concurrency {k}: the server ended the session: {}",
+                            count_of(at.flows as usize, "flow", "flows"),
+                            outcome.server.abort_reason.as_deref().unwrap_or("no reason given")
+                        );
+                        ok = false;
+                    }
                     if recorder.as_ref().is_some_and(|r| r.broken().is_some()) {
                         return (results, false);
                     }

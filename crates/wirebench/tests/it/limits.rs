@@ -403,6 +403,47 @@ async fn a_udp_session_that_sends_nothing_is_ended_after_the_setup_timeout() {
     .expect("test finished in time");
 }
 
+/// Issue 37: a UDP rr run whose server ends the session at `--max-bytes` is shown as the
+/// server's abort and fails (it printed "lost 9018 (45 %)", exited 0 and stored a complete
+/// sweep); what was measured is still printed and stored, in a failed sweep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rr_run_the_server_ends_at_its_byte_limit_fails_with_the_reason() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start_with(with_limits(Limits {
+            max_bytes: 1 << 20,
+            ..Limits::default()
+        }))
+        .await;
+        let db = crate::support::TempPath::new(".sqlite3");
+        let addr = server.addr.to_string();
+        let out = crate::cli::wirebench(&[
+            "rr",
+            "-c",
+            &addr,
+            "--proto",
+            "udp",
+            "--request",
+            "1",
+            "--response",
+            "60000",
+            "-t",
+            "2",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        let err = crate::cli::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("the server ended the session"), "{err}");
+        assert!(err.contains("--max-bytes"), "{err}");
+        let runs = crate::cli::wirebench(&["runs", "--db", db.arg()]).await;
+        let listed = String::from_utf8_lossy(&runs.stdout);
+        assert!(listed.contains("failed"), "{listed}");
+    })
+    .await
+    .expect("test finished in time");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_control_messages_and_silent_clients_are_cut_off() {
     tokio::time::timeout(TEST_TIMEOUT, async {
