@@ -140,7 +140,7 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// JSON file written by `wirebench export` or `wirebench run --json`, or a spool file
-    /// (`-` reads stdin).
+    /// (`-` reads stdin); at most 256 MiB.
     pub file: PathBuf,
     /// Import it even if the store already holds all of this campaign (the same uid, or for
     /// older exports the same start time, parameters and host), as a campaign of its own: by
