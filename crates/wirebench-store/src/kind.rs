@@ -44,6 +44,15 @@ pub trait Kind {
     fn started_at(plan: &Self::Plan) -> i64;
     /// Results planned.
     fn planned(plan: &Self::Plan) -> u64;
+    /// Whether a result was stopped in flight (a complete campaign holds none).
+    fn stopped_in_flight(_result: &Self::Result) -> bool {
+        false
+    }
+    /// Why a result read from a file cannot be true, if it cannot (checked before it is
+    /// stored); kinds whose results have nothing to check across accept every one.
+    fn check_result(_result: &Self::Result) -> std::result::Result<(), String> {
+        Ok(())
+    }
     /// A result as column values.
     fn result_values(result: &Self::Result) -> Result<Vec<Value>>;
     /// The result at `position` from a row whose result columns start at `at`.

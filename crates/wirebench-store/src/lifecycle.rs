@@ -331,8 +331,33 @@ impl Store {
         if doc.kind != K::KIND {
             bail!("a {} document is not a {}", doc.kind.name(), K::KIND.noun());
         }
+        believable::<K>(doc)?;
         self.transaction(|tx| merge_in::<K>(tx, doc, origin, again))
     }
+}
+
+/// What a file brings is checked before anything of it is stored: its lifecycle against its
+/// plan and results, each result as its kind checks it. An import of figures that cannot be
+/// true (a server reading 10x what its client sent, a negative time) is refused whole.
+fn believable<K: Kind>(doc: &CampaignDocument<K::Plan, K::Result>) -> Result<()> {
+    use wirebench_core::record::plausibility::stored::check_lifecycle;
+    let results = doc
+        .results
+        .iter()
+        .map(|r| (r.position, K::stopped_in_flight(&r.result)));
+    check_lifecycle(&doc.campaign, K::planned(&doc.plan), results)
+        .map_err(|why| anyhow::anyhow!("the {} cannot be true: {why}", K::KIND.noun()))?;
+    for r in &doc.results {
+        K::check_result(&r.result).map_err(|why| {
+            anyhow::anyhow!(
+                "the {} cannot be true: its {} at position {}: {why}",
+                K::KIND.noun(),
+                K::KIND.result_noun(),
+                r.position
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// [`Store::merge`] inside its transaction.

@@ -130,6 +130,17 @@ impl Kind for Run {
         plan.planned_runs
     }
 
+    fn stopped_in_flight(result: &StoredRun) -> bool {
+        match result {
+            StoredRun::Aborted { .. } => true,
+            StoredRun::Finished { run, .. } => run.server.aborted,
+        }
+    }
+
+    fn check_result(result: &StoredRun) -> std::result::Result<(), String> {
+        wirebench_core::record::plausibility::stored::check_stored_run(result)
+    }
+
     fn result_values(result: &StoredRun) -> Result<Vec<Value>> {
         Ok(match result {
             StoredRun::Finished { point, run } => vec![

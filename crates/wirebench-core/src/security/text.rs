@@ -46,7 +46,7 @@ pub fn is_safe(text: &str) -> bool {
 /// A character that must not reach a terminal or a page as it is: a control character, or a
 /// bidirectional formatting character (U+202E turns the rest of a line around: "Trojan
 /// Source", CVE-2021-42574), which is escaped the same way.
-fn is_unsafe_char(c: char) -> bool {
+pub fn is_unsafe_char(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }

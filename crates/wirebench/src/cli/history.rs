@@ -140,7 +140,9 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// JSON file written by `wirebench export` or `wirebench run --json`, or a spool file
-    /// (`-` reads stdin); at most 256 MiB.
+    /// (`-` reads stdin); at most 256 MiB. A file whose figures cannot be true (a server that
+    /// read more than its client sent, a negative time, more results than planned, a control
+    /// character in any string) is refused whole, with the reason (docs/security.md).
     pub file: PathBuf,
     /// Import it even if the store already holds all of this campaign (the same uid, or for
     /// older exports the same start time, parameters and host), as a campaign of its own: by

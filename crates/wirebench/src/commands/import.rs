@@ -73,6 +73,7 @@ pub fn import_file(
     again: bool,
 ) -> Result<(CampaignKind, Merged)> {
     let text = read_document(file)?;
+    refuse_unsafe_text(&text, file)?;
     // Read before the store is opened: a file that is not a campaign creates no store.
     let legacy = match Head::of(&text) {
         Some(_) => None,
@@ -102,6 +103,18 @@ pub fn import_file(
         .into());
     }
     Ok((kind, merged))
+}
+
+/// Refuses a document holding a string with a control or bidirectional character (a host
+/// name holding ESC was stored, and `runs` printed it raw): every stored string is shown as it
+/// is. A file that is no JSON at all is left to the readers below, which say what it is not.
+fn refuse_unsafe_text(text: &str, file: &Path) -> Result<()> {
+    use wirebench_core::record::plausibility::stored::check_document_text;
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Ok(());
+    };
+    check_document_text(&doc)
+        .map_err(|why| UsageError(format!("{} cannot be imported: {why}", file.display())).into())
 }
 
 /// An export of a throughput campaign, or a `run --json` document (then started `now`,

@@ -4,7 +4,8 @@
 //! or decide what a run is.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -79,7 +80,7 @@ where
 }
 
 /// When a client flow stops issuing requests.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct Plan {
     /// At most this many requests (per flow).
     pub count: Option<u64>,
@@ -87,12 +88,22 @@ pub struct Plan {
     pub until: Option<Instant>,
     /// Pause this long after issuing each request.
     pub interval: Option<Duration>,
+    /// Set when the session is over on the server's side (it ended it early): no new
+    /// request, and a UDP flow stops waiting for the answers still outstanding.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Plan {
     /// Whether request number `sent` (0-based) may still be issued at `now`.
     pub fn more(&self, sent: u64, now: Instant) -> bool {
-        self.count.is_none_or(|n| sent < n) && self.until.is_none_or(|u| now < u)
+        !self.stopped() && self.count.is_none_or(|n| sent < n) && self.until.is_none_or(|u| now < u)
+    }
+
+    /// Whether the session was stopped from outside.
+    pub fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 
@@ -272,6 +283,9 @@ pub async fn udp_flow(
     let mut send_errors = 0u64;
     let mut next_send_at: Option<Instant> = None;
     loop {
+        if plan.stopped() {
+            break;
+        }
         let now = Instant::now();
         // Fill the window with new requests, as the plan and the interval allow.
         while tracker.outstanding() < concurrency.max(1)

@@ -35,6 +35,9 @@ pub fn flow(
     // Interrupts the receive at the next deadline; a steady ping costs it no system call.
     let alarm = RecvAlarm::for_this_thread()?;
     loop {
+        if plan.stopped() {
+            break;
+        }
         // One clock read per turn (and one per answer): the send below follows it at once.
         let now = Instant::now();
         if tracker.outstanding() == 0

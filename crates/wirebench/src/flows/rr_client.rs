@@ -4,7 +4,7 @@
 //! handshake, QUIC resumed with 0-RTT), and the server's report. It measures; it never prints.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -118,12 +118,15 @@ pub async fn run_rr_auth(
         _ => None,
     };
     let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
     let plan = Plan {
         count: spec.count,
         until: spec.duration.map(|d| started + d),
         interval: spec.interval,
+        stop: Some(Arc::clone(&stop)),
     };
     let tasks = spawn_flows(server, spec, (session, token), preamble, quic_cfg, plan)?;
+    let (collected, server_ended) = collect_or_stop(tasks, &ctrl, &stop).await;
     let Collected {
         counts,
         send_errors,
@@ -132,16 +135,18 @@ pub async fn run_rr_auth(
         resumed,
         elapsed,
         transport,
-    } = collect_flows(tasks).await?;
+    } = collected?;
     let setup_requests = u64::from(resumed.is_some_and(|r| r.first_response_ns.is_some()));
-    control::send(
-        &mut ctrl,
-        &ControlMessage::SenderDone {
-            messages_sent: counts.sent + setup_requests,
-            bytes_sent: (counts.sent + setup_requests) * u64::from(p.request),
-        },
-    )
-    .await?;
+    if !server_ended {
+        control::send(
+            &mut ctrl,
+            &ControlMessage::SenderDone {
+                messages_sent: counts.sent + setup_requests,
+                bytes_sent: (counts.sent + setup_requests) * u64::from(p.request),
+            },
+        )
+        .await?;
+    }
     let server_report = control::read_report(&mut ctrl).await?;
     // Answers the server cannot have given are no result; an aborted session is recorded as
     // such (`aborted`) with its figures.
@@ -186,7 +191,7 @@ fn spawn_flows(
         for _ in 0..p.flows.max(1) * p.concurrency.max(1) {
             let plan = Plan {
                 count: total,
-                ..plan
+                ..plan.clone()
             };
             tasks.spawn(new_connection_worker(
                 server,
@@ -202,18 +207,25 @@ fn spawn_flows(
             let probe = spec.resumption_probe && flow == 0;
             match p.protocol {
                 Protocol::Tcp => {
-                    tasks.spawn(tcp_flow(server, p.clone(), preamble, plan));
+                    tasks.spawn(tcp_flow(server, p.clone(), preamble, plan.clone()));
                 }
                 Protocol::Quic => {
                     let cfg = quic_cfg.clone().context("no QUIC configuration")?;
-                    tasks.spawn(quic_flow(server, p.clone(), preamble, cfg, plan, probe));
+                    tasks.spawn(quic_flow(
+                        server,
+                        p.clone(),
+                        preamble,
+                        cfg,
+                        plan.clone(),
+                        probe,
+                    ));
                 }
                 Protocol::Udp => {
                     tasks.spawn(udp_flow(
                         server,
                         p.clone(),
                         (session, token),
-                        plan,
+                        plan.clone(),
                         spec.timeout,
                         spec.retries,
                     ));
@@ -222,6 +234,28 @@ fn spawn_flows(
         }
     }
     Ok(tasks)
+}
+
+/// Waits for the flows while watching the control connection: a server that ends the session
+/// early (a limit of its own) sends its report at once, and the flows are stopped then instead
+/// of sending into a session that is over (a UDP rr client went on for 7 s). Whether the server
+/// spoke first is returned beside what the flows did; its report is read by the caller.
+async fn collect_or_stop(
+    tasks: JoinSet<Result<FlowResult>>,
+    ctrl: &tokio::net::TcpStream,
+    stop: &AtomicBool,
+) -> (Result<Collected>, bool) {
+    let flows = collect_flows(tasks);
+    tokio::pin!(flows);
+    let mut byte = [0u8; 1];
+    tokio::select! {
+        collected = &mut flows => (collected, false),
+        // `peek` takes nothing off the connection, and a dropped peek loses nothing.
+        _ = ctrl.peek(&mut byte) => {
+            stop.store(true, Ordering::Relaxed);
+            (flows.await, true)
+        }
+    }
 }
 
 /// What the flows of a session did, summed.

@@ -63,3 +63,37 @@ async fn the_omitted_seconds_are_left_out_of_the_servers_figures() {
         );
     }
 }
+
+/// Issue 37: every stream of an iperf3 test reads from the gate's one budget as it goes. With
+/// 32 streams under `--max-rate 100Mbit --max-bytes 50MiB` the server read 211 MB at
+/// 562 Mbit/s (its streams drained what the client had queued in their receive buffers at the
+/// end, unpaced); now what it reads stays within the rate over the test's span, give or take
+/// one read per stream, and within the byte limit.
+#[tokio::test]
+async fn thirty_two_streams_are_held_to_the_servers_rate_and_byte_limits() {
+    if !have_iperf3("thirty_two_streams_are_held_to_the_servers_rate_and_byte_limits") {
+        return;
+    }
+    const RATE: u64 = 100_000_000;
+    const MAX_BYTES: u64 = 50 << 20;
+    let limits = wirebench::flows::server::Limits {
+        max_rate_bps: Some(RATE),
+        max_bytes: MAX_BYTES,
+        ..Default::default()
+    };
+    let mut ours = OurIperf3::start_with(&limits).await;
+    let _ = real_client(ours.addr, &["-P", "32", "-t", "3"]).await;
+    let s = ours.next_session().await;
+    let r = &s.report;
+    let secs = r.elapsed_ns as f64 / 1e9;
+    // One read of 128 KiB per stream may land past the pause that follows it, and one more
+    // per stream when the test ends (what the client queued is read while within the rate).
+    let allowed = RATE as f64 / 8.0 * secs + 2.0 * 32.0 * 131072.0;
+    assert!(r.bytes > 0, "{r:?}");
+    assert!(r.bytes <= MAX_BYTES, "{} bytes under --max-bytes", r.bytes);
+    assert!(
+        r.bytes as f64 <= allowed,
+        "{} bytes read in {secs:.3} s under --max-rate {RATE} (allowed {allowed:.0})",
+        r.bytes
+    );
+}

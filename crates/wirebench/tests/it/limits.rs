@@ -405,16 +405,77 @@ async fn a_udp_session_that_sends_nothing_is_ended_after_the_setup_timeout() {
 
 /// Issue 37: a UDP rr run whose server ends the session at `--max-bytes` is shown as the
 /// server's abort and fails (it printed "lost 9018 (45 %)", exited 0 and stored a complete
-/// sweep); what was measured is still printed and stored, in a failed sweep.
+/// sweep); what was measured is still printed and stored, in a failed sweep. The server's
+/// answers are charged before they leave: it sent no byte past the limit (131 MB went out under
+/// 10 MiB before its watch looked), and the client stops at the abort instead of sending on
+/// until its `-t` (it went on for 7 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_rr_run_the_server_ends_at_its_byte_limit_fails_with_the_reason() {
+    const MAX_BYTES: u64 = 1 << 20;
     tokio::time::timeout(TEST_TIMEOUT, async {
-        let server = TestServer::start_with(with_limits(Limits {
-            max_bytes: 1 << 20,
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_bytes: MAX_BYTES,
             ..Limits::default()
         }))
         .await;
         let db = crate::support::TempPath::new(".sqlite3");
+        let addr = server.addr.to_string();
+        // A run of 120 s: it must end at the server's abort, well within the test's bound.
+        let out = crate::cli::wirebench(&[
+            "rr",
+            "-c",
+            &addr,
+            "--proto",
+            "udp",
+            "--request",
+            "1",
+            "--response",
+            "60000",
+            "-t",
+            "120",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        let err = crate::cli::stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("the server ended the session"), "{err}");
+        assert!(err.contains("--max-bytes"), "{err}");
+        let session = server.next_session().await;
+        let r = &session.report;
+        // Every answer was charged before it left: requests read and answers sent together
+        // stay within the limit, and the answer that would have passed it was not sent.
+        let moved = r.messages * (1 + 60000);
+        assert!(r.messages > 0, "{r:?}");
+        assert!(
+            moved <= MAX_BYTES,
+            "{moved} bytes moved under --max-bytes {MAX_BYTES}: {r:?}"
+        );
+        assert!(
+            moved + 60001 > MAX_BYTES,
+            "stopped {moved} bytes short of the limit: {r:?}"
+        );
+        let runs = crate::cli::wirebench(&["runs", "--db", db.arg()]).await;
+        let listed = String::from_utf8_lossy(&runs.stdout);
+        assert!(listed.contains("failed"), "{listed}");
+    })
+    .await
+    .expect("the client stopped at the server's abort, not at its -t 120");
+}
+
+/// Issue 37: UDP rr answers leave from the shared socket's thread, which cannot pace them, so
+/// each is charged to `--max-rate` first: a client asking for 60 KB answers as fast as it can
+/// gets no more than the gate's allowance (twice the rate on average, plus one burst of
+/// 1 MiB) before the session is ended with the reason (it got ≈ 50 Gbit/s for 100 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_rr_answers_are_held_to_the_rate_limit_as_they_leave() {
+    const RATE: u64 = 10_000_000;
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let mut server = TestServer::start_with(with_limits(Limits {
+            max_rate_bps: Some(RATE),
+            ..Limits::default()
+        }))
+        .await;
         let addr = server.addr.to_string();
         let out = crate::cli::wirebench(&[
             "rr",
@@ -427,21 +488,26 @@ async fn an_rr_run_the_server_ends_at_its_byte_limit_fails_with_the_reason() {
             "--response",
             "60000",
             "-t",
-            "2",
-            "--db",
-            db.arg(),
+            "120",
         ])
         .await;
         let err = crate::cli::stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(err.contains("the server ended the session"), "{err}");
-        assert!(err.contains("--max-bytes"), "{err}");
-        let runs = crate::cli::wirebench(&["runs", "--db", db.arg()]).await;
-        let listed = String::from_utf8_lossy(&runs.stdout);
-        assert!(listed.contains("failed"), "{listed}");
+        assert!(err.contains("--max-rate"), "{err}");
+        let session = server.next_session().await;
+        let r = &session.report;
+        let sent = r.messages * 60000;
+        let secs = r.elapsed_ns as f64 / 1e9;
+        // The allowance over the whole session (its span is at least the answers' span).
+        let allowed = 2.0 * RATE as f64 / 8.0 * secs + (1u64 << 20) as f64;
+        assert!(r.messages > 0, "{r:?}");
+        assert!(
+            sent as f64 <= allowed,
+            "{sent} bytes answered in {secs:.3} s under --max-rate {RATE}: {r:?}"
+        );
     })
     .await
-    .expect("test finished in time");
+    .expect("the client stopped at the server's abort");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -380,5 +380,7 @@ pub fn check_iperf3_results(
     Ok(())
 }
 
+pub mod stored;
+
 #[cfg(test)]
 mod tests;

@@ -137,6 +137,44 @@ impl Meter {
         Ok(())
     }
 
+    /// How many of `want` bytes the gate's readers may take now: what `--max-bytes` leaves of
+    /// both directions, so a reader never takes the session past it. With nothing left the
+    /// meter trips with the reason and the reader stops.
+    pub fn read_room(&self, want: usize) -> Result<usize, String> {
+        let moved = self.moved().total();
+        let left = self.max_bytes.saturating_sub(moved);
+        if left == 0 {
+            let reason = self.over_bytes(moved.max(self.max_bytes.saturating_add(1)));
+            self.trip(&reason);
+            return Err(reason);
+        }
+        Ok(want.min(usize::try_from(left).unwrap_or(usize::MAX)))
+    }
+
+    /// Charges an answer of `n` bytes that must leave now or not at all (a UDP rr response,
+    /// sent from the shared socket's thread, which cannot wait): within `--max-bytes`, and
+    /// within `--max-rate` as the gate's watch holds a sender to it (twice the rate on average
+    /// since the first answer, plus one burst). Past either the meter trips and the answer is
+    /// not sent, so no limit is passed by more than one burst (answers at 50 Gbit/s under a
+    /// 10 Mbit/s limit were sent for 100 ms before the watch's next look).
+    pub fn charge_answer(&self, n: u64) -> Result<(), String> {
+        self.may_send(n)?;
+        if let Some(rate) = self.max_rate_bps {
+            let first = *self.first_sent.get_or_init(Instant::now);
+            let secs = first.elapsed().as_secs_f64();
+            let allowed = 2.0 * rate as f64 / 8.0 * secs + burst_bytes(rate) as f64;
+            let after = self.sent.load(Ordering::Relaxed).saturating_add(n);
+            if after as f64 > allowed {
+                let reason = format!(
+                    "the client's requests called for answers faster than this server's limit of {rate} bit/s (--max-rate): {after} bytes in {secs:.3} s"
+                );
+                self.trip(&reason);
+                return Err(reason);
+            }
+        }
+        Ok(())
+    }
+
     /// Records why the session must stop (a limit one of its data paths ran into) and wakes
     /// the gate's watch; the first reason is the one the session ends with.
     pub fn trip(&self, reason: &str) {

@@ -105,12 +105,17 @@ pub(crate) struct OurIperf3 {
 
 impl OurIperf3 {
     pub(crate) async fn start() -> OurIperf3 {
+        OurIperf3::start_with(&Default::default()).await
+    }
+
+    /// The listener behind a gate with these limits (`server --iperf3 --max-rate ...`).
+    pub(crate) async fn start_with(limits: &wirebench::flows::server::Limits) -> OurIperf3 {
         let server = Iperf3Server::bind("127.0.0.1:0".parse().unwrap())
             .await
             .expect("bind the iperf3 listener");
         let addr = server.local_addr();
         let (tx, events) = mpsc::unbounded_channel();
-        let gate = wirebench::flows::server::gate::Gate::new(&Default::default());
+        let gate = wirebench::flows::server::gate::Gate::new(limits);
         gate.set_events(tx);
         let task = tokio::spawn(server.run(gate));
         OurIperf3 { addr, events, task }

@@ -3,6 +3,7 @@
 //! with their message, and a UDP source that has not echoed its session's token gets nothing.
 
 mod amplification;
+mod imports;
 mod psk;
 
 use std::sync::Arc;

@@ -238,8 +238,9 @@ fn answer_on_thread(
 
 /// A UDP request-response session: the registry hands request datagrams to its
 /// [`RrUdpSession`] entry, which answers them; here we wait for the client's "done". The
-/// answers leave from the shared socket's thread, so the gate meters them from the session's
-/// counts (and stops a session whose answers run far above `--max-rate`).
+/// answers leave from the shared socket's thread, which cannot wait: each is charged to the
+/// session's meter first, and one past `--max-bytes` or `--max-rate` is not sent (the meter
+/// trips and the gate ends the session with the reason).
 pub(crate) struct RrUdp<'a> {
     /// What the client asked for.
     pub(crate) rr: &'a RrParams,
@@ -250,18 +251,13 @@ impl SessionKind for RrUdp<'_> {
 
     fn register(&self, shared: &Shared, peer: IpAddr, pass: &Pass) -> (Registration, Self::Entry) {
         let rr = self.rr;
-        let (registration, udp) = shared
-            .registry
-            .register_rr_udp(peer, rr.request, rr.response);
-        let counted = Arc::clone(&udp);
-        let (request, response) = (u64::from(rr.request), u64::from(rr.response));
-        pass.meter().watch(move || {
-            let answered = counted.counts().answered;
-            Moved {
-                read: answered * request,
-                sent: answered * response,
-            }
-        });
+        // The entry counts requests into the meter and charges each answer to it as it goes.
+        let (registration, udp) = shared.registry.register_rr_udp(
+            peer,
+            rr.request,
+            rr.response,
+            Arc::clone(pass.meter()),
+        );
         (registration, udp)
     }
 

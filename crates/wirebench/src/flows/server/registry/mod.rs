@@ -262,9 +262,10 @@ impl Registry {
         peer_ip: IpAddr,
         request: u32,
         response: u32,
+        meter: Arc<crate::flows::server::meter::Meter>,
     ) -> (Registration, Arc<RrUdpSession>) {
         self.insert(peer_ip, true, |id| {
-            let session = Arc::new(RrUdpSession::new(id, request, response));
+            let session = Arc::new(RrUdpSession::new(id, request, response, meter));
             (SlotKind::RrUdp(session.clone()), session)
         })
     }

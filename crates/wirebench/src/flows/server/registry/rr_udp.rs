@@ -1,9 +1,13 @@
 //! The registry's entry for a UDP request-response session: answers every request datagram
 //! on the receiving thread (one lock per batch, no allocation) and counts what it answered.
+//! Each answer is charged to the session's meter before it leaves (`--max-bytes`,
+//! `--max-rate`): this thread cannot wait, so an answer past a limit is not sent.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+
+use crate::flows::server::meter::Meter;
 
 /// Counters of a UDP request-response session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,6 +22,8 @@ pub struct RrUdpCounts {
     pub malformed: u64,
     /// Responses the kernel refused to send.
     pub reply_errors: u64,
+    /// Requests left unanswered because the answer would pass a limit of the server's.
+    pub withheld: u64,
 }
 
 #[derive(Debug)]
@@ -32,15 +38,21 @@ struct RrUdpState {
 pub struct RrUdpSession {
     id: u32,
     request: u32,
+    response: u32,
+    /// The session's meter: requests are counted in, answers charged to it before they leave.
+    meter: Arc<Meter>,
     state: Mutex<RrUdpState>,
 }
 
 impl RrUdpSession {
-    /// A session answering `request`-byte requests with `response`-byte responses.
-    pub fn new(id: u32, request: u32, response: u32) -> Self {
+    /// A session answering `request`-byte requests with `response`-byte responses, under
+    /// `meter`'s limits.
+    pub fn new(id: u32, request: u32, response: u32, meter: Arc<Meter>) -> Self {
         RrUdpSession {
             id,
             request,
+            response,
+            meter,
             state: Mutex::new(RrUdpState {
                 counts: RrUdpCounts::default(),
                 reply: vec![0u8; HEADER_LEN + response as usize],
@@ -78,7 +90,14 @@ impl RrUdpSession {
                 state.counts.malformed += 1;
                 continue;
             }
+            self.meter.count_read(u64::from(self.request));
+            if self.meter.charge_answer(u64::from(self.response)).is_err() {
+                // The meter has tripped: the gate's watch ends the session with the reason.
+                state.counts.withheld += 1;
+                continue;
+            }
             if reply(&state.reply) {
+                self.meter.count_sent(u64::from(self.response));
                 state.counts.answered += 1;
                 state.counts.retransmissions += u64::from(header.retransmit);
             } else {
