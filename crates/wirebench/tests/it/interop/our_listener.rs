@@ -1,6 +1,8 @@
 //! The real `iperf3 -c` against wirebench's iperf3 listener: TCP and UDP both ways, and what
 //! the listener does not serve refused while it keeps serving.
 
+use std::time::Duration;
+
 use tokio::process::Command;
 
 use super::{have_iperf3, real_client, OurIperf3};
@@ -143,4 +145,53 @@ async fn iperf3_listener_refuses_what_it_does_not_serve_and_keeps_serving() {
     drop(junk);
     let doc = real_client(ours.addr, &["-n", "128K"]).await;
     assert_eq!(doc["end"]["sum_received"]["bytes"], 128 * 1024);
+}
+
+/// Issue 37: an iperf3 test holds the data connections it declared and no more. A client
+/// that opens 50 more with its cookie (4,000 were held until the test's end, 4,027 fds) sees
+/// each closed at once. The dialogue is written by hand, as a hostile client would.
+#[tokio::test]
+async fn a_test_holds_only_the_streams_it_declared() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    let ours = OurIperf3::start().await;
+    let mut cookie = [b'a'; 37];
+    cookie[36] = 0;
+    let mut ctrl = TcpStream::connect(ours.addr).await.unwrap();
+    ctrl.write_all(&cookie).await.unwrap();
+    let mut state = [0u8; 1];
+    ctrl.read_exact(&mut state).await.unwrap();
+    assert_eq!(state[0], 9, "PARAM_EXCHANGE");
+    let params = br#"{"tcp":true,"omit":0,"time":3,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+    ctrl.write_all(&(params.len() as u32).to_be_bytes())
+        .await
+        .unwrap();
+    ctrl.write_all(params).await.unwrap();
+    ctrl.read_exact(&mut state).await.unwrap();
+    assert_eq!(state[0], 10, "CREATE_STREAMS");
+    let mut data = Vec::new();
+    for _ in 0..51 {
+        let mut c = TcpStream::connect(ours.addr).await.unwrap();
+        c.write_all(&cookie).await.unwrap();
+        data.push(c);
+    }
+    ctrl.read_exact(&mut state).await.unwrap();
+    assert_eq!(
+        state[0], 1,
+        "TEST_START: the one stream it declared is there"
+    );
+    // The test waits for its client's TEST_END for a minute: a connection still open after
+    // 5 s is held by it.
+    let mut closed = 0;
+    for c in &mut data {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), c.read(&mut byte)).await;
+        if matches!(read, Ok(Ok(0)) | Ok(Err(_))) {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 50,
+        "of 51 data connections for a test of one stream"
+    );
 }

@@ -88,6 +88,7 @@ impl Test {
         let (plan, meter, stop) = self.admit(ctrl).await?;
         send_state(ctrl, State::CreateStreams).await?;
         let streams = self.collect_streams(&plan, &meter).await?;
+        self.refuse_more_streams();
         let (data_path, congestion) = self.apply_options(&streams, &plan);
         send_state(ctrl, State::TestStart).await?;
         send_state(ctrl, State::TestRunning).await?;
@@ -276,6 +277,25 @@ impl Test {
             }
         }
         tasks
+    }
+
+    /// The streams the test declared and no more: once they are all there, a further
+    /// connection presenting its cookie is closed at once (4,000 were held until the test's
+    /// end), and those that came early are closed now, with one notice.
+    fn refuse_more_streams(&mut self) {
+        self.data.close();
+        let mut extra = 0u64;
+        while self.data.try_recv().is_ok() {
+            extra += 1;
+        }
+        if extra > 0 {
+            self.shared.notice(
+                self.peer,
+                format!(
+                    "iperf3 test: {extra} data connection(s) past the streams it declared, closed"
+                ),
+            );
+        }
     }
 
     /// The test runs until the client's TEST_END (or the gate's `stop`); its omitted seconds
