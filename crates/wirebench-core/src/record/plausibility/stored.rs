@@ -5,7 +5,6 @@
 
 use serde_json::Value;
 
-use super::{plausible_rate, MAX_PLAUSIBLE_BPS};
 use crate::record::campaign::Status;
 use crate::record::lifecycle::{Lifecycle, StoredRun};
 use crate::record::run::{ClientRecord, ServerRecord};
@@ -69,8 +68,8 @@ pub fn check_lifecycle(
 }
 
 /// Checks one stored run: its times and rates finite and not negative, its seconds what its
-/// nanoseconds say, no rate beyond any link, and a forward run's server reading no more than
-/// its client sent (a reversed one's client no more than its server sent).
+/// nanoseconds say, and a forward run's server reading no more than its client sent (a
+/// reversed one's client no more than its server sent).
 pub fn check_stored_run(run: &StoredRun) -> Result<(), String> {
     let StoredRun::Finished { run, .. } = run else {
         return Ok(());
@@ -92,7 +91,6 @@ pub fn check_stored_run(run: &StoredRun) -> Result<(), String> {
 
 /// The figures of one side that can be checked alone.
 struct Figures {
-    bytes: u64,
     seconds: f64,
     elapsed_ns: u64,
     rate_bps: f64,
@@ -101,7 +99,6 @@ struct Figures {
 impl ClientRecord {
     fn figures(&self) -> Figures {
         Figures {
-            bytes: self.bytes,
             seconds: self.seconds,
             elapsed_ns: self.elapsed_ns,
             rate_bps: self.rate_bps,
@@ -112,7 +109,6 @@ impl ClientRecord {
 impl ServerRecord {
     fn figures(&self) -> Figures {
         Figures {
-            bytes: self.bytes,
             seconds: self.seconds,
             elapsed_ns: self.elapsed_ns,
             rate_bps: self.rate_bps,
@@ -124,7 +120,9 @@ fn check_side(who: &str, f: &Figures) -> Result<(), String> {
     if !f.seconds.is_finite() || f.seconds < 0.0 {
         return Err(format!("{who}'s time is {} s", f.seconds));
     }
-    if !f.rate_bps.is_finite() || f.rate_bps < 0.0 || f.rate_bps > MAX_PLAUSIBLE_BPS {
+    // No bound on the rate: a server's own span can be one read (0 ns, or microseconds for
+    // megabytes on loopback), so only a rate that is no number is impossible.
+    if !f.rate_bps.is_finite() || f.rate_bps < 0.0 {
         return Err(format!("{who}'s rate is {} bit/s", f.rate_bps));
     }
     // Seconds are the nanoseconds shown (rounded); they may not tell another time.
@@ -132,12 +130,6 @@ fn check_side(who: &str, f: &Figures) -> Result<(), String> {
         return Err(format!(
             "{who}'s time is {} s, but {} ns",
             f.seconds, f.elapsed_ns
-        ));
-    }
-    if !plausible_rate(f.bytes, f.elapsed_ns) {
-        return Err(format!(
-            "{who} moved {} bytes in {} ns, faster than any link",
-            f.bytes, f.elapsed_ns
         ));
     }
     Ok(())
@@ -190,4 +182,99 @@ pub fn check_document_text(doc: &Value) -> Result<(), String> {
         }
     }
     walk(doc, &mut String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn life(status: Status, uid: Option<&str>) -> Lifecycle {
+        Lifecycle {
+            id: 1,
+            uid: uid.map(str::to_string),
+            started_at_unix_s: 1_800_000_000,
+            finished_at_unix_s: Some(1_800_000_010),
+            status,
+            error: None,
+            origin: "run".into(),
+            planned: 2,
+            stored: 2,
+            aborted: 0,
+        }
+    }
+
+    #[test]
+    fn a_true_lifecycle_passes_and_each_lie_is_named() {
+        let ok = life(Status::Complete, Some("9b8f9aa7c78db450c3a0b708feb27180"));
+        assert_eq!(check_lifecycle(&ok, 2, [(1, false), (2, false)]), Ok(()));
+        // A failed campaign may hold a run stopped in flight; a complete one may not.
+        let failed = life(Status::Failed, None);
+        assert_eq!(check_lifecycle(&failed, 2, [(1, false), (2, true)]), Ok(()));
+        let lies = [
+            (check_lifecycle(&ok, 2, [(1, true)]), "stopped in flight"),
+            (
+                check_lifecycle(&ok, 1, [(1, false), (2, false)]),
+                "outside its plan of 1",
+            ),
+            (check_lifecycle(&ok, 2, [(0, false)]), "position 0"),
+            (
+                check_lifecycle(&life(Status::Complete, Some("../../x")), 2, []),
+                "is not a token",
+            ),
+            (
+                check_lifecycle(&life(Status::Complete, Some("")), 2, []),
+                "is not a token",
+            ),
+            (
+                check_lifecycle(
+                    &Lifecycle {
+                        finished_at_unix_s: Some(1),
+                        ..ok.clone()
+                    },
+                    2,
+                    [],
+                ),
+                "before it started",
+            ),
+            (
+                check_lifecycle(
+                    &Lifecycle {
+                        started_at_unix_s: -5,
+                        finished_at_unix_s: None,
+                        ..ok.clone()
+                    },
+                    2,
+                    [],
+                ),
+                "before 1970",
+            ),
+        ];
+        for (got, says) in lies {
+            let why = got.expect_err(says);
+            assert!(why.contains(says), "{why}");
+        }
+    }
+
+    #[test]
+    fn control_and_bidi_characters_anywhere_in_a_document_are_named() {
+        let clean = serde_json::json!({"a": ["ok", {"b": "fine – ünïcode"}], "n": 1});
+        assert_eq!(check_document_text(&clean), Ok(()));
+        for (doc, path) in [
+            (
+                serde_json::json!({"a": ["ok", {"b": "x\u{1b}[2J"}]}),
+                "a[1].b",
+            ),
+            (serde_json::json!({"host": "abc\u{202e}def"}), "host"),
+            (serde_json::json!(["\n"]), "[0]"),
+        ] {
+            let why = check_document_text(&doc).expect_err(path);
+            assert!(why.starts_with(path), "{why}");
+            assert!(
+                !why.contains('\u{1b}') && !why.contains('\u{202e}'),
+                "{why}"
+            );
+        }
+        let key = serde_json::json!({"k\u{7}": 1});
+        assert!(check_document_text(&key).is_err());
+    }
 }
