@@ -4,6 +4,7 @@
 //! time) refuse what they must. The tests that need promtool or prometheus skip with a message
 //! when they are not installed (apt-get install prometheus).
 
+mod dashboard;
 mod pages;
 mod probes;
 mod prometheus;

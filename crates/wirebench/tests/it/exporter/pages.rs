@@ -170,3 +170,46 @@ async fn limits_refuse_with_a_reason() {
     .await
     .expect("within the test timeout");
 }
+
+/// Lines the exporter of [`the_log_holds_no_query_whole_or_raw`] logged.
+static LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn capture(line: &str) {
+    LOGGED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(line.to_string());
+}
+
+/// Issue 37: what a scraper sends reaches the log inside refusal reasons; every line is
+/// escaped and cut to 512 characters (a 5,000-character value holding U+202E went whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_holds_no_query_whole_or_raw() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let cfg = wirebench::config::exporter::ExporterConfig::from_args(&exporter_args())
+            .expect("valid exporter flags");
+        let listener = wirebench::transport::http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("bind exporter");
+        let addr = listener.local_addr().unwrap();
+        let pages = wirebench::exporter::Pages {
+            log: capture,
+            ..wirebench::commands::exporter::PAGES
+        };
+        let exporter = wirebench::exporter::Exporter::storing(cfg, pages, None);
+        let task = tokio::spawn(exporter.serve(listener));
+        // A value the refusal quotes: a protocol of 5,000 characters and a bidi override.
+        let value = format!("{}%E2%80%AEpct", "q".repeat(5000));
+        let (status, body) = get(addr, &format!("/probe?target=127.0.0.1:5310&proto={value}")).await;
+        assert_eq!(status, 400, "{body}");
+        task.abort();
+        let logged = LOGGED.lock().unwrap().clone();
+        assert!(!logged.is_empty(), "the refusal is logged");
+        for line in &logged {
+            assert!(line.chars().count() <= 513, "{} characters logged", line.chars().count());
+            assert!(!line.contains('\u{202e}'), "a raw bidi override in the log");
+        }
+    })
+    .await
+    .expect("within the test timeout");
+}
