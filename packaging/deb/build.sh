@@ -41,9 +41,13 @@ install -m 0644 packaging/systemd/wirebench-server.service packaging/systemd/wir
 install -m 0644 packaging/deb/wirebench-server.default "$pkg/etc/default/wirebench-server"
 install -m 0644 packaging/deb/wirebench-exporter.default "$pkg/etc/default/wirebench-exporter"
 install -m 0644 README.md docs/security.md docs/guide/fleet.md "$pkg/usr/share/doc/wirebench/"
-for license in LICENSE*; do
-  [ -e "$license" ] && install -m 0644 "$license" "$pkg/usr/share/doc/wirebench/"
-done
+cat >"$pkg/usr/share/doc/wirebench/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: wirebench
+Files: *
+Copyright: the wirebench developers
+License: $(sed -n 's/^license = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+COPYRIGHT
 
 # The libraries the binary links, as Debian packages (dpkg -S), for Depends.
 depends="$(ldd "$binary" | awk '/=> \// { print $3 }' | while read -r lib; do

@@ -13,7 +13,10 @@ use crate::support::TEST_TIMEOUT;
 
 /// The dashboard as committed.
 fn dashboard() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../packaging/grafana/wirebench.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../packaging/grafana/wirebench.json"
+    );
     let text = std::fs::read_to_string(path).expect("packaging/grafana/wirebench.json");
     serde_json::from_str(&text).expect("the dashboard is JSON")
 }
@@ -29,7 +32,11 @@ fn queries(doc: &Value, kind: &str) -> Vec<String> {
                 &panel["datasource"]
             };
             if ds["type"].as_str().is_some_and(|t| t.contains(kind)) {
-                let field = if kind == "prometheus" { "expr" } else { "rawSql" };
+                let field = if kind == "prometheus" {
+                    "expr"
+                } else {
+                    "rawSql"
+                };
                 out.push(target[field].as_str().expect("a query").to_string());
             }
         }
@@ -84,9 +91,8 @@ async fn every_prometheus_query_names_a_metric_the_exporter_exports() {
         let doc = dashboard();
         let prometheus = queries(&doc, "prometheus");
         assert!(prometheus.len() >= 10, "{prometheus:?}");
-        let metric = regex_lite_names;
         for query in &prometheus {
-            let named = metric(query);
+            let named = metric_names(query);
             assert!(!named.is_empty(), "{query}: names no wirebench metric");
             for name in named {
                 assert!(
@@ -101,7 +107,7 @@ async fn every_prometheus_query_names_a_metric_the_exporter_exports() {
 }
 
 /// The `wirebench_…` names in a PromQL expression.
-fn regex_lite_names(query: &str) -> Vec<String> {
+fn metric_names(query: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = query;
     while let Some(at) = rest.find("wirebench_") {
@@ -121,34 +127,64 @@ async fn every_sql_query_runs_on_a_real_postgresql_store() {
         eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
         return;
     };
-    let db = cluster.create_database();
-    let url = cluster.url(&db);
+    let url = cluster.create_database();
     tokio::time::timeout(TEST_TIMEOUT, async {
         // Real campaigns in the store: a TCP and a UDP run, an rr sweep and an rpm test.
         for args in [
-            &["run", "-n", "1MiB", "--proto", "tcp,udp", "--mode", "stream"][..],
+            &[
+                "run", "-n", "1MiB", "--proto", "tcp,udp", "--mode", "stream",
+            ][..],
             &["rr", "--count", "20"][..],
-            &["rpm", "--max-time", "2s"][..],
+            // As rpm_store's: a 20 Mbit/s relay keeps the load off the tests beside it.
+            &[
+                "rpm",
+                "--impair",
+                "rate=20Mbit,queue=64KiB",
+                "--direction",
+                "download",
+                "--max-flows",
+                "2",
+                "--ramp-interval",
+                "250ms",
+                "--max-load",
+                "2s",
+                "--idle-probes",
+                "2",
+                "--probe-rate",
+                "20",
+            ][..],
         ] {
             let mut all = args.to_vec();
             all.extend(["--db", &url]);
             let out = crate::cli::wirebench(&all).await;
-            assert!(out.status.success(), "{all:?}: {}", crate::cli::stderr(&out));
+            assert!(
+                out.status.success(),
+                "{all:?}: {}",
+                crate::cli::stderr(&out)
+            );
         }
     })
     .await
     .expect("within the test timeout");
     let sql = queries(&dashboard(), "postgres");
     assert!(sql.len() >= 4, "{sql:?}");
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connects");
-    for query in sql {
-        // Grafana's time macro, as Grafana expands it over all time.
-        let expanded = expand_time_filter(&query);
-        let rows = client
-            .query(expanded.as_str(), &[])
-            .unwrap_or_else(|e| panic!("{query}\n: {e}"));
-        assert!(!rows.is_empty(), "no rows from the campaigns stored: {query}");
-    }
+    // The synchronous client runs a runtime of its own: on a thread outside the test's.
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connects");
+        for query in sql {
+            // Grafana's time macro, as Grafana expands it over all time.
+            let expanded = expand_time_filter(&query);
+            let rows = client
+                .query(expanded.as_str(), &[])
+                .unwrap_or_else(|e| panic!("{query}\n: {e}"));
+            assert!(
+                !rows.is_empty(),
+                "no rows from the campaigns stored: {query}"
+            );
+        }
+    })
+    .join()
+    .expect("every query ran");
 }
 
 /// `$__timeFilter(expr)` as Grafana writes it for a range that holds everything.

@@ -200,13 +200,18 @@ async fn the_log_holds_no_query_whole_or_raw() {
         let task = tokio::spawn(exporter.serve(listener));
         // A value the refusal quotes: a protocol of 5,000 characters and a bidi override.
         let value = format!("{}%E2%80%AEpct", "q".repeat(5000));
-        let (status, body) = get(addr, &format!("/probe?target=127.0.0.1:5310&proto={value}")).await;
+        let (status, body) =
+            get(addr, &format!("/probe?target=127.0.0.1:5310&proto={value}")).await;
         assert_eq!(status, 400, "{body}");
         task.abort();
         let logged = LOGGED.lock().unwrap().clone();
         assert!(!logged.is_empty(), "the refusal is logged");
         for line in &logged {
-            assert!(line.chars().count() <= 513, "{} characters logged", line.chars().count());
+            assert!(
+                line.chars().count() <= 513,
+                "{} characters logged",
+                line.chars().count()
+            );
             assert!(!line.contains('\u{202e}'), "a raw bidi override in the log");
         }
     })
