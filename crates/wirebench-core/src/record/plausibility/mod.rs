@@ -180,6 +180,10 @@ pub fn check_report(
 /// A rate no path carries (10 Tbit/s, beyond any link of today): a figure above it is made up.
 pub const MAX_PLAUSIBLE_BPS: f64 = 1e13;
 
+/// The shortest span an interval's rate is taken over (1 ms): shorter intervals are real (the
+/// last one of a series), but their bytes came in reads that took longer than the interval.
+pub const SHORTEST_RATED_NS: u64 = 1_000_000;
+
 /// A window or congestion window no TCP stack keeps (256 TiB).
 pub const MAX_PLAUSIBLE_WINDOW: u64 = 1 << 48;
 
@@ -208,8 +212,12 @@ fn check_series_and_counters(waited_ns: u64, report: &ServerReport) -> Result<()
             report.bytes
         ));
     }
+    // An interval's rate is taken over at least SHORTEST_RATED_NS: a series' last interval can
+    // be a few hundred nanoseconds long and hold one whole read (the work ended right after a
+    // tick), which over its own span reads as tens of Tbit/s from an honest server.
     if let Some(s) = report.intervals.iter().find(|s| {
-        s.end_ns > longest || !plausible_rate(s.bytes, s.end_ns.saturating_sub(s.start_ns))
+        let span = s.end_ns.saturating_sub(s.start_ns).max(SHORTEST_RATED_NS);
+        s.end_ns > longest || !plausible_rate(s.bytes, span)
     }) {
         return wrong(format!(
             "an interval from {} ns to {} ns with {} bytes: faster than any path, or past the session's end",

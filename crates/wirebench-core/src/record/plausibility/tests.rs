@@ -215,14 +215,26 @@ fn series_and_counters_past_what_a_session_can_hold_are_inconsistent() {
         check_report(client, waited, &r),
         Err(ReportIssue::Inconsistent(_))
     ));
-    // A 1 ns interval holding a MiB: faster than any path.
-    let mut r = report(MIB, 1024);
-    r.intervals = vec![sample(0, 1, MIB)];
+    // A 1 ns interval holding 2 GiB: faster than any path, even over the 1 ms an interval's
+    // rate is taken over at least.
+    const GIB: u64 = 1 << 30;
+    let big = sent(4 * GIB, 4 * GIB / 1024);
+    let mut r = report(4 * GIB, 4 * GIB / 1024);
+    r.intervals = vec![sample(0, 1, 2 * GIB)];
     assert!(matches!(
-        check_report(client, waited, &r),
+        check_report(big, waited, &r),
         Err(ReportIssue::Inconsistent(_))
     ));
+    // An honest series whose last interval is 300 ns long and holds one 1 MiB read (the work
+    // ended right after a tick): 28 Tbit/s over its own span, and believed.
+    let mut r = report(2 * MIB, 2048);
+    r.intervals = vec![
+        sample(0, SECOND / 4, MIB),
+        sample(SECOND / 4, SECOND / 4 + 300, MIB),
+    ];
+    assert_eq!(check_report(sent(2 * MIB, 2048), waited, &r), Ok(()));
     // A truthful series passes.
+    let mut r = report(MIB, 1024);
     r.intervals = vec![
         sample(0, SECOND / 4, MIB / 2),
         sample(SECOND / 4, SECOND / 2, MIB / 2),
