@@ -12,6 +12,7 @@ use wirebench_core::record::{
 use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::wire::iperf3::stream_id;
+use wirebench_core::wire::proto::DataPathInfo;
 
 /// What the document says about the test beside the run: the campaign's parameters, and the
 /// facts the caller knows (nothing here reads a clock).
@@ -21,8 +22,8 @@ pub struct Context<'a> {
     pub params: &'a Parameters,
     /// wirebench's version.
     pub version: &'a str,
-    /// When the test started, seconds since the Unix epoch.
-    pub started_unix_s: i64,
+    /// When the test started, milliseconds since the Unix epoch.
+    pub started_unix_ms: i64,
     /// `-T`.
     pub title: Option<&'a str>,
     /// `-i`, seconds (0 without).
@@ -38,10 +39,22 @@ pub fn document(ctx: &Context<'_>, run: &RunRecord) -> Value {
         .measured
         .intervals
         .iter()
+        .filter(|i| shown(ctx, &i.sample))
         .map(|i| interval(ctx, run.protocol, run.reverse, &i.sample))
         .collect();
     let mut doc = Map::new();
-    doc.insert("start".into(), start(ctx, run.protocol, run.mechanism));
+    // Each flow's own socket, in the order of its stream; the run's when it had one.
+    let sockets: Vec<&DataPathInfo> = if run.flows.is_empty() {
+        let mut one = vec![&run.client.data_path];
+        one.extend(run.server_to_client.iter().map(|d| &d.client.data_path));
+        one
+    } else {
+        run.flows.iter().map(|f| &f.client.data_path).collect()
+    };
+    doc.insert(
+        "start".into(),
+        start(ctx, run.protocol, run.mechanism, &sockets),
+    );
     doc.insert("intervals".into(), Value::Array(intervals));
     doc.insert("end".into(), end(run));
     if let Some(title) = ctx.title {
@@ -50,20 +63,63 @@ pub fn document(ctx: &Context<'_>, run: &RunRecord) -> Value {
     Value::Object(doc)
 }
 
-/// The `start` object: where, what and when.
-pub fn start(ctx: &Context<'_>, protocol: Protocol, mechanism: Mechanism) -> Value {
+/// Whether iperf3 would print the interval `s`: it leaves out a last interval shorter than a
+/// tenth of `-i` that moved nothing (the few milliseconds between the last tick and the end).
+pub fn shown(ctx: &Context<'_>, s: &IntervalSample) -> bool {
+    let seconds = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
+    s.bytes > 0 || seconds >= ctx.interval_s * 0.1
+}
+
+/// The `start` object: where, what and when. `sockets` is what the client's data sockets ran
+/// with, one per stream, when known (the `--json-stream` start line goes out before the run's
+/// record and passes none): their local addresses, buffers and TCP segment size.
+pub fn start(
+    ctx: &Context<'_>,
+    protocol: Protocol,
+    mechanism: Mechanism,
+    sockets: &[&DataPathInfo],
+) -> Value {
     let p = ctx.params;
     let (host, port) = host_port(&p.server);
+    let client_path = sockets.first().copied();
+    let local = |i: u32| {
+        sockets
+            .get(i as usize)
+            .and_then(|d| d.local_addr.as_deref())
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+    };
     let seconds = |us: Option<u64>| us.map_or(0, |us| us / 1_000_000);
-    json!({
-        "connected": (0..p.parallel)
-            .map(|i| json!({"socket": stream_id(i), "remote_host": host, "remote_port": port}))
-            .collect::<Vec<_>>(),
+    let rate = p.rate_bps.unwrap_or(0);
+    // wirebench paces TCP in the kernel (SO_MAX_PACING_RATE): that is iperf3's --fq-rate.
+    let fq_rate = if protocol == Protocol::Tcp { rate } else { 0 };
+    let gso = client_path.map_or(0, |d| i32::from(d.gso_segments > 1));
+    // --bidir opens each stream in both directions, as iperf3 does.
+    let connections = p.parallel.saturating_mul(if p.bidir { 2 } else { 1 });
+    let connected: Vec<Value> = (0..connections)
+        .map(|i| {
+            let mut c = json!({"socket": stream_id(i), "remote_host": host, "remote_port": port});
+            if let Some(a) = local(i) {
+                insert(&mut c, "local_host", a.ip().to_string().into());
+                insert(&mut c, "local_port", a.port().into());
+            }
+            c
+        })
+        .collect();
+    let secs = ctx.started_unix_ms.div_euclid(1000);
+    let mut start = json!({
+        "connected": connected,
         "version": format!("wirebench {}", ctx.version),
         "system_info": format!("wirebench {} {} ({mechanism})", ctx.version, protocol),
-        "timestamp": {"timesecs": ctx.started_unix_s},
+        "timestamp": {
+            "time": http_date(secs),
+            "timesecs": secs,
+            "timemillisecs": ctx.started_unix_ms,
+        },
         "connecting_to": {"host": host, "port": port},
         "cookie": "",
+        "target_bitrate": rate,
+        "fq_rate": fq_rate,
+        "sock_bufsize": p.options.window.unwrap_or(0),
         "test_start": {
             "protocol": protocol_name(protocol),
             "num_streams": p.parallel,
@@ -74,16 +130,38 @@ pub fn start(ctx: &Context<'_>, protocol: Protocol, mechanism: Mechanism) -> Val
             "blocks": 0,
             "reverse": i32::from(p.reverse),
             "tos": ctx.tos,
-            "target_bitrate": p.rate_bps.unwrap_or(0),
+            "target_bitrate": rate,
             "bidir": i32::from(p.bidir),
-            "fqrate": 0,
+            "fqrate": fq_rate,
             "interval": ctx.interval_s,
+            "gso": gso,
+            "gro": 0,
         },
-    })
+    });
+    if let Some(d) = client_path {
+        insert(&mut start, "sndbuf_actual", d.send_buffer.into());
+        insert(&mut start, "rcvbuf_actual", d.recv_buffer.into());
+    }
+    if protocol == Protocol::Tcp {
+        // iperf3 names the segment size `tcp_mss` when -M set it, else `tcp_mss_default`.
+        match (p.options.mss, client_path.and_then(|d| d.mss)) {
+            (Some(mss), _) => insert(&mut start, "tcp_mss", mss.into()),
+            (None, Some(mss)) => insert(&mut start, "tcp_mss_default", mss.into()),
+            (None, None) => {}
+        }
+    }
+    start
+}
+
+/// iperf3's `timestamp.time`: the start in GMT, as `Sat, 28 Nov 2026 03:14:24 GMT`.
+fn http_date(unix_s: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_s.max(0).unsigned_abs());
+    httpdate::fmt_http_date(at)
 }
 
 /// One `intervals[]` entry: what the client sent (or with -R received) in the interval, as
-/// its only stream and as the sum.
+/// its only stream and as the sum. A UDP sender's entry counts its datagrams; a UDP
+/// receiver's its losses.
 pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &IntervalSample) -> Value {
     let start = s.start_ns as f64 / 1e9;
     let end = s.end_ns as f64 / 1e9;
@@ -98,16 +176,32 @@ pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &Interv
         "omitted": omitted,
         "sender": !reverse,
     });
-    if let (Some(retransmits), Value::Object(m)) = (s.retransmitted, &mut one) {
-        m.insert("retransmits".into(), retransmits.into());
+    if let Some(retransmits) = s.retransmitted {
+        insert(&mut one, "retransmits", retransmits.into());
     }
-    if let (Some(lost), Protocol::Udp, Value::Object(m)) = (s.lost, protocol, &mut one) {
-        m.insert("lost_packets".into(), lost.into());
+    if protocol == Protocol::Udp {
+        // Every datagram carries one message of -l bytes (the last one of a total may be
+        // shorter), so the bytes give the datagrams.
+        let packets = s
+            .bytes
+            .div_ceil(u64::from(ctx.params.msg_size.max(1)));
+        match (reverse, s.lost) {
+            (true, Some(lost)) => {
+                let all = packets + lost;
+                insert(&mut one, "lost_packets", lost.into());
+                insert(&mut one, "packets", all.into());
+                insert(
+                    &mut one,
+                    "lost_percent",
+                    wirebench_core::record::headline::percent(lost, all).into(),
+                );
+            }
+            (true, None) => {}
+            (false, _) => insert(&mut one, "packets", packets.into()),
+        }
     }
     let mut stream = one.clone();
-    if let Value::Object(m) = &mut stream {
-        m.insert("socket".into(), stream_id(0).into());
-    }
+    insert(&mut stream, "socket", stream_id(0).into());
     json!({"streams": [stream], "sum": one})
 }
 
@@ -132,42 +226,51 @@ pub fn end(run: &RunRecord) -> Value {
     };
     let udp = run.protocol == Protocol::Udp;
     let mut end = Map::new();
-    // One stream per flow (-P), else the run itself.
-    let flows: Vec<(&ClientRecord, &ServerRecord)> = if run.flows.is_empty() {
-        vec![(&run.client, &run.server)]
+    // One stream per flow (-P, and with --bidir each direction's), else the run itself.
+    let flows: Vec<(&ClientRecord, &ServerRecord, bool)> = if run.flows.is_empty() {
+        let mut one = vec![(&run.client, &run.server, run.reverse)];
+        if let Some(back) = &run.server_to_client {
+            one.push((&back.client, &back.server, true));
+        }
+        one
     } else {
         run.flows
             .iter()
-            .filter(|f| !f.reverse)
-            .map(|f| (&f.client, &f.server))
+            .map(|f| (&f.client, &f.server, f.reverse))
             .collect()
     };
     let streams: Vec<Value> = flows
         .iter()
         .enumerate()
-        .map(|(i, (c, s))| {
-            let (sent, got) = if run.reverse {
-                (s.bytes, c.bytes)
+        .map(|(i, (c, s, reverse))| {
+            let (sent, got, sending_end) = if *reverse {
+                (s.bytes, c.bytes, &s.measured)
             } else {
-                (c.bytes, s.bytes)
+                (c.bytes, s.bytes, &c.measured)
             };
             let socket = stream_id(i as u32);
-            let sender = side(socket, sent, seconds, true);
-            let receiver = side(socket, got, seconds, false);
             if udp {
-                let mut u = receiver;
+                // iperf3's UDP stream: the sender's bytes and rate, the receiver's losses.
+                let mut u = side(socket, sent, seconds, !reverse);
                 if let Value::Object(m) = &mut u {
-                    m.extend(udp_fields(c, s, run.reverse));
+                    m.extend(udp_fields(c, s, *reverse));
                 }
                 json!({"udp": u})
             } else {
+                let mut sender = side(socket, sent, seconds, !reverse);
+                if let Value::Object(m) = &mut sender {
+                    m.extend(tcp_sender_fields(sending_end));
+                }
+                let receiver = side(socket, got, seconds, !reverse);
                 json!({"sender": sender, "receiver": receiver})
             }
         })
         .collect();
     end.insert("streams".into(), Value::Array(streams));
-    let mut sum_sent = side_sum(h.sent_bytes, seconds, h.sent_bps, true);
-    let mut sum_received = side_sum(h.received_bytes, seconds, h.goodput_bps, false);
+    let mut sum_sent = side_sum(h.sent_bytes, seconds, h.sent_bps, !run.reverse);
+    // iperf3's `sender` says whether this end (the client) sent the figures' stream; its
+    // UDP sums say the sum_sent is the sender's and the sum_received the receiver's.
+    let mut sum_received = side_sum(h.received_bytes, seconds, h.goodput_bps, !run.reverse && !udp);
     if let Some(retransmits) = sender_measured
         .transport
         .as_ref()
@@ -177,11 +280,24 @@ pub fn end(run: &RunRecord) -> Value {
     }
     if udp {
         let fields = udp_sum(&h, receiver_jitter_us(run));
+        // iperf3 3.21: the sender's sum counts its datagrams and claims no loss; the
+        // receiver's counts what arrived and what was lost.
+        insert(&mut sum_sent, "sender", true.into());
+        let sent_fields = [
+            ("jitter_ms", Value::from(0.0)),
+            ("lost_packets", 0.into()),
+            ("packets", h.sent_messages.into()),
+            ("lost_percent", Value::from(0.0)),
+        ];
+        for (k, v) in sent_fields {
+            insert(&mut sum_sent, k, v);
+        }
         for (k, v) in &fields {
             insert(&mut sum_received, k, v.clone());
         }
+        insert(&mut sum_received, "packets", h.received_messages.into());
         // iperf3's UDP `sum`: the sender's bytes and rate with the receiver's loss and jitter.
-        let mut sum = sum_sent.clone();
+        let mut sum = side_sum(h.sent_bytes, seconds, h.sent_bps, !run.reverse);
         for (k, v) in fields {
             insert(&mut sum, &k, v);
         }
@@ -192,10 +308,17 @@ pub fn end(run: &RunRecord) -> Value {
     if let Some(directions) = run.direction_headlines() {
         let back = &directions.server_to_client;
         let s = back.transfer_seconds();
-        end.insert(
-            "sum_sent_bidir_reverse".into(),
-            side_sum(back.sent_bytes, s, back.sent_bps, true),
-        );
+        let mut sent_back = side_sum(back.sent_bytes, s, back.sent_bps, false);
+        // The server sent this direction: its TCP_INFO counts the retransmissions.
+        if let Some(retransmits) = run
+            .server_to_client
+            .as_ref()
+            .and_then(|d| d.server.measured.transport.as_ref())
+            .and_then(|t| t.stats.tcp_total_retrans)
+        {
+            insert(&mut sent_back, "retransmits", retransmits.into());
+        }
+        end.insert("sum_sent_bidir_reverse".into(), sent_back);
         end.insert(
             "sum_received_bidir_reverse".into(),
             side_sum(back.received_bytes, s, back.goodput_bps, false),
@@ -223,6 +346,29 @@ pub fn end(run: &RunRecord) -> Value {
         }
     }
     Value::Object(end)
+}
+
+/// A TCP sender's stream fields from its end's TCP_INFO: retransmissions, and the congestion
+/// window and smoothed round trip. wirebench reads TCP_INFO once, at the end, so the
+/// `max_`, `min_` and `mean_` of that one sample are the sample (iperf3 samples once per
+/// interval); a figure the kernel did not give is left out.
+fn tcp_sender_fields(sending_end: &wirebench_core::record::EndMetrics) -> Map<String, Value> {
+    let mut m = Map::new();
+    let Some(t) = sending_end.transport.as_ref().map(|t| &t.stats) else {
+        return m;
+    };
+    if let Some(retransmits) = t.tcp_total_retrans {
+        m.insert("retransmits".into(), retransmits.into());
+    }
+    if let Some(cwnd) = t.cwnd_bytes {
+        m.insert("max_snd_cwnd".into(), cwnd.into());
+    }
+    if let Some(rtt) = t.srtt_us {
+        for key in ["max_rtt", "min_rtt", "mean_rtt"] {
+            m.insert(key.into(), rtt.into());
+        }
+    }
+    m
 }
 
 fn receiver_jitter_us(run: &RunRecord) -> Option<f64> {

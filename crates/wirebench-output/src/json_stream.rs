@@ -23,7 +23,8 @@ pub fn line(event: &str, data: Value) -> String {
 /// The "start" event of the run at `run.position` of `of`.
 pub fn start(run: &AbortedRun, of: usize, iperf3: Option<&Context<'_>>) -> String {
     let data = match iperf3 {
-        Some(ctx) => iperf3_json::start(ctx, run.params.protocol, run.params.mechanism),
+        // The line goes out before the run's record: the client's socket is not known yet.
+        Some(ctx) => iperf3_json::start(ctx, run.params.protocol, run.params.mechanism, &[]),
         None => json!({
             "schema_version": SCHEMA_VERSION,
             "position": run.position,

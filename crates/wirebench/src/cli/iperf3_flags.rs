@@ -68,6 +68,17 @@ pub struct Iperf3Flags {
     /// As iperf3's --forceflush: wirebench writes every line as it goes already.
     #[arg(long, help_heading = HEADING)]
     pub forceflush: bool,
+    /// As iperf3's --udp-counters-64bit: wirebench's UDP header always carries a 64-bit
+    /// sequence number.
+    #[arg(long, help_heading = HEADING)]
+    pub udp_counters_64bit: bool,
+    /// As iperf3's --repeating-payload: wirebench's payload is a fixed pattern already.
+    #[arg(long, help_heading = HEADING)]
+    pub repeating_payload: bool,
+    /// As iperf3's --gsro (3.21): wirebench's UDP uses segmentation offload (GSO) by itself
+    /// where the kernel has it, and its receivers read batches of datagrams.
+    #[arg(long, help_heading = HEADING)]
+    pub gsro: bool,
 }
 
 /// iperf3's client flags that have no meaning for wirebench: each is answered with what to use
@@ -113,12 +124,6 @@ pub struct Iperf3Refused {
     /// --snd-timeout.
     #[arg(long = "snd-timeout", hide = true)]
     pub snd_timeout: Option<String>,
-    /// --udp-counters-64bit.
-    #[arg(long = "udp-counters-64bit", hide = true)]
-    pub udp_counters_64bit: bool,
-    /// --repeating-payload.
-    #[arg(long = "repeating-payload", hide = true)]
-    pub repeating_payload: bool,
     /// --dont-fragment.
     #[arg(long = "dont-fragment", hide = true)]
     pub dont_fragment: bool,
@@ -140,9 +145,6 @@ pub struct Iperf3Refused {
     /// --skip-rx-copy.
     #[arg(long = "skip-rx-copy", hide = true)]
     pub skip_rx_copy: bool,
-    /// --gsro.
-    #[arg(long = "gsro", hide = true)]
-    pub gsro: bool,
     /// --bind-dev.
     #[arg(long = "bind-dev", hide = true)]
     pub bind_dev: Option<String>,

@@ -61,7 +61,7 @@ pub async fn run_iperf3(
             let ctx = crate::output::iperf3_json::Context {
                 params: &campaign.parameters,
                 version: env!("CARGO_PKG_VERSION"),
-                started_unix_s: now,
+                started_unix_ms: now.saturating_mul(1000),
                 title: output.title.as_deref(),
                 interval_s: 0.0,
                 tos: cfg.options.tos.unwrap_or(0),

@@ -96,6 +96,7 @@ pub fn iperf3_client(
         // `-A N,M`'s M belongs to the run's output flags: `run_command` sets it from the
         // RunOutput it has already validated.
         server_cpu: None,
+        counters_64bit: args.iperf3_flags.udp_counters_64bit,
     }))
 }
 
@@ -226,11 +227,8 @@ fn iperf3_pacing(
                 "--rate paces UDP; pace an iperf3 TCP test in the kernel with --fq-rate",
             ));
         }
-        Some(s) => {
-            s.parse::<BitRate>()
-                .map_err(|e| usage(format!("--rate: {e}")))?
-                .0
-        }
+        // 0 (-b 0) is unpaced, as iperf3's.
+        Some(s) => super::iperf3_flags::pacing_rate(s)?.map_or(0, |r| r.0),
         // iperf3's own default for UDP.
         None if udp => 1_000_000,
         None => 0,

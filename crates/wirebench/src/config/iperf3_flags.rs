@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::units::{parse_duration, BitRate, ByteSize};
+use wirebench_core::vocab::units::{parse_duration, BitRate, ByteSize, UnitError};
 use wirebench_core::wire::proto::MSS_RANGE;
 
 use crate::cli::{Iperf3Refused, RunArgs};
@@ -179,6 +179,25 @@ pub(super) fn blockcount(text: &str) -> Result<u64, UsageError> {
     Ok(v.0)
 }
 
+/// `-b/--rate` as iperf3 takes it: `0` is unpaced (None), as iperf3's `-b 0`; iperf3's
+/// `RATE/BURST` (packets per burst) is refused with what to give instead.
+pub(super) fn pacing_rate(text: &str) -> Result<Option<BitRate>, UsageError> {
+    if let Some((rate, burst)) = text.split_once('/') {
+        // `50MB/s` is a rate in bytes per second, not a burst.
+        if !burst.eq_ignore_ascii_case("s") {
+            return Err(usage(format!(
+                "-b/--rate {text}: iperf3's /{burst} (packets per burst) has no wirebench equivalent: \
+                 the sender paces every send by the clock; give -b {rate}"
+            )));
+        }
+    }
+    match text.parse::<BitRate>() {
+        Ok(rate) => Ok(Some(rate)),
+        Err(UnitError::ZeroRate(_)) => Ok(None),
+        Err(e) => Err(usage(format!("--rate: {e} (0: unpaced, as iperf3's -b 0)"))),
+    }
+}
+
 /// `--fq-rate`: a rate.
 pub(super) fn fq_rate(text: &str) -> Result<BitRate, UsageError> {
     text.parse::<BitRate>()
@@ -232,10 +251,6 @@ fn refused(r: &Iperf3Refused) -> Result<(), UsageError> {
         "--username/--rsa-public-key-path: wirebench servers authenticate clients with a pre-shared key: --psk FILE on both ends"
     } else if r.connect_timeout.is_some() || r.rcv_timeout.is_some() || r.snd_timeout.is_some() {
         "--connect-timeout/--rcv-timeout/--snd-timeout: wirebench's client gives up on a silent server by itself (10 s to connect, and when data stops); drop the flag"
-    } else if r.udp_counters_64bit {
-        "--udp-counters-64bit: wirebench's UDP header always carries a 64-bit sequence number; drop the flag"
-    } else if r.repeating_payload {
-        "--repeating-payload: wirebench's payload is a fixed pattern already; drop the flag"
     } else if r.dont_fragment {
         "--dont-fragment: wirebench's UDP lets the IP layer fragment, as iperf3's does by default; choose -l below the path MTU instead"
     } else if r.no_fq_socket_pacing {
@@ -250,8 +265,6 @@ fn refused(r: &Iperf3Refused) -> Result<(), UsageError> {
         "-m/--mptcp: wirebench speaks plain TCP; run it under mptcpize (mptcpize run wirebench run ...)"
     } else if r.skip_rx_copy {
         "--skip-rx-copy: wirebench's receivers always copy what they read, as a real receiver does; drop the flag"
-    } else if r.gsro {
-        "--gsro: wirebench's UDP uses GSO by itself where the kernel offers it; drop the flag"
     } else if r.bind_dev.is_some() {
         "--bind-dev: give the interface's address with -B (ip -br addr shows it)"
     } else if r.json_stream_full_output {

@@ -238,10 +238,7 @@ fn parse_rate(
         }
         (None, None) => None,
         (Some(_), None) if search_max => None,
-        (Some(s), None) => Some(
-            s.parse::<BitRate>()
-                .map_err(|e| usage(format!("--rate: {e}")))?,
-        ),
+        (Some(s), None) => iperf3_flags::pacing_rate(s)?,
     })
 }
 
@@ -269,8 +266,8 @@ fn check_parallel(args: &RunArgs, points: &[Point]) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// `-i/--interval` (0: none), at least 10 ms; every second by default with `--json-stream`,
-/// as iperf3 reports.
+/// `-i/--interval` (0: none), at least 10 ms; every second by default with `--json-stream`
+/// and `--iperf3-shape`, as iperf3 reports.
 fn parse_interval(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
     let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
         None => None,
@@ -285,7 +282,9 @@ fn parse_interval(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
         },
     };
     Ok(match interval {
-        None if args.iperf3_flags.json_stream && args.interval.is_none() => {
+        None if (args.iperf3_flags.json_stream || args.iperf3_flags.iperf3_shape)
+            && args.interval.is_none() =>
+        {
             Some(Duration::from_secs(1))
         }
         d => d,

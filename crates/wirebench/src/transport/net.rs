@@ -390,8 +390,28 @@ pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> Dat
         busy_poll,
         gso_segments: 0,
         cpu: current_cpu(),
+        local_addr: local_addr(&s),
+        mss: tcp_mss(&s),
         ..DataPathInfo::default()
     }
+}
+
+/// A socket's own address as `IP:PORT`, if it has one.
+pub fn local_addr(s: &SockRef<'_>) -> Option<String> {
+    s.local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .map(|a| a.to_string())
+}
+
+#[cfg(unix)]
+fn tcp_mss(s: &SockRef<'_>) -> Option<u32> {
+    s.mss().ok()
+}
+
+#[cfg(not(unix))]
+fn tcp_mss(_: &SockRef<'_>) -> Option<u32> {
+    None
 }
 
 #[cfg(target_os = "linux")]

@@ -139,7 +139,7 @@ async fn a_title_prefixes_every_line_and_a_logfile_takes_the_output() {
 
 #[tokio::test]
 async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
-    let cases: [(&[&str], &str); 17] = [
+    let cases: [(&[&str], &str); 18] = [
         (&["-Z"], "-Z/--zerocopy"),
         (&["--sctp"], "--sctp"),
         (&["-F", "data.bin"], "-F/--file"),
@@ -149,7 +149,8 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
         (&["--dscp", "EF"], "-S 184"),
         (&["--username", "u"], "--psk"),
         (&["--connect-timeout", "100"], "drop the flag"),
-        (&["--udp-counters-64bit"], "64-bit"),
+        (&["--skip-rx-copy"], "always copy"),
+        (&["-b", "1G/100"], "give -b 1G"),
         (&["--timestamps"], "ts(1)"),
         (&["-d"], "-V"),
         (&["-m"], "mptcpize"),
@@ -168,6 +169,29 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
         assert_eq!(said.lines().count(), 1, "{flags:?}: {said}");
         assert!(!said.contains("unexpected argument"), "{flags:?}: {said}");
     }
+    // The flags whose iperf3 meaning is what wirebench always does are taken as that, and
+    // iperf3's -b 0 is unpaced.
+    let out = wirebench(&[
+        "run",
+        "--proto",
+        "udp",
+        "-n",
+        "1MiB",
+        "-l",
+        "1000",
+        "-b",
+        "0",
+        "--udp-counters-64bit",
+        "--repeating-payload",
+        "--gsro",
+        "-J",
+        "--no-store",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["runs"][0]["client"]["messages"], 1049, "{doc}");
+    assert!(doc["parameters"]["rate_bps"].is_null(), "{}", doc["parameters"]);
     let out = wirebench(&["run", "-k", "10", "-n", "1MiB"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(

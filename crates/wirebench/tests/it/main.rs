@@ -17,6 +17,7 @@ mod iperf3_client;
 mod iperf3_conformance;
 mod iperf3_flags;
 mod iperf3_server;
+mod iperf3_shape;
 mod latency_probe;
 mod limits;
 mod liveness;

@@ -266,6 +266,14 @@ pub struct DataPathInfo {
     /// How many receive lanes the server runs (0: none, every datagram on the shared socket).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub receive_lanes: u32,
+    /// The data socket's own address, `IP:PORT` (iperf3's `connected[].local_host` and
+    /// `local_port`); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_addr: Option<String>,
+    /// TCP: the data connection's maximum segment size (TCP_MAXSEG) as the kernel reports it
+    /// (iperf3's `tcp_mss_default`); absent when not TCP or unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
 }
 
 /// Whether a small count is zero (left out when it is).

@@ -23,7 +23,7 @@ pub struct Streamer {
     tos: u8,
     of: usize,
     params: Parameters,
-    started_unix_s: i64,
+    started_unix_ms: i64,
     output: RunOutput,
     /// The last plan position whose "start" line went out.
     started: AtomicUsize,
@@ -37,7 +37,7 @@ impl Streamer {
             tos: cfg.options.tos.unwrap_or(0),
             of,
             params,
-            started_unix_s: crate::commands::clock::unix_now(),
+            started_unix_ms: crate::commands::clock::unix_now_ms(),
             output,
             started: AtomicUsize::new(0),
         }
@@ -57,7 +57,7 @@ impl Streamer {
         Context {
             params: &self.params,
             version: env!("CARGO_PKG_VERSION"),
-            started_unix_s: self.started_unix_s,
+            started_unix_ms: self.started_unix_ms,
             title: self.output.title.as_deref(),
             interval_s: self.interval_s,
             tos: self.tos,
@@ -87,9 +87,13 @@ impl Streamer {
         if !self.streaming() {
             return;
         }
+        let shape = self.iperf3_shape();
+        // iperf3 leaves out a last stub of an interval that moved nothing.
+        if shape.is_some_and(|ctx| !crate::output::iperf3_json::shown(&ctx, sample)) {
+            return;
+        }
         let known = run.aborted();
         self.start(&known);
-        let shape = self.iperf3_shape();
         emit(&json_stream::interval(
             run.position,
             &known,

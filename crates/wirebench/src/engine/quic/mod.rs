@@ -163,6 +163,7 @@ pub async fn connect(
     let info = DataPathInfo {
         recv_buffer: recv_buffer as u64,
         send_buffer: send_buffer as u64,
+        local_addr: crate::transport::net::local_addr(&SockRef::from(&socket)),
         ..DataPathInfo::default()
     };
     let max_mtu = max_mtu.unwrap_or(DEFAULT_MTU);

@@ -81,10 +81,12 @@ impl UdpClient {
     /// What this socket runs with: buffers, and the most datagrams one `sendmsg` may carry
     /// (1 without GSO).
     pub fn data_path(&self, busy_poll: bool) -> DataPathInfo {
-        let (recv, send) = crate::transport::net::buffer_sizes(&SockRef::from(&self.socket));
+        let socket = SockRef::from(&self.socket);
+        let (recv, send) = crate::transport::net::buffer_sizes(&socket);
         DataPathInfo {
             recv_buffer: recv as u64,
             send_buffer: send as u64,
+            local_addr: crate::transport::net::local_addr(&socket),
             busy_poll,
             gso_segments: u32::try_from(self.state.max_gso_segments()).unwrap_or(u32::MAX),
             ..DataPathInfo::default()

@@ -34,6 +34,7 @@ fn cfg(
         fq_rate_bps: 0,
         server_output: false,
         server_cpu: None,
+        counters_64bit: false,
     }
 }
 
@@ -124,6 +125,28 @@ async fn udp_forward_counts_every_datagram() {
         o.server.total_bytes() + 1000 * o.server.total_errors(),
         30_000
     );
+}
+
+#[tokio::test]
+async fn udp_with_64_bit_counters_counts_every_datagram_both_ways() {
+    if !have_iperf3("udp_with_64_bit_counters_counts_every_datagram_both_ways") {
+        return;
+    }
+    // --udp-counters-64bit: the count field is 8 bytes. A side that read the other's header
+    // at the wrong width would see counts in the billions (the timestamp's bytes).
+    let server = RealServer::start().await;
+    let mut forward = cfg(server.addr, true, false, 1, 1000, Limit::Bytes(30_000));
+    forward.counters_64bit = true;
+    let o = against_real_server(forward).await;
+    assert_eq!(o.ours[0].datagrams, 30);
+    assert_eq!(o.server.total_packets(), 30, "{:?}", o.server);
+    assert_eq!(o.server.total_bytes() + 1000 * o.server.total_errors(), 30_000);
+    let mut reverse = cfg(server.addr, true, true, 1, 1000, Limit::Bytes(30_000));
+    reverse.counters_64bit = true;
+    let o = against_real_server(reverse).await;
+    let lost: u64 = o.ours.iter().map(|s| s.udp.as_ref().map_or(0, |u| u.lost)).sum();
+    assert!(o.our_bytes() > 0, "{:?}", o.ours);
+    assert_eq!(o.our_bytes() + 1000 * lost, o.server.total_bytes());
 }
 
 #[tokio::test]

@@ -65,6 +65,8 @@ pub struct ClientConfig {
     pub server_output: bool,
     /// `-A N,M`: the CPU the server runs the test on.
     pub server_cpu: Option<u32>,
+    /// `--udp-counters-64bit`: UDP datagrams carry a 64-bit count (asked of the server too).
+    pub counters_64bit: bool,
 }
 
 /// Both views of one finished test.
@@ -173,6 +175,7 @@ fn start_streams(
             id: wire::stream_id(index as u32),
             len: cfg.len as usize,
             rate_bps: cfg.rate_bps,
+            counters_64bit: cfg.counters_64bit,
             start,
             shared: shared.clone(),
             stop: stop_rx.clone(),
@@ -304,7 +307,7 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
         bidirectional: false,
         len: cfg.len,
         bandwidth: cfg.rate_bps,
-        udp_counters_64bit: 0,
+        udp_counters_64bit: u64::from(cfg.counters_64bit),
         pacing_timer: Some(1000),
         client_version: Some(format!("wirebench {}", env!("CARGO_PKG_VERSION"))),
         fqrate: cfg.fq_rate_bps,

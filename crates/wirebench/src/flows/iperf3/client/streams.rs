@@ -50,6 +50,8 @@ pub(super) struct TaskCtx {
     pub len: usize,
     /// UDP pace of the stream, bit/s (0: unpaced).
     pub rate_bps: u64,
+    /// UDP: the datagrams' count is 64 bits (`--udp-counters-64bit`), else 32.
+    pub counters_64bit: bool,
     /// The test's start: the pace and the datagrams' timestamps count from it.
     pub start: Instant,
     /// What the streams share with the coordinator.
@@ -205,7 +207,7 @@ const MAX_DRAIN: Duration = Duration::from_secs(2);
 pub(super) async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> {
     let mut buf = payload(ctx.len);
     let mut tally = ctx.tally();
-    let header_len = wire::udp_header_len(false);
+    let header_len = wire::udp_header_len(ctx.counters_64bit);
     loop {
         if *ctx.stop.borrow() {
             break;
@@ -226,7 +228,7 @@ pub(super) async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> 
             usec,
             count: tally.datagrams + 1,
         };
-        header.encode(false, &mut buf);
+        header.encode(ctx.counters_64bit, &mut buf);
         match s.send(&buf[..n]).await {
             Ok(_) => {
                 tally.datagrams += 1;
@@ -265,7 +267,7 @@ pub(super) async fn recv_udp(s: UdpSocket, mut ctx: TaskCtx) -> Result<StreamTal
 
 /// Counts one received datagram; ones too short for the header are ignored.
 fn account(datagram: &[u8], acct: &mut UdpReceiver, tally: &mut StreamTally, ctx: &TaskCtx) {
-    if let Ok(h) = UdpHeader::decode(datagram, false) {
+    if let Ok(h) = UdpHeader::decode(datagram, ctx.counters_64bit) {
         acct.on_datagram(&h, datagram.len(), ctx.now_s());
         tally.datagrams += 1;
         ctx.moved(tally, datagram.len());
