@@ -182,9 +182,7 @@ pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &Interv
     if protocol == Protocol::Udp {
         // Every datagram carries one message of -l bytes (the last one of a total may be
         // shorter), so the bytes give the datagrams.
-        let packets = s
-            .bytes
-            .div_ceil(u64::from(ctx.params.msg_size.max(1)));
+        let packets = s.bytes.div_ceil(u64::from(ctx.params.msg_size.max(1)));
         match (reverse, s.lost) {
             (true, Some(lost)) => {
                 let all = packets + lost;
@@ -202,6 +200,14 @@ pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &Interv
     }
     let mut stream = one.clone();
     insert(&mut stream, "socket", stream_id(0).into());
+    // iperf3's stream (not its sum) carries the sender's TCP_INFO at the interval's end.
+    if let Some(t) = s.tcp {
+        insert(&mut stream, "snd_cwnd", t.snd_cwnd.into());
+        insert(&mut stream, "snd_wnd", t.snd_wnd.into());
+        insert(&mut stream, "rtt", t.rtt_us.into());
+        insert(&mut stream, "rttvar", t.rttvar_us.into());
+        insert(&mut stream, "pmtu", t.pmtu.into());
+    }
     json!({"streams": [stream], "sum": one})
 }
 
@@ -248,6 +254,13 @@ pub fn end(run: &RunRecord) -> Value {
             } else {
                 (c.bytes, s.bytes, &c.measured)
             };
+            // The run's own series stands for its first stream (with -P it holds the
+            // first flow's window and round trip).
+            let series = if sending_end.intervals.is_empty() && i == 0 {
+                &sender_measured.intervals
+            } else {
+                &sending_end.intervals
+            };
             let socket = stream_id(i as u32);
             if udp {
                 // iperf3's UDP stream: the sender's bytes and rate, the receiver's losses.
@@ -259,7 +272,7 @@ pub fn end(run: &RunRecord) -> Value {
             } else {
                 let mut sender = side(socket, sent, seconds, !reverse);
                 if let Value::Object(m) = &mut sender {
-                    m.extend(tcp_sender_fields(sending_end));
+                    m.extend(tcp_sender_fields(sending_end, series));
                 }
                 let receiver = side(socket, got, seconds, !reverse);
                 json!({"sender": sender, "receiver": receiver})
@@ -270,7 +283,12 @@ pub fn end(run: &RunRecord) -> Value {
     let mut sum_sent = side_sum(h.sent_bytes, seconds, h.sent_bps, !run.reverse);
     // iperf3's `sender` says whether this end (the client) sent the figures' stream; its
     // UDP sums say the sum_sent is the sender's and the sum_received the receiver's.
-    let mut sum_received = side_sum(h.received_bytes, seconds, h.goodput_bps, !run.reverse && !udp);
+    let mut sum_received = side_sum(
+        h.received_bytes,
+        seconds,
+        h.goodput_bps,
+        !run.reverse && !udp,
+    );
     if let Some(retransmits) = sender_measured
         .transport
         .as_ref()
@@ -348,22 +366,37 @@ pub fn end(run: &RunRecord) -> Value {
     Value::Object(end)
 }
 
-/// A TCP sender's stream fields from its end's TCP_INFO: retransmissions, and the congestion
-/// window and smoothed round trip. wirebench reads TCP_INFO once, at the end, so the
-/// `max_`, `min_` and `mean_` of that one sample are the sample (iperf3 samples once per
-/// interval); a figure the kernel did not give is left out.
-fn tcp_sender_fields(sending_end: &wirebench_core::record::EndMetrics) -> Map<String, Value> {
+/// A TCP sender's stream fields: its retransmissions (TCP_INFO at the end), and as iperf3
+/// takes them, the largest congestion and peer windows and the largest, smallest and mean
+/// round trip over the TCP_INFO readings at each interval's end. Without intervals (`-i 0`)
+/// the one reading at the end stands for them; a figure the kernel did not give is left out.
+fn tcp_sender_fields(
+    sending_end: &wirebench_core::record::EndMetrics,
+    series: &[wirebench_core::record::IntervalRecord],
+) -> Map<String, Value> {
     let mut m = Map::new();
-    let Some(t) = sending_end.transport.as_ref().map(|t| &t.stats) else {
-        return m;
-    };
-    if let Some(retransmits) = t.tcp_total_retrans {
+    let end = sending_end.transport.as_ref().map(|t| &t.stats);
+    if let Some(retransmits) = end.and_then(|t| t.tcp_total_retrans) {
         m.insert("retransmits".into(), retransmits.into());
     }
-    if let Some(cwnd) = t.cwnd_bytes {
+    let readings: Vec<_> = series.iter().filter_map(|i| i.sample.tcp).collect();
+    if !readings.is_empty() {
+        let rtts = || readings.iter().map(|t| t.rtt_us);
+        let max = |f: fn(&wirebench_core::vocab::counters::TcpSnapshot) -> u64| {
+            readings.iter().map(f).max().unwrap_or(0)
+        };
+        m.insert("max_snd_cwnd".into(), max(|t| t.snd_cwnd).into());
+        m.insert("max_snd_wnd".into(), max(|t| t.snd_wnd).into());
+        m.insert("max_rtt".into(), rtts().max().unwrap_or(0).into());
+        m.insert("min_rtt".into(), rtts().min().unwrap_or(0).into());
+        let mean = rtts().sum::<u64>() / readings.len() as u64;
+        m.insert("mean_rtt".into(), mean.into());
+        return m;
+    }
+    if let Some(cwnd) = end.and_then(|t| t.cwnd_bytes) {
         m.insert("max_snd_cwnd".into(), cwnd.into());
     }
-    if let Some(rtt) = t.srtt_us {
+    if let Some(rtt) = end.and_then(|t| t.srtt_us) {
         for key in ["max_rtt", "min_rtt", "mean_rtt"] {
             m.insert(key.into(), rtt.into());
         }

@@ -141,6 +141,7 @@ fn control() -> Vec<(&'static str, Vec<u8>)> {
             bytes: 1_000_000,
             lost: Some(3),
             retransmitted: None,
+            tcp: None,
         }],
         ..ServerReport::default()
     };

@@ -168,6 +168,24 @@ pub struct Cumulative {
     pub lost: Option<u64>,
     /// TCP sender: segments retransmitted so far (TCP_INFO, less D-SACK duplicates).
     pub retransmitted: Option<u64>,
+    /// TCP sender: its window and round trip now (TCP_INFO).
+    pub tcp: Option<TcpSnapshot>,
+}
+
+/// A TCP sender's window and round trip at one moment, as TCP_INFO gives them: iperf3's
+/// per-interval `snd_cwnd`, `snd_wnd`, `rtt`, `rttvar` and `pmtu`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpSnapshot {
+    /// Congestion window, bytes (`tcpi_snd_cwnd` × `tcpi_snd_mss`).
+    pub snd_cwnd: u64,
+    /// The peer's advertised receive window, bytes (`tcpi_snd_wnd`, Linux 5.4; 0 before).
+    pub snd_wnd: u64,
+    /// Smoothed round trip, microseconds (`tcpi_rtt`).
+    pub rtt_us: u64,
+    /// Its mean deviation, microseconds (`tcpi_rttvar`).
+    pub rttvar_us: u64,
+    /// Path MTU, bytes (`tcpi_pmtu`).
+    pub pmtu: u64,
 }
 
 /// One interval of a run (`-i`): what moved between `start_ns` and `end_ns`, counted from the
@@ -187,6 +205,9 @@ pub struct IntervalSample {
     /// TCP sender: segments retransmitted in the interval (TCP_INFO); None elsewhere.
     #[serde(default)]
     pub retransmitted: Option<u64>,
+    /// TCP sender: its window and round trip at the interval's end; absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpSnapshot>,
 }
 
 impl IntervalSample {
@@ -228,12 +249,14 @@ impl IntervalSeries {
             retransmitted: now
                 .retransmitted
                 .map(|r| r.saturating_sub(self.last.retransmitted.unwrap_or(0))),
+            tcp: now.tcp,
         };
         self.last_ns = sample.end_ns;
         self.last = Cumulative {
             bytes: now.bytes.max(self.last.bytes),
             lost: later(now.lost, self.last.lost),
             retransmitted: later(now.retransmitted, self.last.retransmitted),
+            tcp: now.tcp,
         };
         self.samples.push(sample);
         sample
@@ -319,6 +342,7 @@ mod tests {
                 bytes: 125_000_000,
                 lost: Some(3),
                 retransmitted: None,
+                tcp: None,
             },
         );
         assert_eq!(
@@ -332,6 +356,7 @@ mod tests {
                 bytes: 150_000_000,
                 lost: Some(2),
                 retransmitted: None,
+                tcp: None,
             },
         );
         // A datagram counted missing arrived late: no negative loss, and it is not counted twice.
@@ -345,6 +370,7 @@ mod tests {
                 bytes: 150_000_000,
                 lost: Some(5),
                 retransmitted: None,
+                tcp: None,
             },
         );
         assert_eq!((c.bytes, c.lost), (0, Some(2)));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use wirebench_core::vocab::error::UsageError;
 use wirebench_core::vocab::plan::{self, Mechanism, Protocol};
 use wirebench_core::vocab::sweep;
-use wirebench_core::vocab::units::{BitRate, ByteSize};
+use wirebench_core::vocab::units::ByteSize;
 
 use crate::cli::{RunArgs, DEFAULT_PORT};
 

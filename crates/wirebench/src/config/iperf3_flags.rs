@@ -191,6 +191,15 @@ pub(super) fn pacing_rate(text: &str) -> Result<Option<BitRate>, UsageError> {
             )));
         }
     }
+    // iperf3 reads a bare 0 (or 0 with a unit) as no pacing at all.
+    if text
+        .trim()
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse::<f64>()
+        == Ok(0.0)
+    {
+        return Ok(None);
+    }
     match text.parse::<BitRate>() {
         Ok(rate) => Ok(Some(rate)),
         Err(UnitError::ZeroRate(_)) => Ok(None),

@@ -110,6 +110,10 @@ pub struct Progress {
     /// A second handle on a TCP sender's data socket, so each interval can read its
     /// retransmissions from TCP_INFO without the data path doing anything.
     tcp_sender: Mutex<Option<std::net::TcpStream>>,
+    /// A UDP receiver's datagrams missing so far ([`Progress::set_lost`]).
+    lost: AtomicU64,
+    /// Whether this end counts losses (a UDP receiver does; the series says none otherwise).
+    counts_lost: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
@@ -125,17 +129,29 @@ impl Progress {
         }
     }
 
-    /// The cumulative reading now: bytes, and a watched TCP sender's retransmissions.
+    /// A UDP receiver's datagrams missing so far (below the highest sequence number seen),
+    /// for the interval series from now on.
+    pub fn set_lost(&self, lost: u64) {
+        self.lost.store(lost, Ordering::Relaxed);
+        self.counts_lost.store(true, Ordering::Relaxed);
+    }
+
+    /// The cumulative reading now: bytes, a UDP receiver's losses, and a watched TCP
+    /// sender's retransmissions, window and round trip.
     pub fn read(&self) -> Cumulative {
-        let retransmitted = self.tcp_sender.lock().ok().and_then(|slot| {
-            slot.as_ref()
-                .and_then(counters::tcp_stats)
-                .map(|t| t.packets_retransmitted)
-        });
+        let tcp = self
+            .tcp_sender
+            .lock()
+            .ok()
+            .and_then(|slot| slot.as_ref().and_then(counters::tcp_sender_reading));
         Cumulative {
             bytes: self.bytes.load(Ordering::Relaxed),
-            lost: None,
-            retransmitted,
+            lost: self
+                .counts_lost
+                .load(Ordering::Relaxed)
+                .then(|| self.lost.load(Ordering::Relaxed)),
+            retransmitted: tcp.as_ref().map(|(t, _)| t.packets_retransmitted),
+            tcp: tcp.map(|(_, snapshot)| snapshot),
         }
     }
 }

@@ -267,11 +267,11 @@ async fn run_one(
             .map(|p| p.read())
             .fold(Cumulative::default(), |a, b| Cumulative {
                 bytes: a.bytes + b.bytes,
-                lost: None,
-                retransmitted: match (a.retransmitted, b.retransmitted) {
-                    (Some(x), Some(y)) => Some(x + y),
-                    (x, y) => x.or(y),
-                },
+                // With -R the client's flows receive: a UDP receiver counts its losses.
+                lost: sum(a.lost, b.lost),
+                retransmitted: sum(a.retransmitted, b.retransmitted),
+                // A window and a round trip do not add up: the first flow's stands for them.
+                tcp: a.tcp.or(b.tcp),
             })
     };
     // --latency-probe: the probe flows open (and probe idle) before the load starts; warm-up
@@ -334,6 +334,14 @@ fn paced(params: &SessionParams, rate: Option<u64>) -> SessionParams {
     SessionParams {
         rate_bps: rate.or(params.rate_bps),
         ..params.clone()
+    }
+}
+
+/// The sum of two counts either of which may be missing (None when both are).
+fn sum(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
     }
 }
 

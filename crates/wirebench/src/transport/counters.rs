@@ -5,7 +5,7 @@
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use wirebench_core::vocab::counters::{CpuUsage, StatsSource, TransportStats};
+use wirebench_core::vocab::counters::{CpuUsage, StatsSource, TcpSnapshot, TransportStats};
 
 /// Longest a sender waits for its last segments to be acknowledged before reading TCP_INFO.
 const SETTLE_LIMIT: Duration = Duration::from_millis(250);
@@ -70,6 +70,35 @@ pub fn tcp_info_filled_to(socket: &impl AsRawFd, needed: usize) -> Option<libc::
 /// TCP_INFO is Linux's; elsewhere there is nothing to read.
 #[cfg(not(target_os = "linux"))]
 pub fn tcp_stats(_socket: &impl AsRawFd) -> Option<TransportStats> {
+    None
+}
+
+/// A TCP sender's counters and its window and round trip now, from one TCP_INFO reading (an
+/// interval's end); `None` as [`tcp_stats`]. The peer's window (`tcpi_snd_wnd`, Linux 5.4)
+/// reads 0 on older kernels, which fill a shorter struct.
+#[cfg(target_os = "linux")]
+pub fn tcp_sender_reading(socket: &impl AsRawFd) -> Option<(TransportStats, TcpSnapshot)> {
+    let info = tcp_info(socket)?;
+    let stats = TransportStats::from_tcp(
+        u64::from(info.tcpi_data_segs_out),
+        u64::from(info.tcpi_total_retrans),
+        u64::from(info.tcpi_dsack_dups),
+        u64::from(info.tcpi_rtt),
+        u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+    );
+    let snapshot = TcpSnapshot {
+        snd_cwnd: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+        snd_wnd: u64::from(info.tcpi_snd_wnd),
+        rtt_us: u64::from(info.tcpi_rtt),
+        rttvar_us: u64::from(info.tcpi_rttvar),
+        pmtu: u64::from(info.tcpi_pmtu),
+    };
+    Some((stats, snapshot))
+}
+
+/// TCP_INFO is Linux's; elsewhere there is nothing to read.
+#[cfg(not(target_os = "linux"))]
+pub fn tcp_sender_reading(_socket: &impl AsRawFd) -> Option<(TransportStats, TcpSnapshot)> {
     None
 }
 

@@ -191,7 +191,11 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["runs"][0]["client"]["messages"], 1049, "{doc}");
-    assert!(doc["parameters"]["rate_bps"].is_null(), "{}", doc["parameters"]);
+    assert!(
+        doc["parameters"]["rate_bps"].is_null(),
+        "{}",
+        doc["parameters"]
+    );
     let out = wirebench(&["run", "-k", "10", "-n", "1MiB"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(

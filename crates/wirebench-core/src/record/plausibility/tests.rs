@@ -136,6 +136,7 @@ fn absurd_times_and_figures_are_inconsistent() {
             bytes: 1,
             lost: None,
             retransmitted: None,
+            tcp: None,
         }],
         ..report(MIB, 1024)
     };

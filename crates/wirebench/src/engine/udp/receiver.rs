@@ -293,6 +293,7 @@ impl UdpReceiver {
                         .map_or(0, |h| (h + 1).saturating_sub(s.counts.messages)),
                 ),
                 retransmitted: None,
+                tcp: None,
             })
             .unwrap_or_default()
     }

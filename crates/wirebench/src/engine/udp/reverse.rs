@@ -63,9 +63,11 @@ where
             for (data, r) in batch.received() {
                 receiver.on_datagrams(data, r.stride, r.mark(0), &mut ack);
             }
-            progress
-                .bytes
-                .store(receiver.counts().bytes, Ordering::Relaxed);
+            let so_far = receiver.progress();
+            progress.bytes.store(so_far.bytes, Ordering::Relaxed);
+            if let Some(lost) = so_far.lost {
+                progress.set_lost(lost);
+            }
         }
     };
     let mut hellos = tokio::time::interval(HELLO_INTERVAL);
