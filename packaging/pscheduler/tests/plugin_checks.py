@@ -3,6 +3,7 @@
 the executables and the processes; this only builds inputs and judges outputs).
 
     plugin_checks.py make-input PREFIX SPEC_JSON PDATA_FILE...   run inputs PREFIX-0.json, -1.json
+    plugin_checks.py make-test-input TYPE PREFIX SPEC_JSON PDATA_FILE   a one-participant run input
     plugin_checks.py enumerate FILE VERSION
     plugin_checks.py can-run FILE yes|no [TEXT...]                each TEXT in some reason
     plugin_checks.py duration FILE ISO8601
@@ -12,7 +13,10 @@ the executables and the processes; this only builds inputs and judges outputs).
     plugin_checks.py loopback RESULT
     plugin_checks.py server RESULT
     plugin_checks.py failed RESULT TEXT
-    plugin_checks.py merged MERGED CLIENT_RESULT
+    plugin_checks.py merged MERGED CLIENT_RESULT [TEST]
+    plugin_checks.py rtt RESULT PROTOCOL COUNT|-                  prints a one-line summary
+    plugin_checks.py rtt-lossy RESULT COUNT                       UDP, some probes lost
+    plugin_checks.py latency-refused FILE                         can-run's or run's refusal
 
 Several checks can be given at once, separated by ';;'.  Each prints one line; the first wrong
 output prints FAILED with the reason and exits 1.
@@ -53,28 +57,27 @@ def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def schema_valid(result, path):
+def schema_valid(result, path, test="throughput"):
     """Valid against the vendored result schema: with jsonschema where importable, and with
     the structural checker always (so that the fallback is tested too)."""
-    with open(validate_result.SCHEMA_PATH) as handle:
-        schema = json.load(handle)
+    schema = validate_result.load_schema(test)
     names = []
     for structural in (False, True):
         name, errors = validate_result.validate(result, schema, structural)
-        expect(not errors, "%s is not valid against the throughput result schema (%s): %s"
-               % (path, name, "; ".join(errors[:5])))
+        expect(not errors, "%s is not valid against the %s result schema (%s): %s"
+               % (path, test, name, "; ".join(errors[:5])))
         if name not in names:
             names.append(name)
     return " and ".join(names)
 
 
-def document(result):
+def document(result, marker=wirebench_plugin.DOC_MARKER):
     """wirebench's -J document, from the client's diags."""
     diags = result.get("diags", "")
-    at = diags.find(wirebench_plugin.DOC_MARKER)
+    at = diags.find(marker)
     expect(at >= 0, "the diags hold no wirebench document")
     # The document is followed by other text in a loopback result's diags (the server's).
-    doc, _ = json.JSONDecoder().raw_decode(diags[at + len(wirebench_plugin.DOC_MARKER):].lstrip())
+    doc, _ = json.JSONDecoder().raw_decode(diags[at + len(marker):].lstrip())
     return doc
 
 
@@ -107,6 +110,22 @@ def make_input(prefix, spec_json, *pdata_files):
     return "run inputs for %d participant(s), start %s" % (len(pdata), start)
 
 
+def make_test_input(test_type, prefix, spec_json, pdata_file):
+    """The run input of a one-participant test (rtt), or of a test wirebench refuses."""
+    request = {
+        "schema": 1,
+        "task-uuid": "00000000-0000-0000-0000-000000000000",
+        "schedule": {"start": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                     "duration": "PT30S"},
+        "test": {"type": test_type, "spec": json.loads(spec_json)},
+        "participant": 0,
+        "participant-data": [load(pdata_file)],
+    }
+    with open("%s-0.json" % prefix, "w") as handle:
+        json.dump(request, handle)
+    return "run input for %s, start %s" % (test_type, request["schedule"]["start"])
+
+
 def check_enumerate(path, version):
     d = load(path)
     allowed = {"schema", "name", "description", "version", "tests", "preference", "maintainer",
@@ -116,7 +135,7 @@ def check_enumerate(path, version):
     for key in ("name", "description", "version", "tests", "preference", "maintainer"):
         expect(key in d, "enumerate has no %s" % key)
     expect(d["name"] == "wirebench", "enumerate's name is %r" % d["name"])
-    expect(d["tests"] == ["throughput"], "enumerate's tests are %r" % d["tests"])
+    expect(d["tests"] == ["throughput", "rtt"], "enumerate's tests are %r" % d["tests"])
     expect(d["version"] == version, "enumerate's version %r is not wirebench --version's %r"
            % (d["version"], version))
     expect(is_int(d["preference"]), "enumerate's preference is not an integer")
@@ -226,7 +245,7 @@ def check_failed(path, text):
     return "failure reported: %s" % result["error"].split("\n")[0][:120]
 
 
-def check_merged(path, client_path):
+def check_merged(path, client_path, test="throughput"):
     merged = load(path)
     client = load(client_path)
     expect({k: v for k, v in merged.items() if k != "diags"}
@@ -234,12 +253,83 @@ def check_merged(path, client_path):
            "merged-results is not the client's result")
     expect(merged["diags"].startswith("Participant 0:"), "merged diags lack participant 0's")
     if merged.get("succeeded"):
-        schema_valid(merged, path)
+        schema_valid(merged, path, test)
+    if test == "rtt":
+        return "merged-results (rtt): the one participant's result and diags"
     return "merged-results: the client's result, both participants' diags"
+
+
+def seconds(iso):
+    return wirebench_plugin.iso8601_seconds(iso)
+
+
+def check_rtt(path, protocol, count):
+    """An rtt result: valid against the rtt result schema, its figures those of wirebench
+    ping's document (in the diags), count probes sent (COUNT; '-': a deadline's worth), each
+    answered or lost, min <= mean <= max; no loss over TCP."""
+    result = load(path)
+    expect(result.get("succeeded") is True,
+           "%s did not succeed: %s" % (path, result.get("error", "(no error)")))
+    validators = schema_valid(result, path, "rtt")
+    expect(result["roundtrips"] == [], "rtt: roundtrips is not the empty list (summary only)")
+    doc = document(result, wirebench_plugin.PING_DOC_MARKER)
+    expect(doc["command"] == "ping" and len(doc["results"]) == 1, "rtt: not one ping result")
+    r = doc["results"][0]
+    expect(r["protocol"] == protocol, "rtt: wirebench pinged over %s, not %s"
+           % (r["protocol"], protocol))
+    sent, received, lost = result["sent"], result["received"], result["lost"]
+    if count != "-":
+        expect(sent == int(count), "rtt: %d probes sent, %s asked" % (sent, count))
+        expect(r["count_per_flow"] == int(count), "rtt: wirebench was asked for %r probes"
+               % r["count_per_flow"])
+    expect(sent >= 1 and received + lost == sent,
+           "rtt: received %d + lost %d is not sent %d" % (received, lost, sent))
+    expect((sent, received, lost) == (r["sent"], r["answered"], r["lost"]),
+           "rtt: sent/received/lost are not wirebench's sent/answered/lost")
+    expect(abs(result["loss"] - lost / float(sent)) < 1e-12, "rtt: loss is not lost / sent")
+    expect(received >= 1, "rtt: no probe answered")
+    figures = {key: seconds(result[key]) for key in ("min", "mean", "max", "stddev")}
+    expect(0 < figures["min"] <= figures["mean"] <= figures["max"],
+           "rtt: not 0 < min <= mean <= max: %s" % figures)
+    expect(figures["stddev"] >= 0, "rtt: negative stddev")
+    expect(figures["max"] < 1.0, "rtt: a round trip of %gs on loopback" % figures["max"])
+    for key, value in figures.items():
+        ns = r["response"][key + "_ns"]
+        expect(abs(value * 1e9 - ns) < 1.0, "rtt: %s %s is not wirebench's %s_ns %r"
+               % (key, result[key], key, ns))
+    if protocol != "udp":
+        expect(lost == 0 and result["loss"] == 0 and received == sent,
+               "rtt: %s lost %d of %d probes on loopback" % (protocol, lost, sent))
+    return ("rtt %s: %d/%d answered, loss %g, min/mean/max %.3f/%.3f/%.3f ms; valid (%s)"
+            % (protocol.upper(), received, sent, result["loss"], figures["min"] * 1e3,
+               figures["mean"] * 1e3, figures["max"] * 1e3, validators))
+
+
+def check_rtt_lossy(path, count):
+    """An rtt result through a relay that drops UDP datagrams: some probes lost, some
+    answered, and the result still valid and consistent."""
+    line = check_rtt(path, "udp", count)
+    result = load(path)
+    expect(0 < result["lost"] < result["sent"],
+           "rtt through a lossy relay: %d of %d lost" % (result["lost"], result["sent"]))
+    return line.replace("rtt UDP:", "rtt UDP through a lossy relay:", 1)
+
+
+def check_latency_refused(path):
+    d = load(path)
+    text = " ".join(d.get("reasons", [])) if "can-run" in d else d.get("error", "")
+    if "can-run" in d:
+        expect(d["can-run"] is False, "can-run said yes to a latency test")
+    else:
+        expect(d.get("succeeded") is False, "run ran a latency test")
+    expect("latency" in text and "one-way delay" in text and "clock" in text,
+           "the latency refusal does not say why: %r" % text)
+    return "latency refused: %s" % text[:100]
 
 
 CHECKS = {
     "make-input": make_input,
+    "make-test-input": make_test_input,
     "enumerate": check_enumerate,
     "can-run": check_can_run,
     "duration": check_duration,
@@ -250,6 +340,9 @@ CHECKS = {
     "server": check_server,
     "failed": check_failed,
     "merged": check_merged,
+    "rtt": check_rtt,
+    "rtt-lossy": check_rtt_lossy,
+    "latency-refused": check_latency_refused,
 }
 
 

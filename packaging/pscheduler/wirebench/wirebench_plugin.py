@@ -1,5 +1,9 @@
 """The wirebench tool plugin for pScheduler: code its executables share.
 
+Tests: `throughput` (`wirebench run`, participants the client and a one-off server) and `rtt`
+(`wirebench ping` against a standing wirebench server, one participant).  `latency` is refused:
+wirebench does not measure one-way delay with a bound on the clocks' error.
+
 Standard library only, and Python 3.6 compatible (EL8's), so that the plugin runs on any host
 pScheduler runs on without the pscheduler module: the few helpers it needs from there (JSON in
 and out, ISO 8601, sleeping until the start) have small equivalents here.
@@ -53,6 +57,9 @@ MAX_TEST_SECONDS = 86400
 DEFAULT_SERVER_PORT = 5311
 # single-ended: a standing wirebench server, on its default port unless single-ended-port.
 SINGLE_ENDED_DEFAULT_PORT = 5310
+# rtt: the standing wirebench server (the wirebench-server service) at the destination, on
+# this port unless the spec's port or the configuration's rtt_port says another.
+DEFAULT_RTT_PORT = 5310
 
 # The first of these that exists (EL packages put tool configuration in /etc/pscheduler/tool/,
 # Debian's in a directory of the tool's name there).
@@ -196,12 +203,14 @@ def sleep_until(epoch):
 
 def get_config():
     """The plugin's settings: /etc/pscheduler/tool/wirebench.conf (or .../wirebench/wirebench.conf,
-    or $WIREBENCH_PSCHEDULER_CONF), section [wirebench]: wirebench_cmd, server_port, server_bind.
-    No file: the defaults."""
+    or $WIREBENCH_PSCHEDULER_CONF), section [wirebench]: wirebench_cmd, server_port, server_bind,
+    rtt_port, rtt_psk_file.  No file: the defaults."""
     config = {
         "wirebench_cmd": None,
         "server_port": DEFAULT_SERVER_PORT,
         "server_bind": None,
+        "rtt_port": DEFAULT_RTT_PORT,
+        "rtt_psk_file": None,
     }
     path = os.environ.get(CONFIG_ENV) \
         or next((p for p in CONFIG_FILES if os.path.exists(p)), CONFIG_FILES[0])
@@ -215,14 +224,20 @@ def get_config():
     section = parser[NAME]
     if section.get("wirebench_cmd"):
         config["wirebench_cmd"] = section.get("wirebench_cmd").strip()
-    if section.get("server_port"):
-        try:
-            port = int(section.get("server_port"))
-        except ValueError:
-            port = 0
-        if not 1 <= port <= 65535:
-            fail("%s: server_port must be a port number (1 to 65535)" % path)
-        config["server_port"] = port
+    for key in ("server_port", "rtt_port"):
+        if section.get(key):
+            try:
+                port = int(section.get(key))
+            except ValueError:
+                port = 0
+            if not 1 <= port <= 65535:
+                fail("%s: %s must be a port number (1 to 65535)" % (path, key))
+            config[key] = port
+    if section.get("rtt_psk_file"):
+        key_file = section.get("rtt_psk_file").strip()
+        if not os.path.isabs(key_file):
+            fail("%s: rtt_psk_file must be an absolute path" % path)
+        config["rtt_psk_file"] = key_file
     if section.get("server_bind"):
         bind = section.get("server_bind").strip()
         if ip_version_of(bind) is None:
@@ -872,3 +887,360 @@ DOC_MARKER = "wirebench -J document:"
 def failure(error, diags=""):
     return {"succeeded": False, "error": clean_text(error, MAX_ERROR),
             "diags": clean_text(diags, MAX_DIAGS)}
+
+
+# =============================================================================================
+# The test types
+
+# What enumerate claims.  latency is answered (can-run says no, and why) but not claimed.
+TESTS = ("throughput", "rtt")
+
+LATENCY_REASON = (
+    "wirebench cannot run the latency test: it does not yet measure one-way delay with a bound "
+    "on the error of both hosts' clocks (the latency test's max-clock-error, each packet's "
+    "clock synchronisation); its round trips need no clock, its one-way figures are not that. "
+    "Use owping, powstream or halfping for latency, or the rtt test with wirebench")
+
+
+def test_reasons(test_type, spec, config=None):
+    """Why wirebench cannot run a test of this type and spec: an empty list when it can."""
+    if test_type == "throughput":
+        return spec_reasons(spec)
+    if test_type == "rtt":
+        return rtt_spec_reasons(spec, config)
+    if test_type == "latency":
+        return [LATENCY_REASON]
+    return ["Unsupported test type %s: wirebench runs %s"
+            % (clean_text(repr(test_type), 64), " and ".join(TESTS))]
+
+
+# =============================================================================================
+# rtt: `wirebench ping` against a standing wirebench server
+#
+# pScheduler's rtt test has one participant, the host that pings (source-node, else source,
+# else the host the task is given to).  wirebench ping needs a wirebench server at the
+# destination: the wirebench-server service on port 5310 (rtt_port in the configuration, or
+# the spec's port).  One probe is outstanding at a time; wirebench reports the round trips'
+# summary (count, loss, min, mean, max, standard deviation, percentiles), not each probe.
+
+# The rtt test's spec schemas this plugin knows (pscheduler-test-rtt: 1 to 4).
+RTT_MAX_SPEC_SCHEMA = 4
+RTT_PROTOCOLS = ("udp", "tcp", "quic")
+# ICMP is not for wirebench (it needs no server); UDP is the nearest (a datagram, lost or not).
+RTT_DEFAULT_PROTOCOL = "udp"
+# As pScheduler's ping tool: 5 probes, one a second, a second's timeout.
+RTT_DEFAULT_COUNT = 5
+RTT_DEFAULT_INTERVAL = 1.0
+RTT_DEFAULT_TIMEOUT = 1.0
+# wirebench's --timeout range (UDP).
+RTT_TIMEOUT_RANGE = (0.0001, 60.0)
+# TCP and QUIC probes have no timeout (never lost; a stall of 30 s fails the run): for the
+# schedule, a round trip is given this long.
+RTT_PROBE_BUDGET = 1.0
+# Timing, in seconds: start, name lookup, control connection and key; after the last probe;
+# the result written.
+RTT_SETUP = 2.0
+RTT_SLACK = 1.0
+RTT_TEARDOWN = 1.0
+MAX_UDP_LENGTH_V6 = 65511
+
+
+def rtt_protocol(spec):
+    return spec.get("protocol", RTT_DEFAULT_PROTOCOL)
+
+
+def _rtt_protocol_check(value):
+    if value in RTT_PROTOCOLS:
+        return None
+    if value in ("icmp", "twamp"):
+        return ("wirebench pings a wirebench server over udp, tcp or quic, not %s (the ping "
+                "and twping tools do %s)" % (value, value))
+    return "must be udp, tcp or quic"
+
+
+def _rtt_timeout(value):
+    try:
+        seconds = iso8601_seconds(value)
+    except ValueError as ex:
+        return str(ex)
+    low, high = RTT_TIMEOUT_RANGE
+    if not low <= seconds <= high:
+        return "must be from 100us (PT0.0001S) to 60s (wirebench's --timeout)"
+    return None
+
+
+def _interval(value):
+    try:
+        seconds = iso8601_seconds(value)
+    except ValueError as ex:
+        return str(ex)
+    if seconds > MAX_TEST_SECONDS:
+        return "must be at most %ds" % MAX_TEST_SECONDS
+    return None
+
+
+# Every field of the rtt spec (schemas 1 to 4): a check of its value that returns None when
+# wirebench can do it, else the reason why not.  The option each maps to is in ping_args() and
+# README.md.
+RTT_SPEC_FIELDS = {
+    "schema": _int_in(1, RTT_MAX_SPEC_SCHEMA),
+    "dest": _host,
+    "source": _host,  # and see rtt_addresses(): honoured only where the kernel picks it
+    "source-node": _any_string,
+    "count": _int_in(1, None),
+    "interval": _interval,
+    "length": _int_in(1, MAX_TCP_LENGTH),
+    "timeout": _rtt_timeout,
+    "deadline": _duration(0.001),
+    "ip-version": lambda v: None if v in (4, 6) and is_int(v) else "must be 4 or 6",
+    "protocol": _rtt_protocol_check,
+    "port": _int_in(1, 65535),
+    "hostnames": _boolean,
+    "suppress-loopback": _false_only(
+        "multicast loopback to suppress (it pings one wirebench server, never a multicast "
+        "group)"),
+    "ttl": _refused("wirebench cannot set the IP TTL or hop limit (ping's -t)"),
+    "ip-tos": _refused("wirebench ping cannot set the IP TOS/DSCP byte (ping's -Q)"),
+    "flow-label": _refused("wirebench cannot set the IPv6 flow label (ping's -F)"),
+    "fragment": _refused("wirebench does not set a socket's path-MTU discovery (Don't "
+                         "Fragment) mode (ping's -M do/want)"),
+}
+
+
+class RttTimeline(object):
+    """How long an rtt run may take, in seconds from the scheduled start."""
+
+    def __init__(self, spec):
+        protocol = rtt_protocol(spec)
+        self.interval = iso8601_seconds(spec["interval"]) if "interval" in spec \
+            else RTT_DEFAULT_INTERVAL
+        self.timeout = iso8601_seconds(spec["timeout"]) if "timeout" in spec \
+            else RTT_DEFAULT_TIMEOUT
+        # How long one probe may hold the next one back: a UDP probe its timeout (its answer,
+        # or lost); a TCP or QUIC one its round trip, given RTT_PROBE_BUDGET.
+        if protocol == "udp":
+            per_probe = max(self.interval, self.timeout)  # the next goes at send + interval
+            last = self.timeout
+        else:
+            # TCP: the pause follows the answer; QUIC: the next goes at send + interval, or at
+            # the answer when later (this bounds both).
+            per_probe = self.interval + RTT_PROBE_BUDGET
+            last = RTT_PROBE_BUDGET
+        self.deadline = iso8601_seconds(spec["deadline"]) if "deadline" in spec else None
+        self.count = None if self.deadline is not None else spec.get("count", RTT_DEFAULT_COUNT)
+        if self.deadline is not None:
+            probing = self.deadline + last
+        else:
+            probing = self.count * per_probe
+        # When wirebench is stopped if it has not finished.
+        self.attempt = RTT_SETUP + probing + RTT_SLACK
+        # What the `duration` method says.
+        self.total = self.attempt + RTT_TEARDOWN
+
+
+def rtt_spec_reasons(spec, config=None):
+    """Why wirebench cannot run this rtt spec: an empty list when it can.  With a
+    configuration, its key file is checked too; a source is checked against the routing
+    table (no packet is sent)."""
+    if not isinstance(spec, dict):
+        return ["The test spec must be a JSON object"]
+    reasons = []
+    schema = spec.get("schema", 1)
+    if not is_int(schema) or not 1 <= schema <= RTT_MAX_SPEC_SCHEMA:
+        reasons.append("Spec schema %r is not supported (1 to %d)"
+                       % (schema, RTT_MAX_SPEC_SCHEMA))
+    if "dest" not in spec:
+        reasons.append("The spec has no dest")
+    bad = set()
+    for field in sorted(spec):
+        check = RTT_SPEC_FIELDS.get(field)
+        if check is None:
+            reasons.append("wirebench does not support the %s option"
+                           % clean_text(str(field), 64))
+            continue
+        problem = check(spec[field])
+        if problem is not None:
+            bad.add(field)
+            if problem.startswith("wirebench"):
+                reasons.append("%s: %s" % (field, problem))
+            else:
+                reasons.append("%s %s" % (field, problem))
+    if bad:
+        return reasons
+    # Combinations (of values that passed their own checks).
+    protocol = rtt_protocol(spec)
+    if protocol != "udp" and "timeout" in spec:
+        reasons.append("timeout: wirebench's --timeout is for UDP probes only; a %s probe is "
+                       "never lost (the transport retransmits it) -- leave timeout out, or "
+                       "use protocol udp" % protocol)
+    if "deadline" in spec and "count" in spec:
+        reasons.append("deadline and count cannot both be given: wirebench ping sends a count "
+                       "of probes (-c) or probes for a time (-t), not both")
+    length = spec.get("length")
+    if protocol == "udp" and is_int(length):
+        v6 = spec.get("ip-version") == 6 or ip_version_of(spec.get("dest", "")) == 6
+        limit = MAX_UDP_LENGTH_V6 if v6 else MAX_UDP_LENGTH
+        if length > limit:
+            reasons.append("length must be at most %d for UDP over IPv%d (one datagram)"
+                           % (limit, 6 if v6 else 4))
+    version = spec.get("ip-version")
+    dest_version = ip_version_of(spec.get("dest", ""))
+    if version and dest_version and version != dest_version:
+        reasons.append("dest %s is not an IPv%d address" % (spec["dest"], version))
+    if not reasons and RttTimeline(spec).total > MAX_TEST_SECONDS:
+        reasons.append("count times interval (and timeout) must come to at most %ds"
+                       % MAX_TEST_SECONDS)
+    if config is not None and config.get("rtt_psk_file") \
+            and not os.access(config["rtt_psk_file"], os.R_OK):
+        reasons.append("rtt_psk_file %s (wirebench.conf) cannot be read"
+                       % clean_text(config["rtt_psk_file"], 256))
+    if not reasons and "source" in spec:
+        try:
+            rtt_addresses(spec)
+        except ValueError as ex:
+            reasons.append("source: %s" % ex)
+    return reasons
+
+
+def route_source(dest_ip):
+    """The address this host sends from towards dest_ip (a UDP socket connected, which sends
+    nothing); raises OSError when there is no route."""
+    family = socket.AF_INET6 if ip_version_of(dest_ip) == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.connect((dest_ip, 9))
+        return sock.getsockname()[0]
+
+
+def _same_address(a, b):
+    try:
+        return ipaddress.ip_address(a.split("%", 1)[0]) == ipaddress.ip_address(b.split("%", 1)[0])
+    except ValueError:
+        return False
+
+
+def rtt_addresses(spec):
+    """(source, dest) for wirebench ping.  Without a source: (None, the spec's dest).  With
+    one: wirebench ping cannot bind an address, so the source is honoured only where it is
+    the address the kernel sends from towards the destination anyway (one family: the spec's
+    ip-version, else IPv6 where both have it, else IPv4); then the destination goes to
+    wirebench as that family's address.  Raises ValueError with the reason."""
+    dest = spec["dest"]
+    source = spec.get("source")
+    if source is None:
+        return None, dest
+    mine = resolve(source)
+    theirs = resolve(dest)
+    version = spec.get("ip-version")
+    tried = []
+    for v in ([version] if version else [6, 4]):
+        if not (mine[v] and theirs[v]):
+            continue
+        dest_ip = theirs[v][0]
+        try:
+            kernel = route_source(dest_ip)
+        except OSError as ex:
+            tried.append("no route to %s (%s)" % (dest_ip, ex.strerror or ex))
+            continue
+        if any(_same_address(kernel, m) for m in mine[v]):
+            return kernel, dest_ip
+        tried.append("towards %s this host sends from %s" % (dest_ip, kernel))
+    if not tried:
+        raise ValueError("%s and %s have no address family in common%s"
+                         % (source, dest, " (IPv%d)" % version if version else ""))
+    raise ValueError("wirebench ping cannot bind a source address, and %s is not the one the "
+                     "kernel picks: %s (leave source out, or name the pScheduler host with "
+                     "source-node)" % (source, "; ".join(tried)))
+
+
+def _us(seconds):
+    return "%dus" % int(round(seconds * 1000000))
+
+
+def ping_args(cmd, spec, timeline, dest, port, psk_path=None):
+    """`wirebench ping` for an rtt spec: one JSON document (-J), nothing stored.  Every value
+    is passed as --option=VALUE, so that none can be taken for an option; the server is given
+    with --server (never absent: without it wirebench would ping a server of its own)."""
+    protocol = rtt_protocol(spec)
+    args = [cmd, "ping", "--server=" + host_port(dest, port), "--proto=" + protocol,
+            "--json", "--no-store"]
+    if timeline.deadline is not None:
+        args.append("--time=" + _us(timeline.deadline))
+    else:
+        args.append("--count=%d" % timeline.count)
+    if timeline.interval > 0:
+        args.append("--gap=" + _us(timeline.interval))
+    if protocol == "udp":
+        args.append("--timeout=" + _us(timeline.timeout))
+        args.append("--retries=0")
+    if "length" in spec:
+        args.append("--msg-size=%d" % spec["length"])
+    if spec.get("ip-version") == 4:
+        args.append("--ipv4")
+    elif spec.get("ip-version") == 6:
+        args.append("--ipv6")
+    if psk_path:
+        args.append("--psk=" + psk_path)
+    return args
+
+
+def ns_as_iso8601(ns):
+    """Nanoseconds as an ISO 8601 duration, to the nanosecond: PT0.00001144S."""
+    ns = int(round(ns))
+    seconds, fraction = divmod(ns, 1000000000)
+    if fraction == 0:
+        return "PT%dS" % seconds
+    return ("PT%d.%09d" % (seconds, fraction)).rstrip("0") + "S"
+
+
+def convert_rtt(doc, protocol):
+    """pScheduler's rtt result from wirebench ping's -J document: the summary (sent, received,
+    lost, loss, duplicates, min, max, mean, stddev) and an empty roundtrips list (wirebench
+    does not report each probe).  Raises BadOutput."""
+    if not isinstance(doc, dict):
+        raise BadOutput("the document is not a JSON object")
+    if doc.get("command") != "ping":
+        raise BadOutput("the document is not wirebench ping's")
+    results = doc.get("results")
+    if not isinstance(results, list) or len(results) != 1 or not isinstance(results[0], dict):
+        raise BadOutput("the document does not hold exactly one result")
+    r = results[0]
+    if r.get("protocol") != protocol:
+        raise BadOutput("the result is for %r, not %r" % (r.get("protocol"), protocol))
+    sent = _count(r, "sent", "the result", required=True)
+    answered = _count(r, "answered", "the result", required=True)
+    lost = _count(r, "lost", "the result", required=True)
+    duplicates = _count(r, "duplicates", "the result") or 0
+    if answered + lost != sent:
+        raise BadOutput("answered (%d) and lost (%d) do not add up to sent (%d)"
+                        % (answered, lost, sent))
+    if sent == 0:
+        raise BadOutput("no probe was sent")
+    result = {
+        "schema": 1,
+        "succeeded": True,
+        "roundtrips": [],
+        "sent": sent,
+        "received": answered,
+        "lost": lost,
+        "loss": lost / float(sent),
+        "duplicates": duplicates,
+    }
+    response = r.get("response")
+    if answered > 0:
+        if not isinstance(response, dict):
+            raise BadOutput("the result has answers but no response figures")
+        samples = _count(response, "samples", "response", required=True)
+        if samples != answered:
+            raise BadOutput("response.samples (%d) is not answered (%d)" % (samples, answered))
+        figures = {}
+        for key in ("min", "mean", "max", "stddev"):
+            figures[key] = _number(response, key + "_ns", "response", required=True)
+        if not figures["min"] <= figures["mean"] <= figures["max"]:
+            raise BadOutput("response: not min <= mean <= max")
+        for key, ns in figures.items():
+            result[key] = ns_as_iso8601(ns)
+    return result
+
+
+# Where the document starts in an rtt result's diags (.ci/pscheduler-check reads it back).
+PING_DOC_MARKER = "wirebench ping -J document:"
