@@ -34,13 +34,38 @@ pub struct Context<'a> {
 
 /// The whole `-J` document of one run.
 pub fn document(ctx: &Context<'_>, run: &RunRecord) -> Value {
+    // --bidir: the client's series of what it received, read at the same moments.
+    let back = run
+        .server_to_client
+        .as_ref()
+        .map_or(&[][..], |d| &d.client.measured.intervals[..]);
     let intervals: Vec<Value> = run
         .client
         .measured
         .intervals
         .iter()
-        .filter(|i| shown(ctx, &i.sample))
-        .map(|i| interval(ctx, run.protocol, run.reverse, &i.sample))
+        .enumerate()
+        .filter(|(_, i)| shown(ctx, &i.sample))
+        .map(|(at, i)| {
+            let mut entry = interval(ctx, run.protocol, run.reverse, &i.sample);
+            if let Some(b) = back.get(at) {
+                let mut reverse = interval(ctx, run.protocol, true, &b.sample);
+                if let (Value::Object(e), Value::Object(r)) = (&mut entry, &mut reverse) {
+                    if let (Some(Value::Array(streams)), Some(Value::Array(more))) =
+                        (e.get_mut("streams"), r.remove("streams"))
+                    {
+                        for mut s in more {
+                            insert(&mut s, "socket", stream_id(ctx.params.parallel).into());
+                            streams.push(s);
+                        }
+                    }
+                    if let Some(sum) = r.remove("sum") {
+                        e.insert("sum_bidir_reverse".into(), sum);
+                    }
+                }
+            }
+            entry
+        })
         .collect();
     let mut doc = Map::new();
     // Each flow's own socket, in the order of its stream; the run's when it had one.
@@ -186,6 +211,9 @@ pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &Interv
         match (reverse, s.lost) {
             (true, Some(lost)) => {
                 let all = packets + lost;
+                if let Some(ns) = s.jitter_ns {
+                    insert(&mut one, "jitter_ms", (ns as f64 / 1e6).into());
+                }
                 insert(&mut one, "lost_packets", lost.into());
                 insert(&mut one, "packets", all.into());
                 insert(

@@ -142,6 +142,7 @@ fn control() -> Vec<(&'static str, Vec<u8>)> {
             lost: Some(3),
             retransmitted: None,
             tcp: None,
+            jitter_ns: None,
         }],
         ..ServerReport::default()
     };

@@ -170,6 +170,8 @@ pub struct Cumulative {
     pub retransmitted: Option<u64>,
     /// TCP sender: its window and round trip now (TCP_INFO).
     pub tcp: Option<TcpSnapshot>,
+    /// UDP receiver: its running interarrival jitter estimate now (RFC 3550), nanoseconds.
+    pub jitter_ns: Option<u64>,
 }
 
 /// A TCP sender's window and round trip at one moment, as TCP_INFO gives them: iperf3's
@@ -208,6 +210,10 @@ pub struct IntervalSample {
     /// TCP sender: its window and round trip at the interval's end; absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpSnapshot>,
+    /// UDP receiver: the running jitter estimate at the interval's end (as iperf3 reports an
+    /// interval's jitter), nanoseconds; absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
 }
 
 impl IntervalSample {
@@ -250,6 +256,7 @@ impl IntervalSeries {
                 .retransmitted
                 .map(|r| r.saturating_sub(self.last.retransmitted.unwrap_or(0))),
             tcp: now.tcp,
+            jitter_ns: now.jitter_ns,
         };
         self.last_ns = sample.end_ns;
         self.last = Cumulative {
@@ -257,6 +264,7 @@ impl IntervalSeries {
             lost: later(now.lost, self.last.lost),
             retransmitted: later(now.retransmitted, self.last.retransmitted),
             tcp: now.tcp,
+            jitter_ns: now.jitter_ns,
         };
         self.samples.push(sample);
         sample
@@ -343,6 +351,7 @@ mod tests {
                 lost: Some(3),
                 retransmitted: None,
                 tcp: None,
+                jitter_ns: None,
             },
         );
         assert_eq!(
@@ -357,6 +366,7 @@ mod tests {
                 lost: Some(2),
                 retransmitted: None,
                 tcp: None,
+                jitter_ns: None,
             },
         );
         // A datagram counted missing arrived late: no negative loss, and it is not counted twice.
@@ -371,6 +381,7 @@ mod tests {
                 lost: Some(5),
                 retransmitted: None,
                 tcp: None,
+                jitter_ns: None,
             },
         );
         assert_eq!((c.bytes, c.lost), (0, Some(2)));

@@ -63,7 +63,7 @@ pub async fn run_iperf3(
                 version: env!("CARGO_PKG_VERSION"),
                 started_unix_ms: now.saturating_mul(1000),
                 title: output.title.as_deref(),
-                interval_s: 0.0,
+                interval_s: cfg.interval.map_or(0.0, |d| d.as_secs_f64()),
                 tos: cfg.options.tos.unwrap_or(0),
             };
             crate::output::iperf3_json::document(&ctx, &run)

@@ -61,12 +61,16 @@ pub fn iperf3_client(
     if args.repeat != 1 || args.plan.warmup != 0 {
         return Err(usage("--iperf3 runs one test: drop --repeat and --warmup"));
     }
-    if args.busy_poll || args.rto.is_some() || args.interval.is_some() || args.impair.is_some() {
+    if args.busy_poll || args.rto.is_some() || args.impair.is_some() {
         return Err(usage(
-            "--busy-poll, --rto, -i and --impair apply to wirebench servers, \
-             not --iperf3",
+            "--busy-poll, --rto and --impair apply to wirebench servers, not --iperf3",
         ));
     }
+    // Every second unless -i says otherwise, as iperf3's client reports (-i 0: none).
+    let interval = match args.interval {
+        None => Some(std::time::Duration::from_secs(1)),
+        Some(_) => super::run::parse_interval(args)?,
+    };
     if args.parallel == 0 || args.parallel > ip3::MAX_PARALLEL {
         return Err(usage(format!(
             "-P/--parallel {} is out of range: allowed 1 to {}",
@@ -97,6 +101,7 @@ pub fn iperf3_client(
         // RunOutput it has already validated.
         server_cpu: None,
         counters_64bit: args.iperf3_flags.udp_counters_64bit,
+        interval,
     }))
 }
 

@@ -268,7 +268,7 @@ fn check_parallel(args: &RunArgs, points: &[Point]) -> Result<(), UsageError> {
 
 /// `-i/--interval` (0: none), at least 10 ms; every second by default with `--json-stream`
 /// and `--iperf3-shape`, as iperf3 reports.
-fn parse_interval(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+pub(super) fn parse_interval(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
     let interval = match args.interval.as_deref().map(iperf3_flags::interval) {
         None => None,
         Some(parsed) => match parsed? {

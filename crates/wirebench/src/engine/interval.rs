@@ -114,7 +114,12 @@ pub struct Progress {
     lost: AtomicU64,
     /// Whether this end counts losses (a UDP receiver does; the series says none otherwise).
     counts_lost: std::sync::atomic::AtomicBool,
+    /// A UDP receiver's jitter estimate, nanoseconds ([`NO_JITTER`] before it has one).
+    jitter_ns: AtomicU64,
 }
+
+/// [`Progress`]'s jitter before a UDP receiver has an estimate (two datagrams).
+const NO_JITTER: u64 = u64::MAX;
 
 impl Progress {
     /// Nothing moved yet.
@@ -129,10 +134,12 @@ impl Progress {
         }
     }
 
-    /// A UDP receiver's datagrams missing so far (below the highest sequence number seen),
-    /// for the interval series from now on.
-    pub fn set_lost(&self, lost: u64) {
+    /// A UDP receiver's datagrams missing so far (below the highest sequence number seen) and
+    /// its jitter estimate now, for the interval series from now on.
+    pub fn set_receipt(&self, lost: u64, jitter_ns: Option<u64>) {
         self.lost.store(lost, Ordering::Relaxed);
+        self.jitter_ns
+            .store(jitter_ns.unwrap_or(NO_JITTER), Ordering::Relaxed);
         self.counts_lost.store(true, Ordering::Relaxed);
     }
 
@@ -152,6 +159,8 @@ impl Progress {
                 .then(|| self.lost.load(Ordering::Relaxed)),
             retransmitted: tcp.as_ref().map(|(t, _)| t.packets_retransmitted),
             tcp: tcp.map(|(_, snapshot)| snapshot),
+            jitter_ns: Some(self.jitter_ns.load(Ordering::Relaxed))
+                .filter(|j| *j != NO_JITTER && self.counts_lost.load(Ordering::Relaxed)),
         }
     }
 }

@@ -14,7 +14,7 @@ use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
 use wirebench_core::record::Parameters;
 use wirebench_core::security::auth::Psk;
-use wirebench_core::vocab::counters::{Cumulative, IntervalSample};
+use wirebench_core::vocab::counters::{Cumulative, IntervalSample, IntervalSeries};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};
@@ -257,22 +257,19 @@ async fn run_one(
     let session = &run.session;
     let (flows, progress) = requests(session, rate, server, cfg.psk.as_deref());
     crate::engine::inflight::publish(&progress);
-    // --bidir: the client's interval series is what it sent (the client → server flows, the
-    // first ones); each server session keeps its own.
-    let sending = &progress[..session.flows.len()];
+    // The client's interval series is its flows' in the run's direction (the first ones);
+    // with --bidir the server → client flows, read at the same moments, make a second series
+    // (what the client received). Each server session keeps its own.
+    let (sending, receiving) = progress.split_at(session.flows.len());
+    let back_readings = std::sync::Mutex::new(Vec::new());
     let work = parallel::run(flows);
     let sent_so_far = || {
-        sending
-            .iter()
-            .map(|p| p.read())
-            .fold(Cumulative::default(), |a, b| Cumulative {
-                bytes: a.bytes + b.bytes,
-                // With -R the client's flows receive: a UDP receiver counts its losses.
-                lost: sum(a.lost, b.lost),
-                retransmitted: sum(a.retransmitted, b.retransmitted),
-                // A window and a round trip do not add up: the first flow's stands for them.
-                tcp: a.tcp.or(b.tcp),
-            })
+        if !receiving.is_empty() {
+            if let Ok(mut readings) = back_readings.lock() {
+                readings.push(reading_of(receiving));
+            }
+        }
+        reading_of(sending)
     };
     // --latency-probe: the probe flows open (and probe idle) before the load starts; warm-up
     // runs are not measured, so no probes beside them.
@@ -299,6 +296,16 @@ async fn run_one(
         forward: (mut outcome, mut flows),
         mut back,
     } = result?;
+    if let Some((o, _)) = back.as_mut() {
+        // One back reading per forward interval, taken with it: the same boundaries.
+        let readings = back_readings.into_inner().unwrap_or_default();
+        let mut series = IntervalSeries::new();
+        o.client.intervals = intervals
+            .iter()
+            .zip(readings)
+            .map(|(s, r)| series.push(s.end_ns, r))
+            .collect();
+    }
     outcome.client.intervals = intervals;
     if cfg.parallel == 1 {
         // One flow each way: the sums are the flows.
@@ -335,6 +342,22 @@ fn paced(params: &SessionParams, rate: Option<u64>) -> SessionParams {
         rate_bps: rate.or(params.rate_bps),
         ..params.clone()
     }
+}
+
+/// What `flows` have moved together so far: their counts added; a window, a round trip and a
+/// jitter, which do not add up, taken from the first flow (the jitter: the largest).
+fn reading_of(flows: &[Arc<Progress>]) -> Cumulative {
+    flows
+        .iter()
+        .map(|p| p.read())
+        .fold(Cumulative::default(), |a, b| Cumulative {
+            bytes: a.bytes + b.bytes,
+            // With -R the client's flows receive: a UDP receiver counts its losses.
+            lost: sum(a.lost, b.lost),
+            retransmitted: sum(a.retransmitted, b.retransmitted),
+            tcp: a.tcp.or(b.tcp),
+            jitter_ns: a.jitter_ns.max(b.jitter_ns),
+        })
 }
 
 /// The sum of two counts either of which may be missing (None when both are).

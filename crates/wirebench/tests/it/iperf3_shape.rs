@@ -31,17 +31,6 @@ const MODES: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-/// Keys a real iperf3 writes that wirebench does not measure, each with why. Anything else
-/// a real iperf3 writes and the shape lacks fails the test.
-const NOT_MEASURED: &[(&str, &str)] = &[
-    // The receiver's jitter is the whole run's.
-    (
-        ".intervals[].streams[].jitter_ms",
-        "jitter is the whole run's",
-    ),
-    (".intervals[].sum.jitter_ms", "jitter is the whole run's"),
-];
-
 /// Keys of iperf3 3.16–3.21 that Debian's older iperf3 does not write (from iperf3's
 /// `iperf_api.c` and `iperf_tcp.c`): the shape must carry them too.
 const NEWER_KEYS: &[&str] = &[
@@ -110,12 +99,7 @@ async fn the_iperf3_shape_has_every_key_a_real_iperf3_writes() {
         let doc = our_document(mode, ours).await;
         let have = key_paths(&doc);
         let real_keys = key_paths(&real);
-        let missing: Vec<&String> = real_keys
-            .iter()
-            .filter(|k| !have.contains(*k))
-            .filter(|k| !NOT_MEASURED.iter().any(|(gap, _)| gap == k))
-            .filter(|k| !k.ends_with(".sum_bidir_reverse") && !k.contains(".sum_bidir_reverse."))
-            .collect();
+        let missing: Vec<&String> = real_keys.iter().filter(|k| !have.contains(*k)).collect();
         assert!(missing.is_empty(), "{mode}: iperf3 writes {missing:?}");
         let newer: Vec<&&str> = NEWER_KEYS.iter().filter(|k| !have.contains(**k)).collect();
         assert!(newer.is_empty(), "{mode}: iperf3 3.21 writes {newer:?}");
@@ -259,5 +243,64 @@ async fn iperf3s_json_consumers_read_the_iperf3_shape() {
             assert_eq!(rest[2], end["sum"]["packets"].to_string(), "{mode}");
             assert!(rest[2].parse::<u64>().unwrap() > 0, "{mode}: {read:?}");
         }
+    }
+}
+
+#[tokio::test]
+async fn run_iperf3_reports_every_second_and_both_ends_cpu() {
+    if !have_iperf3("run_iperf3_reports_every_second_and_both_ends_cpu") {
+        return;
+    }
+    for reverse in [false, true] {
+        // iperf3 -s takes a moment after a test before it takes the next: one per test.
+        let server = RealServer::start().await;
+        let target = server.addr.to_string();
+        let mut args = vec![
+            "run",
+            "--iperf3",
+            &target,
+            "-t",
+            "2",
+            "-J",
+            "--iperf3-shape",
+            "--no-store",
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        let out = wirebench(&args).await;
+        assert!(out.status.success(), "-R {reverse}: {}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // iperf3's client reports every second by default: two seconds give two intervals (and
+        // perhaps a last stub that moved bytes), adding up to what our streams moved.
+        let intervals = doc["intervals"].as_array().unwrap();
+        assert!(
+            (2..=3).contains(&intervals.len()),
+            "-R {reverse}: {intervals:?}"
+        );
+        let first = &intervals[0]["sum"];
+        let seconds = first["seconds"].as_f64().unwrap();
+        assert!((0.9..=1.5).contains(&seconds), "-R {reverse}: {first}");
+        assert_eq!(first["sender"], !reverse, "-R {reverse}");
+        let summed: u64 = intervals
+            .iter()
+            .map(|i| i["sum"]["bytes"].as_u64().unwrap())
+            .sum();
+        let ours = if reverse {
+            &doc["end"]["sum_received"]
+        } else {
+            &doc["end"]["sum_sent"]
+        };
+        assert_eq!(summed, ours["bytes"].as_u64().unwrap(), "-R {reverse}");
+        // Both ends' CPU: ours from getrusage, the iperf3 server's as it reported it.
+        let cpu = &doc["end"]["cpu_utilization_percent"];
+        assert!(
+            cpu["host_total"].as_f64().unwrap() > 0.0,
+            "-R {reverse}: {cpu}"
+        );
+        assert!(
+            cpu["remote_total"].as_f64().unwrap() > 0.0,
+            "-R {reverse}: {cpu}"
+        );
     }
 }

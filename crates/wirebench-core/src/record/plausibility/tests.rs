@@ -137,6 +137,7 @@ fn absurd_times_and_figures_are_inconsistent() {
             lost: None,
             retransmitted: None,
             tcp: None,
+            jitter_ns: None,
         }],
         ..report(MIB, 1024)
     };

@@ -280,8 +280,8 @@ impl UdpReceiver {
             .unwrap_or_default()
     }
 
-    /// Bytes delivered so far and datagrams missing below the highest sequence number seen
-    /// (they may still arrive late), for interval reports.
+    /// Bytes delivered so far, datagrams missing below the highest sequence number seen (they
+    /// may still arrive late) and the jitter estimate now, for interval reports.
     pub fn progress(&self) -> Cumulative {
         self.state
             .lock()
@@ -294,6 +294,7 @@ impl UdpReceiver {
                 ),
                 retransmitted: None,
                 tcp: None,
+                jitter_ns: s.jitter.jitter_us().map(|us| (us * 1000.0).round() as u64),
             })
             .unwrap_or_default()
     }

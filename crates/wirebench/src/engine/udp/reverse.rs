@@ -66,7 +66,7 @@ where
             let so_far = receiver.progress();
             progress.bytes.store(so_far.bytes, Ordering::Relaxed);
             if let Some(lost) = so_far.lost {
-                progress.set_lost(lost);
+                progress.set_receipt(lost, so_far.jitter_ns);
             }
         }
     };

@@ -2,10 +2,11 @@
 //! `show`, `report` and `export` treat it like our own. Owns the mapping of both views onto a
 //! run record; must not run tests, store or print.
 //!
-//! Mapping: the stored run's client view is the sender, its server view the receiver (as in
-//! wirebench's own runs). Forward: the sender is wirebench, the receiver the iperf3 server;
-//! with `-R` the sender is the iperf3 server and the receiver wirebench. The campaign's server
-//! is recorded as `iperf3://HOST:PORT`.
+//! Mapping, as in wirebench's own runs: the stored run's client view is wirebench, its server
+//! view the iperf3 server. Forward the client sends and the server receives; with `-R` the
+//! iperf3 server sends (its view counts what it sent) and wirebench receives (its view counts
+//! what arrived, and for UDP what was lost). The campaign's server is recorded as
+//! `iperf3://HOST:PORT`.
 
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
 use wirebench_core::vocab::sweep::Point;
@@ -14,8 +15,11 @@ use wirebench_core::wire::proto::DataPathInfo;
 use super::client::{ClientConfig, ClientOutcome, Limit};
 use super::report::{document, SideJson};
 use wirebench_core::record::{
-    ClientRecord, EndMetrics, EndedBy, NewCampaign, Parameters, RunRecord, ServerRecord,
+    ClientRecord, CpuRecord, EndMetrics, EndedBy, IntervalRecord, NewCampaign, Parameters,
+    RunRecord, ServerRecord, UdpReceipt,
 };
+use wirebench_core::vocab::counters::CpuUsage;
+use wirebench_core::wire::iperf3::TestResults;
 
 /// The campaign, the point and the one run of a finished test started at `now_unix_s`.
 pub fn records(
@@ -75,8 +79,16 @@ pub fn records(
         mechanism: Mechanism::Stream,
         repeat_index: 0,
         session: 0,
-        client: client_view(sender, cfg.len),
-        server: server_view(receiver, protocol),
+        client: if cfg.reverse {
+            client_receiving(receiver, cfg.len, cfg.udp)
+        } else {
+            client_view(sender, cfg.len)
+        },
+        server: if cfg.reverse {
+            server_sending(sender, protocol, cfg.len)
+        } else {
+            server_view(receiver, protocol)
+        },
         flows: Vec::new(),
         relay: None,
         reverse: cfg.reverse,
@@ -88,7 +100,34 @@ pub fn records(
         server_to_client: None,
         rate_search: None,
     };
+    let mut run = run;
+    // Our CPU time and interval series, and the server's CPU as it reported it.
+    run.client.measured = EndMetrics {
+        cpu: o.cpu.map(|c| CpuRecord::of(&c, o.our_bytes())),
+        intervals: o.intervals.iter().map(IntervalRecord::of).collect(),
+        ..EndMetrics::default()
+    };
+    run.server.measured = EndMetrics {
+        cpu: reported_cpu(&o.server, receiver.seconds.max(sender.seconds))
+            .map(|c| CpuRecord::of(&c, receiver.bytes)),
+        ..EndMetrics::default()
+    };
     (campaign, point, run)
+}
+
+/// The iperf3 server's CPU as it reported it (percent of the test's time), as CPU time over
+/// `seconds`; None when it reported none. (Its figures are checked before a run is stored.)
+fn reported_cpu(r: &TestResults, seconds: f64) -> Option<CpuUsage> {
+    let believable = |p: f64| p.is_finite() && p >= 0.0;
+    if !(believable(r.cpu_util_user) && believable(r.cpu_util_system) && r.cpu_util_total > 0.0) {
+        return None;
+    }
+    let us = |percent: f64| (percent / 100.0 * seconds.max(0.0) * 1e6) as u64;
+    Some(CpuUsage {
+        user_us: us(r.cpu_util_user),
+        system_us: us(r.cpu_util_system),
+        shared_process: false,
+    })
 }
 
 fn client_view(s: &SideJson, len: u32) -> ClientRecord {
@@ -113,6 +152,38 @@ fn client_view(s: &SideJson, len: u32) -> ClientRecord {
         measured: EndMetrics::default(),
         udp_received: None,
         omitted: None,
+    }
+}
+
+/// With -R: wirebench received what the iperf3 server sent (UDP: the highest datagram count
+/// seen, less what was lost, arrived).
+fn client_receiving(s: &SideJson, len: u32, udp: bool) -> ClientRecord {
+    let lost = s.lost.unwrap_or(0);
+    let messages = match s.packets {
+        Some(p) => p.saturating_sub(lost),
+        None => s.bytes.div_ceil(u64::from(len.max(1))),
+    };
+    ClientRecord {
+        messages,
+        datagrams: if udp { messages } else { 0 },
+        udp_received: udp.then(|| UdpReceipt {
+            lost,
+            jitter_us: s.jitter_ms.map(|ms| ms * 1000.0),
+            ..UdpReceipt::default()
+        }),
+        ..client_view(s, len)
+    }
+}
+
+/// With -R: the iperf3 server sent (UDP: its datagrams; TCP: blocks of `len` bytes).
+fn server_sending(s: &SideJson, protocol: Protocol, len: u32) -> ServerRecord {
+    ServerRecord {
+        messages: s
+            .packets
+            .unwrap_or_else(|| s.bytes.div_ceil(u64::from(len.max(1)))),
+        lost: 0,
+        jitter_us: None,
+        ..server_view(s, protocol)
     }
 }
 

@@ -35,6 +35,7 @@ fn cfg(
         server_output: false,
         server_cpu: None,
         counters_64bit: false,
+        interval: None,
     }
 }
 

@@ -15,10 +15,13 @@ use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{self as wire, State, StreamResult, TestParams, TestResults};
 
 use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TIMEOUT};
+use crate::transport::counters::CpuMeter;
 use crate::transport::net;
 pub use streams::StreamTally;
 use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, Shared, TaskCtx, SETTLE};
+use wirebench_core::vocab::counters::{CpuUsage, Cumulative, IntervalSample, IntervalSeries};
 use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::DataPathOptions;
 
 mod streams;
@@ -67,6 +70,8 @@ pub struct ClientConfig {
     pub server_cpu: Option<u32>,
     /// `--udp-counters-64bit`: UDP datagrams carry a 64-bit count (asked of the server too).
     pub counters_64bit: bool,
+    /// `-i`: what our streams moved is read every this long (None: no series).
+    pub interval: Option<Duration>,
 }
 
 /// Both views of one finished test.
@@ -78,6 +83,12 @@ pub struct ClientOutcome {
     pub our_results: TestResults,
     /// The results the server sent us.
     pub server: TestResults,
+    /// With an interval: what our streams sent (with -R received) per interval.
+    pub intervals: Vec<IntervalSample>,
+    /// CPU time this process spent from the streams' start to the results (getrusage).
+    pub cpu: Option<CpuUsage>,
+    /// When our streams had all stopped.
+    pub streams_stopped: Instant,
 }
 
 impl ClientOutcome {
@@ -111,9 +122,26 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
         .context("while sending the iperf3 cookie")?;
     let streams = set_up(cfg, &mut ctrl, &cookie).await?;
     let start = Instant::now();
+    let cpu = CpuMeter::start();
     let (shared, stop_tx, mut tasks) = start_streams(cfg, streams, start);
-    watch_data_phase(cfg, &mut ctrl, &shared, start).await?;
-    end_test(cfg, ctrl, &stop_tx, &mut tasks).await
+    let mut series = watch_data_phase(cfg, &mut ctrl, &shared, start).await?;
+    let mut outcome = end_test(cfg, ctrl, &stop_tx, &mut tasks, (start, cpu)).await?;
+    // The last, partial interval ends where the streams stopped: it holds every byte they
+    // moved after the last reading (unless the test ended right on a reading).
+    if cfg.interval.is_some() {
+        let at = duration_ns(outcome.streams_stopped.saturating_duration_since(start));
+        if at > series.end_ns() {
+            series.push(
+                at,
+                Cumulative {
+                    bytes: outcome.our_bytes(),
+                    ..Cumulative::default()
+                },
+            );
+        }
+    }
+    outcome.intervals = series.into_samples();
+    Ok(outcome)
 }
 
 /// Set-up: answers the server's states until it says the test runs; the data streams it asked
@@ -191,14 +219,17 @@ fn start_streams(
 }
 
 /// The data phase: watches the limit, the streams and the control connection until the test's
-/// end condition (its time, its bytes, every stream done); a stalled test or a server that
-/// speaks or leaves meanwhile is an error.
+/// end condition (its time, its bytes, every stream done), reading what moved every `-i`; a
+/// stalled test or a server that speaks or leaves meanwhile is an error. Returns the series
+/// so far (its last interval is the end's to close).
 async fn watch_data_phase(
     cfg: &ClientConfig,
     ctrl: &mut TcpStream,
     shared: &Shared,
     start: Instant,
-) -> Result<()> {
+) -> Result<IntervalSeries> {
+    let mut series = IntervalSeries::new();
+    let mut next_reading = cfg.interval.map(|period| start + period);
     let deadline = match cfg.limit {
         Limit::Time(d) => Some(start + d),
         Limit::Bytes(_) => None,
@@ -222,15 +253,23 @@ async fn watch_data_phase(
         }
         let now = Instant::now();
         let moved = shared.moved.load(Ordering::Relaxed);
-        if deadline.is_some_and(|d| now >= d) {
-            return Ok(());
+        if let (Some(at), Some(period)) = (next_reading, cfg.interval) {
+            if now >= at {
+                let reading = Cumulative {
+                    bytes: moved,
+                    ..Cumulative::default()
+                };
+                series.push(duration_ns(now.saturating_duration_since(start)), reading);
+                // A late tick is taken late, not bunched: the next one a period after it.
+                next_reading = Some((at + period).max(now));
+            }
         }
-        match (cfg.limit, cfg.reverse) {
-            (Limit::Bytes(n), true) if moved >= n => return Ok(()),
-            _ => {}
-        }
-        if shared.finished.load(Ordering::Relaxed) == cfg.parallel as usize {
-            return Ok(());
+        let reverse_done = matches!(cfg.limit, Limit::Bytes(n) if cfg.reverse && moved >= n);
+        if deadline.is_some_and(|d| now >= d)
+            || reverse_done
+            || shared.finished.load(Ordering::Relaxed) == cfg.parallel as usize
+        {
+            return Ok(series);
         }
         if moved != last_progress.0 {
             last_progress = (moved, now);
@@ -247,15 +286,18 @@ async fn end_test(
     mut ctrl: TcpStream,
     stop_tx: &watch::Sender<bool>,
     tasks: &mut JoinSet<Result<StreamTally>>,
+    (start, cpu): (Instant, CpuMeter),
 ) -> Result<ClientOutcome> {
     if !cfg.reverse {
         // Senders stop; the server counts what they wrote before TEST_END.
         let _ = stop_tx.send(true);
     }
+    let mut streams_stopped = start;
     let mut ours = if cfg.reverse {
         Vec::new()
     } else {
         let tallies = join(tasks).await?;
+        streams_stopped = Instant::now();
         // UDP has no acknowledgements: the settle alone gives the server time to read the
         // last datagrams before TEST_END.
         tokio::time::sleep(SETTLE).await;
@@ -270,9 +312,15 @@ async fn end_test(
         // The server has stopped sending: receivers take what already arrived, then stop.
         let _ = stop_tx.send(true);
         ours = join(tasks).await?;
+        streams_stopped = Instant::now();
     }
     ours.sort_by_key(|s| s.id);
-    let our_results = results(&ours, cfg.reverse);
+    // Our CPU over the test, sent to the server as iperf3's client sends its own.
+    let cpu = cpu.stop();
+    let cpu_percent = cpu.map_or((0.0, 0.0, 0.0), |c| {
+        c.percent_of(start.elapsed().as_secs_f64())
+    });
+    let our_results = results(&ours, cfg.reverse, cpu_percent);
     send_json(&mut ctrl, &our_results).await?;
     let server: TestResults = recv_json(&mut ctrl).await?;
     match expect_state(&mut ctrl, "after the results").await? {
@@ -285,6 +333,9 @@ async fn end_test(
         ours,
         our_results,
         server,
+        intervals: Vec::new(),
+        cpu,
+        streams_stopped,
     })
 }
 
@@ -328,12 +379,16 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
 }
 
 /// The results document for our streams.
-fn results(ours: &[StreamTally], reverse: bool) -> TestResults {
+fn results(
+    ours: &[StreamTally],
+    reverse: bool,
+    (total, user, system): (f64, f64, f64),
+) -> TestResults {
     TestResults {
-        // wirebench does not measure its CPU use; iperf3 prints these as given.
-        cpu_util_total: 0.0,
-        cpu_util_user: 0.0,
-        cpu_util_system: 0.0,
+        // Percent of the test's time, as iperf3's client reports it (the server prints it).
+        cpu_util_total: total,
+        cpu_util_user: user,
+        cpu_util_system: system,
         sender_has_retransmits: if reverse { -1 } else { 0 },
         congestion_used: None,
         streams: ours
