@@ -34,6 +34,22 @@ const PACE_LEAD: Duration = Duration::from_millis(4);
 /// short enough to leave the rate as asked.
 const TOP_UP_AFTER: Duration = Duration::from_millis(50);
 
+/// How long a UDP sender whose budget is spent waits for TEST_END before it tops up: a client
+/// with every byte says so one round trip later, so three of the control connection's round
+/// trips, at least [`MIN_TOP_UP`] (a busy client) and at most [`MAX_TOP_UP`];
+/// [`TOP_UP_AFTER`] when the round trip is not known. A fixed 50 ms doubled a 40 ms test on
+/// loopback and was too short for a 100 ms path (the sender went on before TEST_END could come,
+/// and a 3.12 client counted what it sent meanwhile as lost).
+pub(super) fn top_up_wait(control_rtt: Option<Duration>) -> Duration {
+    control_rtt.map_or(TOP_UP_AFTER, |rtt| (rtt * 3).clamp(MIN_TOP_UP, MAX_TOP_UP))
+}
+
+/// The shortest wait for TEST_END before a top-up.
+const MIN_TOP_UP: Duration = Duration::from_millis(5);
+
+/// The longest wait for TEST_END before a top-up.
+const MAX_TOP_UP: Duration = Duration::from_secs(1);
+
 /// What one data stream has moved so far: bytes and calls (reads, writes or datagrams),
 /// written by its task and read by the test at its marks.
 #[derive(Debug, Default)]
@@ -96,6 +112,8 @@ pub(super) struct Sending {
     pub start: Instant,
     /// UDP: 64-bit datagram counters.
     pub counters_64bit: bool,
+    /// UDP with a budget: how long to wait for TEST_END once it is spent ([`top_up_wait`]).
+    pub top_up_after: Duration,
 }
 
 impl Sending {
@@ -265,7 +283,7 @@ pub(super) async fn send_tcp(
 /// so a client that ends at `-n` counts exactly what was sent and none lost (more sent before
 /// its TEST_END arrives shows as lost on a 3.12 client). A client counting towards `-n` or `-k`
 /// waits for the bytes of every datagram lost on the way, and a 3.21 one for its next second,
-/// so when no TEST_END comes within [`TOP_UP_AFTER`] of the budget's end, the stream goes on
+/// so when no TEST_END comes within [`Sending::top_up_after`] of the budget's end, the stream goes on
 /// sending, as iperf3's own sender does, until it does.
 pub(super) async fn send_udp(
     socket: Arc<UdpSocket>,
@@ -296,7 +314,7 @@ pub(super) async fn send_udp(
         if !topping_up && budget.claim(how.len as u64) < how.len as u64 {
             // Spent: the client ends the test now unless a datagram was lost.
             tokio::select! {
-                () = tokio::time::sleep(TOP_UP_AFTER) => topping_up = true,
+                () = tokio::time::sleep(how.top_up_after) => topping_up = true,
                 _ = stop.changed() => return Ok(()),
             }
             (origin, paced) = (Instant::now(), 0);

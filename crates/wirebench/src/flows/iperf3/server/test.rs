@@ -96,7 +96,18 @@ impl Test {
         let cpu = CpuMeter::start();
         let (stop_tx, stop_rx) = watch::channel(false);
         let counts: Vec<Arc<StreamCount>> = streams.iter().map(|_| Arc::default()).collect();
-        let mut tasks = self.spawn_data(&streams, &plan, &counts, &meter, start, &stop_rx);
+        // The control connection's round trip tells a UDP sender how soon TEST_END can come.
+        let control_rtt = counters::tcp_stats(&*ctrl)
+            .and_then(|t| t.srtt_us)
+            .map(Duration::from_micros);
+        let mut tasks = self.spawn_data(
+            &streams,
+            &plan,
+            &counts,
+            &meter,
+            (start, control_rtt),
+            &stop_rx,
+        );
         let (waited, marks) = self
             .wait_test_end(ctrl, &plan, &streams, &counts, start, stop)
             .await;
@@ -229,7 +240,7 @@ impl Test {
         plan: &TestPlan,
         counts: &[Arc<StreamCount>],
         meter: &Arc<Meter>,
-        start: Instant,
+        (start, control_rtt): (Instant, Option<Duration>),
         stop: &watch::Receiver<bool>,
     ) -> JoinSet<Result<()>> {
         let sending = plan.streams() - plan.receiving_streams();
@@ -238,6 +249,7 @@ impl Test {
             rate_bps: pace(plan, meter.max_rate_bps(), sending),
             start,
             counters_64bit: plan.counters_64bit,
+            top_up_after: super::streams::top_up_wait(control_rtt),
         };
         // Whole blocks, as iperf3's own sender: it sends until it has sent `-n` bytes, and its
         // clients read a reversed stream by whole blocks (3.21's waits for the rest of a short
