@@ -41,6 +41,28 @@ async fn real_client_tcp_reverse() {
 }
 
 #[tokio::test]
+async fn a_bidir_test_says_what_the_client_read_of_what_we_sent_alone() {
+    if !have_iperf3("a_bidir_test_says_what_the_client_read_of_what_we_sent_alone") {
+        return;
+    }
+    let mut ours = OurIperf3::start().await;
+    let doc = real_client(ours.addr, &["-P", "2", "--bidir", "-t", "1"]).await;
+    // The client's results list the streams it sent on too: what it read of ours is its
+    // reverse direction alone (the notice once added both, 1.6 GB for 0.2 GB sent).
+    let notice = ours.next_notice().await;
+    let read: u64 = notice
+        .split("reported reading ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {notice:?}"));
+    let received = doc["end"]["sum_received_bidir_reverse"]["bytes"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(read, received, "{notice}");
+}
+
+#[tokio::test]
 async fn real_client_udp_forward_and_reverse() {
     if !have_iperf3("real_client_udp_forward_and_reverse") {
         return;

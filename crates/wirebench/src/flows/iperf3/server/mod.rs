@@ -189,14 +189,27 @@ fn end(test: &mut Test, outcome: Result<Outcome>) {
     let mut report = results::session_report(&outcome.tallies, &plan, &outcome.span);
     report.data_path = outcome.data_path;
     if plan.reverse || plan.bidir {
-        // The other half of what moved: what the client reported reading of what we sent.
+        // The other half of what moved: what the client reported reading of what we sent, on
+        // the streams we sent on (with --bidir its results list the streams it sent on too;
+        // iperf3 matches a stream across the two ends by its id).
+        let sending: Vec<u32> = outcome
+            .tallies
+            .iter()
+            .filter(|t| t.sends)
+            .map(|t| wirebench_core::wire::iperf3::stream_id(t.index))
+            .collect();
         let sent: u64 = outcome
             .tallies
             .iter()
             .filter(|t| t.sends)
             .map(|t| t.bytes)
             .sum();
-        let read = outcome.client.total_bytes();
+        let read = outcome
+            .client
+            .streams
+            .iter()
+            .filter(|s| sending.contains(&s.id))
+            .fold(0u64, |sum, s| sum.saturating_add(s.bytes));
         test.shared.notice(
             test.peer,
             format!(
