@@ -53,8 +53,10 @@ pub struct ServerArgs {
     pub max_sessions_per_client: Option<usize>,
     /// Longest a session may run (e.g. 10m, 90s); a session still running then is aborted and
     /// reported as such.
+    /// iperf3's --server-max-duration SECS is taken too (a bare number is seconds).
     #[arg(
         long,
+        alias = "server-max-duration",
         value_name = "DURATION",
         default_value = "10m",
         help_heading = "Limits"
@@ -73,8 +75,14 @@ pub struct ServerArgs {
     /// Highest data rate of one session (e.g. 100Mbit); default unlimited. The server paces
     /// what it sends and reads (rr responses, perf and iperf3 included); a UDP stream towards
     /// the server must be paced by its sender (--rate at most this), or it is refused, and a
-    /// sender far above the rate it declared is aborted.
-    #[arg(long, value_name = "RATE", help_heading = "Limits")]
+    /// sender far above the rate it declared is aborted. iperf3's --server-bitrate-limit is
+    /// taken too (its /SECS averaging is not: the rate holds as the session goes).
+    #[arg(
+        long,
+        alias = "server-bitrate-limit",
+        value_name = "RATE",
+        help_heading = "Limits"
+    )]
     pub max_rate: Option<String>,
     /// Largest control message a client may send, in bytes (1024 to 65536).
     #[arg(long, value_name = "BYTES", default_value_t = wirebench_core::wire::proto::MAX_CONTROL_FRAME, help_heading = "Limits")]

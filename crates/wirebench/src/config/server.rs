@@ -121,7 +121,7 @@ pub(super) fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
     }
     let max_rate_bps = match &args.max_rate {
         None => None,
-        Some(text) => match text.parse::<BitRate>() {
+        Some(text) => match averaged_rate(text)?.parse::<BitRate>() {
             Ok(BitRate(0)) => return Err(usage("--max-rate must be above 0 bit/s")),
             Ok(BitRate(r)) => Some(r),
             Err(e) => return Err(usage(format!("--max-rate: {e}"))),
@@ -132,7 +132,7 @@ pub(super) fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
         max_sessions_per_client: per_client,
         max_duration: duration(
             "--max-duration",
-            &args.max_duration,
+            &bare_seconds(&args.max_duration),
             Duration::from_millis(100),
             Duration::from_secs(7 * 24 * 3600),
         )?,
@@ -152,4 +152,27 @@ pub(super) fn server_limits(args: &ServerArgs) -> Result<Limits, UsageError> {
             Duration::from_secs(3600),
         )?,
     })
+}
+
+/// A bare number as iperf3's `--server-max-duration` gives it: seconds.
+fn bare_seconds(text: &str) -> String {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        format!("{t}s")
+    } else {
+        t.to_string()
+    }
+}
+
+/// iperf3's `--server-bitrate-limit RATE[/SECS]` averages the rate over SECS; wirebench's
+/// server holds each session to its rate as it goes, so `/SECS` is refused with what to give.
+fn averaged_rate(text: &str) -> Result<&str, UsageError> {
+    match text.split_once('/') {
+        // `50MB/s` is a rate in bytes per second, not an averaging interval.
+        Some((rate, secs)) if !secs.eq_ignore_ascii_case("s") => Err(usage(format!(
+            "--max-rate {text}: iperf3's /{secs} (seconds to average over) has no wirebench \
+             equivalent: the server holds each session to the rate as it goes; give --max-rate {rate}"
+        ))),
+        _ => Ok(text),
+    }
 }

@@ -685,7 +685,7 @@ async fn server_command_exits_0_on_sigterm_after_reporting_every_session() {
 
 #[tokio::test]
 async fn bad_limit_flags_get_one_line_and_exit_status_2() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--max-sessions", "0"], "allowed 1 to 100000"),
         (
             &["--max-sessions", "4", "--max-sessions-per-client", "5"],
@@ -697,6 +697,11 @@ async fn bad_limit_flags_get_one_line_and_exit_status_2() {
         ),
         (&["--max-bytes", "0"], "at least 1 byte"),
         (&["--max-rate", "fast"], "--max-rate"),
+        (&["--server-bitrate-limit", "10M/5"], "give --max-rate 10M"),
+        (
+            &["--server-max-duration", "0.01"],
+            "--max-duration 0.01s is out of range",
+        ),
         (
             &["--max-control-size", "100"],
             "allowed 1024 to 65536 bytes",

@@ -187,7 +187,8 @@ async fn time_and_total_together_are_refused_and_bare_numbers_are_seconds() {
 async fn a_server_holds_timed_sessions_to_its_limits() {
     within(async {
         let (mut server, addr, _lines) =
-            crate::cli::start_server(&["--max-duration", "1s", "--max-bytes", "1MiB"]).await;
+            // iperf3's spelling of --max-duration, in its bare seconds.
+            crate::cli::start_server(&["--server-max-duration", "1", "--max-bytes", "1MiB"]).await;
         let out = wirebench(&["run", "-c", &addr, "-t", "2", "--no-store"]).await;
         assert_eq!(out.status.code(), Some(1));
         assert!(
