@@ -110,7 +110,7 @@ pub struct Progress {
     /// A second handle on a TCP sender's data socket, so each interval can read its
     /// retransmissions from TCP_INFO without the data path doing anything.
     tcp_sender: Mutex<Option<std::net::TcpStream>>,
-    /// A UDP receiver's datagrams missing so far ([`Progress::set_lost`]).
+    /// A UDP receiver's datagrams missing so far ([`Progress::set_receipt`]).
     lost: AtomicU64,
     /// Whether this end counts losses (a UDP receiver does; the series says none otherwise).
     counts_lost: std::sync::atomic::AtomicBool,

@@ -98,9 +98,22 @@ async fn every_client_names(addr: SocketAddr, expect: &str) {
         &["rr", "-c", &server, "--count", "10"],
     ];
     for args in cases {
-        let started = Instant::now();
-        let out = wirebench(args).await;
-        let took = started.elapsed();
+        let (mut out, mut took) = (None, Duration::ZERO);
+        // iperf3 -s resets between tests: a connection that reaches it then is closed without
+        // a word (seen once in CI, after the test before). It is asked again, twice at most;
+        // what it says then must name it.
+        for _ in 0..3 {
+            let started = Instant::now();
+            let o = wirebench(args).await;
+            took = started.elapsed();
+            let closed = stderr(&o).contains("closed the connection without answering");
+            out = Some(o);
+            if !(closed && expect.contains("is an iperf3 server")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let out = out.expect("one try at least");
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert_eq!(
