@@ -99,7 +99,8 @@ pub struct RunArgs {
     /// Print an interval line every D while a run goes: bytes and bit/s the client sent in
     /// it, and the server's bytes, bit/s and UDP loss in it. The JSON output keeps both
     /// series. A bare number is seconds as iperf3's -i (-i 1, -i .5), or give a unit (500ms);
-    /// at least 10ms; -i 0 prints none.
+    /// at least 10ms; -i 0 prints none. Every second by default with --json-stream,
+    /// --iperf3-shape and --iperf3, as iperf3 reports.
     #[arg(short = 'i', long, value_name = "D")]
     pub interval: Option<String>,
     /// Reverse: the server sends and the client receives (every protocol and mechanism). The

@@ -280,6 +280,15 @@ fn check_series_and_counters(waited_ns: u64, report: &ServerReport) -> Result<()
             ));
         }
     }
+    // Its socket's address goes into documents as iperf3's local_host: an address, nothing else.
+    if let Some(addr) = &report.data_path.local_addr {
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            return wrong(format!(
+                "its data socket's address is {} bytes that are no IP:PORT",
+                addr.len()
+            ));
+        }
+    }
     Ok(())
 }
 

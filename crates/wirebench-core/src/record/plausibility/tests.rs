@@ -342,3 +342,12 @@ fn iperf3_results_are_believed_only_where_they_can_be_true() {
     cpu.cpu_util_total = f64::INFINITY;
     assert!(check_iperf3_results(&ours, &cpu, true, false).is_err());
 }
+
+#[test]
+fn a_data_socket_address_must_be_an_address() {
+    let mut r = report(MIB, 1024);
+    r.data_path.local_addr = Some("127.0.0.1:5310".into());
+    assert_eq!(check_report(sent(MIB, 1024), SECOND, &r), Ok(()));
+    r.data_path.local_addr = Some("<script>alert(1)</script>".into());
+    assert!(check_report(sent(MIB, 1024), SECOND, &r).is_err());
+}
