@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 use wirebench_core::record::{
-    bits_per_second, ClientRecord, Headline, Parameters, RunRecord, ServerRecord,
+    bits_per_second, ClientRecord, EndMetrics, Headline, Parameters, RunRecord, ServerRecord,
 };
 use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
@@ -260,7 +260,34 @@ pub fn end(run: &RunRecord) -> Value {
     };
     let udp = run.protocol == Protocol::Udp;
     let mut end = Map::new();
-    // One stream per flow (-P, and with --bidir each direction's), else the run itself.
+    let streams = end_streams(run, seconds, sender_measured, udp);
+    end.insert("streams".into(), Value::Array(streams));
+    insert_sums(&mut end, run, &h, sender_measured, udp);
+    insert_bidir_reverse_sums(&mut end, run);
+    end.insert(
+        "cpu_utilization_percent".into(),
+        cpu_utilization(run, seconds),
+    );
+    if run.protocol == Protocol::Tcp {
+        if let Some(cc) = &sender_path.congestion {
+            end.insert("sender_tcp_congestion".into(), cc.clone().into());
+        }
+        if let Some(cc) = &receiver_path.congestion {
+            end.insert("receiver_tcp_congestion".into(), cc.clone().into());
+        }
+    }
+    Value::Object(end)
+}
+
+/// iperf3's `end.streams`: one stream per flow (-P, and with --bidir each direction's), else
+/// the run itself; a UDP stream is one side with the receiver's losses, a TCP stream a sender
+/// and a receiver.
+fn end_streams(
+    run: &RunRecord,
+    seconds: f64,
+    sender_measured: &EndMetrics,
+    udp: bool,
+) -> Vec<Value> {
     let flows: Vec<(&ClientRecord, &ServerRecord, bool)> = if run.flows.is_empty() {
         let mut one = vec![(&run.client, &run.server, run.reverse)];
         if let Some(back) = &run.server_to_client {
@@ -273,7 +300,7 @@ pub fn end(run: &RunRecord) -> Value {
             .map(|f| (&f.client, &f.server, f.reverse))
             .collect()
     };
-    let streams: Vec<Value> = flows
+    flows
         .iter()
         .enumerate()
         .map(|(i, (c, s, reverse))| {
@@ -306,8 +333,19 @@ pub fn end(run: &RunRecord) -> Value {
                 json!({"sender": sender, "receiver": receiver})
             }
         })
-        .collect();
-    end.insert("streams".into(), Value::Array(streams));
+        .collect()
+}
+
+/// iperf3's `end.sum_sent` and `end.sum_received` (and UDP's `end.sum`): the sender's
+/// retransmissions, UDP's datagram counts, loss and jitter.
+fn insert_sums(
+    end: &mut Map<String, Value>,
+    run: &RunRecord,
+    h: &Headline,
+    sender_measured: &EndMetrics,
+    udp: bool,
+) {
+    let seconds = h.transfer_seconds();
     let mut sum_sent = side_sum(h.sent_bytes, seconds, h.sent_bps, !run.reverse);
     // iperf3's `sender` says whether this end (the client) sent the figures' stream; its
     // UDP sums say the sum_sent is the sender's and the sum_received the receiver's.
@@ -325,7 +363,7 @@ pub fn end(run: &RunRecord) -> Value {
         insert(&mut sum_sent, "retransmits", retransmits.into());
     }
     if udp {
-        let fields = udp_sum(&h, receiver_jitter_us(run));
+        let fields = udp_sum(h, receiver_jitter_us(run));
         // iperf3 3.21: the sender's sum counts its datagrams and claims no loss; the
         // receiver's counts what arrived and what was lost.
         insert(&mut sum_sent, "sender", true.into());
@@ -351,6 +389,11 @@ pub fn end(run: &RunRecord) -> Value {
     }
     end.insert("sum_sent".into(), sum_sent);
     end.insert("sum_received".into(), sum_received);
+}
+
+/// `--bidir`: iperf3's `end.sum_sent_bidir_reverse` and `end.sum_received_bidir_reverse`, the
+/// server → client direction's own sums.
+fn insert_bidir_reverse_sums(end: &mut Map<String, Value>, run: &RunRecord) {
     if let Some(directions) = run.direction_headlines() {
         let back = &directions.server_to_client;
         let s = back.transfer_seconds();
@@ -370,28 +413,21 @@ pub fn end(run: &RunRecord) -> Value {
             side_sum(back.received_bytes, s, back.goodput_bps, false),
         );
     }
+}
+
+/// iperf3's `end.cpu_utilization_percent`: this end's CPU time and the server's over the
+/// transfer time.
+fn cpu_utilization(run: &RunRecord, seconds: f64) -> Value {
     let cpu = |c: &Option<wirebench_core::record::CpuRecord>| {
         c.as_ref()
             .map_or((0.0, 0.0, 0.0), |c| c.usage.percent_of(seconds))
     };
     let host = cpu(&run.client.measured.cpu);
     let remote = cpu(&run.server.measured.cpu);
-    end.insert(
-        "cpu_utilization_percent".into(),
-        json!({
-            "host_total": host.0, "host_user": host.1, "host_system": host.2,
-            "remote_total": remote.0, "remote_user": remote.1, "remote_system": remote.2,
-        }),
-    );
-    if run.protocol == Protocol::Tcp {
-        if let Some(cc) = &sender_path.congestion {
-            end.insert("sender_tcp_congestion".into(), cc.clone().into());
-        }
-        if let Some(cc) = &receiver_path.congestion {
-            end.insert("receiver_tcp_congestion".into(), cc.clone().into());
-        }
-    }
-    Value::Object(end)
+    json!({
+        "host_total": host.0, "host_user": host.1, "host_system": host.2,
+        "remote_total": remote.0, "remote_user": remote.1, "remote_system": remote.2,
+    })
 }
 
 /// A TCP sender's stream fields: its retransmissions (TCP_INFO at the end), and as iperf3

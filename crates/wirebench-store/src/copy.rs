@@ -13,7 +13,7 @@ use super::lifecycle::Merged;
 use super::rpm::Rpm;
 use super::rr::{Ping, Rr};
 use super::run::Run;
-use super::Store;
+use crate::store::Store;
 
 /// What a copy did with the campaigns of one kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

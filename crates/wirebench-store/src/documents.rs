@@ -13,7 +13,7 @@ use super::lifecycle::Merged;
 use super::rpm::Rpm;
 use super::rr::{Ping, Rr};
 use super::run::Run;
-use super::Store;
+use crate::store::Store;
 
 /// What every campaign document says before its kind's fields: enough to pick the kind and
 /// tell a live writer's spool from a dead one's.

@@ -13,7 +13,9 @@ use wirebench_core::record::lifecycle::{CampaignDocument, Lifecycle, Positioned}
 
 use super::kind::{campaign_select, int, new_uid, Kind, Tables, LIFECYCLE_WIDTH};
 use super::sql::{args, Conn, Row, Value};
-use super::Store;
+use crate::store::Store;
+
+pub use crate::merged::Merged;
 
 /// A campaign that has begun: its id in this store and the uid that follows it elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,34 +24,6 @@ pub struct Begun {
     pub id: i64,
     /// Its uid.
     pub uid: String,
-}
-
-/// What merging a campaign from elsewhere did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Merged {
-    /// The store did not hold it: it is stored whole under this id.
-    New(i64),
-    /// The store held it and took what it lacked: `added` results, and its end when `ended`.
-    Updated {
-        /// Its id in this store.
-        id: i64,
-        /// Results added.
-        added: u64,
-        /// The status it ended with, when its status and end came with it (it was running or
-        /// interrupted here).
-        ended: Option<Status>,
-    },
-    /// The store already held all of it.
-    AlreadyThere(i64),
-}
-
-impl Merged {
-    /// The campaign's id in this store.
-    pub fn id(self) -> i64 {
-        match self {
-            Merged::New(id) | Merged::AlreadyThere(id) | Merged::Updated { id, .. } => id,
-        }
-    }
 }
 
 /// The lifecycle columns of a campaign row being inserted.

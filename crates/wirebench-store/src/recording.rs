@@ -14,9 +14,10 @@ use wirebench_core::record::lifecycle::{CampaignDocument, Lifecycle, Positioned}
 
 use super::kind::Kind;
 use super::lifecycle::Begun;
+use super::spool;
 use super::sql::{fault_of, Fault};
 use super::writer::this_process;
-use super::{spool, Store};
+use crate::store::Store;
 
 /// Where one result (or the campaign's end) went.
 #[derive(Debug, Clone, PartialEq, Eq)]

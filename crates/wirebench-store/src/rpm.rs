@@ -11,7 +11,7 @@ use wirebench_core::record::rpm::NewRpmCampaign;
 
 use super::kind::{int, Kind};
 use super::sql::{args, Row, Value};
-use super::Store;
+use crate::store::Store;
 
 /// `wirebench rpm` campaigns.
 pub struct Rpm;

@@ -12,7 +12,7 @@ use wirebench_core::vocab::units::duration_ns;
 
 use super::kind::{int, Kind};
 use super::sql::{Row, Value};
-use super::Store;
+use crate::store::Store;
 
 /// The throughput kind.
 pub struct Run;

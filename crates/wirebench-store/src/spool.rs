@@ -10,26 +10,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use wirebench_core::record::lifecycle::{CampaignDocument, CampaignKind};
+use wirebench_core::record::lifecycle::CampaignDocument;
 
 use super::documents::Head;
-use super::lifecycle::Merged;
 use super::location::{data_dir, redact, Location};
 use super::writer::{process_alive, this_process};
-use super::Store;
+use crate::store::Store;
 
-/// What the open did with one spool file.
-#[derive(Debug, Clone)]
-pub struct Replayed {
-    /// The file.
-    pub path: PathBuf,
-    /// Its campaign's kind.
-    pub kind: CampaignKind,
-    /// Its campaign's uid.
-    pub uid: Option<String>,
-    /// What the merge did (the file is removed), or why it could not (the file stays).
-    pub outcome: std::result::Result<Merged, String>,
-}
+pub use crate::merged::Replayed;
 
 /// The places a spool file of the store at `location` may be, first choice first.
 pub fn places(location: &Location) -> Vec<PathBuf> {

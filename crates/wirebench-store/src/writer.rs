@@ -9,7 +9,7 @@ use wirebench_core::record::campaign::{Status, Writer};
 use super::kind::{Kind, Tables};
 use super::run::Run;
 use super::sql::args;
-use super::Store;
+use crate::store::Store;
 
 /// This process, as the writer of a campaign: pid, host name and the kernel's boot id (so a
 /// pid from before a reboot is known dead whatever runs under that number now).

@@ -1,6 +1,8 @@
 //! wirebench: measure how fast data moves over TCP, UDP and QUIC, by streaming or by
 //! stop-and-wait, with exact counts on both sides. The binary is a thin shell around
-//! [`run_cli`]; tests drive servers and clients in-process through the same modules.
+//! [`commands::dispatch`]; tests drive servers and clients in-process through the same modules.
+//! This file only declares the layers (and names the leaf crates): it imports none of them, so
+//! no layer's use of `crate::store` and the like makes an arrow back up.
 
 pub mod cli;
 pub mod commands;
@@ -16,15 +18,3 @@ pub mod transport;
 pub use wirebench_output as output;
 pub use wirebench_report as report;
 pub use wirebench_store as store;
-
-use std::process::ExitCode;
-
-use anyhow::Result;
-
-use cli::Cli;
-
-/// Runs a parsed command line to its end on a runtime built for it; usage errors come back as
-/// [`wirebench_core::vocab::error::UsageError`].
-pub fn run_cli(cli: Cli) -> Result<ExitCode> {
-    commands::dispatch(cli.command)
-}

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match wirebench::run_cli(cli) {
+    match wirebench::commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
             eprintln!("error: {e}");

@@ -6,7 +6,7 @@
 
 use super::assert_one_line;
 use crate::record::plausibility::{check_report, ClientView};
-use crate::security::text::is_safe;
+use crate::vocab::text::is_safe;
 use crate::wire::proto::{
     decode_body, encode_frame, frame_len, ConnKind, ControlMessage, Preamble, MAX_CONTROL_FRAME,
     PREAMBLE_LEN, PROTOCOL_VERSION,

@@ -28,7 +28,7 @@ pub fn dns_response(data: &[u8]) {
     }
     for line in answer_lines(response) {
         assert!(
-            crate::security::text::is_safe(&line),
+            crate::vocab::text::is_safe(&line),
             "an answer line a run shows is not safe: {line:?}"
         );
     }

@@ -1,5 +1,6 @@
 //! The vocabulary every layer shares: units, plan names and the run matrix, sweep lists, limits,
-//! the usage error, statistics over repeats and the transport counters each end reports.
+//! the usage error, statistics over repeats, the transport counters each end reports and peer
+//! text made safe to show.
 
 pub mod counters;
 pub mod error;
@@ -7,4 +8,5 @@ pub mod limits;
 pub mod plan;
 pub mod stats;
 pub mod sweep;
+pub mod text;
 pub mod units;

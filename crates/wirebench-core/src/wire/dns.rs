@@ -209,7 +209,7 @@ pub fn answer_lines(bytes: &[u8]) -> Vec<String> {
         .map(|m| {
             m.answers()
                 .iter()
-                .map(|r| crate::security::text::peer_text(&r.to_string()))
+                .map(|r| crate::vocab::text::peer_text(&r.to_string()))
                 .collect()
         })
         .unwrap_or_default()

@@ -218,7 +218,7 @@ pub fn classify(first: &[u8], complete: bool) -> Option<PeerKind> {
 }
 
 // first_line's quote, escaped, never reaches peer_text's own cut (see there).
-const _: () = assert!(MAX_QUOTE * 6 <= crate::security::text::MAX_PEER_TEXT);
+const _: () = assert!(MAX_QUOTE * 6 <= crate::vocab::text::MAX_PEER_TEXT);
 
 /// The first line of `bytes` (up to `\r` or `\n`), lossy UTF-8, control characters escaped,
 /// cut to [`MAX_QUOTE`] characters.
@@ -232,7 +232,7 @@ fn first_line(bytes: &[u8]) -> String {
     let head: String = chars.by_ref().take(MAX_QUOTE).collect();
     // A control character escapes to at most 6 characters (`\u{9f}`): MAX_QUOTE of them stay
     // within peer_text's own cut, so only the cut here applies.
-    let mut out = crate::security::text::peer_text(&head);
+    let mut out = crate::vocab::text::peer_text(&head);
     if chars.next().is_some() {
         out.push_str("...");
     }

@@ -20,21 +20,37 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// The server a client command talks to: where its traffic goes, how it is named, and the
+/// embedded server's task when one was started.
+pub struct ServerLink {
+    /// The target's address, or the embedded server's (a free loopback port).
+    pub addr: SocketAddr,
+    /// How the server is named in output: as typed (with its address when that differs), or
+    /// `embedded ADDR`.
+    pub name: String,
+    /// The embedded server, which ends when this is dropped; `None` for a remote server.
+    pub embedded: Option<AbortOnDrop>,
+}
+
 /// Where the command's traffic goes: the target's address, or an embedded server started on
-/// the target's loopback address (a free port) requiring `psk` when given. With `events`, the
-/// embedded server's session lines go there; without, they are dropped.
+/// the target's loopback address (a free port) requiring `psk` when given; named for output.
+/// With `events`, the embedded server's session lines go there; without, they are dropped.
 pub async fn server_for(
     target: &Target,
     psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
-) -> Result<(SocketAddr, Option<AbortOnDrop>)> {
-    match target {
-        Target::Remote { addr, .. } => Ok((*addr, None)),
+) -> Result<ServerLink> {
+    let (addr, embedded) = match target {
+        Target::Remote { addr, .. } => (*addr, None),
         Target::Embedded(ip) => {
+            let options = ServerOptions {
+                psk,
+                ..ServerOptions::default()
+            };
             let server = Server::bind(
                 SocketAddr::new(*ip, 0),
                 ServerIdentity::self_signed()?,
-                ServerOptions::default().with_psk(psk),
+                options,
             )
             .await
             .context("while starting the embedded server")?;
@@ -49,17 +65,17 @@ pub async fn server_for(
                     })
                 }
             };
-            Ok((addr, Some(AbortOnDrop(task))))
+            (addr, Some(AbortOnDrop(task)))
         }
-    }
-}
-
-/// How the server is named in output: as typed (with its address when that differs), or
-/// `embedded ADDR`.
-pub fn server_name(target: &Target, addr: SocketAddr) -> String {
-    match target {
+    };
+    let name = match target {
         Target::Remote { name, addr } if *name == addr.to_string() => name.clone(),
         Target::Remote { name, addr } => format!("{name} ({addr})"),
         Target::Embedded(_) => format!("embedded {addr}"),
-    }
+    };
+    Ok(ServerLink {
+        addr,
+        name,
+        embedded,
+    })
 }

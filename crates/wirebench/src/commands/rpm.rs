@@ -34,8 +34,8 @@ pub async fn execute(cfg: RpmConfig, store: StoreTarget) -> Result<Ended> {
         StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.
-    let (server_addr, _embedded) = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
-    let mut server_name = embedded::server_name(&cfg.target, server_addr);
+    let link = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
+    let (server_addr, mut server_name, _embedded) = (link.addr, link.name, link.embedded);
     let relay = match cfg.impair {
         None => None,
         Some((impairments, seed)) => Some(RunRelay::start(impairments, seed, server_addr).await?),

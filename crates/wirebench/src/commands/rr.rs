@@ -46,8 +46,8 @@ where
         StoreTarget::Off => None,
     };
     // The embedded server's session lines are not printed: the client shows its figures.
-    let (server_addr, _embedded) = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
-    let server_name = embedded::server_name(&cfg.target, server_addr);
+    let link = embedded::server_for(&cfg.target, cfg.psk.clone(), None).await?;
+    let (server_addr, server_name, _embedded) = (link.addr, link.name, link.embedded);
     let mut recorder = match db {
         Some(db) => Some(Recorder::<K>::begin(db, new_campaign(&cfg, &server_name))?),
         None => None,

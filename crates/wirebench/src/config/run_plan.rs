@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use wirebench_core::vocab::error::UsageError;
-use wirebench_core::vocab::plan::{split_flows, Combination};
+use wirebench_core::vocab::plan::{message_count, split_flows, Combination};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::wire::proto::SessionParams;
 
@@ -83,6 +83,7 @@ fn session_plan(
         (split(params.reverse)?, Vec::new())
     };
     Ok(SessionPlan {
+        messages: message_count(params.total_bytes, params.msg_size),
         params,
         flows,
         back,

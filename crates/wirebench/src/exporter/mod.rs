@@ -19,8 +19,8 @@ use wirebench_core::record::service::{
     ExporterCounts, FailReason, ProbeError, ProbeOutcome, ProbeResult,
 };
 use wirebench_core::record::{NewCampaign, RunRecord};
-use wirebench_core::security::text::peer_text;
 use wirebench_core::vocab::sweep::Point;
+use wirebench_core::vocab::text::peer_text;
 
 use crate::config::dns::{dns_result, DnsConfig};
 use crate::config::exporter::{probe_config, ExporterConfig, Probe, ProbeRefusal};

@@ -52,6 +52,9 @@ pub struct SessionPlan {
     pub flows: Vec<SessionParams>,
     /// `--bidir`: each server → client flow's; empty otherwise.
     pub back: Vec<SessionParams>,
+    /// The messages of its total (every flow together, one direction): the round trips of a
+    /// stop-and-wait run; an upper bound for a timed (`-t`) one.
+    pub messages: u64,
 }
 
 impl Plan {

@@ -9,7 +9,6 @@ use wirebench_core::machine::ratesearch::{
     Next, RateSearch, ReceivedSoFar, SearchConfig, TrialCounts, TrialSoFar,
 };
 use wirebench_core::record::ratesearch::{outcome_name, RateSearchRecord, TrialEntry};
-use wirebench_core::vocab::plan::message_count;
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
 use wirebench_core::vocab::units::format_bitrate;
 
@@ -49,14 +48,14 @@ pub struct SearchPlan {
     pub trial_grace: Duration,
 }
 
-/// The payload bytes of a trial at `rate_bps`: rate × trial time in whole messages, at least
-/// [`MIN_TRIAL_MESSAGES`].
-pub fn trial_bytes(rate_bps: u64, trial: Duration, msg_size: u32) -> u64 {
+/// The messages and payload bytes of a trial at `rate_bps`: rate × trial time in whole
+/// messages, at least [`MIN_TRIAL_MESSAGES`].
+pub fn trial_size(rate_bps: u64, trial: Duration, msg_size: u32) -> (u64, u64) {
     let by_time = (rate_bps as f64 / 8.0 * trial.as_secs_f64()) as u64;
     let messages = by_time
         .div_ceil(u64::from(msg_size.max(1)))
         .max(MIN_TRIAL_MESSAGES);
-    messages * u64::from(msg_size)
+    (messages, messages.saturating_mul(u64::from(msg_size)))
 }
 
 /// Runs the search from `base` (UDP streaming at the point's message size) against `server`,
@@ -85,11 +84,11 @@ pub async fn search(
         };
         let mut params = base.clone();
         params.rate_bps = Some(trial.rate_bps);
-        params.total_bytes = trial_bytes(trial.rate_bps, plan.trial, msg_size);
+        let (planned_messages, trial_bytes) = trial_size(trial.rate_bps, plan.trial, msg_size);
+        params.total_bytes = trial_bytes;
         params.grace_us = u64::try_from(plan.trial_grace.as_micros()).unwrap_or(u64::MAX);
         params.interval_us = None;
         params.options.receipt_us = Some(u64::try_from(RECEIPT_PERIOD.as_micros()).unwrap_or(0));
-        let planned_messages = message_count(params.total_bytes, msg_size);
         // The server's receipts decide a failing trial before its end (passing needs it all).
         let mut ended_early = None;
         let mut judge = |received: ReceivedSoFar, sent_bytes: u64, elapsed: Duration| {
@@ -178,13 +177,13 @@ mod tests {
     #[test]
     fn a_trial_is_rate_times_time_in_whole_messages_and_never_tiny() {
         // 1 Gbit/s for 200 ms: 25 MB, in 1472 B messages rounded up.
-        let b = trial_bytes(1_000_000_000, Duration::from_millis(200), 1472);
-        assert_eq!(b % 1472, 0);
+        let (m, b) = trial_size(1_000_000_000, Duration::from_millis(200), 1472);
+        assert_eq!(b, m * 1472);
         assert!((25_000_000..25_000_000 + 1472).contains(&b), "{b}");
         // 1 Mbit/s for 200 ms would be 17 datagrams: at least 250.
         assert_eq!(
-            trial_bytes(1_000_000, Duration::from_millis(200), 1472),
-            250 * 1472
+            trial_size(1_000_000, Duration::from_millis(200), 1472),
+            (250, 250 * 1472)
         );
     }
 }

@@ -345,6 +345,91 @@ fn no_file_imports_a_file_that_imports_it_back() {
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
 }
 
+/// The folder-level graph of `graph` inside `dir`: each file or folder directly in `dir` is a
+/// unit, and a unit imports another when one of its files imports one of the other's.
+fn units_in(
+    graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+    dir: &Path,
+) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let unit = |f: &Path| -> Option<PathBuf> {
+        let first = f.strip_prefix(dir).ok()?.components().next()?;
+        Some(dir.join(first))
+    };
+    let mut units: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for (file, deps) in graph {
+        let Some(from) = unit(file) else { continue };
+        // The folder's own front door (lib.rs, mod.rs) declares its children: not a unit.
+        if file.parent() == Some(dir)
+            && matches!(
+                file.file_name().and_then(|n| n.to_str()),
+                Some("lib.rs" | "mod.rs")
+            )
+        {
+            continue;
+        }
+        let entry = units.entry(from.clone()).or_default();
+        for dep in deps {
+            let front = dep.parent() == Some(dir)
+                && matches!(
+                    dep.file_name().and_then(|n| n.to_str()),
+                    Some("lib.rs" | "mod.rs")
+                );
+            if let Some(to) = unit(dep).filter(|to| *to != from && !front) {
+                entry.insert(to);
+            }
+        }
+    }
+    units
+}
+
+/// Every folder of a crate's source, the source folder itself included.
+fn folders(src: &Path, out: &mut Vec<PathBuf>) {
+    out.push(src.to_path_buf());
+    if let Ok(entries) = std::fs::read_dir(src) {
+        let mut dirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            folders(&d, out);
+        }
+    }
+}
+
+/// No arrow back up at any level: inside every folder of every crate, its files and folders
+/// (each taken as a whole) import one another in one direction only, so a folder can be read
+/// from the bottom up (`wirebench-core`'s `wire/` and `security/` once used each other).
+#[test]
+fn no_folder_imports_a_sibling_that_imports_it_back() {
+    let mut found = Vec::new();
+    for src in &crate_sources() {
+        let graph = graph_of(src);
+        let mut dirs = Vec::new();
+        folders(src, &mut dirs);
+        for dir in dirs {
+            for group in circles(&units_in(&graph, &dir)) {
+                let names: Vec<String> = group
+                    .iter()
+                    .map(|f| {
+                        f.strip_prefix(src.join("../.."))
+                            .unwrap_or(f)
+                            .display()
+                            .to_string()
+                    })
+                    .collect();
+                found.push(names.join(" <-> "));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "folders that import each other:\n{}",
+        found.join("\n")
+    );
+}
+
 /// The check finds what it is for: a circle of two files through a re-export and a `super::`
 /// path, and none in a chain that only goes down.
 #[test]

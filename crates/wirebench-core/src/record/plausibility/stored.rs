@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::record::campaign::Status;
 use crate::record::lifecycle::{Lifecycle, StoredRun};
 use crate::record::run::{ClientRecord, ServerRecord};
-use crate::security::text::is_unsafe_char;
+use crate::vocab::text::is_unsafe_char;
 
 /// Longest uid a campaign may carry (ours are 32 hex digits).
 pub const MAX_UID_LEN: usize = 64;
@@ -28,7 +28,7 @@ pub fn check_lifecycle(
         if uid.is_empty() || uid.len() > MAX_UID_LEN || !uid.chars().all(token) {
             return Err(format!(
                 "its uid {:?} is not a token of 1 to {MAX_UID_LEN} letters, digits, '-' or '_'",
-                crate::security::text::peer_text(uid)
+                crate::vocab::text::peer_text(uid)
             ));
         }
     }
@@ -149,7 +149,7 @@ pub fn check_document_text(doc: &Value) -> Result<(), String> {
                 } else {
                     path
                 },
-                crate::security::text::peer_text(s)
+                crate::vocab::text::peer_text(s)
             )),
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
@@ -165,7 +165,7 @@ pub fn check_document_text(doc: &Value) -> Result<(), String> {
                     if bad(key) {
                         return Err(format!(
                             "a key holds a control or bidirectional character: {}",
-                            crate::security::text::peer_text(key)
+                            crate::vocab::text::peer_text(key)
                         ));
                     }
                     let len = path.len();

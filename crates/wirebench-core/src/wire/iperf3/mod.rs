@@ -221,7 +221,7 @@ pub fn decode_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, Iperf3Error> {
     let text = text.strip_suffix(&[0]).unwrap_or(text);
     // serde quotes what the peer sent: made safe to show where it enters.
     serde_json::from_slice(text)
-        .map_err(|e| Iperf3Error::Json(crate::security::text::peer_text(&e.to_string())))
+        .map_err(|e| Iperf3Error::Json(crate::vocab::text::peer_text(&e.to_string())))
 }
 
 #[cfg(test)]

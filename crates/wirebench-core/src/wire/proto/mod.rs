@@ -6,9 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::security::text::{make_safe, peer_text};
 use crate::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
+use crate::vocab::text::{make_safe, peer_text};
 
 /// First four bytes of every wirebench connection.
 pub const MAGIC: [u8; 4] = *b"WBNC";
@@ -506,7 +506,7 @@ pub fn frame_len_within(header: [u8; 4], limit: usize) -> Result<usize, ProtoErr
 
 /// Parses a frame body (without its length header) into a message. This is where a peer's
 /// text enters: every string in the message (reasons, a congestion-control name) comes out
-/// made safe to show ([`crate::security::text::peer_text`]), and so do the decoder's own
+/// made safe to show ([`crate::vocab::text::peer_text`]), and so do the decoder's own
 /// errors, which quote what the peer sent (an unknown `type`, say).
 pub fn decode_body(body: &[u8]) -> Result<ControlMessage, ProtoError> {
     check_len(body.len(), MAX_REPORT_FRAME)?;

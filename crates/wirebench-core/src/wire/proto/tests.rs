@@ -319,7 +319,7 @@ fn peer_text_in_messages_is_made_safe_when_decoded() {
     let ControlMessage::Rejected { reason } = decode_body(long.as_bytes()).unwrap() else {
         panic!("a refusal");
     };
-    assert!(crate::security::text::is_safe(&reason));
+    assert!(crate::vocab::text::is_safe(&reason));
     assert!(reason.len() < 600, "bounded: {}", reason.len());
 }
 

@@ -175,7 +175,7 @@ impl SessionParams {
             if !is_congestion_name(cc) {
                 return Err(FieldError(format!(
                     "options.congestion \"{}\" is not a congestion-control name: allowed 1 to {MAX_CONGESTION_NAME} letters, digits, '_' or '-'",
-                    crate::security::text::peer_text(cc)
+                    crate::vocab::text::peer_text(cc)
                 )));
             }
         }

@@ -3,7 +3,7 @@
 //! run in flight before it has figures (for its interval lines).
 
 use wirebench_core::record::count_of;
-use wirebench_core::vocab::plan::{self, Mechanism};
+use wirebench_core::vocab::plan::Mechanism;
 
 use crate::runner::{PlannedRun, RunConfig};
 
@@ -50,19 +50,14 @@ pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
         // A timed run lasts its time, whatever the round trip.
         return None;
     }
-    let saw = cfg
-        .combinations
+    // Every stop-and-wait run of the plan, warm-ups included, is a round trip per message.
+    let round_trips: u64 = cfg
+        .plan
+        .runs()
         .iter()
-        .filter(|c| c.mechanism == Mechanism::StopAndWait)
-        .count() as u64;
-    let per_repeat: u64 = cfg
-        .points
-        .iter()
-        .map(|p| plan::message_count(p.total_bytes, p.msg_size))
-        .sum();
-    let round_trips = saw
-        .saturating_mul(u64::from(cfg.repeat + cfg.warmup))
-        .saturating_mul(per_repeat);
+        .filter(|r| r.combination.mechanism == Mechanism::StopAndWait)
+        .map(|r| r.session.messages)
+        .fold(0, u64::saturating_add);
     let hours = round_trips as f64 * 1e-3 / 3600.0;
     (hours >= 1.0).then(|| {
         format!(

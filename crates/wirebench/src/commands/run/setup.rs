@@ -65,10 +65,9 @@ impl Setup {
         };
         // The embedded server's session lines are printed with each run.
         let (tx, rx) = mpsc::unbounded_channel();
-        let (server_addr, embedded) =
-            embedded::server_for(&cfg.target, cfg.psk.clone(), Some(tx)).await?;
+        let server = embedded::server_for(&cfg.target, cfg.psk.clone(), Some(tx)).await?;
+        let (server_addr, mut server_name, embedded) = (server.addr, server.name, server.embedded);
         let events = matches!(cfg.target, Target::Embedded(_)).then_some(rx);
-        let mut server_name = embedded::server_name(&cfg.target, server_addr);
         // --impair: the client talks to an in-process relay in front of the server.
         let relay = match cfg.impair {
             None => None,

@@ -187,7 +187,7 @@ pub fn text(cfg: &ClientConfig, o: &ClientOutcome) -> String {
         for line in text.lines().take(MAX_OUTPUT_LINES) {
             out.push_str(&format!(
                 "    {}\n",
-                wirebench_core::security::text::peer_text(line)
+                wirebench_core::vocab::text::peer_text(line)
             ));
         }
     }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
-use wirebench_core::security::text::make_safe;
 use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::text::make_safe;
 use wirebench_core::wire::proto::{
     RrParams, ServerReport, SessionParams, MAX_INTERVAL_SAMPLES, UNBOUNDED_TOTAL,
 };
