@@ -66,6 +66,12 @@ impl InFlight {
     }
 }
 
+/// The run in flight has ended (its figures are final, or it failed): nothing is in flight in
+/// this scope until the next [`publish`]; nothing outside a scope.
+pub fn clear() {
+    let _ = CURRENT.try_with(|place| place.clear());
+}
+
 /// Publishes the progress counters of a run that starts now; nothing outside a scope.
 pub fn publish(flows: &[Arc<Progress>]) {
     let _ = CURRENT.try_with(|place| {

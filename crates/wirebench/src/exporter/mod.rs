@@ -354,7 +354,7 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> Finished {
         Target::Embedded(_) => return malformed("a probe needs a target"),
     };
     let ran = bounded(limit, "run", async {
-        let campaign = Box::pin(runner::run_plan(cfg, addr, &mut runner::Unwatched)).await;
+        let campaign = Box::pin(runner::run_plan(cfg, addr, &None)).await;
         match (campaign.runs.first(), campaign.failure) {
             (_, Some(failure)) => Err(failure),
             (Some(run), None) => Ok(run.record()),

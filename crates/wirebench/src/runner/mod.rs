@@ -1,6 +1,8 @@
 //! Executes a run plan ([`plan::Plan`], built once by `config`): its runs in one loop, one
-//! session at a time, a point's `--rate max` search first. Each finished run is handed to the
-//! caller (a [`Watch`]) before the next starts, so nothing finished is lost if a later run fails.
+//! session at a time, a point's `--rate max` search first. What happens is said on the caller's
+//! channel ([`RunEvent`]s, in order: a finished run's record before the next run starts), so
+//! the caller never runs inside the runner's loop and nothing finished is lost if a later run
+//! fails: the caller reads the channel to its end.
 
 mod finished;
 pub mod plan;
@@ -10,9 +12,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+
 use wirebench_core::machine::impair::Impairments;
 use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
-use wirebench_core::record::Parameters;
+use wirebench_core::record::{Parameters, RunRecord};
 use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::counters::{Cumulative, IntervalSample, IntervalSeries};
 use wirebench_core::vocab::plan::{Combination, Mechanism, Protocol};
@@ -140,35 +144,41 @@ pub fn session_params(cfg: &RunConfig, point: Point, combination: Combination) -
     }
 }
 
-/// What the caller of [`run_plan`] hears as the plan runs; every method does nothing unless
-/// the caller says otherwise.
-pub trait Watch {
+/// What the runner says as the plan runs, in the order it happens.
+#[derive(Debug)]
+pub enum RunEvent {
     /// Unmeasured work (a rate search's trials, a point's warm-ups) starts (`true`) or ends.
-    fn unmeasured(&mut self, _on: bool) {}
-    /// `--rate max`: the search of `point` starts.
-    fn search_starts(&mut self, _point: Point, _plan: &ratesearch::SearchPlan) {}
+    Unmeasured(bool),
+    /// `--rate max`: the search of this point starts.
+    SearchStarts(Point),
     /// `--rate max`: the `n`th trial of the search ended.
-    fn trial(&mut self, _n: usize, _trial: &TrialEntry) {}
-    /// `--rate max`: the search ended (its record, or the error that stopped it).
-    fn search_ends(&mut self, _searched: Result<&RateSearchRecord, &anyhow::Error>) {}
-    /// The warm-ups of `point` start.
-    fn warm_ups(&mut self, _point: Point) {}
-    /// The warm-ups of a point ended; `done` measured runs are finished before its own.
-    fn warmed_up(&mut self, _done: usize) {}
-    /// With `-i`: an interval of the client's sending in the measured run `run` closed.
-    fn interval(&mut self, _run: &PlannedRun, _sample: &IntervalSample) {}
-    /// The measured run `run` finished.
-    fn finished(&mut self, _run: &PlannedRun, _finished: &FinishedRun) {}
+    Trial(usize, TrialEntry),
+    /// `--rate max`: the search ended, with its record (`None`: it failed; the campaign's
+    /// failure says why).
+    SearchEnds(Option<RateSearchRecord>),
+    /// The warm-ups of this point start.
+    WarmUps(Point),
+    /// The warm-ups of a point ended; this many measured runs are finished before its own.
+    WarmedUp(usize),
+    /// With `-i`: an interval of the client's sending in this measured run closed.
+    Interval(PlannedRun, IntervalSample),
+    /// This measured run finished, with its record.
+    Finished(PlannedRun, Box<RunRecord>),
 }
 
-/// A caller that listens to nothing.
-pub struct Unwatched;
+/// Where the runner says what happens ([`RunEvent`]s); `None` (the exporter) hears nothing.
+pub type Listener = Option<mpsc::UnboundedSender<RunEvent>>;
 
-impl Watch for Unwatched {}
+/// Says `event` to `listener`, if there is one (a listener that has gone hears nothing).
+fn tell(listener: &Listener, event: impl FnOnce() -> RunEvent) {
+    if let Some(tx) = listener {
+        let _ = tx.send(event());
+    }
+}
 
-/// Runs the plan against `server`, one run after another, telling `watch` as it goes; stops
-/// at the first failed run (or trial, or a rate search that found no rate).
-pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, watch: &mut impl Watch) -> Campaign {
+/// Runs the plan against `server`, one run after another, telling `listener` as it goes;
+/// stops at the first failed run (or trial, or a rate search that found no rate).
+pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, listener: &Listener) -> Campaign {
     let mut campaign = Campaign::default();
     // --rate max: the rate the point's search found; its runs run at it and carry the search.
     let mut found: Option<RateSearchRecord> = None;
@@ -177,7 +187,7 @@ pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, watch: &mut impl Watc
         let previous = i.checked_sub(1).and_then(|p| runs.get(p));
         if previous.is_none_or(|p| p.point_index != run.point_index) {
             if let Some(search) = &cfg.search {
-                match search_rate(cfg, run.point, search, server, watch).await {
+                match search_rate(cfg, run.point, search, server, listener).await {
                     Ok(record) => found = Some(record),
                     Err(stop) => {
                         (campaign.failure, campaign.unfound) = stop;
@@ -186,20 +196,29 @@ pub async fn run_plan(cfg: &RunConfig, server: SocketAddr, watch: &mut impl Watc
                 }
             }
             if run.warmup {
-                watch.warm_ups(run.point);
-                watch.unmeasured(true);
+                tell(listener, || RunEvent::WarmUps(run.point));
+                tell(listener, || RunEvent::Unmeasured(true));
             }
         }
         if !run.warmup && previous.is_some_and(|p| p.warmup) {
-            watch.unmeasured(false);
-            watch.warmed_up(campaign.runs.len());
+            tell(listener, || RunEvent::Unmeasured(false));
+            let done = campaign.runs.len();
+            tell(listener, || RunEvent::WarmedUp(done));
         }
         let rate = found.as_ref().and_then(|f| f.rate_bps);
-        match run_one(cfg, run, rate, server, watch).await {
+        let ran = run_one(cfg, run, rate, server, listener).await;
+        if ran.is_ok() {
+            // Its figures are final: nothing is in flight until the next run starts (a failed
+            // run stays there: what it had moved is stored with its error).
+            crate::engine::inflight::clear();
+        }
+        match ran {
             Ok(_) if run.warmup => {}
             Ok(mut finished) => {
                 finished.rate_search.clone_from(&found);
-                watch.finished(run, &finished);
+                tell(listener, || {
+                    RunEvent::Finished(run.clone(), Box::new(finished.record()))
+                });
                 campaign.runs.push(finished);
             }
             Err(e) => {
@@ -222,11 +241,11 @@ async fn search_rate(
     point: Point,
     search: &ratesearch::SearchPlan,
     server: SocketAddr,
-    watch: &mut impl Watch,
+    listener: &Listener,
 ) -> Result<RateSearchRecord, (Option<String>, Option<RateSearchRecord>)> {
     // Trials, like warm-ups, are never stored as runs.
-    watch.unmeasured(true);
-    watch.search_starts(point, search);
+    tell(listener, || RunEvent::Unmeasured(true));
+    tell(listener, || RunEvent::SearchStarts(point));
     let udp_stream = Combination {
         protocol: Protocol::Udp,
         mechanism: Mechanism::Stream,
@@ -234,14 +253,16 @@ async fn search_rate(
     let base = session_params(cfg, point, udp_stream);
     let shared_process = matches!(cfg.target, Target::Embedded(_));
     let psk = cfg.psk.as_deref();
-    let on_trial = |n: usize, t: &TrialEntry| watch.trial(n, t);
+    let on_trial = |n: usize, t: &TrialEntry| tell(listener, || RunEvent::Trial(n, *t));
     let searched = ratesearch::search(base, psk, shared_process, search, server, on_trial).await;
-    watch.search_ends(searched.as_ref());
+    tell(listener, || {
+        RunEvent::SearchEnds(searched.as_ref().ok().cloned())
+    });
     let record = searched.map_err(|e| (Some(format!("{e:#}")), None))?;
     if record.rate_bps.is_none() {
         return Err((None, Some(record)));
     }
-    watch.unmeasured(false);
+    tell(listener, || RunEvent::Unmeasured(false));
     Ok(record)
 }
 
@@ -252,7 +273,7 @@ async fn run_one(
     run: &PlannedRun,
     rate: Option<u64>,
     server: SocketAddr,
-    watch: &mut impl Watch,
+    listener: &Listener,
 ) -> anyhow::Result<FinishedRun> {
     let session = &run.session;
     let (flows, progress) = requests(session, rate, server, cfg.psk.as_deref());
@@ -282,7 +303,7 @@ async fn run_one(
     };
     let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
         if !run.warmup {
-            watch.interval(run, s);
+            tell(listener, || RunEvent::Interval(run.clone(), *s));
         }
     });
     let ((result, intervals), latency) = match probes {

@@ -10,6 +10,7 @@ mod clock;
 mod compare;
 mod dns;
 mod exporter;
+mod function_length;
 mod guide;
 mod import_circles;
 mod interop;

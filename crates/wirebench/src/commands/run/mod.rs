@@ -16,7 +16,7 @@ mod points;
 mod setup;
 
 use anyhow::Result;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 
 use crate::config::StoreTarget;
 use crate::runner::RunConfig;
@@ -36,12 +36,15 @@ pub async fn execute(
     let track = points::Track::new();
     let broken = Notify::new();
     let mut records = Vec::new();
+    // The runner's channel stays here: what it said before a stop is still heard.
+    let (listener, mut heard) = mpsc::unbounded_channel();
     let outcome = tokio::select! {
-        done = points::run_points(&cfg, &mut s, &track, &broken, &mut records) => {
-            finish::Outcome::Done(done)
-        }
+        done = points::run_points(
+            &cfg, &mut s, &track, &broken, &mut records, (Some(listener), &mut heard),
+        ) => finish::Outcome::Done(done),
         signal = stops.next() => finish::Outcome::Stopped(signal),
         () = broken.notified() => finish::Outcome::StoreBroke,
     };
+    points::hear_the_rest(&cfg, &mut s, &track, &broken, &mut records, &mut heard);
     finish::finish(&cfg, s, &track, records, outcome, stops)
 }

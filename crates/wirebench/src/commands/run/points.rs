@@ -1,14 +1,17 @@
-//! `run`'s second phase: the plan, as the runner runs it — each point's rate search (--rate
-//! max) and warm-ups said, its measured runs each recorded in the store before it is printed. What is in flight is tracked for a run cut short; a store that
-//! breaks (a full disk) ends the loop through `broken`.
+//! `run`'s second phase: the plan, as the runner runs it — what the runner says on its channel
+//! heard beside it: each point's rate search (--rate max) and warm-ups said, its measured runs
+//! each recorded in the store before it is printed. What is in flight is tracked for a run cut
+//! short; a store that breaks (a full disk) ends the loop through `broken`; what the runner had
+//! said before a stop is heard all the same (`hear_the_rest`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tokio::sync::Notify;
 use wirebench_core::record::lifecycle::StoredRun;
-use wirebench_core::record::ratesearch::{RateSearchRecord, TrialEntry};
+use wirebench_core::record::ratesearch::RateSearchRecord;
 use wirebench_core::record::RunRecord;
 use wirebench_core::vocab::counters::IntervalSample;
 use wirebench_core::vocab::sweep::Point;
@@ -19,8 +22,7 @@ use crate::engine::inflight::InFlight;
 use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
 use crate::output::{run_block, session};
-use crate::runner::ratesearch::SearchPlan;
-use crate::runner::{self, FinishedRun, PlannedRun, RunConfig};
+use crate::runner::{self, Listener, PlannedRun, RunConfig, RunEvent};
 use crate::store::run::Run;
 
 use super::plan_text::heading_in_flight;
@@ -59,28 +61,36 @@ pub(super) struct Done {
     pub unfound: Option<RateSearchRecord>,
 }
 
-/// Runs the plan, pushing each finished run to `records` (after recording it in the store);
-/// wakes `broken` when the store broke and the campaign must stop.
+/// Runs the plan, hearing what the runner says as it goes (`heard`: the runner's channel,
+/// kept by the caller so what it said before a stop is still heard): each finished run is
+/// recorded in the store, printed and pushed to `records`; wakes `broken` when the store broke
+/// and the campaign must stop.
 pub(super) async fn run_points(
     cfg: &RunConfig,
     s: &mut Setup,
     track: &Track,
     broken: &Notify,
     records: &mut Vec<(Point, RunRecord)>,
+    (listener, heard): (Listener, &mut UnboundedReceiver<RunEvent>),
 ) -> Done {
     let server = s.link.server_addr;
-    let mut watch = Measuring {
+    let mut measuring = Measuring {
         cfg,
         s,
         track,
         broken,
         records,
     };
-    let campaign = InFlight::scope(
-        Arc::clone(&track.in_flight),
-        runner::run_plan(cfg, server, &mut watch),
-    )
-    .await;
+    let running = InFlight::scope(Arc::clone(&track.in_flight), async move {
+        // The channel closes when the plan ends, which ends the hearing below.
+        runner::run_plan(cfg, server, &listener).await
+    });
+    let hearing = async {
+        while let Some(event) = heard.recv().await {
+            measuring.hear(event);
+        }
+    };
+    let (campaign, ()) = tokio::join!(running, hearing);
     // --rate max: a search that found no rate stops the campaign with its result as the why.
     let unfound_why = campaign.unfound.as_ref().map(|record| {
         format!(
@@ -95,6 +105,28 @@ pub(super) async fn run_points(
     }
 }
 
+/// What the runner had said and [`run_points`] had not heard when a signal or a broken store
+/// stopped it: heard now, so a run that finished is recorded and printed before the end.
+pub(super) fn hear_the_rest(
+    cfg: &RunConfig,
+    s: &mut Setup,
+    track: &Track,
+    broken: &Notify,
+    records: &mut Vec<(Point, RunRecord)>,
+    heard: &mut UnboundedReceiver<RunEvent>,
+) {
+    let mut measuring = Measuring {
+        cfg,
+        s,
+        track,
+        broken,
+        records,
+    };
+    while let Ok(event) = heard.try_recv() {
+        measuring.hear(event);
+    }
+}
+
 /// What `run` does as the plan runs: the rate search's and the warm-ups' lines, each measured
 /// run recorded in the store, then printed, as it finishes.
 struct Measuring<'a> {
@@ -106,6 +138,34 @@ struct Measuring<'a> {
 }
 
 impl Measuring<'_> {
+    /// One thing the runner said.
+    fn hear(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::Unmeasured(on) => self.track.warming.store(on, Ordering::Relaxed),
+            RunEvent::SearchStarts(point) => self.search_starts(point),
+            RunEvent::Trial(n, trial) => {
+                self.say(&crate::output::ratesearch::trial_line(n, &trial));
+            }
+            RunEvent::SearchEnds(found) => {
+                if let Some(record) = &found {
+                    self.say(&crate::output::ratesearch::result_line(record));
+                }
+                self.skip_relay();
+            }
+            RunEvent::WarmUps(point) => self.s.progress.note(&format!(
+                "warming up: {} B messages, {}",
+                point.msg_size,
+                wirebench_core::record::total_label(point.total_bytes)
+            )),
+            RunEvent::WarmedUp(done) => {
+                self.s.progress.note_next(done);
+                self.skip_relay();
+            }
+            RunEvent::Interval(run, sample) => self.interval(&run, &sample),
+            RunEvent::Finished(run, record) => self.finished(&run, *record),
+        }
+    }
+
     /// A line of the rate search: stdout above the progress bar, or stderr beside --json.
     fn say(&self, line: &str) {
         self.s.progress.print_above(|| {
@@ -123,14 +183,12 @@ impl Measuring<'_> {
             r.skip();
         }
     }
-}
 
-impl runner::Watch for Measuring<'_> {
-    fn unmeasured(&mut self, on: bool) {
-        self.track.warming.store(on, Ordering::Relaxed);
-    }
-
-    fn search_starts(&mut self, point: Point, plan: &SearchPlan) {
+    /// `--rate max`: the heading of the search of `point`.
+    fn search_starts(&mut self, point: Point) {
+        let Some(plan) = self.cfg.search.as_ref() else {
+            return;
+        };
         let c = plan.config;
         self.say(&crate::output::ratesearch::heading(
             point.msg_size,
@@ -141,30 +199,6 @@ impl runner::Watch for Measuring<'_> {
             plan.trial,
             plan.trial_grace,
         ));
-    }
-
-    fn trial(&mut self, n: usize, trial: &TrialEntry) {
-        self.say(&crate::output::ratesearch::trial_line(n, trial));
-    }
-
-    fn search_ends(&mut self, searched: Result<&RateSearchRecord, &anyhow::Error>) {
-        if let Ok(record) = searched {
-            self.say(&crate::output::ratesearch::result_line(record));
-        }
-        self.skip_relay();
-    }
-
-    fn warm_ups(&mut self, point: Point) {
-        self.s.progress.note(&format!(
-            "warming up: {} B messages, {}",
-            point.msg_size,
-            wirebench_core::record::total_label(point.total_bytes)
-        ));
-    }
-
-    fn warmed_up(&mut self, done: usize) {
-        self.s.progress.note_next(done);
-        self.skip_relay();
     }
 
     fn interval(&mut self, run: &PlannedRun, sample: &IntervalSample) {
@@ -191,14 +225,12 @@ impl runner::Watch for Measuring<'_> {
         });
     }
 
-    fn finished(&mut self, run: &PlannedRun, finished_run: &FinishedRun) {
+    fn finished(&mut self, run: &PlannedRun, mut record: RunRecord) {
         let (cfg, track, position) = (self.cfg, self.track, run.position);
         let link = &mut self.s.link;
-        let mut record = finished_run.record();
         // What the relay (--impair) did during this run, stored and printed with it.
         record.relay = link.relay.as_mut().map(RunRelay::finish_run);
         track.finished.store(position, Ordering::Relaxed);
-        track.in_flight.clear();
         // Stored before it is printed: a run on the screen is a run in the database.
         store_run(&mut self.s.recorder, self.broken, run, &record);
         let server_line = link
