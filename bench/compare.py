@@ -15,7 +15,10 @@ crates/wirebench/examples/quic_floor.rs (`cargo build --release --example quic_f
 Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--quinn-src PATH] [--out FILE]
                         [--seconds 3] [--iperf3 PATH] [--sockperf PATH]
 iperf3 always runs timed (-t): 3.17+ reports a -n run over whole seconds. The _P1/_P4/_P8 rows run
-both tools with -t and -P N. The first line printed gives the machine's CPU count.
+both tools with -t and -P N. UDP rows are set against iperf3 twice, at its default and with
+--gsro (GSO/GRO, iperf3 3.21+, its best UDP setting; skipped with an older iperf3). first_run is
+each tool at its defaults, nothing but a server and -t. The first line printed gives the
+machine's CPU count.
 The QUIC rows alone: QUINN_SRC=~/src/quinn bench/compare.py --only quic
 Traffic goes to 127.0.0.1 only.
 """
@@ -125,8 +128,9 @@ def wirebench_run(servers, proto, mode, size, total, extra=(), seconds=None, par
     srv0 = proc_cpu_seconds(pid)
     amount = ["-t", str(seconds)] if seconds else ["-n", str(total)]
     flows = ["-P", str(parallel)] if parallel > 1 else []
+    length = ["-l", str(size)] if size is not None else []  # None: wirebench's default
     out, cpu = run_client([servers.wirebench, "run", "--server", f"{HOST}:{port}", "--proto", proto,
-                           "--mode", mode, "-l", str(size), *amount, *flows, "--json", "--no-store", *extra])
+                           "--mode", mode, *length, *amount, *flows, "--json", "--no-store", *extra])
     srv_cpu = proc_cpu_seconds(pid) - srv0
     run = json.loads(out)["runs"][0]
     c, s = run["client"], run["server"]
@@ -287,24 +291,31 @@ def xfr_run(servers, mode, size, total, seconds=3):
     return res
 
 
-def iperf3_run(servers, udp, size, seconds, parallel=1):
+def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False):
     """iperf3 for `seconds` (-t), never -n: iperf3 3.17+ reports a -n run over whole seconds
     (1 GiB at 128 KiB reads 8.58 Gbit/s at any speed, -P 8 reads 8 x 8.58), so only a timed
-    run gives its true rate. UDP is unpaced (-b 0), as ours; -P streams are threads (3.16+)."""
+    run gives its true rate. UDP is unpaced (-b 0), as ours; -P streams are threads (3.16+).
+    `gsro`: iperf3 3.21's --gsro (UDP GSO on the sender, GRO on the receiver), its best UDP
+    setting; `size` None: iperf3's own default length (128 KiB TCP, 1460 B UDP)."""
     port = servers.ports["iperf3"]
     pid = servers.pid("iperf3")
     srv0 = proc_cpu_seconds(pid)
-    cmd = [servers.iperf3, "-c", HOST, "-p", str(port), "-t", str(seconds), "-l", str(size), "-J"]
+    cmd = [servers.iperf3, "-c", HOST, "-p", str(port), "-t", str(seconds), "-J"]
+    if size is not None:
+        cmd += ["-l", str(size)]
     if parallel > 1:
         cmd += ["-P", str(parallel)]
     if udp:
         cmd += ["-u", "-b", "0"]
+    if gsro:
+        cmd.append("--gsro")
     out, cpu = run_client(cmd)
     srv_cpu = proc_cpu_seconds(pid) - srv0
     end = json.loads(out)["end"]
     res = {"client_cpu_s": cpu, "server_cpu_s": srv_cpu}
     if udp:
         s = end["sum"]
+        size = size or 1460
         delivered = s["packets"] - s["lost_packets"]
         res["datagrams_per_s"] = delivered / s["seconds"] if s["seconds"] else 0
         res["loss_pct"] = s["lost_percent"]
@@ -352,6 +363,11 @@ def sockperf_run(servers, tcp, size, seconds=3):
 def workloads(total_tcp, total_udp, saw_msgs, seconds):
     """(name, metric, higher_is_better, wirebench thunk, [(reference name, thunk)])"""
     rows = [
+        # A user's first run: each tool with nothing but a server and a time, at its defaults
+        # (wirebench: TCP streaming of 1 KiB messages; iperf3: TCP in 128 KiB writes).
+        ("first_run", "gbit_s", True,
+         lambda s: wirebench_run(s, "tcp", "stream", None, 0, seconds=seconds),
+         [("iperf3", lambda s: iperf3_run(s, False, None, seconds))]),
         ("tcp128k", "gbit_s", True, lambda s: wirebench_run(s, "tcp", "stream", 131072, total_tcp),
          [("iperf3", lambda s: iperf3_run(s, False, 131072, seconds))]),
         ("tcp1k", "gbit_s", True, lambda s: wirebench_run(s, "tcp", "stream", 1024, total_tcp),
@@ -360,7 +376,8 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
         ("udp1024", "datagrams_per_s", True, lambda s: wirebench_run(s, "udp", "stream", 1024, total_udp),
          [("iperf3", lambda s: iperf3_run(s, True, 1024, seconds))]),
         ("udp1472", "datagrams_per_s", True, lambda s: wirebench_run(s, "udp", "stream", 1472, total_udp),
-         [("iperf3", lambda s: iperf3_run(s, True, 1472, seconds))]),
+         [("iperf3", lambda s: iperf3_run(s, True, 1472, seconds)),
+          ("iperf3-gsro", lambda s: iperf3_run(s, True, 1472, seconds, gsro=True))]),
         # Paced: the same datagrams at a fixed offered rate well above what iperf3 delivers,
         # to compare delivered datagrams/s at equal or lower loss (the unpaced runs above
         # send so fast that the receiver, on the same two vCPUs, drops some).
@@ -377,7 +394,8 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
     for n in (1, 4, 8):
         rows.append((f"udp1472_P{n}_paced", "gbit_s", True,
                      lambda s, n=n: wirebench_paced_max(s, 1472, n, seconds),
-                     [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n))]))
+                     [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n)),
+                      ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True))]))
         rows += [
             (f"tcp128k_P{n}", "gbit_s", True,
              lambda s, n=n: wirebench_run(s, "tcp", "stream", 131072, 0, seconds=seconds, parallel=n),
@@ -387,7 +405,8 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
              [("iperf3", lambda s, n=n: iperf3_run(s, False, 1024, seconds, n))]),
             (f"udp1472_P{n}", "gbit_s", True,
              lambda s, n=n: wirebench_run(s, "udp", "stream", 1472, 0, seconds=seconds, parallel=n),
-             [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n))]),
+             [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n)),
+              ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True))]),
         ]
     return rows + [
         ("saw_tcp_1k", "p50_us", False, lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs),
@@ -494,6 +513,12 @@ def main():
     iperf3_version = ""
     if "iperf3" not in missing:
         iperf3_version = subprocess.run([args.iperf3, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        # --gsro (GSO/GRO) is new in iperf3 3.21: its best UDP setting, a row of its own.
+        usage = subprocess.run([args.iperf3, "--help"], capture_output=True, text=True).stdout
+        if "--gsro" not in usage:
+            missing.append("iperf3-gsro")
+            print(f"{args.iperf3} has no --gsro (iperf3 3.21+; build it from esnet/iperf and pass "
+                  "--iperf3 PATH): the iperf3-gsro rows are skipped", file=sys.stderr)
     print(f"machine: {cores} CPUs, kernel {os.uname().release}; {iperf3_version or 'no iperf3'}", flush=True)
     servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores,
@@ -530,7 +555,7 @@ def main():
                 continue
             for ref_name, ref in refs:
                 tool = ref_name.split("-")[0]
-                if tool in missing:
+                if tool in missing or ref_name in missing:
                     continue
                 a, b = [], []
                 for _ in range(args.pairs):

@@ -8,7 +8,8 @@
 #                                                      # and `cargo build --release --example quic_floor`
 #   bash bench/many-cores.sh run                       # there, with target/devbench carried
 #
-# prepare takes iperf3 from $IPERF3 (default /work/tools/iperf3/bin/iperf3), quinn-perf from
+# prepare takes iperf3 from $IPERF3 (default the one on PATH; the --gsro rows need 3.21+, built
+# from esnet/iperf: ./configure --disable-shared && make), quinn-perf from
 # $QUINN_SRC/target/release/quinn-perf (default /work/tools/quinn-src) and sockperf from PATH.
 # run writes new.txt/new.json (this tree), base.txt/base.json (the baseline, when carried) and
 # quic1.txt (QUIC with the server's runtime on one worker, TOKIO_WORKER_THREADS=1) under $OUT
@@ -25,7 +26,7 @@ prepare() {
   strip -o "$D/real/wirebench" "$ROOT/target/release/wirebench" || exit 1
   strip -o "$D/real/quic_floor" "$ROOT/target/release/examples/quic_floor" || exit 1
   [ -n "$base" ] && { strip -o "$D/real/wirebench-base" "$base" || exit 1; }
-  strip -o "$D/real/iperf3" "${IPERF3:-/work/tools/iperf3/bin/iperf3}"
+  strip -o "$D/real/iperf3" "${IPERF3:-$(command -v iperf3)}"
   strip -o "$D/real/quinn-perf" "${QUINN_SRC:-/work/tools/quinn-src}/target/release/quinn-perf"
   strip -o "$D/real/sockperf" "$(command -v sockperf)"
   # The C libraries they link, and the loader to run them with where the machine's are older.
@@ -67,7 +68,7 @@ run() {
   ulimit -n 65536 2>/dev/null
   local common=(--iperf3 "$D/bin/iperf3" --sockperf "$D/bin/sockperf" --quinn-src "$D/quinn"
     --quic-floor "$D/bin/quic_floor" --quinn-seconds 3 --seconds 2 --saw-msgs 20000 --pairs "${PAIRS:-3}")
-  local new=udp1472_P1,udp1472_P4,udp1472_P8,saw_udp_1k,ping_udp_1k,saw_tcp_1k,ping_tcp_1k,tcp128k_P1,tcp128k_P8,quic_1k,quic_saw_1k,quic_saw_floor,quic_down_pmtu
+  local new=first_run,udp1472,udp1472_P1,udp1472_P4,udp1472_P8,saw_udp_1k,ping_udp_1k,saw_tcp_1k,ping_tcp_1k,tcp128k_P1,tcp128k_P8,quic_1k,quic_saw_1k,quic_saw_floor,quic_down_pmtu
   local base=udp1472_P1,udp1472_P8,saw_udp_1k,ping_udp_1k,quic_1k,quic_saw_1k
   echo "=== this tree"
   timeout "${T_NEW:-330}" "$py" bench/compare.py --wirebench "$D/bin/wirebench" "${common[@]}" \

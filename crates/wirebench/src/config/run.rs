@@ -94,6 +94,7 @@ impl RunConfig {
             target,
             combinations,
             msg_size: first.msg_size,
+            default_msg_size: args.msg_size.is_none(),
             total_bytes: first.total_bytes,
             repeat: args.repeat,
             rto,

@@ -65,6 +65,9 @@ pub struct RunConfig {
     pub combinations: Vec<Combination>,
     /// Application message size in bytes.
     pub msg_size: u32,
+    /// `-l` was not given: the messages are the default 1 KiB, which `run` says costs a
+    /// streaming TCP or QUIC run its bulk throughput.
+    pub default_msg_size: bool,
     /// Exact number of payload bytes per run.
     pub total_bytes: u64,
     /// Runs per combination (≥ 1).
