@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::loss::LossSplit;
+use super::rate::{bits_per_second, MIN_TIMED_NS};
 use super::ratesearch::TrialEntry;
 use super::run::{ClientRecord, RttFigures, RunRecord, ServerRecord};
-use super::{bits_per_second, MIN_TIMED_NS};
 use crate::machine::ratesearch::TrialKind;
 use crate::vocab::plan::{Mechanism, Protocol};
 

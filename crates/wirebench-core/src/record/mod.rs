@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod loaded_latency;
 pub mod loss;
 pub mod plausibility;
+pub mod rate;
 pub mod ratesearch;
 pub mod relay;
 pub mod rpm;
@@ -25,25 +26,13 @@ pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
 pub use headline::{transfer_span_ns, Delivery, DirectionHeadlines, Headline};
 pub use loaded_latency::LoadedLatency;
 pub use loss::LossSplit;
+pub use rate::{bits_per_second, MIN_TIMED_NS};
 pub use relay::RelayCounts;
 pub use run::{
     ClientRecord, CpuRecord, DirectionRecord, EndMetrics, EndedBy, FlowRecord, IntervalRecord,
     Parameters, RttFigures, RunRecord, ServerRecord, SessionLine, TransportRecord, UdpReceipt,
 };
 pub use summary::{summarise, ConfigurationKey, ConfigurationSummary};
-
-/// Below this transfer time a run is too short to time: its rate would say more about the
-/// clock and one control round trip than about the network, so goodput is not given (1 ms).
-pub const MIN_TIMED_NS: u64 = 1_000_000;
-
-/// Bits per second for `bytes` over `seconds`; 0 when no time passed.
-pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        bytes as f64 * 8.0 / seconds
-    } else {
-        0.0
-    }
-}
 
 /// A run's total as views name it: its size (`100 MiB`), or `timed (-t)` for the upper bound
 /// a time-based run carries ([`crate::wire::proto::UNBOUNDED_TOTAL`]).

@@ -5,7 +5,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::bits_per_second;
+use super::rate::bits_per_second;
 use super::relay::RelayCounts;
 use crate::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
@@ -94,7 +94,7 @@ pub struct RunRecord {
     pub ended_by: EndedBy,
     /// `run --latency-probe`: round trips of probes beside the run, idle and under its load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loaded_latency: Option<super::LoadedLatency>,
+    pub loaded_latency: Option<super::loaded_latency::LoadedLatency>,
     /// `--bidir`: the server → client direction, run at the same time as the client → server
     /// one that `client` and `server` above hold (with `reverse` false). Its client figures
     /// are what the client read, its server figures what the server sent, as in a `-R` run.

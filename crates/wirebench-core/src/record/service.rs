@@ -6,7 +6,7 @@ use crate::vocab::plan::Protocol;
 
 use super::dns::DnsResult;
 use super::rr::RrResult;
-use super::RunRecord;
+use super::run::RunRecord;
 
 /// A server's counters since it started (`wirebench server --metrics`).
 #[derive(Debug, Clone, Default, PartialEq)]

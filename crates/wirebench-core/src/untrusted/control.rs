@@ -4,7 +4,7 @@
 //! check — and naming them as a client names a peer's first answer (`peer_kind`); must not do
 //! I/O.
 
-use super::assert_one_line;
+use super::one_line::assert_one_line;
 use crate::record::plausibility::{check_report, ClientView};
 use crate::vocab::text::is_safe;
 use crate::wire::proto::{

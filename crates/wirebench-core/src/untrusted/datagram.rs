@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use super::assert_one_line;
 use super::cursor::Cursor;
+use super::one_line::assert_one_line;
 use crate::machine::saw::{Delivery, StopAndWaitReceiver};
 use crate::machine::seq::{Arrival, DropMark, SequenceTracker, WINDOW};
 use crate::vocab::counters::JitterEstimator;

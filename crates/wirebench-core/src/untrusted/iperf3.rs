@@ -2,8 +2,8 @@
 //! cookies, JSON documents) and UDP datagrams to the iperf3 decoders and checking the results;
 //! must not do I/O.
 
-use super::assert_one_line;
 use super::cursor::Cursor;
+use super::one_line::assert_one_line;
 use crate::wire::iperf3::{
     check_cookie, decode_json, encode_json, json_len, make_cookie, udp_header_len, State,
     TestParams, TestResults, UdpHeader, UdpReceiver, COOKIE_LEN, MAX_PARALLEL, MAX_TCP_BLOCK,

@@ -2,7 +2,7 @@
 //! inputs per target (and a few malformed ones) in each harness's input layout; must not do I/O
 //! (the ignored test `write_seed_corpus` writes them under `fuzz/corpus/`).
 
-use super::Target;
+use super::target::Target;
 use crate::machine::seq::WINDOW;
 use crate::vocab::counters::{CpuUsage, IntervalSample, StatsSource, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};

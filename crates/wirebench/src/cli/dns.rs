@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::StoreArgs;
+use super::common::StoreArgs;
 
 /// Flags of `wirebench dns`.
 #[derive(Debug, Args)]

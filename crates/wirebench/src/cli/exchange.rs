@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::AddressArgs;
-use super::StoreArgs;
+use super::common::{AddressArgs, StoreArgs};
 
 /// Flags `ping` and `rr` share: where, how long, timeouts and output.
 #[derive(Debug, Args, Clone)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::DbArgs;
+use super::common::DbArgs;
 
 /// Flags of `wirebench compare`.
 #[derive(Debug, Args)]

@@ -3,10 +3,6 @@
 
 use clap::{Parser, Subcommand};
 
-/// The port a wirebench server listens on when none is given (TCP and UDP both). Not iperf3's
-/// 5201, so both servers can run side by side.
-pub const DEFAULT_PORT: u16 = 5310;
-
 mod common;
 mod dns;
 mod exchange;
@@ -31,7 +27,7 @@ pub use iperf3_flags::{Iperf3Flags, Iperf3Refused};
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
 pub use run::{Iperf3Args, PerfArgs, PlanArgs, RunArgs, SearchArgs};
-pub use server::ServerArgs;
+pub use server::{ServerArgs, DEFAULT_PORT};
 pub use shell::{CompletionsArgs, ManArgs};
 
 const RUN_AFTER_HELP: &str = "\

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::StoreArgs;
+use super::common::StoreArgs;
 
 /// Flags of `wirebench rpm`.
 #[derive(Debug, Args)]

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::common::{AddressArgs, StoreArgs};
 use super::iperf3_flags::{Iperf3Flags, Iperf3Refused};
-use super::AddressArgs;
-use super::StoreArgs;
 
 /// Flags of `wirebench run`.
 #[derive(Debug, Args)]

@@ -1,11 +1,14 @@
-//! The flags of `wirebench server`: where it listens, its identity, its limits and its services.
+//! The flags of `wirebench server`: where it listens (by default on [`DEFAULT_PORT`], the port
+//! clients assume too), its identity, its limits and its services.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::DEFAULT_PORT;
+/// The port a wirebench server listens on when none is given (TCP and UDP both). Not iperf3's
+/// 5201, so both servers can run side by side.
+pub const DEFAULT_PORT: u16 = 5310;
 
 /// Flags of `wirebench server`.
 #[derive(Debug, Args)]

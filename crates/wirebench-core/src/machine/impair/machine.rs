@@ -8,7 +8,16 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Counts, Impairment, Loss, DEFAULT_QUEUE_LIMIT, MAX_PENDING, REORDER_MAX_HOLD};
+use super::counts::Counts;
+use super::spec::{Impairment, Loss, DEFAULT_QUEUE_LIMIT};
+
+/// The longest a packet picked for reordering waits for a next packet to overtake it; after
+/// that it leaves anyway and is not counted as reordered.
+pub const REORDER_MAX_HOLD: Duration = Duration::from_millis(50);
+
+/// Packets waiting in one direction's delay line at most; more are dropped as queue drops
+/// (bounds the relay's memory whatever the delay).
+pub const MAX_PENDING: usize = 1 << 16;
 
 /// A packet waiting in the delay line.
 #[derive(Debug)]

@@ -3,8 +3,16 @@
 
 use std::time::Duration;
 
-use super::{ImpairError, Impairment, Impairments, Loss, DEFAULT_QUEUE_LIMIT, KEYS};
+use super::spec::{Impairment, Impairments, Loss, DEFAULT_QUEUE_LIMIT};
 use crate::vocab::units::{parse_duration, BitRate, ByteSize};
+
+/// An impairment setting that cannot be parsed; the message says what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ImpairError(pub String);
+
+/// The keys [`Impairments::set`] knows.
+pub const KEYS: &str = "loss, delay, jitter, reorder, duplicate, rate, queue";
 
 impl Impairments {
     /// Whether either direction changes anything.

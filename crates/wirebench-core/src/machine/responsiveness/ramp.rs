@@ -1,10 +1,9 @@
 //! The ramp of a responsiveness test: one more load flow per interval until goodput and then
 //! responsiveness are stable (the draft's decisions, time handed in).
 
-use super::{
-    is_stable, moving_average_goodput_bps, rpm, trimmed_mean, Components, Confidence, Parameters,
-    RpmFigures,
-};
+use super::aggregation::{is_stable, moving_average_goodput_bps, trimmed_mean};
+use super::figures::{rpm, Components, Confidence, RpmFigures};
+use super::parameters::Parameters;
 
 /// The probes that completed in one interval, milliseconds each.
 #[derive(Debug, Clone, Default, PartialEq)]

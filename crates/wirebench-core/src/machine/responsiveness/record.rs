@@ -1,9 +1,15 @@
 //! The result record of a responsiveness test: its components, its intervals (with their probes'
-//! round trips), the idle latency and the RPM, versioned by [`super::RPM_SCHEMA_VERSION`].
+//! round trips), the idle latency and the RPM, versioned by [`RPM_SCHEMA_VERSION`].
 
-use super::{Components, Confidence, Parameters, Rating, RpmFigures};
+use super::figures::{Components, Confidence, Rating, RpmFigures};
+use super::parameters::Parameters;
 
 use serde::{Deserialize, Serialize};
+
+/// Version of [`RpmResult`]'s JSON shape. Version 2: every interval carries its probes' round
+/// trips (the samples the stored report charts and `compare` tests); version 1 documents read
+/// as version 2 with no samples.
+pub const RPM_SCHEMA_VERSION: u32 = 2;
 
 /// Which way the load goes.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +143,7 @@ pub struct IdleRecord {
 /// A finished responsiveness test.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct RpmResult {
-    /// [`RPM_SCHEMA_VERSION`](super::RPM_SCHEMA_VERSION).
+    /// [`RPM_SCHEMA_VERSION`].
     pub schema_version: u32,
     /// The draft revision the test follows.
     pub draft: String,

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{
-    udp_header_len, Iperf3Error, MAX_MSS, MAX_OMIT_S, MAX_PARALLEL, MAX_TCP_BLOCK, MAX_TIME_S,
-    MAX_UDP_BLOCK, MAX_WINDOW,
+use super::error::Iperf3Error;
+use super::limits::{
+    MAX_MSS, MAX_OMIT_S, MAX_PARALLEL, MAX_TCP_BLOCK, MAX_TIME_S, MAX_UDP_BLOCK, MAX_WINDOW,
 };
+use super::udp::udp_header_len;
 
 /// The client's test parameters, sent after `PARAM_EXCHANGE`. Only the fields wirebench uses are
 /// typed; the rest are kept (and refused where they change the test) in `other`.

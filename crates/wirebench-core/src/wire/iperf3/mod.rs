@@ -1,7 +1,8 @@
 //! iperf3's wire formats: owns the control-connection state bytes, the 37-byte cookie, the
 //! length-prefixed JSON framing and the UDP connect magic here, the JSON parameter and result
 //! documents in `json.rs`, the UDP datagram header and the receiver's UDP loss/jitter
-//! accounting in `udp.rs`; must not do I/O or read clocks.
+//! accounting in `udp.rs`, the bounds on what a peer may send or ask for in `limits.rs` and
+//! the refusals (with iperf3's error numbers) in `error.rs`; must not do I/O or read clocks.
 //!
 //! Written from iperf3's observable behaviour (Debian's iperf3 3.12 on loopback) and public
 //! descriptions of its protocol, not from its source:
@@ -17,8 +18,12 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+mod error;
+pub use error::*;
 mod json;
 pub use json::*;
+mod limits;
+pub use limits::*;
 mod udp;
 pub use udp::*;
 
@@ -26,8 +31,6 @@ pub use udp::*;
 pub const DEFAULT_PORT: u16 = 5201;
 /// Length of the cookie that opens every TCP connection, NUL included.
 pub const COOKIE_LEN: usize = 37;
-/// Largest JSON document accepted on the control connection (iperf3's own are a few KiB).
-pub const MAX_JSON_LEN: u32 = 1 << 20;
 /// First datagram of a UDP stream, client to server.
 pub const UDP_CONNECT_MSG: [u8; 4] = *b"9876";
 /// The server's answer to [`UDP_CONNECT_MSG`].
@@ -36,29 +39,6 @@ pub const UDP_CONNECT_REPLY: [u8; 4] = *b"6789";
 pub const LEGACY_UDP_CONNECT_MSG: [u8; 4] = 123_456_789u32.to_le_bytes();
 /// What old iperf3 servers answer instead of [`UDP_CONNECT_REPLY`] (987654321 in x86 byte order).
 pub const LEGACY_UDP_CONNECT_REPLY: [u8; 4] = 987_654_321u32.to_le_bytes();
-/// Largest number of parallel streams a test may ask for (iperf3's own limit is 128).
-pub const MAX_PARALLEL: u32 = 128;
-/// Largest TCP block length accepted from a client.
-pub const MAX_TCP_BLOCK: u32 = 16 << 20;
-/// Largest UDP datagram payload (IPv4).
-pub const MAX_UDP_BLOCK: u32 = 65_507;
-/// Longest omit span a test may ask for, seconds (iperf3's own limit).
-pub const MAX_OMIT_S: u64 = 600;
-/// Longest test a client may ask for, seconds (iperf3's own limit).
-pub const MAX_TIME_S: u64 = 86_400;
-/// Largest socket buffer a test may ask for, bytes (iperf3's own limit, 512 MiB).
-pub const MAX_WINDOW: u64 = 512 << 20;
-/// Largest TCP maximum segment size a test may ask for, bytes (iperf3's own limit).
-pub const MAX_MSS: u64 = 32 * 1024 - 1;
-
-/// iperf3's error numbers a server sends after `SERVER_ERROR` (its `i_errno`), for the
-/// refusals wirebench makes.
-pub mod errno {
-    /// "an option you are trying to set is not implemented yet".
-    pub const UNIMPLEMENTED: i32 = 13;
-    /// "No SCTP support available".
-    pub const NO_SCTP: i32 = 18;
-}
 
 /// Characters a cookie is made of (iperf3's own cookies use this base-32 alphabet).
 const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
@@ -92,17 +72,6 @@ pub enum State {
     AccessDenied,
     /// The server failed; two 4-byte error codes follow (-2).
     ServerError,
-}
-
-impl Iperf3Error {
-    /// The error number a server sends with `SERVER_ERROR` for this refusal, so the iperf3
-    /// client prints its own message for it.
-    pub fn errno(&self) -> i32 {
-        match self {
-            Iperf3Error::NoSctp => errno::NO_SCTP,
-            _ => errno::UNIMPLEMENTED,
-        }
-    }
 }
 
 impl State {
@@ -145,32 +114,6 @@ impl State {
             other => return Err(Iperf3Error::UnknownState(other)),
         })
     }
-}
-
-/// Why bytes from an iperf3 peer were refused; one line, for users.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Iperf3Error {
-    /// A state byte iperf3 does not define.
-    #[error("iperf3 peer sent unknown state {0}")]
-    UnknownState(i8),
-    /// The cookie is not 36 printable characters and a NUL.
-    #[error("not an iperf3 cookie (expected 36 printable characters and a NUL)")]
-    BadCookie,
-    /// A JSON document longer than [`MAX_JSON_LEN`] (or empty).
-    #[error("iperf3 peer announced a JSON document of {0} bytes (allowed 1 to 1048576)")]
-    JsonLength(u32),
-    /// The JSON text does not parse into what was expected.
-    #[error("iperf3 peer sent invalid JSON: {0}")]
-    Json(String),
-    /// The parameters ask for something this implementation does not do.
-    #[error("unsupported iperf3 test: {0}")]
-    Unsupported(String),
-    /// The client asked for SCTP.
-    #[error("unsupported iperf3 test: SCTP (--sctp) is not served; use TCP or -u")]
-    NoSctp,
-    /// A UDP datagram too short for its header.
-    #[error("UDP datagram of {0} bytes is shorter than the iperf3 header")]
-    ShortDatagram(usize),
 }
 
 /// Makes a cookie from 36 random bytes (the caller owns the randomness).

@@ -1,7 +1,7 @@
 //! iperf3's UDP data: the datagram header (32- or 64-bit counters) and the receiver's loss, order
 //! and jitter accounting.
 
-use super::Iperf3Error;
+use super::error::Iperf3Error;
 
 /// Length of the UDP datagram header, bytes.
 pub fn udp_header_len(counters_64bit: bool) -> usize {

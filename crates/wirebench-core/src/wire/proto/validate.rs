@@ -4,7 +4,7 @@
 //! allowed. Must not know the server's own limits (`--max-bytes` and the like: the gate checks
 //! those) nor do I/O.
 
-use super::{RrParams, SessionParams, MIN_RECEIPT_US, UNBOUNDED_TOTAL};
+use super::params::{RrParams, SessionParams, MIN_RECEIPT_US, UNBOUNDED_TOTAL};
 use crate::vocab::plan::{Protocol, MAX_STREAM_MSG_SIZE, MIN_MSG_SIZE};
 use crate::wire::datagram;
 

@@ -3,53 +3,27 @@
 //! handshake) and counts. It measures; it never prints. Query building and response checks live
 //! in `wirebench_core::wire::dns`.
 
+mod spec;
 mod stream;
 pub mod trust;
 mod udp;
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use hdrhistogram::Histogram;
 use tokio::task::JoinSet;
 use wirebench_core::vocab::counters::TransportStats;
-use wirebench_core::wire::dns::{DnsCounts, DnsTransport, Question};
+use wirebench_core::wire::dns::{DnsCounts, DnsTransport};
 
-use crate::engine::stream::rtt_histogram;
 use crate::flows::rr_client::sum_transport;
 use wirebench_core::record::RttFigures;
 
+pub use spec::DnsSpec;
 pub use trust::DotTls;
 
-/// One run: a transport, a concurrency, and what to ask.
-#[derive(Clone)]
-pub struct DnsSpec {
-    /// Where the resolver listens for this transport.
-    pub resolver: SocketAddr,
-    /// UDP, TCP or DoT.
-    pub transport: DnsTransport,
-    /// The question every query asks.
-    pub question: Arc<Question>,
-    /// Queries per flow.
-    pub count: u64,
-    /// Flows: each its own UDP socket or connection.
-    pub flows: u32,
-    /// Queries outstanding per flow.
-    pub concurrency: u32,
-    /// TCP/DoT: a fresh connection per query.
-    pub new_connection: bool,
-    /// How long a query (UDP: each copy) waits for its answer.
-    pub timeout: Duration,
-    /// UDP: copies sent again after a timeout before the query counts as a timeout.
-    pub retries: u32,
-    /// DoT: the TLS client configuration and server name.
-    pub tls: Option<DotTls>,
-    /// UDP: where a TC=1 answer is asked again over TCP (the resolver's TCP address).
-    pub tcp_fallback: SocketAddr,
-}
+use spec::FlowResult;
 
 /// What one run measured.
 #[derive(Debug, Clone)]
@@ -70,31 +44,6 @@ pub struct DnsOutcome {
     pub transport: Option<TransportStats>,
     /// The answer section of the first valid answer, one line per record.
     pub answer: Vec<String>,
-}
-
-/// What one flow brings back.
-struct FlowResult {
-    counts: DnsCounts,
-    span: Option<(Instant, Instant)>,
-    hist: Histogram<u64>,
-    connect: Histogram<u64>,
-    tls: Histogram<u64>,
-    transport: Option<TransportStats>,
-    answer: Option<Vec<String>>,
-}
-
-impl FlowResult {
-    fn new() -> Result<Self> {
-        Ok(FlowResult {
-            counts: DnsCounts::default(),
-            span: None,
-            hist: rtt_histogram()?,
-            connect: rtt_histogram()?,
-            tls: rtt_histogram()?,
-            transport: None,
-            answer: None,
-        })
-    }
 }
 
 /// Runs one transport × concurrency against the resolver.

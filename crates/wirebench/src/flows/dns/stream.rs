@@ -16,7 +16,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirebench_core::wire::dns::{answer_lines, response_id, IdMap, Question, Verdict};
 
-use super::{DnsSpec, DotTls, FlowResult};
+use super::spec::{DnsSpec, FlowResult};
+use super::trust::DotTls;
 use crate::flows::rr_client::sum_transport;
 use crate::transport::counters;
 use wirebench_core::vocab::units::duration_ns;

@@ -13,7 +13,8 @@ use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::dns::{answer_lines, response_id, IdMap, Verdict};
 
-use super::{stream, DnsSpec, FlowResult};
+use super::spec::{DnsSpec, FlowResult};
+use super::stream;
 
 /// Runs one UDP flow of `spec.count` queries.
 pub(super) async fn flow(spec: Arc<DnsSpec>) -> Result<FlowResult> {

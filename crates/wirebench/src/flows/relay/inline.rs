@@ -5,8 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use anyhow::{Context, Result};
 use wirebench_core::machine::impair::Impairments;
+use wirebench_core::record::RelayCounts;
 
-use super::{Relay, RelayConfig, RelayCounts};
+use super::running::{Relay, RelayConfig};
 
 /// A relay between `run`'s client and its server, and what it did per measured run.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ impl RunRelay {
             seed,
             tcp: true,
             udp: true,
-            max_held: super::MAX_HELD_BYTES,
+            max_held: super::hold::MAX_HELD_BYTES,
         })
         .await
         .context("while starting the impairment relay")?;

@@ -20,7 +20,8 @@ use wirebench_core::machine::impair::{
     Bottleneck, Impairer, Impairment, Impairments, DEFAULT_QUEUE_LIMIT,
 };
 
-use super::{wait_until, FlowSlot, Registry, Trouble};
+use super::clock::wait_until;
+use super::registry::{FlowSlot, Registry, Trouble, MAX_TCP_CONNECTIONS};
 
 /// Bytes read at most per chunk.
 const CHUNK: usize = 64 * 1024;
@@ -60,7 +61,7 @@ pub(super) async fn accept_loop(
             registry.trouble(Trouble::Connections, || {
                 format!(
                     "relay: TCP connection closed: the relay relays its most ({} TCP connections) already",
-                    super::MAX_TCP_CONNECTIONS
+                    MAX_TCP_CONNECTIONS
                 )
             });
             drop(client);

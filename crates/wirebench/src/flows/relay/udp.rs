@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::net::UdpSocket;
@@ -16,8 +16,12 @@ use tokio::sync::mpsc;
 use wirebench_core::machine::impair::{Impairer, Impairments};
 use wirebench_core::security::amplification::is_hello_or_echo;
 
-use super::{wait_until, FlowSlot, Registry, Trouble, UDP_FLOW_IDLE};
+use super::clock::wait_until;
+use super::registry::{FlowSlot, Registry, Trouble, MAX_UDP_FLOWS};
 use crate::transport::arrival;
+
+/// A UDP flow with no datagram either way for this long is closed (its upstream socket freed).
+pub const UDP_FLOW_IDLE: Duration = Duration::from_secs(120);
 
 /// Largest datagram relayed (the largest UDP payload over IPv6, with room).
 const MAX_DATAGRAM: usize = 65_536;
@@ -76,7 +80,7 @@ pub(super) async fn dispatch_loop(
             registry.trouble(Trouble::Flows, || {
                 format!(
                     "relay: datagrams from a new client ({from}) dropped: {} UDP flows run already, the most it relays at once",
-                    super::MAX_UDP_FLOWS
+                    MAX_UDP_FLOWS
                 )
             });
             continue;

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use wirebench_core::security::auth::{self, Psk, CLIENT_LABEL, MAC_LEN, NONCE_LEN, SERVER_LABEL};
 use wirebench_core::wire::proto::ControlMessage;
 
-use crate::transport::control;
+use super::frame;
 use wirebench_core::vocab::error::UsageError;
 
 /// What a client without a key tells a server that challenges it (and the server's notice).
@@ -58,7 +58,7 @@ pub async fn client_handshake(
             auth::from_hex::<NONCE_LEN>(&nonce, "the server's nonce")?
         }
         (ControlMessage::AuthChallenge { .. }, None) => {
-            let _ = control::send(
+            let _ = frame::send(
                 ctrl,
                 &ControlMessage::Error {
                     reason: NO_KEY_REASON.into(),
@@ -78,7 +78,7 @@ pub async fn client_handshake(
     };
     let client_nonce = nonce()?;
     let mac = psk.mac(CLIENT_LABEL, &server_nonce, &client_nonce, request);
-    control::send(
+    frame::send(
         ctrl,
         &ControlMessage::AuthResponse {
             nonce: auth::to_hex(&client_nonce),
@@ -86,7 +86,7 @@ pub async fn client_handshake(
         },
     )
     .await?;
-    match control::recv_setup(ctrl)
+    match frame::recv_setup(ctrl)
         .await
         .context("the server did not answer the authentication")?
     {
@@ -103,7 +103,7 @@ pub async fn client_handshake(
         ControlMessage::Error { reason } => bail!("the server reported an error: {reason}"),
         _ => bail!("the server answered the authentication with something unexpected"),
     }
-    control::recv_setup(ctrl)
+    frame::recv_setup(ctrl)
         .await
         .context("the server did not accept the session")
 }
