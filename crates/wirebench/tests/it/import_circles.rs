@@ -3,9 +3,11 @@
 //! declared beside it) must not be used back by it, directly or through a chain.
 //! `architecture.rs` checks the layers and the units of a layer; this checks inside them too (a
 //! folder's `mod.rs` that uses a child's function and a child that imports from `mod.rs` make a
-//! circle). A re-export (`pub use`) is a folder's front door and makes no arrow; test modules
-//! (`#[cfg(test)] mod tests`) are left out, as a test may import whatever it checks. A failure
-//! names every circle.
+//! circle). The first check reads a re-export (`pub use`) as a folder's front door, no arrow;
+//! a second counts it too, so no part imports from the `mod.rs` that hands it on; a third
+//! takes each folder's files and subfolders whole, so no two of them use each other. Together:
+//! no arrow runs back up at any level. Test modules (`#[cfg(test)] mod tests`) are left out, as
+//! a test may import whatever it checks. A failure names every circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -83,11 +85,11 @@ fn code_of(text: &str) -> String {
             after_cfg_test = true;
             continue;
         }
-        if after_cfg_test
-            && skip_depth.is_none()
-            && trimmed.starts_with("mod ")
-            && line.contains('{')
-        {
+        // `mod tests {`, or one other test modules use (`pub(crate) mod tests {`).
+        let module = ["mod ", "pub mod ", "pub(crate) mod ", "pub(super) mod "]
+            .iter()
+            .any(|m| trimmed.starts_with(m));
+        if after_cfg_test && skip_depth.is_none() && module && line.contains('{') {
             skip_depth = Some(depth);
         }
         after_cfg_test = false;
@@ -155,6 +157,11 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
+            // `crate::{a, b}` or `super::*` (a `use` group, read whole above): the prefix
+            // alone is no import of the front door.
+            if tail.ends_with("::") {
+                continue;
+            }
             out.push(
                 tail.split("::")
                     .filter(|s| !s.is_empty())
@@ -426,6 +433,65 @@ fn no_folder_imports_a_sibling_that_imports_it_back() {
     assert!(
         found.is_empty(),
         "folders that import each other:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The import graph of one crate's files with every re-export (`pub use child::Thing`) an
+/// arrow too: the graph farm-studio draws. A circle here that the graph without re-exports
+/// lacks is a front door (`mod.rs`, `lib.rs`) that hands on a part which imports from it.
+fn graph_with_reexports(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let code = code_of(&text);
+            // Each re-export read as the import it also is.
+            let mut as_uses = String::new();
+            for line in code.lines() {
+                let t = line.trim_start();
+                let reexport = ["pub use ", "pub(crate) use ", "pub(super) use "]
+                    .iter()
+                    .find_map(|p| t.strip_prefix(p));
+                match reexport {
+                    Some(tree) => as_uses.push_str(&format!("use {tree}\n")),
+                    None => {
+                        as_uses.push_str(line);
+                        as_uses.push('\n');
+                    }
+                }
+            }
+            let deps = imports(src, &f, &as_uses);
+            (f, deps)
+        })
+        .collect()
+}
+
+/// No part of a folder imports a name from the front door that hands it on (its `mod.rs`
+/// re-exports the part, the part imports from `mod.rs`): the parts import each other, and what
+/// they share is a part of its own (docs/dev/style.md), so the front door sits above them all.
+#[test]
+fn no_front_door_is_imported_by_a_part_it_hands_on() {
+    let mut found = Vec::new();
+    for src in &crate_sources() {
+        for group in circles(&graph_with_reexports(src)) {
+            let names: Vec<String> = group
+                .iter()
+                .map(|f| {
+                    f.strip_prefix(src.join("../.."))
+                        .unwrap_or(f)
+                        .display()
+                        .to_string()
+                })
+                .collect();
+            found.push(names.join(" <-> "));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles through a re-export:\n{}",
         found.join("\n")
     );
 }
