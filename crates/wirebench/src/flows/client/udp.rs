@@ -45,6 +45,9 @@ pub(super) async fn run(
     // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
     udp_hello::validate(udp.socket(), session, token).await?;
     let sent = match t.p.mechanism {
+        Mechanism::Stream if judge.is_none() => {
+            stream_on_thread(t, udp, session, &mut data_path).await?
+        }
         Mechanism::Stream => stream(t, &udp, session, judge, &mut data_path).await?,
         Mechanism::StopAndWait => stop_and_wait(t, udp, session, &mut data_path).await?,
     };
@@ -108,8 +111,9 @@ async fn receive(
     })
 }
 
-/// Streaming: every message once, paced to `--rate`; with a judge (a `--rate max` trial),
-/// each of the server's receipts goes to it, and the sending stops when it says so.
+/// Streaming on the runtime: every message once, paced to `--rate`; with a judge (a `--rate
+/// max` trial), each of the server's receipts goes to it, and the sending stops when it says so
+/// (dropping the send between two batches).
 async fn stream(
     t: &mut Transfer<'_>,
     udp: &UdpClient,
@@ -154,6 +158,51 @@ async fn stream(
     };
     data_path.cpu = net::current_cpu();
     Ok((tally, started, Instant::now()))
+}
+
+/// Streaming without a judge (every run but a `--rate max` trial): every message once,
+/// paced to `--rate`, from a blocking socket on a thread of its own (see
+/// `engine::udp::SendSocket::Blocking`) while the control connection is watched; a server
+/// that goes away ends the sender by a shutdown of its socket.
+async fn stream_on_thread(
+    t: &mut Transfer<'_>,
+    udp: UdpClient,
+    session: u32,
+    data_path: &mut DataPathInfo,
+) -> Result<Sent> {
+    let sender = udp
+        .into_blocking()
+        .context("while preparing the UDP socket")?;
+    let stopper = sender
+        .stopper()
+        .context("while preparing the UDP socket")?;
+    let params = t.p.clone();
+    let progress = Arc::clone(t.progress);
+    let sending = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let sent = sender.send_stream(
+            session,
+            (params.total_bytes, stream::session_deadline(&params, started)),
+            params.msg_size,
+            params.rate_bps.map(BitRate),
+            &progress.bytes,
+        );
+        (sent, started, Instant::now(), net::current_cpu())
+    });
+    let stop = move || {
+        let _ = socket2::SockRef::from(&stopper).shutdown(std::net::Shutdown::Both);
+    };
+    let joined = match liveness::watch_stoppable(t.ctrl, sending, stop).await {
+        Watched::Done(joined) => joined,
+        Watched::Gone { reason, .. } => return Err(t.gone(reason)),
+    };
+    let (sent, started, done_at, cpu) = joined.context("the UDP sender thread failed")?;
+    let tally = match sent {
+        Ok(tally) => tally,
+        Err(e) => return Err(t.explain_failure(e).await),
+    };
+    data_path.cpu = cpu;
+    Ok((tally, started, done_at))
 }
 
 /// Stop-and-wait: one datagram in flight, retransmitted on timeout (`--rto`, or adaptive), on

@@ -26,7 +26,7 @@ use wirebench_core::wire::proto::{ControlMessage, ServerReport, SessionParams};
 use crate::engine::interval::{self, Progress};
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::saw::{self as udp_saw, DatagramPort};
-use crate::engine::udp::DatagramSender;
+use crate::engine::udp::{DatagramSender, SendSocket};
 use crate::engine::SendTally;
 use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
@@ -201,7 +201,7 @@ async fn send(
     match p.mechanism {
         Mechanism::Stream => {
             let sender = DatagramSender {
-                socket: &socket,
+                socket: SendSocket::Runtime(&socket),
                 state: tx.state(),
                 destination: client,
             };
