@@ -401,6 +401,7 @@ fn requests(
     psk: Option<&Psk>,
 ) -> (RunFlows, Vec<Arc<Progress>>) {
     let mut progress = Vec::new();
+    let sole = session.flows.len() + session.back.len() == 1;
     let mut request = |p: &SessionParams| {
         let counter = Progress::new();
         progress.push(Arc::clone(&counter));
@@ -410,6 +411,7 @@ fn requests(
             progress: counter,
             psk: psk.cloned(),
             judge: None,
+            sole,
         }
     };
     let flows = RunFlows {

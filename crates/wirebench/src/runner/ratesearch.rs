@@ -108,6 +108,7 @@ pub async fn search(
             progress: Progress::new(),
             psk: psk.cloned(),
             judge: Some(&mut judge),
+            sole: true,
         };
         let mut outcome = trial_request.run().await.with_context(|| {
             format!(

@@ -192,10 +192,11 @@ impl BlockingUdpClient {
 pub enum SendSocket<'a> {
     /// The runtime's, waited on for writability (the server's shared socket).
     Runtime(&'a UdpSocket),
-    /// A blocking one on a thread of its own (the client's streaming socket): a full send
-    /// buffer sleeps the `sendmsg` in the kernel, and no runtime is woken each time the buffer
-    /// drains. On loopback those wake-ups cost the sender a third of its CPU: 1472 B unpaced,
-    /// 2 vCPUs, 0.25 → 0.17 CPU s/GB, as iperf3 3.21 --gsro's sender.
+    /// A blocking one on a thread of its own (the client's streaming socket of a run's only
+    /// flow): a full send buffer sleeps the `sendmsg` in the kernel, and no runtime worker is
+    /// woken each time the buffer drains. On 2 vCPUs, 1472 B unpaced for 3 s: the client's
+    /// CPU per GB 0.25 → 0.14-0.16 s (iperf3 3.21 --gsro: 0.17), goodput 0.79 → 1.03-1.22 of
+    /// iperf3 --gsro's (bench/compare.py udp1472_P1, three runs).
     Blocking(&'a std::net::UdpSocket),
 }
 

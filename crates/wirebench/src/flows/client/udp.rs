@@ -36,6 +36,7 @@ pub(super) async fn run(
     t: &mut Transfer<'_>,
     (session, token): (u32, u32),
     judge: Option<Judge<'_>>,
+    sole: bool,
 ) -> Result<Leg> {
     let udp = UdpClient::connect(t.server, t.p.options.window).await?;
     let mut data_path = udp.data_path(t.p.options.busy_poll);
@@ -45,7 +46,7 @@ pub(super) async fn run(
     // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
     udp_hello::validate(udp.socket(), session, token).await?;
     let sent = match t.p.mechanism {
-        Mechanism::Stream if judge.is_none() => {
+        Mechanism::Stream if judge.is_none() && sole => {
             stream_on_thread(t, udp, session, &mut data_path).await?
         }
         Mechanism::Stream => stream(t, &udp, session, judge, &mut data_path).await?,
@@ -160,10 +161,10 @@ async fn stream(
     Ok((tally, started, Instant::now()))
 }
 
-/// Streaming without a judge (every run but a `--rate max` trial): every message once,
-/// paced to `--rate`, from a blocking socket on a thread of its own (see
-/// `engine::udp::SendSocket::Blocking`) while the control connection is watched; a server
-/// that goes away ends the sender by a shutdown of its socket.
+/// Streaming of a run's only flow, without a judge (not a `--rate max` trial): every message
+/// once, paced to `--rate`, from a blocking socket on a thread of its own (see
+/// `engine::udp::SendSocket::Blocking`) while the control connection is watched; a server that
+/// goes away ends the sender by a shutdown of its socket.
 async fn stream_on_thread(
     t: &mut Transfer<'_>,
     udp: UdpClient,
@@ -173,16 +174,17 @@ async fn stream_on_thread(
     let sender = udp
         .into_blocking()
         .context("while preparing the UDP socket")?;
-    let stopper = sender
-        .stopper()
-        .context("while preparing the UDP socket")?;
+    let stopper = sender.stopper().context("while preparing the UDP socket")?;
     let params = t.p.clone();
     let progress = Arc::clone(t.progress);
     let sending = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let sent = sender.send_stream(
             session,
-            (params.total_bytes, stream::session_deadline(&params, started)),
+            (
+                params.total_bytes,
+                stream::session_deadline(&params, started),
+            ),
             params.msg_size,
             params.rate_bps.map(BitRate),
             &progress.bytes,
