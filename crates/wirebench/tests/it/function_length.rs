@@ -3,28 +3,11 @@
 //! (docs/dev/style.md asks for about 80, or a comment that says why not). Test modules and
 //! `tests.rs` files are left out: a test may spell a long scenario out.
 
-use std::path::{Path, PathBuf};
-
 use crate::architecture::rust_files;
+use crate::import_circles::crate_sources;
 
 /// The longest function allowed, in lines.
 const MOST_LINES: usize = 120;
-
-/// The source folder of every crate of the workspace.
-fn crate_sources() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(root.join("crates")) {
-        for entry in entries.flatten() {
-            let src = entry.path().join("src");
-            if src.join("lib.rs").is_file() {
-                out.push(src);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// A line with its comment, string and character literals blanked, so the braces left are
 /// the code's own.

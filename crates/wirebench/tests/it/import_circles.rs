@@ -21,7 +21,7 @@ fn workspace_root() -> PathBuf {
 }
 
 /// The source folder of every crate of the workspace (`crates/*/src` with a `lib.rs`).
-fn crate_sources() -> Vec<PathBuf> {
+pub(crate) fn crate_sources() -> Vec<PathBuf> {
     let root = workspace_root();
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(root.join("crates")) {
@@ -318,13 +318,22 @@ fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
 
 /// The import graph of one crate's files.
 fn graph_of(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    graph_reading(src, |code| code.to_string())
+}
+
+/// The import graph of one crate's files, each file's code (test modules and comments left
+/// out) read through `read` first.
+fn graph_reading(
+    src: &Path,
+    read: impl Fn(&str) -> String,
+) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     files
         .into_iter()
         .map(|f| {
             let text = std::fs::read_to_string(&f).unwrap_or_default();
-            let deps = imports(src, &f, &code_of(&text));
+            let deps = imports(src, &f, &read(&code_of(&text)));
             (f, deps)
         })
         .collect()
@@ -441,32 +450,24 @@ fn no_folder_imports_a_sibling_that_imports_it_back() {
 /// arrow too: the graph farm-studio draws. A circle here that the graph without re-exports
 /// lacks is a front door (`mod.rs`, `lib.rs`) that hands on a part which imports from it.
 fn graph_with_reexports(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
-            let code = code_of(&text);
-            // Each re-export read as the import it also is.
-            let mut as_uses = String::new();
-            for line in code.lines() {
-                let t = line.trim_start();
-                let reexport = ["pub use ", "pub(crate) use ", "pub(super) use "]
-                    .iter()
-                    .find_map(|p| t.strip_prefix(p));
-                match reexport {
-                    Some(tree) => as_uses.push_str(&format!("use {tree}\n")),
-                    None => {
-                        as_uses.push_str(line);
-                        as_uses.push('\n');
-                    }
+    graph_reading(src, |code| {
+        // Each re-export read as the import it also is.
+        let mut as_uses = String::new();
+        for line in code.lines() {
+            let t = line.trim_start();
+            let reexport = ["pub use ", "pub(crate) use ", "pub(super) use "]
+                .iter()
+                .find_map(|p| t.strip_prefix(p));
+            match reexport {
+                Some(tree) => as_uses.push_str(&format!("use {tree}\n")),
+                None => {
+                    as_uses.push_str(line);
+                    as_uses.push('\n');
                 }
             }
-            let deps = imports(src, &f, &as_uses);
-            (f, deps)
-        })
-        .collect()
+        }
+        as_uses
+    })
 }
 
 /// No part of a folder imports a name from the front door that hands it on (its `mod.rs`
