@@ -10,6 +10,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod ratesearch;
 pub mod relay;
+pub mod rpm;
 pub mod rr;
 pub mod run_block;
 pub mod session;

@@ -17,7 +17,7 @@ use crate::commands::recorder::{self, unix_now, Recorder};
 use crate::config::rpm::RpmConfig;
 use crate::config::StoreTarget;
 use crate::flows::relay::RunRelay;
-use crate::flows::rpm::{render, run_rpm_until};
+use crate::flows::rpm::run_rpm_until;
 use crate::store::recording::Ending;
 use crate::store::rpm::Rpm;
 use crate::transport::signals::{Ended, StopSignal, Stops};
@@ -128,7 +128,7 @@ fn print_result(cfg: &RpmConfig, result: &RpmResult) -> Result<()> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(stdout))
     } else {
-        render::write_text(result, &mut stdout)
+        crate::output::rpm::write_text(result, &mut stdout)
     };
     match written {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}

@@ -2,11 +2,10 @@
 //! draft-ietf-ippm-responsiveness — idle probes, then load flows added one per interval while
 //! foreign and self probes run, each interval handed to the core [`RampMachine`], until RPM is
 //! stable or the time limit; owns the tasks and the clock readings, must not aggregate (core
-//! does) nor print (see [`render`]).
+//! does) nor print (`wirebench_output::rpm` renders the result).
 
 pub mod load;
 pub mod probe;
-pub mod render;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
