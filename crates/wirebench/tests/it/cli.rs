@@ -147,6 +147,24 @@ async fn embedded_run_prints_both_views_and_the_repeat_summary() {
     );
 }
 
+/// A first run at the default 1 KiB says, once and under its figures, what that costs a TCP
+/// stream and what to type instead; a run that asked for its size hears nothing of it.
+#[tokio::test]
+async fn a_stream_at_the_default_size_says_what_it_measures_once() {
+    let out = wirebench(&["run", "-n", "1MiB", "--repeat", "2", "--no-store"]).await;
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("(the default -l)").count(), 1, "{err}");
+    assert!(err.contains("add -l 128KiB"), "{err}");
+    let asked = wirebench(&["run", "-n", "1MiB", "-l", "1024", "--no-store"]).await;
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    assert!(
+        !stderr(&asked).contains("the default -l"),
+        "{}",
+        stderr(&asked)
+    );
+}
+
 #[tokio::test]
 async fn json_output_matches_the_schema_and_the_counts() {
     let out = wirebench(&[

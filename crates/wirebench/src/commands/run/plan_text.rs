@@ -71,8 +71,9 @@ pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
 
 /// Streaming TCP or QUIC at the default 1 KiB: every message is its own write, so the run
 /// measures small writes, not the bulk throughput iperf3's first run shows (128 KiB blocks:
-/// 0.63 of it on a 2-CPU loopback, issue 42). Said before the first run, with what to type
-/// instead; the default stays, as the lab reports measure 1 KiB messages.
+/// 0.62-0.71 of it on a 2-vCPU loopback, docs/dev/benchmarking.md). Said under the first
+/// run's figures, with what to type instead; the default stays, as the lab reports measure
+/// 1 KiB messages.
 pub(super) fn default_size_note(cfg: &RunConfig) -> Option<String> {
     let bulk = cfg
         .combinations

@@ -25,7 +25,7 @@ use crate::output::{run_block, session};
 use crate::runner::{self, Listener, PlannedRun, RunConfig, RunEvent};
 use crate::store::run::Run;
 
-use super::plan_text::heading_in_flight;
+use super::plan_text::{default_size_note, heading_in_flight};
 use super::setup::Setup;
 
 /// What is in flight, for a run cut short.
@@ -252,6 +252,10 @@ impl Measuring<'_> {
                     server_line.as_deref(),
                     layout,
                 );
+                // Under the first figure it explains (a run that never ran has nothing to say).
+                if let Some(note) = default_size_note(cfg).filter(|_| position == 1) {
+                    eprintln!("{note}");
+                }
             }
         });
         self.s.lines.end(run, &record);

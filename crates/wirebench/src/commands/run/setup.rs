@@ -115,8 +115,7 @@ impl Setup {
     }
 }
 
-/// The plan's heading (and a note on a long stop-and-wait plan, on the default message size
-/// of a streaming TCP or QUIC run, and on warm-ups), printed once
+/// The plan's heading (and a note on a long stop-and-wait plan and on warm-ups), printed once
 /// the campaign is begun in the store.
 fn print_heading(cfg: &RunConfig, server_name: &str, total_runs: usize) {
     if cfg.points.len() == 1 {
@@ -141,9 +140,6 @@ fn print_heading(cfg: &RunConfig, server_name: &str, total_runs: usize) {
         );
     }
     if let Some(note) = plan_text::long_stop_and_wait_note(cfg) {
-        eprintln!("{note}");
-    }
-    if let Some(note) = plan_text::default_size_note(cfg) {
         eprintln!("{note}");
     }
     if cfg.warmup > 0 {
