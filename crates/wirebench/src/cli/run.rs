@@ -35,8 +35,9 @@ pub struct RunArgs {
     pub mechanisms: String,
     /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
-    /// Units allowed (64KiB). Default 1024; with --iperf3, iperf3's own: 128KiB for TCP, 1460
-    /// for UDP.
+    /// Units allowed (64KiB). Default 1024 (a TCP or QUIC stream then measures 1 KiB writes, and
+    /// run says so under its first run: -l 128KiB moves bulk data as iperf3 does); with --iperf3,
+    /// iperf3's own: 128KiB for TCP, 1460 for UDP.
     #[arg(short = 'l', long = "msg-size", value_name = "SIZE")]
     pub msg_size: Option<String>,
     /// Total bytes to send, exact: 1073741824, 500MiB, 1GiB (K/M/G, KiB/MiB/GiB are binary;

@@ -46,7 +46,8 @@ pub async fn watch<T, F: Future<Output = T>>(ctrl: &mut TcpStream, transfer: F) 
 
 /// Like [`watch`], for a transfer that runs elsewhere (a data-path thread) and only ends when
 /// told: `stop` tells it (shuts its socket down, raises its flag), then its output is awaited
-/// for at most a second.
+/// for at most a second. A watch dropped before the transfer ended (the run abandoned: a
+/// signal, an exporter probe's time limit) tells it too, so no thread sends on for nobody.
 pub async fn watch_stoppable<T, F: Future<Output = T>>(
     ctrl: &mut TcpStream,
     transfer: F,
@@ -55,17 +56,39 @@ pub async fn watch_stoppable<T, F: Future<Output = T>>(
     watch_inner(ctrl, transfer, Some(stop)).await
 }
 
+/// Calls its stop when dropped armed: a transfer left running elsewhere is told to end.
+struct StopOnDrop<S: FnOnce()>(Option<S>);
+
+impl<S: FnOnce()> StopOnDrop<S> {
+    /// The stop, taken: nobody calls it on drop any more.
+    fn take(&mut self) -> Option<S> {
+        self.0.take()
+    }
+}
+
+impl<S: FnOnce()> Drop for StopOnDrop<S> {
+    fn drop(&mut self) {
+        if let Some(stop) = self.0.take() {
+            stop();
+        }
+    }
+}
+
 async fn watch_inner<T, F: Future<Output = T>>(
     ctrl: &mut TcpStream,
     transfer: F,
     stop: Option<impl FnOnce()>,
 ) -> Watched<T> {
+    let mut stop = StopOnDrop(stop);
     let mut transfer = std::pin::pin!(transfer);
     let mut byte = [0u8; 1];
     let peeked = tokio::select! {
         // The transfer first: when both are ready, a finished run is a finished run.
         biased;
-        output = &mut transfer => return Watched::Done(output),
+        output = &mut transfer => {
+            stop.take();
+            return Watched::Done(output);
+        }
         peeked = ctrl.peek(&mut byte) => peeked,
     };
     let reason = match peeked {
@@ -74,12 +97,13 @@ async fn watch_inner<T, F: Future<Output = T>>(
         Ok(_) => {
             // A message: most likely the report of a transfer about to end on its own.
             if let Ok(output) = tokio::time::timeout(REPORT_GRACE, &mut transfer).await {
+                stop.take();
                 return Watched::Done(output);
             }
             early_message(ctrl).await
         }
     };
-    let output = match stop {
+    let output = match stop.take() {
         Some(stop) => {
             stop();
             tokio::time::timeout(STOP_LIMIT, transfer).await.ok()
@@ -229,6 +253,21 @@ mod tests {
             }
             Watched::Done(_) => panic!("the transfer never ends by itself"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_watch_dropped_mid_transfer_stops_the_transfer() {
+        let (mut ctrl, _server) = pair().await;
+        let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let told = std::sync::Arc::clone(&stopped);
+        let watching = watch_stoppable(&mut ctrl, std::future::pending::<()>(), move || {
+            told.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        // Abandoned after one look, as a run is by a signal or a probe's time limit.
+        assert!(tokio::time::timeout(Duration::from_millis(20), watching)
+            .await
+            .is_err());
+        assert!(stopped.load(std::sync::atomic::Ordering::Relaxed));
     }
 
     #[tokio::test]

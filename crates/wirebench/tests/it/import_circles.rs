@@ -316,6 +316,25 @@ fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
     s.found
 }
 
+/// Each circle of `src`'s crate as one line, its files named from the workspace root.
+fn circles_named(src: &Path, groups: &[Vec<PathBuf>]) -> Vec<String> {
+    groups
+        .iter()
+        .map(|group| {
+            let names: Vec<String> = group
+                .iter()
+                .map(|f| {
+                    f.strip_prefix(src.join("../.."))
+                        .unwrap_or(f)
+                        .display()
+                        .to_string()
+                })
+                .collect();
+            names.join(" <-> ")
+        })
+        .collect()
+}
+
 /// The import graph of one crate's files.
 fn graph_of(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     graph_reading(src, |code| code.to_string())
@@ -345,18 +364,7 @@ fn no_file_imports_a_file_that_imports_it_back() {
     assert!(sources.len() >= 2, "found the crates: {sources:?}");
     let mut found = Vec::new();
     for src in &sources {
-        for group in circles(&graph_of(src)) {
-            let names: Vec<String> = group
-                .iter()
-                .map(|f| {
-                    f.strip_prefix(src.join("../.."))
-                        .unwrap_or(f)
-                        .display()
-                        .to_string()
-                })
-                .collect();
-            found.push(names.join(" <-> "));
-        }
+        found.extend(circles_named(src, &circles(&graph_of(src))));
     }
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
 }
@@ -425,18 +433,7 @@ fn no_folder_imports_a_sibling_that_imports_it_back() {
         let mut dirs = Vec::new();
         folders(src, &mut dirs);
         for dir in dirs {
-            for group in circles(&units_in(&graph, &dir)) {
-                let names: Vec<String> = group
-                    .iter()
-                    .map(|f| {
-                        f.strip_prefix(src.join("../.."))
-                            .unwrap_or(f)
-                            .display()
-                            .to_string()
-                    })
-                    .collect();
-                found.push(names.join(" <-> "));
-            }
+            found.extend(circles_named(src, &circles(&units_in(&graph, &dir))));
         }
     }
     assert!(
@@ -477,18 +474,7 @@ fn graph_with_reexports(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
 fn no_front_door_is_imported_by_a_part_it_hands_on() {
     let mut found = Vec::new();
     for src in &crate_sources() {
-        for group in circles(&graph_with_reexports(src)) {
-            let names: Vec<String> = group
-                .iter()
-                .map(|f| {
-                    f.strip_prefix(src.join("../.."))
-                        .unwrap_or(f)
-                        .display()
-                        .to_string()
-                })
-                .collect();
-            found.push(names.join(" <-> "));
-        }
+        found.extend(circles_named(src, &circles(&graph_with_reexports(src))));
     }
     assert!(
         found.is_empty(),

@@ -156,29 +156,14 @@ pub struct BlockingUdpClient {
 }
 
 impl BlockingUdpClient {
-    /// [`UdpClient::send_stream`] on this thread: every message once, as fast as the socket
-    /// allows or paced to `rate`; no batch after `deadline`.
-    pub fn send_stream(
-        &self,
-        session: u32,
-        (total_bytes, deadline): (u64, Option<Instant>),
-        msg_size: u32,
-        rate: Option<BitRate>,
-        progress: &AtomicU64,
-    ) -> Result<SendTally> {
-        let to = DatagramSender {
+    /// Its sender: [`DatagramSender::send_stream`] driven on this thread (`engine::blocking::
+    /// block_on`), whose sends block and whose pacing sleeps the thread.
+    pub fn sender(&self) -> DatagramSender<'_> {
+        DatagramSender {
             socket: SendSocket::Blocking(&self.socket),
             state: &self.state,
             destination: self.server,
-        };
-        // Nothing in it waits on the runtime: its sends block, its pacing sleeps the thread.
-        crate::engine::blocking::block_on(to.send_stream(
-            session,
-            (total_bytes, deadline),
-            msg_size,
-            rate,
-            progress,
-        ))
+        }
     }
 
     /// A second handle on the socket, to stop the sender: shutting it down fails its next send.

@@ -179,16 +179,14 @@ async fn stream_on_thread(
     let progress = Arc::clone(t.progress);
     let sending = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let sent = sender.send_stream(
+        let deadline = stream::session_deadline(&params, started);
+        let sent = block_on(sender.sender().send_stream(
             session,
-            (
-                params.total_bytes,
-                stream::session_deadline(&params, started),
-            ),
+            (params.total_bytes, deadline),
             params.msg_size,
             params.rate_bps.map(BitRate),
             &progress.bytes,
-        );
+        ));
         (sent, started, Instant::now(), net::current_cpu())
     });
     let stop = move || {
