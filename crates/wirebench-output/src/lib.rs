@@ -6,6 +6,7 @@ pub mod history;
 pub mod iperf3_json;
 pub mod json_stream;
 pub mod latency;
+pub mod one_way;
 pub mod progress;
 pub mod prometheus;
 pub mod ratesearch;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use wirebench_core::record::rr::{ResumedFigures, RrResult, ServerRr};
 use wirebench_core::vocab::plan::Protocol;
 
+use super::one_way::one_way_text;
 use super::run_block::{micros, rtt_text};
 
 /// The text block of one ping run.
@@ -28,6 +29,9 @@ pub fn ping_block(r: &RrResult) -> String {
             let _ = writeln!(s, "  rtt:    {}", rtt_text(rtt));
         }
         None => s.push_str("  rtt:    no probe answered\n"),
+    }
+    if let Some(w) = &r.one_way {
+        let _ = writeln!(s, "  one-way: {}", one_way_text(w));
     }
     if let Some(t) = &r.transport {
         let _ = writeln!(

@@ -12,6 +12,7 @@ pub mod headline;
 pub mod lifecycle;
 pub mod loaded_latency;
 pub mod loss;
+pub mod one_way;
 pub mod plausibility;
 pub mod rate;
 pub mod ratesearch;

@@ -165,6 +165,7 @@ fn control() -> Vec<(&'static str, Vec<u8>)> {
             flows: 2,
             concurrency: 4,
             new_connection: true,
+            stamps: false,
         })],
     );
     let server = frames(
@@ -174,6 +175,10 @@ fn control() -> Vec<(&'static str, Vec<u8>)> {
                 session: 7,
                 token: 0xDEAD_BEEF,
                 quic_cert: Some(vec![0x30, 0x82, 1, 2]),
+                clock: Some(crate::vocab::clock_offset::ClockInfo {
+                    boot_id: Some("3f1c2a9e-7b4d-4e8a-9c1f-0d2e3b4a5c6d".into()),
+                    sync_error_ns: Some(1_000),
+                }),
             },
             ControlMessage::Report(Box::new(report)),
             ControlMessage::Rejected {

@@ -1,7 +1,8 @@
 //! The vocabulary every layer shares: units, plan names and the run matrix, sweep lists, limits,
-//! the usage error, statistics over repeats, the transport counters each end reports and peer
+//! the usage error, statistics over repeats, clock offsets between hosts, the transport counters each end reports and peer
 //! text made safe to show.
 
+pub mod clock_offset;
 pub mod counters;
 pub mod error;
 pub mod limits;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// The nearest-rank percentile of `sorted` (ascending) at `per_mille` ‰ (500 = the median,
 /// 990 = p99): the smallest value with at least that share of the values at or below it;
 /// `None` for no values. Integer arithmetic, so 99 % of 100 values is exactly rank 99.
-pub fn nearest_rank(sorted: &[u64], per_mille: usize) -> Option<u64> {
+pub fn nearest_rank<T: Copy>(sorted: &[T], per_mille: usize) -> Option<T> {
     let n = sorted.len();
     if n == 0 {
         return None;
@@ -247,6 +247,6 @@ mod tests {
         assert_eq!(nearest_rank(&v, 0), Some(1));
         assert_eq!(nearest_rank(&[7, 9], 500), Some(7));
         assert_eq!(nearest_rank(&[7, 9], 501), Some(9));
-        assert_eq!(nearest_rank(&[], 500), None);
+        assert_eq!(nearest_rank::<u64>(&[], 500), None);
     }
 }

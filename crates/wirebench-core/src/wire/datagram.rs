@@ -197,6 +197,31 @@ pub fn read_timestamp(payload: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(bytes))
 }
 
+/// Bytes at the start of a request-response answer that carry the server's stamps when the
+/// client asked for them ([`RrParams::stamps`](crate::wire::proto::RrParams::stamps)): when
+/// the request arrived and when the answer left, each `i64` nanoseconds since the Unix epoch on
+/// the server's clock, big endian.
+pub const STAMPS_LEN: usize = 16;
+
+/// Writes the server's stamps at the start of an answer's payload; false when the payload is
+/// shorter than [`STAMPS_LEN`].
+pub fn write_stamps(payload: &mut [u8], received_ns: i64, sent_ns: i64) -> bool {
+    let Some(slot) = payload.get_mut(..STAMPS_LEN) else {
+        return false;
+    };
+    slot[..8].copy_from_slice(&received_ns.to_be_bytes());
+    slot[8..].copy_from_slice(&sent_ns.to_be_bytes());
+    true
+}
+
+/// The server's stamps (received, sent) at the start of an answer's payload; `None` for a
+/// shorter payload.
+pub fn read_stamps(payload: &[u8]) -> Option<(i64, i64)> {
+    let received: [u8; 8] = payload.get(..8)?.try_into().ok()?;
+    let sent: [u8; 8] = payload.get(8..STAMPS_LEN)?.try_into().ok()?;
+    Some((i64::from_be_bytes(received), i64::from_be_bytes(sent)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +377,14 @@ mod tests {
         write_timestamp(&mut short, 7);
         assert_eq!(short, [0; 3], "too short: left alone");
         assert_eq!(read_timestamp(&short), None);
+    }
+
+    #[test]
+    fn stamps_round_trip_and_need_room() {
+        let mut payload = [0u8; STAMPS_LEN + 3];
+        assert!(write_stamps(&mut payload, 1_800_000_000_123_456_789, -5));
+        assert_eq!(read_stamps(&payload), Some((1_800_000_000_123_456_789, -5)));
+        assert!(!write_stamps(&mut payload[..STAMPS_LEN - 1], 1, 2));
+        assert_eq!(read_stamps(&payload[..STAMPS_LEN - 1]), None);
     }
 }

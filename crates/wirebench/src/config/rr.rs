@@ -16,6 +16,7 @@ use wirebench_core::record::rr::{RrResult, ServerRr};
 use wirebench_core::record::TransportRecord;
 use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::error::UsageError;
+use wirebench_core::wire::datagram::STAMPS_LEN;
 use wirebench_core::wire::proto::{RrParams, MAX_RR_CONCURRENCY, MAX_RR_FLOWS};
 
 use crate::cli::{ExchangeArgs, PingArgs, RrArgs};
@@ -222,6 +223,7 @@ pub fn rr_result(cfg: &RrConfig, protocol: Protocol, at: RrPoint, out: &RrOutcom
             abort_reason: out.server.abort_reason.clone(),
         },
         path_note: cfg.path_note.clone(),
+        one_way: out.one_way.clone(),
     }
 }
 
@@ -235,6 +237,10 @@ pub fn spec(cfg: &RrConfig, protocol: Protocol, at: RrPoint) -> RrSpec {
             flows: at.flows,
             concurrency: at.concurrency,
             new_connection: cfg.new_connection,
+            // ping over UDP times each direction: the server stamps its answers.
+            stamps: cfg.kind == ExchangeKind::Ping
+                && protocol == Protocol::Udp
+                && cfg.response as usize >= STAMPS_LEN,
         },
         count: cfg.count,
         duration: cfg.duration,

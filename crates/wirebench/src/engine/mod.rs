@@ -13,6 +13,7 @@ pub mod rr_blocking_udp;
 pub mod stream;
 pub mod throttle;
 pub mod udp;
+pub mod wall_clock;
 
 /// What a sender did, counted as it happened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

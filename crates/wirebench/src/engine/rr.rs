@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::engine::wall_clock::ExchangeLog;
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -264,7 +265,8 @@ where
 }
 
 /// Client, UDP: one datagram per request on a connected socket, up to `concurrency`
-/// outstanding; timeouts, retries, loss and late answers are decided by `tracker`.
+/// outstanding; timeouts, retries, loss and late answers are decided by `tracker`. With `log`,
+/// each answer at the first try is noted with the server's stamps (one-way delays).
 pub async fn udp_flow(
     socket: &UdpSocket,
     session: u32,
@@ -272,6 +274,7 @@ pub async fn udp_flow(
     plan: Plan,
     tracker: &mut RequestTracker,
     hist: &mut Histogram<u64>,
+    mut log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally> {
     let Shape {
         request,
@@ -330,8 +333,11 @@ pub async fn udp_flow(
                         // no sample is ever longer than the timeout: such a response is late.
                         let now = Instant::now();
                         send_errors += expire(socket, &mut out, session, tracker, now).await;
-                        if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, now) {
+                        if let Answer::Answered { response_time, retried } = tracker.on_response(h.seq, now) {
                             hist.saturating_record(duration_ns(response_time));
+                            if let Some(log) = log.as_deref_mut().filter(|_| !retried) {
+                                log.note(now - response_time, now, &buf[HEADER_LEN..n]);
+                            }
                         }
                     }
                     // Not ours, or malformed: ignored (the tracker's unknown count is for

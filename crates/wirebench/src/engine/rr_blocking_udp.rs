@@ -15,10 +15,12 @@ use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 
 use super::alarm::RecvAlarm;
 use super::rr::{write_request_header, FlowTally, Plan, Shape};
+use super::wall_clock::ExchangeLog;
 
 /// Runs one flow with one request outstanding on `socket` (connected to the server, blocking);
 /// records each response time (ns) in `hist`. Timeouts, retries, loss and late answers are
-/// decided by `tracker`.
+/// decided by `tracker`. With `log`, each answer at the first try is noted with the server's
+/// stamps (one-way delays).
 pub fn flow(
     socket: &UdpSocket,
     session: u32,
@@ -26,6 +28,7 @@ pub fn flow(
     plan: Plan,
     tracker: &mut RequestTracker,
     hist: &mut Histogram<u64>,
+    mut log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally> {
     socket.set_nonblocking(false)?;
     let mut out = vec![0u8; HEADER_LEN + shape.request];
@@ -85,9 +88,15 @@ pub fn flow(
                     // ever longer than the timeout: such a response is late.
                     let now = Instant::now();
                     send_errors += expire(socket, &mut out, session, tracker, now);
-                    if let Answer::Answered { response_time, .. } = tracker.on_response(h.seq, now)
+                    if let Answer::Answered {
+                        response_time,
+                        retried,
+                    } = tracker.on_response(h.seq, now)
                     {
                         hist.saturating_record(duration_ns(response_time));
+                        if let Some(log) = log.as_deref_mut().filter(|_| !retried) {
+                            log.note(now - response_time, now, &buf[HEADER_LEN..n]);
+                        }
                     }
                 }
                 // Not ours, or malformed: ignored.

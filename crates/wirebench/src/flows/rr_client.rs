@@ -16,7 +16,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{RequestTracker, RrCounts};
+use wirebench_core::record::one_way::OneWayDelay;
 use wirebench_core::record::plausibility::{check_report, ClientView, ReportIssue};
+use wirebench_core::vocab::clock_offset::{ClockInfo, Exchange};
 use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
@@ -25,6 +27,7 @@ use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::rr_blocking_udp;
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
+use crate::engine::wall_clock::{local_clock_info, ExchangeLog, WallAnchor};
 use crate::engine::{blocking, quic};
 use crate::transport::{control, counters, tls};
 use wirebench_core::record::rr::ResumedFigures;
@@ -62,6 +65,8 @@ pub struct RrOutcome {
     /// First request → last answer (or loss), all flows; connection set-up before the first
     /// request and the 0-RTT probe after the last are not part of it.
     pub elapsed: Duration,
+    /// Each direction's delays (UDP with stamped answers: `RrParams::stamps`).
+    pub one_way: Option<OneWayDelay>,
     /// Response time of every answered request (ns): request sent → response read.
     pub response: Option<RttFigures>,
     /// TCP connect or QUIC handshake time (ns), one sample per connection: per flow, or per
@@ -89,6 +94,8 @@ struct FlowResult {
     resumed: Option<ResumedFigures>,
     /// What the transport counted on this flow's connections (TCP_INFO, QUIC stats).
     transport: Option<TransportStats>,
+    /// Exchanges timed at both ends (UDP with the server's stamps), for one-way delays.
+    exchanges: Vec<Exchange>,
 }
 
 /// Runs one request-response session against the server at `server`.
@@ -109,7 +116,8 @@ pub async fn run_rr_auth(
     let asked_at = Instant::now();
     let (mut ctrl, granted) =
         control::request_session_auth(server, &ControlMessage::RrRequest(p.clone()), psk).await?;
-    let (session, token, quic_cert) = (granted.session, granted.token, granted.quic_cert);
+    let (session, token) = (granted.session, granted.token);
+    let (quic_cert, server_clock) = (granted.quic_cert, granted.clock);
     let preamble = Preamble::data(session, token);
     let quic_cfg = match p.protocol {
         Protocol::Quic => Some(quic_client_config(
@@ -135,6 +143,7 @@ pub async fn run_rr_auth(
         resumed,
         elapsed,
         transport,
+        exchanges,
     } = collected?;
     let setup_requests = u64::from(resumed.is_some_and(|r| r.first_response_ns.is_some()));
     if !server_ended {
@@ -169,7 +178,25 @@ pub async fn run_rr_auth(
         setup_requests,
         server: server_report,
         transport,
+        one_way: p
+            .stamps
+            .then(|| one_way_delay(&exchanges, server_clock.as_ref())),
     })
+}
+
+/// Each direction's delays from the timed exchanges, with what both kernels say of their
+/// clocks where the server said it.
+fn one_way_delay(exchanges: &[Exchange], server: Option<&ClockInfo>) -> OneWayDelay {
+    let Some(server) = server else {
+        return OneWayDelay::unavailable(
+            exchanges.len() as u64,
+            "the server does not stamp its answers (a wirebench server older than one-way delays)",
+        );
+    };
+    // A fresh pairing of the clocks says how far apart two readings of one clock may be.
+    let read_error = WallAnchor::now().read_error_ns.saturating_mul(2);
+    let claim = ClockInfo::claim(&local_clock_info(), server, read_error);
+    OneWayDelay::of(exchanges, claim)
 }
 
 /// Starts every flow of the session: one task per flow (TCP, QUIC with the resumption probe on
@@ -226,8 +253,8 @@ fn spawn_flows(
                         p.clone(),
                         (session, token),
                         plan.clone(),
-                        spec.timeout,
-                        spec.retries,
+                        (spec.timeout, spec.retries),
+                        p.stamps.then(WallAnchor::now),
                     ));
                 }
             }
@@ -267,6 +294,7 @@ struct Collected {
     resumed: Option<ResumedFigures>,
     elapsed: Duration,
     transport: Option<TransportStats>,
+    exchanges: Vec<Exchange>,
 }
 
 /// Waits for every flow and sums what they did; the first flow that failed fails the session.
@@ -279,6 +307,7 @@ async fn collect_flows(mut tasks: JoinSet<Result<FlowResult>>) -> Result<Collect
     let mut failure = None;
     let mut span: Option<(Instant, Instant)> = None;
     let mut transport: Option<TransportStats> = None;
+    let mut exchanges = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(Ok(r)) => {
@@ -294,6 +323,7 @@ async fn collect_flows(mut tasks: JoinSet<Result<FlowResult>>) -> Result<Collect
                     .context("while merging connection times")?;
                 resumed = resumed.or(r.resumed);
                 transport = sum_transport(transport, r.transport);
+                exchanges.extend(r.exchanges);
             }
             Ok(Err(e)) => {
                 failure.get_or_insert(e);
@@ -315,6 +345,7 @@ async fn collect_flows(mut tasks: JoinSet<Result<FlowResult>>) -> Result<Collect
         resumed,
         elapsed,
         transport,
+        exchanges,
     })
 }
 
@@ -406,6 +437,7 @@ async fn tcp_flow(
             connect,
             resumed: None,
             transport,
+            exchanges: Vec::new(),
         });
     }
     let (mut rd, mut wr) = tcp.into_split();
@@ -423,6 +455,7 @@ async fn tcp_flow(
         connect,
         resumed: None,
         transport,
+        exchanges: Vec::new(),
     })
 }
 
@@ -471,6 +504,7 @@ async fn quic_flow(
         connect,
         resumed,
         transport,
+        exchanges: Vec::new(),
     })
 }
 
@@ -533,10 +567,11 @@ async fn udp_flow(
     p: RrParams,
     (session, token): (u32, u32),
     plan: Plan,
-    timeout: Duration,
-    retries: u32,
+    (timeout, retries): (Duration, u32),
+    anchor: Option<WallAnchor>,
 ) -> Result<FlowResult> {
     let (mut hist, connect) = histograms()?;
+    let mut log = anchor.map(ExchangeLog::new);
     let udp = UdpClient::connect(server, None).await?;
     // The server answers no request from this socket until it has echoed the token.
     crate::engine::udp::hello::validate(udp.socket(), session, token).await?;
@@ -548,15 +583,22 @@ async fn udp_flow(
             .into_std()
             .context("while preparing the UDP socket for blocking use")?;
         let shape = shape(&p);
-        let (tally, span, returned_hist) = tokio::task::spawn_blocking(move || {
+        let (tally, span, returned) = tokio::task::spawn_blocking(move || {
             let begun = Instant::now();
-            let tally =
-                rr_blocking_udp::flow(&socket, session, shape, plan, &mut tracker, &mut hist);
-            (tally, (begun, Instant::now()), hist)
+            let tally = rr_blocking_udp::flow(
+                &socket,
+                session,
+                shape,
+                plan,
+                &mut tracker,
+                &mut hist,
+                log.as_mut(),
+            );
+            (tally, (begun, Instant::now()), (hist, log))
         })
         .await
         .context("the UDP request-response thread failed")?;
-        hist = returned_hist;
+        (hist, log) = returned;
         (tally.context("the UDP request-response flow failed")?, span)
     } else {
         let begun = Instant::now();
@@ -567,6 +609,7 @@ async fn udp_flow(
             plan,
             &mut tracker,
             &mut hist,
+            log.as_mut(),
         )
         .await
         .context("the UDP request-response flow failed")?;
@@ -583,6 +626,7 @@ async fn udp_flow(
             tally.counts.sent + tally.counts.retries,
             tally.counts.retries,
         )),
+        exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
     })
 }
 
@@ -667,6 +711,7 @@ async fn new_connection_worker(
         connect,
         resumed: None,
         transport,
+        exchanges: Vec::new(),
     })
 }
 

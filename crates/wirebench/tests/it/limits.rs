@@ -306,6 +306,7 @@ async fn an_rr_session_admits_only_the_connections_it_declared() {
             concurrency: 1,
             flows: 1,
             new_connection: false,
+            stamps: false,
         });
         let (mut ctrl, granted) = control::request_session(server.addr, &request)
             .await
@@ -371,6 +372,7 @@ async fn a_udp_session_that_sends_nothing_is_ended_after_the_setup_timeout() {
             concurrency: 1,
             flows: 1,
             new_connection: false,
+            stamps: false,
         });
         let silent = |request: ControlMessage| async move {
             let (mut ctrl, answer) =

@@ -25,6 +25,7 @@ mod liveness;
 mod measurements;
 mod netns;
 mod omit;
+mod one_way;
 mod pacing;
 mod peers;
 mod postgres;

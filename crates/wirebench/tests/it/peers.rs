@@ -138,6 +138,7 @@ async fn request_names_within_a_second(addr: SocketAddr, expect: &str) {
         concurrency: 1,
         flows: 1,
         new_connection: false,
+        stamps: false,
     });
     let started = Instant::now();
     let err = tokio::time::timeout(

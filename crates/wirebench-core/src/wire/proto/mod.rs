@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::clock_offset::ClockInfo;
 use crate::vocab::counters::{CpuUsage, IntervalSample, TransportStats};
 use crate::vocab::plan::{Mechanism, Protocol};
 use crate::vocab::text::{make_safe, peer_text};
@@ -68,6 +69,10 @@ pub enum ControlMessage {
         /// connection; None otherwise. Not in the original spec: the app needs it to trust the server.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quic_cert: Option<Vec<u8>>,
+        /// What the server's kernel says of its clock (for one-way delays); absent from a
+        /// server older than this field.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clock: Option<ClockInfo>,
     },
     /// Server → client: the session was refused; the reason is for the user.
     Rejected {
@@ -430,6 +435,13 @@ impl ControlMessage {
                 make_safe(mac);
             }
             ControlMessage::AuthOk { mac } => make_safe(mac),
+            ControlMessage::Accepted {
+                clock: Some(clock), ..
+            } => {
+                if let Some(id) = &mut clock.boot_id {
+                    make_safe(id);
+                }
+            }
             ControlMessage::Accepted { .. }
             | ControlMessage::SenderDone { .. }
             | ControlMessage::RrRequest(_)

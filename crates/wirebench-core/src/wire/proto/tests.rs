@@ -96,6 +96,7 @@ fn frame_exact_bytes() {
             session: 3,
             token: 4,
             quic_cert: None,
+            clock: None,
         },
         &mut out,
     );
@@ -121,11 +122,13 @@ fn messages_round_trip() {
             session: 1,
             token: 0xDEAD_BEEF,
             quic_cert: None,
+            clock: None,
         },
         ControlMessage::Accepted {
             session: 2,
             token: 5,
             quic_cert: Some(vec![0x30, 0x82, 0, 255]),
+            clock: None,
         },
         ControlMessage::Rejected {
             reason: "busy".into(),
@@ -145,6 +148,7 @@ fn messages_round_trip() {
             flows: 2,
             concurrency: 10,
             new_connection: false,
+            stamps: false,
         }),
     ] {
         assert_eq!(round_trip(&msg), msg);
@@ -201,6 +205,7 @@ fn accepted_json_shape() {
         session: 2,
         token: 5,
         quic_cert: Some(vec![48, 130]),
+        clock: None,
     };
     assert_eq!(
         serde_json::to_string(&with_cert).unwrap(),
@@ -212,7 +217,8 @@ fn accepted_json_shape() {
         Ok(ControlMessage::Accepted {
             session: 2,
             token: 5,
-            quic_cert: None
+            quic_cert: None,
+            clock: None,
         })
     );
 }
@@ -226,6 +232,7 @@ fn rr_request_json_shape() {
         flows: 3,
         concurrency: 4,
         new_connection: true,
+        stamps: false,
     });
     assert_eq!(
         serde_json::to_string(&msg).unwrap(),
@@ -241,7 +248,8 @@ fn rr_request_json_shape() {
             flows: 3,
             concurrency: 4,
             new_connection: false,
-        }))
+        stamps: false,
+    }))
     );
 }
 

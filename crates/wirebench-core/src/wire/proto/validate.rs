@@ -250,6 +250,17 @@ impl RrParams {
                 "a new connection per request applies to TCP and QUIC, not UDP".into(),
             ));
         }
+        if self.stamps
+            && (self.protocol != Protocol::Udp
+                || (self.response as usize) < crate::wire::datagram::STAMPS_LEN)
+        {
+            return Err(FieldError(format!(
+                "stamped answers need UDP and a response of at least {} bytes (asked: {} with {} bytes)",
+                crate::wire::datagram::STAMPS_LEN,
+                self.protocol,
+                self.response
+            )));
+        }
         Ok(())
     }
 }
@@ -449,6 +460,7 @@ mod tests {
             flows: 1,
             concurrency: 4,
             new_connection: false,
+            stamps: false,
         };
         assert_eq!(rr.validate(false), Ok(()));
         let bad = [

@@ -62,6 +62,7 @@ impl ProbeSession {
             flows: 1,
             concurrency: 1,
             new_connection,
+            stamps: false,
         };
         let (ctrl, granted) =
             control::request_session_auth(server, &ControlMessage::RrRequest(params), psk)

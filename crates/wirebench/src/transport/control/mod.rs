@@ -51,6 +51,8 @@ pub struct Accepted {
     pub token: u32,
     /// QUIC: the server's certificate (DER).
     pub quic_cert: Option<Vec<u8>>,
+    /// What the server's kernel says of its clock; None from a server before one-way delays.
+    pub clock: Option<wirebench_core::vocab::clock_offset::ClockInfo>,
 }
 
 /// Opens a control connection to `server` and asks for a session with `request`; returns the
@@ -100,12 +102,14 @@ pub async fn request_session_auth(
             session,
             token,
             quic_cert,
+            clock,
         } => Ok((
             ctrl,
             Accepted {
                 session,
                 token,
                 quic_cert,
+                clock,
             },
         )),
         ControlMessage::Rejected { reason } => bail!("the server refused the session: {reason}"),

@@ -265,6 +265,7 @@ async fn fake_server(lie: fn(ServerReport) -> ServerReport) -> SocketAddr {
             session: 7,
             token: 9,
             quic_cert: None,
+            clock: None,
         };
         control::send(&mut ctrl, &accepted).await.unwrap();
         let (mut data, _) = listener.accept().await.unwrap();

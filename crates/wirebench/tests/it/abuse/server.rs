@@ -28,6 +28,7 @@ fn rr_spec(response: u32) -> RrSpec {
             flows: 1,
             concurrency: 4,
             new_connection: false,
+            stamps: false,
         },
         count: Some(20),
         duration: None,

@@ -55,6 +55,7 @@ pub(super) fn rr(protocol: Protocol, request: u32, response: u32, count: u64) ->
             flows: 1,
             concurrency: 1,
             new_connection: false,
+            stamps: false,
         },
         count: Some(count),
         duration: None,

@@ -252,12 +252,10 @@ impl SessionKind for RrUdp<'_> {
     fn register(&self, shared: &Shared, peer: IpAddr, pass: &Pass) -> (Registration, Self::Entry) {
         let rr = self.rr;
         // The entry counts requests into the meter and charges each answer to it as it goes.
-        let (registration, udp) = shared.registry.register_rr_udp(
-            peer,
-            rr.request,
-            rr.response,
-            Arc::clone(pass.meter()),
-        );
+        let (registration, udp) =
+            shared
+                .registry
+                .register_rr_udp(peer, rr, Arc::clone(pass.meter()));
         (registration, udp)
     }
 

@@ -13,8 +13,9 @@ use crate::flows::server::registry::{DataStream, Registration};
 use crate::flows::server::stop::stop_reason;
 use crate::transport::control::{self, SETUP_TIMEOUT};
 
-/// Tells the client its session exists (and, for QUIC, which certificate to expect); the
-/// reason when the client is already gone.
+/// Tells the client its session exists (and, for QUIC, which certificate to expect, and what
+/// the kernel says of the server's clock, for one-way delays); the reason when the client is
+/// already gone.
 pub(crate) async fn send_accepted<W: AsyncWrite + Unpin>(
     wr: &mut W,
     registration: &Registration,
@@ -24,6 +25,7 @@ pub(crate) async fn send_accepted<W: AsyncWrite + Unpin>(
         session: registration.id,
         token: registration.token,
         quic_cert,
+        clock: Some(crate::engine::wall_clock::local_clock_info()),
     };
     control::send(wr, &accepted)
         .await

@@ -255,17 +255,17 @@ impl Registry {
         (reg, rx)
     }
 
-    /// Registers a UDP request-response session answering `request`-byte requests with
-    /// `response`-byte responses.
+    /// Registers a UDP request-response session answering `rr.request`-byte requests with
+    /// `rr.response`-byte responses (stamped when `rr.stamps`).
     pub fn register_rr_udp(
         self: &Arc<Self>,
         peer_ip: IpAddr,
-        request: u32,
-        response: u32,
+        rr: &wirebench_core::wire::proto::RrParams,
         meter: Arc<crate::flows::server::meter::Meter>,
     ) -> (Registration, Arc<RrUdpSession>) {
+        let (sizes, stamps) = ((rr.request, rr.response), rr.stamps);
         self.insert(peer_ip, true, |id| {
-            let session = Arc::new(RrUdpSession::new(id, request, response, meter));
+            let session = Arc::new(RrUdpSession::new(id, sizes, stamps, meter));
             (SlotKind::RrUdp(session.clone()), session)
         })
     }

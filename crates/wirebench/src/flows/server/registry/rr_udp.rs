@@ -5,8 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::datagram::{write_stamps, Header, Kind, HEADER_LEN};
 
+use crate::engine::wall_clock::unix_now_ns;
 use crate::flows::server::meter::Meter;
 
 /// Counters of a UDP request-response session.
@@ -39,19 +40,22 @@ pub struct RrUdpSession {
     id: u32,
     request: u32,
     response: u32,
+    /// The client asked for the server's stamps in every answer (`RrParams::stamps`).
+    stamps: bool,
     /// The session's meter: requests are counted in, answers charged to it before they leave.
     meter: Arc<Meter>,
     state: Mutex<RrUdpState>,
 }
 
 impl RrUdpSession {
-    /// A session answering `request`-byte requests with `response`-byte responses, under
-    /// `meter`'s limits.
-    pub fn new(id: u32, request: u32, response: u32, meter: Arc<Meter>) -> Self {
+    /// A session answering `request`-byte requests with `response`-byte responses (`stamps`:
+    /// each starting with when its request arrived and when it left), under `meter`'s limits.
+    pub fn new(id: u32, (request, response): (u32, u32), stamps: bool, meter: Arc<Meter>) -> Self {
         RrUdpSession {
             id,
             request,
             response,
+            stamps,
             meter,
             state: Mutex::new(RrUdpState {
                 counts: RrUdpCounts::default(),
@@ -67,6 +71,8 @@ impl RrUdpSession {
             return;
         };
         let state = &mut *state;
+        // The batch was read just now: one arrival stamp for all of it.
+        let arrived_ns = if self.stamps { unix_now_ns() } else { 0 };
         for datagram in data.chunks(stride.max(1)) {
             state.counts.datagrams += 1;
             let header = match Header::decode(datagram) {
@@ -95,6 +101,9 @@ impl RrUdpSession {
                 // The meter has tripped: the gate's watch ends the session with the reason.
                 state.counts.withheld += 1;
                 continue;
+            }
+            if self.stamps {
+                write_stamps(&mut state.reply[HEADER_LEN..], arrived_ns, unix_now_ns());
             }
             if reply(&state.reply) {
                 self.meter.count_sent(u64::from(self.response));

@@ -1,0 +1,258 @@
+//! One-way delay per direction (`ping` today): the clock offset the timed exchanges allow, and
+//! each direction's delays with that bound. A delay that falls outside its bound is counted and
+//! said, never shown as a figure. Owns the record and its arithmetic; must not time anything
+//! (the flows do) or render.
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::clock_offset::{estimate, ClockClaim, Exchange, NoEstimate};
+use crate::vocab::stats::nearest_rank;
+
+/// What the exchanges of one run say about each direction's delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OneWayDelay {
+    /// Exchanges timed at both ends (answered at the first try).
+    pub exchanges: u64,
+    /// The clock offset used and its bound; absent when none could be estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockFigures>,
+    /// Why there are no one-way figures, in words for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Client → server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<DelayFigures>,
+    /// Server → client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<DelayFigures>,
+    /// Exchanges whose delays fall outside the bound (a negative delay beyond it): counted,
+    /// left out of `up` and `down`.
+    pub outside_bound: u64,
+}
+
+/// Where the offset between the clocks comes from, and how far it can be off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockFigures {
+    /// What set the bound.
+    pub source: ClockSource,
+    /// Server clock − client clock at the run's middle exchange (ns).
+    pub offset_ns: i64,
+    /// The most any exchange's offset may be off (ns): every one-way figure is ± this.
+    pub bound_ns: u64,
+    /// How fast the server's clock gains on the client's (parts per million) and ± how much.
+    pub drift_ppm: f64,
+    /// Half the range of drifts the exchanges allow (ppm).
+    pub drift_bound_ppm: f64,
+    /// A claim both hosts made that the exchanges contradict (so it was not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contradicted: Option<ClockSource>,
+}
+
+/// What bounds the offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockSource {
+    /// The exchanges alone: the bound is half the best round trips (path asymmetry cannot be
+    /// seen without a shared clock).
+    Exchanges,
+    /// Both ends read one kernel's clock (the same boot): the offset is 0.
+    SameClock,
+    /// Both kernels said their clocks were synchronized, within their summed estimated error.
+    Synchronized,
+}
+
+impl ClockSource {
+    /// How a view names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ClockSource::Exchanges => "estimated from the exchanges",
+            ClockSource::SameClock => "one clock (same host)",
+            ClockSource::Synchronized => "both clocks synchronized",
+        }
+    }
+
+    fn of(claim: ClockClaim) -> Option<ClockSource> {
+        match claim {
+            ClockClaim::None => None,
+            ClockClaim::SameClock { .. } => Some(ClockSource::SameClock),
+            ClockClaim::Synchronized { .. } => Some(ClockSource::Synchronized),
+        }
+    }
+}
+
+/// Delays of one direction (ns; a figure within the bound of 0 may be slightly negative).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DelayFigures {
+    /// Smallest.
+    pub min_ns: i64,
+    /// Median (nearest rank).
+    pub p50_ns: i64,
+    /// 99th percentile (nearest rank).
+    pub p99_ns: i64,
+    /// Largest.
+    pub max_ns: i64,
+}
+
+impl DelayFigures {
+    fn of(mut values: Vec<i64>) -> Option<DelayFigures> {
+        values.sort_unstable();
+        Some(DelayFigures {
+            min_ns: *values.first()?,
+            p50_ns: nearest_rank(&values, 500)?,
+            p99_ns: nearest_rank(&values, 990)?,
+            max_ns: *values.last()?,
+        })
+    }
+}
+
+impl OneWayDelay {
+    /// No figures, for `reason` (e.g. the server does not stamp its answers).
+    pub fn unavailable(exchanges: u64, reason: impl Into<String>) -> OneWayDelay {
+        OneWayDelay {
+            exchanges,
+            clock: None,
+            unavailable: Some(reason.into()),
+            up: None,
+            down: None,
+            outside_bound: 0,
+        }
+    }
+
+    /// Each direction's delays from `exchanges`, the offset bounded by them and by `claim`
+    /// where they agree with it.
+    pub fn of(exchanges: &[Exchange], claim: ClockClaim) -> OneWayDelay {
+        let n = exchanges.len() as u64;
+        let est = match estimate(exchanges, claim) {
+            Ok(est) => est,
+            Err(NoEstimate::NoExchanges) => {
+                return OneWayDelay::unavailable(n, "no request was answered at its first try")
+            }
+            Err(NoEstimate::Inconsistent) => {
+                return OneWayDelay::unavailable(
+                    n,
+                    "the timestamps fit no steady clock offset: a clock was set during the run",
+                )
+            }
+        };
+        let (mut up, mut down, mut outside, mut bound_ns) = (Vec::new(), Vec::new(), 0, 0);
+        for e in exchanges {
+            let (offset, bound) = est.offset_at(e.at());
+            bound_ns = bound_ns.max(bound);
+            let to_server = e.highest_offset() - offset;
+            let to_client = offset - e.lowest_offset();
+            if to_server + (bound as i64) < 0 || to_client + (bound as i64) < 0 {
+                outside += 1;
+                continue;
+            }
+            up.push(to_server);
+            down.push(to_client);
+        }
+        let mut by_time: Vec<&Exchange> = exchanges.iter().collect();
+        by_time.sort_by_key(|e| e.at());
+        let middle = by_time.get(by_time.len() / 2).map_or(0, |e| e.at());
+        let (drift_ppm, drift_bound_ppm) = est.drift_ppm();
+        let source = if est.claim_used {
+            ClockSource::of(claim).unwrap_or(ClockSource::Exchanges)
+        } else {
+            ClockSource::Exchanges
+        };
+        OneWayDelay {
+            exchanges: n,
+            clock: Some(ClockFigures {
+                source,
+                offset_ns: est.offset_at(middle).0,
+                bound_ns,
+                drift_ppm,
+                drift_bound_ppm,
+                contradicted: if est.claim_contradicted {
+                    ClockSource::of(claim)
+                } else {
+                    None
+                },
+            }),
+            unavailable: None,
+            up: DelayFigures::of(up),
+            down: DelayFigures::of(down),
+            outside_bound: outside,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` exchanges 1 ms apart on a path of `up` and `down` ns, the server `offset` ns ahead.
+    fn path(n: i64, up: i64, down: i64, offset: i64) -> Vec<Exchange> {
+        (0..n)
+            .map(|i| {
+                let sent = 1_800_000_000_000_000_000 + i * 1_000_000;
+                let jitter = (i % 3) * 500;
+                Exchange {
+                    client_sent: sent,
+                    server_received: sent + up + jitter + offset,
+                    server_sent: sent + up + jitter + 1_000 + offset,
+                    client_received: sent + up + jitter + 1_000 + down,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_clock_gives_each_direction_exactly() {
+        let w = OneWayDelay::of(
+            &path(100, 5_000_000, 20_000_000, 0),
+            ClockClaim::SameClock { error_ns: 50 },
+        );
+        let clock = w.clock.as_ref().unwrap();
+        assert_eq!(clock.source, ClockSource::SameClock);
+        assert!(clock.bound_ns <= 50, "{clock:?}");
+        let (up, down) = (w.up.unwrap(), w.down.unwrap());
+        assert!((up.min_ns - 5_000_000).abs() <= 50, "{up:?}");
+        assert!((up.max_ns - 5_001_000).abs() <= 50, "{up:?}");
+        assert!((down.p50_ns - 20_000_000).abs() <= 50, "{down:?}");
+        assert_eq!(w.outside_bound, 0);
+    }
+
+    #[test]
+    fn without_a_shared_clock_the_bound_covers_the_asymmetry() {
+        let w = OneWayDelay::of(
+            &path(100, 5_000_000, 20_000_000, 3_000_000_000),
+            ClockClaim::None,
+        );
+        let clock = w.clock.as_ref().unwrap();
+        assert_eq!(clock.source, ClockSource::Exchanges);
+        let (up, down) = (w.up.unwrap(), w.down.unwrap());
+        let bound = clock.bound_ns as i64;
+        assert!((up.min_ns - 5_000_000).abs() <= bound, "{up:?} ± {bound}");
+        assert!(
+            (down.min_ns - 20_000_000).abs() <= bound,
+            "{down:?} ± {bound}"
+        );
+        assert!((clock.offset_ns - 3_000_000_000).abs() <= bound);
+    }
+
+    #[test]
+    fn a_contradicted_claim_is_named_and_not_used() {
+        let w = OneWayDelay::of(
+            &path(20, 10_000, 10_000, 2_500_000_000),
+            ClockClaim::SameClock { error_ns: 50 },
+        );
+        let clock = w.clock.unwrap();
+        assert_eq!(clock.source, ClockSource::Exchanges);
+        assert_eq!(clock.contradicted, Some(ClockSource::SameClock));
+        assert!((clock.offset_ns - 2_500_000_000).unsigned_abs() <= clock.bound_ns);
+    }
+
+    #[test]
+    fn a_delay_outside_its_bound_is_counted_not_shown() {
+        let mut e = path(50, 100_000, 100_000, 0);
+        // One exchange whose server stamps are a second early: its request "arrived" before
+        // it left, by far more than any bound.
+        e[10].server_received -= 1_000_000_000;
+        e[10].server_sent -= 1_000_000_000;
+        let w = OneWayDelay::of(&e, ClockClaim::SameClock { error_ns: 50 });
+        assert_eq!(w.outside_bound, 1, "{w:?}");
+        assert!(w.up.unwrap().min_ns >= 100_000 - 50);
+    }
+}

@@ -1,0 +1,153 @@
+//! One-way delay per direction (`ping --proto udp`): through a relay that delays the two
+//! directions differently, each direction's delay is the relay's, within the bound the run
+//! reports; with the server's clock set 2.5 s ahead (libfaketime, as a host whose clock is
+//! wrong), the estimate recovers the offset within its bound and says the one-clock claim was
+//! contradicted.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::cli::{stderr, wirebench};
+use crate::rr::assert_matches_rr_schema;
+use crate::support::{TestServer, TEST_TIMEOUT};
+
+const UP_MS: i64 = 5;
+const DOWN_MS: i64 = 20;
+/// How late a loaded machine may hand on a delayed datagram, or wake the ping to read it:
+/// the measured delay may exceed the configured one by this much, never fall below it.
+const LATE_SLACK_NS: i64 = 15_000_000;
+
+/// Debian's libfaketime (package `faketime`).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Starts `wirebench` with `args` and `env`, and returns it with the address its first stderr
+/// line names (the word after "on").
+async fn start_listening(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("wirebench starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = lines.next_line().await.unwrap().expect("a listening line");
+    let addr = first
+        .split_whitespace()
+        .skip_while(|w| *w != "on")
+        .nth(1)
+        .unwrap_or_else(|| panic!("an address in {first:?}"))
+        .to_string();
+    // Keep reading so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+/// `ping --proto udp` to `target`: its result's `one_way` object.
+async fn ping_one_way(target: &str, count: &str) -> Value {
+    let out = wirebench(&[
+        "ping",
+        "--proto",
+        "udp",
+        "-c",
+        count,
+        "--json",
+        "--no-store",
+        target,
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("ping --json");
+    assert_matches_rr_schema(&doc);
+    doc["results"][0]["one_way"].clone()
+}
+
+fn ns(v: &Value) -> i64 {
+    v.as_i64().unwrap_or_else(|| panic!("a number, got {v}"))
+}
+
+/// 5 ms up, 20 ms down through the relay: one kernel's clock at both ends, so the bound is a
+/// microsecond or less, and each direction's smallest delay is its own configured delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asymmetric_path_shows_each_directions_delay() {
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let server = TestServer::start().await;
+        let to = server.addr.to_string();
+        let (_relay, addr) = start_listening(
+            &[
+                "relay",
+                "--listen",
+                "127.0.0.1:0",
+                "--to",
+                &to,
+                "--delay",
+                "up:5ms",
+                "--delay",
+                "down:20ms",
+            ],
+            &[],
+        )
+        .await;
+        let w = ping_one_way(&addr, "10").await;
+        assert_eq!(w["clock"]["source"], "same_clock", "{w}");
+        let bound = ns(&w["clock"]["bound_ns"]);
+        assert!(
+            bound <= 1_000,
+            "one clock: the bound is the clock reads', {w}"
+        );
+        assert_eq!(w["exchanges"], 10, "{w}");
+        assert_eq!(w["outside_bound"], 0, "{w}");
+        for (direction, ms) in [("up", UP_MS), ("down", DOWN_MS)] {
+            let configured = ms * 1_000_000;
+            let min = ns(&w[direction]["min_ns"]);
+            eprintln!("{direction}: configured {ms} ms, measured min {min} ns ± {bound}");
+            assert!(min + bound >= configured, "{direction}: {w}");
+            assert!(min <= configured + LATE_SLACK_NS, "{direction}: {w}");
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
+
+/// A server whose clock runs 2.5 s ahead: the exchanges contradict "one clock", and the offset
+/// they bound contains the true 2.5 s, within well under a millisecond on loopback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offset_server_clock_is_recovered_within_its_bound() {
+    if !Path::new(LIBFAKETIME).exists() {
+        eprintln!("skipped: {LIBFAKETIME} is missing (apt-get install faketime)");
+        return;
+    }
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let (_server, addr) = start_listening(
+            &["server", "--bind", "127.0.0.1", "--port", "0"],
+            &[
+                ("LD_PRELOAD", LIBFAKETIME),
+                ("FAKETIME", "+2.5s"),
+                // Only the wall clock is set ahead; timers keep the real monotonic clock.
+                ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+            ],
+        )
+        .await;
+        let w = ping_one_way(&addr, "50").await;
+        let clock = &w["clock"];
+        assert_eq!(clock["source"], "exchanges", "{w}");
+        assert_eq!(clock["contradicted"], "same_clock", "{w}");
+        let (offset, bound) = (ns(&clock["offset_ns"]), ns(&clock["bound_ns"]));
+        eprintln!("server clock +2.5 s: estimated {offset} ns ± {bound}");
+        assert!((offset - 2_500_000_000).abs() <= bound, "{w}");
+        assert!(
+            bound < 1_000_000,
+            "a sub-millisecond round trip bounds it below 1 ms: {w}"
+        );
+        for direction in ["up", "down"] {
+            assert!(ns(&w[direction]["min_ns"]) + bound >= 0, "{direction}: {w}");
+        }
+    })
+    .await
+    .expect("test finished in time");
+}
