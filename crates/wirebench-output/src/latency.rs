@@ -1,11 +1,14 @@
 //! Text of `run --latency-probe`: the "latency under load" block printed under a run — per
-//! probe flow, the idle median, the loaded p50/p90/p99, the increase and the probe counts.
+//! probe flow, the idle median, the loaded p50/p90/p99, the increase and the probe counts, and
+//! each direction's delay idle and loaded where the probes were stamped.
 //! Formatting only; the figures come from `wirebench_core::record::loaded_latency` (JSON
 //! carries the record itself, with its time series).
 
 use std::fmt::Write as _;
 
 use wirebench_core::record::loaded_latency::{LoadedLatency, ProbeFlowRecord, ProbePhase};
+
+use super::one_way::{directions_text, one_way_text};
 
 /// The block, one heading line and three lines per probe flow, each indented by two spaces.
 pub fn block(l: &LoadedLatency) -> String {
@@ -20,6 +23,10 @@ pub fn block(l: &LoadedLatency) -> String {
         let _ = writeln!(s, "    idle:     {}", phase(&p.idle, false));
         let _ = writeln!(s, "    loaded:   {}", phase(&p.loaded, true));
         let _ = writeln!(s, "    increase: {}", increase(p));
+        if let Some(w) = &p.one_way {
+            let _ = writeln!(s, "    one-way idle:   {}", one_way_text(&w.idle));
+            let _ = writeln!(s, "    one-way loaded: {}", directions_text(&w.loaded));
+        }
     }
     s
 }
@@ -55,13 +62,13 @@ fn increase(p: &ProbeFlowRecord) -> String {
     }
 }
 
-fn signed(ns: i64) -> String {
+pub(crate) fn signed(ns: i64) -> String {
     let sign = if ns < 0 { "-" } else { "+" };
     format!("{sign}{}", time(ns.unsigned_abs() as f64))
 }
 
 /// Below a millisecond in µs, else in ms.
-fn time(ns: f64) -> String {
+pub(crate) fn time(ns: f64) -> String {
     if ns < 1e6 {
         format!("{:.1} µs", ns / 1e3)
     } else {
@@ -82,10 +89,13 @@ mod tests {
                 .map(|&us| ProbeSample {
                     t_ns: 0,
                     rtt_ns: us * 1000,
+                    up_ns: None,
+                    down_ns: None,
                 })
                 .collect(),
             lost,
             duration_ns: 1_500_000_000,
+            exchanges: Vec::new(),
         }
     }
 
@@ -95,17 +105,17 @@ mod tests {
             probes: vec![
                 ProbeFlowRecord::of(
                     Protocol::Tcp,
-                    100_000_000,
-                    2_000_000_000,
+                    (100_000_000, 2_000_000_000),
                     &phase_of(&[100, 200, 300], 0),
                     &phase_of(&[50_000, 100_000, 150_000], 2),
+                    None,
                 ),
                 ProbeFlowRecord::of(
                     Protocol::Udp,
-                    10_000_000,
-                    2_000_000_000,
+                    (10_000_000, 2_000_000_000),
                     &phase_of(&[], 1),
                     &phase_of(&[90], 0),
+                    None,
                 ),
             ],
         };

@@ -3,31 +3,19 @@
 
 use wirebench_core::record::one_way::{ClockSource, DelayFigures, OneWayDelay};
 
-use super::run_block::micros;
+use super::latency::{signed, time};
 
 /// "up p50 8.9 µs, p99 12.0 µs · down p50 8.6 µs, p99 11.2 µs (each ± 11.4 µs; …)", or why
 /// there are none.
 pub fn one_way_text(w: &OneWayDelay) -> String {
     let Some(clock) = &w.clock else {
-        return format!(
-            "not measured: {}",
-            w.unavailable.as_deref().unwrap_or("no exchange was timed")
-        );
-    };
-    let direction = |name: &str, d: &Option<DelayFigures>| match d {
-        Some(d) => format!(
-            "{name} p50 {}, p99 {}",
-            micros(d.p50_ns as f64),
-            micros(d.p99_ns as f64)
-        ),
-        None => format!("{name} none"),
+        return directions_text(w);
     };
     let mut s = format!(
-        "{} · {} (each ± {}; clock offset {}, {}",
-        direction("up", &w.up),
-        direction("down", &w.down),
-        micros(clock.bound_ns as f64),
-        signed_micros(clock.offset_ns),
+        "{} (each ± {}; clock offset {}, {}",
+        directions_text(w),
+        time(clock.bound_ns as f64),
+        signed_offset(clock.offset_ns),
         clock.source.label()
     );
     if let Some(claim) = clock.contradicted {
@@ -37,6 +25,30 @@ pub fn one_way_text(w: &OneWayDelay) -> String {
         ));
     }
     s.push(')');
+    s
+}
+
+/// Each direction's median and p99, and the exchanges left out; or why there are none.
+pub fn directions_text(w: &OneWayDelay) -> String {
+    if w.clock.is_none() {
+        return format!(
+            "not measured: {}",
+            w.unavailable.as_deref().unwrap_or("no exchange was timed")
+        );
+    }
+    let direction = |name: &str, d: &Option<DelayFigures>| match d {
+        Some(d) => format!(
+            "{name} p50 {}, p99 {}",
+            time(d.p50_ns as f64),
+            time(d.p99_ns as f64)
+        ),
+        None => format!("{name} none"),
+    };
+    let mut s = format!(
+        "{} · {}",
+        direction("up", &w.up),
+        direction("down", &w.down)
+    );
     if w.outside_bound > 0 {
         s.push_str(&format!(
             "; {} of {} exchanges fell outside the bound and are left out",
@@ -54,12 +66,12 @@ fn claim_name(source: ClockSource) -> &'static str {
     }
 }
 
-/// An offset with its sign, in µs (or s when it is seconds).
-fn signed_micros(ns: i64) -> String {
+/// An offset with its sign: in s from a second up, else as [`time`].
+fn signed_offset(ns: i64) -> String {
     if ns.unsigned_abs() >= 1_000_000_000 {
         format!("{:+.6} s", ns as f64 / 1e9)
     } else {
-        format!("{:+.1} µs", ns as f64 / 1000.0)
+        signed(ns)
     }
 }
 
@@ -93,7 +105,7 @@ mod tests {
         };
         assert_eq!(
             one_way_text(&w),
-            "up p50 8.9 µs, p99 17.8 µs · down p50 8.6 µs, p99 17.2 µs (each ± 11.4 µs; clock offset +2.500002 s, estimated from the exchanges; one clock (same boot) was claimed and contradicted); 1 of 10 exchanges fell outside the bound and are left out"
+            "up p50 8.9 µs, p99 17.8 µs · down p50 8.6 µs, p99 17.2 µs; 1 of 10 exchanges fell outside the bound and are left out (each ± 11.4 µs; clock offset +2.500002 s, estimated from the exchanges; one clock (same boot) was claimed and contradicted)"
         );
         let none = OneWayDelay::unavailable(0, "the server does not stamp its answers");
         assert_eq!(

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::one_way::{ClockFit, OneWayDelay};
+use crate::vocab::clock_offset::{ClockClaim, Exchange};
 use crate::vocab::plan::Protocol;
 use crate::vocab::stats::nearest_rank;
 
@@ -35,6 +37,19 @@ pub struct ProbeFlowRecord {
     pub increase: Option<LatencyIncrease>,
     /// Every answered probe of the loaded phase, in sending order.
     pub series: Vec<ProbeSample>,
+    /// UDP probes answered with the server's stamps: each direction's delay, idle and loaded,
+    /// within one clock fit over both phases; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<ProbeOneWay>,
+}
+
+/// Each direction's delay in the two phases of a probe flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeOneWay {
+    /// Before the load.
+    pub idle: OneWayDelay,
+    /// While the load ran: the queue the load built shows in the direction it loaded.
+    pub loaded: OneWayDelay,
 }
 
 /// The probes of one phase.
@@ -89,6 +104,13 @@ pub struct ProbeSample {
     pub t_ns: u64,
     /// Its round trip (ns).
     pub rtt_ns: u64,
+    /// Client → server delay (ns, ± the flow's clock bound); absent when not stamped or
+    /// outside the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_ns: Option<i64>,
+    /// Server → client delay (ns), likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_ns: Option<i64>,
 }
 
 /// What a probe flow saw in one phase, as measured: answered probes and the lost count.
@@ -100,6 +122,16 @@ pub struct PhaseSamples {
     pub lost: u64,
     /// How long the phase lasted (ns).
     pub duration_ns: u64,
+    /// With stamped answers, the exchange of each answered probe (same order as `answered`;
+    /// None for one answered after a retry); empty without stamps.
+    pub exchanges: Vec<Option<Exchange>>,
+}
+
+impl PhaseSamples {
+    /// The phase's timed exchanges.
+    fn timed(&self) -> Vec<Exchange> {
+        self.exchanges.iter().flatten().copied().collect()
+    }
 }
 
 impl ProbeRtt {
@@ -150,13 +182,14 @@ impl LatencyIncrease {
 }
 
 impl ProbeFlowRecord {
-    /// The record of one probe flow from its two phases.
+    /// The record of one probe flow from its two phases; `clock` is what both hosts claim of
+    /// their clocks when the probes were stamped (None: no one-way delays).
     pub fn of(
         protocol: Protocol,
-        interval_ns: u64,
-        timeout_ns: u64,
+        (interval_ns, timeout_ns): (u64, u64),
         idle: &PhaseSamples,
         loaded: &PhaseSamples,
+        clock: Option<ClockClaim>,
     ) -> ProbeFlowRecord {
         let (idle_phase, loaded_phase) = (ProbePhase::of(idle), ProbePhase::of(loaded));
         let increase = idle_phase
@@ -171,7 +204,35 @@ impl ProbeFlowRecord {
             loaded: loaded_phase,
             increase,
             series: loaded.answered.clone(),
+            one_way: None,
         }
+        .with_one_way(idle, loaded, clock)
+    }
+
+    /// Adds each direction's delays: one clock fit over both phases' exchanges, each phase
+    /// and each loaded sample within it.
+    fn with_one_way(
+        mut self,
+        idle: &PhaseSamples,
+        loaded: &PhaseSamples,
+        clock: Option<ClockClaim>,
+    ) -> ProbeFlowRecord {
+        let Some(claim) = clock else {
+            return self;
+        };
+        let (idle_timed, loaded_timed) = (idle.timed(), loaded.timed());
+        let all: Vec<Exchange> = idle_timed.iter().chain(&loaded_timed).copied().collect();
+        let fit = ClockFit::of(&all, claim);
+        for (sample, exchange) in self.series.iter_mut().zip(&loaded.exchanges) {
+            if let Some((up, down, _)) = exchange.as_ref().and_then(|e| fit.split(e)) {
+                (sample.up_ns, sample.down_ns) = (Some(up), Some(down));
+            }
+        }
+        self.one_way = Some(ProbeOneWay {
+            idle: OneWayDelay::within(&fit, &idle_timed),
+            loaded: OneWayDelay::within(&fit, &loaded_timed),
+        });
+        self
     }
 }
 
@@ -187,10 +248,13 @@ mod tests {
                 .map(|(i, &ms)| ProbeSample {
                     t_ns: i as u64 * 100_000_000,
                     rtt_ns: ms * 1_000_000,
+                    up_ns: None,
+                    down_ns: None,
                 })
                 .collect(),
             lost,
             duration_ns: 1_000_000_000,
+            exchanges: Vec::new(),
         }
     }
 
@@ -221,7 +285,13 @@ mod tests {
         let idle = samples(&[3, 1, 2], 0);
         let loaded_ms: Vec<u64> = (10..110).collect();
         let loaded = samples(&loaded_ms, 4);
-        let r = ProbeFlowRecord::of(Protocol::Udp, 100_000_000, 2_000_000_000, &idle, &loaded);
+        let r = ProbeFlowRecord::of(
+            Protocol::Udp,
+            (100_000_000, 2_000_000_000),
+            &idle,
+            &loaded,
+            None,
+        );
         assert_eq!(r.idle.rtt.unwrap().p50_ns, 2_000_000);
         let l = r.loaded.rtt.unwrap();
         assert_eq!(
@@ -245,9 +315,21 @@ mod tests {
 
     #[test]
     fn a_lower_loaded_figure_is_a_negative_increase_and_no_answers_no_increase() {
-        let r = ProbeFlowRecord::of(Protocol::Tcp, 1, 1, &samples(&[5], 0), &samples(&[4], 0));
+        let r = ProbeFlowRecord::of(
+            Protocol::Tcp,
+            (1, 1),
+            &samples(&[5], 0),
+            &samples(&[4], 0),
+            None,
+        );
         assert_eq!(r.increase.unwrap().p50_ns, -1_000_000);
-        let r = ProbeFlowRecord::of(Protocol::Tcp, 1, 1, &samples(&[5], 0), &samples(&[], 3));
+        let r = ProbeFlowRecord::of(
+            Protocol::Tcp,
+            (1, 1),
+            &samples(&[5], 0),
+            &samples(&[], 3),
+            None,
+        );
         assert_eq!(r.increase, None);
         assert_eq!((r.loaded.sent, r.loaded.answered, r.loaded.lost), (3, 0, 3));
         assert_eq!(r.loaded.rtt, None);
@@ -258,13 +340,59 @@ mod tests {
         let r = LoadedLatency {
             probes: vec![ProbeFlowRecord::of(
                 Protocol::Udp,
-                100,
-                200,
+                (100, 200),
                 &samples(&[1, 2], 1),
                 &samples(&[3], 0),
+                None,
             )],
         };
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<LoadedLatency>(&json).unwrap(), r);
+    }
+
+    /// Stamped probes on one clock: 5 ms up and 20 ms down idle; the load queues 30 ms more
+    /// in the up direction only, and each loaded sample carries its own split.
+    #[test]
+    fn the_loaded_direction_shows_the_queue() {
+        let phase = |start: i64, n: i64, up: i64, down: i64| {
+            let mut p = PhaseSamples::default();
+            for i in 0..n {
+                let sent = 1_800_000_000_000_000_000 + start + i * 100_000_000;
+                let e = Exchange {
+                    client_sent: sent,
+                    server_received: sent + up,
+                    server_sent: sent + up + 10_000,
+                    client_received: sent + up + 10_000 + down,
+                };
+                p.answered.push(ProbeSample {
+                    t_ns: (i * 100_000_000) as u64,
+                    rtt_ns: (up + down + 10_000) as u64,
+                    up_ns: None,
+                    down_ns: None,
+                });
+                p.exchanges.push(Some(e));
+            }
+            p
+        };
+        let idle = phase(0, 10, 5_000_000, 20_000_000);
+        let loaded = phase(2_000_000_000, 30, 35_000_000, 20_000_000);
+        let r = ProbeFlowRecord::of(
+            Protocol::Udp,
+            (100_000_000, 2_000_000_000),
+            &idle,
+            &loaded,
+            Some(ClockClaim::SameClock { error_ns: 100 }),
+        );
+        let w = r.one_way.unwrap();
+        let near = |a: i64, b: i64| (a - b).abs() <= 100;
+        assert!(near(w.idle.up.unwrap().p50_ns, 5_000_000), "{w:?}");
+        assert!(near(w.loaded.up.unwrap().p50_ns, 35_000_000), "{w:?}");
+        assert!(near(w.loaded.down.unwrap().p50_ns, 20_000_000), "{w:?}");
+        assert!(r
+            .series
+            .iter()
+            .all(|s| s.up_ns.is_some_and(|u| near(u, 35_000_000))));
+        let none = ProbeFlowRecord::of(Protocol::Udp, (1, 1), &idle, &loaded, None);
+        assert!(none.one_way.is_none() && none.series[0].up_ns.is_none());
     }
 }

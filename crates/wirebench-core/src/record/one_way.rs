@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::clock_offset::{estimate, ClockClaim, Exchange, NoEstimate};
+use crate::vocab::clock_offset::{estimate, ClockClaim, Exchange, NoEstimate, OffsetEstimate};
 use crate::vocab::stats::nearest_rank;
 
 /// What the exchanges of one run say about each direction's delay.
@@ -105,6 +105,76 @@ impl DelayFigures {
     }
 }
 
+/// The clock fit of a run: the offset the exchanges (of every phase) allow, with the claim
+/// used where they agree with it. One fit, then each phase's delays within it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockFit {
+    estimate: Result<OffsetEstimate, NoEstimate>,
+    claim: ClockClaim,
+}
+
+impl ClockFit {
+    /// Fits the offset to `exchanges`, with `claim` where they agree with it.
+    pub fn of(exchanges: &[Exchange], claim: ClockClaim) -> ClockFit {
+        ClockFit {
+            estimate: estimate(exchanges, claim),
+            claim,
+        }
+    }
+
+    /// One exchange's (up, down) delays (ns) and their bound; None without an estimate or when
+    /// a delay falls outside the bound.
+    pub fn split(&self, e: &Exchange) -> Option<(i64, i64, u64)> {
+        let est = self.estimate.as_ref().ok()?;
+        let (offset, bound) = est.offset_at(e.at());
+        let to_server = e.highest_offset() - offset;
+        let to_client = offset - e.lowest_offset();
+        let reach = i64::try_from(bound).unwrap_or(i64::MAX);
+        if to_server.saturating_add(reach) < 0 || to_client.saturating_add(reach) < 0 {
+            return None;
+        }
+        Some((to_server, to_client, bound))
+    }
+
+    /// The clock's figures over `exchanges` (the offset at their middle one, the largest bound
+    /// among them); None without an estimate.
+    fn figures(&self, exchanges: &[Exchange]) -> Option<ClockFigures> {
+        let est = self.estimate.as_ref().ok()?;
+        let mut times: Vec<i64> = exchanges.iter().map(Exchange::at).collect();
+        times.sort_unstable();
+        let middle = times.get(times.len() / 2).copied().unwrap_or(0);
+        let bound_ns = times.iter().map(|&x| est.offset_at(x).1).max().unwrap_or(0);
+        let (drift_ppm, drift_bound_ppm) = est.drift_ppm();
+        let source = if est.claim_used {
+            ClockSource::of(self.claim).unwrap_or(ClockSource::Exchanges)
+        } else {
+            ClockSource::Exchanges
+        };
+        Some(ClockFigures {
+            source,
+            offset_ns: est.offset_at(middle).0,
+            bound_ns,
+            drift_ppm,
+            drift_bound_ppm,
+            contradicted: if est.claim_contradicted {
+                ClockSource::of(self.claim)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Why there is no estimate, in words for the user.
+    fn why_not(&self) -> &'static str {
+        match self.estimate {
+            Err(NoEstimate::Inconsistent) => {
+                "the timestamps fit no steady clock offset: a clock was set during the run"
+            }
+            _ => "no request was answered at its first try",
+        }
+    }
+}
+
 impl OneWayDelay {
     /// No figures, for `reason` (e.g. the server does not stamp its answers).
     pub fn unavailable(exchanges: u64, reason: impl Into<String>) -> OneWayDelay {
@@ -121,59 +191,27 @@ impl OneWayDelay {
     /// Each direction's delays from `exchanges`, the offset bounded by them and by `claim`
     /// where they agree with it.
     pub fn of(exchanges: &[Exchange], claim: ClockClaim) -> OneWayDelay {
+        OneWayDelay::within(&ClockFit::of(exchanges, claim), exchanges)
+    }
+
+    /// Each direction's delays over `exchanges` (one phase of a run) with the run's `fit`.
+    pub fn within(fit: &ClockFit, exchanges: &[Exchange]) -> OneWayDelay {
         let n = exchanges.len() as u64;
-        let est = match estimate(exchanges, claim) {
-            Ok(est) => est,
-            Err(NoEstimate::NoExchanges) => {
-                return OneWayDelay::unavailable(n, "no request was answered at its first try")
-            }
-            Err(NoEstimate::Inconsistent) => {
-                return OneWayDelay::unavailable(
-                    n,
-                    "the timestamps fit no steady clock offset: a clock was set during the run",
-                )
-            }
+        let Some(clock) = fit.figures(exchanges).filter(|_| !exchanges.is_empty()) else {
+            return OneWayDelay::unavailable(n, fit.why_not());
         };
-        let (mut up, mut down, mut outside, mut bound_ns) = (Vec::new(), Vec::new(), 0, 0);
-        for e in exchanges {
-            let (offset, bound) = est.offset_at(e.at());
-            bound_ns = bound_ns.max(bound);
-            let to_server = e.highest_offset() - offset;
-            let to_client = offset - e.lowest_offset();
-            if to_server + (bound as i64) < 0 || to_client + (bound as i64) < 0 {
-                outside += 1;
-                continue;
-            }
+        let (mut up, mut down) = (Vec::new(), Vec::new());
+        for (to_server, to_client, _) in exchanges.iter().filter_map(|e| fit.split(e)) {
             up.push(to_server);
             down.push(to_client);
         }
-        let mut by_time: Vec<&Exchange> = exchanges.iter().collect();
-        by_time.sort_by_key(|e| e.at());
-        let middle = by_time.get(by_time.len() / 2).map_or(0, |e| e.at());
-        let (drift_ppm, drift_bound_ppm) = est.drift_ppm();
-        let source = if est.claim_used {
-            ClockSource::of(claim).unwrap_or(ClockSource::Exchanges)
-        } else {
-            ClockSource::Exchanges
-        };
         OneWayDelay {
             exchanges: n,
-            clock: Some(ClockFigures {
-                source,
-                offset_ns: est.offset_at(middle).0,
-                bound_ns,
-                drift_ppm,
-                drift_bound_ppm,
-                contradicted: if est.claim_contradicted {
-                    ClockSource::of(claim)
-                } else {
-                    None
-                },
-            }),
+            clock: Some(clock),
             unavailable: None,
+            outside_bound: n - up.len() as u64,
             up: DelayFigures::of(up),
             down: DelayFigures::of(down),
-            outside_bound: outside,
         }
     }
 }

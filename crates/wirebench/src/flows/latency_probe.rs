@@ -26,11 +26,13 @@ use wirebench_core::record::loaded_latency::{
     LoadedLatency, PhaseSamples, ProbeFlowRecord, ProbeSample,
 };
 use wirebench_core::security::auth::Psk;
+use wirebench_core::vocab::clock_offset::{ClockClaim, ClockInfo, Exchange};
 use wirebench_core::vocab::plan::Protocol;
-use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::datagram::{read_stamps, Header, Kind, HEADER_LEN, STAMPS_LEN};
 
 use crate::engine;
 use crate::engine::udp::UdpClient;
+use crate::engine::wall_clock::{local_clock_info, WallAnchor};
 use crate::flows::rpm::probe::{ProbeSession, REQUEST_BYTES, RESPONSE_BYTES};
 use crate::flows::rr_client;
 use crate::transport::tls;
@@ -139,10 +141,10 @@ impl ProbeFlows {
         for (flow, loaded) in flows {
             probes.push(ProbeFlowRecord::of(
                 flow.protocol,
-                duration_ns(plan.interval),
-                duration_ns(plan.timeout),
+                (duration_ns(plan.interval), duration_ns(plan.timeout)),
                 &flow.idle,
                 &loaded,
+                flow.stamps.map(|(_, claim)| claim),
             ));
             finishing.spawn(flow.finish());
         }
@@ -188,6 +190,9 @@ struct ProbeFlow {
     tracker: RequestTracker,
     /// What the idle phase measured, once it ran.
     idle: PhaseSamples,
+    /// Stamped answers (UDP): how this host's instants map onto its wall clock, and what both
+    /// hosts claim of their clocks.
+    stamps: Option<(WallAnchor, ClockClaim)>,
 }
 
 /// What a probe travels over.
@@ -211,7 +216,21 @@ impl ProbeFlow {
         timeout: Duration,
         psk: Option<&Psk>,
     ) -> Result<ProbeFlow> {
-        let (session, quic_cert) = ProbeSession::open_over(server, protocol, false, psk).await?;
+        let (session, granted) = ProbeSession::open_over(server, protocol, false, psk).await?;
+        let quic_cert = granted.quic_cert;
+        // UDP probes come back stamped by a server that announces its clock.
+        let stamps = granted
+            .clock
+            .filter(|_| protocol == Protocol::Udp)
+            .map(|server_clock| {
+                let anchor = WallAnchor::now();
+                let claim = ClockInfo::claim(
+                    &local_clock_info(),
+                    &server_clock,
+                    anchor.read_error_ns.saturating_mul(2),
+                );
+                (anchor, claim)
+            });
         let preamble = session.preamble();
         let channel = match protocol {
             Protocol::Tcp => {
@@ -257,6 +276,7 @@ impl ProbeFlow {
             // No retries: a probe is one request, answered or lost.
             tracker: RequestTracker::new(timeout, 0),
             idle: PhaseSamples::default(),
+            stamps,
         })
     }
 
@@ -304,7 +324,7 @@ impl ProbeFlow {
                     next = Some((next.unwrap_or(now) + interval).max(Instant::now()));
                 }
                 answer = self.channel.recv(), if !broken => match answer {
-                    Ok(seq) => {
+                    Ok((seq, server_stamps)) => {
                         let now = Instant::now();
                         if let Answer::Answered { response_time, .. } =
                             self.tracker.on_response(seq, now)
@@ -313,7 +333,19 @@ impl ProbeFlow {
                             samples.answered.push(ProbeSample {
                                 t_ns: duration_ns(sent_at.saturating_duration_since(began)),
                                 rtt_ns: duration_ns(response_time),
+                                up_ns: None,
+                                down_ns: None,
                             });
+                            if let Some((anchor, _)) = &self.stamps {
+                                samples.exchanges.push(server_stamps.map(
+                                    |(server_received, server_sent)| Exchange {
+                                        client_sent: anchor.unix_ns(sent_at),
+                                        server_received,
+                                        server_sent,
+                                        client_received: anchor.unix_ns(now),
+                                    },
+                                ));
+                            }
                         }
                         // Late (already lost), duplicate or unknown answers are no samples.
                     }
@@ -392,13 +424,14 @@ impl Channel {
         }
     }
 
-    /// The number of the next probe answered; cancel-safe (a `select!` branch).
-    async fn recv(&mut self) -> Result<u64> {
+    /// The number of the next probe answered, with the server's stamps when the answer
+    /// carries them (UDP); cancel-safe (a `select!` branch).
+    async fn recv(&mut self) -> Result<(u64, Option<(i64, i64)>)> {
         match self {
-            Channel::Tcp(s) => s.recv().await,
-            Channel::Quic { stream, .. } => stream.recv().await,
+            Channel::Tcp(s) => Ok((s.recv().await?, None)),
+            Channel::Quic { stream, .. } => Ok((stream.recv().await?, None)),
             Channel::Udp { udp, session } => {
-                let mut buf = [0u8; HEADER_LEN + RESPONSE_BYTES as usize + 1];
+                let mut buf = [0u8; HEADER_LEN + STAMPS_LEN + 1];
                 loop {
                     let n = match udp.socket().recv(&mut buf).await {
                         Ok(n) => n,
@@ -410,7 +443,7 @@ impl Channel {
                     };
                     match Header::decode(&buf[..n]) {
                         Ok(h) if h.kind == Kind::Response && h.session == *session => {
-                            return Ok(h.seq)
+                            return Ok((h.seq, read_stamps(&buf[HEADER_LEN..n])))
                         }
                         // Not an answer of ours: ignored.
                         _ => continue,

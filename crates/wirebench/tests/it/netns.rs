@@ -282,3 +282,62 @@ async fn the_lab_drops_udp_and_tcp_alike_in_an_rr_sweep() {
     .await
     .expect("test finished in time");
 }
+
+/// Latency under load by direction, in the lab: the router's tbf (20 Mbit/s, a 256 KiB queue)
+/// shapes only the client → server direction, so a TCP upload queues there and nowhere else.
+/// UDP probes stamped by the server (one kernel's clock at both ends) show the queue in the up
+/// direction while the down direction stays as idle.
+#[tokio::test]
+async fn the_loaded_direction_shows_its_queue_in_the_lab() {
+    if let Some(why) = lab_script_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
+        let out = tokio::process::Command::new("bash")
+            .arg(script)
+            .args(["--rate", "20mbit", "--tbf-limit", "256kb"])
+            .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
+            .args([
+                "wirebench",
+                "-t",
+                "3",
+                "--latency-probe=udp",
+                "--json",
+                "--no-store",
+            ])
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("the lab script runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("run --json");
+        crate::cli::assert_matches_schema(&doc);
+        let probe = &doc["runs"][0]["loaded_latency"]["probes"][0];
+        let w = &probe["one_way"];
+        let ns = |v: &Value| v.as_i64().unwrap_or_else(|| panic!("a number in {w}"));
+        for phase in ["idle", "loaded"] {
+            assert_eq!(w[phase]["clock"]["source"], "same_clock", "{w}");
+            assert!(ns(&w[phase]["clock"]["bound_ns"]) <= 1_000, "{w}");
+        }
+        let (up, down) = (&w["loaded"]["up"], &w["loaded"]["down"]);
+        eprintln!(
+            "lab, TCP upload through 20 Mbit/s: up p50 {} p99 {} ns, down p50 {} p99 {} ns",
+            ns(&up["p50_ns"]),
+            ns(&up["p99_ns"]),
+            ns(&down["p50_ns"]),
+            ns(&down["p99_ns"])
+        );
+        assert!(ns(&up["p99_ns"]) >= 20_000_000, "no queue up: {w}");
+        assert!(ns(&down["p50_ns"]) <= 10_000_000, "a queue down: {w}");
+        let series = probe["series"].as_array().expect("series");
+        assert!(series.iter().any(|s| s["up_ns"].is_i64()), "{probe}");
+    })
+    .await
+    .expect("test finished in time");
+}

@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::plan::Protocol;
+use wirebench_core::wire::datagram::STAMPS_LEN;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams};
 
 use crate::transport::control;
@@ -48,21 +49,27 @@ impl ProbeSession {
     }
 
     /// Like [`ProbeSession::open`] over `protocol` (`run --latency-probe` probes over UDP and
-    /// QUIC too); also returns the server's QUIC certificate, when it announced one.
+    /// QUIC too); also returns what the server granted (its QUIC certificate, its clock). UDP
+    /// probes ask for stamped answers ([`STAMPS_LEN`] bytes), for one-way delays.
     pub async fn open_over(
         server: SocketAddr,
         protocol: Protocol,
         new_connection: bool,
         psk: Option<&Psk>,
-    ) -> Result<(Self, Option<Vec<u8>>)> {
+    ) -> Result<(Self, control::Accepted)> {
+        let stamps = protocol == Protocol::Udp;
         let params = RrParams {
             protocol,
             request: REQUEST_BYTES,
-            response: RESPONSE_BYTES,
+            response: if stamps {
+                STAMPS_LEN as u32
+            } else {
+                RESPONSE_BYTES
+            },
             flows: 1,
             concurrency: 1,
             new_connection,
-            stamps: false,
+            stamps,
         };
         let (ctrl, granted) =
             control::request_session_auth(server, &ControlMessage::RrRequest(params), psk)
@@ -75,7 +82,7 @@ impl ProbeSession {
                 server,
                 sent: 0,
             },
-            granted.quic_cert,
+            granted,
         ))
     }
 
