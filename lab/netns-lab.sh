@@ -7,6 +7,7 @@
 #   lab/netns-lab.sh [OPTIONS] wirebench [RUN-ARGS...]   # wirebench server + wirebench run --server S RUN-ARGS
 #   lab/netns-lab.sh [OPTIONS] iperf3 [IPERF3-ARGS...]   # iperf3 -s -1 + iperf3 -c S IPERF3-ARGS
 #   lab/netns-lab.sh [OPTIONS] rr [RR-ARGS...]           # wirebench server + wirebench rr --server S
+#   lab/netns-lab.sh [OPTIONS] latency [LATENCY-ARGS...] # wirebench server + wirebench latency --server S
 #                                                        #   --path-note "netns lab: ..." RR-ARGS
 #
 # rr records the lab's path with every result (--path-note "netns lab: tbf rate R burst B limit L,
@@ -32,7 +33,7 @@
 set -euo pipefail
 
 rate="" burst="32kb" limit="256kb" netem="" mtu=1500 bin="${WIREBENCH:-}" stats=""
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate="$2"; shift 2 ;;
@@ -43,14 +44,14 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift 2 ;;
     --stats) stats="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
-    wirebench|iperf3|rr) break ;;
+    wirebench|iperf3|rr|latency) break ;;
     *) echo "netns-lab: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-[ $# -gt 0 ] || { echo "netns-lab: say what to run: wirebench [RUN-ARGS], rr [RR-ARGS] or iperf3 [ARGS]" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "netns-lab: say what to run: wirebench [RUN-ARGS], rr [RR-ARGS], latency [LATENCY-ARGS] or iperf3 [ARGS]" >&2; exit 2; }
 tool="$1"; shift
 args=("$@")
-if { [ "$tool" = wirebench ] || [ "$tool" = rr ]; } && [ -z "$bin" ]; then
+if [ "$tool" != iperf3 ] && [ -z "$bin" ]; then
   here="$(cd "$(dirname "$0")/.." && pwd)"
   if command -v wirebench >/dev/null 2>&1; then bin="$(command -v wirebench)"
   elif [ -x "$here/target/release/wirebench" ]; then bin="$here/target/release/wirebench"
@@ -150,6 +151,13 @@ case "$tool" in
     path="$path, MTU $mtu, client -> router -> server"
     log "client: wirebench rr --server 10.77.2.2:5310 --path-note \"$path\" ${args[*]}"
     in_ns "$C" "$bin" rr --server 10.77.2.2:5310 --path-note "$path" "${args[@]}" || rc=$?
+    ;;
+  latency)
+    ip netns exec "$S" "$bin" server --bind 10.77.2.2 --port 5310 >/dev/null 2>&1 &
+    server_pid=$!
+    wait_listening 5310
+    log "client: wirebench latency --server 10.77.2.2:5310 ${args[*]}"
+    in_ns "$C" "$bin" latency --server 10.77.2.2:5310 "${args[@]}" || rc=$?
     ;;
   iperf3)
     ip netns exec "$S" iperf3 -s -1 -B 10.77.2.2 -p 5201 >/dev/null &

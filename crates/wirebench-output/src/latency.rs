@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use wirebench_core::record::loaded_latency::{LoadedLatency, ProbeFlowRecord, ProbePhase};
 
+use super::delay::{signed, time};
 use super::one_way::{directions_text, one_way_text};
 
 /// The block, one heading line and three lines per probe flow, each indented by two spaces.
@@ -59,20 +60,6 @@ fn increase(p: &ProbeFlowRecord) -> String {
             signed(i.p50_ns),
             signed(i.p99_ns)
         ),
-    }
-}
-
-pub(crate) fn signed(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "+" };
-    format!("{sign}{}", time(ns.unsigned_abs() as f64))
-}
-
-/// Below a millisecond in µs, else in ms.
-pub(crate) fn time(ns: f64) -> String {
-    if ns < 1e6 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{:.2} ms", ns / 1e6)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use wirebench_core::record::one_way::{ClockSource, DelayFigures, OneWayDelay};
 
-use super::latency::{signed, time};
+use super::delay::{signed, time};
 
 /// "up p50 8.9 µs, p99 12.0 µs · down p50 8.6 µs, p99 11.2 µs (each ± 11.4 µs; …)", or why
 /// there are none.

@@ -165,6 +165,17 @@ fn after_mark(
 }
 
 /// The headline of one direction: `reverse` when the server sent.
+/// One direction of one session's headline: the client's and the server's records of a
+/// session that sent client → server, or server → client when `reverse`.
+pub fn session_headline(
+    kind: (Protocol, Mechanism),
+    reverse: bool,
+    client: &ClientRecord,
+    server: &ServerRecord,
+) -> Headline {
+    direction(kind, reverse, client, server)
+}
+
 fn direction(
     (protocol, mechanism): (Protocol, Mechanism),
     reverse: bool,

@@ -10,6 +10,7 @@ pub mod dns;
 pub mod document;
 pub mod headline;
 pub mod lifecycle;
+pub mod load_phases;
 pub mod loaded_latency;
 pub mod loss;
 pub mod one_way;
@@ -24,7 +25,7 @@ pub mod service;
 pub mod summary;
 
 pub use campaign::{AbortedRun, CampaignInfo, Environment, NewCampaign, Status};
-pub use headline::{transfer_span_ns, Delivery, DirectionHeadlines, Headline};
+pub use headline::{session_headline, transfer_span_ns, Delivery, DirectionHeadlines, Headline};
 pub use loaded_latency::LoadedLatency;
 pub use loss::LossSplit;
 pub use rate::{bits_per_second, MIN_TIMED_NS};

@@ -9,6 +9,7 @@ mod exchange;
 mod exporter;
 mod history;
 mod iperf3_flags;
+mod latency;
 mod relay;
 mod rpm;
 mod run;
@@ -24,6 +25,7 @@ pub use history::{
     StoreCommand, StoreCopyArgs,
 };
 pub use iperf3_flags::{Iperf3Flags, Iperf3Refused};
+pub use latency::LatencyArgs;
 pub use relay::RelayArgs;
 pub use rpm::RpmArgs;
 pub use run::{Iperf3Args, PerfArgs, PlanArgs, RunArgs, SearchArgs};
@@ -196,6 +198,23 @@ pub enum Command {
     /// Example: wirebench rpm -c server.example --direction both --json
     #[command(after_long_help = RPM_AFTER_HELP)]
     Rpm(RpmArgs),
+    /// Latency under load, by direction: round trips and each direction's one-way delay while
+    /// the path is idle, while the client uploads, while it downloads, and both at once.
+    ///
+    /// Small probes (UDP by default, one every --probe-interval) run through every phase; the
+    /// server stamps each UDP probe when it arrives and when its answer leaves, so each
+    /// direction's delay is measured apart: the queue an upload builds shows in "up", a
+    /// download's in "down". Every one-way figure carries the bound of the clock offset
+    /// between the hosts: exact when both ends read one clock (the same host, or namespaces of
+    /// one kernel), else what the probes' own exchanges prove (half the best round trips), or
+    /// the kernels' estimated error when both say their clocks are synchronized — whichever is
+    /// narrower and not contradicted by the probes. Each loaded phase runs -P timed TCP (or
+    /// QUIC) flows per direction and prints their goodput. Without a server it runs against
+    /// one started in-process on loopback. Not stored yet: use --json to keep a result.
+    ///
+    /// Example: wirebench latency -c server.example -t 5s -P 4
+    #[command(after_long_help = LATENCY_AFTER_HELP)]
+    Latency(LatencyArgs),
     /// Print a shell completion script for bash, zsh, fish, elvish or powershell on stdout.
     ///
     /// Examples: wirebench completions bash > ~/.local/share/bash-completion/completions/wirebench;
@@ -244,6 +263,15 @@ shows it (--format html charts latency over time above goodput), `wirebench comp
 compares two. SIGINT, SIGTERM or SIGHUP ends the load early and stores what finished as aborted.
 
 Exit status: 0 an RPM was measured, 1 the test failed or no probe completed, 2 bad usage,
+128 + the signal when a signal stopped it.";
+
+const LATENCY_AFTER_HELP: &str = "\
+A one-way figure whose delay falls outside the bound (below zero by more than it) is counted and
+said, never shown. JSON (--json) holds the clock (offset, bound, drift, its source and any claim
+the probes contradicted), each phase's probes, round trips, one-way delays and goodput, and every
+probe as a time series with its up and down split. Guide: docs/guide/one-way-delay.md.
+
+Exit status: 0 every phase had answered probes and its load ran, 1 otherwise, 2 bad usage,
 128 + the signal when a signal stopped it.";
 
 const RELAY_AFTER_HELP: &str = "\

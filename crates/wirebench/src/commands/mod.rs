@@ -10,6 +10,7 @@ pub mod exporter;
 pub mod history;
 pub mod import;
 pub mod interop;
+pub mod latency;
 pub mod recorder;
 pub mod relay;
 pub mod report;
@@ -71,6 +72,10 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
             let cfg = config::rpm::RpmConfig::from_args(&args)?;
             let store = StoreTarget::from_args(&args.store)?;
             Ok(run_to_end(runtime, rpm::execute(cfg, store))?.exit_code())
+        }
+        Command::Latency(args) => {
+            let cfg = config::latency::LatencyConfig::from_args(&args)?;
+            Ok(run_to_end(runtime, latency::execute(cfg))?.exit_code())
         }
         offline => offline_command(offline),
     }

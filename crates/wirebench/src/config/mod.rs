@@ -9,6 +9,7 @@ pub mod exporter;
 pub mod history;
 mod interop;
 mod iperf3_flags;
+pub mod latency;
 pub mod latency_probe;
 pub mod ratesearch;
 mod relay;

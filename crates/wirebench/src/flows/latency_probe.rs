@@ -153,6 +153,54 @@ impl ProbeFlows {
     }
 }
 
+/// What [`ProbeFlows::through`] measured: per phase, its load's output, when it began (since
+/// the first phase began) and each flow's samples; per flow, its transport and what both hosts
+/// claim of their clocks when its probes were stamped.
+pub struct PhasedProbes<T> {
+    /// Each phase in order: (the load's output, its start, each flow's samples).
+    pub phases: Vec<(T, Duration, Vec<PhaseSamples>)>,
+    /// Each flow: its transport and its clock claim (None: not stamped).
+    pub flows: Vec<(Protocol, Option<ClockClaim>)>,
+}
+
+impl ProbeFlows {
+    /// Probes through `loads` one after another: each phase lasts until its load finishes
+    /// (the probes in flight then are waited for, up to their timeout). `wirebench latency`'s
+    /// idle, upload, download and both phases.
+    pub async fn through<F: Future>(self, loads: Vec<F>) -> PhasedProbes<F::Output> {
+        let ProbeFlows { mut flows, plan } = self;
+        let began = Instant::now();
+        let mut phases = Vec::new();
+        for load in loads {
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let start = began.elapsed();
+            let load = async move {
+                let out = load.await;
+                let _ = stop_tx.send(true);
+                out
+            };
+            let (out, measured) =
+                tokio::join!(load, run_phase(flows, plan.interval, None, stop_rx));
+            let (kept, samples): (Vec<ProbeFlow>, Vec<PhaseSamples>) = measured.into_iter().unzip();
+            flows = kept;
+            phases.push((out, start, samples));
+        }
+        let claims = flows
+            .iter()
+            .map(|f| (f.protocol, f.stamps.map(|(_, claim)| claim)))
+            .collect();
+        let mut finishing = JoinSet::new();
+        for flow in flows {
+            finishing.spawn(flow.finish());
+        }
+        while finishing.join_next().await.is_some() {}
+        PhasedProbes {
+            phases,
+            flows: claims,
+        }
+    }
+}
+
 /// Runs one phase on every flow at once (each on a task of its own) and hands the flows back
 /// in their order with what they measured.
 async fn run_phase(

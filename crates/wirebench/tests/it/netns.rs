@@ -341,3 +341,68 @@ async fn the_loaded_direction_shows_its_queue_in_the_lab() {
     .await
     .expect("test finished in time");
 }
+
+/// `wirebench latency` in the lab: the router's tbf (20 Mbit/s, 256 KiB) shapes only the
+/// client → server direction. The upload phase's goodput is the shaper's and its queue shows
+/// in the up direction only; the download, unshaped, queues nowhere; one kernel's clock at
+/// both ends bounds every one-way figure within a microsecond.
+#[tokio::test]
+async fn latency_by_direction_in_the_lab() {
+    if let Some(why) = lab_script_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
+        let out = tokio::process::Command::new("bash")
+            .arg(script)
+            .args(["--rate", "20mbit", "--tbf-limit", "256kb"])
+            .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
+            .args(["latency", "-t", "2s", "--phases", "idle,upload,download", "--json"])
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("the lab script runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
+        assert_eq!(doc["clock"]["source"], "same_clock", "{doc}");
+        let phase = |name: &str| {
+            doc["phases"]
+                .as_array()
+                .and_then(|a| a.iter().find(|p| p["phase"] == name))
+                .unwrap_or_else(|| panic!("no {name} phase in {doc}"))
+                .clone()
+        };
+        let ns = |p: &Value, dir: &str, q: &str| {
+            p["one_way"][dir][q]
+                .as_i64()
+                .unwrap_or_else(|| panic!("no {dir} {q} in {p}"))
+        };
+        let (idle, upload, download) = (phase("idle"), phase("upload"), phase("download"));
+        for p in [&idle, &upload, &download] {
+            assert_eq!(p["probes"]["lost"], 0, "{p}");
+            assert_eq!(p["one_way"]["outside_bound"], 0, "{p}");
+        }
+        eprintln!(
+            "lab latency: upload up p99 {} ns, down p50 {} ns; download up p50 {} ns; upload {} bit/s",
+            ns(&upload, "up", "p99_ns"),
+            ns(&upload, "down", "p50_ns"),
+            ns(&download, "up", "p50_ns"),
+            upload["upload_bps"]
+        );
+        assert!(ns(&upload, "up", "p99_ns") >= 20_000_000, "{upload}");
+        assert!(ns(&upload, "down", "p50_ns") <= 10_000_000, "{upload}");
+        assert!(ns(&download, "up", "p50_ns") <= 10_000_000, "{download}");
+        let up_bps = upload["upload_bps"].as_f64().expect("upload goodput");
+        assert!((5e6..=21e6).contains(&up_bps), "{upload}");
+        assert!(idle["upload_bps"].is_null() && download["upload_bps"].is_null());
+        let series = upload["series"].as_array().expect("series");
+        assert!(series.iter().all(|s| s["up_ns"].is_i64()), "{upload}");
+    })
+    .await
+    .expect("test finished in time");
+}

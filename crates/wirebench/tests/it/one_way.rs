@@ -151,3 +151,79 @@ async fn an_offset_server_clock_is_recovered_within_its_bound() {
     .await
     .expect("test finished in time");
 }
+
+/// `wirebench latency` against the embedded server: the phases asked for, in order, each with
+/// answered probes, one-way figures on one clock and its load's goodput in its direction only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_runs_its_phases_in_order_on_loopback() {
+    let out = wirebench(&[
+        "latency",
+        "-t",
+        "1s",
+        "--phases",
+        "idle,download,upload",
+        "--json",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
+    assert_matches_latency_schema(&doc);
+    let phases = doc["phases"].as_array().expect("phases");
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
+    assert_eq!(names, ["idle", "download", "upload"]);
+    assert_eq!(doc["clock"]["source"], "same_clock", "{doc}");
+    for p in phases {
+        assert!(p["probes"]["answered"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(
+            p["probes"]["sent"].as_u64(),
+            Some(p["probes"]["answered"].as_u64().unwrap() + p["probes"]["lost"].as_u64().unwrap())
+        );
+        assert!(p["one_way"]["up"]["p50_ns"].is_i64(), "{p}");
+    }
+    assert!(phases[0]["upload_bps"].is_null() && phases[0]["download_bps"].is_null());
+    assert!(phases[1]["download_bps"].as_f64().unwrap() > 0.0 && phases[1]["upload_bps"].is_null());
+    assert!(phases[2]["upload_bps"].as_f64().unwrap() > 0.0 && phases[2]["download_bps"].is_null());
+}
+
+/// Bad flags get one line that says what is allowed, and exit status 2.
+#[tokio::test]
+async fn latency_refuses_bad_flags_in_one_line() {
+    for (args, expect) in [
+        (
+            &["latency", "--phases", "idle,sideways"][..],
+            "allowed idle, upload, download, both",
+        ),
+        (&["latency", "--phases", "idle,idle"], "given twice"),
+        (&["latency", "-P", "0"], "allowed 1 to 16"),
+        (&["latency", "--load", "udp"], "expected tcp or quic"),
+        (&["latency", "--probe-interval", "0ms"], "allowed 1ms to 1s"),
+        (&["latency", "-t", "301s"], "allowed 1s to 300s"),
+        (&["latency", "-l", "0"], "expected 1 to 16MiB"),
+    ] {
+        let out = wirebench(args).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
+
+/// Panics unless `doc` is valid against docs/latency-output.schema.json.
+fn assert_matches_latency_schema(doc: &Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/latency-output.schema.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("latency-output.schema.json", schema)
+        .unwrap();
+    let index = compiler
+        .compile("latency-output.schema.json", &mut schemas)
+        .expect("the schema compiles");
+    if let Err(e) = schemas.validate(doc, index) {
+        panic!("output does not match the schema: {e:#}");
+    }
+}
