@@ -7,12 +7,14 @@ use std::fmt::Write as _;
 use wirebench_core::record::campaign::AbortedDetail;
 use wirebench_core::record::dns::NewDnsCampaign;
 use wirebench_core::record::lifecycle::{CampaignKind, SweepInfo};
+use wirebench_core::record::load_phases::{LoadPhase, LoadPhasesResult, NewLatencyCampaign};
 use wirebench_core::record::rpm::NewRpmCampaign;
 use wirebench_core::record::rr::NewRrCampaign;
 use wirebench_core::record::{count_of, AbortedRun, CampaignInfo, EndedBy, RunRecord};
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::ByteSize;
 
+use super::delay::time;
 use super::run_block::headline_text;
 
 /// The `show` line of a run stored as aborted: what it was, why it stopped and what the client
@@ -265,6 +267,57 @@ pub fn rpm_campaign_list(campaigns: &[(SweepInfo<NewRpmCampaign>, Vec<Option<f64
         })
         .collect();
     sweep_list("RPM", "--rpm", &rows)
+}
+
+/// The `wirebench runs` block of latency campaigns: phases, load and each test's queue in
+/// the direction it loaded (the upload phase's up p99, the download phase's down p99).
+pub fn latency_campaign_list(
+    campaigns: &[(SweepInfo<NewLatencyCampaign>, Vec<LoadPhasesResult>)],
+) -> String {
+    let rows: Vec<SweepRow> = campaigns
+        .iter()
+        .map(|(info, results)| {
+            let c = &info.campaign;
+            let figures: Vec<String> = results.iter().map(loaded_queues).collect();
+            SweepRow {
+                id: info.id,
+                started_at_unix_s: c.started_at_unix_s,
+                status: info.status.as_str(),
+                stored: results.len() as u64,
+                planned: c.planned_results,
+                what: format!(
+                    "{} against {}, {} load, {} per direction{}{}",
+                    c.phases,
+                    c.server,
+                    c.plan.load,
+                    count_of(c.plan.streams as usize, "flow", "flows"),
+                    if figures.is_empty() { "" } else { ": " },
+                    figures.join("; "),
+                ),
+                host: c.host_name.clone(),
+            }
+        })
+        .collect();
+    sweep_list("latency", "--latency", &rows)
+}
+
+/// "upload: up p99 40.00 ms, download: down p99 60.00 ms", or the round trips without stamps.
+fn loaded_queues(r: &LoadPhasesResult) -> String {
+    let p99 = |phase: LoadPhase, up: bool| {
+        let w = r.phase(phase)?.one_way.as_ref()?;
+        Some(if up { w.up?.p99_ns } else { w.down?.p99_ns })
+    };
+    let mut parts = Vec::new();
+    if let Some(ns) = p99(LoadPhase::Upload, true) {
+        parts.push(format!("upload: up p99 {}", time(ns as f64)));
+    }
+    if let Some(ns) = p99(LoadPhase::Download, false) {
+        parts.push(format!("download: down p99 {}", time(ns as f64)));
+    }
+    if parts.is_empty() {
+        return "no one-way delay".to_string();
+    }
+    parts.join(", ")
 }
 
 /// The `wirebench show` text: the campaign, its host and every run with both views.

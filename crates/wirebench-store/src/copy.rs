@@ -9,6 +9,7 @@ use wirebench_core::record::lifecycle::CampaignKind;
 
 use super::dns::Dns;
 use super::kind::Kind;
+use super::latency::Latency;
 use super::lifecycle::Merged;
 use super::rpm::Rpm;
 use super::rr::{Ping, Rr};
@@ -74,6 +75,7 @@ impl Store {
                 CampaignKind::Ping => self.copy_kind::<Ping>(from),
                 CampaignKind::Dns => self.copy_kind::<Dns>(from),
                 CampaignKind::Rpm => self.copy_kind::<Rpm>(from),
+                CampaignKind::Latency => self.copy_kind::<Latency>(from),
             }?;
             n.kinds.push((kind, counts));
         }

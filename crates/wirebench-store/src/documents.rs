@@ -9,6 +9,7 @@ use wirebench_core::record::lifecycle::{CampaignDocument, CampaignKind, DOCUMENT
 
 use super::dns::Dns;
 use super::kind::Kind;
+use super::latency::Latency;
 use super::lifecycle::Merged;
 use super::rpm::Rpm;
 use super::rr::{Ping, Rr};
@@ -74,6 +75,7 @@ impl Store {
             CampaignKind::Ping => self.merge_as::<Ping>(text, origin, again),
             CampaignKind::Dns => self.merge_as::<Dns>(text, origin, again),
             CampaignKind::Rpm => self.merge_as::<Rpm>(text, origin, again),
+            CampaignKind::Latency => self.merge_as::<Latency>(text, origin, again),
         }?;
         Ok((head.kind, merged))
     }
@@ -95,6 +97,7 @@ impl Store {
             },
             CampaignKind::Dns => self.text_of::<Dns>(id)?,
             CampaignKind::Rpm => self.text_of::<Rpm>(id)?,
+            CampaignKind::Latency => self.text_of::<Latency>(id)?,
         };
         Ok(text)
     }

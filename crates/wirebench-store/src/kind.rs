@@ -3,7 +3,7 @@
 //! shares the lifecycle columns of schema version 9 (status, times, error, origin, writer,
 //! uid), so beginning, recording, finishing, marking interrupted, reading, copying, importing
 //! and spooling are written once, over this trait (`lifecycle.rs`, `copy.rs`, `spool.rs`).
-//! The kinds are `run.rs`, `rr.rs`, `dns.rs` and `rpm.rs`.
+//! The kinds are `run.rs`, `rr.rs`, `dns.rs`, `rpm.rs` and `latency.rs`.
 
 use std::fmt::Debug;
 
@@ -104,6 +104,7 @@ impl Tables {
             CampaignKind::Ping => sweep("rr_campaign", "rr_result", Some("ping")),
             CampaignKind::Dns => sweep("dns_campaign", "dns_result", None),
             CampaignKind::Rpm => sweep("rpm_campaign", "rpm_result", None),
+            CampaignKind::Latency => sweep("latency_campaign", "latency_result", None),
         }
     }
 
@@ -191,7 +192,13 @@ mod tests {
     fn rr_and_ping_share_a_table_and_nothing_else_does() {
         assert_eq!(
             Tables::every_campaign_table(),
-            ["campaign", "dns_campaign", "rpm_campaign", "rr_campaign"]
+            [
+                "campaign",
+                "dns_campaign",
+                "latency_campaign",
+                "rpm_campaign",
+                "rr_campaign"
+            ]
         );
         assert_eq!(
             Tables::of(CampaignKind::Ping).scope(),

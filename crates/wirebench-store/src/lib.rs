@@ -26,6 +26,7 @@ pub mod copy;
 pub mod dns;
 pub mod documents;
 pub mod kind;
+pub mod latency;
 pub mod lifecycle;
 mod location;
 mod merged;

@@ -25,19 +25,23 @@ pub enum CampaignKind {
     Dns,
     /// `wirebench rpm`: responsiveness tests.
     Rpm,
+    /// `wirebench latency`: latency under load by direction.
+    Latency,
 }
 
 impl CampaignKind {
     /// Every kind, in the order listings show them.
-    pub const ALL: [CampaignKind; 5] = [
+    pub const ALL: [CampaignKind; 6] = [
         CampaignKind::Run,
         CampaignKind::Dns,
         CampaignKind::Rr,
         CampaignKind::Ping,
         CampaignKind::Rpm,
+        CampaignKind::Latency,
     ];
 
-    /// The name in documents and on the command line (`run`, `rr`, `ping`, `dns`, `rpm`).
+    /// The name in documents and on the command line (`run`, `rr`, `ping`, `dns`, `rpm`,
+    /// `latency`).
     pub fn name(self) -> &'static str {
         match self {
             CampaignKind::Run => "run",
@@ -45,6 +49,7 @@ impl CampaignKind {
             CampaignKind::Ping => "ping",
             CampaignKind::Dns => "dns",
             CampaignKind::Rpm => "rpm",
+            CampaignKind::Latency => "latency",
         }
     }
 
@@ -61,6 +66,7 @@ impl CampaignKind {
             CampaignKind::Ping => "ping sweep",
             CampaignKind::Dns => "DNS campaign",
             CampaignKind::Rpm => "rpm campaign",
+            CampaignKind::Latency => "latency campaign",
         }
     }
 
@@ -68,7 +74,7 @@ impl CampaignKind {
     pub fn result_noun(self) -> &'static str {
         match self {
             CampaignKind::Run => "run",
-            CampaignKind::Rpm => "test",
+            CampaignKind::Rpm | CampaignKind::Latency => "test",
             _ => "result",
         }
     }

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::lifecycle::{CampaignKind, SweepPlan};
 use crate::record::loaded_latency::{PhaseSamples, ProbePhase, ProbeSample};
 use crate::record::one_way::{ClockFigures, ClockFit, OneWayDelay};
 use crate::vocab::clock_offset::{ClockClaim, Exchange};
@@ -83,6 +84,29 @@ pub struct LoadPhasesPlan {
     pub interval_ns: u64,
     /// A probe unanswered this long is lost (ns).
     pub timeout_ns: u64,
+}
+
+/// What is known about a stored `wirebench latency` campaign when it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewLatencyCampaign {
+    /// Start time, seconds since the Unix epoch (UTC).
+    pub started_at_unix_s: i64,
+    /// The server as named (or `embedded ADDR`).
+    pub server: String,
+    /// The phases, comma separated, in order (`idle,upload,download,both`).
+    pub phases: String,
+    /// How each test runs.
+    pub plan: LoadPhasesPlan,
+    /// Tests planned.
+    pub planned_results: u64,
+    /// The host it ran on.
+    pub host_name: Option<String>,
+    /// The wirebench that ran it.
+    pub wirebench_version: String,
+}
+
+impl SweepPlan for NewLatencyCampaign {
+    const KIND: CampaignKind = CampaignKind::Latency;
 }
 
 /// What one phase measured, as the flow hands it over.

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::common::StoreArgs;
+
 /// Flags of `wirebench latency`.
 #[derive(Debug, Args)]
 pub struct LatencyArgs {
@@ -53,4 +55,8 @@ pub struct LatencyArgs {
     /// server given, the embedded server requires the key.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Where the test is stored, with every probe (`wirebench report --latency ID` charts each
+    /// direction over time).
+    #[command(flatten)]
+    pub store: StoreArgs,
 }

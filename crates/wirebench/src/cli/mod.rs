@@ -210,7 +210,7 @@ pub enum Command {
     /// the kernels' estimated error when both say their clocks are synchronized — whichever is
     /// narrower and not contradicted by the probes. Each loaded phase runs -P timed TCP (or
     /// QUIC) flows per direction and prints their goodput. Without a server it runs against
-    /// one started in-process on loopback. Not stored yet: use --json to keep a result.
+    /// one started in-process on loopback. Each test is stored as a latency campaign.
     ///
     /// Example: wirebench latency -c server.example -t 5s -P 4
     #[command(after_long_help = LATENCY_AFTER_HELP)]

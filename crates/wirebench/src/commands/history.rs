@@ -13,6 +13,7 @@ use wirebench_core::vocab::sweep::Point;
 
 use crate::output::history;
 use crate::store::dns::Dns;
+use crate::store::latency::Latency;
 use crate::store::rpm::Rpm;
 use crate::store::rr::{Ping, Rr};
 use crate::store::run::Run;
@@ -22,9 +23,14 @@ use crate::store::{Location, Store};
 pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     let db: &Location = &db.into();
     // Listing never creates a database: a missing one is just an empty history.
-    let (campaigns, dns, rr, rpm) = if db.exists() {
+    let (campaigns, dns, rr, rpm, latency) = if db.exists() {
         let store = Store::open(db)?;
         crate::commands::recorder::say_replayed(&store);
+        let mut latency = Vec::new();
+        for (info, _) in store.campaigns::<Latency>()? {
+            let results = store.results::<Latency>(info.id)?;
+            latency.push((info, results.into_iter().map(|r| r.result).collect()));
+        }
         let mut rpm = Vec::new();
         for (info, _) in store.campaigns::<Rpm>()? {
             let figures = store.rpm_figures(info.id)?;
@@ -39,11 +45,16 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
             .into_iter()
             .map(|(c, _)| c)
             .collect();
-        (runs, store.campaigns::<Dns>()?, rr, rpm)
+        (runs, store.campaigns::<Dns>()?, rr, rpm, latency)
     } else {
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new())
     };
-    if campaigns.is_empty() && dns.is_empty() && rr.is_empty() && rpm.is_empty() {
+    if campaigns.is_empty()
+        && dns.is_empty()
+        && rr.is_empty()
+        && rpm.is_empty()
+        && latency.is_empty()
+    {
         writeln!(
             out,
             "no campaigns in {} yet: `wirebench run` stores each run there",
@@ -63,6 +74,9 @@ pub fn list(db: impl Into<Location>, out: &mut impl Write) -> Result<()> {
     }
     if !rpm.is_empty() {
         blocks.push(history::rpm_campaign_list(&rpm));
+    }
+    if !latency.is_empty() {
+        blocks.push(history::latency_campaign_list(&latency));
     }
     write!(out, "{}", blocks.join("\n"))?;
     Ok(())

@@ -75,7 +75,8 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         }
         Command::Latency(args) => {
             let cfg = config::latency::LatencyConfig::from_args(&args)?;
-            Ok(run_to_end(runtime, latency::execute(cfg))?.exit_code())
+            let store = StoreTarget::from_args(&args.store)?;
+            Ok(run_to_end(runtime, latency::execute(cfg, store))?.exit_code())
         }
         offline => offline_command(offline),
     }

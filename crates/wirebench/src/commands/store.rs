@@ -33,14 +33,15 @@ pub fn copy(from: &Location, to: &Location, out: &mut impl Write) -> Result<()> 
     writeln!(
         out,
         "copied {} campaign(s) with {} run(s), {} DNS campaign(s), {} rr sweep(s), {} ping \
-         sweep(s) and {} rpm campaign(s) from {} to {}; {} brought up to date ({} result(s) \
-         added); {} already there",
+         sweep(s), {} rpm campaign(s) and {} latency campaign(s) from {} to {}; {} brought up \
+         to date ({} result(s) added); {} already there",
         runs.copied,
         runs.results,
         n.of(CampaignKind::Dns).copied,
         n.of(CampaignKind::Rr).copied,
         n.of(CampaignKind::Ping).copied,
         n.of(CampaignKind::Rpm).copied,
+        n.of(CampaignKind::Latency).copied,
         from.display(),
         to.display(),
         n.updated(),

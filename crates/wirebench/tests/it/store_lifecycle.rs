@@ -1,4 +1,4 @@
-//! One campaign lifecycle for every kind (run, rr, ping, dns, rpm), against SQLite and a
+//! One campaign lifecycle for every kind (run, rr, ping, dns, rpm, latency), against SQLite and a
 //! throw-away PostgreSQL: each kind moves between stores whole and once (`store copy`,
 //! `export`/`import`), an unfinished campaign is brought up to date when its finished version
 //! arrives (in-process, and with a real `run` copied and exported while it runs), `ping` is
@@ -8,6 +8,7 @@ use serde_json::Value;
 use wirebench::store::dns::Dns;
 use wirebench::store::kind::Kind;
 use wirebench::store::lifecycle::Merged;
+use wirebench::store::latency::Latency;
 use wirebench::store::rpm::Rpm;
 use wirebench::store::rr::{Ping, Rr};
 use wirebench::store::run::Run;
@@ -15,6 +16,7 @@ use wirebench::store::{schema, Store};
 use wirebench_core::machine::responsiveness::RpmResult;
 use wirebench_core::record::dns::{DnsResult, NewDnsCampaign};
 use wirebench_core::record::lifecycle::{CampaignDocument, CampaignKind, StoredRun};
+use wirebench_core::record::load_phases::{LoadPhasesResult, NewLatencyCampaign};
 use wirebench_core::record::rpm::NewRpmCampaign;
 use wirebench_core::record::rr::{NewRrCampaign, RrResult};
 use wirebench_core::record::{Environment, NewCampaign, Status};
@@ -67,6 +69,14 @@ fn dns_results() -> Vec<DnsResult> {
 
 fn rpm_plan_and_result() -> (NewRpmCampaign, RpmResult) {
     let doc = fixture("rpm-campaign.json");
+    (
+        serde_json::from_value(doc["campaign"].clone()).unwrap(),
+        serde_json::from_value(doc["result"].clone()).unwrap(),
+    )
+}
+
+fn latency_plan_and_result() -> (NewLatencyCampaign, LoadPhasesResult) {
+    let doc = fixture("latency-campaign.json");
     (
         serde_json::from_value(doc["campaign"].clone()).unwrap(),
         serde_json::from_value(doc["result"].clone()).unwrap(),
@@ -126,6 +136,8 @@ fn one_of_each(store: &Store) {
     store_kind::<Dns>(store, &dns_plan(), &dns, dns.len());
     let (rpm_plan, rpm) = rpm_plan_and_result();
     store_kind::<Rpm>(store, &rpm_plan, &[rpm], 1);
+    let (latency_plan, latency) = latency_plan_and_result();
+    store_kind::<Latency>(store, &latency_plan, &[latency], 1);
 }
 
 /// Campaign `id`'s document with its store id and tool version set aside.
@@ -150,13 +162,17 @@ fn every_kind_moves_between_stores_whole_and_once() {
             assert_eq!((n.of(kind).copied, n.of(kind).skipped), (1, 0), "{kind:?}");
         }
         let n = dest.copy_from(&from).unwrap();
-        assert_eq!((n.skipped(), n.updated()), (5, 0), "{}", to.name());
+        assert_eq!((n.skipped(), n.updated()), (6, 0), "{}", to.name());
         // Ids are the destination's: rr and ping share one sequence there as here.
         assert_eq!(comparable::<Run>(&dest, 1), comparable::<Run>(&from, 1));
         assert_eq!(comparable::<Rr>(&dest, 1), comparable::<Rr>(&from, 1));
         assert_eq!(comparable::<Ping>(&dest, 2), comparable::<Ping>(&from, 2));
         assert_eq!(comparable::<Dns>(&dest, 1), comparable::<Dns>(&from, 1));
         assert_eq!(comparable::<Rpm>(&dest, 1), comparable::<Rpm>(&from, 1));
+        assert_eq!(
+            comparable::<Latency>(&dest, 1),
+            comparable::<Latency>(&from, 1)
+        );
         // export --rr/--dns/--rpm and import: the same merge.
         let third_db = to.another();
         let third = third_db.open();
@@ -165,6 +181,7 @@ fn every_kind_moves_between_stores_whole_and_once() {
             (CampaignKind::Ping, 2),
             (CampaignKind::Dns, 1),
             (CampaignKind::Rpm, 1),
+            (CampaignKind::Latency, 1),
         ] {
             let text = from.document_text(kind, id).unwrap().expect("exported");
             let (got, merged) = third.merge_text(&text, Some("import"), false).unwrap();
