@@ -112,7 +112,11 @@ fn y_axis(figured: Figured, unit: &str, series: &[Series], bars: Option<usize>) 
         if log { ", log scale" } else { "" }
     );
     if log {
-        (plot::y_log(desc, series), true)
+        let axis = match bars {
+            Some(categories) => plot::y_log_bars(desc, series, categories),
+            None => plot::y_log(desc, series),
+        };
+        (axis, true)
     } else {
         (plot::y_from_zero(desc, series, bars), false)
     }
@@ -351,7 +355,11 @@ fn round_trips(
         .map_or_else(String::new, |s| format!(", {s}-byte messages"));
     let (title, x, caption) = match shape.x {
         Some(_) => (
-            format!("Stop-and-wait round-trip time against {}{size}", shape.x_words()),
+            format!(
+                "Stop-and-wait round-trip time {} {}{size}",
+                if shape.lines() { "against" } else { "per" },
+                shape.x_words()
+            ),
             if shape.lines() {
                 x_axis(shape, &series)
             } else {

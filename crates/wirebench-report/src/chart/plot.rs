@@ -502,6 +502,24 @@ pub fn y_log(desc: String, series: &[Series]) -> Axis {
     Axis::log(desc, lo, hi, Y_AXIS_PX, super::axis::Y_LABEL_GAP_PX)
 }
 
+/// A log y axis for bars over `categories`: [`y_log`] with room above the highest bar for
+/// its value label.
+pub fn y_log_bars(desc: String, series: &[Series], categories: usize) -> Axis {
+    let axis = y_log(desc.clone(), series);
+    let px = bar_label_px(categories, series.len(), longest_label(series));
+    let share = (px / Y_AXIS_PX).min(0.65);
+    // The top value lies a decade above its mark's log; room of `share` of the axis above it.
+    let top = extent(series).map_or(axis.hi, |(_, hi)| hi.max(1e-9).log10());
+    let hi = top + (top - axis.lo) * share / (1.0 - share);
+    Axis::log(
+        desc,
+        10f64.powf(axis.lo),
+        10f64.powf(hi.max(axis.hi)),
+        Y_AXIS_PX,
+        super::axis::Y_LABEL_GAP_PX,
+    )
+}
+
 /// The x values of `series`: (smallest, largest).
 pub fn x_extent(series: &[Series]) -> Option<(f64, f64)> {
     let xs = series.iter().flat_map(|s| &s.marks).map(|m| m.x);
