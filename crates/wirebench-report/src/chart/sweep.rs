@@ -37,6 +37,18 @@ impl Load {
         }
     }
 
+    /// Whether the sweep ran at more than one load: with one, an "against" chart would be a
+    /// point per series, so the table says it instead.
+    pub fn varies(points: impl Iterator<Item = (u32, u32)>) -> bool {
+        let (flows, ks): (BTreeSet<u32>, BTreeSet<u32>) = points.unzip();
+        flows.len() > 1 || ks.len() > 1
+    }
+
+    /// The x axis of a chart against this load: whole numbers only (no half a flow).
+    fn axis(self, what: &str, series: &[super::series::Series]) -> super::axis::Axis {
+        plot::x_from_zero(self.desc(what), series).integers()
+    }
+
     fn x(self, flows: u32, k: u32) -> f64 {
         f64::from(match self {
             Load::InFlight => k,
@@ -61,7 +73,7 @@ impl Load {
 
 /// The charts of an rr sweep: loss and retransmissions, response time, requests per second.
 pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
-    if results.is_empty() {
+    if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
         return Ok(Vec::new());
     }
     let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
@@ -74,32 +86,43 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             String::new()
         }
     };
-    let proto = |p: Protocol| match p {
-        Protocol::Udp => "UDP",
-        Protocol::Tcp => "TCP",
-        Protocol::Quic => "QUIC",
+    let proto = |r: &RrResult| {
+        let p = match r.protocol {
+            Protocol::Udp => "UDP",
+            Protocol::Tcp => "TCP",
+            Protocol::Quic => "QUIC",
+        };
+        format!("{p}{}{}", new_connection(r.new_connection), suffix(r))
     };
+    // One palette for the page: a protocol keeps its colour and shape on every chart.
     let mut palette = Palette::default();
     let mut out = Vec::new();
-    let repair = group(
+    let mut repair = group(
         results.iter().filter_map(|r| {
-            let what = match r.protocol {
-                Protocol::Udp => "UDP requests lost",
-                Protocol::Tcp => "TCP segments retransmitted",
-                Protocol::Quic => "QUIC packets lost",
-            };
             Some((
-                format!("{what}{}", suffix(r)),
+                proto(r),
                 Mark::at(load.x(r.flows, r.concurrency), r.repair_pct()?),
             ))
         }),
         &mut palette,
     );
+    for s in &mut repair {
+        // "UDP, 2 flows" → "UDP requests lost, 2 flows": the chart says what each line counts.
+        let what = match s.name.split(',').next() {
+            Some("UDP") => " requests lost",
+            Some("TCP") => " segments retransmitted",
+            _ => " packets lost",
+        };
+        s.name = match s.name.split_once(", ") {
+            Some((p, rest)) => format!("{p}{what}, {rest}"),
+            None => format!("{}{what}", s.name),
+        };
+    }
     if !repair.is_empty() {
         out.push(figure(
             Plot {
                 title: format!("Loss and retransmissions against {}", short(load, "requests")),
-                x: plot::x_from_zero(load.desc("Requests"), &repair),
+                x: load.axis("Requests", &repair),
                 y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
                 bars: false,
                 series: &repair,
@@ -112,10 +135,9 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             ),
         )?);
     }
-    let mut palette = Palette::default();
     let times = group(
         results.iter().filter_map(|r| {
-            let name = format!("{}{}", proto(r.protocol), suffix(r));
+            let name = proto(r);
             Some((
                 name,
                 response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
@@ -124,13 +146,12 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
         &mut palette,
     );
     if !times.is_empty() {
-        out.push(response_figure(&times, load, "Requests", "requests")?);
+        out.push(response_figure(&times, load, "Requests", "request")?);
     }
-    let mut palette = Palette::default();
     let rates = group(
         results.iter().map(|r| {
             (
-                format!("{}{}", proto(r.protocol), suffix(r)),
+                proto(r),
                 Mark::at(load.x(r.flows, r.concurrency), r.requests_per_second),
             )
         }),
@@ -139,7 +160,7 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
     out.push(figure(
         Plot {
             title: format!("Requests per second against {}", short(load, "requests")),
-            x: plot::x_from_zero(load.desc("Requests"), &rates),
+            x: load.axis("Requests", &rates),
             y: plot::y_from_zero("Requests answered per second (1/s)".into(), &rates, None),
             bars: false,
             series: &rates,
@@ -157,25 +178,40 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
 /// The charts of a DNS sweep: UDP queries lost against TCP (and DoT) segments retransmitted,
 /// and response time with its minimum and maximum.
 pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
-    if results.is_empty() {
+    if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
         return Ok(Vec::new());
     }
     let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
+    let transport = |r: &DnsResult| {
+        format!(
+            "{}{}",
+            r.transport.name().to_uppercase(),
+            new_connection(r.new_connection)
+        )
+    };
+    // One palette for the page: a transport keeps its colour and shape on every chart.
     let mut palette = Palette::default();
-    let repair = group(
+    let mut repair = group(
         results.iter().filter_map(|r| {
-            let (name, pct) = match r.transport {
-                DnsTransport::Udp => ("UDP queries lost (timeouts)", r.timeout_ratio * 100.0),
-                DnsTransport::Tcp => ("TCP segments retransmitted", r.retrans_rate? * 100.0),
-                DnsTransport::Dot => ("DoT segments retransmitted", r.retrans_rate? * 100.0),
+            let pct = match r.transport {
+                DnsTransport::Udp => r.timeout_ratio * 100.0,
+                DnsTransport::Tcp | DnsTransport::Dot => r.retrans_rate? * 100.0,
             };
-            Some((
-                name.to_string(),
-                Mark::at(load.x(r.flows, r.concurrency), pct),
-            ))
+            Some((transport(r), Mark::at(load.x(r.flows, r.concurrency), pct)))
         }),
         &mut palette,
     );
+    for s in &mut repair {
+        let what = if s.name.starts_with("UDP") {
+            " queries lost (timeouts)"
+        } else {
+            " segments retransmitted"
+        };
+        s.name = match s.name.split_once(", ") {
+            Some((t, rest)) => format!("{t}{what}, {rest}"),
+            None => format!("{}{what}", s.name),
+        };
+    }
     let mut out = Vec::new();
     if !repair.is_empty() {
         out.push(figure(
@@ -184,7 +220,7 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
                     "DNS: UDP loss and TCP retransmissions against {}",
                     short(load, "queries")
                 ),
-                x: plot::x_from_zero(load.desc("Queries"), &repair),
+                x: load.axis("Queries", &repair),
                 y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
                 bars: false,
                 series: &repair,
@@ -197,10 +233,9 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
             ),
         )?);
     }
-    let mut palette = Palette::default();
     let times = group(
         results.iter().filter_map(|r| {
-            let name = r.transport.name().to_uppercase();
+            let name = transport(r);
             Some((
                 name,
                 response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
@@ -209,9 +244,18 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
         &mut palette,
     );
     if !times.is_empty() {
-        out.push(response_figure(&times, load, "Queries", "queries")?);
+        out.push(response_figure(&times, load, "Queries", "query")?);
     }
     Ok(out)
+}
+
+/// ", new connection" for a sweep that opened a connection per request; empty otherwise.
+fn new_connection(new: bool) -> &'static str {
+    if new {
+        ", new connection"
+    } else {
+        ""
+    }
 }
 
 /// "requests in flight" ("queries in flight"), or "flows".
@@ -243,8 +287,8 @@ fn response_figure(
     );
     figure(
         Plot {
-            title: format!("Response time against {}", short(load, noun)),
-            x: plot::x_from_zero(load.desc(what), series),
+            title: format!("Response time against {}", short(load, &format!("{noun}s"))),
+            x: load.axis(what, series),
             y: if log {
                 plot::y_log(desc, series)
             } else {
@@ -256,8 +300,7 @@ fn response_figure(
         },
         "Response time against load",
         format!(
-            "Average time from a {} being sent to its answer (dot), with a whisker from the fastest to the slowest, against {}.",
-            noun.trim_end_matches('s'),
+            "Average time from a {noun} being sent to its answer (mark), with a whisker from the fastest to the slowest, against {}.",
             load.words()
         ),
     )
@@ -281,5 +324,10 @@ mod tests {
         assert_eq!(Load::of([(2, 1), (2, 8)].into_iter()), Load::InFlight);
         assert_eq!(Load::of([(1, 1), (2, 8)].into_iter()), Load::InFlight);
         assert_eq!(Load::of([(1, 1)].into_iter()), Load::InFlight);
+        assert!(
+            !Load::varies([(1, 1), (1, 1)].into_iter()),
+            "a ping: no load swept"
+        );
+        assert!(Load::varies([(1, 1), (2, 1)].into_iter()));
     }
 }

@@ -222,11 +222,15 @@ async fn several_campaigns_make_one_report() {
         (vec!["report", "1", "--last"], "cannot be used with"),
         (
             vec!["report", "--dns", "1", "2"],
-            "--dns reports one DNS campaign at a time",
+            "there is no DNS campaign 1",
         ),
         (
             vec!["report", "--rr", "--last", "2"],
-            "--rr reports one rr sweep at a time",
+            "--rr with --last reports the newest rr sweep; give several ids",
+        ),
+        (
+            vec!["report", "--rpm", "1", "2"],
+            "--rpm reports one rpm campaign at a time",
         ),
     ] {
         let mut argv = args.clone();
