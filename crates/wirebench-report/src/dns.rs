@@ -128,7 +128,7 @@ fn curve(results: &[DnsResult]) -> Vec<String> {
         };
         lines.push(format!(
             "  {:<4} K={:<6} {:<40} {:.3}%",
-            r.transport.name(),
+            transport_label(r),
             r.concurrency,
             "#".repeat(width),
             r.timeout_ratio * 100.0

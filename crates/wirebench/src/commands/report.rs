@@ -353,7 +353,7 @@ pub fn execute_sweep<K: SweepKind>(
                 doc.lines.insert(
                     0,
                     format!(
-                        "{} sweeps pooled: their results are rows of one table and points of one set of charts; a row's protocol, flows and K say which sweep it came from.",
+                        "{} sweeps pooled: their results are rows of one table and points of one set of charts; a row's protocol (or transport), flows and K say which sweep it came from.",
                         headings.len()
                     ),
                 );
