@@ -63,10 +63,11 @@ impl Load {
         }
     }
 
-    fn words(self) -> &'static str {
+    /// "the requests in flight per flow" (`plural` "requests"; "queries" for DNS).
+    fn words(self, plural: &str) -> String {
         match self {
-            Load::InFlight => "the requests in flight per flow",
-            Load::Flows => "the number of flows",
+            Load::InFlight => format!("the {plural} in flight per flow"),
+            Load::Flows => "the number of flows".to_string(),
         }
     }
 }
@@ -131,7 +132,7 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             "Loss and retransmissions against load",
             format!(
                 "UDP: requests never answered (after their retries), as a share of those sent; TCP and QUIC: packets the client sent again (or lost), as a share of those sent; against {}.",
-                load.words()
+                load.words("requests")
             ),
         )?);
     }
@@ -169,7 +170,7 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
         "Requests per second against load",
         format!(
             "Requests answered per second of the whole run (first request to the last answer or loss), against {}.",
-            load.words()
+            load.words("requests")
         ),
     )?);
     Ok(out)
@@ -229,7 +230,7 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
             "UDP loss and TCP retransmissions against load",
             format!(
                 "UDP: queries never answered after their last retry, as a share of those sent; TCP and DoT: segments the client sent again (TCP_INFO total_retrans less D-SACKed, over data segments sent); against {}.",
-                load.words()
+                load.words("queries")
             ),
         )?);
     }
@@ -301,7 +302,7 @@ fn response_figure(
         "Response time against load",
         format!(
             "Average time from a {noun} being sent to its answer (mark), with a whisker from the fastest to the slowest, against {}.",
-            load.words()
+            load.words(&what.to_lowercase())
         ),
     )
 }
