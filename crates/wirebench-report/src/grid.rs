@@ -264,8 +264,9 @@ impl<'a> Grid<'a> {
     }
 
     /// The wide CSV: one line per row, for each column its runs, timed runs and the minimum,
-    /// mean and maximum of time (s) and goodput (bit/s); empty fields where a configuration
-    /// was not measured or nothing was timed.
+    /// mean and maximum of time (s) and goodput (bit/s), the mean messages and bytes each side
+    /// counted and the mean UDP messages lost; empty fields where a configuration was not
+    /// measured, nothing was timed or nothing can be lost (not UDP).
     pub fn csv(&self) -> Tabular {
         let mut columns = vec![
             Column::figure("msg_size", 0),
@@ -277,8 +278,11 @@ impl<'a> Grid<'a> {
                 .replace(", both directions", "_bidir")
                 .replace(" stop and wait", "_saw")
                 .replace(" streaming", "_stream")
+                // A size tied to the column: "udp_stream (32767 b)" → "udp_stream_32767b".
+                .replace(" b)", "b")
+                .replace(" (", "_")
         };
-        const FIELDS: [&str; 8] = [
+        const FIELDS: [&str; 13] = [
             "runs",
             "timed_runs",
             "time_min_s",
@@ -287,6 +291,11 @@ impl<'a> Grid<'a> {
             "goodput_min_bps",
             "goodput_mean_bps",
             "goodput_max_bps",
+            "client_messages_mean",
+            "server_messages_mean",
+            "client_bytes_mean",
+            "server_bytes_mean",
+            "lost_mean",
         ];
         for title in &self.columns {
             for f in FIELDS {
@@ -313,6 +322,20 @@ impl<'a> Grid<'a> {
                             Some(g) => cells.extend([g.min, g.mean, g.max].map(|v| v.to_string())),
                             None => cells.extend(std::iter::repeat_n(String::new(), 3)),
                         }
+                        cells.extend(
+                            [
+                                c.client.messages.mean,
+                                c.server.messages.mean,
+                                c.client.bytes.mean,
+                                c.server.bytes.mean,
+                            ]
+                            .map(|v| v.to_string()),
+                        );
+                        cells.push(
+                            c.delivery
+                                .as_ref()
+                                .map_or_else(String::new, |d| d.lost.mean.to_string()),
+                        );
                     }
                 }
             }
@@ -396,6 +419,18 @@ mod tests {
         assert_eq!(messages.rows[0][1], "15 / 15");
         assert_eq!(messages.rows[0][2], "30 / 24", "UDP: the server read fewer");
         assert_eq!(tables[3].rows[1][1], "2000000000 / 2000000000");
+        let csv = grid.csv();
+        let header: Vec<&str> = csv.columns.iter().map(|c| c.name.as_str()).collect();
+        let at = |name: &str| header.iter().position(|h| *h == name).expect(name);
+        let row = &csv.rows[0];
+        assert_eq!(row[0], "", "the size is the column's");
+        assert_eq!(row[at("udp_stream_32767b_server_messages_mean")], "24");
+        assert_eq!(row[at("udp_stream_32767b_lost_mean")], "6");
+        assert_eq!(
+            row[at("tcp_stream_65535b_lost_mean")],
+            "",
+            "TCP reports no loss"
+        );
         let loss = &tables[4];
         assert_eq!(loss.rows[0][1], "–", "TCP has no loss figures");
         assert_eq!(loss.rows[0][2], "2 / 6 / 10 (6.50%)");
