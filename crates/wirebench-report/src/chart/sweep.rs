@@ -75,7 +75,7 @@ impl Load {
 /// The charts of an rr sweep: loss and retransmissions, response time, requests per second.
 pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
     if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
-        return Ok(Vec::new());
+        return Ok(one_load(results)?.into_iter().collect());
     }
     let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
     let flows: BTreeSet<u32> = results.iter().map(|r| r.flows).collect();
@@ -305,6 +305,55 @@ fn response_figure(
             load.words(&what.to_lowercase())
         ),
     )
+}
+
+/// A sweep of one load (a `ping`): no "against" chart of one point per series, but bars of
+/// the response time of each protocol (average, whisker from the fastest to the slowest).
+/// `None` without response times.
+fn one_load(results: &[RrResult]) -> io::Result<Option<Figure>> {
+    let mut palette = Palette::default();
+    let bars = group(
+        results.iter().filter_map(|r| {
+            let name = format!(
+                "{}{}",
+                r.protocol.as_str().to_uppercase(),
+                new_connection(r.new_connection)
+            );
+            let mut mark = response_mark(0.0, r.response.as_ref()?);
+            mark.label = mark.y.map(|us| format!("{us:.1} µs"));
+            Some((name, mark))
+        }),
+        &mut palette,
+    );
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let load = results.first().map_or_else(String::new, |r| {
+        format!("{} flow(s), {} in flight each", r.flows, r.concurrency)
+    });
+    let log = plot::spans_decades(&bars);
+    let desc = format!(
+        "Response time, avg and min–max (µs{})",
+        if log { ", log scale" } else { "" }
+    );
+    let y = if log {
+        plot::y_log_bars(desc, &bars, 1)
+    } else {
+        plot::y_from_zero(desc, &bars, Some(1))
+    };
+    let plot = Plot {
+        title: "Response time per protocol".into(),
+        x: super::axis::Axis::categories("Load (one bar per protocol)", vec![load]),
+        y,
+        bars: true,
+        series: &bars,
+        notes: Vec::new(),
+    };
+    Ok(Some(figure(
+        plot,
+        "Response time per protocol",
+        "Average time from a request being sent to its answer, with a whisker from the fastest to the slowest; one load, so no chart against it (the table has every figure).".into(),
+    )?))
 }
 
 fn figure(plot: Plot<'_>, heading: &str, caption: String) -> io::Result<Figure> {

@@ -378,16 +378,17 @@ async fn report_rr_pools_a_ping_and_an_rr_sweep_with_throughput_per_session() {
         }
         assert!(!ticks.iter().any(|t| t == "1.5" || t == "2.5"), "{ticks:?}");
 
-        // The ping alone ran at one load: no one-point "against" chart, its table says it all.
+        // The ping alone ran at one load: no one-point "against" chart, but one bar of its
+        // response time per protocol.
         let ping_html =
             wirebench(&["report", "--rr", "1", "--format", "html", "--db", db.arg()]).await;
         assert!(ping_html.status.success(), "{}", stderr(&ping_html));
         let ping_html = String::from_utf8_lossy(&ping_html.stdout).into_owned();
-        assert_eq!(
-            crate::browser::charts_of(&ping_html).len(),
-            0,
-            "{ping_html}"
-        );
+        let charts = crate::browser::charts_of(&ping_html);
+        assert_eq!(charts.len(), 1, "{ping_html}");
+        crate::browser::check_chart("ping", charts[0]);
+        assert!(charts[0].contains("Response time per protocol"));
+        assert!(!charts[0].contains(" against "), "{}", charts[0]);
         assert!(ping_html.contains("per flow"), "{ping_html}");
 
         let json = wirebench(&[
