@@ -561,6 +561,30 @@ mod tests {
         );
     }
 
+    /// Streaming in milliseconds beside stop-and-wait in seconds: the time bars are on a log
+    /// axis, so the streaming bars are not squashed to nothing; goodput within 20× stays
+    /// linear.
+    #[test]
+    fn time_bars_spanning_decades_get_a_log_axis() {
+        let configs = [
+            config(Protocol::Tcp, Mechanism::Stream, 1000, 500 << 20, 0.5),
+            config(Protocol::Udp, Mechanism::StopAndWait, 1000, 500 << 20, 60.0),
+        ];
+        let apart = figures(&configs, None, &[]).unwrap();
+        assert!(apart[1]
+            .svg
+            .contains("Transfer time, median and min–max (s, log scale)"));
+        // 500 MiB in 0.5 s and in 60 s: 8.4 Gbit/s and 70 Mbit/s, over a hundredfold.
+        assert!(apart[0].svg.contains("log scale"));
+        let close = [
+            config(Protocol::Tcp, Mechanism::Stream, 1000, 500 << 20, 0.5),
+            config(Protocol::Udp, Mechanism::Stream, 1000, 500 << 20, 2.0),
+        ];
+        let near = figures(&close, None, &[]).unwrap();
+        assert!(!near[0].svg.contains("log scale"), "4× apart: linear");
+        assert!(!near[1].svg.contains("log scale"));
+    }
+
     /// Totals 1 MB … 2 GB with TCP at 65535 B and UDP at 32767 B: time and goodput against the
     /// total, on a log axis labelled "2 GB", one series per protocol × mechanism (the size
     /// names it, it does not split the axis).

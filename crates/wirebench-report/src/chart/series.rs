@@ -20,7 +20,7 @@ pub const COLOURS: [RGBColor; 12] = [
     RGBColor(230, 159, 0),   // orange
     RGBColor(86, 180, 233),  // sky blue
     RGBColor(121, 85, 72),   // Tableau brown, darkened
-    RGBColor(89, 89, 89),    // grey
+    RGBColor(130, 130, 130), // grey
     RGBColor(140, 140, 20),  // olive
     RGBColor(117, 76, 170),  // purple
     RGBColor(176, 30, 60),   // crimson
@@ -231,6 +231,15 @@ mod tests {
         assert_eq!(colour(0), RGBColor(0, 114, 178));
         assert_eq!(colour(1), RGBColor(213, 94, 0));
         assert_eq!(colour(2), RGBColor(0, 158, 115));
+        // No two of the fixed colours are near-identical (the message-size lab's 12 series):
+        // each pair at least 60 apart in RGB.
+        for (i, a) in COLOURS.iter().enumerate() {
+            for b in &COLOURS[i + 1..] {
+                let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+                let distance = (d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)).sqrt();
+                assert!(distance >= 60.0, "{a:?} and {b:?} are {distance:.0} apart");
+            }
+        }
         // No colour is near-white or the axes' black.
         for c in COLOURS {
             let sum = u32::from(c.0) + u32::from(c.1) + u32::from(c.2);
