@@ -34,8 +34,8 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     /// Campaign ids, as `wirebench runs` lists them: several make one report (e.g. one
     /// campaign per protocol), a configuration measured in more than one pooling their runs.
-    /// With --rr (rr and ping sweeps) or --dns, several sweeps pool into one table and one set
-    /// of charts; with --rpm, one id.
+    /// With --rr (rr and ping sweeps) or --dns, several sweeps (or --last N) pool into one
+    /// table and one set of charts; with --rpm, one id.
     #[arg(
         value_name = "ID",
         required_unless_present = "last",

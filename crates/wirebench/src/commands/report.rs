@@ -187,6 +187,11 @@ pub trait SweepKind: Kind + Sized {
     fn last_id(store: &Store) -> Result<Option<i64>> {
         store.last_id::<Self>()
     }
+    /// The ids of every campaign of the kind, oldest first.
+    fn ids(store: &Store) -> Result<Vec<i64>> {
+        let all = store.campaigns::<Self>()?;
+        Ok(all.iter().map(|(info, _)| Self::about(info).id).collect())
+    }
     /// One campaign, `None` when there is no such id.
     fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
         store.campaign::<Self>(id)
@@ -250,6 +255,12 @@ impl SweepKind for Dns {
 impl SweepKind for Rr {
     fn last_id(store: &Store) -> Result<Option<i64>> {
         Ok(store.last_id::<Rr>()?.max(store.last_id::<Ping>()?))
+    }
+    fn ids(store: &Store) -> Result<Vec<i64>> {
+        let mut ids: Vec<i64> = store.campaigns::<Rr>()?.iter().map(|(i, _)| i.id).collect();
+        ids.extend(store.campaigns::<Ping>()?.iter().map(|(i, _)| i.id));
+        ids.sort_unstable();
+        Ok(ids)
     }
     fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
         match store.campaign::<Rr>(id)? {
@@ -376,8 +387,8 @@ pub fn execute_sweep<K: SweepKind>(
     deliver(&body, output, stdout)
 }
 
-/// The ids a sweep report covers: those given (several only where the kind pools), or the
-/// newest.
+/// The ids a sweep report covers: those given, or the newest (several only where the kind
+/// pools).
 fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Result<Vec<i64>> {
     let (name, noun) = (K::KIND.name(), K::KIND.noun());
     match which {
@@ -391,10 +402,19 @@ fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Resul
             })?;
             Ok(vec![id])
         }
-        _ if K::POOLS => Err(UsageError(format!(
-            "--{name} with --last reports the newest {noun}; give several ids to pool several (`wirebench runs` lists them)"
-        ))
-        .into()),
+        Which::Last(n) if K::POOLS => {
+            // The newest n, oldest first (the order `report A B` would take them in).
+            let all = K::ids(store)?;
+            if all.len() < *n {
+                return Err(UsageError(format!(
+                    "--last {n}: {} holds {} {noun}(s); give at most that many",
+                    db.display(),
+                    all.len()
+                ))
+                .into());
+            }
+            Ok(all[all.len() - n..].to_vec())
+        }
         _ => Err(UsageError(format!(
             "--{name} reports one {noun} at a time: give one id (or --last); `wirebench compare --{name} A B` compares two"
         ))

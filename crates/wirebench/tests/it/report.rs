@@ -224,10 +224,7 @@ async fn several_campaigns_make_one_report() {
             vec!["report", "--dns", "1", "2"],
             "there is no DNS campaign 1",
         ),
-        (
-            vec!["report", "--rr", "--last", "2"],
-            "--rr with --last reports the newest rr sweep; give several ids",
-        ),
+        (vec!["report", "--rr", "--last", "2"], "--last 2: "),
         (
             vec!["report", "--rpm", "1", "2"],
             "--rpm reports one rpm campaign at a time",

@@ -350,6 +350,11 @@ async fn report_rr_pools_a_ping_and_an_rr_sweep_with_throughput_per_session() {
             assert_eq!(r.throughput_per_flow_bps(), Some(bps));
         }
 
+        // --last 2 is the same two sweeps, oldest first.
+        let last = wirebench(&["report", "--rr", "--last", "2", "--db", db.arg()]).await;
+        assert!(last.status.success(), "{}", stderr(&last));
+        assert_eq!(String::from_utf8_lossy(&last.stdout), text);
+
         let html = wirebench(&[
             "report",
             "--rr",
