@@ -346,7 +346,10 @@ pub fn execute_sweep<K: SweepKind>(
             let headings: Vec<SweepHeading> =
                 sweeps.iter().map(|(info, _)| heading::<K>(info)).collect();
             let pooled: Vec<K::Result> = sweeps.into_iter().flat_map(|(_, r)| r).collect();
-            let mut first = headings[0].clone();
+            // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
+            let Some(mut first) = headings.first().cloned() else {
+                return Err(UsageError("give a sweep's id (or --last)".into()).into());
+            };
             if headings.len() > 1 {
                 // The title names the first sweep; the heading line names them all.
                 first.what = format!(
