@@ -171,7 +171,7 @@ pub fn csv(results: &[RrResult]) -> Tabular {
 
 /// The report of an rr sweep: the heading, the paths, the charts and the table.
 pub fn document(heading: SweepHeading, results: &[RrResult]) -> io::Result<Document> {
-    let mut blocks: Vec<Block> = chart::sweep::rr(results)?
+    let mut blocks: Vec<Block> = chart::sweep::rr(results, &[])?
         .into_iter()
         .map(Block::Chart)
         .collect();
@@ -184,5 +184,51 @@ pub fn document(heading: SweepHeading, results: &[RrResult]) -> io::Result<Docum
             blocks,
         }],
         csv: csv(results),
+    })
+}
+
+/// The report of several rr (and ping) sweeps pooled, each named (`"ping sweep 1"`): one
+/// table of every result, in the sweeps' order, and one set of charts, whose series name
+/// their sweep where two sweeps measured one protocol at one load (a ping and an rr sweep's
+/// one flow), so no line joins two sweeps' points at one place.
+pub fn pooled_document(
+    heading: SweepHeading,
+    sweeps: &[(String, Vec<RrResult>)],
+) -> io::Result<Document> {
+    let results: Vec<RrResult> = sweeps.iter().flat_map(|(_, r)| r.clone()).collect();
+    let place = |r: &RrResult| {
+        (
+            r.protocol.as_str(),
+            r.new_connection,
+            r.flows,
+            r.concurrency,
+        )
+    };
+    let clash = sweeps.iter().enumerate().any(|(i, (_, a))| {
+        sweeps[i + 1..]
+            .iter()
+            .any(|(_, b)| a.iter().any(|x| b.iter().any(|y| place(x) == place(y))))
+    });
+    let labels: Vec<String> = if clash {
+        sweeps
+            .iter()
+            .flat_map(|(name, r)| std::iter::repeat_n(name.clone(), r.len()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut blocks: Vec<Block> = chart::sweep::rr(&results, &labels)?
+        .into_iter()
+        .map(Block::Chart)
+        .collect();
+    blocks.push(Block::Table(table(&results)));
+    Ok(Document {
+        heading,
+        lines: path_lines(&results),
+        sections: vec![Section {
+            heading: None,
+            blocks,
+        }],
+        csv: csv(&results),
     })
 }

@@ -73,7 +73,9 @@ impl Load {
 }
 
 /// The charts of an rr sweep: loss and retransmissions, response time, requests per second.
-pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
+/// `labels` (one per result, or none) name the sweep each result came from where pooled
+/// sweeps would otherwise put two points of one series at one load ("TCP, ping sweep 1").
+pub fn rr(results: &[RrResult], labels: &[String]) -> io::Result<Vec<Figure>> {
     if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
         return Ok(one_load(results)?.into_iter().collect());
     }
@@ -93,7 +95,18 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             Protocol::Tcp => "TCP",
             Protocol::Quic => "QUIC",
         };
-        format!("{p}{}{}", new_connection(r.new_connection), suffix(r))
+        // Results are compared by address: `r` is one of `results`.
+        let label = results
+            .iter()
+            .position(|x| std::ptr::eq(x, r))
+            .and_then(|i| labels.get(i))
+            .filter(|l| !l.is_empty())
+            .map_or_else(String::new, |l| format!(", {l}"));
+        format!(
+            "{p}{}{}{label}",
+            new_connection(r.new_connection),
+            suffix(r)
+        )
     };
     // One palette for the page: a protocol keeps its colour and shape on every chart.
     let mut palette = Palette::default();

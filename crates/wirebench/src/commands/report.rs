@@ -202,6 +202,15 @@ pub trait SweepKind: Kind + Sized {
     fn what(info: &Self::Info) -> String;
     /// Its report document.
     fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document>;
+    /// The report document of several sweeps pooled, each with its name ("ping sweep 1"): by
+    /// default their results in order, as one sweep's.
+    fn pooled(
+        heading: SweepHeading,
+        sweeps: Vec<(String, Vec<Self::Result>)>,
+    ) -> std::io::Result<Document> {
+        let all: Vec<Self::Result> = sweeps.into_iter().flat_map(|(_, r)| r).collect();
+        Self::document(heading, &all)
+    }
     /// Its JSON document, as the command's `--json` printed it.
     fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize;
 }
@@ -284,6 +293,12 @@ impl SweepKind for Rr {
     fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
         report::rr::document(heading, results)
     }
+    fn pooled(
+        heading: SweepHeading,
+        sweeps: Vec<(String, Vec<Self::Result>)>,
+    ) -> std::io::Result<Document> {
+        report::rr::pooled_document(heading, &sweeps)
+    }
     fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         RrDocument {
             schema_version: RR_SCHEMA_VERSION,
@@ -345,7 +360,11 @@ pub fn execute_sweep<K: SweepKind>(
         Some(exporter) => {
             let headings: Vec<SweepHeading> =
                 sweeps.iter().map(|(info, _)| heading::<K>(info)).collect();
-            let pooled: Vec<K::Result> = sweeps.into_iter().flat_map(|(_, r)| r).collect();
+            let named: Vec<(String, Vec<K::Result>)> = headings
+                .iter()
+                .zip(sweeps)
+                .map(|(h, (_, results))| (format!("{} {}", h.kind, h.campaign), results))
+                .collect();
             // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
             let Some(mut first) = headings.first().cloned() else {
                 return Err(UsageError("give a sweep's id (or --last)".into()).into());
@@ -362,12 +381,17 @@ pub fn execute_sweep<K: SweepKind>(
                         .join("; ")
                 );
             }
-            let mut doc = K::document(first, &pooled)?;
+            let mut doc = if named.len() > 1 {
+                K::pooled(first, named)?
+            } else {
+                let all: Vec<K::Result> = named.into_iter().flat_map(|(_, r)| r).collect();
+                K::document(first, &all)?
+            };
             if headings.len() > 1 {
                 doc.lines.insert(
                     0,
                     format!(
-                        "{} sweeps pooled: their results are rows of one table and points of one set of charts; a row's protocol (or transport), flows and K say which sweep it came from.",
+                        "{} sweeps pooled: their results are rows of one table, in the order given, and points of one set of charts (a series names its sweep where two sweeps measured it at one load).",
                         headings.len()
                     ),
                 );

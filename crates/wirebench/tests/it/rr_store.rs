@@ -295,7 +295,7 @@ async fn store_copy_carries_an_rr_sweep_once() {
 async fn report_rr_pools_a_ping_and_an_rr_sweep_with_throughput_per_session() {
     crate::support::within(async {
         let db = TempPath::new(".sqlite3");
-        let ping = wirebench(&["ping", "--count", "20", "--db", db.arg()]).await;
+        let ping = wirebench(&["ping", "--proto", "tcp", "--count", "20", "--db", db.arg()]).await;
         assert!(ping.status.success(), "{}", stderr(&ping));
         let rr = wirebench(&[
             "rr",
@@ -370,6 +370,15 @@ async fn report_rr_pools_a_ping_and_an_rr_sweep_with_throughput_per_session() {
         let html = String::from_utf8_lossy(&html.stdout).into_owned();
         let charts = crate::browser::charts_of(&html);
         assert!(!charts.is_empty(), "flows vary: charts against the flows");
+        // The ping and the rr sweep's one flow are both TCP at one flow: each series names its
+        // sweep, so no line joins the two sweeps' points.
+        for chart in &charts {
+            crate::browser::check_chart("ping and rr", chart);
+        }
+        let names = crate::browser::texts_of(charts[charts.len() - 1]);
+        for name in ["TCP, ping sweep 1", "TCP, rr sweep 2"] {
+            assert!(names.iter().any(|t| t == name), "{name}: {names:?}");
+        }
         let ticks = crate::browser::texts_of(charts[0]);
         assert!(
             ticks
