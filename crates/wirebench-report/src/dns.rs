@@ -17,6 +17,16 @@ use super::tabular::{us, Column, Tabular};
 /// What queries per second count, as every DNS table says under it.
 pub const RATE_NOTE: &str = "q/s: queries answered per second of the whole run, from the first query to the last one settled: time spent waiting out timeouts counts (a lost UDP query holds its place for --timeout × (1 + --retries); a silent TCP/DoT connection for --timeout), so loss lowers q/s as well as the answered count.";
 
+/// The transport column: "udp", "tcp", or "tcp/new" for a connection per query (so UDP, TCP
+/// and TCP with a new connection each share a table and keep their rows apart).
+fn transport_label(r: &DnsResult) -> String {
+    if r.new_connection {
+        format!("{}/new", r.transport.name())
+    } else {
+        r.transport.name().to_string()
+    }
+}
+
 /// What was sent and answered per transport × K: timeouts against retransmissions.
 pub fn answers(results: &[DnsResult]) -> Tabular {
     let mut t = Tabular::new(
@@ -40,7 +50,7 @@ pub fn answers(results: &[DnsResult]) -> Tabular {
     for r in results {
         let c = &r.counts;
         t.rows.push(vec![
-            r.transport.name().to_string(),
+            transport_label(r),
             r.concurrency.to_string(),
             c.sent.to_string(),
             c.answered.to_string(),
@@ -89,7 +99,7 @@ pub fn times(results: &[DnsResult]) -> Tabular {
             ],
             None => std::array::from_fn(|_| na()),
         };
-        let mut row = vec![r.transport.name().to_string(), r.concurrency.to_string()];
+        let mut row = vec![transport_label(r), r.concurrency.to_string()];
         row.extend(times);
         row.push(format!("{:.0}", r.queries_per_second));
         row.push(r.tcp_connect.map_or_else(na, |x| us(x.mean_ns)));
@@ -118,7 +128,7 @@ fn curve(results: &[DnsResult]) -> Vec<String> {
         };
         lines.push(format!(
             "  {:<4} K={:<6} {:<40} {:.3}%",
-            r.transport.name(),
+            transport_label(r),
             r.concurrency,
             "#".repeat(width),
             r.timeout_ratio * 100.0

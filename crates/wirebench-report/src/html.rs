@@ -30,9 +30,12 @@ impl Exporter<Report> for Html {
         }
         match report.layout {
             Layout::Grid => {
-                writeln!(out, "<h2>Time and goodput per total and configuration</h2>")?;
+                writeln!(
+                    out,
+                    "<h2>Time, goodput, counts and loss per total and configuration</h2>"
+                )?;
                 let grid = Grid::of(&report.configurations);
-                for t in [grid.time(), grid.goodput()] {
+                for t in grid.tables() {
                     t.write_wide_html(out)?;
                 }
             }

@@ -25,8 +25,10 @@ impl Exporter<Report> for Markdown {
         }
         if report.layout == Layout::Grid {
             let grid = Grid::of(&report.configurations);
-            grid.time().write_markdown(out)?;
-            return grid.goodput().write_markdown(out);
+            for t in grid.tables() {
+                t.write_markdown(out)?;
+            }
+            return Ok(());
         }
         for c in &report.configurations {
             writeln!(out, "\n## {} ({})\n", c.title(), configuration_caption(c))?;

@@ -219,17 +219,21 @@ pub fn short_size(bytes: u64) -> String {
     if bytes == wirebench_core::wire::proto::UNBOUNDED_TOTAL {
         return wirebench_core::record::total_label(bytes);
     }
-    for (unit, size) in [
+    // The unit family in which the total is a whole number, and in it the largest unit: 2 GB
+    // (never "1953125 KiB"), 500 MiB (never "524288 kB"), as a user would type them.
+    let best = [
         ("GiB", 1u64 << 30),
         ("MiB", 1 << 20),
         ("KiB", 1 << 10),
         ("GB", 1_000_000_000),
         ("MB", 1_000_000),
         ("kB", 1000),
-    ] {
-        if bytes >= size && bytes % size == 0 {
-            return format!("{} {unit}", bytes / size);
-        }
+    ]
+    .into_iter()
+    .filter(|(_, size)| bytes >= *size && bytes % size == 0)
+    .min_by_key(|(_, size)| bytes / size);
+    if let Some((unit, size)) = best {
+        return format!("{} {unit}", bytes / size);
     }
     format!("{bytes} B")
 }
@@ -514,4 +518,22 @@ pub fn configuration_caption(c: &ConfigurationSummary) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_size;
+
+    /// Totals read as a user types them: decimal ones in GB/MB/kB, binary ones in GiB/MiB/KiB,
+    /// whichever family makes the number whole and small.
+    #[test]
+    fn a_total_is_labelled_in_the_unit_family_it_is_whole_in() {
+        assert_eq!(short_size(2_000_000_000), "2 GB");
+        assert_eq!(short_size(1_000_000_000), "1 GB");
+        assert_eq!(short_size(500 << 20), "500 MiB");
+        assert_eq!(short_size(1 << 30), "1 GiB");
+        assert_eq!(short_size(1_000_000), "1 MB");
+        assert_eq!(short_size(100_000), "100 kB");
+        assert_eq!(short_size(1_234_567), "1234567 B");
+    }
 }

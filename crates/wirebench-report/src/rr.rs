@@ -7,6 +7,7 @@
 use std::io;
 
 use wirebench_core::record::rr::{MeasuredPath, RrResult};
+use wirebench_core::vocab::units::format_bitrate;
 
 use super::chart;
 use super::document::{Block, Document, Section, SweepHeading};
@@ -39,7 +40,8 @@ pub fn path_lines(results: &[RrResult]) -> Vec<String> {
 }
 
 /// The sweep table: one row per protocol × flows × K, loss and retransmission side by side,
-/// then response times and requests per second.
+/// then response times, requests per second and the throughput of one session (flow) in bit/s,
+/// requests and responses counted.
 pub fn table(results: &[RrResult]) -> Tabular {
     let mut t = Tabular::new(
         Some("requests in flight sweep (lost = UDP requests never answered after their retries; retrans = TCP/QUIC packets sent again)".into()),
@@ -58,6 +60,7 @@ pub fn table(results: &[RrResult]) -> Tabular {
             Column::figure("p50 µs", 10),
             Column::figure("p99 µs", 10),
             Column::figure("req/s", 10),
+            Column::figure("per flow", 14),
         ],
     );
     for r in results {
@@ -72,7 +75,12 @@ pub fn table(results: &[RrResult]) -> Tabular {
             None => std::array::from_fn(|_| "n/a".to_string()),
         };
         let mut row = vec![
-            r.protocol.as_str().to_string(),
+            // A connection per request says so: pooled with a plain TCP sweep, rows differ.
+            if r.new_connection {
+                format!("{}/new", r.protocol.as_str())
+            } else {
+                r.protocol.as_str().to_string()
+            },
             r.concurrency.to_string(),
             r.flows.to_string(),
             r.sent.to_string(),
@@ -84,6 +92,10 @@ pub fn table(results: &[RrResult]) -> Tabular {
         ];
         row.extend(times);
         row.push(format!("{:.0}", r.requests_per_second));
+        row.push(
+            r.throughput_per_flow_bps()
+                .map_or("n/a".into(), format_bitrate),
+        );
         t.rows.push(row);
     }
     t
@@ -99,7 +111,7 @@ pub fn sweep_table(results: &[RrResult]) -> String {
 
 /// The CSV table: one row per result, base units (bytes, ns, ratios, requests per second).
 pub fn csv(results: &[RrResult]) -> Tabular {
-    const HEADER: [&str; 22] = [
+    const HEADER: [&str; 23] = [
         "protocol",
         "request_bytes",
         "response_bytes",
@@ -115,6 +127,7 @@ pub fn csv(results: &[RrResult]) -> Tabular {
         "retrans_rate",
         "elapsed_ns",
         "requests_per_second",
+        "per_flow_bps",
         "response_min_ns",
         "response_mean_ns",
         "response_p50_ns",
@@ -143,6 +156,7 @@ pub fn csv(results: &[RrResult]) -> Tabular {
             opt(r.retrans_rate.map(|v| v.to_string())),
             r.elapsed_ns.to_string(),
             r.requests_per_second.to_string(),
+            opt(r.throughput_per_flow_bps().map(|v| v.to_string())),
             opt(resp.map(|x| x.min_ns.to_string())),
             opt(resp.map(|x| x.mean_ns.to_string())),
             opt(resp.map(|x| x.p50_ns.to_string())),
@@ -157,7 +171,7 @@ pub fn csv(results: &[RrResult]) -> Tabular {
 
 /// The report of an rr sweep: the heading, the paths, the charts and the table.
 pub fn document(heading: SweepHeading, results: &[RrResult]) -> io::Result<Document> {
-    let mut blocks: Vec<Block> = chart::sweep::rr(results)?
+    let mut blocks: Vec<Block> = chart::sweep::rr(results, &[])?
         .into_iter()
         .map(Block::Chart)
         .collect();
@@ -170,5 +184,51 @@ pub fn document(heading: SweepHeading, results: &[RrResult]) -> io::Result<Docum
             blocks,
         }],
         csv: csv(results),
+    })
+}
+
+/// The report of several rr (and ping) sweeps pooled, each named (`"ping sweep 1"`): one
+/// table of every result, in the sweeps' order, and one set of charts, whose series name
+/// their sweep where two sweeps measured one protocol at one load (a ping and an rr sweep's
+/// one flow), so no line joins two sweeps' points at one place.
+pub fn pooled_document(
+    heading: SweepHeading,
+    sweeps: &[(String, Vec<RrResult>)],
+) -> io::Result<Document> {
+    let results: Vec<RrResult> = sweeps.iter().flat_map(|(_, r)| r.clone()).collect();
+    let place = |r: &RrResult| {
+        (
+            r.protocol.as_str(),
+            r.new_connection,
+            r.flows,
+            r.concurrency,
+        )
+    };
+    let clash = sweeps.iter().enumerate().any(|(i, (_, a))| {
+        sweeps[i + 1..]
+            .iter()
+            .any(|(_, b)| a.iter().any(|x| b.iter().any(|y| place(x) == place(y))))
+    });
+    let labels: Vec<String> = if clash {
+        sweeps
+            .iter()
+            .flat_map(|(name, r)| std::iter::repeat_n(name.clone(), r.len()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut blocks: Vec<Block> = chart::sweep::rr(&results, &labels)?
+        .into_iter()
+        .map(Block::Chart)
+        .collect();
+    blocks.push(Block::Table(table(&results)));
+    Ok(Document {
+        heading,
+        lines: path_lines(&results),
+        sections: vec![Section {
+            heading: None,
+            blocks,
+        }],
+        csv: csv(&results),
     })
 }

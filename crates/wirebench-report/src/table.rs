@@ -33,8 +33,10 @@ impl Exporter<Report> for Table {
             }
             Layout::Grid => {
                 let grid = Grid::of(&report.configurations);
-                grid.time().write_text("", out)?;
-                grid.goodput().write_text("", out)
+                for t in grid.tables() {
+                    t.write_text("", out)?;
+                }
+                Ok(())
             }
         }
     }

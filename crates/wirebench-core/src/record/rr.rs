@@ -162,6 +162,18 @@ impl RrResult {
             _ => self.retrans_rate.map(|r| r * 100.0),
         }
     }
+
+    /// Throughput of one session (flow), bit/s: the bytes of the requests answered and of
+    /// their responses (both directions: a session's request and its answer cross the same
+    /// path) over the elapsed time, divided among the flows. `None` when nothing was timed.
+    pub fn throughput_per_flow_bps(&self) -> Option<f64> {
+        if self.elapsed_ns == 0 || self.flows == 0 {
+            return None;
+        }
+        let bytes =
+            self.answered as f64 * (f64::from(self.request_bytes) + f64::from(self.response_bytes));
+        Some(bytes * 8.0 / (self.elapsed_ns as f64 / 1e9) / f64::from(self.flows))
+    }
 }
 
 /// Which kind of path a path note names, by how it starts (as the guide's round-trips page and

@@ -95,6 +95,41 @@ impl Axis {
         }
     }
 
+    /// The same axis labelled at `values` (value, text) instead of at round numbers, leaving
+    /// out any label nearer than `gap_px` to the one before it: an axis of the totals a
+    /// campaign measured reads "1 MB  10 MB  2 GB" where they were measured.
+    pub fn labelled_at(mut self, values: &[(f64, String)], length_px: f64, gap_px: f64) -> Axis {
+        let per_px = (self.hi - self.lo) / length_px;
+        let mut labels: Vec<(f64, String)> = Vec::new();
+        let apart = |a: f64, b: f64| (a - b).abs() >= gap_px * per_px;
+        for (i, (v, text)) in values.iter().enumerate() {
+            let at = self.at(*v);
+            match labels.last() {
+                Some((last, _)) if !apart(at, *last) => {
+                    // The largest value keeps its label: its neighbour gives way.
+                    if i + 1 == values.len() && labels.len() > 1 {
+                        labels.pop();
+                        labels.push((at, text.clone()));
+                    }
+                }
+                _ => labels.push((at, text.clone())),
+            }
+        }
+        self.grid = values.iter().map(|(v, _)| self.at(*v)).collect();
+        self.labels = labels;
+        self
+    }
+
+    /// The same linear axis labelled at whole numbers only (flows, sessions: there is no half
+    /// a session), at least one apart.
+    pub fn integers(mut self) -> Axis {
+        self.labels.retain(|(v, _)| v.fract() == 0.0);
+        for (v, text) in &mut self.labels {
+            *text = format!("{v:.0}");
+        }
+        self
+    }
+
     /// Where `value` is drawn; on a log axis a value at or below zero is drawn at the bottom.
     pub fn at(&self, value: f64) -> f64 {
         if self.log {
@@ -348,5 +383,34 @@ mod tests {
             ("1 MiB".into(), "2 MiB".into())
         );
         assert_eq!(c.label_at(0.5), "");
+    }
+
+    /// Flows and sessions tick at whole numbers: 1, 2, 3, never 0.5.
+    #[test]
+    fn an_integer_axis_ticks_at_whole_numbers_only() {
+        let a = Axis::linear("Flows (count)", 0.0, 3.2, X_AXIS_PX, X_LABEL_GAP_PX).integers();
+        let texts: Vec<&str> = a.labels.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["0", "1", "2", "3"]);
+    }
+
+    /// An axis of measured totals is labelled at those totals, crowded ones left out.
+    #[test]
+    fn an_axis_labelled_at_its_values_leaves_out_crowded_labels() {
+        let values: Vec<(f64, String)> = [1e6, 1.1e6, 1e7, 1e9, 1.2e9]
+            .iter()
+            .map(|v| (*v, format!("{v}")))
+            .collect();
+        let a = Axis::log("Total (bytes)", 5e5, 2e9, X_AXIS_PX, X_LABEL_GAP_PX).labelled_at(
+            &values,
+            X_AXIS_PX,
+            X_LABEL_GAP_PX,
+        );
+        let texts: Vec<&str> = a.labels.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["1000000", "10000000", "1200000000"],
+            "the largest kept"
+        );
+        assert_eq!(a.grid.len(), 5, "a light line at every value");
     }
 }

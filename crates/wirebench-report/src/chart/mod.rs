@@ -10,6 +10,7 @@ pub mod campaign;
 pub mod plot;
 pub mod rpm;
 pub mod series;
+pub mod shape;
 pub mod sweep;
 
 /// One chart of a report page: the heading above it, the SVG and the caption below it.

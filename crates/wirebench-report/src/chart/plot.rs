@@ -190,27 +190,8 @@ fn draw_line(chart: &mut Chart<'_, '_>, plot: &Plot<'_>, s: &Series, dodge: f64)
             whisker(chart, px, y.at(lo), y.at(hi), colour)?;
         }
         let at = (px, y.at(v));
-        match (s.marker, m.partial) {
-            (Marker::Dashed, _) => {}
-            (Marker::Triangle, _) => {
-                chart
-                    .draw_series(std::iter::once(TriangleMarker::new(at, 5, colour.filled())))
-                    .map_err(chart_error)?;
-            }
-            (Marker::Dot, false) => {
-                chart
-                    .draw_series(std::iter::once(Circle::new(at, 4, colour.filled())))
-                    .map_err(chart_error)?;
-            }
-            // Part of the runs only: a ring, white inside.
-            (Marker::Dot, true) => {
-                chart
-                    .draw_series([
-                        Circle::new(at, 4, WHITE.filled()),
-                        Circle::new(at, 4, colour.stroke_width(2)),
-                    ])
-                    .map_err(chart_error)?;
-            }
+        if s.marker != Marker::Dashed {
+            mark_shape(chart.plotting_area(), at, s.marker, m.partial, colour)?;
         }
         if let Some(text) = &m.label {
             let style = (FONT, 12)
@@ -225,6 +206,56 @@ fn draw_line(chart: &mut Chart<'_, '_>, plot: &Plot<'_>, s: &Series, dodge: f64)
         }
     }
     Ok(())
+}
+
+/// The corners of a polygon marker `r` pixels about its centre; `None` for a dot.
+pub fn corners(marker: Marker, r: i32) -> Option<Vec<(i32, i32)>> {
+    Some(match marker {
+        Marker::Dot | Marker::Dashed => return None,
+        Marker::Triangle => vec![(0, -r - 1), (r + 1, r), (-r - 1, r)],
+        Marker::InvertedTriangle => vec![(0, r + 1), (r + 1, -r), (-r - 1, -r)],
+        Marker::Square => vec![(-r, -r), (r, -r), (r, r), (-r, r)],
+        Marker::Diamond => vec![(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)],
+    })
+}
+
+/// Draws one mark's shape at `at` on `area`: its series' marker, filled, or white inside with a
+/// coloured outline when `hollow` (the figure stands for part of the runs only). Shapes are
+/// circles and polygons, never rectangles (those are the bars').
+pub fn mark_shape<CT>(
+    area: &DrawingArea<SVGBackend<'_>, CT>,
+    at: CT::From,
+    marker: Marker,
+    hollow: bool,
+    colour: RGBColor,
+) -> io::Result<()>
+where
+    CT: plotters::coord::CoordTranslate,
+    CT::From: Clone,
+{
+    let r = 4;
+    match (corners(marker, r), hollow) {
+        (None, false) => area
+            .draw(&(EmptyElement::at(at) + Circle::new((0, 0), r, colour.filled())))
+            .map_err(chart_error),
+        (None, true) => {
+            area.draw(&(EmptyElement::at(at.clone()) + Circle::new((0, 0), r, WHITE.filled())))
+                .map_err(chart_error)?;
+            area.draw(&(EmptyElement::at(at) + Circle::new((0, 0), r, colour.stroke_width(2))))
+                .map_err(chart_error)
+        }
+        (Some(c), false) => area
+            .draw(&(EmptyElement::at(at) + Polygon::new(c, colour.filled())))
+            .map_err(chart_error),
+        (Some(c), true) => {
+            let mut ring = c.clone();
+            ring.extend(c.first().copied());
+            area.draw(&(EmptyElement::at(at.clone()) + Polygon::new(c, WHITE.filled())))
+                .map_err(chart_error)?;
+            area.draw(&(EmptyElement::at(at) + PathElement::new(ring, colour.stroke_width(2))))
+                .map_err(chart_error)
+        }
+    }
 }
 
 /// A vertical whisker from `lo` to `hi` (drawn coordinates) at `x`, with caps.
@@ -385,6 +416,7 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, plot: &Plot<'_>) -> io::Res
                 colour.stroke_width(2),
             ))
             .map_err(chart_error)?;
+            mark_shape(area, (21, y), s.marker, false, colour)?;
         }
         area.draw(&Text::new(s.name.clone(), (38, y), text.clone()))
             .map_err(chart_error)?;
@@ -470,6 +502,24 @@ pub fn y_log(desc: String, series: &[Series]) -> Axis {
     Axis::log(desc, lo, hi, Y_AXIS_PX, super::axis::Y_LABEL_GAP_PX)
 }
 
+/// A log y axis for bars over `categories`: [`y_log`] with room above the highest bar for
+/// its value label.
+pub fn y_log_bars(desc: String, series: &[Series], categories: usize) -> Axis {
+    let axis = y_log(desc.clone(), series);
+    let px = bar_label_px(categories, series.len(), longest_label(series));
+    let share = (px / Y_AXIS_PX).min(0.65);
+    // The top value lies a decade above its mark's log; room of `share` of the axis above it.
+    let top = extent(series).map_or(axis.hi, |(_, hi)| hi.max(1e-9).log10());
+    let hi = top + (top - axis.lo) * share / (1.0 - share);
+    Axis::log(
+        desc,
+        10f64.powf(axis.lo),
+        10f64.powf(hi.max(axis.hi)),
+        Y_AXIS_PX,
+        super::axis::Y_LABEL_GAP_PX,
+    )
+}
+
 /// The x values of `series`: (smallest, largest).
 pub fn x_extent(series: &[Series]) -> Option<(f64, f64)> {
     let xs = series.iter().flat_map(|s| &s.marks).map(|m| m.x);
@@ -541,7 +591,8 @@ mod tests {
         };
         let svg = svg(&plot).unwrap();
         // Two filled dots (a's first, b's), one ring (white inside, coloured outside), a cross.
-        assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+        // And a dot on each of the two legend entries.
+        assert_eq!(svg.matches("<circle").count(), 6, "{svg}");
         assert!(svg.contains("hollow: part of the runs"));
         assert!((y_from_zero("y".into(), &series, None).hi - 4.4).abs() < 1e-9);
         assert_eq!(extent(&series), Some((1.0, 4.0)));

@@ -7,21 +7,33 @@
 
 use plotters::style::RGBColor;
 
-/// The first colours, distinct on screen and in print (dark enough on white); further series
-/// get colours spread round the colour wheel ([`colour`]).
+/// The first colours: Okabe and Ito's colour-blind-safe set (its yellow, too pale on white,
+/// and its black, the colour of the axes, left out), then the Tableau 10 colours unlike them,
+/// each distinct on screen and in print; further series get colours spread round the colour
+/// wheel ([`colour`]). A series also gets a marker shape of its own ([`MARKERS`]), so a reader
+/// who cannot tell two colours apart tells the shapes apart.
 pub const COLOURS: [RGBColor; 12] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(57, 59, 121),
-    RGBColor(0, 128, 128),
+    RGBColor(0, 114, 178),   // Okabe–Ito blue
+    RGBColor(213, 94, 0),    // vermilion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(121, 85, 72),   // Tableau brown, darkened
+    RGBColor(130, 130, 130), // grey
+    RGBColor(140, 140, 20),  // olive
+    RGBColor(117, 76, 170),  // purple
+    RGBColor(176, 30, 60),   // crimson
+    RGBColor(30, 60, 120),   // navy
+];
+
+/// The marker shapes series take in turn, beside their colours.
+pub const MARKERS: [Marker; 5] = [
+    Marker::Dot,
+    Marker::Triangle,
+    Marker::Square,
+    Marker::Diamond,
+    Marker::InvertedTriangle,
 ];
 
 /// The colour of the `i`-th series: the fixed colours first, then hues a golden angle apart
@@ -57,25 +69,34 @@ fn hsl(h: f64, s: f64, l: f64) -> RGBColor {
     RGBColor(byte(r), byte(g), byte(b))
 }
 
-/// Colours by series name within a chart: a name gets the next colour the first time it is
-/// asked for (charts of one report list their series in the same order, so a configuration
-/// keeps its colour from chart to chart).
+/// Colours and marker shapes by series name over a whole page: a name gets the next colour
+/// and shape the first time it is asked for and keeps them on every chart of the page, so one
+/// colour never stands for two series (one palette is handed to every chart of a report).
 #[derive(Debug, Clone, Default)]
 pub struct Palette {
     names: Vec<String>,
 }
 
 impl Palette {
-    /// The colour of `name`.
-    pub fn of(&mut self, name: &str) -> RGBColor {
-        let i = match self.names.iter().position(|n| n == name) {
+    fn index(&mut self, name: &str) -> usize {
+        match self.names.iter().position(|n| n == name) {
             Some(i) => i,
             None => {
                 self.names.push(name.to_string());
                 self.names.len() - 1
             }
-        };
-        colour(i)
+        }
+    }
+
+    /// The colour of `name`.
+    pub fn of(&mut self, name: &str) -> RGBColor {
+        colour(self.index(name))
+    }
+
+    /// The marker shape of `name`: the shapes in turn, so neighbours in the legend differ in
+    /// shape as well as colour.
+    pub fn marker_of(&mut self, name: &str) -> Marker {
+        MARKERS[self.index(name) % MARKERS.len()]
     }
 }
 
@@ -86,6 +107,12 @@ pub enum Marker {
     Dot,
     /// A triangle on each point, joined by a line (a series that may lie on a dotted one).
     Triangle,
+    /// A square on each point, joined by a line.
+    Square,
+    /// A diamond on each point, joined by a line.
+    Diamond,
+    /// A triangle pointing down on each point, joined by a line.
+    InvertedTriangle,
     /// A line alone, dashed (a reference level, such as an idle round trip).
     Dashed,
 }
@@ -173,7 +200,8 @@ pub fn group(
         .zip(grouped)
         .map(|(name, marks)| {
             let colour = palette.of(&name);
-            Series::new(name, colour, marks)
+            let marker = palette.marker_of(&name);
+            Series::new(name, colour, marks).with_marker(marker)
         })
         .collect()
 }
@@ -194,6 +222,29 @@ mod tests {
         let tcp = p.of("TCP Streaming");
         assert_eq!(p.of("UDP Streaming"), COLOURS[1]);
         assert_eq!(p.of("TCP Streaming"), tcp, "the same name, the same colour");
+        assert_ne!(p.marker_of("TCP Streaming"), p.marker_of("UDP Streaming"));
+    }
+
+    /// Okabe–Ito's colours come first: a reader with a red–green deficiency tells them apart.
+    #[test]
+    fn the_first_colours_are_okabe_and_itos() {
+        assert_eq!(colour(0), RGBColor(0, 114, 178));
+        assert_eq!(colour(1), RGBColor(213, 94, 0));
+        assert_eq!(colour(2), RGBColor(0, 158, 115));
+        // No two of the fixed colours are near-identical (the message-size lab's 12 series):
+        // each pair at least 60 apart in RGB.
+        for (i, a) in COLOURS.iter().enumerate() {
+            for b in &COLOURS[i + 1..] {
+                let d = |x: u8, y: u8| (f64::from(x) - f64::from(y)).powi(2);
+                let distance = (d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)).sqrt();
+                assert!(distance >= 60.0, "{a:?} and {b:?} are {distance:.0} apart");
+            }
+        }
+        // No colour is near-white or the axes' black.
+        for c in COLOURS {
+            let sum = u32::from(c.0) + u32::from(c.1) + u32::from(c.2);
+            assert!(sum > 0 && sum < 3 * 235, "{c:?}");
+        }
     }
 
     #[test]

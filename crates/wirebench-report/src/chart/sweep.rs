@@ -37,6 +37,18 @@ impl Load {
         }
     }
 
+    /// Whether the sweep ran at more than one load: with one, an "against" chart would be a
+    /// point per series, so the table says it instead.
+    pub fn varies(points: impl Iterator<Item = (u32, u32)>) -> bool {
+        let (flows, ks): (BTreeSet<u32>, BTreeSet<u32>) = points.unzip();
+        flows.len() > 1 || ks.len() > 1
+    }
+
+    /// The x axis of a chart against this load: whole numbers only (no half a flow).
+    fn axis(self, what: &str, series: &[super::series::Series]) -> super::axis::Axis {
+        plot::x_from_zero(self.desc(what), series).integers()
+    }
+
     fn x(self, flows: u32, k: u32) -> f64 {
         f64::from(match self {
             Load::InFlight => k,
@@ -51,18 +63,21 @@ impl Load {
         }
     }
 
-    fn words(self) -> &'static str {
+    /// "the requests in flight per flow" (`plural` "requests"; "queries" for DNS).
+    fn words(self, plural: &str) -> String {
         match self {
-            Load::InFlight => "the requests in flight per flow",
-            Load::Flows => "the number of flows",
+            Load::InFlight => format!("the {plural} in flight per flow"),
+            Load::Flows => "the number of flows".to_string(),
         }
     }
 }
 
 /// The charts of an rr sweep: loss and retransmissions, response time, requests per second.
-pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
-    if results.is_empty() {
-        return Ok(Vec::new());
+/// `labels` (one per result, or none) name the sweep each result came from where pooled
+/// sweeps would otherwise put two points of one series at one load ("TCP, ping sweep 1").
+pub fn rr(results: &[RrResult], labels: &[String]) -> io::Result<Vec<Figure>> {
+    if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
+        return Ok(one_load(results)?.into_iter().collect());
     }
     let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
     let flows: BTreeSet<u32> = results.iter().map(|r| r.flows).collect();
@@ -74,32 +89,54 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             String::new()
         }
     };
-    let proto = |p: Protocol| match p {
-        Protocol::Udp => "UDP",
-        Protocol::Tcp => "TCP",
-        Protocol::Quic => "QUIC",
+    let proto = |r: &RrResult| {
+        let p = match r.protocol {
+            Protocol::Udp => "UDP",
+            Protocol::Tcp => "TCP",
+            Protocol::Quic => "QUIC",
+        };
+        // Results are compared by address: `r` is one of `results`.
+        let label = results
+            .iter()
+            .position(|x| std::ptr::eq(x, r))
+            .and_then(|i| labels.get(i))
+            .filter(|l| !l.is_empty())
+            .map_or_else(String::new, |l| format!(", {l}"));
+        format!(
+            "{p}{}{}{label}",
+            new_connection(r.new_connection),
+            suffix(r)
+        )
     };
+    // One palette for the page: a protocol keeps its colour and shape on every chart.
     let mut palette = Palette::default();
     let mut out = Vec::new();
-    let repair = group(
+    let mut repair = group(
         results.iter().filter_map(|r| {
-            let what = match r.protocol {
-                Protocol::Udp => "UDP requests lost",
-                Protocol::Tcp => "TCP segments retransmitted",
-                Protocol::Quic => "QUIC packets lost",
-            };
             Some((
-                format!("{what}{}", suffix(r)),
+                proto(r),
                 Mark::at(load.x(r.flows, r.concurrency), r.repair_pct()?),
             ))
         }),
         &mut palette,
     );
+    for s in &mut repair {
+        // "UDP, 2 flows" → "UDP requests lost, 2 flows": the chart says what each line counts.
+        let what = match s.name.split(',').next() {
+            Some("UDP") => " requests lost",
+            Some("TCP") => " segments retransmitted",
+            _ => " packets lost",
+        };
+        s.name = match s.name.split_once(", ") {
+            Some((p, rest)) => format!("{p}{what}, {rest}"),
+            None => format!("{}{what}", s.name),
+        };
+    }
     if !repair.is_empty() {
         out.push(figure(
             Plot {
                 title: format!("Loss and retransmissions against {}", short(load, "requests")),
-                x: plot::x_from_zero(load.desc("Requests"), &repair),
+                x: load.axis("Requests", &repair),
                 y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
                 bars: false,
                 series: &repair,
@@ -108,14 +145,13 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
             "Loss and retransmissions against load",
             format!(
                 "UDP: requests never answered (after their retries), as a share of those sent; TCP and QUIC: packets the client sent again (or lost), as a share of those sent; against {}.",
-                load.words()
+                load.words("requests")
             ),
         )?);
     }
-    let mut palette = Palette::default();
     let times = group(
         results.iter().filter_map(|r| {
-            let name = format!("{}{}", proto(r.protocol), suffix(r));
+            let name = proto(r);
             Some((
                 name,
                 response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
@@ -124,13 +160,12 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
         &mut palette,
     );
     if !times.is_empty() {
-        out.push(response_figure(&times, load, "Requests", "requests")?);
+        out.push(response_figure(&times, load, "Requests", "request")?);
     }
-    let mut palette = Palette::default();
     let rates = group(
         results.iter().map(|r| {
             (
-                format!("{}{}", proto(r.protocol), suffix(r)),
+                proto(r),
                 Mark::at(load.x(r.flows, r.concurrency), r.requests_per_second),
             )
         }),
@@ -139,7 +174,7 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
     out.push(figure(
         Plot {
             title: format!("Requests per second against {}", short(load, "requests")),
-            x: plot::x_from_zero(load.desc("Requests"), &rates),
+            x: load.axis("Requests", &rates),
             y: plot::y_from_zero("Requests answered per second (1/s)".into(), &rates, None),
             bars: false,
             series: &rates,
@@ -148,7 +183,7 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
         "Requests per second against load",
         format!(
             "Requests answered per second of the whole run (first request to the last answer or loss), against {}.",
-            load.words()
+            load.words("requests")
         ),
     )?);
     Ok(out)
@@ -157,25 +192,40 @@ pub fn rr(results: &[RrResult]) -> io::Result<Vec<Figure>> {
 /// The charts of a DNS sweep: UDP queries lost against TCP (and DoT) segments retransmitted,
 /// and response time with its minimum and maximum.
 pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
-    if results.is_empty() {
+    if !Load::varies(results.iter().map(|r| (r.flows, r.concurrency))) {
         return Ok(Vec::new());
     }
     let load = Load::of(results.iter().map(|r| (r.flows, r.concurrency)));
+    let transport = |r: &DnsResult| {
+        format!(
+            "{}{}",
+            r.transport.name().to_uppercase(),
+            new_connection(r.new_connection)
+        )
+    };
+    // One palette for the page: a transport keeps its colour and shape on every chart.
     let mut palette = Palette::default();
-    let repair = group(
+    let mut repair = group(
         results.iter().filter_map(|r| {
-            let (name, pct) = match r.transport {
-                DnsTransport::Udp => ("UDP queries lost (timeouts)", r.timeout_ratio * 100.0),
-                DnsTransport::Tcp => ("TCP segments retransmitted", r.retrans_rate? * 100.0),
-                DnsTransport::Dot => ("DoT segments retransmitted", r.retrans_rate? * 100.0),
+            let pct = match r.transport {
+                DnsTransport::Udp => r.timeout_ratio * 100.0,
+                DnsTransport::Tcp | DnsTransport::Dot => r.retrans_rate? * 100.0,
             };
-            Some((
-                name.to_string(),
-                Mark::at(load.x(r.flows, r.concurrency), pct),
-            ))
+            Some((transport(r), Mark::at(load.x(r.flows, r.concurrency), pct)))
         }),
         &mut palette,
     );
+    for s in &mut repair {
+        let what = if s.name.starts_with("UDP") {
+            " queries lost (timeouts)"
+        } else {
+            " segments retransmitted"
+        };
+        s.name = match s.name.split_once(", ") {
+            Some((t, rest)) => format!("{t}{what}, {rest}"),
+            None => format!("{}{what}", s.name),
+        };
+    }
     let mut out = Vec::new();
     if !repair.is_empty() {
         out.push(figure(
@@ -184,7 +234,7 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
                     "DNS: UDP loss and TCP retransmissions against {}",
                     short(load, "queries")
                 ),
-                x: plot::x_from_zero(load.desc("Queries"), &repair),
+                x: load.axis("Queries", &repair),
                 y: plot::y_from_zero("Lost or retransmitted (% of sent)".into(), &repair, None),
                 bars: false,
                 series: &repair,
@@ -193,14 +243,13 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
             "UDP loss and TCP retransmissions against load",
             format!(
                 "UDP: queries never answered after their last retry, as a share of those sent; TCP and DoT: segments the client sent again (TCP_INFO total_retrans less D-SACKed, over data segments sent); against {}.",
-                load.words()
+                load.words("queries")
             ),
         )?);
     }
-    let mut palette = Palette::default();
     let times = group(
         results.iter().filter_map(|r| {
-            let name = r.transport.name().to_uppercase();
+            let name = transport(r);
             Some((
                 name,
                 response_mark(load.x(r.flows, r.concurrency), r.response.as_ref()?),
@@ -209,9 +258,18 @@ pub fn dns(results: &[DnsResult]) -> io::Result<Vec<Figure>> {
         &mut palette,
     );
     if !times.is_empty() {
-        out.push(response_figure(&times, load, "Queries", "queries")?);
+        out.push(response_figure(&times, load, "Queries", "query")?);
     }
     Ok(out)
+}
+
+/// ", new connection" for a sweep that opened a connection per request; empty otherwise.
+fn new_connection(new: bool) -> &'static str {
+    if new {
+        ", new connection"
+    } else {
+        ""
+    }
 }
 
 /// "requests in flight" ("queries in flight"), or "flows".
@@ -243,8 +301,8 @@ fn response_figure(
     );
     figure(
         Plot {
-            title: format!("Response time against {}", short(load, noun)),
-            x: plot::x_from_zero(load.desc(what), series),
+            title: format!("Response time against {}", short(load, &format!("{noun}s"))),
+            x: load.axis(what, series),
             y: if log {
                 plot::y_log(desc, series)
             } else {
@@ -256,11 +314,59 @@ fn response_figure(
         },
         "Response time against load",
         format!(
-            "Average time from a {} being sent to its answer (dot), with a whisker from the fastest to the slowest, against {}.",
-            noun.trim_end_matches('s'),
-            load.words()
+            "Average time from a {noun} being sent to its answer (mark), with a whisker from the fastest to the slowest, against {}.",
+            load.words(&what.to_lowercase())
         ),
     )
+}
+
+/// A sweep of one load (a `ping`): no "against" chart of one point per series, but bars of
+/// the response time of each protocol (average, whisker from the fastest to the slowest).
+/// `None` without response times.
+fn one_load(results: &[RrResult]) -> io::Result<Option<Figure>> {
+    let mut palette = Palette::default();
+    let bars = group(
+        results.iter().filter_map(|r| {
+            let name = format!(
+                "{}{}",
+                r.protocol.as_str().to_uppercase(),
+                new_connection(r.new_connection)
+            );
+            let mut mark = response_mark(0.0, r.response.as_ref()?);
+            mark.label = mark.y.map(|us| format!("{us:.1} µs"));
+            Some((name, mark))
+        }),
+        &mut palette,
+    );
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let load = results.first().map_or_else(String::new, |r| {
+        format!("{} flow(s), {} in flight each", r.flows, r.concurrency)
+    });
+    let log = plot::spans_decades(&bars);
+    let desc = format!(
+        "Response time, avg and min–max (µs{})",
+        if log { ", log scale" } else { "" }
+    );
+    let y = if log {
+        plot::y_log_bars(desc, &bars, 1)
+    } else {
+        plot::y_from_zero(desc, &bars, Some(1))
+    };
+    let plot = Plot {
+        title: "Response time per protocol".into(),
+        x: super::axis::Axis::categories("Load (one bar per protocol)", vec![load]),
+        y,
+        bars: true,
+        series: &bars,
+        notes: Vec::new(),
+    };
+    Ok(Some(figure(
+        plot,
+        "Response time per protocol",
+        "Average time from a request being sent to its answer, with a whisker from the fastest to the slowest; one load, so no chart against it (the table has every figure).".into(),
+    )?))
 }
 
 fn figure(plot: Plot<'_>, heading: &str, caption: String) -> io::Result<Figure> {
@@ -281,5 +387,10 @@ mod tests {
         assert_eq!(Load::of([(2, 1), (2, 8)].into_iter()), Load::InFlight);
         assert_eq!(Load::of([(1, 1), (2, 8)].into_iter()), Load::InFlight);
         assert_eq!(Load::of([(1, 1)].into_iter()), Load::InFlight);
+        assert!(
+            !Load::varies([(1, 1), (1, 1)].into_iter()),
+            "a ping: no load swept"
+        );
+        assert!(Load::varies([(1, 1), (2, 1)].into_iter()));
     }
 }

@@ -34,7 +34,8 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     /// Campaign ids, as `wirebench runs` lists them: several make one report (e.g. one
     /// campaign per protocol), a configuration measured in more than one pooling their runs.
-    /// With --dns, --rr or --rpm, one id.
+    /// With --rr (rr and ping sweeps) or --dns, several sweeps (or --last N) pool into one
+    /// table and one set of charts; with --rpm, one id.
     #[arg(
         value_name = "ID",
         required_unless_present = "last",
@@ -50,8 +51,10 @@ pub struct ReportArgs {
     pub format: ReportFormat,
     /// How the tables are laid out: one block per configuration (every figure's min, avg,
     /// median, max, stddev, and both sides' counts), or `grid`: the lab-report table, rows =
-    /// totals (or message sizes), columns = protocol × mechanism, each cell min / avg / max of
-    /// transfer time and of goodput (text, markdown, csv and html).
+    /// totals (or message sizes), columns = protocol × mechanism (with its message size when
+    /// each has its own), each cell min / avg / max of transfer time and of goodput, then the
+    /// messages and bytes each side counted and UDP's messages lost (text, markdown, csv and
+    /// html).
     #[arg(long, value_enum, default_value = "configurations")]
     pub layout: ReportLayout,
     /// Write to this file instead of stdout.
@@ -62,14 +65,17 @@ pub struct ReportArgs {
     /// with the longest series.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub run: Option<u64>,
-    /// The id (or --last) is a DNS campaign, as `wirebench dns` printed it: --format html
-    /// charts UDP loss against TCP retransmissions and the response time against concurrency;
-    /// table, markdown and csv print what was answered and how fast; json its results.
+    /// The ids (or --last) are DNS campaigns, as `wirebench dns` printed them (several, such as
+    /// UDP, TCP and TCP with a new connection, pool into one table): --format html charts UDP
+    /// loss against TCP retransmissions and the response time against concurrency; table,
+    /// markdown and csv print what was answered and how fast; json their results.
     #[arg(long, conflicts_with_all = ["run", "layout"])]
     pub dns: bool,
-    /// The id (or --last) is an rr sweep, as `wirebench rr` printed it: --format html charts
-    /// UDP loss and TCP/QUIC retransmissions, response time and requests/s against the
-    /// requests in flight (or the flows); table, markdown, csv; json its results.
+    /// The ids (or --last) are rr or ping sweeps, as `wirebench rr` and `ping` printed them
+    /// (several pool into one report): --format html charts UDP loss and TCP/QUIC
+    /// retransmissions, response time and requests/s against the requests in flight (or the
+    /// flows); table, markdown, csv, with each session's throughput in bit/s; json their
+    /// results.
     #[arg(long, conflicts_with_all = ["run", "dns", "layout"])]
     pub rr: bool,
     /// The id (or --last) is an rpm campaign, as `wirebench rpm` printed it: RPM with the

@@ -180,9 +180,17 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
 /// flag, nouns and command follow from [`Kind::KIND`]; everything else of
 /// `report --dns|--rr|--rpm` is written once, in [`execute_sweep`].
 pub trait SweepKind: Kind + Sized {
+    /// Whether several sweeps of the kind pool into one report (rr and ping, DNS: rows of one
+    /// table); rpm campaigns, each a test of its own, do not.
+    const POOLS: bool = true;
     /// The newest campaign's id.
     fn last_id(store: &Store) -> Result<Option<i64>> {
         store.last_id::<Self>()
+    }
+    /// The ids of every campaign of the kind, oldest first.
+    fn ids(store: &Store) -> Result<Vec<i64>> {
+        let all = store.campaigns::<Self>()?;
+        Ok(all.iter().map(|(info, _)| Self::about(info).id).collect())
     }
     /// One campaign, `None` when there is no such id.
     fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
@@ -194,6 +202,15 @@ pub trait SweepKind: Kind + Sized {
     fn what(info: &Self::Info) -> String;
     /// Its report document.
     fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document>;
+    /// The report document of several sweeps pooled, each with its name ("ping sweep 1"): by
+    /// default their results in order, as one sweep's.
+    fn pooled(
+        heading: SweepHeading,
+        sweeps: Vec<(String, Vec<Self::Result>)>,
+    ) -> std::io::Result<Document> {
+        let all: Vec<Self::Result> = sweeps.into_iter().flat_map(|(_, r)| r).collect();
+        Self::document(heading, &all)
+    }
     /// Its JSON document, as the command's `--json` printed it.
     fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize;
 }
@@ -248,6 +265,12 @@ impl SweepKind for Rr {
     fn last_id(store: &Store) -> Result<Option<i64>> {
         Ok(store.last_id::<Rr>()?.max(store.last_id::<Ping>()?))
     }
+    fn ids(store: &Store) -> Result<Vec<i64>> {
+        let mut ids: Vec<i64> = store.campaigns::<Rr>()?.iter().map(|(i, _)| i.id).collect();
+        ids.extend(store.campaigns::<Ping>()?.iter().map(|(i, _)| i.id));
+        ids.sort_unstable();
+        Ok(ids)
+    }
     fn find(store: &Store, id: i64) -> Result<Option<Self::Info>> {
         match store.campaign::<Rr>(id)? {
             Some(info) => Ok(Some(info)),
@@ -270,6 +293,12 @@ impl SweepKind for Rr {
     fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
         report::rr::document(heading, results)
     }
+    fn pooled(
+        heading: SweepHeading,
+        sweeps: Vec<(String, Vec<Self::Result>)>,
+    ) -> std::io::Result<Document> {
+        report::rr::pooled_document(heading, &sweeps)
+    }
     fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         RrDocument {
             schema_version: RR_SCHEMA_VERSION,
@@ -281,6 +310,7 @@ impl SweepKind for Rr {
 }
 
 impl SweepKind for Rpm {
+    const POOLS: bool = false;
     fn about(info: &Self::Info) -> About<'_> {
         About {
             kind: info.kind,
@@ -306,9 +336,11 @@ impl SweepKind for Rpm {
     }
 }
 
-/// Runs `wirebench report --dns|--rr|--rpm`: one stored sweep of kind `K` as text, Markdown,
+/// Runs `wirebench report --dns|--rr|--rpm`: stored sweeps of kind `K` as text, Markdown,
 /// CSV (one row per result, base units), HTML (charts and tables) or JSON (as the command's
-/// `--json` printed it).
+/// `--json` printed it). Several rr (and ping) or DNS sweeps make one report, their results
+/// pooled in one table and one set of charts, with a line naming each sweep; JSON is then an
+/// array of the sweeps' documents. rpm campaigns are reported one at a time.
 pub fn execute_sweep<K: SweepKind>(
     db: impl Into<Location>,
     which: &Which,
@@ -317,28 +349,114 @@ pub fn execute_sweep<K: SweepKind>(
     stdout: &mut impl Write,
 ) -> Result<()> {
     let db: &Location = &db.into();
-    let (name, noun) = (K::KIND.name(), K::KIND.noun());
-    let one = match which {
-        Which::Ids(ids) if ids.len() == 1 => Some(ids[0]),
-        Which::Last(1) => None,
-        _ => {
-            return Err(UsageError(format!(
-                "--{name} reports one {noun} at a time: give one id (or --last)"
-            ))
-            .into())
-        }
-    };
     let store = Store::open_existing(db)?;
-    let id = match one {
-        Some(id) => id,
-        None => K::last_id(&store)?.ok_or_else(|| {
-            UsageError(format!(
-                "there are no {noun}s in {} yet: `wirebench {name}` stores them",
-                db.display()
-            ))
-        })?,
-    };
-    let info = K::find(&store, id)?.ok_or_else(|| {
+    let ids = sweep_ids::<K>(&store, db, which)?;
+    let mut sweeps = Vec::new();
+    for id in ids {
+        sweeps.push(load_sweep::<K>(&store, db, id)?);
+    }
+    let mut body = Vec::new();
+    match report::sweep_exporter(format) {
+        Some(exporter) => {
+            let headings: Vec<SweepHeading> =
+                sweeps.iter().map(|(info, _)| heading::<K>(info)).collect();
+            let named: Vec<(String, Vec<K::Result>)> = headings
+                .iter()
+                .zip(sweeps)
+                .map(|(h, (_, results))| (format!("{} {}", h.kind, h.campaign), results))
+                .collect();
+            // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
+            let Some(mut first) = headings.first().cloned() else {
+                return Err(UsageError("give a sweep's id (or --last)".into()).into());
+            };
+            if headings.len() > 1 {
+                // The title names the first sweep; the heading line names them all.
+                first.what = format!(
+                    "{}; pooled with {}",
+                    first.what,
+                    headings[1..]
+                        .iter()
+                        .map(SweepHeading::line)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
+            let mut doc = if named.len() > 1 {
+                K::pooled(first, named)?
+            } else {
+                let all: Vec<K::Result> = named.into_iter().flat_map(|(_, r)| r).collect();
+                K::document(first, &all)?
+            };
+            if headings.len() > 1 {
+                doc.lines.insert(
+                    0,
+                    format!(
+                        "{} sweeps pooled: their results are rows of one table, in the order given, and points of one set of charts (a series names its sweep where two sweeps measured it at one load).",
+                        headings.len()
+                    ),
+                );
+            }
+            exporter.write(&doc, &mut body)?;
+        }
+        None if sweeps.len() == 1 => {
+            // JSON is each kind's own document, as the command's `--json` printed it.
+            let (info, results) = sweeps.remove(0);
+            serde_json::to_writer_pretty(&mut body, &K::json(info, results))
+                .context("while writing the JSON")?;
+            body.push(b'\n');
+        }
+        None => {
+            let docs: Vec<_> = sweeps.into_iter().map(|(i, r)| K::json(i, r)).collect();
+            serde_json::to_writer_pretty(&mut body, &docs).context("while writing the JSON")?;
+            body.push(b'\n');
+        }
+    }
+    deliver(&body, output, stdout)
+}
+
+/// The ids a sweep report covers: those given, or the newest (several only where the kind
+/// pools).
+fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Result<Vec<i64>> {
+    let (name, noun) = (K::KIND.name(), K::KIND.noun());
+    match which {
+        Which::Ids(ids) if ids.len() == 1 || (K::POOLS && !ids.is_empty()) => Ok(ids.clone()),
+        Which::Last(1) => {
+            let id = K::last_id(store)?.ok_or_else(|| {
+                UsageError(format!(
+                    "there are no {noun}s in {} yet: `wirebench {name}` stores them",
+                    db.display()
+                ))
+            })?;
+            Ok(vec![id])
+        }
+        Which::Last(n) if K::POOLS => {
+            // The newest n, oldest first (the order `report A B` would take them in).
+            let all = K::ids(store)?;
+            if all.len() < *n {
+                return Err(UsageError(format!(
+                    "--last {n}: {} holds {} {noun}(s); give at most that many",
+                    db.display(),
+                    all.len()
+                ))
+                .into());
+            }
+            Ok(all[all.len() - n..].to_vec())
+        }
+        _ => Err(UsageError(format!(
+            "--{name} reports one {noun} at a time: give one id (or --last); `wirebench compare --{name} A B` compares two"
+        ))
+        .into()),
+    }
+}
+
+/// One stored sweep and its results; refused when it has none.
+fn load_sweep<K: SweepKind>(
+    store: &Store,
+    db: &Location,
+    id: i64,
+) -> Result<(K::Info, Vec<K::Result>)> {
+    let (name, noun) = (K::KIND.name(), K::KIND.noun());
+    let info = K::find(store, id)?.ok_or_else(|| {
         UsageError(format!(
             "there is no {noun} {id} in {} (`wirebench {name}` prints the id it stores; \
              `wirebench runs` lists them)",
@@ -357,26 +475,20 @@ pub fn execute_sweep<K: SweepKind>(
         ))
         .into());
     }
-    let mut body = Vec::new();
-    if let Some(exporter) = report::sweep_exporter(format) {
-        let about = K::about(&info);
-        let heading = SweepHeading {
-            kind: about.kind.noun(),
-            campaign: about.id,
-            started: format_utc(about.started_at_unix_s),
-            status: about.status.as_str().to_string(),
-            host: about.host_name.unwrap_or("unknown").to_string(),
-            what: K::what(&info),
-        };
-        let doc = K::document(heading, &results)?;
-        exporter.write(&doc, &mut body)?;
-    } else {
-        // JSON is each kind's own document, as the command's `--json` printed it.
-        serde_json::to_writer_pretty(&mut body, &K::json(info, results))
-            .context("while writing the JSON")?;
-        body.push(b'\n');
+    Ok((info, results))
+}
+
+/// The heading of a sweep's report.
+fn heading<K: SweepKind>(info: &K::Info) -> SweepHeading {
+    let about = K::about(info);
+    SweepHeading {
+        kind: about.kind.noun(),
+        campaign: about.id,
+        started: format_utc(about.started_at_unix_s),
+        status: about.status.as_str().to_string(),
+        host: about.host_name.unwrap_or("unknown").to_string(),
+        what: K::what(info),
     }
-    deliver(&body, output, stdout)
 }
 
 /// Writes a finished report to `output`, or to `stdout` without one (only once it is whole, so

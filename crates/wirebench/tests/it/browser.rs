@@ -569,10 +569,10 @@ fn the_chart_checks_catch_a_missing_legend_unit_or_mark() {
     )));
     assert!(fails(bars.replace("(Mbit/s)", "")));
     let mut blank = bars.to_string();
-    for colour in ["#1F77B4", "#D62728", "#2CA02C", "#9467BD"] {
+    for colour in ["#0072B2", "#D55E00", "#009E73", "#CC79A7"] {
         blank = blank.replace(&format!("fill=\"{colour}\""), "fill=\"#FFFFFF\"");
     }
     assert!(fails(blank));
     // Two series in one colour.
-    assert!(fails(bars.replace("#D62728", "#1F77B4")));
+    assert!(fails(bars.replace("#D55E00", "#0072B2")));
 }

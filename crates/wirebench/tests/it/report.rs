@@ -124,15 +124,20 @@ fn the_grid_layout_gives_the_seeds_table_in_every_format() {
         ],
         "{text}"
     );
-    // Two tables (time, goodput), two rows each (1 MiB, 2 MiB), every cell min / avg / max.
+    // Five tables (time, goodput, messages, bytes, UDP loss), two rows each (1 MiB, 2 MiB):
+    // time and goodput cells min / avg / max, count cells client sent / server read, loss cells
+    // min / avg / max of the two UDP columns only.
     let rows: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("1 MiB") || l.starts_with("2 MiB"))
         .collect();
-    assert_eq!(rows.len(), 4, "{text}");
-    for row in rows {
-        assert_eq!(row.matches(" / ").count(), 2 * 6, "{row}");
-    }
+    assert_eq!(rows.len(), 10, "{text}");
+    let slashes: Vec<usize> = rows.iter().map(|r| r.matches(" / ").count()).collect();
+    assert_eq!(slashes, [12, 12, 12, 12, 6, 6, 6, 6, 4, 4], "{text}");
+    // 1 MiB in 1024-byte messages is 1024 of them, sent and read, in every column.
+    assert_eq!(rows[4].matches("1024 / 1024").count(), 6, "{text}");
+    assert_eq!(rows[6].matches("1048576 / 1048576").count(), 6, "{text}");
+    assert!(text.contains("UDP loss: messages lost"), "{text}");
     // The CSV is the same grid, one line per total, ready for a spreadsheet.
     let csv = report_of(&db, &[1, 2, 3], Format::Csv, Layout::Grid);
     let lines: Vec<&str> = csv.lines().collect();
@@ -217,11 +222,12 @@ async fn several_campaigns_make_one_report() {
         (vec!["report", "1", "--last"], "cannot be used with"),
         (
             vec!["report", "--dns", "1", "2"],
-            "--dns reports one DNS campaign at a time",
+            "there is no DNS campaign 1",
         ),
+        (vec!["report", "--rr", "--last", "2"], "--last 2: "),
         (
-            vec!["report", "--rr", "--last", "2"],
-            "--rr reports one rr sweep at a time",
+            vec!["report", "--rpm", "1", "2"],
+            "--rpm reports one rpm campaign at a time",
         ),
     ] {
         let mut argv = args.clone();

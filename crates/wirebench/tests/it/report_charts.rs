@@ -93,7 +93,7 @@ fn one_size_and_several_totals_get_grouped_bars_per_total() {
         [
             "Goodput, 1024-byte messages",
             "Transfer time, 1024-byte messages",
-            "Stop-and-wait round-trip time, 1024-byte messages",
+            "Stop-and-wait round-trip time per total, 1024-byte messages",
             "UDP streaming: server loss against offered load",
         ]
     );
@@ -109,15 +109,31 @@ fn one_size_and_several_totals_get_grouped_bars_per_total() {
             "background, legend box, 12 bars, 6 swatches"
         );
     }
-    // Round trips: one line per stop-and-wait configuration and total, never one for both.
+    // Round trips per total, with the bars' series: each stop-and-wait configuration keeps
+    // its name and colour from the bars (one series, one colour on the page).
     let rtt = texts_of(charts[2]);
-    for name in [
-        "TCP Stop and Wait, 1 MiB",
-        "TCP Stop and Wait, 2 MiB",
-        "QUIC Stop and Wait, 2 MiB",
-    ] {
+    for name in ["TCP Stop and Wait", "QUIC Stop and Wait", "1 MiB", "2 MiB"] {
         assert!(rtt.contains(&name.to_string()), "{name}: {rtt:?}");
     }
+    assert!(
+        !rtt.iter().any(|t| t == "TCP Stop and Wait, 1 MiB"),
+        "{rtt:?}"
+    );
+    let swatch = |svg: &str, name: &str| -> Option<String> {
+        // The legend entry's colour: the swatch or stroke drawn just before its name.
+        let at = svg.find(&format!(">\n{name}\n<"))?;
+        let before = &svg[..at];
+        let fill = before.rfind("fill=\"#").map(|i| &before[i + 6..i + 13]);
+        let stroke = before.rfind("stroke=\"#").map(|i| &before[i + 8..i + 15]);
+        let last = before.rfind("fill=\"#").max(before.rfind("stroke=\"#"));
+        match last {
+            Some(i) if Some(i) == before.rfind("fill=\"#") => fill.map(str::to_string),
+            _ => stroke.map(str::to_string),
+        }
+    };
+    let in_bars = swatch(charts[0], "TCP Stop and Wait");
+    assert!(in_bars.is_some());
+    assert_eq!(in_bars, swatch(charts[2], "TCP Stop and Wait"));
 }
 
 /// A sweep of message sizes and totals: goodput and transfer time against message size, one
@@ -296,8 +312,8 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
             "{expected}: {over_time:?}"
         );
     }
-    // One dot per client interval of run 1 (36 in the fixture).
-    assert_eq!(charts[2].matches("<circle").count(), 36);
+    // One dot per client interval of run 1 (36 in the fixture), and the legend's dot.
+    assert_eq!(charts[2].matches("<circle").count(), 36 + 1);
     assert!(html.contains("run 1: TCP Streaming, 1000 B × 104857600 B (100 MiB), repeat 1"));
     assert!(!html.contains("grace period"), "only UDP streaming has one");
     let loss = texts_of(charts[3]);
@@ -310,9 +326,9 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
         assert!(loss.iter().any(|t| t == expected), "{expected}: {loss:?}");
     }
     assert_eq!(
-        charts[3].matches("<circle").count(),
-        2,
-        "one dot per UDP run"
+        charts[3].matches("<circle").count() + charts[3].matches("<polygon").count(),
+        2 + 2,
+        "one mark per UDP run and one per legend entry"
     );
 
     let html = html_report(&db, Some(4));

@@ -440,7 +440,8 @@ async fn the_rpm_chart_reads_in_a_browser() {
         // Six intervals, each with a loaded p50, a p99 and a download goodput dot (plotters draws
         // a dot as a circle element).
         let dots = charts[0].matches("<circle").count();
-        assert_eq!(dots, 3 * result.intervals.len(), "dots in the chart");
+        // And one dot on each of the three dotted series' legend entries.
+        assert_eq!(dots, 3 * result.intervals.len() + 3, "dots in the chart");
         for text in ["Loaded p99", "Loaded p50", "Idle", "Download"] {
             assert!(charts[0].contains(text), "{text} missing from the legends");
         }

@@ -285,3 +285,140 @@ async fn store_copy_carries_an_rr_sweep_once() {
     })
     .await
 }
+
+/// The sessions lab: a ping and an rr sweep over 1, 2 and 3 flows, stored in one database,
+/// make one `report --rr A B`: one table with every result of both, each row with its
+/// throughput per session in bit/s (answered × (request + response bytes) × 8 / elapsed /
+/// flows, from the stored result), the flows axis ticking at whole numbers; JSON is an array of
+/// the two documents.
+#[tokio::test]
+async fn report_rr_pools_a_ping_and_an_rr_sweep_with_throughput_per_session() {
+    crate::support::within(async {
+        let db = TempPath::new(".sqlite3");
+        let ping = wirebench(&["ping", "--proto", "tcp", "--count", "20", "--db", db.arg()]).await;
+        assert!(ping.status.success(), "{}", stderr(&ping));
+        let rr = wirebench(&[
+            "rr",
+            "--proto",
+            "tcp",
+            "--flows",
+            "1,2,3",
+            "--count",
+            "20",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(rr.status.success(), "{}", stderr(&rr));
+        let store = Store::open(&db.0).unwrap();
+        let mut results: Vec<RrResult> = Vec::new();
+        for id in [1, 2] {
+            let info = store.campaign::<Rr>(id).unwrap();
+            let stored = match info {
+                Some(_) => store.results::<Rr>(id).unwrap(),
+                None => store.results::<wirebench::store::rr::Ping>(id).unwrap(),
+            };
+            results.extend(stored.into_iter().map(|r| r.result));
+        }
+        drop(store);
+        assert_eq!(results.len(), 1 + 3, "one ping result, three rr flows");
+
+        let out = wirebench(&["report", "--rr", "1", "2", "--db", db.arg()]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("2 sweeps pooled"), "{text}");
+        assert!(
+            text.contains("ping sweep 1") || text.contains("rr sweep 1"),
+            "{text}"
+        );
+        let header = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("proto"))
+            .expect("a table header");
+        assert!(header.contains("per flow"), "{header}");
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  tcp ") || l.starts_with("  udp "))
+            .collect();
+        assert_eq!(rows.len(), results.len(), "{text}");
+        for (row, r) in rows.iter().zip(&results) {
+            let bps = r.answered as f64 * f64::from(r.request_bytes + r.response_bytes) * 8.0
+                / (r.elapsed_ns as f64 / 1e9)
+                / f64::from(r.flows);
+            let shown = wirebench_core::vocab::units::format_bitrate(bps);
+            assert!(row.ends_with(&shown), "{row} should end with {shown}");
+            assert_eq!(r.throughput_per_flow_bps(), Some(bps));
+        }
+
+        // --last 2 is the same two sweeps, oldest first.
+        let last = wirebench(&["report", "--rr", "--last", "2", "--db", db.arg()]).await;
+        assert!(last.status.success(), "{}", stderr(&last));
+        assert_eq!(String::from_utf8_lossy(&last.stdout), text);
+
+        let html = wirebench(&[
+            "report",
+            "--rr",
+            "1",
+            "2",
+            "--format",
+            "html",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(html.status.success(), "{}", stderr(&html));
+        let html = String::from_utf8_lossy(&html.stdout).into_owned();
+        let charts = crate::browser::charts_of(&html);
+        assert!(!charts.is_empty(), "flows vary: charts against the flows");
+        // The ping and the rr sweep's one flow are both TCP at one flow: each series names its
+        // sweep, so no line joins the two sweeps' points.
+        for chart in &charts {
+            crate::browser::check_chart("ping and rr", chart);
+        }
+        let names = crate::browser::texts_of(charts[charts.len() - 1]);
+        for name in ["TCP, ping sweep 1", "TCP, rr sweep 2"] {
+            assert!(names.iter().any(|t| t == name), "{name}: {names:?}");
+        }
+        let ticks = crate::browser::texts_of(charts[0]);
+        assert!(
+            ticks
+                .iter()
+                .any(|t| t == "Flows (connections or sockets, count)"),
+            "{ticks:?}"
+        );
+        // Whole flows only: 1, 2, 3, never 1.5 or 2.5 (the y axis has its own decimals).
+        for whole in ["1", "2", "3"] {
+            assert!(ticks.iter().any(|t| t == whole), "{whole}: {ticks:?}");
+        }
+        assert!(!ticks.iter().any(|t| t == "1.5" || t == "2.5"), "{ticks:?}");
+
+        // The ping alone ran at one load: no one-point "against" chart, but one bar of its
+        // response time per protocol.
+        let ping_html =
+            wirebench(&["report", "--rr", "1", "--format", "html", "--db", db.arg()]).await;
+        assert!(ping_html.status.success(), "{}", stderr(&ping_html));
+        let ping_html = String::from_utf8_lossy(&ping_html.stdout).into_owned();
+        let charts = crate::browser::charts_of(&ping_html);
+        assert_eq!(charts.len(), 1, "{ping_html}");
+        crate::browser::check_chart("ping", charts[0]);
+        assert!(charts[0].contains("Response time per protocol"));
+        assert!(!charts[0].contains(" against "), "{}", charts[0]);
+        assert!(ping_html.contains("per flow"), "{ping_html}");
+
+        let json = wirebench(&[
+            "report",
+            "--rr",
+            "1",
+            "2",
+            "--format",
+            "json",
+            "--db",
+            db.arg(),
+        ])
+        .await;
+        assert!(json.status.success(), "{}", stderr(&json));
+        let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    })
+    .await
+}

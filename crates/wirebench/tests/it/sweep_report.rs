@@ -174,8 +174,17 @@ async fn the_dns_report_puts_udp_loss_beside_tcp_retransmissions() {
     ] {
         assert!(repair.contains(&text.to_string()), "{text}: {repair:?}");
     }
-    // Three points per transport, UDP's at its timeout percentages (8, 9, 13.5 %).
-    assert_eq!(charts[0].matches("<circle").count(), 6);
+    // The caption's noun is spelt right, and the load is queries.
+    assert!(html.contains("from a query being sent"), "{html}");
+    assert!(!html.contains("querie "), "{html}");
+    assert!(
+        html.contains("against the queries in flight per flow"),
+        "{html}"
+    );
+    // Three points per transport, UDP's at its timeout percentages (8, 9, 13.5 %): UDP's
+    // dots and TCP's triangles (a shape per series), each with its legend entry's mark.
+    assert_eq!(charts[0].matches("<circle").count(), 3 + 1);
+    assert_eq!(charts[0].matches("<polygon").count(), 3 + 1);
     let times = texts_of(charts[1]);
     assert!(
         times

@@ -127,3 +127,55 @@ async fn a_stored_campaign_reports_its_timeout_curve_as_a_chart() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("no DNS campaign 99"));
 }
+
+/// The DNS lab: UDP, TCP and TCP with a new connection per query, three campaigns against one
+/// resolver, make one `report --dns A B C`: one table whose rows say which transport (tcp/new
+/// for a connection per query), each with the counts it stored.
+#[tokio::test]
+async fn report_dns_pools_udp_tcp_and_new_connection_campaigns_in_one_table() {
+    let Some(ub) = super::Unbound::start() else {
+        return;
+    };
+    tokio::time::timeout(crate::support::TEST_TIMEOUT, async {
+        let db = TempPath::new(".sqlite3");
+        let resolver = ub.addr().to_string();
+        for extra in [
+            &["--transport", "udp"][..],
+            &["--transport", "tcp"],
+            &["--transport", "tcp", "--new-connection"],
+        ] {
+            let mut args = vec![
+                "dns",
+                "--resolver",
+                &resolver,
+                "--name",
+                "host.wb.test",
+                "--count",
+                "10",
+                "--db",
+                db.arg(),
+            ];
+            args.extend_from_slice(extra);
+            let out = wirebench(&args).await;
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        }
+        let out = wirebench(&["report", "--dns", "1", "2", "3", "--db", db.arg()]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("3 sweeps pooled"), "{text}");
+        // The answers table: one row per campaign, 10 sent each.
+        let mut kinds = Vec::new();
+        for tr in ["udp", "tcp", "tcp/new"] {
+            let rows: Vec<&str> = text
+                .lines()
+                .filter(|l| l.split_whitespace().next() == Some(tr))
+                .filter(|l| l.split_whitespace().nth(2) == Some("10"))
+                .collect();
+            assert!(!rows.is_empty(), "{tr}: {text}");
+            kinds.push(rows.len());
+        }
+        assert_eq!(kinds, [1, 1, 1], "{text}");
+    })
+    .await
+    .expect("in time");
+}
