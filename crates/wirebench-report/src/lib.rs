@@ -14,6 +14,7 @@ pub mod document;
 pub mod grid;
 pub mod html;
 pub mod json;
+pub mod latency;
 pub mod markdown;
 pub mod markup;
 pub mod model;

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::lifecycle::{CampaignKind, SweepPlan};
+use crate::record::lifecycle::{CampaignKind, SweepInfo, SweepPlan};
 use crate::record::loaded_latency::{PhaseSamples, ProbePhase, ProbeSample};
 use crate::record::one_way::{ClockFigures, ClockFit, OneWayDelay};
 use crate::vocab::clock_offset::{ClockClaim, Exchange};
@@ -107,6 +107,29 @@ pub struct NewLatencyCampaign {
 
 impl SweepPlan for NewLatencyCampaign {
     const KIND: CampaignKind = CampaignKind::Latency;
+}
+
+/// A stored latency campaign as one JSON document (`wirebench report --latency --format
+/// json`): the campaign and each test as `wirebench latency --json` printed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyCampaignDocument {
+    /// Version of this document's shape (1).
+    pub schema_version: u32,
+    /// The campaign.
+    pub campaign: SweepInfo<NewLatencyCampaign>,
+    /// Its tests, in run order.
+    pub results: Vec<LoadPhasesResult>,
+}
+
+impl LatencyCampaignDocument {
+    /// The document of `campaign` and its `results`.
+    pub fn new(campaign: SweepInfo<NewLatencyCampaign>, results: Vec<LoadPhasesResult>) -> Self {
+        LatencyCampaignDocument {
+            schema_version: 1,
+            campaign,
+            results,
+        }
+    }
 }
 
 /// What one phase measured, as the flow hands it over.

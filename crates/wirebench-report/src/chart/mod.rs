@@ -7,6 +7,7 @@
 
 pub mod axis;
 pub mod campaign;
+pub mod load_phases;
 pub mod plot;
 pub mod rpm;
 pub mod series;

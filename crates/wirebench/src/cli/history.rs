@@ -84,6 +84,12 @@ pub struct ReportArgs {
     /// interval) or json.
     #[arg(long, conflicts_with_all = ["run", "dns", "rr", "layout"])]
     pub rpm: bool,
+    /// The id (or --last) is a latency campaign, as `wirebench latency` printed it: the clock
+    /// bound, each phase's round trip, up and down delays and goodput; --format html charts
+    /// each direction's delay over time with the phases named; table, markdown, csv (one row
+    /// per phase) or json.
+    #[arg(long, conflicts_with_all = ["run", "dns", "rr", "rpm", "layout"])]
+    pub latency: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -137,6 +143,9 @@ pub struct ExportArgs {
     /// The id is an rpm campaign.
     #[arg(long, conflicts_with_all = ["dns", "rr"])]
     pub rpm: bool,
+    /// The id is a latency campaign.
+    #[arg(long, conflicts_with_all = ["dns", "rr", "rpm"])]
+    pub latency: bool,
     /// The database.
     #[command(flatten)]
     pub db: DbArgs,

@@ -151,7 +151,7 @@ fn offline_command(command: Command) -> Result<ExitCode> {
 /// `wirebench report`: one stored sweep (rr, DNS, rpm) or transfer campaigns, as `query` asks.
 fn write_report(query: &queries::ReportQuery, stdout: &mut impl std::io::Write) -> Result<()> {
     let db = &query.db;
-    use crate::store::{dns::Dns, rpm::Rpm, rr::Rr};
+    use crate::store::{dns::Dns, latency::Latency, rpm::Rpm, rr::Rr};
     use report::{execute, execute_sweep, Options};
     let which = match &query.selection {
         Selection::Last(n) => report::Which::Last(*n),
@@ -161,6 +161,7 @@ fn write_report(query: &queries::ReportQuery, stdout: &mut impl std::io::Write) 
     match query.sweep {
         Some(CampaignKind::Dns) => execute_sweep::<Dns>(db, &which, format, output, stdout),
         Some(CampaignKind::Rpm) => execute_sweep::<Rpm>(db, &which, format, output, stdout),
+        Some(CampaignKind::Latency) => execute_sweep::<Latency>(db, &which, format, output, stdout),
         Some(_) => execute_sweep::<Rr>(db, &which, format, output, stdout),
         None => {
             let opts = Options {

@@ -20,8 +20,11 @@ use crate::commands::history;
 use crate::output::history::format_utc;
 use crate::report::document::{Document, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
+use wirebench_core::record::load_phases::LatencyCampaignDocument;
+
 use crate::store::dns::Dns;
 use crate::store::kind::Kind;
+use crate::store::latency::Latency;
 use crate::store::rpm::Rpm;
 use crate::store::rr::{Ping, Rr};
 use crate::store::run::Run;
@@ -333,6 +336,29 @@ impl SweepKind for Rpm {
     }
     fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
         RpmCampaignDocument::new(info, results)
+    }
+}
+
+impl SweepKind for Latency {
+    const POOLS: bool = false;
+    fn about(info: &Self::Info) -> About<'_> {
+        About {
+            kind: info.kind,
+            id: info.id,
+            status: info.status,
+            started_at_unix_s: info.campaign.started_at_unix_s,
+            host_name: info.campaign.host_name.as_deref(),
+        }
+    }
+    fn what(info: &Self::Info) -> String {
+        let c = &info.campaign;
+        format!(" against {}, phases {}", c.server, c.phases)
+    }
+    fn document(heading: SweepHeading, results: &[Self::Result]) -> std::io::Result<Document> {
+        report::latency::document(heading, results)
+    }
+    fn json(info: Self::Info, results: Vec<Self::Result>) -> impl Serialize {
+        LatencyCampaignDocument::new(info, results)
     }
 }
 

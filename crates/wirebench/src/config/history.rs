@@ -36,12 +36,13 @@ pub fn show_query(args: &ShowArgs) -> anyhow::Result<CampaignQuery> {
     })
 }
 
-/// `wirebench export ID [--rr|--dns|--rpm]`.
+/// `wirebench export ID [--rr|--dns|--rpm|--latency]`.
 pub fn export_query(args: &ExportArgs) -> anyhow::Result<CampaignQuery> {
-    let kind = match (args.rr, args.dns, args.rpm) {
-        (true, _, _) => CampaignKind::Rr,
-        (_, true, _) => CampaignKind::Dns,
-        (_, _, true) => CampaignKind::Rpm,
+    let kind = match (args.rr, args.dns, args.rpm, args.latency) {
+        (true, ..) => CampaignKind::Rr,
+        (_, true, ..) => CampaignKind::Dns,
+        (_, _, true, _) => CampaignKind::Rpm,
+        (.., true) => CampaignKind::Latency,
         _ => CampaignKind::Run,
     };
     Ok(CampaignQuery {
@@ -106,10 +107,11 @@ pub fn report_query(args: &ReportArgs) -> anyhow::Result<ReportQuery> {
         Some(n) => Selection::Last(usize::try_from(n).unwrap_or(usize::MAX)),
         None => Selection::Ids(args.ids.clone()),
     };
-    let sweep = match (args.dns, args.rpm, args.rr) {
-        (true, _, _) => Some(CampaignKind::Dns),
-        (_, true, _) => Some(CampaignKind::Rpm),
-        (_, _, true) => Some(CampaignKind::Rr),
+    let sweep = match (args.dns, args.rpm, args.rr, args.latency) {
+        (true, ..) => Some(CampaignKind::Dns),
+        (_, true, ..) => Some(CampaignKind::Rpm),
+        (_, _, true, _) => Some(CampaignKind::Rr),
+        (.., true) => Some(CampaignKind::Latency),
         _ => None,
     };
     Ok(ReportQuery {

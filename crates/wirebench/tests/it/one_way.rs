@@ -227,3 +227,75 @@ fn assert_matches_latency_schema(doc: &Value) {
         panic!("output does not match the schema: {e:#}");
     }
 }
+
+/// A stored latency campaign: `runs` lists it, `report --latency` gives its phases as a table,
+/// one CSV row per phase, the JSON document, and an HTML chart of each direction over time
+/// with each phase named where it starts; `export --latency` gives its document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latency_campaign_is_stored_listed_and_charted() {
+    let db = crate::support::TempPath::new(".sqlite3");
+    let out = wirebench(&[
+        "latency",
+        "-t",
+        "1s",
+        "--phases",
+        "idle,upload",
+        "--db",
+        db.arg(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("stored as latency campaign 1"), "{said}");
+    let runs = wirebench(&["runs", "--db", db.arg()]).await;
+    let listed = String::from_utf8_lossy(&runs.stdout).into_owned();
+    assert!(listed.contains("idle,upload against embedded"), "{listed}");
+    assert!(listed.contains("upload: up p99"), "{listed}");
+    let db_arg = db.arg().to_string();
+    let report = |format: &'static str| {
+        let db_arg = db_arg.clone();
+        async move {
+            let args = [
+                "report",
+                "--latency",
+                "1",
+                "--db",
+                &db_arg,
+                "--format",
+                format,
+            ];
+            let out = wirebench(&args).await;
+            assert!(out.status.success(), "{format}: {}", stderr(&out));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    let json: Value = serde_json::from_str(&report("json").await).expect("JSON");
+    let phases = json["results"][0]["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2, "{json}");
+    let csv = report("csv").await;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with("test,phase,"), "{csv}");
+    assert!(
+        lines[1].starts_with("1,idle,") && lines[2].starts_with("1,upload,"),
+        "{csv}"
+    );
+    let html = report("html").await;
+    for text in [
+        "<svg",
+        "Up (client → server)",
+        "Down (server → client)",
+        "idle 0.0 s",
+        "upload ",
+    ] {
+        assert!(html.contains(text), "{text} missing from the HTML report");
+    }
+    let text = report("table").await;
+    assert!(
+        text.contains("rtt p50") && text.contains("up p99"),
+        "{text}"
+    );
+    let export = wirebench(&["export", "1", "--latency", "--db", db.arg()]).await;
+    let doc: Value = serde_json::from_slice(&export.stdout).expect("export JSON");
+    assert_eq!(doc["kind"], "latency", "{doc}");
+}

@@ -7,8 +7,8 @@
 use serde_json::Value;
 use wirebench::store::dns::Dns;
 use wirebench::store::kind::Kind;
-use wirebench::store::lifecycle::Merged;
 use wirebench::store::latency::Latency;
+use wirebench::store::lifecycle::Merged;
 use wirebench::store::rpm::Rpm;
 use wirebench::store::rr::{Ping, Rr};
 use wirebench::store::run::Run;
