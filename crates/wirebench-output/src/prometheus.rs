@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 
 use wirebench_core::record::dns::DnsResult;
+use wirebench_core::record::one_way::{DelayFigures, OneWayDelay};
 use wirebench_core::record::rr::RrResult;
 use wirebench_core::record::service::{ExporterCounts, ProbeOutcome, ProbeResult, ServerCounts};
 use wirebench_core::record::{RttFigures, RunRecord};
@@ -293,6 +294,49 @@ fn exchange_figures(p: &mut Page, kind: &str, r: &RrResult) {
     if let Some(rtt) = &r.response {
         rtt_summary(p, rtt);
     }
+    if let Some(w) = &r.one_way {
+        one_way_figures(p, w);
+    }
+}
+
+/// Each direction's delay (`ping` over UDP against a server that stamps its answers): p50 and
+/// p99 up and down, and the bound every one of them carries. Nothing when none was measured
+/// (the exchanges fit no clock, or the server does not stamp).
+fn one_way_figures(p: &mut Page, w: &OneWayDelay) {
+    let Some(clock) = &w.clock else {
+        return;
+    };
+    for (q, of) in [
+        ("p50", (|d: &DelayFigures| d.p50_ns) as fn(&DelayFigures) -> i64),
+        ("p99", |d: &DelayFigures| d.p99_ns),
+    ] {
+        let name = format!("wirebench_probe_one_way_delay_{q}_seconds");
+        p.family(
+            &name,
+            "gauge",
+            &format!("The {q} (nearest rank) of each direction's delay over the answered probes (up: client to server, down: server to client); within wirebench_probe_one_way_bound_seconds of the truth."),
+        );
+        for (direction, figures) in [("up", &w.up), ("down", &w.down)] {
+            if let Some(d) = figures {
+                p.sample(&name, &[("direction", direction)], of(d) as f64 / 1e9);
+            }
+        }
+    }
+    p.gauge(
+        "wirebench_probe_one_way_bound_seconds",
+        "How far the clock offset between the hosts may be off: every one-way delay is within this of the truth.",
+        clock.bound_ns as f64 / 1e9,
+    );
+    p.gauge(
+        "wirebench_probe_clock_offset_seconds",
+        "The server's clock minus the client's, as the probes' exchanges bound it.",
+        clock.offset_ns as f64 / 1e9,
+    );
+    p.gauge(
+        "wirebench_probe_one_way_outside_bound",
+        "Probes whose delay fell outside the bound (left out of the quantiles).",
+        w.outside_bound as f64,
+    );
 }
 
 /// A DNS probe's figures (`wirebench_probe_dns_*`): queries, answers by RCODE, timeouts and

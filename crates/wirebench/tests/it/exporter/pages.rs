@@ -37,6 +37,13 @@ async fn every_page_passes_promtool() {
         assert_eq!(sample(&ping.1, "wirebench_probe_success"), Some(1.0), "{}", ping.1);
         assert_eq!(sample(&ping.1, "wirebench_probe_ping_answered"), Some(20.0), "{}", ping.1);
         assert_eq!(sample(&ping.1, "wirebench_probe_rtt_seconds_count"), Some(20.0), "{}", ping.1);
+        // Each direction's delay, with the bound the clock offset allows (one host: tiny).
+        for direction in ["up", "down"] {
+            let line = format!("wirebench_probe_one_way_delay_p50_seconds{{direction=\"{direction}\"}}");
+            assert!(ping.1.contains(&line), "{line} missing: {}", ping.1);
+        }
+        assert!(sample(&ping.1, "wirebench_probe_one_way_bound_seconds").is_some_and(|b| b < 1e-3), "{}", ping.1);
+        assert_eq!(sample(&ping.1, "wirebench_probe_one_way_outside_bound"), Some(0.0), "{}", ping.1);
         let (status, server_page) = get(server.metrics, "/metrics").await;
         assert_eq!(status, 200);
         assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(4.0), "{server_page}");
