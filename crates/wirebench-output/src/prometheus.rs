@@ -307,7 +307,10 @@ fn one_way_figures(p: &mut Page, w: &OneWayDelay) {
         return;
     };
     for (q, of) in [
-        ("p50", (|d: &DelayFigures| d.p50_ns) as fn(&DelayFigures) -> i64),
+        (
+            "p50",
+            (|d: &DelayFigures| d.p50_ns) as fn(&DelayFigures) -> i64,
+        ),
         ("p99", |d: &DelayFigures| d.p99_ns),
     ] {
         let name = format!("wirebench_probe_one_way_delay_{q}_seconds");

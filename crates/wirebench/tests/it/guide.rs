@@ -2,12 +2,12 @@
 //! in order in a temp directory with a store of its own, so `report --last` reads what the
 //! page's `run` stored). Sizes and times are scaled down so a page takes seconds (totals to a
 //! thousandth, at least 64 KiB; `-t` to 300 ms; at most 2 repeats, 20 requests or queries, 5
-//! pings; rpm's load to 1 s); fixed ports become free ones; `HOST` is a server the test starts
+//! pings; rpm's load and latency's phases to 1 s); fixed ports become free ones; `HOST` is a server the test starts
 //! (an iperf3 server for `--iperf3 HOST`); a resolver is a local unbound serving the page's
 //! zone with the page's own certificates; `/tmp/` is the temp directory. Servers, relays and
 //! exporters shown with `&` run in the background until the page ends and are killed by
 //! handle. Shell lines (openssl, printf, head, iperf3 -c, curl) run with `sh` under the same
-//! substitutions; `sudo lab/netns-lab.sh … wirebench|rr ARGS` runs `wirebench run|rr ARGS` on
+//! substitutions; `sudo lab/netns-lab.sh … wirebench|rr|latency ARGS` runs `wirebench run|rr|latency ARGS` on
 //! loopback (the lab itself is tests/it/netns.rs's). Not run, and counted: `cargo build`,
 //! `kill`, `export`, the lab's iperf3 mode. Every command must succeed.
 
@@ -74,6 +74,8 @@ fn scale(argv: &[String]) -> Vec<String> {
         let next = argv.get(i + 1).cloned();
         let replaced = match (flag, next.as_deref()) {
             ("-n" | "--total", Some(v)) => Some(scaled_total(v, msg * flows * 2)),
+            // latency's phases last at least 1 s each.
+            ("-t" | "--time", Some(_)) if sub == "latency" => Some("1s".into()),
             ("-t" | "--time", Some(_)) => Some(short.into()),
             ("-O" | "--omit", Some(_)) => Some("100ms".into()),
             ("--repeat", Some(v)) => {
@@ -103,6 +105,10 @@ fn scale(argv: &[String]) -> Vec<String> {
     // rr runs 5 s per result unless told otherwise.
     if sub == "rr" && !given(&["-t", "--time", "--count"]) {
         out.extend(["-t", "300ms"].map(String::from));
+    }
+    // latency's phases last at least 1 s each.
+    if sub == "latency" && !given(&["-t", "--time"]) {
+        out.extend(["-t", "1s"].map(String::from));
     }
     if sub == "rpm" && !argv.iter().any(|a| a == "--max-load") {
         out.extend(["--max-load", "1s", "--ramp-interval", "250ms"].map(String::from));
@@ -263,13 +269,13 @@ async fn run_page(name: &str) -> (usize, Vec<String>) {
         if let Some(rest) = line.strip_prefix("sudo lab/netns-lab.sh ") {
             let lab = rest
                 .split(' ')
-                .position(|w| matches!(w, "wirebench" | "rr" | "iperf3"));
+                .position(|w| matches!(w, "wirebench" | "rr" | "latency" | "iperf3"));
             match lab.map(|i| (rest.split(' ').nth(i), rest.split(' ').skip(i + 1))) {
                 Some((Some("wirebench"), args)) => {
                     line = format!("wirebench run {}", args.collect::<Vec<_>>().join(" "))
                 }
-                Some((Some("rr"), args)) => {
-                    line = format!("wirebench rr {}", args.collect::<Vec<_>>().join(" "))
+                Some((Some(mode @ ("rr" | "latency")), args)) => {
+                    line = format!("wirebench {mode} {}", args.collect::<Vec<_>>().join(" "))
                 }
                 _ => {
                     left_out.push(original);
@@ -381,6 +387,7 @@ pages! {
     guide_iperf3: "iperf3.md",
     guide_history_and_reports: "history-and-reports.md",
     guide_fleet: "fleet.md",
+    guide_one_way_delay: "one-way-delay.md",
 }
 
 #[test]
