@@ -100,8 +100,8 @@ pub struct RrResult {
     /// absent when not given. Stored with each result, so older records read back as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_note: Option<String>,
-    /// Each direction's delay (`ping` over UDP, against a server that stamps its answers);
-    /// absent where not measured.
+    /// Each direction's delay (`ping`, against a server that stamps its answers); absent
+    /// where not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<crate::record::one_way::OneWayDelay>,
 }

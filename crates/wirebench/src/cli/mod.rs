@@ -155,6 +155,13 @@ pub enum Command {
     /// --retries times, then lost; an answer that comes after that is counted as late, never as
     /// a sample.
     ///
+    /// The server stamps every answer (when the probe arrived, when the answer left), so ping
+    /// also prints each direction's delay ("one-way: up …, down …") with the bound of the two
+    /// hosts' clock offset: well under a microsecond on one host, else what the probes' own
+    /// exchanges prove (half the best round trip) or both kernels' synchronization, whichever
+    /// is narrower and not contradicted (docs/guide/one-way-delay.md; probes of 16 bytes or
+    /// more).
+    ///
     /// The results are stored as a ping sweep, as rr stores its sweeps: `wirebench runs` lists
     /// it, `wirebench report --rr ID` shows it (--no-store keeps nothing).
     ///

@@ -237,10 +237,8 @@ pub fn spec(cfg: &RrConfig, protocol: Protocol, at: RrPoint) -> RrSpec {
             flows: at.flows,
             concurrency: at.concurrency,
             new_connection: cfg.new_connection,
-            // ping over UDP times each direction: the server stamps its answers.
-            stamps: cfg.kind == ExchangeKind::Ping
-                && protocol == Protocol::Udp
-                && cfg.response as usize >= STAMPS_LEN,
+            // ping times each direction: the server stamps its answers.
+            stamps: cfg.kind == ExchangeKind::Ping && cfg.response as usize >= STAMPS_LEN,
         },
         count: cfg.count,
         duration: cfg.duration,

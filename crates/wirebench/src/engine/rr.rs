@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engine::wall_clock::ExchangeLog;
+use crate::engine::wall_clock::{unix_now_ns, ExchangeLog};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
 use wirebench_core::machine::rr::{Answer, Expiry, RequestTracker, RrCounts};
 use wirebench_core::vocab::units::duration_ns;
-use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
+use wirebench_core::wire::datagram::{write_stamps, Header, Kind, HEADER_LEN};
 
 /// What the server's answering loops counted, shared by every connection of a session.
 #[derive(Debug, Default)]
@@ -34,12 +34,14 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(30);
 const RESPONSE_BATCH_BYTES: usize = 64 * 1024;
 
 /// Server: reads requests of `request` bytes until the peer closes the stream, and answers each
-/// with `response` zero bytes. A close in the middle of a request is an error.
+/// with `response` zero bytes — with `stamps`, each answer starting with when the read that
+/// completed its request returned and when the answer was written (`datagram::write_stamps`).
+/// A close in the middle of a request is an error.
 pub async fn answer_stream<R, W>(
     rd: &mut R,
     wr: &mut W,
-    request: usize,
-    response: usize,
+    (request, response): (usize, usize),
+    stamps: bool,
     counters: &AnswerCounters,
 ) -> io::Result<()>
 where
@@ -50,7 +52,7 @@ where
     let mut buf = vec![0u8; request.clamp(4096, 1 << 20)];
     // Up to this many responses leave in one write when requests were pipelined.
     let per_write = (RESPONSE_BATCH_BYTES / response.max(1)).max(1);
-    let zeros = vec![0u8; response * per_write];
+    let mut zeros = vec![0u8; response * per_write];
     let mut partial = 0usize;
     loop {
         let n = rd.read(&mut buf).await?;
@@ -63,6 +65,7 @@ where
                 format!("peer closed inside a request ({partial} of {request} bytes)"),
             ));
         }
+        let arrived_ns = if stamps { unix_now_ns() } else { 0 };
         counters.read_calls.fetch_add(1, Ordering::Relaxed);
         counters
             .request_bytes
@@ -73,6 +76,12 @@ where
         while complete > 0 {
             let now = complete.min(per_write);
             counters.answered.fetch_add(now as u64, Ordering::Relaxed);
+            if stamps {
+                let sent_ns = unix_now_ns();
+                for answer in zeros[..now * response].chunks_mut(response.max(1)) {
+                    write_stamps(answer, arrived_ns, sent_ns);
+                }
+            }
             wr.write_all(&zeros[..now * response]).await?;
             complete -= now;
         }
@@ -129,13 +138,15 @@ pub struct FlowTally {
 }
 
 /// Client, TCP or QUIC: keeps up to `concurrency` requests outstanding on one stream (pipelined;
-/// responses come back in order) and records each response time (ns) in `hist`.
+/// responses come back in order) and records each response time (ns) in `hist`; with `log`,
+/// each exchange with the server's stamps (one-way delays).
 pub async fn stream_flow<R, W>(
     rd: &mut R,
     wr: &mut W,
     shape: Shape,
     plan: Plan,
     hist: &mut Histogram<u64>,
+    mut log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally>
 where
     R: AsyncRead + Unpin,
@@ -187,6 +198,9 @@ where
                     )
                 })??;
             hist.saturating_record(elapsed_ns(sent_at));
+            if let Some(log) = log.as_deref_mut() {
+                log.note(sent_at, Instant::now(), &buf);
+            }
             answered += 1;
             window.add_permits(1);
         }
@@ -211,6 +225,7 @@ pub fn blocking_flow(
     shape: Shape,
     plan: Plan,
     hist: &mut Histogram<u64>,
+    mut log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally> {
     use std::io::{Read, Write};
     stream.set_read_timeout(Some(STALL_LIMIT))?;
@@ -222,6 +237,9 @@ pub fn blocking_flow(
         (&*stream).write_all(&payload)?;
         (&*stream).read_exact(&mut buf)?;
         hist.saturating_record(elapsed_ns(at));
+        if let Some(log) = log.as_deref_mut() {
+            log.note(at, Instant::now(), &buf);
+        }
         sent += 1;
         if let Some(pause) = plan.interval {
             std::thread::sleep(pause);

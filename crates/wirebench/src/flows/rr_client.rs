@@ -65,7 +65,7 @@ pub struct RrOutcome {
     /// First request → last answer (or loss), all flows; connection set-up before the first
     /// request and the 0-RTT probe after the last are not part of it.
     pub elapsed: Duration,
-    /// Each direction's delays (UDP with stamped answers: `RrParams::stamps`).
+    /// Each direction's delays (stamped answers: `RrParams::stamps`).
     pub one_way: Option<OneWayDelay>,
     /// Response time of every answered request (ns): request sent → response read.
     pub response: Option<RttFigures>,
@@ -94,7 +94,7 @@ struct FlowResult {
     resumed: Option<ResumedFigures>,
     /// What the transport counted on this flow's connections (TCP_INFO, QUIC stats).
     transport: Option<TransportStats>,
-    /// Exchanges timed at both ends (UDP with the server's stamps), for one-way delays.
+    /// Exchanges timed at both ends (with the server's stamps), for one-way delays.
     exchanges: Vec<Exchange>,
 }
 
@@ -234,7 +234,13 @@ fn spawn_flows(
             let probe = spec.resumption_probe && flow == 0;
             match p.protocol {
                 Protocol::Tcp => {
-                    tasks.spawn(tcp_flow(server, p.clone(), preamble, plan.clone()));
+                    tasks.spawn(tcp_flow(
+                        server,
+                        p.clone(),
+                        preamble,
+                        plan.clone(),
+                        p.stamps.then(WallAnchor::now),
+                    ));
                 }
                 Protocol::Quic => {
                     let cfg = quic_cfg.clone().context("no QUIC configuration")?;
@@ -244,7 +250,7 @@ fn spawn_flows(
                         preamble,
                         cfg,
                         plan.clone(),
-                        probe,
+                        (probe, p.stamps.then(WallAnchor::now)),
                     ));
                 }
                 Protocol::Udp => {
@@ -405,8 +411,10 @@ async fn tcp_flow(
     p: RrParams,
     preamble: Preamble,
     plan: Plan,
+    anchor: Option<WallAnchor>,
 ) -> Result<FlowResult> {
     let (mut hist, mut connect) = histograms()?;
+    let mut log = anchor.map(ExchangeLog::new);
     let at = Instant::now();
     let mut tcp = TcpStream::connect(server)
         .await
@@ -419,13 +427,13 @@ async fn tcp_flow(
         // One request outstanding: a blocking socket in a thread of its own.
         let tcp = blocking::into_blocking(tcp, false).context("while preparing the data socket")?;
         let shape = shape(&p);
-        let (tally, span, hist, transport) = tokio::task::spawn_blocking(move || {
+        let (tally, span, (hist, log), transport) = tokio::task::spawn_blocking(move || {
             let begun = Instant::now();
-            let tally = rr::blocking_flow(&tcp, shape, plan, &mut hist);
+            let tally = rr::blocking_flow(&tcp, shape, plan, &mut hist, log.as_mut());
             let span = (begun, Instant::now());
             let transport = counters::tcp_stats(&tcp);
             let _ = tcp.shutdown(std::net::Shutdown::Write);
-            (tally, span, hist, transport)
+            (tally, span, (hist, log), transport)
         })
         .await
         .context("the TCP request-response thread failed")?;
@@ -437,12 +445,12 @@ async fn tcp_flow(
             connect,
             resumed: None,
             transport,
-            exchanges: Vec::new(),
+            exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
         });
     }
     let (mut rd, mut wr) = tcp.into_split();
     let begun = Instant::now();
-    let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist)
+    let tally = rr::stream_flow(&mut rd, &mut wr, shape(&p), plan, &mut hist, log.as_mut())
         .await
         .context("the TCP request-response flow failed")?;
     let span = (begun, Instant::now());
@@ -455,7 +463,7 @@ async fn tcp_flow(
         connect,
         resumed: None,
         transport,
-        exchanges: Vec::new(),
+        exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
     })
 }
 
@@ -467,9 +475,10 @@ async fn quic_flow(
     preamble: Preamble,
     cfg: ClientConfig,
     plan: Plan,
-    probe: bool,
+    (probe, anchor): (bool, Option<WallAnchor>),
 ) -> Result<FlowResult> {
     let (mut hist, mut connect) = histograms()?;
+    let mut log = anchor.map(ExchangeLog::new);
     let endpoint = quic_endpoint(server)?;
     let at = Instant::now();
     let connection = endpoint
@@ -484,9 +493,16 @@ async fn quic_flow(
         .context("while opening the QUIC stream")?;
     control::write_preamble(&mut send, &preamble).await?;
     let begun = Instant::now();
-    let tally = rr::stream_flow(&mut recv, &mut send, shape(&p), plan, &mut hist)
-        .await
-        .context("the QUIC request-response flow failed")?;
+    let tally = rr::stream_flow(
+        &mut recv,
+        &mut send,
+        shape(&p),
+        plan,
+        &mut hist,
+        log.as_mut(),
+    )
+    .await
+    .context("the QUIC request-response flow failed")?;
     let span = (begun, Instant::now());
     let transport = Some(counters::quic_stats(&connection));
     let _ = send.finish();
@@ -504,7 +520,7 @@ async fn quic_flow(
         connect,
         resumed,
         transport,
-        exchanges: Vec::new(),
+        exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
     })
 }
 

@@ -1,6 +1,6 @@
-//! One-way delay per direction (`ping --proto udp`): through a relay that delays the two
-//! directions differently, each direction's delay is the relay's, within the bound the run
-//! reports; with the server's clock set 2.5 s ahead (libfaketime, as a host whose clock is
+//! One-way delay per direction (`ping` over UDP, TCP and QUIC): through a relay that delays
+//! the two directions differently, each direction's delay is the relay's, within the bound the
+//! run reports; with the server's clock set 2.5 s ahead (libfaketime, as a host whose clock is
 //! wrong), the estimate recovers the offset within its bound and says the one-clock claim was
 //! contradicted.
 
@@ -48,12 +48,12 @@ async fn start_listening(args: &[&str], env: &[(&str, &str)]) -> (Child, String)
     (child, addr)
 }
 
-/// `ping --proto udp` to `target`: its result's `one_way` object.
-async fn ping_one_way(target: &str, count: &str) -> Value {
+/// `ping --proto PROTO` to `target`: its result's `one_way` object.
+async fn ping_one_way(proto: &str, target: &str, count: &str) -> Value {
     let out = wirebench(&[
         "ping",
         "--proto",
-        "udp",
+        proto,
         "-c",
         count,
         "--json",
@@ -93,21 +93,29 @@ async fn an_asymmetric_path_shows_each_directions_delay() {
             &[],
         )
         .await;
-        let w = ping_one_way(&addr, "10").await;
-        assert_eq!(w["clock"]["source"], "same_clock", "{w}");
-        let bound = ns(&w["clock"]["bound_ns"]);
-        assert!(
-            bound <= 1_000,
-            "one clock: the bound is the clock reads', {w}"
-        );
-        assert_eq!(w["exchanges"], 10, "{w}");
-        assert_eq!(w["outside_bound"], 0, "{w}");
-        for (direction, ms) in [("up", UP_MS), ("down", DOWN_MS)] {
-            let configured = ms * 1_000_000;
-            let min = ns(&w[direction]["min_ns"]);
-            eprintln!("{direction}: configured {ms} ms, measured min {min} ns ± {bound}");
-            assert!(min + bound >= configured, "{direction}: {w}");
-            assert!(min <= configured + LATE_SLACK_NS, "{direction}: {w}");
+        // UDP datagrams, and TCP and QUIC streams: each stamped by the server.
+        for proto in ["udp", "tcp", "quic"] {
+            let w = ping_one_way(proto, &addr, "10").await;
+            assert_eq!(w["clock"]["source"], "same_clock", "{proto}: {w}");
+            let bound = ns(&w["clock"]["bound_ns"]);
+            assert!(
+                bound <= 1_000,
+                "one clock: the bound is the clock reads', {w}"
+            );
+            assert_eq!(w["exchanges"], 10, "{proto}: {w}");
+            assert_eq!(w["outside_bound"], 0, "{proto}: {w}");
+            for (direction, ms) in [("up", UP_MS), ("down", DOWN_MS)] {
+                let configured = ms * 1_000_000;
+                let min = ns(&w[direction]["min_ns"]);
+                eprintln!(
+                    "{proto} {direction}: configured {ms} ms, measured min {min} ns ± {bound}"
+                );
+                assert!(min + bound >= configured, "{proto} {direction}: {w}");
+                assert!(
+                    min <= configured + LATE_SLACK_NS,
+                    "{proto} {direction}: {w}"
+                );
+            }
         }
     })
     .await
@@ -133,7 +141,7 @@ async fn an_offset_server_clock_is_recovered_within_its_bound() {
             ],
         )
         .await;
-        let w = ping_one_way(&addr, "50").await;
+        let w = ping_one_way("udp", &addr, "50").await;
         let clock = &w["clock"];
         assert_eq!(clock["source"], "exchanges", "{w}");
         assert_eq!(clock["contradicted"], "same_clock", "{w}");

@@ -23,10 +23,11 @@ pub struct RrParams {
     /// Each request on a fresh TCP or QUIC connection (the server then accepts many data connections).
     #[serde(default)]
     pub new_connection: bool,
-    /// UDP: the server writes when each request arrived and when its answer left at the start
-    /// of the answer ([`STAMPS_LEN`](crate::wire::datagram::STAMPS_LEN) bytes; the response
-    /// must be that long), for one-way delays. Omitted on the wire when false; a server older
-    /// than this field answers without stamps and announces no clock in `accepted`.
+    /// The server writes when each request arrived and when its answer left at the start of
+    /// every answer ([`STAMPS_LEN`](crate::wire::datagram::STAMPS_LEN) bytes; the response must
+    /// be that long), for one-way delays: UDP, and TCP and QUIC streams (arrival: the read that
+    /// completed the request). Omitted on the wire when false; a server older than this field
+    /// answers without stamps and announces no clock in `accepted`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stamps: bool,
 }

@@ -250,14 +250,10 @@ impl RrParams {
                 "a new connection per request applies to TCP and QUIC, not UDP".into(),
             ));
         }
-        if self.stamps
-            && (self.protocol != Protocol::Udp
-                || (self.response as usize) < crate::wire::datagram::STAMPS_LEN)
-        {
+        if self.stamps && (self.response as usize) < crate::wire::datagram::STAMPS_LEN {
             return Err(FieldError(format!(
-                "stamped answers need UDP and a response of at least {} bytes (asked: {} with {} bytes)",
+                "stamped answers need a response of at least {} bytes (asked: {} bytes)",
                 crate::wire::datagram::STAMPS_LEN,
-                self.protocol,
                 self.response
             )));
         }

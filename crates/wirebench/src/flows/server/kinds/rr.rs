@@ -193,7 +193,7 @@ async fn answer_connection(
             let _ = tcp.set_nodelay(true);
             let (mut r, w) = tcp.into_split();
             let mut w = MeteredWrite::new(w, &meter);
-            let _ = answer_stream(&mut r, &mut w, req, resp, &counters).await;
+            let _ = answer_stream(&mut r, &mut w, (req, resp), rr.stamps, &counters).await;
         }
         DataStream::Quic(QuicData {
             connection,
@@ -202,7 +202,7 @@ async fn answer_connection(
             ..
         }) => {
             let mut send = MeteredWrite::new(send, &meter);
-            let _ = answer_stream(&mut recv, &mut send, req, resp, &counters).await;
+            let _ = answer_stream(&mut recv, &mut send, (req, resp), rr.stamps, &counters).await;
             let mut send = send.into_inner();
             let _ = send.finish();
             let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
@@ -222,14 +222,14 @@ fn answer_on_thread(
     let _ = tcp.set_nodelay(true);
     let socket = blocking::into_blocking(tcp, false)?;
     let waker = socket.try_clone()?;
-    let (req, resp) = (rr.request as usize, rr.response as usize);
+    let (sizes, stamps) = ((rr.request as usize, rr.response as usize), rr.stamps);
     tokio::task::spawn_blocking(move || {
         let mut writer = MeteredWrite::new(Blocking::new(&socket, false), &meter);
         let _ = block_on(answer_stream(
             &mut Blocking::new(&socket, false),
             &mut writer,
-            req,
-            resp,
+            sizes,
+            stamps,
             &counters,
         ));
     });
