@@ -283,6 +283,28 @@ async fn the_lab_drops_udp_and_tcp_alike_in_an_rr_sweep() {
     .expect("test finished in time");
 }
 
+/// The lab with the router's egress toward the server shaped by tbf (20 Mbit/s, a 256 KiB
+/// queue, so a load in that direction queues up to ~100 ms), running `mode_and_args`: its JSON
+/// output.
+async fn shaped_up_lab(mode_and_args: &[&str]) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
+    let out = tokio::process::Command::new("bash")
+        .arg(script)
+        .args(["--rate", "20mbit", "--tbf-limit", "256kb"])
+        .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
+        .args(mode_and_args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the lab script runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
 /// Latency under load by direction, in the lab: the router's tbf (20 Mbit/s, a 256 KiB queue)
 /// shapes only the client → server direction, so a TCP upload queues there and nowhere else.
 /// UDP probes stamped by the server (one kernel's clock at both ends) show the queue in the up
@@ -294,29 +316,15 @@ async fn the_loaded_direction_shows_its_queue_in_the_lab() {
         return;
     }
     tokio::time::timeout(TEST_TIMEOUT, async {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
-        let out = tokio::process::Command::new("bash")
-            .arg(script)
-            .args(["--rate", "20mbit", "--tbf-limit", "256kb"])
-            .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
-            .args([
-                "wirebench",
-                "-t",
-                "3",
-                "--latency-probe=udp",
-                "--json",
-                "--no-store",
-            ])
-            .kill_on_drop(true)
-            .output()
-            .await
-            .expect("the lab script runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("run --json");
+        let doc = shaped_up_lab(&[
+            "wirebench",
+            "-t",
+            "3",
+            "--latency-probe=udp",
+            "--json",
+            "--no-store",
+        ])
+        .await;
         crate::cli::assert_matches_schema(&doc);
         let probe = &doc["runs"][0]["loaded_latency"]["probes"][0];
         let w = &probe["one_way"];
@@ -353,22 +361,7 @@ async fn latency_by_direction_in_the_lab() {
         return;
     }
     tokio::time::timeout(TEST_TIMEOUT, async {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/netns-lab.sh");
-        let out = tokio::process::Command::new("bash")
-            .arg(script)
-            .args(["--rate", "20mbit", "--tbf-limit", "256kb"])
-            .args(["--bin", env!("CARGO_BIN_EXE_wirebench")])
-            .args(["latency", "-t", "2s", "--phases", "idle,upload,download", "--json"])
-            .kill_on_drop(true)
-            .output()
-            .await
-            .expect("the lab script runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
+        let doc = shaped_up_lab(&["latency", "-t", "2s", "--phases", "idle,upload,download", "--json"]).await;
         assert_eq!(doc["clock"]["source"], "same_clock", "{doc}");
         let phase = |name: &str| {
             doc["phases"]
