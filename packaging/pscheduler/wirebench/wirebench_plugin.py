@@ -2,7 +2,7 @@
 
 Tests: `throughput` (`wirebench run`, participants the client and a one-off server) and `rtt`
 (`wirebench ping` against a standing wirebench server, one participant).  `latency` is refused:
-wirebench does not measure one-way delay with a bound on the clocks' error.
+the plugin does not map pScheduler's latency test (see LATENCY_REASON).
 
 Standard library only, and Python 3.6 compatible (EL8's), so that the plugin runs on any host
 pScheduler runs on without the pscheduler module: the few helpers it needs from there (JSON in
@@ -896,10 +896,10 @@ def failure(error, diags=""):
 TESTS = ("throughput", "rtt")
 
 LATENCY_REASON = (
-    "wirebench cannot run the latency test: it does not yet measure one-way delay with a bound "
-    "on the error of both hosts' clocks (the latency test's max-clock-error, each packet's "
-    "clock synchronisation); its round trips need no clock, its one-way figures are not that. "
-    "Use owping, powstream or halfping for latency, or the rtt test with wirebench")
+    "this plugin does not run the latency test yet: wirebench measures one-way delay with a "
+    "bound on the clocks' offset (wirebench ping, wirebench latency), but reports its "
+    "percentiles, not the per-packet histogram-latency and clock state the latency test's "
+    "result is. Use owping, powstream or halfping for latency, or the rtt test with wirebench")
 
 
 def test_reasons(test_type, spec, config=None):
