@@ -102,6 +102,7 @@ mod tests {
             up: Some(figures(8_900)),
             down: Some(figures(8_600)),
             outside_bound: 1,
+            probes: Vec::new(),
         };
         assert_eq!(
             one_way_text(&w),

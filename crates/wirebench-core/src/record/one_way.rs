@@ -28,6 +28,24 @@ pub struct OneWayDelay {
     /// Exchanges whose delays fall outside the bound (a negative delay beyond it): counted,
     /// left out of `up` and `down`.
     pub outside_bound: u64,
+    /// Every exchange, in sending order, when asked for (`ping --per-probe`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<OneWayProbe>,
+}
+
+/// One timed exchange's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneWayProbe {
+    /// When the request left, on the client's wall clock (ns since the Unix epoch).
+    pub sent_unix_ns: i64,
+    /// Its round trip (ns), the server's time included.
+    pub rtt_ns: i64,
+    /// Client → server delay (ns, ± the bound); absent when outside the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_ns: Option<i64>,
+    /// Server → client delay (ns, ± the bound); absent when outside the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_ns: Option<i64>,
 }
 
 /// Where the offset between the clocks comes from, and how far it can be off.
@@ -185,7 +203,27 @@ impl OneWayDelay {
             up: None,
             down: None,
             outside_bound: 0,
+            probes: Vec::new(),
         }
+    }
+
+    /// The same figures with every exchange listed, in sending order (`ping --per-probe`).
+    pub fn with_probes(mut self, fit: &ClockFit, exchanges: &[Exchange]) -> OneWayDelay {
+        let mut sorted: Vec<&Exchange> = exchanges.iter().collect();
+        sorted.sort_by_key(|e| e.client_sent);
+        self.probes = sorted
+            .into_iter()
+            .map(|e| {
+                let split = fit.split(e);
+                OneWayProbe {
+                    sent_unix_ns: e.client_sent,
+                    rtt_ns: e.client_received.saturating_sub(e.client_sent),
+                    up_ns: split.map(|(up, _, _)| up),
+                    down_ns: split.map(|(_, down, _)| down),
+                }
+            })
+            .collect();
+        self
     }
 
     /// Each direction's delays from `exchanges`, the offset bounded by them and by `claim`
@@ -212,6 +250,7 @@ impl OneWayDelay {
             outside_bound: n - up.len() as u64,
             up: DelayFigures::of(up),
             down: DelayFigures::of(down),
+            probes: Vec::new(),
         }
     }
 }
@@ -292,5 +331,24 @@ mod tests {
         let w = OneWayDelay::of(&e, ClockClaim::SameClock { error_ns: 50 });
         assert_eq!(w.outside_bound, 1, "{w:?}");
         assert!(w.up.unwrap().min_ns >= 100_000 - 50);
+    }
+
+    #[test]
+    fn every_probe_is_listed_when_asked_in_sending_order() {
+        let mut e = path(5, 5_000, 20_000, 0);
+        e.reverse();
+        let claim = ClockClaim::SameClock { error_ns: 10 };
+        let fit = ClockFit::of(&e, claim);
+        let w = OneWayDelay::within(&fit, &e).with_probes(&fit, &e);
+        assert_eq!(w.probes.len(), 5);
+        assert!(w
+            .probes
+            .windows(2)
+            .all(|p| p[0].sent_unix_ns < p[1].sent_unix_ns));
+        let first = w.probes[0];
+        assert!((first.up_ns.unwrap() - 5_000).abs() <= 10, "{first:?}");
+        assert!((first.down_ns.unwrap() - 20_000).abs() <= 10, "{first:?}");
+        assert_eq!(first.rtt_ns, 26_000);
+        assert!(OneWayDelay::of(&e, claim).probes.is_empty());
     }
 }

@@ -82,6 +82,11 @@ pub struct PingArgs {
         default_value = "64"
     )]
     pub size: String,
+    /// Also list every probe answered at its first try — when it was sent (the client's wall
+    /// clock), its round trip, and its up and down delays — in the JSON (`one_way.probes`) and
+    /// the store, for per-packet histograms (probes of 16 bytes or more).
+    #[arg(long)]
+    pub per_probe: bool,
     /// Where, how long, timeouts and output.
     #[command(flatten)]
     pub common: ExchangeArgs,

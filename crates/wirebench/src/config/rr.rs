@@ -78,6 +78,8 @@ pub struct RrConfig {
     pub psk: Option<std::sync::Arc<wirebench_core::security::auth::Psk>>,
     /// What path the requests cross (`rr --path-note`), recorded with every result.
     pub path_note: Option<String>,
+    /// `ping --per-probe`: every probe's delays listed in the result.
+    pub per_probe: bool,
 }
 
 impl RrConfig {
@@ -87,7 +89,12 @@ impl RrConfig {
         let server = args.target.as_deref().or(args.common.server.as_deref());
         let (target, protocols) = target_and_protocols(&args.common, server)?;
         let size = parse_size("-l/--msg-size", &args.size, &protocols, target.is_ipv6())?;
-        finish(
+        if args.per_probe && (size as usize) < STAMPS_LEN {
+            return Err(usage(format!(
+                "--per-probe lists each probe's delays, which the server stamps into its answer: give -l {STAMPS_LEN} or more (got {size})"
+            )));
+        }
+        let mut cfg = finish(
             ExchangeKind::Ping,
             &args.common,
             target,
@@ -96,7 +103,9 @@ impl RrConfig {
             vec![1],
             vec![1],
             false,
-        )
+        )?;
+        cfg.per_probe = args.per_probe;
+        Ok(cfg)
     }
 
     /// Validates `wirebench rr` flags.
@@ -246,6 +255,7 @@ pub fn spec(cfg: &RrConfig, protocol: Protocol, at: RrPoint) -> RrSpec {
         timeout: cfg.timeout,
         retries: cfg.retries,
         resumption_probe: cfg.kind == ExchangeKind::Ping && protocol == Protocol::Quic,
+        per_probe: cfg.per_probe,
     }
 }
 
@@ -377,5 +387,6 @@ fn finish(
             .map(crate::transport::control::auth::load_psk)
             .transpose()?,
         path_note: None,
+        per_probe: false,
     })
 }

@@ -16,7 +16,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use wirebench_core::machine::rr::{RequestTracker, RrCounts};
-use wirebench_core::record::one_way::OneWayDelay;
+use wirebench_core::record::one_way::{ClockFit, OneWayDelay};
 use wirebench_core::record::plausibility::{check_report, ClientView, ReportIssue};
 use wirebench_core::vocab::clock_offset::{ClockInfo, Exchange};
 use wirebench_core::vocab::counters::TransportStats;
@@ -51,6 +51,8 @@ pub struct RrSpec {
     pub retries: u32,
     /// QUIC: after the flows, measure a resumed connection with 0-RTT (one extra request).
     pub resumption_probe: bool,
+    /// List every timed probe's delays in the one-way figures (`ping --per-probe`).
+    pub per_probe: bool,
 }
 
 /// Both sides of one request-response session.
@@ -180,13 +182,13 @@ pub async fn run_rr_auth(
         transport,
         one_way: p
             .stamps
-            .then(|| one_way_delay(&exchanges, server_clock.as_ref())),
+            .then(|| one_way_delay(&exchanges, server_clock.as_ref(), spec.per_probe)),
     })
 }
 
 /// Each direction's delays from the timed exchanges, with what both kernels say of their
 /// clocks where the server said it.
-fn one_way_delay(exchanges: &[Exchange], server: Option<&ClockInfo>) -> OneWayDelay {
+fn one_way_delay(exchanges: &[Exchange], server: Option<&ClockInfo>, each: bool) -> OneWayDelay {
     let Some(server) = server else {
         return OneWayDelay::unavailable(
             exchanges.len() as u64,
@@ -196,7 +198,13 @@ fn one_way_delay(exchanges: &[Exchange], server: Option<&ClockInfo>) -> OneWayDe
     // A fresh pairing of the clocks says how far apart two readings of one clock may be.
     let read_error = WallAnchor::now().read_error_ns.saturating_mul(2);
     let claim = ClockInfo::claim(&local_clock_info(), server, read_error);
-    OneWayDelay::of(exchanges, claim)
+    let fit = ClockFit::of(exchanges, claim);
+    let figures = OneWayDelay::within(&fit, exchanges);
+    if each {
+        figures.with_probes(&fit, exchanges)
+    } else {
+        figures
+    }
 }
 
 /// Starts every flow of the session: one task per flow (TCP, QUIC with the resumption probe on

@@ -58,11 +58,23 @@ async fn ping_one_way(proto: &str, target: &str, count: &str) -> Value {
         count,
         "--json",
         "--no-store",
+        "--per-probe",
         target,
     ])
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("ping --json");
+    // --per-probe: one entry per timed exchange, in sending order.
+    let w = &doc["results"][0]["one_way"];
+    let probes = w["probes"]
+        .as_array()
+        .expect("--per-probe lists the probes");
+    assert_eq!(Some(probes.len() as u64), w["exchanges"].as_u64(), "{w}");
+    let sent: Vec<i64> = probes
+        .iter()
+        .filter_map(|p| p["sent_unix_ns"].as_i64())
+        .collect();
+    assert!(sent.windows(2).all(|t| t[0] < t[1]), "{w}");
     assert_matches_rr_schema(&doc);
     doc["results"][0]["one_way"].clone()
 }
@@ -195,7 +207,7 @@ async fn latency_runs_its_phases_in_order_on_loopback() {
 
 /// Bad flags get one line that says what is allowed, and exit status 2.
 #[tokio::test]
-async fn latency_refuses_bad_flags_in_one_line() {
+async fn bad_flags_are_refused_in_one_line() {
     for (args, expect) in [
         (
             &["latency", "--phases", "idle,sideways"][..],
@@ -207,6 +219,7 @@ async fn latency_refuses_bad_flags_in_one_line() {
         (&["latency", "--probe-interval", "0ms"], "allowed 1ms to 1s"),
         (&["latency", "-t", "301s"], "allowed 1s to 300s"),
         (&["latency", "-l", "0"], "expected 1 to 16MiB"),
+        (&["ping", "-l", "8", "--per-probe"], "give -l 16 or more"),
     ] {
         let out = wirebench(args).await;
         let err = stderr(&out);

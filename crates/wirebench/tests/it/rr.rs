@@ -32,6 +32,7 @@ fn spec(protocol: Protocol, size: (u32, u32), flows: u32, k: u32, count: u64) ->
         timeout: Duration::from_secs(2),
         retries: 0,
         resumption_probe: false,
+        per_probe: false,
     }
 }
 

@@ -36,6 +36,7 @@ fn rr_spec(response: u32) -> RrSpec {
         timeout: Duration::from_secs(10),
         retries: 0,
         resumption_probe: false,
+        per_probe: false,
     }
 }
 

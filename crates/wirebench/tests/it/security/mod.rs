@@ -63,6 +63,7 @@ pub(super) fn rr(protocol: Protocol, request: u32, response: u32, count: u64) ->
         timeout: Duration::from_secs(2),
         retries: 0,
         resumption_probe: false,
+        per_probe: false,
     }
 }
 
