@@ -16,7 +16,7 @@ the executables and the processes; this only builds inputs and judges outputs).
     plugin_checks.py merged MERGED CLIENT_RESULT [TEST]
     plugin_checks.py rtt RESULT PROTOCOL COUNT|-                  prints a one-line summary
     plugin_checks.py rtt-lossy RESULT COUNT                       UDP, some probes lost
-    plugin_checks.py latency-refused FILE                         can-run's or run's refusal
+    plugin_checks.py latency RESULT COUNT BUCKET LOW_MS HIGH_MS   one-way delays within the range
 
 Several checks can be given at once, separated by ';;'.  Each prints one line; the first wrong
 output prints FAILED with the reason and exits 1.
@@ -111,7 +111,8 @@ def make_input(prefix, spec_json, *pdata_files):
 
 
 def make_test_input(test_type, prefix, spec_json, pdata_file):
-    """The run input of a one-participant test (rtt), or of a test wirebench refuses."""
+    """The run input of a one-participant test (rtt, latency), or of a test wirebench
+    refuses."""
     request = {
         "schema": 1,
         "task-uuid": "00000000-0000-0000-0000-000000000000",
@@ -135,7 +136,7 @@ def check_enumerate(path, version):
     for key in ("name", "description", "version", "tests", "preference", "maintainer"):
         expect(key in d, "enumerate has no %s" % key)
     expect(d["name"] == "wirebench", "enumerate's name is %r" % d["name"])
-    expect(d["tests"] == ["throughput", "rtt"], "enumerate's tests are %r" % d["tests"])
+    expect(d["tests"] == ["throughput", "rtt", "latency"], "enumerate's tests are %r" % d["tests"])
     expect(d["version"] == version, "enumerate's version %r is not wirebench --version's %r"
            % (d["version"], version))
     expect(is_int(d["preference"]), "enumerate's preference is not an integer")
@@ -315,16 +316,32 @@ def check_rtt_lossy(path, count):
     return line.replace("rtt UDP:", "rtt UDP through a lossy relay:", 1)
 
 
-def check_latency_refused(path):
-    d = load(path)
-    text = " ".join(d.get("reasons", [])) if "can-run" in d else d.get("error", "")
-    if "can-run" in d:
-        expect(d["can-run"] is False, "can-run said yes to a latency test")
-    else:
-        expect(d.get("succeeded") is False, "run ran a latency test")
-    expect("latency" in text and "one-way delay" in text and "clock" in text,
-           "the latency refusal does not say why: %r" % text)
-    return "latency refused: %s" % text[:100]
+def check_latency(path, count, bucket, low_ms, high_ms):
+    """A latency result: valid against the latency result schema, COUNT probes sent, each
+    received or lost, a clock bound under a millisecond (one host), its histogram counting the
+    received probes, and every bin's delay (key x BUCKET seconds) within LOW_MS..HIGH_MS."""
+    result = load(path)
+    expect(result.get("succeeded") is True,
+           "%s did not succeed: %s" % (path, result.get("error", "(no error)")))
+    validators = schema_valid(result, path, "latency")
+    sent, received = result["packets-sent"], result["packets-received"]
+    expect(sent == int(count), "latency: %d packets sent, %s asked" % (sent, count))
+    expect(received + result["packets-lost"] == sent, "latency: received + lost is not sent")
+    expect(0 <= result["max-clock-error"] < 1.0,
+           "latency: max-clock-error %r ms on one host" % result["max-clock-error"])
+    doc = document(result, wirebench_plugin.PING_DOC_MARKER)
+    listed = doc["results"][0]["one_way"]["probes"]
+    expect(len(listed) == received, "latency: wirebench listed %d probes, %d received"
+           % (len(listed), received))
+    histogram = result["histogram-latency"]
+    expect(sum(histogram.values()) == received,
+           "latency: the histogram counts %d packets, %d received"
+           % (sum(histogram.values()), received))
+    delays = sorted(float(k) * float(bucket) * 1e3 for k in histogram)
+    expect(delays and float(low_ms) <= delays[0] and delays[-1] <= float(high_ms),
+           "latency: delays %s ms, not within %s..%s ms" % (delays, low_ms, high_ms))
+    return ("latency: %d/%d received, one-way %.2f..%.2f ms, max-clock-error %.4f ms; valid (%s)"
+            % (received, sent, delays[0], delays[-1], result["max-clock-error"], validators))
 
 
 CHECKS = {
@@ -342,7 +359,7 @@ CHECKS = {
     "merged": check_merged,
     "rtt": check_rtt,
     "rtt-lossy": check_rtt_lossy,
-    "latency-refused": check_latency_refused,
+    "latency": check_latency,
 }
 
 

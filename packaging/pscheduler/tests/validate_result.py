@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Validate pScheduler results against the vendored result schemas beside this file
-(throughput-result.schema.json, rtt-result.schema.json): with Python's jsonschema module where
+(throughput-result.schema.json, rtt-result.schema.json,
+latency-result.schema.json): with Python's jsonschema module where
 it is importable (Debian: python3-jsonschema; with its draft 7 format checker, as pScheduler
 validates), else with the small checker below, which knows the part of JSON Schema those
-schemas use (type, properties, additionalProperties, required, items, minimum, maximum, enum,
+schemas use (type, properties, patternProperties, additionalProperties, required, items, minimum, maximum, enum,
 pattern, format ipv4/ipv6, oneOf, $ref to #/definitions/).
 
-    validate_result.py [--structural] [--test throughput|rtt] RESULT.json...
+    validate_result.py [--structural] [--test throughput|rtt|latency] RESULT.json...
 
 Prints one line per file naming the validator; exits 1 at the first invalid result.
 """
@@ -21,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS = {
     "throughput": os.path.join(HERE, "throughput-result.schema.json"),
     "rtt": os.path.join(HERE, "rtt-result.schema.json"),
+    "latency": os.path.join(HERE, "latency-result.schema.json"),
 }
 SCHEMA_PATH = SCHEMAS["throughput"]
 
@@ -35,8 +37,8 @@ _TYPES = {
 }
 
 _KNOWN = {"$schema", "$comment", "title", "description", "definitions", "type", "properties",
-          "additionalProperties", "required", "items", "minimum", "maximum", "enum", "pattern",
-          "format", "oneOf", "$ref"}
+          "patternProperties", "additionalProperties", "required", "items", "minimum",
+          "maximum", "enum", "pattern", "format", "oneOf", "$ref"}
 
 
 def _is_address(value, version):
@@ -93,10 +95,14 @@ def structural_errors(value, schema, root, path=""):
         for key in schema.get("required", []):
             if key not in value:
                 errors.append("%s: %r is a required property" % (path or "/", key))
+        patterns = schema.get("patternProperties", {})
         for key, item in value.items():
+            matching = [p for p in patterns if re.search(p, key)]
+            for pattern in matching:
+                errors.extend(structural_errors(item, patterns[pattern], root, path + "/" + key))
             if key in properties:
                 errors.extend(structural_errors(item, properties[key], root, path + "/" + key))
-            elif schema.get("additionalProperties", True) is False:
+            elif not matching and schema.get("additionalProperties", True) is False:
                 errors.append("%s: additional property %r is not allowed" % (path or "/", key))
     if isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):

@@ -1,8 +1,9 @@
 """The wirebench tool plugin for pScheduler: code its executables share.
 
 Tests: `throughput` (`wirebench run`, participants the client and a one-off server) and `rtt`
-(`wirebench ping` against a standing wirebench server, one participant).  `latency` is refused:
-the plugin does not map pScheduler's latency test (see LATENCY_REASON).
+(`wirebench ping` against a standing wirebench server, one participant), and `latency`
+(`wirebench ping --per-probe` against one: each probe's one-way delay, with the bound of the two
+hosts' clock offset as max-clock-error).
 
 Standard library only, and Python 3.6 compatible (EL8's), so that the plugin runs on any host
 pScheduler runs on without the pscheduler module: the few helpers it needs from there (JSON in
@@ -892,15 +893,8 @@ def failure(error, diags=""):
 # =============================================================================================
 # The test types
 
-# What enumerate claims.  latency is answered (can-run says no, and why) but not claimed.
-TESTS = ("throughput", "rtt")
-
-LATENCY_REASON = (
-    "this plugin does not run the latency test yet: wirebench measures one-way delay with a "
-    "bound on the clocks' offset (wirebench ping, wirebench latency), but reports its "
-    "percentiles, not the per-packet histogram-latency and clock state the latency test's "
-    "result is. Use owping, powstream or halfping for latency, or the rtt test with wirebench")
-
+# What enumerate claims.
+TESTS = ("throughput", "rtt", "latency")
 
 def test_reasons(test_type, spec, config=None):
     """Why wirebench cannot run a test of this type and spec: an empty list when it can."""
@@ -909,9 +903,9 @@ def test_reasons(test_type, spec, config=None):
     if test_type == "rtt":
         return rtt_spec_reasons(spec, config)
     if test_type == "latency":
-        return [LATENCY_REASON]
+        return latency_spec_reasons(spec, config)
     return ["Unsupported test type %s: wirebench runs %s"
-            % (clean_text(repr(test_type), 64), " and ".join(TESTS))]
+            % (clean_text(repr(test_type), 64), ", ".join(TESTS))]
 
 
 # =============================================================================================
@@ -1244,3 +1238,166 @@ def convert_rtt(doc, protocol):
 
 # Where the document starts in an rtt result's diags (.ci/pscheduler-check reads it back).
 PING_DOC_MARKER = "wirebench ping -J document:"
+
+
+# =============================================================================================
+# latency: `wirebench ping --proto=udp --per-probe` against a standing wirebench server
+#
+# pScheduler's latency test has one participant, the sender (source-node, else source), as
+# owping's: the destination runs a wirebench server (port: the spec's ctrl-port, else rtt_port
+# of the configuration, 5310).  The server stamps every probe's arrival; the one-way delays
+# come with the bound of the two hosts' clock offset, which goes into max-clock-error (ms).
+# packets-lost counts probes whose round trip failed (the probe, or its answer, was lost):
+# wirebench cannot tell one direction's loss from the other's.
+
+# The latency test's spec schemas this plugin knows (pscheduler-test-latency: 1 to 4).
+LATENCY_MAX_SPEC_SCHEMA = 4
+# As owping's defaults: 100 packets, 0.1 s apart, 2 s to arrive (owping -L), histogram bins of
+# a millisecond.
+LATENCY_DEFAULT_COUNT = 100
+LATENCY_DEFAULT_INTERVAL = 0.1
+LATENCY_DEFAULT_TIMEOUT = 2.0
+LATENCY_DEFAULT_BUCKET = 0.001
+# The server's stamps take the first 16 bytes of every probe; padding comes after them.
+STAMP_BYTES = 16
+
+
+def _positive_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return "must be a number above 0"
+    return None
+
+
+def _bucket_width(value):
+    if _positive_number(value) is not None or not value < 1:
+        return "must be a number above 0 and below 1 (seconds)"
+    return None
+
+
+def _latency_protocol(value):
+    if value == "udp":
+        return None
+    return ("wirebench measures latency with its own stamped UDP probes to a wirebench server, "
+            "not %s (owping and twping do OWAMP and TWAMP)" % clean_text(repr(value), 32))
+
+
+LATENCY_SPEC_FIELDS = {
+    "schema": _int_in(1, LATENCY_MAX_SPEC_SCHEMA),
+    "dest": _host,
+    "dest-node": _any_string,
+    "source": _host,  # and see rtt_addresses(): honoured only where the kernel picks it
+    "source-node": _any_string,
+    "protocol": _latency_protocol,
+    "packet-count": _int_in(1, None),
+    "packet-interval": _positive_number,
+    "packet-timeout": _int_in(0, 60),
+    "packet-padding": _int_in(0, MAX_UDP_LENGTH - STAMP_BYTES),
+    "ctrl-port": _int_in(1, 65535),
+    "ip-version": lambda v: None if v in (4, 6) and is_int(v) else "must be 4 or 6",
+    "bucket-width": _bucket_width,
+    "reverse": _boolean,
+    "output-raw": _false_only(
+        "raw packets (each packet's IP TTL on arrival, which wirebench does not read)"),
+    "flip": _false_only(
+        "a flipped test (the source runs wirebench ping; the destination runs a wirebench "
+        "server)"),
+    "traverse-nat": _false_only("NAT traversal"),
+    "data-ports": _refused("wirebench's probes go to the server's one port (ctrl-port)"),
+    "ip-tos": _refused("wirebench ping cannot set the IP TOS/DSCP byte"),
+}
+
+
+def latency_as_rtt(spec):
+    """The rtt spec whose timing a latency spec has (RttTimeline, rtt_addresses)."""
+    rtt = {"dest": spec.get("dest"), "protocol": "udp",
+           "count": spec.get("packet-count", LATENCY_DEFAULT_COUNT),
+           "interval": ns_as_iso8601(
+               spec.get("packet-interval", LATENCY_DEFAULT_INTERVAL) * 1e9),
+           "timeout": ns_as_iso8601((spec.get("packet-timeout") or LATENCY_DEFAULT_TIMEOUT)
+                                    * 1e9)}
+    for key in ("source", "ip-version"):
+        if key in spec:
+            rtt[key] = spec[key]
+    return rtt
+
+
+def latency_spec_reasons(spec, config=None):
+    """Why wirebench cannot run this latency spec: an empty list when it can."""
+    if not isinstance(spec, dict):
+        return ["The test spec must be a JSON object"]
+    reasons = []
+    if "dest" not in spec:
+        reasons.append("The spec has no dest")
+    for field in sorted(spec):
+        check = LATENCY_SPEC_FIELDS.get(field)
+        if check is None:
+            reasons.append("wirebench does not support the %s option"
+                           % clean_text(str(field), 64))
+            continue
+        problem = check(spec[field])
+        if problem is not None:
+            reasons.append("%s: %s" % (field, problem) if problem.startswith("wirebench")
+                           else "%s %s" % (field, problem))
+    if reasons:
+        return reasons
+    return rtt_spec_reasons(latency_as_rtt(spec), config)
+
+
+def latency_args(cmd, spec, timeline, dest, port, psk_path=None):
+    """`wirebench ping --proto=udp --per-probe` for a latency spec."""
+    args = ping_args(cmd, latency_as_rtt(spec), timeline, dest, port, psk_path)
+    args.append("--msg-size=%d" % (STAMP_BYTES + spec.get("packet-padding", 0)))
+    args.append("--per-probe")
+    return args
+
+
+def histogram_key(delay_ns, bucket):
+    """pScheduler's histogram-latency key: the delay in seconds over the bucket width, to two
+    decimal places."""
+    return "%.2f" % (delay_ns / 1e9 / bucket)
+
+
+def convert_latency(doc, spec):
+    """pScheduler's latency result from wirebench ping's -J document (with --per-probe): the
+    packet counts, max-clock-error (the bound of the clocks' offset, ms) and histogram-latency
+    of the direction asked for (source to dest; dest to source with reverse).  Raises
+    BadOutput."""
+    result = convert_rtt(doc, "udp")
+    r = doc["results"][0]
+    one_way = r.get("one_way")
+    if not isinstance(one_way, dict):
+        raise BadOutput("the result has no one-way delays (a wirebench server too old to "
+                        "stamp its answers?)")
+    clock = one_way.get("clock")
+    if not isinstance(clock, dict):
+        raise BadOutput("no one-way delay could be bounded: %s"
+                        % clean_text(str(one_way.get("unavailable", "no reason given")), 200))
+    bound_ns = _count(clock, "bound_ns", "one_way.clock", required=True)
+    probes = one_way.get("probes")
+    if not isinstance(probes, list):
+        raise BadOutput("one_way has no probes (--per-probe)")
+    key = "down_ns" if spec.get("reverse") else "up_ns"
+    bucket = spec.get("bucket-width", LATENCY_DEFAULT_BUCKET)
+    histogram = {}
+    for p in probes:
+        if not isinstance(p, dict):
+            raise BadOutput("a probe is not an object")
+        delay = p.get(key)
+        if delay is None:
+            continue  # outside the bound: counted by wirebench, never a figure
+        if not is_int(delay):
+            raise BadOutput("a probe's %s is not an integer" % key)
+        bin_key = histogram_key(delay, bucket)
+        histogram[bin_key] = histogram.get(bin_key, 0) + 1
+    return {
+        "schema": 1,
+        "succeeded": True,
+        "packets-sent": result["sent"],
+        "packets-received": result["received"],
+        "packets-lost": result["lost"],
+        "packets-duplicated": result["duplicates"],
+        # One probe outstanding at a time: none can overtake another.
+        "packets-reordered": 0,
+        "max-clock-error": bound_ns / 1e6,
+        "histogram-latency": histogram,
+    }
