@@ -36,7 +36,7 @@ pub fn text(r: &LoadPhasesResult, server: &str) -> String {
                 time(c.bound_ns as f64)
             );
         }
-        None => s.push_str("  clock: no one-way delays (only UDP probes are stamped here)\n"),
+        None => s.push_str("  clock: no one-way delays (the server announced no clock: a wirebench before one-way delays)\n"),
     }
     let _ = writeln!(
         s,

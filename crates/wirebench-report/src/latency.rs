@@ -80,7 +80,7 @@ fn summary_rows(r: &LoadPhasesResult) -> Vec<(String, String)> {
                 c.drift_ppm,
                 c.drift_bound_ppm
             ),
-            None => "no one-way delays (only UDP probes are stamped)".to_string(),
+            None => "no one-way delays (the server announced no clock: a wirebench before one-way delays)".to_string(),
         },
     ));
     rows

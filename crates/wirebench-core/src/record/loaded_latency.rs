@@ -37,7 +37,7 @@ pub struct ProbeFlowRecord {
     pub increase: Option<LatencyIncrease>,
     /// Every answered probe of the loaded phase, in sending order.
     pub series: Vec<ProbeSample>,
-    /// UDP probes answered with the server's stamps: each direction's delay, idle and loaded,
+    /// Probes answered with the server's stamps: each direction's delay, idle and loaded,
     /// within one clock fit over both phases; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<ProbeOneWay>,

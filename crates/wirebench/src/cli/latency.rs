@@ -41,8 +41,8 @@ pub struct LatencyArgs {
         default_value = "128KiB"
     )]
     pub msg_size: String,
-    /// The probes' transport: udp (stamped by the server: each direction's delay), tcp or
-    /// quic (round trips only).
+    /// The probes' transport: udp, tcp or quic (each stamped by the server: each direction's
+    /// delay).
     #[arg(long, default_value = "udp")]
     pub probe: String,
     /// Spacing of the probes, 1ms to 1s; each leaves on schedule, answered or not.

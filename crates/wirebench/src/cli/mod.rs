@@ -209,7 +209,7 @@ pub enum Command {
     /// the path is idle, while the client uploads, while it downloads, and both at once.
     ///
     /// Small probes (UDP by default, one every --probe-interval) run through every phase; the
-    /// server stamps each UDP probe when it arrives and when its answer leaves, so each
+    /// server stamps each probe when it arrives and when its answer leaves, so each
     /// direction's delay is measured apart: the queue an upload builds shows in "up", a
     /// download's in "down". Every one-way figure carries the bound of the clock offset
     /// between the hosts: exact when both ends read one clock (the same host, or namespaces of

@@ -33,7 +33,7 @@ use wirebench_core::wire::datagram::{read_stamps, Header, Kind, HEADER_LEN, STAM
 use crate::engine;
 use crate::engine::udp::UdpClient;
 use crate::engine::wall_clock::{local_clock_info, WallAnchor};
-use crate::flows::rpm::probe::{ProbeSession, REQUEST_BYTES, RESPONSE_BYTES};
+use crate::flows::rpm::probe::{ProbeSession, REQUEST_BYTES};
 use crate::flows::rr_client;
 use crate::transport::tls;
 use wirebench_core::vocab::units::duration_ns;
@@ -264,21 +264,20 @@ impl ProbeFlow {
         timeout: Duration,
         psk: Option<&Psk>,
     ) -> Result<ProbeFlow> {
-        let (session, granted) = ProbeSession::open_over(server, protocol, false, psk).await?;
+        // Every probe asks for the server's stamps, for one-way delays.
+        let (session, granted) =
+            ProbeSession::open_over(server, protocol, false, psk, true).await?;
         let quic_cert = granted.quic_cert;
-        // UDP probes come back stamped by a server that announces its clock.
-        let stamps = granted
-            .clock
-            .filter(|_| protocol == Protocol::Udp)
-            .map(|server_clock| {
-                let anchor = WallAnchor::now();
-                let claim = ClockInfo::claim(
-                    &local_clock_info(),
-                    &server_clock,
-                    anchor.read_error_ns.saturating_mul(2),
-                );
-                (anchor, claim)
-            });
+        // The answers are stamped by a server that announces its clock.
+        let stamps = granted.clock.map(|server_clock| {
+            let anchor = WallAnchor::now();
+            let claim = ClockInfo::claim(
+                &local_clock_info(),
+                &server_clock,
+                anchor.read_error_ns.saturating_mul(2),
+            );
+            (anchor, claim)
+        });
         let preamble = session.preamble();
         let channel = match protocol {
             Protocol::Tcp => {
@@ -476,8 +475,8 @@ impl Channel {
     /// carries them (UDP); cancel-safe (a `select!` branch).
     async fn recv(&mut self) -> Result<(u64, Option<(i64, i64)>)> {
         match self {
-            Channel::Tcp(s) => Ok((s.recv().await?, None)),
-            Channel::Quic { stream, .. } => Ok((stream.recv().await?, None)),
+            Channel::Tcp(s) => s.recv().await,
+            Channel::Quic { stream, .. } => stream.recv().await,
             Channel::Udp { udp, session } => {
                 let mut buf = [0u8; HEADER_LEN + STAMPS_LEN + 1];
                 loop {
@@ -503,15 +502,16 @@ impl Channel {
 }
 
 /// Probes on one byte stream (a TCP connection or a QUIC stream): requests of
-/// [`REQUEST_BYTES`] answered in order by [`RESPONSE_BYTES`] each, so each answer belongs to
+/// [`REQUEST_BYTES`] answered in order by [`STAMPS_LEN`] each (the server's stamps), so each answer belongs to
 /// the oldest probe not yet answered on the stream (a late answer to a lost probe included).
 struct StreamProbe<R, W> {
     rd: R,
     wr: W,
     /// Probes written and not yet answered, oldest first.
     in_order: VecDeque<u64>,
-    /// Bytes of the current answer still to read.
-    owed: usize,
+    /// The current answer ([`STAMPS_LEN`] bytes: the server's stamps) as read so far, kept
+    /// across cancelled reads.
+    answer: Vec<u8>,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
@@ -520,7 +520,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
             rd,
             wr,
             in_order: VecDeque::new(),
-            owed: RESPONSE_BYTES as usize,
+            answer: Vec::with_capacity(STAMPS_LEN),
         }
     }
 
@@ -534,11 +534,12 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
         Ok(())
     }
 
-    /// Cancel-safe: what was read is kept in `owed` between calls.
-    async fn recv(&mut self) -> Result<u64> {
-        let mut buf = [0u8; RESPONSE_BYTES as usize];
+    /// The next answered probe and the server's stamps when it stamps; cancel-safe: what was
+    /// read is kept in `answer` between calls.
+    async fn recv(&mut self) -> Result<(u64, Option<(i64, i64)>)> {
+        let mut buf = [0u8; STAMPS_LEN];
         loop {
-            let want = self.owed.min(buf.len());
+            let want = STAMPS_LEN - self.answer.len();
             let n = self
                 .rd
                 .read(&mut buf[..want])
@@ -547,13 +548,15 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StreamProbe<R, W> {
             if n == 0 {
                 bail!("the server closed the probe connection");
             }
-            self.owed -= n;
-            if self.owed == 0 {
-                self.owed = RESPONSE_BYTES as usize;
-                return self
+            self.answer.extend_from_slice(&buf[..n]);
+            if self.answer.len() == STAMPS_LEN {
+                let stamps = read_stamps(&self.answer);
+                self.answer.clear();
+                let seq = self
                     .in_order
                     .pop_front()
-                    .context("the server answered a probe that was never sent");
+                    .context("the server answered a probe that was never sent")?;
+                return Ok((seq, stamps));
             }
         }
     }

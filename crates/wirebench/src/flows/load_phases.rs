@@ -1,4 +1,4 @@
-//! `wirebench latency`'s flow: one probe flow (stamped UDP by default) through an idle phase,
+//! `wirebench latency`'s flow: one stamped probe flow (UDP by default) through an idle phase,
 //! an upload, a download and both at once, each loaded phase made of `streams` timed sessions
 //! per direction against the server. Owns the phases' loads and the hand-over of their
 //! measurements; the probes are `latency_probe`'s, the arithmetic core's `load_phases`.

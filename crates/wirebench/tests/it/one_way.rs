@@ -320,3 +320,37 @@ async fn a_latency_campaign_is_stored_listed_and_charted() {
     let doc: Value = serde_json::from_slice(&export.stdout).expect("export JSON");
     assert_eq!(doc["kind"], "latency", "{doc}");
 }
+
+/// TCP and QUIC probes are stamped too (the server stamps stream answers): `latency --probe`
+/// gives each direction's delay whatever the probes' transport.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_probes_are_stamped_too() {
+    for probe in ["tcp", "quic"] {
+        let out = wirebench(&[
+            "latency",
+            "-t",
+            "1s",
+            "--phases",
+            "idle",
+            "--probe",
+            probe,
+            "--json",
+            "--no-store",
+        ])
+        .await;
+        assert!(out.status.success(), "{probe}: {}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
+        assert_matches_latency_schema(&doc);
+        assert_eq!(doc["plan"]["probe"], probe, "{doc}");
+        assert_eq!(doc["clock"]["source"], "same_clock", "{probe}: {doc}");
+        let idle = &doc["phases"][0];
+        assert_eq!(idle["one_way"]["outside_bound"], 0, "{probe}: {idle}");
+        assert!(idle["one_way"]["up"]["p50_ns"].is_i64(), "{probe}: {idle}");
+        assert!(
+            idle["series"]
+                .as_array()
+                .is_some_and(|s| s.iter().all(|p| p["down_ns"].is_i64())),
+            "{probe}: {idle}"
+        );
+    }
+}

@@ -43,21 +43,24 @@ pub struct ForeignSample {
 impl ProbeSession {
     /// Asks the server for a probe session: `new_connection` for foreign probes.
     pub async fn open(server: SocketAddr, new_connection: bool, psk: Option<&Psk>) -> Result<Self> {
-        Ok(Self::open_over(server, Protocol::Tcp, new_connection, psk)
-            .await?
-            .0)
+        Ok(
+            Self::open_over(server, Protocol::Tcp, new_connection, psk, false)
+                .await?
+                .0,
+        )
     }
 
     /// Like [`ProbeSession::open`] over `protocol` (`run --latency-probe` probes over UDP and
-    /// QUIC too); also returns what the server granted (its QUIC certificate, its clock). UDP
-    /// probes ask for stamped answers ([`STAMPS_LEN`] bytes), for one-way delays.
+    /// QUIC too); also returns what the server granted (its QUIC certificate, its clock). With
+    /// `stamps` every answer is [`STAMPS_LEN`] bytes carrying the server's stamps, for one-way
+    /// delays.
     pub async fn open_over(
         server: SocketAddr,
         protocol: Protocol,
         new_connection: bool,
         psk: Option<&Psk>,
+        stamps: bool,
     ) -> Result<(Self, control::Accepted)> {
-        let stamps = protocol == Protocol::Udp;
         let params = RrParams {
             protocol,
             request: REQUEST_BYTES,
