@@ -354,7 +354,9 @@ pub async fn udp_flow(
                         if let Answer::Answered { response_time, retried } = tracker.on_response(h.seq, now) {
                             hist.saturating_record(duration_ns(response_time));
                             if let Some(log) = log.as_deref_mut().filter(|_| !retried) {
-                                log.note(now - response_time, now, &buf[HEADER_LEN..n]);
+                                if let Some(sent) = now.checked_sub(response_time) {
+                                    log.note(sent, now, &buf[HEADER_LEN..n]);
+                                }
                             }
                         }
                     }

@@ -238,7 +238,7 @@ struct ProbeFlow {
     tracker: RequestTracker,
     /// What the idle phase measured, once it ran.
     idle: PhaseSamples,
-    /// Stamped answers (UDP): how this host's instants map onto its wall clock, and what both
+    /// Stamped answers: how this host's instants map onto its wall clock, and what both
     /// hosts claim of their clocks.
     stamps: Option<(WallAnchor, ClockClaim)>,
 }
