@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package of wirebench: the binary, its manual pages and shell completions,
-# and hardened systemd units for the server and the exporter with their flags in /etc/default.
+# hardened systemd units for the server and the exporter with their flags in /etc/default, and
+# the pScheduler tool plugin where Debian's pScheduler looks for tools (with its settings in
+# /etc/pscheduler/tool/wirebench.conf; pScheduler finds it at its next warm boot).
 #
 #   packaging/deb/build.sh            # cargo build --release, then target/debian/wirebench_VERSION_ARCH.deb
 #   WIREBENCH_BINARY=PATH packaging/deb/build.sh   # package a binary built already (CI uses its test build)
@@ -38,6 +40,9 @@ gzip -9n "$pkg"/usr/share/man/man1/*.1
 "$pkg/usr/bin/wirebench" completions fish >"$pkg/usr/share/fish/vendor_completions.d/wirebench.fish"
 install -m 0644 packaging/systemd/wirebench-server.service packaging/systemd/wirebench-exporter.service \
   "$pkg/lib/systemd/system/"
+# The pScheduler plugin, as `make install` puts it (packaging/pscheduler/wirebench/Makefile).
+make -s -C packaging/pscheduler/wirebench install \
+  DESTDIR="$pkg/usr/lib/pscheduler/classes/tool/wirebench" CONFDIR="$pkg/etc/pscheduler/tool" >&2
 install -m 0644 packaging/deb/wirebench-server.default "$pkg/etc/default/wirebench-server"
 install -m 0644 packaging/deb/wirebench-exporter.default "$pkg/etc/default/wirebench-exporter"
 install -m 0644 README.md docs/security.md docs/guide/fleet.md "$pkg/usr/share/doc/wirebench/"
@@ -71,7 +76,8 @@ Description: network throughput and round-trip measurement (TCP, UDP, QUIC)
  with exact counts and a loss split by cause. It serves iperf3 clients and
  runs as a hardened system service (wirebench-server, wirebench-exporter).
 CONTROL
-printf '/etc/default/wirebench-server\n/etc/default/wirebench-exporter\n' >"$pkg/DEBIAN/conffiles"
+printf '/etc/default/wirebench-server\n/etc/default/wirebench-exporter\n/etc/pscheduler/tool/wirebench.conf\n' \
+  >"$pkg/DEBIAN/conffiles"
 # The units are installed, not started: a measurement server opens a port to the network, so
 # the administrator enables it (systemctl enable --now wirebench-server).
 cat >"$pkg/DEBIAN/postinst" <<'POSTINST'
@@ -79,6 +85,10 @@ cat >"$pkg/DEBIAN/postinst" <<'POSTINST'
 set -e
 if [ -d /run/systemd/system ]; then
   systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+# A pScheduler host picks the tool plugin up at its next warm boot; ask for one now.
+if command -v pscheduler >/dev/null 2>&1; then
+  pscheduler internal warmboot >/dev/null 2>&1 || true
 fi
 POSTINST
 cat >"$pkg/DEBIAN/postrm" <<'POSTRM'
