@@ -1299,7 +1299,7 @@ LATENCY_SPEC_FIELDS = {
     "output-raw": _false_only(
         "raw packets (each packet's IP TTL on arrival, which wirebench does not read)"),
     "flip": _false_only(
-        "a flipped test (the source runs wirebench ping; the destination runs a wirebench "
+        "flipped tests (the source runs wirebench ping; the destination runs a wirebench "
         "server)"),
     "traverse-nat": _false_only("NAT traversal"),
     "data-ports": _refused("wirebench's probes go to the server's one port (ctrl-port)"),
