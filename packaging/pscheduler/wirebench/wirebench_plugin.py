@@ -471,6 +471,23 @@ SPEC_FIELDS = {
 }
 
 
+def field_reasons(spec, fields):
+    """One reason per field of `spec` that `fields` (name -> check) refuses or does not know,
+    in the order of the field names."""
+    reasons = []
+    for field in sorted(spec):
+        check = fields.get(field)
+        if check is None:
+            reasons.append("wirebench does not support the %s option"
+                           % clean_text(str(field), 64))
+            continue
+        problem = check(spec[field])
+        if problem is not None:
+            reasons.append("%s: %s" % (field, problem) if problem.startswith("wirebench")
+                           else "%s %s" % (field, problem))
+    return reasons
+
+
 def spec_reasons(spec):
     """Why wirebench cannot run this throughput spec: an empty list when it can."""
     if not isinstance(spec, dict):
@@ -481,18 +498,7 @@ def spec_reasons(spec):
         reasons.append("Spec schema %r is not supported (1 to %d)" % (schema, MAX_SPEC_SCHEMA))
     if "dest" not in spec:
         reasons.append("The spec has no dest")
-    for field in sorted(spec):
-        check = SPEC_FIELDS.get(field)
-        if check is None:
-            reasons.append("wirebench does not support the %s option"
-                           % clean_text(str(field), 64))
-            continue
-        problem = check(spec[field])
-        if problem is not None:
-            if problem.startswith("wirebench"):
-                reasons.append("%s: %s" % (field, problem))
-            else:
-                reasons.append("%s %s" % (field, problem))
+    reasons.extend(field_reasons(spec, SPEC_FIELDS))
     # Combinations (of values that passed their own checks).
     udp = spec.get("udp") is True
     if udp and "fq-rate" in spec:
@@ -1045,20 +1051,9 @@ def rtt_spec_reasons(spec, config=None):
                        % (schema, RTT_MAX_SPEC_SCHEMA))
     if "dest" not in spec:
         reasons.append("The spec has no dest")
-    bad = set()
-    for field in sorted(spec):
-        check = RTT_SPEC_FIELDS.get(field)
-        if check is None:
-            reasons.append("wirebench does not support the %s option"
-                           % clean_text(str(field), 64))
-            continue
-        problem = check(spec[field])
-        if problem is not None:
-            bad.add(field)
-            if problem.startswith("wirebench"):
-                reasons.append("%s: %s" % (field, problem))
-            else:
-                reasons.append("%s %s" % (field, problem))
+    reasons.extend(field_reasons(spec, RTT_SPEC_FIELDS))
+    # Combinations are judged only of values that passed their own checks.
+    bad = [f for f in spec if f in RTT_SPEC_FIELDS and RTT_SPEC_FIELDS[f](spec[f]) is not None]
     if bad:
         return reasons
     # Combinations (of values that passed their own checks).
@@ -1328,16 +1323,7 @@ def latency_spec_reasons(spec, config=None):
     reasons = []
     if "dest" not in spec:
         reasons.append("The spec has no dest")
-    for field in sorted(spec):
-        check = LATENCY_SPEC_FIELDS.get(field)
-        if check is None:
-            reasons.append("wirebench does not support the %s option"
-                           % clean_text(str(field), 64))
-            continue
-        problem = check(spec[field])
-        if problem is not None:
-            reasons.append("%s: %s" % (field, problem) if problem.startswith("wirebench")
-                           else "%s %s" % (field, problem))
+    reasons.extend(field_reasons(spec, LATENCY_SPEC_FIELDS))
     if reasons:
         return reasons
     return rtt_spec_reasons(latency_as_rtt(spec), config)

@@ -107,7 +107,7 @@ impl RunRecord {
     /// `both_directions`; see [`RunRecord::direction_headlines`] for each). With `-O`, what
     /// each end moved before its omit mark is left out, and the time before the client's.
     pub fn headline(&self) -> Headline {
-        let forward = direction(self.kind(), self.reverse, &self.client, &self.server);
+        let forward = session_headline(self.kind(), self.reverse, &self.client, &self.server);
         match (self.direction_headlines(), self.server_to_client.as_deref()) {
             (Some(both), Some(back)) => {
                 both_ways(&both, self.client.messages + back.server.messages)
@@ -120,8 +120,8 @@ impl RunRecord {
     pub fn direction_headlines(&self) -> Option<DirectionHeadlines> {
         let back = self.server_to_client.as_deref()?;
         Some(DirectionHeadlines {
-            client_to_server: direction(self.kind(), false, &self.client, &self.server),
-            server_to_client: direction(self.kind(), true, &back.client, &back.server),
+            client_to_server: session_headline(self.kind(), false, &self.client, &self.server),
+            server_to_client: session_headline(self.kind(), true, &back.client, &back.server),
         })
     }
 
@@ -168,15 +168,6 @@ fn after_mark(
 /// One direction of one session's headline: the client's and the server's records of a
 /// session that sent client → server, or server → client when `reverse`.
 pub fn session_headline(
-    kind: (Protocol, Mechanism),
-    reverse: bool,
-    client: &ClientRecord,
-    server: &ServerRecord,
-) -> Headline {
-    direction(kind, reverse, client, server)
-}
-
-fn direction(
     (protocol, mechanism): (Protocol, Mechanism),
     reverse: bool,
     c: &ClientRecord,

@@ -40,7 +40,30 @@ pub struct Exchange {
     pub client_received: i64,
 }
 
+/// The latest time a stamp may say (ns since the Unix epoch, about the year 2096): far enough
+/// that the offsets and round trips of any two stamps below it fit an `i64`.
+pub const MAX_STAMP_NS: i64 = 4_000_000_000_000_000_000;
+
 impl Exchange {
+    /// An exchange from the client's two times and the server's stamps (a peer's figures),
+    /// checked: every time from the epoch to [`MAX_STAMP_NS`], and each side's second time not
+    /// before its first. None for stamps no clock could give (a broken or hostile server).
+    pub fn checked(
+        (client_sent, client_received): (i64, i64),
+        (server_received, server_sent): (i64, i64),
+    ) -> Option<Exchange> {
+        let times = [client_sent, client_received, server_received, server_sent];
+        let sane = times.iter().all(|t| (0..=MAX_STAMP_NS).contains(t))
+            && client_received >= client_sent
+            && server_sent >= server_received;
+        sane.then_some(Exchange {
+            client_sent,
+            server_received,
+            server_sent,
+            client_received,
+        })
+    }
+
     /// The smallest offset this exchange allows: the answer took no time at all.
     pub fn lowest_offset(&self) -> i64 {
         self.server_sent.saturating_sub(self.client_received)
@@ -485,5 +508,16 @@ mod tests {
             ClockInfo::claim(&host("", None), &host("", None), 30),
             ClockClaim::None
         );
+    }
+
+    #[test]
+    fn stamps_no_clock_could_give_are_refused() {
+        let t = 1_800_000_000_000_000_000;
+        assert!(Exchange::checked((t, t + 50), (t + 10, t + 20)).is_some());
+        // The answer leaves before the request arrives; a stamp before the epoch; past the cap.
+        assert!(Exchange::checked((t, t + 50), (t + 20, t + 10)).is_none());
+        assert!(Exchange::checked((t, t + 50), (-5, 10)).is_none());
+        assert!(Exchange::checked((t, t + 50), (i64::MAX - 1, i64::MAX)).is_none());
+        assert!(Exchange::checked((t + 50, t), (t + 10, t + 20)).is_none());
     }
 }

@@ -83,15 +83,12 @@ impl ExchangeLog {
     }
 
     /// Notes the exchange of a request sent at `sent` whose answer, read at `received`, carries
-    /// `payload` (the server's stamps first); an answer without stamps is skipped.
+    /// `payload` (the server's stamps first); an answer without stamps, or with stamps no clock
+    /// could give ([`Exchange::checked`]), is skipped.
     pub fn note(&mut self, sent: Instant, received: Instant, payload: &[u8]) {
-        if let Some((server_received, server_sent)) = read_stamps(payload) {
-            self.exchanges.push(Exchange {
-                client_sent: self.anchor.unix_ns(sent),
-                server_received,
-                server_sent,
-                client_received: self.anchor.unix_ns(received),
-            });
+        let client = (self.anchor.unix_ns(sent), self.anchor.unix_ns(received));
+        if let Some(e) = read_stamps(payload).and_then(|server| Exchange::checked(client, server)) {
+            self.exchanges.push(e);
         }
     }
 }
@@ -100,12 +97,16 @@ impl ExchangeLog {
 /// says the clock is synchronized. Either is absent where it cannot be read (a service whose
 /// system calls exclude `adjtimex`, as the packaged unit's `ProtectClock=` does).
 pub fn local_clock_info() -> ClockInfo {
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty() && s.len() <= 64);
+    // The boot id cannot change while this process runs: read once, not per session.
+    static BOOT_ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let boot_id = BOOT_ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && s.len() <= 64)
+    });
     ClockInfo {
-        boot_id,
+        boot_id: boot_id.clone(),
         sync_error_ns: sync_error_ns(),
     }
 }

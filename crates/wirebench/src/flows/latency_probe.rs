@@ -136,19 +136,19 @@ impl ProbeFlows {
             out
         };
         let (out, flows) = tokio::join!(load, loaded);
-        let mut probes = Vec::new();
-        let mut finishing = JoinSet::new();
-        for (flow, loaded) in flows {
-            probes.push(ProbeFlowRecord::of(
-                flow.protocol,
-                (duration_ns(plan.interval), duration_ns(plan.timeout)),
-                &flow.idle,
-                &loaded,
-                flow.stamps.map(|(_, claim)| claim),
-            ));
-            finishing.spawn(flow.finish());
-        }
-        while finishing.join_next().await.is_some() {}
+        let probes = flows
+            .iter()
+            .map(|(flow, loaded)| {
+                ProbeFlowRecord::of(
+                    flow.protocol,
+                    (duration_ns(plan.interval), duration_ns(plan.timeout)),
+                    &flow.idle,
+                    loaded,
+                    flow.stamps.map(|(_, claim)| claim),
+                )
+            })
+            .collect();
+        finish_all(flows.into_iter().map(|(flow, _)| flow)).await;
         (out, LoadedLatency { probes })
     }
 }
@@ -189,16 +189,21 @@ impl ProbeFlows {
             .iter()
             .map(|f| (f.protocol, f.stamps.map(|(_, claim)| claim)))
             .collect();
-        let mut finishing = JoinSet::new();
-        for flow in flows {
-            finishing.spawn(flow.finish());
-        }
-        while finishing.join_next().await.is_some() {}
+        finish_all(flows).await;
         PhasedProbes {
             phases,
             flows: claims,
         }
     }
+}
+
+/// Ends every flow's probe session at once.
+async fn finish_all(flows: impl IntoIterator<Item = ProbeFlow>) {
+    let mut finishing = JoinSet::new();
+    for flow in flows {
+        finishing.spawn(flow.finish());
+    }
+    while finishing.join_next().await.is_some() {}
 }
 
 /// Runs one phase on every flow at once (each on a task of its own) and hands the flows back
@@ -384,14 +389,10 @@ impl ProbeFlow {
                                 down_ns: None,
                             });
                             if let Some((anchor, _)) = &self.stamps {
-                                samples.exchanges.push(server_stamps.map(
-                                    |(server_received, server_sent)| Exchange {
-                                        client_sent: anchor.unix_ns(sent_at),
-                                        server_received,
-                                        server_sent,
-                                        client_received: anchor.unix_ns(now),
-                                    },
-                                ));
+                                let client = (anchor.unix_ns(sent_at), anchor.unix_ns(now));
+                                samples.exchanges.push(
+                                    server_stamps.and_then(|server| Exchange::checked(client, server)),
+                                );
                             }
                         }
                         // Late (already lost), duplicate or unknown answers are no samples.

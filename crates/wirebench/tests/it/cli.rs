@@ -25,22 +25,21 @@ pub async fn wirebench(args: &[&str]) -> Output {
 
 /// Panics unless `doc` is valid against docs/run-output.schema.json.
 pub fn assert_matches_schema(doc: &Value) {
-    let schema_path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/run-output.schema.json"
-    );
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    assert_matches_doc_schema(doc, "run-output.schema.json");
+}
+
+/// Panics unless `doc` is valid against `docs/NAME` (a JSON schema of an output document).
+pub fn assert_matches_doc_schema(doc: &Value, name: &str) {
+    let path = format!("{}/../../docs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("run-output.schema.json", schema)
-        .unwrap();
+    compiler.add_resource(name, schema).unwrap();
     let index = compiler
-        .compile("run-output.schema.json", &mut schemas)
+        .compile(name, &mut schemas)
         .expect("the schema compiles");
     if let Err(e) = schemas.validate(doc, index) {
-        panic!("output does not match the schema: {e:#}");
+        panic!("output does not match {name}: {e:#}");
     }
 }
 

@@ -11,8 +11,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::cli::{stderr, wirebench};
-use crate::rr::assert_matches_rr_schema;
+use crate::cli::{assert_matches_doc_schema, stderr, wirebench};
 use crate::support::{TestServer, TEST_TIMEOUT};
 
 const UP_MS: i64 = 5;
@@ -75,7 +74,7 @@ async fn ping_one_way(proto: &str, target: &str, count: &str) -> Value {
         .filter_map(|p| p["sent_unix_ns"].as_i64())
         .collect();
     assert!(sent.windows(2).all(|t| t[0] < t[1]), "{w}");
-    assert_matches_rr_schema(&doc);
+    assert_matches_doc_schema(&doc, "rr-output.schema.json");
     doc["results"][0]["one_way"].clone()
 }
 
@@ -187,7 +186,7 @@ async fn latency_runs_its_phases_in_order_on_loopback() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
-    assert_matches_latency_schema(&doc);
+    assert_matches_doc_schema(&doc, "latency-output.schema.json");
     let phases = doc["phases"].as_array().expect("phases");
     let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
     assert_eq!(names, ["idle", "download", "upload"]);
@@ -226,26 +225,6 @@ async fn bad_flags_are_refused_in_one_line() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?}: {err}");
-    }
-}
-
-/// Panics unless `doc` is valid against docs/latency-output.schema.json.
-fn assert_matches_latency_schema(doc: &Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/latency-output.schema.json"
-    );
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("latency-output.schema.json", schema)
-        .unwrap();
-    let index = compiler
-        .compile("latency-output.schema.json", &mut schemas)
-        .expect("the schema compiles");
-    if let Err(e) = schemas.validate(doc, index) {
-        panic!("output does not match the schema: {e:#}");
     }
 }
 
@@ -340,7 +319,7 @@ async fn stream_probes_are_stamped_too() {
         .await;
         assert!(out.status.success(), "{probe}: {}", stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).expect("latency --json");
-        assert_matches_latency_schema(&doc);
+        assert_matches_doc_schema(&doc, "latency-output.schema.json");
         assert_eq!(doc["plan"]["probe"], probe, "{doc}");
         assert_eq!(doc["clock"]["source"], "same_clock", "{probe}: {doc}");
         let idle = &doc["phases"][0];

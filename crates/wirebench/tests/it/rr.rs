@@ -248,7 +248,7 @@ async fn rr_json_matches_its_schema_and_sweeps_concurrency() {
         .await;
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-        assert_matches_rr_schema(&doc);
+        crate::cli::assert_matches_doc_schema(&doc, "rr-output.schema.json");
         assert_eq!(doc["schema_version"], 1);
         assert_eq!(doc["command"], "rr");
         let results = doc["results"].as_array().unwrap();
@@ -541,25 +541,4 @@ async fn response_times_include_the_delay_of_the_path() {
         }
     })
     .await;
-}
-
-/// Panics unless `doc` is valid against docs/rr-output.schema.json.
-pub fn assert_matches_rr_schema(doc: &Value) {
-    let schema_path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/rr-output.schema.json"
-    );
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("rr-output.schema.json", schema)
-        .unwrap();
-    let index = compiler
-        .compile("rr-output.schema.json", &mut schemas)
-        .expect("the schema compiles");
-    if let Err(e) = schemas.validate(doc, index) {
-        panic!("output does not match the schema: {e:#}");
-    }
 }
