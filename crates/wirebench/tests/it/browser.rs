@@ -53,7 +53,7 @@ async fn pages() -> Vec<Page> {
         Page {
             name: "campaign-export",
             html: html(&fixture_db(), &[1]),
-            charts: 4,
+            charts: 3,
         },
         Page {
             name: "seed000",
@@ -73,7 +73,7 @@ async fn pages() -> Vec<Page> {
         Page {
             name: "campaign-intervals",
             html: html(&interval_fixture_db(), &[1]),
-            charts: 4,
+            charts: 3,
         },
     ];
     let (dns, rr, flows) = (
