@@ -120,6 +120,13 @@ fn curve(results: &[DnsResult]) -> Vec<String> {
         "\ntimeout curve (bar = timeout%, full width = {:.3}%)",
         worst * 100.0
     )];
+    // The bars start in one column, whatever the labels ("tcp/new" beside "udp").
+    let label_width = results
+        .iter()
+        .map(|r| transport_label(r).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     for r in results {
         let width = if worst > 0.0 {
             (r.timeout_ratio / worst * 40.0).round() as usize
@@ -127,7 +134,7 @@ fn curve(results: &[DnsResult]) -> Vec<String> {
             0
         };
         lines.push(format!(
-            "  {:<4} K={:<6} {:<40} {:.3}%",
+            "  {:<label_width$} K={:<6} {:<40} {:.3}%",
             transport_label(r),
             r.concurrency,
             "#".repeat(width),

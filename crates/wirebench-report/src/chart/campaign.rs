@@ -461,7 +461,8 @@ pub fn throughput_over_time(t: &Timeline, palette: &mut Palette) -> io::Result<F
 
 /// Server loss (percent of the messages sent) against offered load (what the client sent) of
 /// every UDP streaming run, one line per message size × total, joined in order of load;
-/// `None` when there are no such runs.
+/// `None` when no line would have two points (no runs, or one timed run per line): a point
+/// alone is no curve, and the tables give its loss.
 pub fn loss_against_load(
     points: &[LossPoint],
     palette: &mut Palette,
@@ -483,6 +484,9 @@ pub fn loss_against_load(
         }),
         palette,
     );
+    if series.iter().all(|s| s.marks.len() < 2) {
+        return Ok(None);
+    }
     let plot = Plot {
         title: "UDP streaming: server loss against offered load".into(),
         x: plot::x_from_zero(format!("Offered load: sent rate ({unit})"), &series),

@@ -5,6 +5,7 @@
 //! transfers, [`sweep`] for rr and DNS sweeps, [`rpm`] for responsiveness tests). Owns chart
 //! layout only; must not open files, read clocks or compute statistics.
 
+pub mod attributes;
 pub mod axis;
 pub mod campaign;
 pub mod load_phases;

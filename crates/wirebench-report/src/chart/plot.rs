@@ -11,6 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::attributes;
 use super::axis::{Axis, Coord, X_AXIS_PX, Y_AXIS_PX};
 use super::series::{Marker, Series};
 
@@ -64,7 +65,13 @@ pub fn svg(plot: &Plot<'_>) -> io::Result<String> {
         draw(&area, plot)?;
         root.present().map_err(chart_error)?;
     }
-    Ok(svg)
+    Ok(match svg.strip_prefix("<svg ") {
+        Some(rest) => format!(
+            "<svg {} {rest}",
+            attributes::of(plot.bars, &plot.x, &plot.y, plot.series)
+        ),
+        None => svg,
+    })
 }
 
 /// The width of `plot`'s legend panel, pixels: its longest entry, or a note (wrapped at 44
@@ -597,5 +604,7 @@ mod tests {
         assert!((y_from_zero("y".into(), &series, None).hi - 4.4).abs() < 1e-9);
         assert_eq!(extent(&series), Some((1.0, 4.0)));
         assert!(!spans_decades(&series));
+        // The shape in the <svg> element itself (attributes.rs).
+        assert!(svg.starts_with("<svg class=\"wb-chart\" data-kind=\"lines\""));
     }
 }

@@ -23,16 +23,16 @@ use crate::report::{fixture_db, fixtures_db, interval_fixture_db, report_of, SEE
 use crate::support::TempPath;
 
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
-/// The charts the guide shows (docs/guide/img/NAME.png): page name and chart number.
-const DOC_IMAGES: [&str; 8] = [
+/// The charts of the fixtures the guide shows (docs/guide/img/NAME.png): page name and chart
+/// number. (The lab pages show their own commands' reports at full scale, lab-*.png, taken
+/// by hand: a fixture is not what those commands make.)
+const DOC_IMAGES: [&str; 6] = [
     "seed000-1",
     "seed000-2",
     "seed000-3",
     "sweep-size-total-1",
     "sweep-size-total-2",
     "sweep-saw-3",
-    "dns-1",
-    "rr-flows-2",
 ];
 /// Chromium starts in about a second; a run past this has hung and is killed.
 const LIMIT: Duration = Duration::from_secs(90);
@@ -53,7 +53,7 @@ async fn pages() -> Vec<Page> {
         Page {
             name: "campaign-export",
             html: html(&fixture_db(), &[1]),
-            charts: 4,
+            charts: 3,
         },
         Page {
             name: "seed000",
@@ -73,7 +73,7 @@ async fn pages() -> Vec<Page> {
         Page {
             name: "campaign-intervals",
             html: html(&interval_fixture_db(), &[1]),
-            charts: 4,
+            charts: 3,
         },
     ];
     let (dns, rr, flows) = (

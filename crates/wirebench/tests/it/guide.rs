@@ -9,7 +9,8 @@
 //! handle. Shell lines (openssl, printf, head, iperf3 -c, curl) run with `sh` under the same
 //! substitutions; `sudo lab/netns-lab.sh … wirebench|rr|latency ARGS` runs `wirebench run|rr|latency ARGS` on
 //! loopback (the lab itself is tests/it/netns.rs's). Not run, and counted: `cargo build`,
-//! `kill`, `export`, the lab's iperf3 mode. Every command must succeed.
+//! `kill`, `export`, the lab's iperf3 mode. Every command must succeed, and a lab page's
+//! reports must draw the lab report's charts (lab_charts.rs).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,11 +27,20 @@ use crate::support::{TempPath, TestServer};
 const COMMAND_LIMIT: Duration = Duration::from_secs(120);
 
 /// Scales a `--total` value: a thousandth, at least 64 KiB and at least `floor`, never more
-/// than given.
+/// than given. Totals that were distinct stay distinct (one raised past the one before it by
+/// half the floor, a message), so a sweep keeps its points and its charts their shape.
 fn scaled_total(text: &str, floor: u64) -> String {
+    let mut last = 0;
     text.split(',')
         .map(|v| match v.trim().parse::<ByteSize>() {
-            Ok(ByteSize(b)) => (b / 1000).max(64 * 1024).max(floor).min(b).to_string(),
+            Ok(ByteSize(b)) => {
+                let mut t = (b / 1000).max(64 * 1024).max(floor).min(b);
+                if t <= last && b > last {
+                    t = (last + (floor / 2).max(1)).min(b);
+                }
+                last = t;
+                t.to_string()
+            }
             Err(_) => v.to_string(),
         })
         .collect::<Vec<_>>()
@@ -345,6 +355,7 @@ async fn run_page(name: &str) -> (usize, Vec<String>) {
         ran += 1;
     }
     drop(background);
+    crate::lab_charts::check_page(name, &dir.0);
     (ran, left_out)
 }
 
@@ -421,6 +432,11 @@ fn scaling_keeps_the_command_and_bounds_its_size() {
     assert_eq!(
         scale(&argv("wirebench run -l 65535 -n 1MB")),
         argv("wirebench run -l 65535 -n 131070")
+    );
+    // The lab's five totals stay five points.
+    assert_eq!(
+        scale(&argv("wirebench run -l 65535 -n 1MiB,50MiB,100MiB,1GiB")),
+        argv("wirebench run -l 65535 -n 131070,196605,262140,1073741")
     );
     let mut ports = BTreeMap::from([(5310, 40001)]);
     assert_eq!(

@@ -19,6 +19,7 @@ mod iperf3_conformance;
 mod iperf3_flags;
 mod iperf3_server;
 mod iperf3_shape;
+mod lab_charts;
 mod latency_probe;
 mod limits;
 mod liveness;

@@ -46,9 +46,8 @@ fn html_report_is_self_contained_with_labelled_charts() {
             "Goodput, 1000-byte messages",
             "Transfer time, 1000-byte messages",
             "Stop-and-wait round-trip time, 1000-byte messages",
-            "UDP streaming: server loss against offered load",
         ],
-        "no interval series: no time chart"
+        "no interval series: no time chart; one UDP streaming run: no loss curve of one point"
     );
     assert_eq!(
         html.matches("<table>").count(),
@@ -64,8 +63,6 @@ fn html_report_is_self_contained_with_labelled_charts() {
         "TCP Streaming",
         "UDP Stop and Wait",
         "140 Mbit/s (1 of 3 timed)",
-        "Server loss (% of messages sent)",
-        "1000 B messages",
     ] {
         assert!(texts.iter().any(|t| t == expected), "{expected}: {texts:?}");
     }
@@ -283,9 +280,10 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
 }
 
 /// With interval series: a throughput-over-time chart (the run with the longest series, or `--run
-/// N`) and a loss-against-load chart, labelled with units and a legend, the same bytes each time.
+/// N`), labelled with units and a legend, the same bytes each time. One UDP streaming run per
+/// message size is a point per line: no loss-against-load chart (the tables give each loss).
 #[tokio::test]
-async fn html_report_draws_throughput_over_time_and_loss_against_load() {
+async fn html_report_draws_throughput_over_time_and_no_loss_curve_of_one_point() {
     let db = interval_fixture_db();
     let html = html_report(&db, None);
     assert_eq!(html, html_report(&db, None), "deterministic");
@@ -296,7 +294,6 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
             "Goodput against message size",
             "Transfer time against message size",
             "Throughput over time, run 1",
-            "UDP streaming: server loss against offered load",
         ]
     );
     let charts = charts_of(&html);
@@ -316,19 +313,9 @@ async fn html_report_draws_throughput_over_time_and_loss_against_load() {
     assert_eq!(charts[2].matches("<circle").count(), 36 + 1);
     assert!(html.contains("run 1: TCP Streaming, 1000 B × 104857600 B (100 MiB), repeat 1"));
     assert!(!html.contains("grace period"), "only UDP streaming has one");
-    let loss = texts_of(charts[3]);
-    for expected in [
-        "Offered load: sent rate (Gbit/s)",
-        "Server loss (% of messages sent)",
-        "1000 B messages",
-        "8000 B messages",
-    ] {
-        assert!(loss.iter().any(|t| t == expected), "{expected}: {loss:?}");
-    }
-    assert_eq!(
-        charts[3].matches("<circle").count() + charts[3].matches("<polygon").count(),
-        2 + 2,
-        "one mark per UDP run and one per legend entry"
+    assert!(
+        html.contains("<th>Lost</th>") || html.contains(">Lost<"),
+        "the tables give the loss"
     );
 
     let html = html_report(&db, Some(4));
