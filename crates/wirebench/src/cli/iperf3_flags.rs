@@ -75,6 +75,12 @@ pub struct Iperf3Flags {
     /// As iperf3's --repeating-payload: wirebench's payload is a fixed pattern already.
     #[arg(long, help_heading = HEADING)]
     pub repeating_payload: bool,
+    /// Set IP's Don't Fragment on every UDP datagram the client sends, as iperf3's
+    /// --dont-fragment (IPv4; IPv6 routers never fragment, and the client's own stack no longer
+    /// does either): a datagram larger than the path MTU is refused, with the -l to use, instead
+    /// of fragmented. UDP only; with --iperf3 the server's datagrams (-R) get it too.
+    #[arg(long = "dont-fragment", help_heading = HEADING)]
+    pub dont_fragment: bool,
     /// As iperf3's --gsro (3.21): wirebench's UDP uses segmentation offload (GSO) by itself
     /// where the kernel has it, and its receivers read batches of datagrams.
     #[arg(long, help_heading = HEADING)]
@@ -124,9 +130,6 @@ pub struct Iperf3Refused {
     /// --snd-timeout.
     #[arg(long = "snd-timeout", hide = true)]
     pub snd_timeout: Option<String>,
-    /// --dont-fragment.
-    #[arg(long = "dont-fragment", hide = true)]
-    pub dont_fragment: bool,
     /// --no-fq-socket-pacing.
     #[arg(long = "no-fq-socket-pacing", hide = true)]
     pub no_fq_socket_pacing: bool,

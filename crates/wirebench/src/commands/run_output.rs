@@ -20,10 +20,11 @@ pub fn prepare(out: &RunOutput, text: bool) -> Result<Prepared> {
     if let Some(cpu) = out.cpu {
         process::pin_to_cpu(cpu).context("-A/--affinity")?;
     }
-    if out.bind.is_some() || out.tos.is_some() {
+    if out.bind.is_some() || out.tos.is_some() || out.dont_fragment {
         net::set_client_sockets(net::ClientSockets {
             source: out.bind,
             tos: out.tos,
+            dont_fragment: out.dont_fragment,
         });
     }
     let prefix = out.title.clone().filter(|_| text);

@@ -78,6 +78,11 @@ pub fn iperf3_client(
             ip3::MAX_PARALLEL
         )));
     }
+    if args.iperf3_flags.dont_fragment && !udp {
+        return Err(usage(
+            "--dont-fragment sets Don't Fragment on UDP datagrams, as iperf3's: add -u",
+        ));
+    }
     let len = iperf3_len(args, udp)?;
     let (limit, notes) = iperf3_limit(args, udp, len)?;
     let (fq_rate_bps, options, rate_bps) = iperf3_pacing(args, udp)?;
@@ -101,6 +106,7 @@ pub fn iperf3_client(
         // RunOutput it has already validated.
         server_cpu: None,
         counters_64bit: args.iperf3_flags.udp_counters_64bit,
+        dont_fragment: args.iperf3_flags.dont_fragment,
         interval,
     }))
 }

@@ -36,6 +36,8 @@ pub struct RunOutput {
     pub bind: Option<IpAddr>,
     /// `-S`: the type of service of every socket the client opens.
     pub tos: Option<u8>,
+    /// `--dont-fragment`: Don't Fragment on every UDP datagram the client sends.
+    pub dont_fragment: bool,
 }
 
 impl RunOutput {
@@ -94,6 +96,7 @@ impl RunOutput {
             server_cpu,
             bind,
             tos: f.tos.as_deref().map(tos).transpose()?,
+            dont_fragment: f.dont_fragment,
         })
     }
 }
@@ -260,8 +263,6 @@ fn refused(r: &Iperf3Refused) -> Result<(), UsageError> {
         "--username/--rsa-public-key-path: wirebench servers authenticate clients with a pre-shared key: --psk FILE on both ends"
     } else if r.connect_timeout.is_some() || r.rcv_timeout.is_some() || r.snd_timeout.is_some() {
         "--connect-timeout/--rcv-timeout/--snd-timeout: wirebench's client gives up on a silent server by itself (10 s to connect, and when data stops); drop the flag"
-    } else if r.dont_fragment {
-        "--dont-fragment: wirebench's UDP lets the IP layer fragment, as iperf3's does by default; choose -l below the path MTU instead"
     } else if r.no_fq_socket_pacing {
         "--no-fq-socket-pacing: wirebench paces in the kernel only when asked (--rate or --fq-rate on TCP); drop the flag"
     } else if r.pacing_timer.is_some() {

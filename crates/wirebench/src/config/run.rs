@@ -449,6 +449,18 @@ pub(super) fn parse_options(
             "--busy-poll applies to TCP and UDP; run QUIC without it",
         ));
     }
+    if args.iperf3_flags.dont_fragment {
+        if !protocols.contains(&Protocol::Udp) {
+            return Err(usage(
+                "--dont-fragment sets Don't Fragment on UDP datagrams, as iperf3's: add --proto udp (-u)",
+            ));
+        }
+        if (args.reverse || args.bidir) && args.iperf3.iperf3.is_none() {
+            return Err(usage(
+                "--dont-fragment marks the datagrams this client sends, and with -R or --bidir a wirebench server sends them: run the test from the other host without -R",
+            ));
+        }
+    }
     if let Some(mtu) = args.quic_mtu {
         if !(QUIC_MTU_RANGE.0..=QUIC_MTU_RANGE.1).contains(&mtu) {
             return Err(usage(format!(

@@ -24,6 +24,8 @@ pub struct ClientSockets {
     pub source: Option<IpAddr>,
     /// `-S`: the IP type of service (IPv6: traffic class).
     pub tos: Option<u8>,
+    /// `--dont-fragment`: UDP datagrams larger than the path MTU are refused, not fragmented.
+    pub dont_fragment: bool,
 }
 
 static CLIENT_SOCKETS: std::sync::OnceLock<ClientSockets> = std::sync::OnceLock::new();
@@ -35,6 +37,64 @@ pub fn set_client_sockets(c: ClientSockets) -> bool {
 
 fn client_sockets() -> ClientSockets {
     CLIENT_SOCKETS.get().copied().unwrap_or_default()
+}
+
+/// Sets whether the IP layer may fragment what `socket` sends that is larger than the path
+/// MTU (`IP_MTU_DISCOVER`: `IP_PMTUDISC_DONT`), or must refuse it with `EMSGSIZE`
+/// (`IP_PMTUDISC_DO`: Don't Fragment set, iperf3's --dont-fragment). Linux; elsewhere the
+/// OS default stays.
+#[cfg(target_os = "linux")]
+pub fn set_fragmentation<S: std::os::fd::AsRawFd>(
+    socket: &S,
+    ipv6: bool,
+    fragment: bool,
+) -> io::Result<()> {
+    let (level, name, value) = match (ipv6, fragment) {
+        (true, true) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DONT,
+        ),
+        (true, false) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        ),
+        (false, true) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DONT,
+        ),
+        (false, false) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        ),
+    };
+    set_int_option(socket, level, name, value)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn set_fragmentation<S>(_: &S, _: bool, _: bool) -> io::Result<()> {
+    Ok(())
+}
+
+/// What a UDP send refused with `EMSGSIZE` under `--dont-fragment` means, and the `-l` to
+/// give instead: `message` bytes of `-l` travel after `header` bytes of the tool's header.
+pub fn too_large_for_the_path(message: u32, header: usize) -> String {
+    let datagram = message as usize + header;
+    let fits_1500 = 1500 - 28 - header;
+    format!(
+        "a {datagram}-byte datagram does not fit the path MTU, and --dont-fragment forbids fragmenting it: \
+         give -l at most the MTU less {} bytes over IPv4 ({} over IPv6), e.g. -l {fits_1500} for a 1500-byte MTU",
+        28 + header,
+        48 + header
+    )
+}
+
+/// Whether the client's UDP datagrams may be fragmented (no `--dont-fragment`).
+pub fn client_may_fragment() -> bool {
+    !client_sockets().dont_fragment
 }
 
 /// Sets the IP type of service (IPv4) or traffic class (IPv6) of a socket.
@@ -83,7 +143,12 @@ pub fn udp_socket(
         Some(ip) => SocketAddr::new(ip, 0),
         None => unspecified(ipv6),
     });
-    bound_udp_socket(bind, buffer, false, client.and_then(|c| c.tos))
+    let socket = bound_udp_socket(bind, buffer, false, client.and_then(|c| c.tos))?;
+    if client.is_some_and(|c| c.dont_fragment) {
+        set_fragmentation(&socket, bind.is_ipv6(), false)
+            .context("while setting Don't Fragment (--dont-fragment)")?;
+    }
+    Ok(socket)
 }
 
 /// A UDP socket joining the port group (`SO_REUSEPORT`) on `bind`, large buffers,

@@ -139,7 +139,7 @@ async fn a_title_prefixes_every_line_and_a_logfile_takes_the_output() {
 
 #[tokio::test]
 async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
-    let cases: [(&[&str], &str); 18] = [
+    let cases: [(&[&str], &str); 20] = [
         (&["-Z"], "-Z/--zerocopy"),
         (&["--sctp"], "--sctp"),
         (&["-F", "data.bin"], "-F/--file"),
@@ -158,6 +158,8 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
         (&["--iperf3-shape"], "add -J"),
         (&["--bind-dev", "eth0"], "-B"),
         (&["-v"], "wirebench --version"),
+        (&["--dont-fragment"], "add --proto udp"),
+        (&["-u", "-R", "--dont-fragment"], "without -R"),
     ];
     for (flags, expect) in cases {
         let mut args = vec!["run"];
@@ -184,6 +186,7 @@ async fn iperf3_flags_without_a_meaning_here_say_what_to_use_instead() {
         "--udp-counters-64bit",
         "--repeating-payload",
         "--gsro",
+        "--dont-fragment",
         "-J",
         "--no-store",
     ])

@@ -70,7 +70,7 @@ impl Drop for Lab {
 }
 
 #[tokio::test]
-async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link() {
+async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link_unless_dont_fragment_forbids_it() {
     let lab = match Lab::new("m") {
         Ok(lab) => lab,
         Err(why) => {
@@ -151,6 +151,66 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link() {
                     "{r}"
                 );
             }
+        }
+        // --dont-fragment: the same 8000-byte messages are refused at once, saying which -l
+        // fits; 1456 bytes (1500 less IP, UDP and our 16-byte header) cross whole, both ways
+        // of sending.
+        let client = |args: &[&str]| {
+            tokio::process::Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &lab.a,
+                    env!("CARGO_BIN_EXE_wirebench"),
+                    "run",
+                ])
+                .args([
+                    "--no-store",
+                    "--server",
+                    &addr,
+                    "--proto",
+                    "udp",
+                    "--dont-fragment",
+                ])
+                .args(args)
+                .kill_on_drop(true)
+                .output()
+        };
+        for mode in ["stream", "saw"] {
+            let out = client(&["--mode", mode, "-l", "8000", "-n", "80000"])
+                .await
+                .expect("client runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+            assert!(
+                err.contains("8016-byte datagram does not fit the path MTU")
+                    && err.contains("-l 1456"),
+                "{mode}: {err}"
+            );
+        }
+        let out = client(&[
+            "--mode",
+            "saw,stream",
+            "-l",
+            "1456",
+            "-n",
+            "145600",
+            "--rate",
+            "100Mbit",
+            "--json",
+        ])
+        .await
+        .expect("client runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        for r in doc["runs"].as_array().expect("runs") {
+            assert_eq!(r["client"]["messages"], 100, "{r}");
+            let m = r["server"]["messages"].as_u64().unwrap();
+            assert_eq!(m + r["server"]["lost"].as_u64().unwrap(), 100, "{r}");
         }
         server.kill().await.expect("stop our server");
     })

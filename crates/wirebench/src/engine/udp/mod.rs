@@ -66,9 +66,13 @@ impl UdpClient {
             .context("while preparing the UDP socket for GSO")?;
         // quinn::udp sets "don't fragment" (QUIC probes the path MTU itself). Our messages are
         // up to 64 KiB, one per datagram, and must cross any path the way iperf3's do: let the
-        // IP layer fragment what does not fit.
-        allow_fragmentation(&socket, server.is_ipv6())
-            .context("while allowing IP fragmentation on the UDP socket")?;
+        // IP layer fragment what does not fit, unless --dont-fragment asks it not to.
+        crate::transport::net::set_fragmentation(
+            &socket,
+            server.is_ipv6(),
+            crate::transport::net::client_may_fragment(),
+        )
+        .context("while setting IP fragmentation on the UDP socket")?;
         // Best effort: without it a dropped batch looks sent and counts as the path's loss.
         let _ = report_host_drops(&socket, server.is_ipv6());
         Ok(UdpClient {
@@ -308,6 +312,13 @@ impl DatagramSender<'_> {
                     tally.send_errors += 1;
                     gso_cap = 1;
                 }
+                // One datagram larger than the path MTU, with fragmenting forbidden
+                // (--dont-fragment): sending it again cannot help.
+                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                    return Err(e).context(crate::transport::net::too_large_for_the_path(
+                        msg_size, HEADER_LEN,
+                    ));
+                }
                 Err(e) => {
                     // Counted, then the same batch is tried again: a refused send is not a sent datagram.
                     tally.send_errors += 1;
@@ -373,31 +384,6 @@ fn refuses_segmentation(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EMSGSIZE) | Some(libc::EINVAL) | Some(libc::EIO)
     )
-}
-
-/// Turns path-MTU discovery off on `socket`, so the kernel fragments datagrams larger than
-/// the path MTU instead of refusing them (Linux; elsewhere the OS default stays).
-#[cfg(target_os = "linux")]
-fn allow_fragmentation(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
-    let (level, name, value) = if ipv6 {
-        (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            libc::IPV6_PMTUDISC_DONT,
-        )
-    } else {
-        (
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            libc::IP_PMTUDISC_DONT,
-        )
-    };
-    crate::transport::net::set_int_option(socket, level, name, value)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn allow_fragmentation(_: &UdpSocket, _: bool) -> io::Result<()> {
-    Ok(())
 }
 
 /// Asks the kernel to report a datagram its host dropped on the way out (a full device

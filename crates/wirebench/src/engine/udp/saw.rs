@@ -218,6 +218,12 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                 Err(e) if port.connected() && port_closed(&e) => {
                     return Err(e).context(PORT_CLOSED);
                 }
+                // Larger than the path MTU under --dont-fragment: no retransmission fits.
+                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                    return Err(e).context(crate::transport::net::too_large_for_the_path(
+                        tx.len, HEADER_LEN,
+                    ));
+                }
                 // The timer will retransmit it; the error is counted, not hidden.
                 Err(_) => tally.send_errors += 1,
             }

@@ -36,6 +36,7 @@ fn cfg(
         server_output: false,
         server_cpu: None,
         counters_64bit: false,
+        dont_fragment: false,
         interval: None,
     }
 }

@@ -70,6 +70,9 @@ pub struct ClientConfig {
     pub server_cpu: Option<u32>,
     /// `--udp-counters-64bit`: UDP datagrams carry a 64-bit count (asked of the server too).
     pub counters_64bit: bool,
+    /// `--dont-fragment`: our UDP sockets set Don't Fragment (`net::ClientSockets`), and the
+    /// server is asked to set it on its own.
+    pub dont_fragment: bool,
     /// `-i`: what our streams moved is read every this long (None: no series).
     pub interval: Option<Duration>,
 }
@@ -381,12 +384,17 @@ pub fn params(cfg: &ClientConfig) -> TestParams {
         tos: cfg.options.tos.map_or(0, u64::from),
         congestion: cfg.options.congestion.clone(),
         get_server_output: u64::from(cfg.server_output),
-        other: match cfg.server_cpu {
-            Some(cpu) => [("server_affinity".to_string(), cpu.into())]
-                .into_iter()
-                .collect(),
-            None => serde_json::Map::new(),
-        },
+        // What iperf3's client sends for -A N,M and --dont-fragment, which TestParams does
+        // not name.
+        other: cfg
+            .server_cpu
+            .map(|cpu| ("server_affinity".to_string(), cpu.into()))
+            .into_iter()
+            .chain(
+                cfg.dont_fragment
+                    .then(|| ("dont_fragment".to_string(), 1.into())),
+            )
+            .collect(),
         ..TestParams::default()
     }
 }

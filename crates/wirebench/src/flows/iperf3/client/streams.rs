@@ -267,8 +267,17 @@ pub(super) async fn send_udp(s: UdpSocket, ctx: TaskCtx) -> Result<StreamTally> 
                 tally.datagrams += 1;
                 ctx.moved(&mut tally, n);
             }
+            // Failures that sending again cannot mend end this stream at once, and wake the
+            // coordinator, which ends the test with the error.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                ctx.shared.finish();
                 bail!("the iperf3 server's UDP port refused datagrams")
+            }
+            // Larger than the path MTU with --dont-fragment: iperf3's -l includes its header.
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                ctx.shared.finish();
+                return Err(anyhow::Error::from(e)
+                    .context(crate::transport::net::too_large_for_the_path(n as u32, 0)));
             }
             // A full queue (ENOBUFS) drops this datagram; the receiver counts it as lost.
             Err(_) => {}
