@@ -11,6 +11,7 @@ mod results;
 mod shared;
 mod sockets;
 mod streams;
+mod tcp_streams;
 mod test;
 
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 //! sends on. Owns applying them and saying what did not take; must not move data.
 
 use socket2::SockRef;
-use tokio::net::TcpStream;
+use std::net::TcpStream;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::iperf3::TestPlan;
 use wirebench_core::wire::proto::DataPathOptions;

@@ -1,25 +1,20 @@
-//! The data streams of one iperf3 test on the server: TCP readers, TCP and UDP writers (UDP
-//! readers are the hub's), each counting into its [`StreamCount`] as it goes, so the test can
-//! mark the end of the omitted seconds and its end by reading them. Owns moving and pacing the
-//! bytes; must not speak the control dialogue.
+//! What the data streams of one iperf3 test on the server share (each counts into its
+//! [`StreamCount`] as it goes, so the test can mark the end of the omitted seconds and its end
+//! by reading them; a byte budget; the pace), and the UDP writers (UDP readers are the hub's;
+//! TCP streams are `tcp_streams`'). Owns moving and pacing UDP bytes; must not speak the
+//! control dialogue.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use tokio::net::{TcpStream, UdpSocket};
+use anyhow::Result;
+use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use wirebench_core::wire::iperf3::UdpHeader;
 
 use crate::flows::server::meter::Meter;
-
-/// After TEST_END, a receiving stream counts as drained once nothing arrived for this long.
-const QUIET: Duration = Duration::from_millis(20);
-
-/// Longest time spent draining after TEST_END.
-const MAX_DRAIN: Duration = Duration::from_secs(2);
 
 /// How early a paced block may leave. The runtime's timers fire up to a millisecond late, and
 /// an iperf3 client ends its test on its own clock: a datagram due exactly at the end (iperf3's
@@ -59,7 +54,7 @@ pub(super) struct StreamCount {
 }
 
 impl StreamCount {
-    fn add(&self, bytes: u64) {
+    pub(super) fn add(&self, bytes: u64) {
         // One relaxed add per call: no lock on the data path.
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -88,7 +83,7 @@ impl Budget {
     }
 
     /// Takes up to `want` bytes; 0 when spent.
-    fn claim(&self, want: u64) -> u64 {
+    pub(super) fn claim(&self, want: u64) -> u64 {
         let mut got = 0;
         let _ = self
             .0
@@ -118,7 +113,7 @@ pub(super) struct Sending {
 
 impl Sending {
     /// When a stream that has sent `bytes` may send the next block, to hold its pace.
-    fn due(&self, bytes: u64) -> Option<Instant> {
+    pub(super) fn due(&self, bytes: u64) -> Option<Instant> {
         self.due_from(self.start, bytes)
     }
 
@@ -131,151 +126,6 @@ impl Sending {
             let lead = PACE_LEAD.min(secs(self.len as f64));
             origin + secs(bytes as f64).saturating_sub(lead)
         })
-    }
-}
-
-/// Reads a TCP stream until the test stops, then until it stays quiet: an iperf3 client sends
-/// TEST_END as soon as its last write returns, while that data may still be queued on its side
-/// or in ours.
-pub(super) async fn recv_tcp(
-    s: Arc<TcpStream>,
-    count: Arc<StreamCount>,
-    meter: Arc<Meter>,
-    mut stop: watch::Receiver<bool>,
-) -> Result<()> {
-    let mut buf = vec![0u8; 128 * 1024];
-    // Each read takes at most what --max-bytes leaves, across all the test's streams: past it
-    // the meter trips and the stream stops reading (32 streams read 211 MB under 50 MiB).
-    let take = |buf: &mut [u8]| match meter
-        .read_room(buf.len())
-        .map_err(std::io::Error::other)
-        .and_then(|room| s.try_read(&mut buf[..room]))
-    {
-        Ok(0) => Some(Ok(0)),
-        Ok(n) => {
-            count.add(n as u64);
-            meter.count_read(n as u64);
-            Some(Ok(n))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
-        Err(e) => Some(Err(e)),
-    };
-    loop {
-        tokio::select! {
-            ready = s.readable() => {
-                ready.context("while reading an iperf3 TCP stream")?;
-                // As the sender's: `readable()` and `try_read` never yield the worker.
-                tokio::task::coop::consume_budget().await;
-                match take(&mut buf) {
-                    Some(Ok(0)) => return Ok(()),
-                    Some(Ok(_)) | None => {}
-                    Some(Err(e)) => {
-                        return Err(anyhow::Error::from(e).context("while reading an iperf3 TCP stream"))
-                    }
-                }
-            }
-            _ = stop.changed() => break,
-        }
-        // --max-rate: reading no faster makes TCP slow the client down.
-        let wait = meter.read_pause();
-        if !wait.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                _ = stop.changed() => break,
-            }
-        }
-    }
-    let give_up = Instant::now() + MAX_DRAIN;
-    // What the client queued is read only while the reads are within --max-rate: past it
-    // the rest stays unread (32 streams drained 200 MB from their receive buffers at once).
-    while Instant::now() < give_up && meter.read_pause().is_zero() {
-        tokio::select! {
-            ready = s.readable() => {
-                if ready.is_err() {
-                    break;
-                }
-                match take(&mut buf) {
-                    Some(Ok(0)) | Some(Err(_)) => break,
-                    Some(Ok(_)) | None => {}
-                }
-            }
-            () = tokio::time::sleep(QUIET) => break,
-        }
-    }
-    Ok(())
-}
-
-/// Longest a TCP sender goes on with the block it is writing after the test stopped: a client
-/// that drains its reversed streams (3.12) takes the rest at once, a `--bidir` one reads no
-/// more.
-const FINISH_BLOCK: Duration = Duration::from_millis(50);
-
-/// Sends whole blocks on a TCP stream at its pace until the budget is spent or the test stops.
-/// A block under way when the test stops is finished if the client takes it (within
-/// [`FINISH_BLOCK`]), as iperf3's own sender writes whole blocks: its 3.12 client drains a
-/// reversed stream with blocking reads of whole blocks (the test shuts the stream down after,
-/// so a block left short still ends that read).
-pub(super) async fn send_tcp(
-    s: Arc<TcpStream>,
-    how: Sending,
-    budget: Arc<Budget>,
-    count: Arc<StreamCount>,
-    meter: Arc<Meter>,
-    mut stop: watch::Receiver<bool>,
-) -> Result<()> {
-    let buf = payload(how.len);
-    let mut sent = 0u64;
-    loop {
-        if let Some(due) = how.due(sent) {
-            tokio::select! {
-                () = tokio::time::sleep_until(due.into()) => {}
-                _ = stop.changed() => return Ok(()),
-            }
-        }
-        let n = budget.claim(how.len as u64) as usize;
-        if n == 0 {
-            return Ok(());
-        }
-        meter.may_send(n as u64).map_err(anyhow::Error::msg)?;
-        let mut off = 0;
-        let mut finish_by: Option<Instant> = None;
-        while off < n {
-            let ready = match finish_by {
-                None => tokio::select! {
-                    ready = s.writable() => ready,
-                    _ = stop.changed() => {
-                        finish_by = Some(Instant::now() + FINISH_BLOCK);
-                        continue;
-                    }
-                },
-                Some(limit) => match tokio::time::timeout_at(limit.into(), s.writable()).await {
-                    Ok(ready) => ready,
-                    Err(_) => return Ok(()),
-                },
-            };
-            ready.context("while sending on an iperf3 TCP stream")?;
-            // `writable()` and `try_write` never count against tokio's cooperative budget, so
-            // without this a stream that is always writable never yields its worker, and the
-            // control task that reads TEST_END waits (0.3-1.5 s on a busy 2-CPU host).
-            tokio::task::coop::consume_budget().await;
-            match s.try_write(&buf[off..n]) {
-                Ok(w) => {
-                    count.add(w as u64);
-                    meter.count_sent(w as u64);
-                    sent += w as u64;
-                    off += w;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    return Err(
-                        anyhow::Error::from(e).context("while sending on an iperf3 TCP stream")
-                    )
-                }
-            }
-        }
-        if finish_by.is_some() {
-            return Ok(());
-        }
     }
 }
 
@@ -342,7 +192,7 @@ pub(super) async fn send_udp(
 
 /// A block of `len` bytes that is not all zeros, so compressing links do not flatter the
 /// figures.
-fn payload(len: usize) -> Vec<u8> {
+pub(super) fn payload(len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
         .collect()

@@ -20,6 +20,7 @@ use super::results::{self, Extras, Span, StreamTally};
 use super::shared::Shared;
 use super::sockets;
 use super::streams::{self, Budget, Sending, StreamCount};
+use super::tcp_streams;
 use crate::flows::iperf3::hub::HubCmd;
 use crate::flows::iperf3::{expect_state, recv_json, recv_state, send_json, send_state};
 use crate::flows::server::gate::{Ask, Kind, Pass};
@@ -33,7 +34,8 @@ const UDP_SETTLE: Duration = Duration::from_millis(20);
 /// One data stream as collected: a TCP connection (with the order it was accepted in) or a
 /// UDP client address.
 enum Stream {
-    Tcp(Arc<TcpStream>),
+    /// Off the runtime: its data moves on a thread of its own (`tcp_streams`).
+    Tcp(Arc<std::net::TcpStream>),
     Udp(SocketAddr),
 }
 
@@ -267,10 +269,13 @@ impl Test {
             match stream {
                 Stream::Tcp(s) if sends => {
                     let (s, how, budget) = (s.clone(), how.clone(), budget.clone());
-                    tasks.spawn(streams::send_tcp(s, how, budget, count, meter, stop));
+                    tasks.spawn_blocking(move || {
+                        tcp_streams::send(s, how, budget, count, meter, stop)
+                    });
                 }
                 Stream::Tcp(s) => {
-                    tasks.spawn(streams::recv_tcp(s.clone(), count, meter, stop));
+                    let s = s.clone();
+                    tasks.spawn_blocking(move || tcp_streams::recv(s, count, meter, stop));
                 }
                 Stream::Udp(to) if sends => {
                     let socket = self.shared.udp.clone();
@@ -437,7 +442,12 @@ impl Test {
             // accepted in is the order the client opened them (with --bidir, its sending
             // streams first).
             accepted.sort_by_key(|(order, _)| *order);
-            streams.extend(accepted.into_iter().map(|(_, s)| Stream::Tcp(Arc::new(s))));
+            for (_, s) in accepted {
+                let s = s
+                    .into_std()
+                    .context("while taking a TCP stream off the runtime")?;
+                streams.push(Stream::Tcp(Arc::new(s)));
+            }
         }
         Ok(streams)
     }

@@ -1,0 +1,203 @@
+//! The TCP data streams of one iperf3 test on the server, each on a thread of its own with
+//! blocking reads and writes, as iperf3 3.16+ runs its streams and as wirebench's own TCP
+//! sessions run: on the runtime's one worker, every stream of a test shared one CPU (against
+//! `iperf3 -s` 3.21 on 2 CPUs: `-P 4` 0.90×, `--bidir -P 2` 0.68×). A blocking call gives up
+//! every [`LOOK_EVERY`] to look at the test's stop. Owns moving and pacing TCP bytes; must not
+//! speak the control dialogue.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::sync::watch;
+
+use super::streams::{payload, Budget, Sending, StreamCount};
+use crate::flows::server::meter::Meter;
+
+/// After TEST_END, a receiving stream counts as drained once nothing arrived for this long.
+const QUIET: Duration = Duration::from_millis(20);
+
+/// Longest time spent draining after TEST_END.
+const MAX_DRAIN: Duration = Duration::from_secs(2);
+
+/// Longest a TCP sender goes on with the block it is writing after the test stopped: a client
+/// that drains its reversed streams (3.12) takes the rest at once, a `--bidir` one reads no
+/// more.
+const FINISH_BLOCK: Duration = Duration::from_millis(50);
+
+/// How long a blocking read, write or pacing sleep lasts at most before it looks at the stop.
+const LOOK_EVERY: Duration = Duration::from_millis(5);
+
+/// Whether the test stopped (or was dropped, taking its stop with it).
+fn stopped(stop: &watch::Receiver<bool>) -> bool {
+    stop.has_changed().is_err() || *stop.borrow()
+}
+
+/// Whether an I/O error only says the blocking call's time ran out.
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Makes the socket blocking, each call giving up after `every`.
+fn blocking(s: &TcpStream, every: Duration) -> io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(every))?;
+    s.set_write_timeout(Some(every))
+}
+
+/// Reads a TCP stream until the test stops, then until it stays quiet for [`QUIET`]: an iperf3
+/// client sends TEST_END as soon as its last write returns, while that data may still be
+/// queued on its side or in ours.
+pub(super) fn recv(
+    s: Arc<TcpStream>,
+    count: Arc<StreamCount>,
+    meter: Arc<Meter>,
+    stop: watch::Receiver<bool>,
+) -> Result<()> {
+    blocking(&s, LOOK_EVERY).context("while setting up an iperf3 TCP stream")?;
+    let mut buf = vec![0u8; 128 * 1024];
+    // Set once the test stopped: until when the rest may be drained.
+    let mut drain_until: Option<Instant> = None;
+    loop {
+        if drain_until.is_none() && stopped(&stop) {
+            drain_until = Some(Instant::now() + MAX_DRAIN);
+            s.set_read_timeout(Some(QUIET))
+                .context("while draining an iperf3 TCP stream")?;
+        }
+        let draining = drain_until.is_some();
+        // What the client queued is read only while the reads are within --max-rate: past it
+        // the rest stays unread (32 streams drained 200 MB from their receive buffers at
+        // once).
+        if drain_until.is_some_and(|limit| Instant::now() >= limit || !meter.read_pause().is_zero())
+        {
+            return Ok(());
+        }
+        // Each read takes at most what --max-bytes leaves, across all the test's streams: past
+        // it the meter trips and the stream stops reading (32 streams read 211 MB under 50 MiB).
+        let room = match meter.read_room(buf.len()) {
+            Ok(room) => room,
+            Err(_) if draining => return Ok(()),
+            Err(e) => return Err(anyhow::Error::msg(e)),
+        };
+        match (&*s).read(&mut buf[..room]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                count.add(n as u64);
+                meter.count_read(n as u64);
+            }
+            // Quiet for QUIET after the stop: drained.
+            Err(e) if timed_out(&e) && draining => return Ok(()),
+            Err(e) if timed_out(&e) => {}
+            Err(_) if draining => return Ok(()),
+            Err(e) => return Err(e).context("while reading an iperf3 TCP stream"),
+        }
+        // --max-rate: reading no faster makes TCP slow the client down.
+        if !draining {
+            let wait = meter.read_pause();
+            if !wait.is_zero() {
+                sleep_unless_stopped(Instant::now() + wait, &stop);
+            }
+        }
+    }
+}
+
+/// Sends whole blocks on a TCP stream at its pace until the budget is spent or the test stops.
+/// A block under way when the test stops is finished if the client takes it (within
+/// [`FINISH_BLOCK`]), as iperf3's own sender writes whole blocks: its 3.12 client drains a
+/// reversed stream with blocking reads of whole blocks (the test shuts the stream down after,
+/// so a block left short still ends that read).
+pub(super) fn send(
+    s: Arc<TcpStream>,
+    how: Sending,
+    budget: Arc<Budget>,
+    count: Arc<StreamCount>,
+    meter: Arc<Meter>,
+    stop: watch::Receiver<bool>,
+) -> Result<()> {
+    blocking(&s, LOOK_EVERY).context("while setting up an iperf3 TCP stream")?;
+    let buf = payload(how.len);
+    let mut sent = 0u64;
+    loop {
+        if let Some(due) = how.due(sent) {
+            if !sleep_unless_stopped(due, &stop) {
+                return Ok(());
+            }
+        }
+        // A block not begun when the test stopped is not begun.
+        if stopped(&stop) {
+            return Ok(());
+        }
+        let n = budget.claim(how.len as u64) as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        meter.may_send(n as u64).map_err(anyhow::Error::msg)?;
+        let mut off = 0;
+        let mut finish_by: Option<Instant> = None;
+        while off < n {
+            if finish_by.is_none() && stopped(&stop) {
+                finish_by = Some(Instant::now() + FINISH_BLOCK);
+            }
+            if finish_by.is_some_and(|limit| Instant::now() >= limit) {
+                return Ok(());
+            }
+            match (&*s).write(&buf[off..n]) {
+                Ok(w) => {
+                    count.add(w as u64);
+                    meter.count_sent(w as u64);
+                    sent += w as u64;
+                    off += w;
+                }
+                Err(e) if timed_out(&e) => {}
+                Err(e) => return Err(e).context("while sending on an iperf3 TCP stream"),
+            }
+        }
+        if finish_by.is_some() {
+            return Ok(());
+        }
+    }
+}
+
+/// Sleeps until `until`, looking at the stop every [`LOOK_EVERY`]; false if the test stopped.
+fn sleep_unless_stopped(until: Instant, stop: &watch::Receiver<bool>) -> bool {
+    loop {
+        if stopped(stop) {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(LOOK_EVERY));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_test_counts_as_stopped() {
+        let (tx, rx) = watch::channel(false);
+        assert!(!stopped(&rx));
+        drop(tx);
+        assert!(stopped(&rx));
+    }
+
+    #[test]
+    fn a_pacing_sleep_ends_early_when_the_test_stops() {
+        let (tx, rx) = watch::channel(false);
+        let _ = tx.send(true);
+        let started = Instant::now();
+        assert!(!sleep_unless_stopped(
+            started + Duration::from_secs(60),
+            &rx
+        ));
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+}
