@@ -3,6 +3,7 @@
 //! define the wire formats (those are `wirebench_core::wire::iperf3`) nor touch wirebench's own
 //! protocol.
 
+mod blocking_io;
 pub mod client;
 mod hub;
 pub mod record;

@@ -212,13 +212,24 @@ fn start_streams(
             stop: stop_rx.clone(),
         };
         match (stream, cfg.reverse) {
-            (DataStream::Tcp(s), false) => tasks.spawn(send_tcp(s, ctx)),
-            (DataStream::Tcp(s), true) => tasks.spawn(recv_tcp(s, ctx)),
+            // TCP streams leave the runtime for threads of their own (`streams::send_tcp`).
+            (DataStream::Tcp(s), false) => {
+                tasks.spawn_blocking(move || send_tcp(off_runtime(s)?, ctx))
+            }
+            (DataStream::Tcp(s), true) => {
+                tasks.spawn_blocking(move || recv_tcp(off_runtime(s)?, ctx))
+            }
             (DataStream::Udp(s), false) => tasks.spawn(send_udp(s, ctx)),
             (DataStream::Udp(s), true) => tasks.spawn(recv_udp(s, ctx)),
         };
     }
     (shared, stop_tx, tasks)
+}
+
+/// A TCP stream taken off the runtime, for a thread of its own.
+fn off_runtime(s: TcpStream) -> Result<std::net::TcpStream> {
+    s.into_std()
+        .context("while taking an iperf3 TCP stream off the runtime")
 }
 
 /// The data phase: watches the limit, the streams and the control connection until the test's
@@ -306,17 +317,22 @@ async fn end_test(
         let _ = stop_tx.send(true);
     }
     let mut streams_stopped = start;
-    // An iperf3 server stops its clock and its counts when it reads TEST_END. Our senders
-    // waited for the acknowledgements; the settle lets the server read what its kernel holds,
-    // while its time runs at most 1 % long. What it still did not count, `report` says.
+    // An iperf3 server stops its clock and its counts when it reads TEST_END. Our TCP senders
+    // waited for the acknowledgements and the settle (`streams::send_tcp`), which lets the
+    // server read what its kernel holds while its time runs at most 1 % long; UDP has no
+    // acknowledgements, so the settle alone. What it still did not count, `report` says.
     let mut ours = if cfg.reverse {
         Vec::new()
     } else {
         let tallies = join(tasks).await?;
-        streams_stopped = Instant::now();
-        let wait = settle(streams_stopped.saturating_duration_since(start));
-        // A blocking sleep: the runtime's timer would round it up to whole milliseconds.
-        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(wait)).await;
+        streams_stopped = tallies
+            .iter()
+            .map(|t| start + Duration::from_secs_f64(t.last_s))
+            .max()
+            .unwrap_or(start);
+        if cfg.udp {
+            tokio::time::sleep(settle(streams_stopped.saturating_duration_since(start))).await;
+        }
         tallies
     };
     send_state(&mut ctrl, State::TestEnd).await?;

@@ -6,12 +6,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
 use anyhow::{bail, Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
+
+use crate::flows::iperf3::blocking_io::{make_blocking, payload, stopped, timed_out};
 
 /// Counters the data tasks share with the coordinator.
 #[derive(Debug)]
@@ -111,18 +115,16 @@ pub(super) async fn join(tasks: &mut JoinSet<Result<StreamTally>>) -> Result<Vec
     Ok(out)
 }
 
-fn payload(len: usize) -> Vec<u8> {
-    // Not all zeros, so compressing links do not flatter the figures.
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
-        .collect()
-}
-
-pub(super) async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
+/// Sends whole blocks on a TCP stream, on a thread of its own with blocking writes (as
+/// iperf3's client does since 3.16: on the runtime `-P 4` moved 0.90× of its figure), until the
+/// budget is spent or the test stops; then waits for the acknowledgements and the [`settle`]. A block under way
+/// when the test stops is finished if the server takes it within [`FINISH_BLOCK`].
+pub(super) fn send_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
+    make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let buf = payload(ctx.len);
     let mut tally = ctx.tally();
-    loop {
-        if *ctx.stop.borrow() {
+    'blocks: loop {
+        if stopped(&ctx.stop) {
             break;
         }
         let n = ctx.shared.claim(ctx.len as u64) as usize;
@@ -130,38 +132,46 @@ pub(super) async fn send_tcp(mut s: TcpStream, ctx: TaskCtx) -> Result<StreamTal
             ctx.shared.finish();
             break;
         }
-        s.write_all(&buf[..n])
-            .await
-            .context("while sending on an iperf3 TCP stream")?;
-        ctx.moved(&mut tally, n);
+        let (mut off, mut finish_by) = (0, None);
+        while off < n {
+            if finish_by.is_none() && stopped(&ctx.stop) {
+                finish_by = Some(Instant::now() + FINISH_BLOCK);
+            }
+            if finish_by.is_some_and(|limit| Instant::now() >= limit) {
+                break 'blocks;
+            }
+            match (&s).write(&buf[off..n]) {
+                Ok(w) => {
+                    ctx.moved(&mut tally, w);
+                    off += w;
+                }
+                Err(e) if timed_out(&e) => {}
+                Err(e) => return Err(e).context("while sending on an iperf3 TCP stream"),
+            }
+        }
     }
-    wait_acked(&s).await;
+    wait_acked(&s, &ctx.stop);
+    // Here, not in the coordinator: a hand-over between threads cost milliseconds on 2 CPUs.
+    std::thread::sleep(settle(ctx.start.elapsed()));
     Ok(tally)
 }
 
+/// Longest a TCP sender goes on with the block it is writing after the test stopped.
+const FINISH_BLOCK: Duration = Duration::from_millis(50);
+
 /// Waits until the peer acknowledged everything written to `s` (at most [`ACK_WAIT`]), so
 /// the server's kernel holds every byte before TEST_END. Waiting costs the server's figures
-/// nothing: the time it adds is the time the bytes it adds took to arrive. The wait polls
-/// on a blocking thread, which takes no CPU the server needs and is not rounded up to the
-/// runtime's millisecond timer.
-async fn wait_acked(s: &TcpStream) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsFd;
-        // A descriptor of our own: the poll must not outlive the one it looks at.
-        let Ok(fd) = s.as_fd().try_clone_to_owned() else {
+/// nothing: the time it adds is the time the bytes it adds took to arrive. The wait sleeps
+/// between looks, taking no CPU the server needs.
+fn wait_acked(s: &TcpStream, stop: &watch::Receiver<bool>) {
+    let give_up = Instant::now() + ACK_WAIT;
+    while unacked(s).is_some_and(|n| n > 0) && Instant::now() < give_up {
+        // A test dropped (not ended) waits for nothing.
+        if stop.has_changed().is_err() {
             return;
-        };
-        let _ = tokio::task::spawn_blocking(move || {
-            let give_up = Instant::now() + ACK_WAIT;
-            while unacked(&fd).is_some_and(|n| n > 0) && Instant::now() < give_up {
-                std::thread::sleep(ACK_POLL);
-            }
-        })
-        .await;
+        }
+        std::thread::sleep(ACK_POLL);
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = s;
 }
 
 /// The longest wait for the acknowledgements.
@@ -172,13 +182,19 @@ const ACK_POLL: Duration = Duration::from_micros(50);
 
 /// Bytes written and not yet acknowledged by the peer (Linux `TIOCOUTQ`).
 #[cfg(target_os = "linux")]
-fn unacked(fd: &std::os::fd::OwnedFd) -> Option<u64> {
+fn unacked(s: &TcpStream) -> Option<u64> {
     use std::os::fd::AsRawFd;
     let mut queued: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one c_int through the pointer, which points at a live c_int;
-    // the descriptor is owned by the caller and open.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+    // the descriptor stays open while `s` is borrowed.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
     (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+}
+
+/// Not measurable here: do not wait.
+#[cfg(not(target_os = "linux"))]
+fn unacked(_s: &TcpStream) -> Option<u64> {
+    None
 }
 
 /// How long the iperf3 server gets to read what it holds before TEST_END: 1 % of the test's
@@ -197,38 +213,39 @@ const SETTLE_MIN: Duration = Duration::from_micros(500);
 /// The longest settle.
 const SETTLE_MAX: Duration = Duration::from_millis(10);
 
-/// Reads a reversed TCP stream until the test stops, then what the server wrote before it
-/// stopped: until the stream stays quiet (at least [`QUIET`], four round trips on a longer
-/// path) or [`MAX_DRAIN`] has passed. Data still on its way when TEST_END was answered was
-/// sent and counted by the server; taking only what had arrived left the two views a block or
-/// so apart.
-pub(super) async fn recv_tcp(mut s: TcpStream, mut ctx: TaskCtx) -> Result<StreamTally> {
+/// Reads a reversed TCP stream, on a thread of its own with blocking reads, until the test
+/// stops, then what the server wrote before it stopped: until the stream stays quiet (at least
+/// [`QUIET`], four round trips on a longer path) or [`MAX_DRAIN`] has passed. Data still on its
+/// way when TEST_END was answered was sent and counted by the server; taking only what had
+/// arrived left the two views a block or so apart.
+pub(super) fn recv_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
+    make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let mut buf = vec![0u8; 128 * 1024];
     let mut tally = ctx.tally();
+    let mut drain_until: Option<Instant> = None;
     loop {
-        tokio::select! {
-            r = s.read(&mut buf) => match r.context("while reading an iperf3 TCP stream")? {
-                0 => return Ok(tally),
-                n => ctx.moved(&mut tally, n),
-            },
-            _ = ctx.stop.changed() => break,
+        if drain_until.is_none() && stopped(&ctx.stop) {
+            let rtt = crate::transport::counters::tcp_stats(&s)
+                .and_then(|t| t.srtt_us)
+                .map_or(Duration::ZERO, Duration::from_micros);
+            let quiet = (4 * rtt).clamp(QUIET, Duration::from_millis(500));
+            s.set_read_timeout(Some(quiet))
+                .context("while draining an iperf3 TCP stream")?;
+            drain_until = Some(Instant::now() + MAX_DRAIN);
+        }
+        if drain_until.is_some_and(|limit| Instant::now() >= limit) {
+            return Ok(tally);
+        }
+        match (&s).read(&mut buf) {
+            Ok(0) => return Ok(tally),
+            Ok(n) => ctx.moved(&mut tally, n),
+            // Quiet for its time after the stop: drained.
+            Err(e) if timed_out(&e) && drain_until.is_some() => return Ok(tally),
+            Err(e) if timed_out(&e) => {}
+            Err(_) if drain_until.is_some() => return Ok(tally),
+            Err(e) => return Err(e).context("while reading an iperf3 TCP stream"),
         }
     }
-    let rtt = crate::transport::counters::tcp_stats(&s)
-        .and_then(|t| t.srtt_us)
-        .map_or(Duration::ZERO, Duration::from_micros);
-    let quiet = (4 * rtt).clamp(QUIET, Duration::from_millis(500));
-    let give_up = Instant::now() + MAX_DRAIN;
-    while Instant::now() < give_up {
-        tokio::select! {
-            r = s.read(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => ctx.moved(&mut tally, n),
-            },
-            () = tokio::time::sleep(quiet) => break,
-        }
-    }
-    Ok(tally)
 }
 
 /// After the test, a reversed stream counts as drained once nothing arrived for this long.

@@ -14,6 +14,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use wirebench_core::wire::iperf3::UdpHeader;
 
+use crate::flows::iperf3::blocking_io::payload;
 use crate::flows::server::meter::Meter;
 
 /// How early a paced block may leave. The runtime's timers fire up to a millisecond late, and
@@ -188,12 +189,4 @@ pub(super) async fn send_udp(
             meter.count_sent(buf.len() as u64);
         }
     }
-}
-
-/// A block of `len` bytes that is not all zeros, so compressing links do not flatter the
-/// figures.
-pub(super) fn payload(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
-        .collect()
 }

@@ -1,11 +1,11 @@
 //! The TCP data streams of one iperf3 test on the server, each on a thread of its own with
 //! blocking reads and writes, as iperf3 3.16+ runs its streams and as wirebench's own TCP
 //! sessions run: on the runtime's one worker, every stream of a test shared one CPU (against
-//! `iperf3 -s` 3.21 on 2 CPUs: `-P 4` 0.90×, `--bidir -P 2` 0.68×). A blocking call gives up
-//! every [`LOOK_EVERY`] to look at the test's stop. Owns moving and pacing TCP bytes; must not
-//! speak the control dialogue.
+//! `iperf3 -s` 3.21 on 2 CPUs: `-P 4` 0.90×, `--bidir -P 2` 0.68×; how a blocking call looks at
+//! the test's stop: `iperf3::blocking_io`). Owns moving and pacing TCP bytes; must not speak
+//! the control dialogue.
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use tokio::sync::watch;
 
-use super::streams::{payload, Budget, Sending, StreamCount};
+use super::streams::{Budget, Sending, StreamCount};
+use crate::flows::iperf3::blocking_io::{
+    make_blocking, payload, sleep_unless_stopped, stopped, timed_out,
+};
 use crate::flows::server::meter::Meter;
 
 /// After TEST_END, a receiving stream counts as drained once nothing arrived for this long.
@@ -27,29 +30,6 @@ const MAX_DRAIN: Duration = Duration::from_secs(2);
 /// more.
 const FINISH_BLOCK: Duration = Duration::from_millis(50);
 
-/// How long a blocking read, write or pacing sleep lasts at most before it looks at the stop.
-const LOOK_EVERY: Duration = Duration::from_millis(5);
-
-/// Whether the test stopped (or was dropped, taking its stop with it).
-fn stopped(stop: &watch::Receiver<bool>) -> bool {
-    stop.has_changed().is_err() || *stop.borrow()
-}
-
-/// Whether an I/O error only says the blocking call's time ran out.
-fn timed_out(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-/// Makes the socket blocking, each call giving up after `every`.
-fn blocking(s: &TcpStream, every: Duration) -> io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(every))?;
-    s.set_write_timeout(Some(every))
-}
-
 /// Reads a TCP stream until the test stops, then until it stays quiet for [`QUIET`]: an iperf3
 /// client sends TEST_END as soon as its last write returns, while that data may still be
 /// queued on its side or in ours.
@@ -59,7 +39,7 @@ pub(super) fn recv(
     meter: Arc<Meter>,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
-    blocking(&s, LOOK_EVERY).context("while setting up an iperf3 TCP stream")?;
+    make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let mut buf = vec![0u8; 128 * 1024];
     // Set once the test stopped: until when the rest may be drained.
     let mut drain_until: Option<Instant> = None;
@@ -119,7 +99,7 @@ pub(super) fn send(
     meter: Arc<Meter>,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
-    blocking(&s, LOOK_EVERY).context("while setting up an iperf3 TCP stream")?;
+    make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let buf = payload(how.len);
     let mut sent = 0u64;
     loop {
@@ -160,44 +140,5 @@ pub(super) fn send(
         if finish_by.is_some() {
             return Ok(());
         }
-    }
-}
-
-/// Sleeps until `until`, looking at the stop every [`LOOK_EVERY`]; false if the test stopped.
-fn sleep_unless_stopped(until: Instant, stop: &watch::Receiver<bool>) -> bool {
-    loop {
-        if stopped(stop) {
-            return false;
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return true;
-        }
-        std::thread::sleep(left.min(LOOK_EVERY));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_dropped_test_counts_as_stopped() {
-        let (tx, rx) = watch::channel(false);
-        assert!(!stopped(&rx));
-        drop(tx);
-        assert!(stopped(&rx));
-    }
-
-    #[test]
-    fn a_pacing_sleep_ends_early_when_the_test_stops() {
-        let (tx, rx) = watch::channel(false);
-        let _ = tx.send(true);
-        let started = Instant::now();
-        assert!(!sleep_unless_stopped(
-            started + Duration::from_secs(60),
-            &rx
-        ));
-        assert!(started.elapsed() < Duration::from_secs(30));
     }
 }
