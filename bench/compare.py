@@ -327,6 +327,36 @@ def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False):
     return res
 
 
+def iperf3_interop_client(servers, tool, mode, seconds):
+    """One iperf3 test against `iperf3 -s` by `tool` ("wirebench": `run --iperf3`; "iperf3": the
+    real client), `mode` its extra flags: what the iperf3 server measured (its receiver's
+    bit/s, with -R its sender's), as each client reports it."""
+    port = servers.ports["iperf3"]
+    if tool == "wirebench":
+        cmd = [servers.wirebench, "run", "--iperf3", f"{HOST}:{port}", "-t", str(seconds), "--json",
+               "--no-store", *mode]
+        out, cpu = run_client(cmd)
+        theirs = json.loads(out)["iperf3_server"]
+        return {"gbit_s": theirs["throughput_bps"] / 1e9, "client_cpu_s": cpu, "gib": theirs["bytes"] / GiB}
+    out, cpu = run_client([servers.iperf3, "-c", HOST, "-p", str(port), "-t", str(seconds), "-J", *mode])
+    end = json.loads(out)["end"]
+    theirs = end["sum_sent"] if "-R" in mode else end["sum_received"]
+    return {"gbit_s": theirs["bits_per_second"] / 1e9, "client_cpu_s": cpu, "gib": theirs["bytes"] / GiB}
+
+
+def iperf3_interop_server(servers, server, mode, seconds):
+    """iperf3's real client against `server` ("wirebench": `wirebench server --iperf3`;
+    "iperf3": `iperf3 -s`), `mode` its extra flags: what arrived, both directions summed."""
+    port = servers.ports["wirebench_iperf3" if server == "wirebench" else "iperf3"]
+    pid = servers.pid("wirebench" if server == "wirebench" else "iperf3")
+    srv0 = proc_cpu_seconds(pid)
+    out, cpu = run_client([servers.iperf3, "-c", HOST, "-p", str(port), "-t", str(seconds), "-J", *mode])
+    end = json.loads(out)["end"]
+    bps = end["sum_received"]["bits_per_second"] + end.get("sum_received_bidir_reverse", {}).get("bits_per_second", 0)
+    return {"gbit_s": bps / 1e9, "client_cpu_s": cpu, "server_cpu_s": proc_cpu_seconds(pid) - srv0,
+            "gib": end["sum_received"]["bytes"] / GiB}
+
+
 def nuttcp_run(servers, size, total):
     port = servers.ports["nuttcp"]
     pid = servers.pid("nuttcp")
@@ -408,6 +438,17 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
              [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n)),
               ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True))]),
         ]
+    # iperf3's own users (issue 39): `run --iperf3` against `iperf3 -s` beside iperf3's client
+    # (the figure the iperf3 server measured), and iperf3's client against `wirebench server
+    # --iperf3` beside `iperf3 -s` (what arrived, both directions).
+    for name, mode in (("P1", []), ("P4", ["-P", "4"]), ("R", ["-R"])):
+        rows.append((f"iperf3_client_{name}", "gbit_s", True,
+                     lambda s, mode=mode: iperf3_interop_client(s, "wirebench", mode, seconds),
+                     [("iperf3", lambda s, mode=mode: iperf3_interop_client(s, "iperf3", mode, seconds))]))
+    for name, mode in (("P1", []), ("P4", ["-P", "4"]), ("bidir", ["-P", "2", "--bidir"]), ("R", ["-R"])):
+        rows.append((f"iperf3_server_{name}", "gbit_s", True,
+                     lambda s, mode=mode: iperf3_interop_server(s, "wirebench", mode, seconds),
+                     [("iperf3", lambda s, mode=mode: iperf3_interop_server(s, "iperf3", mode, seconds))]))
     return rows + [
         ("saw_tcp_1k", "p50_us", False, lambda s: wirebench_run(s, "tcp", "saw", 1024, 1024 * saw_msgs),
          [("sockperf", lambda s: sockperf_run(s, True, 1024))]),
@@ -529,7 +570,10 @@ def main():
     signal.signal(signal.SIGTERM, _time_limit)
     try:
         p = servers.ports["wirebench"] = free_port()
-        servers.start("wirebench", [args.wirebench, "server", "--bind", HOST, "--port", str(p)], tcp_ready(p))
+        # Its iperf3 listener too, for the iperf3_server rows.
+        q = servers.ports["wirebench_iperf3"] = free_port()
+        servers.start("wirebench", [args.wirebench, "server", "--bind", HOST, "--port", str(p),
+                                    "--iperf3", "--iperf3-port", str(q)], tcp_ready(p))
         if "iperf3" not in missing:
             p = servers.ports["iperf3"] = free_port()
             servers.start("iperf3", [args.iperf3, "-s", "-B", HOST, "-p", str(p)], tcp_ready(p))
