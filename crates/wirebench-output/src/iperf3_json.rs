@@ -235,6 +235,7 @@ pub fn interval(ctx: &Context<'_>, protocol: Protocol, reverse: bool, s: &Interv
         insert(&mut stream, "rtt", t.rtt_us.into());
         insert(&mut stream, "rttvar", t.rttvar_us.into());
         insert(&mut stream, "pmtu", t.pmtu.into());
+        insert(&mut stream, "reorder", t.reorder.into());
     }
     json!({"streams": [stream], "sum": one})
 }
@@ -431,8 +432,8 @@ fn cpu_utilization(run: &RunRecord, seconds: f64) -> Value {
 }
 
 /// A TCP sender's stream fields: its retransmissions (TCP_INFO at the end), and as iperf3
-/// takes them, the largest congestion and peer windows and the largest, smallest and mean
-/// round trip over the TCP_INFO readings at each interval's end. Without intervals (`-i 0`)
+/// takes them, the largest congestion and peer windows, the largest, smallest and mean
+/// round trip and the reorderings seen, over the TCP_INFO readings at each interval's end. Without intervals (`-i 0`)
 /// the one reading at the end stands for them; a figure the kernel did not give is left out.
 fn tcp_sender_fields(
     sending_end: &wirebench_core::record::EndMetrics,
@@ -455,6 +456,9 @@ fn tcp_sender_fields(
         m.insert("min_rtt".into(), rtts().min().unwrap_or(0).into());
         let mean = rtts().sum::<u64>() / readings.len() as u64;
         m.insert("mean_rtt".into(), mean.into());
+        // The kernel's count so far, as iperf3 takes it from its last reading.
+        let reorder = readings.last().map_or(0, |t| t.reorder);
+        m.insert("reorder".into(), reorder.into());
         return m;
     }
     if let Some(cwnd) = end.and_then(|t| t.cwnd_bytes) {

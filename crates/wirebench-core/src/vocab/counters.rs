@@ -175,7 +175,7 @@ pub struct Cumulative {
 }
 
 /// A TCP sender's window and round trip at one moment, as TCP_INFO gives them: iperf3's
-/// per-interval `snd_cwnd`, `snd_wnd`, `rtt`, `rttvar` and `pmtu`.
+/// per-interval `snd_cwnd`, `snd_wnd`, `rtt`, `rttvar`, `pmtu` and `reorder`.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpSnapshot {
     /// Congestion window, bytes (`tcpi_snd_cwnd` × `tcpi_snd_mss`).
@@ -188,6 +188,10 @@ pub struct TcpSnapshot {
     pub rttvar_us: u64,
     /// Path MTU, bytes (`tcpi_pmtu`).
     pub pmtu: u64,
+    /// Reordering events seen so far (`tcpi_reord_seen`, Linux 4.19; 0 before, and in records
+    /// stored before it was read): iperf3 3.20+'s `reorder`.
+    #[serde(default)]
+    pub reorder: u64,
 }
 
 /// One interval of a run (`-i`): what moved between `start_ns` and `end_ns`, counted from the

@@ -92,6 +92,7 @@ pub fn tcp_sender_reading(socket: &impl AsRawFd) -> Option<(TransportStats, TcpS
         rtt_us: u64::from(info.tcpi_rtt),
         rttvar_us: u64::from(info.tcpi_rttvar),
         pmtu: u64::from(info.tcpi_pmtu),
+        reorder: u64::from(info.tcpi_reord_seen),
     };
     Some((stats, snapshot))
 }

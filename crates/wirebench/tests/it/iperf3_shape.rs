@@ -49,6 +49,13 @@ const NEWER_KEYS: &[&str] = &[
     ".start.connected[].local_port",
 ];
 
+/// Keys iperf3 3.20+ writes for a TCP stream's sender (TCP_INFO's reordering count), which
+/// 3.12 does not.
+const NEWER_TCP_SENDER_KEYS: &[&str] = &[
+    ".end.streams[].sender.reorder",
+    ".intervals[].streams[].reorder",
+];
+
 /// Every leaf's path, arrays as `[]` (`.end.streams[].sender.bytes`).
 fn key_paths(v: &Value) -> BTreeSet<String> {
     fn walk(v: &Value, at: String, out: &mut BTreeSet<String>) {
@@ -103,6 +110,13 @@ async fn the_iperf3_shape_has_every_key_a_real_iperf3_writes() {
         assert!(missing.is_empty(), "{mode}: iperf3 writes {missing:?}");
         let newer: Vec<&&str> = NEWER_KEYS.iter().filter(|k| !have.contains(**k)).collect();
         assert!(newer.is_empty(), "{mode}: iperf3 3.21 writes {newer:?}");
+        if matches!(*mode, "TCP" | "TCP -P 4") {
+            let newer: Vec<&&str> = NEWER_TCP_SENDER_KEYS
+                .iter()
+                .filter(|k| !have.contains(**k))
+                .collect();
+            assert!(newer.is_empty(), "{mode}: iperf3 3.21 writes {newer:?}");
+        }
         // Every second by default, as iperf3 reports; no stub of a few milliseconds at the
         // end that moved nothing.
         let intervals = doc["intervals"].as_array().expect("intervals");
