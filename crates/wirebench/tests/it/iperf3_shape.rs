@@ -306,6 +306,14 @@ async fn run_iperf3_reports_every_second_and_both_ends_cpu() {
             &doc["end"]["sum_sent"]
         };
         assert_eq!(summed, ours["bytes"].as_u64().unwrap(), "-R {reverse}");
+        // Our TCP senders' retransmissions, from their TCP_INFO, as iperf3's client has them.
+        if !reverse {
+            assert!(ours["retransmits"].is_u64(), "{ours}");
+            assert!(
+                doc["end"]["streams"][0]["sender"]["retransmits"].is_u64(),
+                "{doc}"
+            );
+        }
         // Both ends' CPU: ours from getrusage, the iperf3 server's as it reported it.
         let cpu = &doc["end"]["cpu_utilization_percent"];
         assert!(

@@ -16,7 +16,7 @@ use super::client::{ClientConfig, ClientOutcome, Limit};
 use super::report::{document, SideJson};
 use wirebench_core::record::{
     ClientRecord, CpuRecord, EndMetrics, EndedBy, IntervalRecord, NewCampaign, Parameters,
-    RunRecord, ServerRecord, UdpReceipt,
+    RunRecord, ServerRecord, TransportRecord, UdpReceipt,
 };
 use wirebench_core::vocab::counters::CpuUsage;
 use wirebench_core::wire::iperf3::TestResults;
@@ -102,9 +102,19 @@ pub fn records(
     };
     let mut run = run;
     // Our CPU time and interval series, and the server's CPU as it reported it.
+    // Our TCP senders' counters, summed over the streams (forward: the client view is ours).
+    let transport = o
+        .ours
+        .iter()
+        .fold(None, |sum, s| {
+            crate::flows::rr_client::sum_transport(sum, s.transport.clone())
+        })
+        .filter(|_| !cfg.reverse)
+        .map(|t| TransportRecord::of(&t));
     run.client.measured = EndMetrics {
         cpu: o.cpu.map(|c| CpuRecord::of(&c, o.our_bytes())),
         intervals: o.intervals.iter().map(IntervalRecord::of).collect(),
+        transport,
         ..EndMetrics::default()
     };
     run.server.measured = EndMetrics {

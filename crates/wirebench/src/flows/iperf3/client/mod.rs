@@ -426,14 +426,23 @@ fn results(
         cpu_util_total: total,
         cpu_util_user: user,
         cpu_util_system: system,
-        sender_has_retransmits: if reverse { -1 } else { 0 },
+        // iperf3's 1: the sender read its retransmissions (our TCP streams' TCP_INFO).
+        sender_has_retransmits: match (reverse, ours.iter().any(|s| s.transport.is_some())) {
+            (true, _) => -1,
+            (false, true) => 1,
+            (false, false) => 0,
+        },
         congestion_used: None,
         streams: ours
             .iter()
             .map(|s| StreamResult {
                 id: s.id,
                 bytes: s.bytes,
-                retransmits: -1,
+                retransmits: s
+                    .transport
+                    .as_ref()
+                    .and_then(|t| t.tcp_total_retrans)
+                    .map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX)),
                 jitter: s.udp.as_ref().map_or(0.0, |u| u.jitter_s),
                 errors: s
                     .udp

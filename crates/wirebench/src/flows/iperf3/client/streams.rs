@@ -151,6 +151,7 @@ pub(super) fn send_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
         }
     }
     wait_acked(&s, &ctx.stop);
+    tally.transport = crate::transport::counters::tcp_stats(&s);
     // Here, not in the coordinator: a hand-over between threads cost milliseconds on 2 CPUs.
     std::thread::sleep(settle(ctx.start.elapsed()));
     Ok(tally)
@@ -344,6 +345,9 @@ pub struct StreamTally {
     pub datagrams: u64,
     /// UDP receiver accounting (reverse UDP only).
     pub udp: Option<UdpReceiver>,
+    /// TCP sender: its TCP_INFO counters at the end (retransmissions, as iperf3's client
+    /// reports them).
+    pub transport: Option<wirebench_core::vocab::counters::TransportStats>,
     /// First byte moved, seconds after the test started.
     pub first_s: f64,
     /// Last byte moved, seconds after the test started.
