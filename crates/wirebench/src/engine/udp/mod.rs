@@ -249,33 +249,18 @@ impl DatagramSender<'_> {
                 .max(1)
                 .min(batch.len() / segment);
             let n = (count - next).min(per_call as u64);
-            let mut len = 0usize;
-            let mut payload = 0u64;
             // One clock read per batch: the datagrams of one sendmsg leave together.
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 break;
             }
             let sent_us = now.duration_since(started).as_micros() as u32;
-            for k in 0..n {
-                let seq = next + k;
-                let msg_len = message_len(seq, total_bytes, msg_size) as usize;
-                let at = k as usize * segment;
-                Header {
-                    kind: Kind::Data,
-                    retransmit: false,
-                    session,
-                    seq,
-                }
-                .write_to(&mut batch[at..])
-                .context("datagram buffer too small")?;
-                datagram::write_timestamp(
-                    &mut batch[at + HEADER_LEN..at + HEADER_LEN + msg_len],
-                    sent_us,
-                );
-                len = at + HEADER_LEN + msg_len;
-                payload += msg_len as u64;
-            }
+            let (len, payload) = fill_batch(
+                &mut batch,
+                (session, next, n),
+                (total_bytes, msg_size),
+                sent_us,
+            )?;
             let transmit = Transmit {
                 destination: self.destination,
                 ecn: None,
@@ -365,6 +350,39 @@ impl DatagramSender<'_> {
 /// What a sender says when the server's UDP port turned out closed.
 pub(super) const PORT_CLOSED: &str =
     "the server is gone: its UDP port is closed (ICMP port unreachable)";
+
+/// Writes messages `next` .. `next + n` of session `session` into `batch`, one segment each,
+/// stamped `sent_us`: their header and timestamp (the rest of each stays as it was). Returns
+/// the bytes the batch spans and the payload it carries.
+fn fill_batch(
+    batch: &mut [u8],
+    (session, next, n): (u32, u64, u64),
+    (total_bytes, msg_size): (u64, u32),
+    sent_us: u32,
+) -> Result<(usize, u64)> {
+    let segment = HEADER_LEN + msg_size as usize;
+    let (mut len, mut payload) = (0usize, 0u64);
+    for k in 0..n {
+        let seq = next + k;
+        let msg_len = message_len(seq, total_bytes, msg_size) as usize;
+        let at = k as usize * segment;
+        Header {
+            kind: Kind::Data,
+            retransmit: false,
+            session,
+            seq,
+        }
+        .write_to(&mut batch[at..])
+        .context("datagram buffer too small")?;
+        datagram::write_timestamp(
+            &mut batch[at + HEADER_LEN..at + HEADER_LEN + msg_len],
+            sent_us,
+        );
+        len = at + HEADER_LEN + msg_len;
+        payload += msg_len as u64;
+    }
+    Ok((len, payload))
+}
 
 /// Whether a send failed because the host dropped what it was given (a full device queue):
 /// Linux says so only to a socket with IP_RECVERR set (see [`report_host_drops`]).
