@@ -97,42 +97,47 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link_unless_dont_fra
             .spawn()
             .expect("start the server in its namespace");
         let (addr, _stderr) = crate::support::listening_address(&mut server).await;
+        // Our client in namespace a, against the server, with `args`.
+        let client = |args: &[&str]| {
+            tokio::process::Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &lab.a,
+                    env!("CARGO_BIN_EXE_wirebench"),
+                    "run",
+                ])
+                .args(["--no-store", "--server", &addr])
+                .args(args)
+                .kill_on_drop(true)
+                .output()
+        };
+        let json_of = |out: std::process::Output| -> Value {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).expect("JSON")
+        };
         // 8000-byte messages: each datagram is fragmented on a 1500-byte link, and segmentation
         // offload must fall back to one datagram per send.
-        let out = tokio::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.a,
-                env!("CARGO_BIN_EXE_wirebench"),
-                "run",
-                "--no-store",
-                "--server",
-                &addr,
-            ])
-            .args([
-                "--proto",
-                "udp,tcp",
-                "--mode",
-                "saw,stream",
-                "-l",
-                "8000",
-                "-n",
-                "800001",
-                "--rate",
-                "100Mbit",
-                "--json",
-            ])
-            .kill_on_drop(true)
-            .output()
-            .await
-            .expect("client runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let out = client(&[
+            "--proto",
+            "udp,tcp",
+            "--mode",
+            "saw,stream",
+            "-l",
+            "8000",
+            "-n",
+            "800001",
+            "--rate",
+            "100Mbit",
+            "--json",
+        ])
+        .await
+        .expect("client runs");
+        let doc = json_of(out);
         let runs = doc["runs"].as_array().expect("runs");
         assert_eq!(runs.len(), 4);
         for r in runs {
@@ -155,31 +160,19 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link_unless_dont_fra
         // --dont-fragment: the same 8000-byte messages are refused at once, saying which -l
         // fits; 1456 bytes (1500 less IP, UDP and our 16-byte header) cross whole, both ways
         // of sending.
-        let client = |args: &[&str]| {
-            tokio::process::Command::new("ip")
-                .args([
-                    "netns",
-                    "exec",
-                    &lab.a,
-                    env!("CARGO_BIN_EXE_wirebench"),
-                    "run",
-                ])
-                .args([
-                    "--no-store",
-                    "--server",
-                    &addr,
-                    "--proto",
-                    "udp",
-                    "--dont-fragment",
-                ])
-                .args(args)
-                .kill_on_drop(true)
-                .output()
-        };
         for mode in ["stream", "saw"] {
-            let out = client(&["--mode", mode, "-l", "8000", "-n", "80000"])
-                .await
-                .expect("client runs");
+            let args = [
+                "--proto",
+                "udp",
+                "--dont-fragment",
+                "--mode",
+                mode,
+                "-l",
+                "8000",
+                "-n",
+                "80000",
+            ];
+            let out = client(&args).await.expect("client runs");
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
             assert!(
@@ -189,6 +182,9 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link_unless_dont_fra
             );
         }
         let out = client(&[
+            "--proto",
+            "udp",
+            "--dont-fragment",
             "--mode",
             "saw,stream",
             "-l",
@@ -201,12 +197,7 @@ async fn udp_messages_larger_than_the_path_mtu_cross_a_real_link_unless_dont_fra
         ])
         .await
         .expect("client runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let doc = json_of(out);
         for r in doc["runs"].as_array().expect("runs") {
             assert_eq!(r["client"]["messages"], 100, "{r}");
             let m = r["server"]["messages"].as_u64().unwrap();
