@@ -139,7 +139,8 @@ async fn quic_bidir_for_two_seconds_carries_both_ways() {
 #[tokio::test]
 async fn stop_and_wait_bidir_carries_both_ways() {
     within(async {
-        let run = bidir_run(&["-n", "200KiB", "--proto", "udp", "--mode", "saw"]).await;
+        // Long enough to be timed (1 ms) on a fast machine: each direction's goodput is given.
+        let run = bidir_run(&["-n", "2MiB", "--proto", "udp", "--mode", "saw"]).await;
         assert_both_directions(&run, "udp saw --bidir");
     })
     .await;
@@ -148,13 +149,14 @@ async fn stop_and_wait_bidir_carries_both_ways() {
 #[tokio::test]
 async fn total_is_per_direction_and_parallel_flows_run_each_way() {
     within(async {
-        // -n is what each direction sends, split across its -P flows.
-        let run = bidir_run(&["-n", "3MiB", "-P", "2", "--proto", "tcp"]).await;
-        assert_both_directions(&run, "tcp --bidir -n 3MiB -P 2");
-        assert_eq!(n(&run["client"]["bytes"]), 3 << 20, "{run}");
+        // -n is what each direction sends, split across its -P flows; 48 MiB each way is long
+        // enough to be timed (1 ms) on a fast machine, so each direction has its goodput.
+        let run = bidir_run(&["-n", "48MiB", "-P", "2", "--proto", "tcp"]).await;
+        assert_both_directions(&run, "tcp --bidir -n 48MiB -P 2");
+        assert_eq!(n(&run["client"]["bytes"]), 48 << 20, "{run}");
         assert_eq!(
             n(&run["server_to_client"]["server"]["bytes"]),
-            3 << 20,
+            48 << 20,
             "{run}"
         );
         let flows = run["flows"].as_array().expect("flows with -P 2");
@@ -170,10 +172,10 @@ async fn total_is_per_direction_and_parallel_flows_run_each_way() {
                 .map(|f| n(&f[side]["bytes"]))
                 .sum()
         };
-        assert_eq!(sum(false, "client"), 3 << 20);
-        assert_eq!(sum(false, "server"), 3 << 20);
-        assert_eq!(sum(true, "client"), 3 << 20);
-        assert_eq!(sum(true, "server"), 3 << 20);
+        assert_eq!(sum(false, "client"), 48 << 20);
+        assert_eq!(sum(false, "server"), 48 << 20);
+        assert_eq!(sum(true, "client"), 48 << 20);
+        assert_eq!(sum(true, "server"), 48 << 20);
         let sessions: std::collections::HashSet<u64> =
             flows.iter().map(|f| n(&f["session"])).collect();
         assert_eq!(sessions.len(), 4, "four sessions: {run}");

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+use wirebench::cli::ExporterArgs;
 use wirebench::flows::server::Limits;
 
 use super::{exporter_args, get, MeteredServer, TestExporter};
@@ -69,15 +70,21 @@ fn names(page: &str, into: &mut BTreeSet<String>) {
 async fn every_prometheus_query_names_a_metric_the_exporter_exports() {
     tokio::time::timeout(TEST_TIMEOUT, async {
         let server = MeteredServer::start(Limits::default()).await;
-        let exporter = TestExporter::start(exporter_args()).await;
+        // Transfers long enough to be timed (1 ms) on any machine, so the rates are exported:
+        // 1 MiB took under 1 ms on a quiet one, and its goodput was rightly left out.
+        let exporter = TestExporter::start(ExporterArgs {
+            max_total: "256MiB".into(),
+            ..exporter_args()
+        })
+        .await;
         let target = server.addr;
         // A DNS target that never answers still gives the DNS probe's families.
         let silent_dns = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let dns = silent_dns.local_addr().unwrap();
         let mut exported = BTreeSet::new();
         for probe in [
-            format!("/probe?target={target}&proto=tcp&mode=stream&total=1MiB"),
-            format!("/probe?target={target}&proto=udp&mode=stream&total=1MiB&size=1024"),
+            format!("/probe?target={target}&proto=tcp&mode=stream&total=128MiB"),
+            format!("/probe?target={target}&proto=udp&mode=stream&total=32MiB&size=1024"),
             format!("/probe?kind=ping&target={target}&proto=udp&count=5"),
             format!("/probe?kind=rr&target={target}&proto=tcp&count=5"),
             format!("/probe?kind=dns&target={dns}&name=a.test&count=2&timeout=100ms"),

@@ -15,13 +15,13 @@ async fn every_page_passes_promtool() {
         let server = MeteredServer::start(Limits::default()).await;
         let exporter = TestExporter::start(exporter_args()).await;
         let target = server.addr;
-        let tcp = get(exporter.addr, &format!("/probe?target={target}&proto=tcp&mode=stream&total=4MiB")).await;
+        let tcp = get(exporter.addr, &format!("/probe?target={target}&proto=tcp&mode=stream&total=16MiB")).await;
         let udp = get(exporter.addr, &format!("/probe?target={target}&proto=udp&mode=saw&total=64KiB&size=512")).await;
         assert_eq!(tcp.0, 200, "{}", tcp.1);
         assert_eq!(udp.0, 200, "{}", udp.1);
         assert_eq!(sample(&tcp.1, "wirebench_probe_success"), Some(1.0), "{}", tcp.1);
         assert!(sample(&tcp.1, "wirebench_probe_goodput_bytes_per_second").is_some_and(|g| g > 0.0));
-        assert_eq!(sample(&tcp.1, "wirebench_probe_received_bytes"), Some(4194304.0));
+        assert_eq!(sample(&tcp.1, "wirebench_probe_received_bytes"), Some(16777216.0));
         assert!(udp.1.contains("wirebench_probe_rtt_seconds{quantile=\"0.99\"}"), "{}", udp.1);
         assert_eq!(sample(&udp.1, "wirebench_probe_udp_lost_messages"), Some(0.0));
         // A UDP stream's loss, split by where it went (issue 28): the shares add up to it.
@@ -47,7 +47,7 @@ async fn every_page_passes_promtool() {
         let (status, server_page) = get(server.metrics, "/metrics").await;
         assert_eq!(status, 200);
         assert_eq!(sample(&server_page, "wirebench_server_sessions_finished_total"), Some(4.0), "{server_page}");
-        assert!(server_page.contains("wirebench_server_bytes_read_total{proto=\"tcp\"} 4194304\n"), "{server_page}");
+        assert!(server_page.contains("wirebench_server_bytes_read_total{proto=\"tcp\"} 16777216\n"), "{server_page}");
         let (_, exporter_page) = get(exporter.addr, "/metrics").await;
         assert_eq!(sample(&exporter_page, "wirebench_exporter_probes_total"), Some(4.0), "{exporter_page}");
         for (what, page) in [("tcp probe", &tcp.1), ("udp probe", &udp.1), ("udp stream probe", &stream.1), ("ping probe", &ping.1), ("server", &server_page), ("exporter", &exporter_page)] {

@@ -109,7 +109,7 @@ async fn a_real_prometheus_scrapes_a_probe() {
       target: ['{target}']
       proto: [tcp]
       mode: [stream]
-      total: [1MiB]
+      total: [16MiB]
     static_configs:
       - targets: ['{exporter}']
   - job_name: wirebench_server
