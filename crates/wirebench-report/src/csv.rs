@@ -14,10 +14,11 @@ use super::tabular::{Column, Tabular};
 pub struct Csv;
 
 /// The header row.
-/// (`timed_runs`, the runs long enough to time that the rates cover, is last: added after the
-/// others, so readers of the older columns find them where they were.)
+/// (`timed_runs`, the runs long enough to time that the rates cover, and `site`, where the runs
+/// were measured when the report names sites (else empty), come last: added after the others,
+/// so readers of the older columns find them where they were.)
 pub const HEADER: &str =
-    "protocol,mechanism,msg_size,total_bytes,runs,view,metric,unit,min,mean,median,max,stddev,timed_runs";
+    "protocol,mechanism,msg_size,total_bytes,runs,view,metric,unit,min,mean,median,max,stddev,timed_runs,site";
 
 impl Exporter<Report> for Csv {
     fn write(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -60,6 +61,7 @@ pub fn table(report: &Report) -> Tabular {
                 s.max.to_string(),
                 s.stddev.to_string(),
                 (c.runs - c.untimed_runs).to_string(),
+                c.site.clone().unwrap_or_default(),
             ]);
         }
     }

@@ -5,7 +5,7 @@
 //! document, written by the command.
 
 use super::chart::Figure;
-use super::tabular::Tabular;
+use super::tabular::{Column, Tabular};
 
 /// Which stored sweep a report is about (formatted by the caller: no clocks here).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,4 +75,44 @@ pub struct Document {
     pub sections: Vec<Section>,
     /// The CSV form: one row per result (or interval), base units.
     pub csv: Tabular,
+}
+
+impl Document {
+    /// One document of each host's document (`parts`, each with its host): their sections in turn,
+    /// each headed by its host; their lines once each; one CSV with the host first on every row.
+    pub fn side_by_side(heading: SweepHeading, parts: Vec<(String, Document)>) -> Document {
+        let mut lines: Vec<String> = Vec::new();
+        let mut sections = Vec::new();
+        let mut csv: Option<Tabular> = None;
+        for (host, doc) in parts {
+            for line in doc.lines {
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+            for mut section in doc.sections {
+                section.heading = Some(match section.heading {
+                    Some(h) => format!("On {host}: {h}"),
+                    None => format!("On {host}"),
+                });
+                sections.push(section);
+            }
+            let table = csv.get_or_insert_with(|| {
+                let mut columns = vec![Column::word("host", 0)];
+                columns.extend(doc.csv.columns.iter().cloned());
+                Tabular::new(doc.csv.title.clone(), columns)
+            });
+            for row in doc.csv.rows {
+                let mut with_host = vec![host.clone()];
+                with_host.extend(row);
+                table.rows.push(with_host);
+            }
+        }
+        Document {
+            heading,
+            lines,
+            sections,
+            csv: csv.unwrap_or_else(|| Tabular::new(None, Vec::new())),
+        }
+    }
 }

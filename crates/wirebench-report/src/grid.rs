@@ -273,14 +273,25 @@ impl<'a> Grid<'a> {
             Column::figure("total_bytes", 0),
         ];
         let slug = |title: &str| {
-            title
+            let short = title
                 .to_lowercase()
                 .replace(", both directions", "_bidir")
                 .replace(" stop and wait", "_saw")
                 .replace(" streaming", "_stream")
                 // A size tied to the column: "udp_stream (32767 b)" → "udp_stream_32767b".
                 .replace(" b)", "b")
-                .replace(" (", "_")
+                .replace(" (", "_");
+            // A site ("tcp_stream on ec2-vm → 10.0.0.2:5201") in letters, digits and single
+            // underscores, so every header is one word a spreadsheet formula can name.
+            let mut out = String::new();
+            for ch in short.chars() {
+                if ch.is_ascii_alphanumeric() {
+                    out.push(ch);
+                } else if !out.ends_with('_') {
+                    out.push('_');
+                }
+            }
+            out.trim_end_matches('_').to_string()
         };
         const FIELDS: [&str; 13] = [
             "runs",

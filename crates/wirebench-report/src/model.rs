@@ -6,9 +6,10 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use wirebench_core::record::summary::{
-    configuration_keys, ConfigurationSummary, DeliverySummary, SideSummary,
+    configuration_keys, summarise_sites, ConfigurationSummary, DeliverySummary, SideSummary,
+    SiteRuns,
 };
-use wirebench_core::record::{summarise, RunRecord};
+use wirebench_core::record::RunRecord;
 use wirebench_core::vocab::stats::Summary;
 use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::bitrate_unit;
@@ -78,6 +79,12 @@ pub struct Heading {
     pub status: String,
     /// Host the campaign ran on.
     pub host: String,
+    /// The server it measured: its address, or "in-process" for the embedded one.
+    pub server: String,
+    /// Where it ran, when the report holds campaigns from more than one place (see
+    /// [`sites`]); absent with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 }
 
 impl Heading {
@@ -120,28 +127,24 @@ impl Report {
     /// Builds the report of one or more campaigns, each given with its heading and its runs
     /// (each with its message size and total); configurations come in the order their first
     /// run ran, which is the plan's order, campaign by campaign.
-    pub fn build(campaigns: Vec<(Heading, Vec<(Point, RunRecord)>)>) -> Report {
-        let all: Vec<(Point, RunRecord)> = campaigns
-            .iter()
-            .flat_map(|(_, runs)| runs.iter().cloned())
-            .collect();
-        let mut pooled = Vec::new();
-        for key in configuration_keys(&all) {
-            let ids: Vec<String> = campaigns
-                .iter()
-                .filter(|(_, runs)| configuration_keys(runs).contains(&key))
-                .map(|(h, _)| h.campaign.to_string())
-                .collect();
-            if ids.len() > 1 {
-                pooled.push(format!(
-                    "{}, {} B × {}: campaigns {}",
-                    key.title(),
-                    key.msg_size,
-                    short_size(key.total_bytes),
-                    ids.join(", ")
-                ));
+    pub fn build(mut campaigns: Vec<(Heading, Vec<(Point, RunRecord)>)>) -> Report {
+        let named = sites(&campaigns.iter().map(|(h, _)| h).collect::<Vec<_>>());
+        for ((heading, _), site) in campaigns.iter_mut().zip(named) {
+            heading.site = site;
+        }
+        // Each site's runs, sites in order of their first campaign: a configuration pools the
+        // runs of one site's campaigns, never two sites'.
+        let mut per_site: Vec<SiteRuns> = Vec::new();
+        for (heading, runs) in &campaigns {
+            match per_site.iter_mut().find(|(s, _)| *s == heading.site) {
+                Some((_, all)) => all.extend(runs.iter().cloned()),
+                None => per_site.push((heading.site.clone(), runs.clone())),
             }
         }
+        let pooled = per_site
+            .iter()
+            .flat_map(|(site, runs)| pooled_lines(&campaigns, site, runs))
+            .collect();
         // The run with the longest series of any campaign (the first of equals); named by its
         // campaign when there are several.
         let several = campaigns.len() > 1;
@@ -162,11 +165,14 @@ impl Report {
             });
         Report {
             schema_version: REPORT_SCHEMA_VERSION,
-            configurations: summarise(&all),
+            configurations: summarise_sites(&per_site),
             pooled,
             layout: Layout::Configurations,
             timeline,
-            loss: series::loss_points(&all),
+            loss: per_site
+                .iter()
+                .flat_map(|(site, runs)| series::loss_points(runs, site.as_deref()))
+                .collect(),
             campaigns: campaigns.into_iter().map(|(h, _)| h).collect(),
         }
     }
@@ -200,7 +206,15 @@ impl Report {
             [one] => vec![format!("{}.", one.line())],
             many => many
                 .iter()
-                .map(|h| format!("Campaign {}: {}.", h.campaign, h.line()))
+                .map(|h| match &h.site {
+                    Some(site) => format!(
+                        "Campaign {} on {site}: {}, server {}.",
+                        h.campaign,
+                        h.line(),
+                        h.server
+                    ),
+                    None => format!("Campaign {}: {}.", h.campaign, h.line()),
+                })
                 .collect(),
         };
         if !self.pooled.is_empty() {
@@ -211,6 +225,59 @@ impl Report {
         }
         lines
     }
+}
+
+/// What the report calls where each campaign ran: `None` for every one when they all share a
+/// client host and a server (the usual report: nothing to tell apart); otherwise the host
+/// name where only the hosts differ ("laptop", "ec2-vm"), else "host → server". A lab report
+/// sets such places side by side ("Left: Local, Right: EC2"), and so does the report.
+pub fn sites(headings: &[&Heading]) -> Vec<Option<String>> {
+    let distinct = |f: &dyn Fn(&Heading) -> &str| {
+        let mut seen: Vec<&str> = headings.iter().map(|h| f(h)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    };
+    let (hosts, servers) = (distinct(&|h| &h.host), distinct(&|h| &h.server));
+    headings
+        .iter()
+        .map(|h| match (hosts > 1, servers > 1) {
+            (false, false) => None,
+            (true, false) => Some(h.host.clone()),
+            _ => Some(format!("{} → {}", h.host, h.server)),
+        })
+        .collect()
+}
+
+/// "TCP Streaming, 1024 B × 500 MiB: campaigns 1, 3" for each configuration that more than
+/// one of `site`'s campaigns measured (their runs are pooled), naming the site where there is
+/// one.
+fn pooled_lines(
+    campaigns: &[(Heading, Vec<(Point, RunRecord)>)],
+    site: &Option<String>,
+    runs: &[(Point, RunRecord)],
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for key in configuration_keys(runs) {
+        let ids: Vec<String> = campaigns
+            .iter()
+            .filter(|(h, runs)| h.site == *site && configuration_keys(runs).contains(&key))
+            .map(|(h, _)| h.campaign.to_string())
+            .collect();
+        if ids.len() > 1 {
+            let at = site
+                .as_ref()
+                .map_or_else(String::new, |s| format!(" on {s}"));
+            lines.push(format!(
+                "{}{at}, {} B × {}: campaigns {}",
+                key.title(),
+                key.msg_size,
+                short_size(key.total_bytes),
+                ids.join(", ")
+            ));
+        }
+    }
+    lines
 }
 
 /// A size as a chart or grid names it, short: "500 MiB", "1 GiB", "500 MB", "100000 B", or
@@ -522,7 +589,37 @@ pub fn configuration_caption(c: &ConfigurationSummary) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::short_size;
+    use super::{short_size, sites, Heading};
+
+    /// A place is named only when the campaigns' places differ: by its host where only hosts
+    /// differ, else by host and server.
+    #[test]
+    fn a_site_names_what_differs_between_the_campaigns() {
+        let at = |host: &str, server: &str| Heading {
+            campaign: 1,
+            started: String::new(),
+            status: "complete".into(),
+            host: host.into(),
+            server: server.into(),
+            site: None,
+        };
+        let named = |hs: &[Heading]| sites(&hs.iter().collect::<Vec<_>>());
+        let (a, b) = (at("vm", "in-process"), at("vm", "in-process"));
+        assert_eq!(named(&[a.clone(), b]), [None, None]);
+        let other_host = at("ec2-vm", "in-process");
+        assert_eq!(
+            named(&[a.clone(), other_host]),
+            [Some("vm".to_string()), Some("ec2-vm".to_string())]
+        );
+        let other_server = at("vm", "10.0.0.2:5201");
+        assert_eq!(
+            named(&[a, other_server]),
+            [
+                Some("vm → in-process".to_string()),
+                Some("vm → 10.0.0.2:5201".to_string())
+            ]
+        );
+    }
 
     /// Totals read as a user types them: decimal ones in GB/MB/kB, binary ones in GiB/MiB/KiB,
     /// whichever family makes the number whole and small.

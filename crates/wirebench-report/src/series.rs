@@ -66,8 +66,10 @@ pub struct Interval {
 }
 
 /// One UDP streaming run on the loss-against-load chart.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LossPoint {
+    /// Where it was measured, when the report names sites (one series per site too).
+    pub site: Option<String>,
     /// Message size, bytes (one series per size and total).
     pub msg_size: u32,
     /// Bytes per run.
@@ -136,9 +138,9 @@ pub fn timeline(
 }
 
 /// Every UDP streaming run long enough to time as a loss-against-load point, in run order (the
-/// chart sorts each line by load):
+/// chart sorts each line by load), measured at `site` when the report names sites:
 /// its offered (sent) rate and its loss, both the run's headline figures.
-pub fn loss_points(runs: &[(Point, RunRecord)]) -> Vec<LossPoint> {
+pub fn loss_points(runs: &[(Point, RunRecord)], site: Option<&str>) -> Vec<LossPoint> {
     runs.iter()
         .filter(|(_, r)| r.protocol == Protocol::Udp && r.mechanism == Mechanism::Stream)
         .filter_map(|(point, r)| {
@@ -146,6 +148,7 @@ pub fn loss_points(runs: &[(Point, RunRecord)]) -> Vec<LossPoint> {
             // A hand-made import could hold any number; only a real rate is drawable.
             let offered = h.sent_bps.filter(|b| b.is_finite() && *b >= 0.0)?;
             Some(LossPoint {
+                site: site.map(str::to_string),
                 msg_size: point.msg_size,
                 total_bytes: point.total_bytes,
                 offered_bps: offered,

@@ -100,6 +100,11 @@ pub struct ConfigurationSummary {
     /// client and server counts are the client → server direction's). Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub both_directions: bool,
+    /// Where the runs were measured, when a report holds campaigns from more than one place
+    /// (client host and server): "laptop", "laptop → 10.0.0.2:5201". The same configuration
+    /// at two sites is two summaries, side by side, never pooled. Absent with one site.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 }
 
 /// One side's counts over the runs.
@@ -185,6 +190,29 @@ pub fn summarise(runs: &[(Point, RunRecord)]) -> Vec<ConfigurationSummary> {
         .collect()
 }
 
+/// A site's name (`None`: the report names no sites) and the runs measured there.
+pub type SiteRuns = (Option<String>, Vec<(Point, RunRecord)>);
+
+/// One summary per configuration and site, each site given with its runs (`None`: the
+/// report names no sites): configurations in the order of their first run, and under each its
+/// sites in the order given, so one configuration measured at two sites stands side by side.
+pub fn summarise_sites(sites: &[SiteRuns]) -> Vec<ConfigurationSummary> {
+    let all: Vec<(Point, RunRecord)> = sites
+        .iter()
+        .flat_map(|(_, runs)| runs.iter().cloned())
+        .collect();
+    let mut out = Vec::new();
+    for key in configuration_keys(&all) {
+        for (site, runs) in sites {
+            if let Some(mut summary) = ConfigurationSummary::of(key, &runs_of(runs, key)) {
+                summary.site = site.clone();
+                out.push(summary);
+            }
+        }
+    }
+    out
+}
+
 impl ConfigurationSummary {
     /// The summary of one configuration's runs; `None` when there are none.
     pub fn of(key: ConfigurationKey, runs: &[(&RunRecord, Headline)]) -> Option<Self> {
@@ -258,16 +286,21 @@ impl ConfigurationSummary {
                 seconds: column(&|r, _| r.server.seconds)?,
             },
             both_directions: runs.iter().any(|(_, h)| h.both_directions),
+            site: None,
         })
     }
 
-    /// "TCP Streaming", "UDP Stop and Wait"; "TCP Streaming, both directions" for `--bidir`.
+    /// "TCP Streaming", "UDP Stop and Wait"; "TCP Streaming, both directions" for `--bidir`;
+    /// "TCP Streaming on laptop" where the report names sites.
     pub fn title(&self) -> String {
+        let mut title = self.key.title();
         if self.both_directions {
-            format!("{}, both directions", self.key.title())
-        } else {
-            self.key.title()
+            title.push_str(", both directions");
         }
+        if let Some(site) = &self.site {
+            title.push_str(&format!(" on {site}"));
+        }
+        title
     }
 }
 

@@ -475,11 +475,14 @@ pub fn loss_against_load(
     let totals: BTreeSet<u64> = points.iter().map(|p| p.total_bytes).collect();
     let series = group(
         points.iter().map(|p| {
-            let name = if totals.len() > 1 {
+            let mut name = if totals.len() > 1 {
                 format!("{} B messages, {}", p.msg_size, short_size(p.total_bytes))
             } else {
                 format!("{} B messages", p.msg_size)
             };
+            if let Some(site) = &p.site {
+                name.push_str(&format!(" on {site}"));
+            }
             (name, Mark::at(p.offered_bps / scale, p.loss_pct))
         }),
         palette,

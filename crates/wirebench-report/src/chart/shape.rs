@@ -195,6 +195,7 @@ pub(crate) mod tests {
             client: side.clone(),
             server: side,
             both_directions: false,
+            site: None,
         }
     }
 

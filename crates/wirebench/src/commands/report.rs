@@ -169,6 +169,12 @@ fn load_one(
             .host_name
             .clone()
             .unwrap_or_else(|| "unknown".into()),
+        server: if info.parameters.embedded_server {
+            "in-process".into()
+        } else {
+            info.parameters.server.clone()
+        },
+        site: None,
     };
     Ok((heading, runs))
 }
@@ -386,11 +392,16 @@ pub fn execute_sweep<K: SweepKind>(
         Some(exporter) => {
             let headings: Vec<SweepHeading> =
                 sweeps.iter().map(|(info, _)| heading::<K>(info)).collect();
-            let named: Vec<(String, Vec<K::Result>)> = headings
-                .iter()
-                .zip(sweeps)
-                .map(|(h, (_, results))| (format!("{} {}", h.kind, h.campaign), results))
-                .collect();
+            // Each host's sweeps, hosts in the order of their first sweep: sweeps of one host
+            // pool, two hosts' stand side by side.
+            let mut hosts: Vec<(String, Vec<Named<K>>)> = Vec::new();
+            for (h, (_, results)) in headings.iter().zip(sweeps) {
+                let named = (format!("{} {}", h.kind, h.campaign), results);
+                match hosts.iter_mut().find(|(host, _)| *host == h.host) {
+                    Some((_, group)) => group.push(named),
+                    None => hosts.push((h.host.clone(), vec![named])),
+                }
+            }
             // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
             let Some(mut first) = headings.first().cloned() else {
                 return Err(UsageError("give a sweep's id (or --last)".into()).into());
@@ -407,13 +418,24 @@ pub fn execute_sweep<K: SweepKind>(
                         .join("; ")
                 );
             }
-            let mut doc = if named.len() > 1 {
-                K::pooled(first, named)?
+            let side_by_side = hosts.len() > 1;
+            let mut doc = if side_by_side {
+                let mut parts = Vec::new();
+                for (host, group) in hosts {
+                    parts.push((host, pooled_document::<K>(first.clone(), group)?));
+                }
+                let note = format!(
+                    "{} sweeps from {} hosts, side by side: each host's results are a section of their own (sweeps of one host pooled, as below), and the CSV names each row's host.",
+                    headings.len(),
+                    parts.len()
+                );
+                let mut doc = Document::side_by_side(first, parts);
+                doc.lines.insert(0, note);
+                doc
             } else {
-                let all: Vec<K::Result> = named.into_iter().flat_map(|(_, r)| r).collect();
-                K::document(first, &all)?
+                pooled_document::<K>(first, hosts.into_iter().flat_map(|(_, g)| g).collect())?
             };
-            if headings.len() > 1 {
+            if headings.len() > 1 && !side_by_side {
                 doc.lines.insert(
                     0,
                     format!(
@@ -502,6 +524,22 @@ fn load_sweep<K: SweepKind>(
         .into());
     }
     Ok((info, results))
+}
+
+/// A sweep's name ("rr sweep 1") and its results.
+type Named<K> = (String, Vec<<K as Kind>::Result>);
+
+/// The document of one host's sweeps, each with its name: pooled when there are several.
+fn pooled_document<K: SweepKind>(
+    heading: SweepHeading,
+    named: Vec<Named<K>>,
+) -> std::io::Result<Document> {
+    if named.len() > 1 {
+        K::pooled(heading, named)
+    } else {
+        let all: Vec<K::Result> = named.into_iter().flat_map(|(_, r)| r).collect();
+        K::document(heading, &all)
+    }
 }
 
 /// The heading of a sweep's report.

@@ -247,6 +247,143 @@ async fn several_campaigns_make_one_report() {
     }
 }
 
+/// The seed's "Left: Local, Right: EC2": campaigns measured on two hosts (one exported there
+/// and imported here) stand side by side, never pooled: each configuration once per host,
+/// next to each other, in the tables, the grid, its CSV, the JSON and the charts' series;
+/// campaigns of one host still pool. Where the servers differ too, a site is "host → server".
+#[tokio::test]
+async fn campaigns_from_two_hosts_stand_side_by_side() {
+    let db = fixtures_db(&["seed000-stream.json"]);
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(manifest_path("tests/fixtures/seed000-stream.json")).unwrap(),
+    )
+    .unwrap();
+    // Campaign 2: the same plan on another host; campaign 3: that host against its own server;
+    // campaign 4: this host's campaign imported again.
+    let elsewhere = |server: Option<&str>| {
+        let mut c = fixture.clone();
+        c["campaign"]["environment"]["host_name"] = "ec2-vm".into();
+        if let Some(server) = server {
+            c["parameters"]["server"] = server.into();
+            c["parameters"]["embedded_server"] = false.into();
+        }
+        let file = TempPath::new(".json");
+        std::fs::write(&file.0, serde_json::to_vec(&c).unwrap()).unwrap();
+        file
+    };
+    for (file, again) in [
+        (elsewhere(None), false),
+        (elsewhere(Some("10.0.0.2:5201")), false),
+        (
+            TempPath(manifest_path("tests/fixtures/seed000-stream.json")),
+            true,
+        ),
+    ] {
+        let mut argv = vec!["import", file.arg(), "--db", db.arg()];
+        if again {
+            argv.push("--again");
+        }
+        let out = wirebench(&argv).await;
+        // The fixture is not ours to delete.
+        if again {
+            std::mem::forget(file);
+        }
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    let text = report_of(&db, &[1, 2, 4], Format::Table, Layout::Configurations);
+    assert!(
+        text.contains("Campaign 1 on vm: complete, started ")
+            && text.contains("Campaign 2 on ec2-vm: complete, started "),
+        "{text}"
+    );
+    // Campaigns 1 and 4 (this host) pool; campaign 2 (the other host) pools with neither.
+    assert!(
+        text.contains("their runs pooled: TCP Streaming on vm, 1024 B × 1 MiB: campaigns 1, 4;"),
+        "{text}"
+    );
+    assert!(!text.contains("campaigns 1, 2"), "{text}");
+    let titles: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Statistics for "))
+        .filter(|l| !l.starts_with("Client") && !l.starts_with("Server"))
+        .map(|l| l.split(" (").next().unwrap_or(l))
+        .take(4)
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "TCP Streaming on vm",
+            "TCP Streaming on ec2-vm",
+            "UDP Streaming on vm",
+            "UDP Streaming on ec2-vm"
+        ],
+        "one configuration's hosts side by side: {text}"
+    );
+    assert!(
+        text.contains("1024-byte messages, 6 runs"),
+        "pooled: {text}"
+    );
+
+    let grid = report_of(&db, &[1, 2], Format::Table, Layout::Grid);
+    let header = grid.lines().find(|l| l.starts_with("Total ")).unwrap();
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns[..3],
+        ["Total", "TCP Streaming on vm", "TCP Streaming on ec2-vm"],
+        "{grid}"
+    );
+    assert_eq!(columns.len(), 7, "3 protocols × 2 hosts: {grid}");
+    let messages = grid
+        .lines()
+        .filter(|l| l.starts_with("1 MiB"))
+        .nth(2)
+        .unwrap();
+    assert_eq!(messages.matches("1024 / 1024").count(), 6, "{grid}");
+    let csv = report_of(&db, &[1, 2], Format::Csv, Layout::Grid);
+    assert!(
+        csv.starts_with("msg_size,total_bytes,tcp_stream_on_vm_runs,")
+            && csv.contains(",tcp_stream_on_ec2_vm_runs,"),
+        "{csv}"
+    );
+
+    // Another host and another server: the site names both.
+    let json: serde_json::Value = serde_json::from_str(&report_of(
+        &db,
+        &[1, 3],
+        Format::Json,
+        Layout::Configurations,
+    ))
+    .unwrap();
+    let sites: Vec<&str> = json["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["site"].as_str().unwrap())
+        .take(2)
+        .collect();
+    assert_eq!(sites, ["vm → in-process", "ec2-vm → 10.0.0.2:5201"]);
+    assert_eq!(json["campaigns"][1]["server"], "10.0.0.2:5201");
+    let csv = report_of(&db, &[1, 3], Format::Csv, Layout::Configurations);
+    assert!(
+        csv.lines().nth(1).unwrap().ends_with(",vm → in-process"),
+        "{csv}"
+    );
+    let html = report_of(&db, &[1, 3], Format::Html, Layout::Configurations);
+    assert!(
+        html.contains("TCP Streaming on ec2-vm → 10.0.0.2:5201"),
+        "the charts and tables name the site"
+    );
+
+    // One host and one server: no sites, as before.
+    let one = report_of(&db, &[1, 4], Format::Json, Layout::Configurations);
+    assert!(!one.contains("\"site\""), "{one}");
+}
+
 /// Runs under 1 ms are too short to time: a configuration with some of them says how many of
 /// its runs its rates cover, in the per-configuration tables and in the grid.
 #[test]

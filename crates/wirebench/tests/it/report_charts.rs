@@ -259,7 +259,7 @@ fn interval_and_loss_series_come_from_the_stored_runs() {
         .contains("numbered 1 to 4"));
     // Loss = lost / sent, offered load = bytes sent over the run's transfer time (the run's
     // headline figures); UDP streaming runs only.
-    let loss = series::loss_points(&runs);
+    let loss = series::loss_points(&runs, None);
     assert_eq!(loss.len(), 2);
     for (point, (_, run)) in loss.iter().zip([&runs[1], &runs[3]]) {
         let s = &run.server;

@@ -23,9 +23,15 @@ fn fixture(name: &str) -> Value {
 
 /// A store holding the DNS fixture sweep (udp,tcp × K = 1, 10, 40) as DNS campaign 1.
 pub(crate) fn dns_db() -> TempPath {
+    let db = TempPath::new(".sqlite3");
+    add_dns_campaign(&db, "testhost");
+    db
+}
+
+/// Stores the DNS fixture sweep in `db` as measured on `host`.
+fn add_dns_campaign(db: &TempPath, host: &str) {
     let results: Vec<DnsResult> =
         serde_json::from_value(fixture("dns-sweep.json")["results"].clone()).unwrap();
-    let db = TempPath::new(".sqlite3");
     let store = Store::open(&db.0).unwrap();
     let id = store
         .begin::<Dns>(&NewDnsCampaign {
@@ -36,7 +42,7 @@ pub(crate) fn dns_db() -> TempPath {
             transports: "udp,tcp".into(),
             concurrency: "1,10,40".into(),
             planned_results: 6,
-            host_name: Some("testhost".into()),
+            host_name: Some(host.into()),
             wirebench_version: "0.1.0".into(),
         })
         .unwrap()
@@ -47,7 +53,6 @@ pub(crate) fn dns_db() -> TempPath {
     store
         .finish::<Dns>(id, Status::Complete, 1_700_000_060, None)
         .unwrap();
-    db
 }
 
 /// A store holding the rr fixture sweep (udp,tcp × K = 1, 8, 32, 2 flows) as rr sweep 1.
@@ -151,6 +156,59 @@ async fn every_sweep_kind_reports_in_every_format() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Sweeps from two hosts stand side by side, never pooled: each host's a section of its own
+/// (its own sweeps pooled), the CSV one table with each row's host first.
+#[tokio::test]
+async fn sweeps_from_two_hosts_stand_side_by_side() {
+    let db = dns_db();
+    add_dns_campaign(&db, "ec2-vm");
+    add_dns_campaign(&db, "testhost");
+    let run = |format: &'static str| {
+        let db = db.arg().to_string();
+        async move {
+            let out = wirebench(&[
+                "report", "--dns", "1", "2", "3", "--format", format, "--db", &db,
+            ])
+            .await;
+            assert!(out.status.success(), "{format}: {}", stderr(&out));
+            String::from_utf8(out.stdout).expect("UTF-8")
+        }
+    };
+    let text = run("table").await;
+    assert!(
+        text.contains("3 sweeps from 2 hosts, side by side"),
+        "{text}"
+    );
+    let on_this = text.find("On testhost").expect("a section per host");
+    let on_that = text.find("On ec2-vm").expect("a section per host");
+    assert!(on_this < on_that, "hosts in the order of their first sweep");
+    let md = run("markdown").await;
+    assert!(md.contains("\n## On ec2-vm"), "{md}");
+    let csv = run("csv").await;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("host,"), "{csv}");
+    assert_eq!(lines.len(), 1 + 3 * 6, "every result once: {csv}");
+    let hosts: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(hosts.iter().filter(|h| **h == "testhost").count(), 12);
+    assert_eq!(hosts.iter().filter(|h| **h == "ec2-vm").count(), 6);
+    let width = lines[0].split(',').count();
+    assert!(lines.iter().all(|l| l.split(',').count() == width), "{csv}");
+    let html = run("html").await;
+    let charts = charts_of(&html);
+    assert!(charts.len() >= 2, "each host's charts");
+    for (i, svg) in charts.iter().enumerate() {
+        check_chart(&format!("chart {}", i + 1), svg);
+    }
+    // One host's sweeps alone still pool, as before.
+    let out = wirebench(&["report", "--dns", "1", "3", "--db", db.arg()]).await;
+    let pooled = String::from_utf8_lossy(&out.stdout);
+    assert!(pooled.contains("2 sweeps pooled"), "{pooled}");
+    assert!(!pooled.contains("On testhost"), "{pooled}");
 }
 
 /// Seed 003's comparison: UDP's loss rate and TCP's retransmission rate against load on one
