@@ -77,35 +77,62 @@ pub struct Document {
     pub csv: Tabular,
 }
 
+/// One part of a report that sets documents side by side: what its CSV rows are named by
+/// (a host name, "rpm campaign 2"), the heading of its sections ("On laptop", "rpm campaign
+/// 2"), and its document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// Its value in the CSV's first column.
+    pub name: String,
+    /// What heads its sections.
+    pub title: String,
+    /// Its document.
+    pub doc: Document,
+}
+
 impl Document {
-    /// One document of each host's document (`parts`, each with its host): their sections in turn,
-    /// each headed by its host; their lines once each; one CSV with the host first on every row.
-    pub fn side_by_side(heading: SweepHeading, parts: Vec<(String, Document)>) -> Document {
-        let mut lines: Vec<String> = Vec::new();
+    /// One document of `parts` side by side: their sections in turn, each headed by its part's
+    /// title; the lines every part has once, the others each under its part's title; one CSV
+    /// whose first column, `column`, names each row's part.
+    pub fn side_by_side(heading: SweepHeading, column: &str, parts: Vec<Part>) -> Document {
+        let shared: Vec<String> = parts
+            .first()
+            .map(|first| {
+                first
+                    .doc
+                    .lines
+                    .iter()
+                    .filter(|l| parts.iter().all(|p| p.doc.lines.contains(l)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut lines = shared.clone();
         let mut sections = Vec::new();
         let mut csv: Option<Tabular> = None;
-        for (host, doc) in parts {
-            for line in doc.lines {
-                if !lines.contains(&line) {
-                    lines.push(line);
+        for part in parts {
+            let title = part.title;
+            for line in part.doc.lines {
+                if !shared.contains(&line) {
+                    lines.push(format!("{title}: {line}"));
                 }
             }
-            for mut section in doc.sections {
+            for mut section in part.doc.sections {
                 section.heading = Some(match section.heading {
-                    Some(h) => format!("On {host}: {h}"),
-                    None => format!("On {host}"),
+                    Some(h) => format!("{title}: {h}"),
+                    None => title.clone(),
                 });
                 sections.push(section);
             }
             let table = csv.get_or_insert_with(|| {
-                let mut columns = vec![Column::word("host", 0)];
-                columns.extend(doc.csv.columns.iter().cloned());
-                Tabular::new(doc.csv.title.clone(), columns)
+                let mut columns = vec![Column::word(column, 0)];
+                columns.extend(part.doc.csv.columns.iter().cloned());
+                Tabular::new(part.doc.csv.title.clone(), columns)
             });
-            for row in doc.csv.rows {
-                let mut with_host = vec![host.clone()];
-                with_host.extend(row);
-                table.rows.push(with_host);
+            for row in part.doc.csv.rows {
+                let mut named = vec![part.name.clone()];
+                named.extend(row);
+                table.rows.push(named);
             }
         }
         Document {

@@ -33,9 +33,11 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Campaign ids, as `wirebench runs` lists them: several make one report (e.g. one
-    /// campaign per protocol), a configuration measured in more than one pooling their runs.
-    /// With --rr (rr and ping sweeps) or --dns, several sweeps (or --last N) pool into one
-    /// table and one set of charts; with --rpm, one id.
+    /// campaign per protocol), a configuration measured in more than one pooling their runs;
+    /// campaigns from different hosts stand side by side instead. With --rr (rr and ping
+    /// sweeps) or --dns, several sweeps (or --last N) pool into one table and one set of
+    /// charts, one section per host; with --rpm or --latency, each campaign is a section of
+    /// its own, side by side.
     #[arg(
         value_name = "ID",
         required_unless_present = "last",

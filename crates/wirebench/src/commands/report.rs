@@ -18,7 +18,7 @@ use wirebench_core::vocab::error::UsageError;
 
 use crate::commands::history;
 use crate::output::history::format_utc;
-use crate::report::document::{Document, SweepHeading};
+use crate::report::document::{Document, Part, SweepHeading};
 use crate::report::{self, Format, Heading, Layout, Report};
 use wirebench_core::record::load_phases::LatencyCampaignDocument;
 
@@ -190,7 +190,7 @@ pub fn load(store: &Store, id: i64) -> Result<Report> {
 /// `report --dns|--rr|--rpm` is written once, in [`execute_sweep`].
 pub trait SweepKind: Kind + Sized {
     /// Whether several sweeps of the kind pool into one report (rr and ping, DNS: rows of one
-    /// table); rpm campaigns, each a test of its own, do not.
+    /// table); rpm and latency campaigns, each a test of its own, stand side by side instead.
     const POOLS: bool = true;
     /// The newest campaign's id.
     fn last_id(store: &Store) -> Result<Option<i64>> {
@@ -372,7 +372,8 @@ impl SweepKind for Latency {
 /// CSV (one row per result, base units), HTML (charts and tables) or JSON (as the command's
 /// `--json` printed it). Several rr (and ping) or DNS sweeps make one report, their results
 /// pooled in one table and one set of charts, with a line naming each sweep; JSON is then an
-/// array of the sweeps' documents. rpm campaigns are reported one at a time.
+/// array of the sweeps' documents. Several rpm or latency campaigns, or sweeps from several
+/// hosts, stand side by side (see [`sweeps_document`]).
 pub fn execute_sweep<K: SweepKind>(
     db: impl Into<Location>,
     which: &Which,
@@ -392,58 +393,7 @@ pub fn execute_sweep<K: SweepKind>(
         Some(exporter) => {
             let headings: Vec<SweepHeading> =
                 sweeps.iter().map(|(info, _)| heading::<K>(info)).collect();
-            // Each host's sweeps, hosts in the order of their first sweep: sweeps of one host
-            // pool, two hosts' stand side by side.
-            let mut hosts: Vec<(String, Vec<Named<K>>)> = Vec::new();
-            for (h, (_, results)) in headings.iter().zip(sweeps) {
-                let named = (format!("{} {}", h.kind, h.campaign), results);
-                match hosts.iter_mut().find(|(host, _)| *host == h.host) {
-                    Some((_, group)) => group.push(named),
-                    None => hosts.push((h.host.clone(), vec![named])),
-                }
-            }
-            // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
-            let Some(mut first) = headings.first().cloned() else {
-                return Err(UsageError("give a sweep's id (or --last)".into()).into());
-            };
-            if headings.len() > 1 {
-                // The title names the first sweep; the heading line names them all.
-                first.what = format!(
-                    "{}; pooled with {}",
-                    first.what,
-                    headings[1..]
-                        .iter()
-                        .map(SweepHeading::line)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                );
-            }
-            let side_by_side = hosts.len() > 1;
-            let mut doc = if side_by_side {
-                let mut parts = Vec::new();
-                for (host, group) in hosts {
-                    parts.push((host, pooled_document::<K>(first.clone(), group)?));
-                }
-                let note = format!(
-                    "{} sweeps from {} hosts, side by side: each host's results are a section of their own (sweeps of one host pooled, as below), and the CSV names each row's host.",
-                    headings.len(),
-                    parts.len()
-                );
-                let mut doc = Document::side_by_side(first, parts);
-                doc.lines.insert(0, note);
-                doc
-            } else {
-                pooled_document::<K>(first, hosts.into_iter().flat_map(|(_, g)| g).collect())?
-            };
-            if headings.len() > 1 && !side_by_side {
-                doc.lines.insert(
-                    0,
-                    format!(
-                        "{} sweeps pooled: their results are rows of one table, in the order given, and points of one set of charts (a series names its sweep where two sweeps measured it at one load).",
-                        headings.len()
-                    ),
-                );
-            }
+            let doc = sweeps_document::<K>(headings, sweeps)?;
             exporter.write(&doc, &mut body)?;
         }
         None if sweeps.len() == 1 => {
@@ -467,7 +417,7 @@ pub fn execute_sweep<K: SweepKind>(
 fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Result<Vec<i64>> {
     let (name, noun) = (K::KIND.name(), K::KIND.noun());
     match which {
-        Which::Ids(ids) if ids.len() == 1 || (K::POOLS && !ids.is_empty()) => Ok(ids.clone()),
+        Which::Ids(ids) if !ids.is_empty() => Ok(ids.clone()),
         Which::Last(1) => {
             let id = K::last_id(store)?.ok_or_else(|| {
                 UsageError(format!(
@@ -477,7 +427,7 @@ fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Resul
             })?;
             Ok(vec![id])
         }
-        Which::Last(n) if K::POOLS => {
+        Which::Last(n) => {
             // The newest n, oldest first (the order `report A B` would take them in).
             let all = K::ids(store)?;
             if all.len() < *n {
@@ -490,10 +440,7 @@ fn sweep_ids<K: SweepKind>(store: &Store, db: &Location, which: &Which) -> Resul
             }
             Ok(all[all.len() - n..].to_vec())
         }
-        _ => Err(UsageError(format!(
-            "--{name} reports one {noun} at a time: give one id (or --last); `wirebench compare --{name} A B` compares two"
-        ))
-        .into()),
+        _ => Err(UsageError(format!("give at least one {noun} id (or --last N)")).into()),
     }
 }
 
@@ -526,8 +473,102 @@ fn load_sweep<K: SweepKind>(
     Ok((info, results))
 }
 
+/// The report document of one or more sweeps (each with its heading, in the order given).
+/// Sweeps of a kind that pools, measured on one host, pool into one document; each host's
+/// sweeps are otherwise a part of their own, side by side, and so is each campaign of a kind
+/// that does not pool (rpm, latency: a test each).
+fn sweeps_document<K: SweepKind>(
+    headings: Vec<SweepHeading>,
+    sweeps: Vec<(K::Info, Vec<K::Result>)>,
+) -> Result<Document> {
+    // `sweep_ids` gives at least one id (clap wants one, --last counts from 1).
+    let Some(mut first) = headings.first().cloned() else {
+        return Err(UsageError("give a sweep's id (or --last)".into()).into());
+    };
+    let hosts = {
+        let mut all: Vec<&str> = headings.iter().map(|h| h.host.as_str()).collect();
+        all.sort_unstable();
+        all.dedup();
+        all.len()
+    };
+    // The parts, in the order of their first sweep: (CSV name, title, named sweeps).
+    let mut parts: Vec<PartOf<K>> = Vec::new();
+    for (h, (_, results)) in headings.iter().zip(sweeps) {
+        let name = format!("{} {}", h.kind, h.campaign);
+        let (key, title) = match (K::POOLS, hosts > 1) {
+            (true, _) => (h.host.clone(), format!("On {}", h.host)),
+            (false, false) => (name.clone(), name.clone()),
+            (false, true) => (name.clone(), format!("{name} on {}", h.host)),
+        };
+        match parts.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, group)) => group.push((name, results)),
+            None => parts.push((key, title, vec![(name, results)])),
+        }
+    }
+    if headings.len() > 1 {
+        // The title names the first sweep; the heading line names them all.
+        first.what = format!(
+            "{}; {} {}",
+            first.what,
+            if parts.len() > 1 {
+                "beside"
+            } else {
+                "pooled with"
+            },
+            headings[1..]
+                .iter()
+                .map(SweepHeading::line)
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if parts.len() == 1 {
+        let group = parts.into_iter().flat_map(|(_, _, g)| g).collect();
+        let mut doc = pooled_document::<K>(first, group)?;
+        if headings.len() > 1 {
+            doc.lines.insert(
+                0,
+                format!(
+                    "{} sweeps pooled: their results are rows of one table, in the order given, and points of one set of charts (a series names its sweep where two sweeps measured it at one load).",
+                    headings.len()
+                ),
+            );
+        }
+        return Ok(doc);
+    }
+    let count = parts.len();
+    let mut sides = Vec::new();
+    for (name, title, group) in parts {
+        let doc = pooled_document::<K>(first.clone(), group)?;
+        sides.push(Part { name, title, doc });
+    }
+    let (column, note) = if K::POOLS {
+        (
+            "host",
+            format!(
+                "{} sweeps from {count} hosts, side by side: each host's results are a section of their own (sweeps of one host pooled), and the CSV names each row's host.",
+                headings.len()
+            ),
+        )
+    } else {
+        (
+            "campaign",
+            format!(
+                "{count} {}s side by side: each a section of its own, and the CSV names each row's campaign.",
+                K::KIND.noun()
+            ),
+        )
+    };
+    let mut doc = Document::side_by_side(first, column, sides);
+    doc.lines.insert(0, note);
+    Ok(doc)
+}
+
 /// A sweep's name ("rr sweep 1") and its results.
 type Named<K> = (String, Vec<<K as Kind>::Result>);
+
+/// A part of a side-by-side report being gathered: its CSV name, its title, its sweeps.
+type PartOf<K> = (String, String, Vec<Named<K>>);
 
 /// The document of one host's sweeps, each with its name: pooled when there are several.
 fn pooled_document<K: SweepKind>(

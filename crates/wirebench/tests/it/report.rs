@@ -227,7 +227,7 @@ async fn several_campaigns_make_one_report() {
         (vec!["report", "--rr", "--last", "2"], "--last 2: "),
         (
             vec!["report", "--rpm", "1", "2"],
-            "--rpm reports one rpm campaign at a time",
+            "there is no rpm campaign 1",
         ),
     ] {
         let mut argv = args.clone();

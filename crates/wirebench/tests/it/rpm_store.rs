@@ -272,6 +272,63 @@ async fn a_stored_rpm_campaign_reports_as_its_snapshots() {
     .await
 }
 
+/// Several rpm campaigns are one report, side by side: each a section of its own headed by
+/// its campaign, its verdict under its name, one CSV whose first column names each row's
+/// campaign; `--last 2` is the same report.
+#[tokio::test]
+async fn rpm_campaigns_stand_side_by_side_in_one_report() {
+    crate::support::within(async {
+        let (campaign, a) = fixture();
+        let mut b = a.clone();
+        b.rpm = a.rpm.map(|r| r / 3.0);
+        b.rating = b.rpm.map(Rating::of);
+        let db = TempPath::new(".sqlite3");
+        store_campaign(&db, &campaign, &a);
+        store_campaign(&db, &campaign, &b);
+        let report = |args: &[&str]| {
+            let mut argv = vec!["report", "--rpm"];
+            argv.extend_from_slice(args);
+            argv.extend(["--db", db.arg()]);
+            let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+            async move {
+                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let out = wirebench(&argv).await;
+                assert!(out.status.success(), "{argv:?}: {}", stderr(&out));
+                String::from_utf8(out.stdout).unwrap()
+            }
+        };
+        let text = report(&["1", "2"]).await;
+        assert!(text.contains("2 rpm campaigns side by side"), "{text}");
+        let (one, two) = (
+            text.find("\nrpm campaign 1: ")
+                .unwrap_or_else(|| panic!("campaign 1's section: {text}")),
+            text.find("\nrpm campaign 2: ")
+                .unwrap_or_else(|| panic!("campaign 2's section: {text}")),
+        );
+        assert!(one < two, "in the order given: {text}");
+        // Each section has its own campaign's verdict.
+        let rpm = |r: Option<f64>| format!("{:.0}", r.unwrap());
+        assert!(text[one..two].contains(&rpm(a.rpm)), "{text}");
+        assert!(text[two..].contains(&rpm(b.rpm)), "{text}");
+        assert_eq!(report(&["--last", "2"]).await, text);
+        let csv = report(&["1", "2", "--format", "csv"]).await;
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with("campaign,"), "{csv}");
+        assert_eq!(lines.len(), 1 + 2 * a.intervals.len(), "{csv}");
+        assert!(lines[1].starts_with("rpm campaign 1,"), "{csv}");
+        assert!(
+            lines.last().unwrap().starts_with("rpm campaign 2,"),
+            "{csv}"
+        );
+        let width = lines[0].split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == width), "{csv}");
+        let json: Value =
+            serde_json::from_str(&report(&["1", "2", "--format", "json"]).await).unwrap();
+        assert_eq!(json.as_array().map(Vec::len), Some(2), "one document each");
+    })
+    .await
+}
+
 /// B is A with every probe round trip three times as long and a third of the RPM: compare
 /// says so with exact figures, and --fail-on-regression 10 exits 1; A against itself is no
 /// difference and exits 0.
