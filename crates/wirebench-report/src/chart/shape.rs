@@ -31,6 +31,8 @@ pub struct Shape {
     sizes: usize,
     /// Distinct totals.
     totals: usize,
+    /// Distinct sites (campaigns from several places side by side).
+    sites: usize,
     /// Each protocol × mechanism has one message size of its own (TCP 65535 B, UDP 32767 B):
     /// the size names the series, it does not split the axis.
     size_tied: bool,
@@ -41,6 +43,7 @@ impl Shape {
     pub fn of(configs: &[&Configuration]) -> Shape {
         let sizes: BTreeSet<u64> = configs.iter().map(|c| u64::from(c.key.msg_size)).collect();
         let totals: BTreeSet<u64> = configs.iter().map(|c| c.key.total_bytes).collect();
+        let sites: BTreeSet<Option<&str>> = configs.iter().map(|c| c.site.as_deref()).collect();
         let mut per_title: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
         for c in configs {
             per_title
@@ -67,6 +70,7 @@ impl Shape {
             x_values,
             sizes: sizes.len(),
             totals: totals.len(),
+            sites: sites.len(),
             size_tied,
         }
     }
@@ -135,6 +139,9 @@ impl Shape {
         }
         if self.totals > 1 && self.x != Some(Dim::Total) {
             words.push_str(" × total");
+        }
+        if self.sites > 1 {
+            words.push_str(" × site");
         }
         words
     }

@@ -378,6 +378,10 @@ async fn campaigns_from_two_hosts_stand_side_by_side() {
         html.contains("TCP Streaming on ec2-vm → 10.0.0.2:5201"),
         "the charts and tables name the site"
     );
+    assert!(
+        html.contains("of each protocol × mechanism × site, per total"),
+        "the captions say the series are per site"
+    );
 
     // One host and one server: no sites, as before.
     let one = report_of(&db, &[1, 4], Format::Json, Layout::Configurations);
