@@ -536,18 +536,27 @@ fn sweeps_document<K: SweepKind>(
         }
         return Ok(doc);
     }
+    side_by_side::<K>(first, parts, headings.len())
+}
+
+/// The document of `parts` side by side (each host's sweeps, or each campaign of a kind that
+/// does not pool), `sweeps` in all, with a line that says how they are laid out.
+fn side_by_side<K: SweepKind>(
+    heading: SweepHeading,
+    parts: Vec<PartOf<K>>,
+    sweeps: usize,
+) -> Result<Document> {
     let count = parts.len();
     let mut sides = Vec::new();
     for (name, title, group) in parts {
-        let doc = pooled_document::<K>(first.clone(), group)?;
+        let doc = pooled_document::<K>(heading.clone(), group)?;
         sides.push(Part { name, title, doc });
     }
     let (column, note) = if K::POOLS {
         (
             "host",
             format!(
-                "{} sweeps from {count} hosts, side by side: each host's results are a section of their own (sweeps of one host pooled), and the CSV names each row's host.",
-                headings.len()
+                "{sweeps} sweeps from {count} hosts, side by side: each host's results are a section of their own (sweeps of one host pooled), and the CSV names each row's host."
             ),
         )
     } else {
@@ -559,7 +568,7 @@ fn sweeps_document<K: SweepKind>(
             ),
         )
     };
-    let mut doc = Document::side_by_side(first, column, sides);
+    let mut doc = Document::side_by_side(heading, column, sides);
     doc.lines.insert(0, note);
     Ok(doc)
 }
