@@ -281,7 +281,7 @@ impl<'a> Grid<'a> {
                 // A size tied to the column: "udp_stream (32767 b)" → "udp_stream_32767b".
                 .replace(" b)", "b")
                 .replace(" (", "_");
-            // A site ("tcp_stream on ec2-vm → 10.0.0.2:5201") in letters, digits and single
+            // A site ("tcp_stream on ec2-vm → 10.0.0.2") in letters, digits and single
             // underscores, so every header is one word a spreadsheet formula can name.
             let mut out = String::new();
             for ch in short.chars() {

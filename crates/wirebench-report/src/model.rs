@@ -79,7 +79,8 @@ pub struct Heading {
     pub status: String,
     /// Host the campaign ran on.
     pub host: String,
-    /// The server it measured: its address, or "in-process" for the embedded one.
+    /// The server it measured, as the campaign stored it ("10.0.0.2:5201", "embedded
+    /// 127.0.0.1:40000" for the in-process one).
     pub server: String,
     /// Where it ran, when the report holds campaigns from more than one place (see
     /// [`sites`]); absent with one.
@@ -227,26 +228,55 @@ impl Report {
     }
 }
 
-/// What the report calls where each campaign ran: `None` for every one when they all share a
-/// client host and a server (the usual report: nothing to tell apart); otherwise the host
-/// name where only the hosts differ ("laptop", "ec2-vm"), else "host → server". A lab report
-/// sets such places side by side ("Left: Local, Right: EC2"), and so does the report.
+/// What the report calls where each campaign ran: the client's host and the server's host
+/// (its address without the port: an in-process server and `wirebench server` on the same
+/// loopback are one place). `None` for every one when they all share both (the usual report:
+/// nothing to tell apart); otherwise the host name where only the hosts differ ("laptop",
+/// "ec2-vm"), else "host → server host" ("laptop → 10.0.0.2"). A lab report sets such
+/// places side by side ("Left: Local, Right: EC2"), and so does the report.
 pub fn sites(headings: &[&Heading]) -> Vec<Option<String>> {
-    let distinct = |f: &dyn Fn(&Heading) -> &str| {
-        let mut seen: Vec<&str> = headings.iter().map(|h| f(h)).collect();
+    let places: Vec<(&str, &str)> = headings
+        .iter()
+        .map(|h| (h.host.as_str(), server_host(&h.server)))
+        .collect();
+    let distinct = |side: usize| {
+        let mut seen: Vec<&str> = places
+            .iter()
+            .map(|(host, server)| if side == 0 { *host } else { *server })
+            .collect();
         seen.sort_unstable();
         seen.dedup();
         seen.len()
     };
-    let (hosts, servers) = (distinct(&|h| &h.host), distinct(&|h| &h.server));
-    headings
+    let (hosts, servers) = (distinct(0), distinct(1));
+    places
         .iter()
-        .map(|h| match (hosts > 1, servers > 1) {
+        .map(|(host, server)| match (hosts > 1, servers > 1) {
             (false, false) => None,
-            (true, false) => Some(h.host.clone()),
-            _ => Some(format!("{} → {}", h.host, h.server)),
+            (true, false) => Some(host.to_string()),
+            _ => Some(format!("{host} → {server}")),
         })
         .collect()
+}
+
+/// The host part of a stored server address: "10.0.0.2" of "10.0.0.2:5201", "::1" of
+/// "[::1]:5310", "127.0.0.1" of "embedded 127.0.0.1:40000", "h.example" of "h.example:5310".
+fn server_host(server: &str) -> &str {
+    let addr = server.strip_prefix("embedded ").unwrap_or(server).trim();
+    if let Some(rest) = addr.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match addr.rsplit_once(':') {
+        // One colon and digits after it: a port. More colons: a bare IPv6 address.
+        Some((host, port))
+            if !host.contains(':')
+                && !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            host
+        }
+        _ => addr,
+    }
 }
 
 /// "TCP Streaming, 1024 B × 500 MiB: campaigns 1, 3" for each configuration that more than
@@ -604,21 +634,27 @@ mod tests {
             site: None,
         };
         let named = |hs: &[Heading]| sites(&hs.iter().collect::<Vec<_>>());
-        let (a, b) = (at("vm", "in-process"), at("vm", "in-process"));
+        // An in-process server and one on the same loopback, any port: one place.
+        let (a, b) = (
+            at("vm", "embedded 127.0.0.1:40000"),
+            at("vm", "127.0.0.1:5310"),
+        );
         assert_eq!(named(&[a.clone(), b]), [None, None]);
-        let other_host = at("ec2-vm", "in-process");
+        let other_host = at("ec2-vm", "embedded 127.0.0.1:41000");
         assert_eq!(
             named(&[a.clone(), other_host]),
             [Some("vm".to_string()), Some("ec2-vm".to_string())]
         );
-        let other_server = at("vm", "10.0.0.2:5201");
+        let other_server = at("vm", "[2001:db8::2]:5201");
         assert_eq!(
             named(&[a, other_server]),
             [
-                Some("vm → in-process".to_string()),
-                Some("vm → 10.0.0.2:5201".to_string())
+                Some("vm → 127.0.0.1".to_string()),
+                Some("vm → 2001:db8::2".to_string())
             ]
         );
+        assert_eq!(super::server_host("h.example:5310"), "h.example");
+        assert_eq!(super::server_host("::1"), "::1");
     }
 
     /// Totals read as a user types them: decimal ones in GB/MB/kB, binary ones in GiB/MiB/KiB,

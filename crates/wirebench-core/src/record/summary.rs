@@ -101,7 +101,7 @@ pub struct ConfigurationSummary {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub both_directions: bool,
     /// Where the runs were measured, when a report holds campaigns from more than one place
-    /// (client host and server): "laptop", "laptop → 10.0.0.2:5201". The same configuration
+    /// (client host and server host): "laptop", "laptop → 10.0.0.2". The same configuration
     /// at two sites is two summaries, side by side, never pooled. Absent with one site.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<String>,

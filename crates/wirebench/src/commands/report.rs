@@ -169,11 +169,7 @@ fn load_one(
             .host_name
             .clone()
             .unwrap_or_else(|| "unknown".into()),
-        server: if info.parameters.embedded_server {
-            "in-process".into()
-        } else {
-            info.parameters.server.clone()
-        },
+        server: info.parameters.server.clone(),
         site: None,
     };
     Ok((heading, runs))

@@ -250,7 +250,8 @@ async fn several_campaigns_make_one_report() {
 /// The seed's "Left: Local, Right: EC2": campaigns measured on two hosts (one exported there
 /// and imported here) stand side by side, never pooled: each configuration once per host,
 /// next to each other, in the tables, the grid, its CSV, the JSON and the charts' series;
-/// campaigns of one host still pool. Where the servers differ too, a site is "host → server".
+/// campaigns of one host still pool. Where the servers differ too, a site is "host → server
+/// host".
 #[tokio::test]
 async fn campaigns_from_two_hosts_stand_side_by_side() {
     let db = fixtures_db(&["seed000-stream.json"]);
@@ -366,16 +367,16 @@ async fn campaigns_from_two_hosts_stand_side_by_side() {
         .map(|c| c["site"].as_str().unwrap())
         .take(2)
         .collect();
-    assert_eq!(sites, ["vm → in-process", "ec2-vm → 10.0.0.2:5201"]);
+    assert_eq!(sites, ["vm → 127.0.0.1", "ec2-vm → 10.0.0.2"]);
     assert_eq!(json["campaigns"][1]["server"], "10.0.0.2:5201");
     let csv = report_of(&db, &[1, 3], Format::Csv, Layout::Configurations);
     assert!(
-        csv.lines().nth(1).unwrap().ends_with(",vm → in-process"),
+        csv.lines().nth(1).unwrap().ends_with(",vm → 127.0.0.1"),
         "{csv}"
     );
     let html = report_of(&db, &[1, 3], Format::Html, Layout::Configurations);
     assert!(
-        html.contains("TCP Streaming on ec2-vm → 10.0.0.2:5201"),
+        html.contains("TCP Streaming on ec2-vm → 10.0.0.2"),
         "the charts and tables name the site"
     );
     assert!(
