@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
@@ -45,9 +45,9 @@ impl Drop for LateReports {
 
 impl LateReports {
     async fn start(upstream: SocketAddr) -> LateReports {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let (listener, front) = crate::support::tcp_and_udp_on_one_port().await;
         let addr = listener.local_addr().expect("addr");
-        let front = Arc::new(UdpSocket::bind(addr).await.expect("UDP on the same port"));
+        let front = Arc::new(front);
         let tcp = tokio::spawn(async move {
             while let Ok((down, _)) = listener.accept().await {
                 tokio::spawn(async move {

@@ -169,6 +169,23 @@ pub struct ForwarderCounts {
     pub tcp_c2s_bytes: AtomicU64,
 }
 
+/// A TCP listener and a UDP socket on one loopback port, as a wirebench server has them. The
+/// kernel picks the TCP port; another socket (another test's) may hold that port for UDP, so a
+/// taken port is given back and another tried.
+pub async fn tcp_and_udp_on_one_port() -> (TcpListener, UdpSocket) {
+    let mut last = None;
+    for _ in 0..50 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a TCP port");
+        let addr = listener.local_addr().expect("its address");
+        match UdpSocket::bind(addr).await {
+            Ok(udp) => return (listener, udp),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some(e),
+            Err(e) => panic!("UDP on the TCP port {addr}: {e}"),
+        }
+    }
+    panic!("no loopback port free for both TCP and UDP in 50 tries: {last:?}")
+}
+
 /// A forwarder on one port (TCP and UDP) in front of `upstream`.
 pub struct Forwarder {
     pub addr: SocketAddr,
@@ -206,13 +223,9 @@ impl Forwarder {
         seed: u64,
         tcp_threshold: u64,
     ) -> Forwarder {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let front = Arc::new(
-            UdpSocket::bind(addr)
-                .await
-                .expect("UDP on the forwarder's TCP port"),
-        );
+        let (listener, front) = tcp_and_udp_on_one_port().await;
+        let addr = listener.local_addr().expect("its address");
+        let front = Arc::new(front);
         let back = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
         back.connect(upstream).await.unwrap();
         let counts = Arc::new(ForwarderCounts::default());
