@@ -3,7 +3,7 @@
 //! dialogue and the data tasks; must not print (see `iperf3::report`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -126,16 +126,9 @@ pub async fn run(cfg: &ClientConfig) -> Result<ClientOutcome> {
     let streams = set_up(cfg, &mut ctrl, &cookie).await?;
     let start = Instant::now();
     let cpu = CpuMeter::start();
-    let test_end = second_descriptor(cfg, &ctrl)?;
-    let (shared, stop_tx, mut tasks) = start_streams(cfg, streams, start, test_end);
-    let (mut series, answered) = watch_data_phase(cfg, &mut ctrl, &shared, start).await?;
-    let ended = Ending {
-        shared: &shared,
-        answered,
-        start,
-        cpu,
-    };
-    let mut outcome = end_test(cfg, ctrl, &stop_tx, &mut tasks, ended).await?;
+    let (shared, stop_tx, mut tasks) = start_streams(cfg, streams, start);
+    let mut series = watch_data_phase(cfg, &mut ctrl, &shared, start).await?;
+    let mut outcome = end_test(cfg, ctrl, &stop_tx, &mut tasks, (start, cpu)).await?;
     // The last, partial interval ends where the streams stopped: it holds every byte they
     // moved after the last reading (unless the test ended right on a reading).
     if cfg.interval.is_some() {
@@ -182,28 +175,12 @@ async fn set_up(
     Ok(streams)
 }
 
-/// A second descriptor of the control connection for the last TCP sender to send TEST_END on
-/// (`Shared::test_end`); `None` where the coordinator sends it: UDP (no acknowledgements to
-/// wait for) and -R (the server sends).
-fn second_descriptor(cfg: &ClientConfig, ctrl: &TcpStream) -> Result<Option<std::net::TcpStream>> {
-    if cfg.udp || cfg.reverse {
-        return Ok(None);
-    }
-    use std::os::fd::AsFd;
-    let fd = ctrl
-        .as_fd()
-        .try_clone_to_owned()
-        .context("while sharing the iperf3 control connection with the senders")?;
-    Ok(Some(std::net::TcpStream::from(fd)))
-}
-
-/// The streams' tasks, started at `start`: what they share (the byte budget, what moved, the
-/// control connection for TEST_END), the switch that stops them, and their set.
+/// The streams' tasks, started at `start`: what they share (the byte budget, what moved), the
+/// switch that stops them, and their set.
 fn start_streams(
     cfg: &ClientConfig,
     streams: Vec<DataStream>,
     start: Instant,
-    test_end: Option<std::net::TcpStream>,
 ) -> (
     Arc<Shared>,
     watch::Sender<bool>,
@@ -221,10 +198,6 @@ fn start_streams(
         },
         reached: tokio::sync::Notify::new(),
         finished: AtomicUsize::new(0),
-        tcp_senders: if test_end.is_some() { streams.len() } else { 0 },
-        test_end,
-        settled: AtomicUsize::new(0),
-        test_end_sent: AtomicBool::new(false),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
@@ -262,14 +235,13 @@ fn off_runtime(s: TcpStream) -> Result<std::net::TcpStream> {
 /// The data phase: watches the limit, the streams and the control connection until the test's
 /// end condition (its time, its bytes, every stream done), reading what moved every `-i`; a
 /// stalled test or a server that speaks or leaves meanwhile is an error. Returns the series
-/// so far (its last interval is the end's to close), and whether the server's EXCHANGE_RESULTS
-/// was read already (the last sender's TEST_END was quicker than this loop).
+/// so far (its last interval is the end's to close).
 async fn watch_data_phase(
     cfg: &ClientConfig,
     ctrl: &mut TcpStream,
     shared: &Shared,
     start: Instant,
-) -> Result<(IntervalSeries, bool)> {
+) -> Result<IntervalSeries> {
     let mut series = IntervalSeries::new();
     let mut next_reading = cfg.interval.map(|period| start + period);
     let deadline = match cfg.limit {
@@ -292,10 +264,6 @@ async fn watch_data_phase(
             () = until(deadline) => {}
             state = recv_state(ctrl) => match state? {
                 None => bail!("the iperf3 server closed the control connection during the test"),
-                // The last TCP sender sent TEST_END before this loop saw the streams end.
-                Some(State::ExchangeResults) if shared.test_end_sent.load(Ordering::Acquire) => {
-                    return Ok((series, true));
-                }
                 Some(other) => return Err(refusal(ctrl, other).await),
             },
         }
@@ -317,7 +285,7 @@ async fn watch_data_phase(
             || reverse_done
             || shared.finished.load(Ordering::Relaxed) == cfg.parallel as usize
         {
-            return Ok((series, false));
+            return Ok(series);
         }
         if moved != last_progress.0 {
             last_progress = (moved, now);
@@ -335,18 +303,6 @@ async fn until(deadline: Option<Instant>) {
     }
 }
 
-/// What the end of a test takes over from its data phase.
-struct Ending<'a> {
-    /// What the streams share.
-    shared: &'a Shared,
-    /// The server's EXCHANGE_RESULTS was read already.
-    answered: bool,
-    /// The test's start.
-    start: Instant,
-    /// Our CPU since the start.
-    cpu: CpuMeter,
-}
-
 /// The end: stops the streams (senders before TEST_END, receivers after the server stopped
 /// sending), exchanges the results and says goodbye.
 async fn end_test(
@@ -354,14 +310,8 @@ async fn end_test(
     mut ctrl: TcpStream,
     stop_tx: &watch::Sender<bool>,
     tasks: &mut JoinSet<Result<StreamTally>>,
-    ended: Ending<'_>,
+    (start, cpu): (Instant, CpuMeter),
 ) -> Result<ClientOutcome> {
-    let Ending {
-        shared,
-        answered,
-        start,
-        cpu,
-    } = ended;
     if !cfg.reverse {
         // Senders stop; the server counts what they wrote before TEST_END.
         let _ = stop_tx.send(true);
@@ -385,15 +335,10 @@ async fn end_test(
         }
         tallies
     };
-    // The last TCP sender sent it already, unless its write failed or a stream failed.
-    if !shared.test_end_sent.load(Ordering::Acquire) {
-        send_state(&mut ctrl, State::TestEnd).await?;
-    }
-    if !answered {
-        match expect_state(&mut ctrl, "after TEST_END").await? {
-            State::ExchangeResults => {}
-            other => return Err(refusal(&mut ctrl, other).await),
-        }
+    send_state(&mut ctrl, State::TestEnd).await?;
+    match expect_state(&mut ctrl, "after TEST_END").await? {
+        State::ExchangeResults => {}
+        other => return Err(refusal(&mut ctrl, other).await),
     }
     if cfg.reverse {
         // The server has stopped sending: receivers take what already arrived, then stop.

@@ -2,7 +2,7 @@
 //! the streams, UDP paced) and receivers, each keeping its [`StreamTally`], and what they share
 //! with the test's coordinator. Owns moving the bytes; must not speak the control dialogue.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use wirebench_core::wire::iperf3::{self as wire, State, UdpHeader, UdpReceiver};
+use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
 
 use crate::flows::iperf3::blocking_io::{make_blocking, payload, stopped, timed_out};
 
@@ -30,17 +30,6 @@ pub(super) struct Shared {
     pub reached: tokio::sync::Notify,
     /// Tasks that ran out of budget.
     pub finished: AtomicUsize,
-    /// The control connection (a second descriptor of it) for the last TCP sender to send
-    /// TEST_END on itself, the moment it settled: handing that to the coordinator meant waking
-    /// it, and on two busy CPUs a wake-up waited up to a scheduler slice (2 ms of a 40 ms
-    /// test). `None` where the coordinator sends it (UDP, -R).
-    pub test_end: Option<std::net::TcpStream>,
-    /// TCP senders in the test; the last of them to settle sends TEST_END.
-    pub tcp_senders: usize,
-    /// TCP senders that settled.
-    pub settled: AtomicUsize,
-    /// TEST_END was sent by a sender (the coordinator then does not send it again).
-    pub test_end_sent: AtomicBool,
 }
 
 impl Shared {
@@ -49,20 +38,6 @@ impl Shared {
     fn finish(&self) {
         self.finished.fetch_add(1, Ordering::Relaxed);
         self.reached.notify_one();
-    }
-
-    /// A TCP sender settled: the last one sends TEST_END on the control connection. A write
-    /// that fails leaves it to the coordinator, which then meets the error itself.
-    fn settled(&self) {
-        let done = self.settled.fetch_add(1, Ordering::AcqRel) + 1;
-        if done != self.tcp_senders {
-            return;
-        }
-        if let Some(ctrl) = &self.test_end {
-            if (&*ctrl).write_all(&[State::TestEnd.to_byte()]).is_ok() {
-                self.test_end_sent.store(true, Ordering::Release);
-            }
-        }
     }
 
     /// Takes up to `want` bytes from the budget; 0 when it is spent.
@@ -179,10 +154,6 @@ pub(super) fn send_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
     tally.transport = crate::transport::counters::tcp_stats(&s);
     // Here, not in the coordinator: a hand-over between threads cost milliseconds on 2 CPUs.
     std::thread::sleep(settle(ctx.start.elapsed()));
-    // A dropped test (not ended) sends nothing.
-    if ctx.stop.has_changed().is_ok() {
-        ctx.shared.settled();
-    }
     Ok(tally)
 }
 
