@@ -199,6 +199,34 @@ pub fn messages(total_bytes: u64, msg_size: u32) -> impl Iterator<Item = (u64, u
         .map(move |index| (index, message_len(index, total_bytes, msg_size)))
 }
 
+/// The messages of one session's transfer as one value: `total_bytes` in `msg_size`-byte
+/// messages, the last one carrying the remainder. What the sending and receiving loops take,
+/// so they read counts and lengths from the plan rather than recomputing them from loose sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Messages {
+    /// Payload bytes in all.
+    pub total_bytes: u64,
+    /// Bytes per message (the last one may carry fewer).
+    pub msg_size: u32,
+}
+
+impl Messages {
+    /// How many messages there are ([`message_count`]).
+    pub fn count(&self) -> u64 {
+        message_count(self.total_bytes, self.msg_size)
+    }
+
+    /// The length of message `index` ([`message_len`]).
+    pub fn len_of(&self, index: u64) -> u32 {
+        message_len(index, self.total_bytes, self.msg_size)
+    }
+
+    /// Each message's index and length, in order ([`messages`]).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u32)> {
+        messages(self.total_bytes, self.msg_size)
+    }
+}
+
 /// Splits one run's `total_bytes` of `msg_size`-byte messages across `flows` parallel flows by
 /// whole messages: flow i gets ⌊M/flows⌋ messages, the first M mod flows one more, and only the
 /// last flow's last message carries the remainder. So the flows' totals add up to `total_bytes`
@@ -405,6 +433,24 @@ mod tests {
             let sum: u64 = (0..message_count(total, size))
                 .map(|i| u64::from(message_len(i, total, size)))
                 .sum();
+            assert_eq!(sum, total, "total {total} size {size}");
+        }
+    }
+
+    #[test]
+    fn a_message_plan_reads_as_the_free_functions_compute() {
+        for (total, size) in [(0u64, 1u32), (10, 4), (1_000_000, 65_535), (7, 100)] {
+            let plan = Messages {
+                total_bytes: total,
+                msg_size: size,
+            };
+            assert_eq!(plan.count(), message_count(total, size));
+            let listed: Vec<_> = plan.iter().collect();
+            assert_eq!(listed.len() as u64, plan.count());
+            for (index, len) in listed {
+                assert_eq!(len, plan.len_of(index));
+            }
+            let sum: u64 = plan.iter().map(|(_, len)| u64::from(len)).sum();
             assert_eq!(sum, total, "total {total} size {size}");
         }
     }

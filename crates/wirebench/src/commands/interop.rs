@@ -147,6 +147,7 @@ fn aborted_iperf3_run(
         reverse: cfg.reverse,
     };
     let bytes = outcome.our_bytes();
+    let messages = params.whole_messages(bytes);
     StoredRun::Aborted {
         run: Box::new(AbortedRun {
             position: 1,
@@ -156,7 +157,7 @@ fn aborted_iperf3_run(
         reason: Some(reason.to_string()),
         so_far: Some(SoFar {
             bytes,
-            messages: bytes / u64::from(cfg.len.max(1)),
+            messages,
             elapsed: std::time::Duration::from_secs_f64(outcome.our_seconds().max(0.0)),
         }),
     }

@@ -14,7 +14,15 @@ use std::io::{self, Read, Write};
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Waker};
 
+use std::net::TcpStream;
+use std::sync::atomic::AtomicU64;
+
+use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use wirebench_core::wire::proto::SessionParams;
+
+use super::stream::{self, ReadSource, ReadTally, ReceiveError, WriteSink};
+use super::SendTally;
 
 /// A blocking (or spinning) reader or writer seen through tokio's async traits.
 #[derive(Debug)]
@@ -92,4 +100,51 @@ pub fn into_blocking(stream: tokio::net::TcpStream, spin: bool) -> io::Result<st
     let s = stream.into_std()?;
     s.set_nonblocking(spin)?;
     Ok(s)
+}
+
+/// The sending role of session `p` on the TCP socket `data`, on this thread: the socket made
+/// blocking (spinning with busy-poll), messages written and stop-and-wait acknowledgements
+/// read through [`Blocking`] by `engine::stream::send_role`.
+pub fn send_role(
+    data: &TcpStream,
+    p: &SessionParams,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> io::Result<SendTally> {
+    let spin = p.options.busy_poll;
+    data.set_nonblocking(spin)?;
+    let payload = vec![0u8; p.msg_size as usize];
+    let mut writer = Blocking::new(data, spin);
+    let mut sink = WriteSink {
+        writer: &mut writer,
+        payload: &payload,
+    };
+    let mut acks = Blocking::new(data, spin);
+    block_on(stream::send_role(&mut acks, &mut sink, p, rtt_ns, progress))
+}
+
+/// The receiving role of session `p` on the TCP socket `data`, on this thread: the socket
+/// made blocking (spinning with busy-poll), read and (stop-and-wait) acknowledged through
+/// [`Blocking`] by `engine::stream::receive_role`.
+pub fn receive_role(
+    data: &TcpStream,
+    p: &SessionParams,
+    tally: &mut ReadTally,
+    progress: &AtomicU64,
+) -> Result<(), ReceiveError> {
+    let spin = p.options.busy_poll;
+    data.set_nonblocking(spin)?;
+    let mut reader = Blocking::new(data, spin);
+    let mut source = ReadSource {
+        reader: &mut reader,
+        buf: vec![0u8; stream::receive_buffer_len(p.mechanism, p.msg_size)],
+    };
+    let mut acks = Blocking::new(data, spin);
+    block_on(stream::receive_role(
+        &mut source,
+        &mut acks,
+        p,
+        tally,
+        progress,
+    ))
 }

@@ -9,10 +9,9 @@
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::engine::interval::Progress;
-use wirebench_core::record::campaign::SoFar;
 
 tokio::task_local! {
     static CURRENT: Arc<InFlight>;
@@ -48,9 +47,10 @@ impl InFlight {
         }
     }
 
-    /// What the run in flight has moved so far, its flows together, in `msg_size` messages;
-    /// `None` when no run is in flight.
-    pub fn so_far(&self, msg_size: u32) -> Option<SoFar> {
+    /// What the run in flight has moved so far, its flows together: payload bytes and the
+    /// time since it started (its plan says how many messages that is); `None` when no run
+    /// is in flight.
+    pub fn moved(&self) -> Option<(u64, Duration)> {
         let run = self.run.lock().ok()?;
         let run = run.as_ref()?;
         let bytes: u64 = run
@@ -58,11 +58,7 @@ impl InFlight {
             .iter()
             .map(|p| p.bytes.load(Ordering::Relaxed))
             .sum();
-        Some(SoFar {
-            bytes,
-            messages: bytes / u64::from(msg_size.max(1)),
-            elapsed: run.started.elapsed(),
-        })
+        Some((bytes, run.started.elapsed()))
     }
 }
 
@@ -99,9 +95,9 @@ mod tests {
         .await;
         flows[0].bytes.store(3000, Ordering::Relaxed);
         flows[1].bytes.store(1500, Ordering::Relaxed);
-        let s = place.so_far(1000).expect("in flight");
-        assert_eq!((s.bytes, s.messages), (4500, 4));
+        let (bytes, _) = place.moved().expect("in flight");
+        assert_eq!(bytes, 4500);
         place.clear();
-        assert_eq!(place.so_far(1000), None);
+        assert_eq!(place.moved(), None);
     }
 }

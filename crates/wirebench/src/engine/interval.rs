@@ -57,14 +57,9 @@ pub struct Mark {
 }
 
 impl Mark {
-    /// The record of the mark: whole `msg_size` messages in its bytes, and its time after
-    /// `start` (the end's first byte).
-    pub fn omitted(&self, start: Instant, msg_size: u32) -> wirebench_core::wire::proto::Omitted {
-        wirebench_core::wire::proto::Omitted {
-            bytes: self.bytes,
-            messages: self.bytes / u64::from(msg_size.max(1)),
-            elapsed_ns: duration_ns(self.at.saturating_duration_since(start)),
-        }
+    /// The time of the mark after `start` (the end's first byte), in nanoseconds.
+    pub fn ns_after(&self, start: Instant) -> u64 {
+        duration_ns(self.at.saturating_duration_since(start))
     }
 }
 

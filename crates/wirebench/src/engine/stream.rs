@@ -8,11 +8,11 @@
 use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use wirebench_core::vocab::plan::{message_count, messages, Mechanism};
+use wirebench_core::vocab::plan::{Mechanism, Messages};
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::SessionParams;
 
@@ -111,14 +111,13 @@ impl<R: AsyncRead + Unpin + Send> ByteSource for ReadSource<'_, R> {
 /// once per [`deadline_stride`] messages, not per message.
 pub async fn send_stream<S: MessageSink>(
     sink: &mut S,
-    total_bytes: u64,
-    msg_size: u32,
+    plan: Messages,
     deadline: Option<Instant>,
     progress: &AtomicU64,
 ) -> io::Result<SendTally> {
     let mut tally = SendTally::default();
-    let stride = deadline_stride(msg_size);
-    for (index, len) in messages(total_bytes, msg_size) {
+    let stride = deadline_stride(plan.msg_size);
+    for (index, len) in plan.iter() {
         if let Some(deadline) = deadline {
             if index % stride == 0 && Instant::now() >= deadline {
                 break;
@@ -140,8 +139,7 @@ pub async fn send_stream<S: MessageSink>(
 pub async fn send_stop_and_wait<R, S>(
     acks: &mut R,
     sink: &mut S,
-    total_bytes: u64,
-    msg_size: u32,
+    plan: Messages,
     deadline: Option<Instant>,
     rtt_ns: &mut Histogram<u64>,
     progress: &AtomicU64,
@@ -152,7 +150,7 @@ where
 {
     let mut tally = SendTally::default();
     let mut ack = [0u8; 1];
-    for (index, len) in messages(total_bytes, msg_size) {
+    for (index, len) in plan.iter() {
         let sent_at = Instant::now();
         if deadline.is_some_and(|d| sent_at >= d) {
             break;
@@ -178,12 +176,15 @@ where
 /// session may also end earlier, by the sender closing the stream after a whole message.
 pub async fn receive_stream<S: ByteSource>(
     source: &mut S,
-    total_bytes: u64,
-    msg_size: u32,
+    plan: Messages,
     timed: bool,
     tally: &mut ReadTally,
     progress: &AtomicU64,
 ) -> Result<(), ReceiveError> {
+    let Messages {
+        total_bytes,
+        msg_size,
+    } = plan;
     while tally.bytes < total_bytes {
         // Never read past the requested total: what follows is not ours to count.
         let want = (total_bytes - tally.bytes).min(RECV_BUFFER as u64) as usize;
@@ -198,7 +199,7 @@ pub async fn receive_stream<S: ByteSource>(
         }
     }
     tally.last_at = Some(Instant::now());
-    tally.messages = message_count(total_bytes, msg_size);
+    tally.messages = plan.count();
     Ok(())
 }
 
@@ -207,8 +208,7 @@ pub async fn receive_stream<S: ByteSource>(
 pub async fn receive_stop_and_wait<S, W>(
     source: &mut S,
     acks: &mut W,
-    total_bytes: u64,
-    msg_size: u32,
+    plan: Messages,
     timed: bool,
     tally: &mut ReadTally,
     progress: &AtomicU64,
@@ -217,7 +217,8 @@ where
     S: ByteSource,
     W: AsyncWrite + Unpin,
 {
-    for (index, len) in messages(total_bytes, msg_size) {
+    let total_bytes = plan.total_bytes;
+    for (index, len) in plan.iter() {
         let len = u64::from(len);
         let mut got = 0u64;
         while got < len {
@@ -276,12 +277,11 @@ where
     R: AsyncRead + Unpin,
     S: MessageSink,
 {
-    let deadline = session_deadline(p, Instant::now());
+    let deadline = p.deadline(Instant::now());
     match p.mechanism {
-        Mechanism::Stream => send_stream(sink, p.total_bytes, p.msg_size, deadline, progress).await,
+        Mechanism::Stream => send_stream(sink, p.messages(), deadline, progress).await,
         Mechanism::StopAndWait => {
-            let (total, size) = (p.total_bytes, p.msg_size);
-            send_stop_and_wait(acks, sink, total, size, deadline, rtt_ns, progress).await
+            send_stop_and_wait(acks, sink, p.messages(), deadline, rtt_ns, progress).await
         }
     }
 }
@@ -299,23 +299,13 @@ where
     S: ByteSource,
     W: AsyncWrite + Unpin,
 {
-    let (total, size, timed) = (p.total_bytes, p.msg_size, p.timed());
+    let (plan, timed) = (p.messages(), p.timed());
     match p.mechanism {
-        Mechanism::Stream => receive_stream(source, total, size, timed, tally, progress).await,
+        Mechanism::Stream => receive_stream(source, plan, timed, tally, progress).await,
         Mechanism::StopAndWait => {
-            receive_stop_and_wait(source, acks, total, size, timed, tally, progress).await
+            receive_stop_and_wait(source, acks, plan, timed, tally, progress).await
         }
     }
-}
-
-/// When a timed session's sender stops sending, counted from `start`; None for a session
-/// that ends by its total.
-pub fn session_deadline(p: &SessionParams, start: Instant) -> Option<Instant> {
-    p.duration_us.map(|us| {
-        start
-            .checked_add(Duration::from_micros(us))
-            .unwrap_or(start)
-    })
 }
 
 /// How many messages a timed stream sender sends between two looks at the clock: about
@@ -385,22 +375,17 @@ mod tests {
         let mut acks = Vec::new();
         let mut tally = ReadTally::default();
         let progress = AtomicU64::new(0);
-        let total = wirebench_core::wire::proto::UNBOUNDED_TOTAL;
+        let plan = Messages {
+            total_bytes: wirebench_core::wire::proto::UNBOUNDED_TOTAL,
+            msg_size: 100,
+        };
         let result = match mechanism {
             Mechanism::Stream => {
-                receive_stream(&mut source, total, 100, timed, &mut tally, &progress).await
+                receive_stream(&mut source, plan, timed, &mut tally, &progress).await
             }
             Mechanism::StopAndWait => {
-                receive_stop_and_wait(
-                    &mut source,
-                    &mut acks,
-                    total,
-                    100,
-                    timed,
-                    &mut tally,
-                    &progress,
-                )
-                .await
+                receive_stop_and_wait(&mut source, &mut acks, plan, timed, &mut tally, &progress)
+                    .await
             }
         };
         (result, tally)
@@ -444,11 +429,15 @@ mod tests {
         };
         let progress = AtomicU64::new(0);
         let past = Some(Instant::now());
-        let tally = send_stream(&mut sink, 1_000, 100, past, &progress)
+        let plan = Messages {
+            total_bytes: 1_000,
+            msg_size: 100,
+        };
+        let tally = send_stream(&mut sink, plan, past, &progress)
             .await
             .expect("sends");
         assert_eq!(tally.messages, 0, "a deadline already passed sends nothing");
-        let tally = send_stream(&mut sink, 1_000, 100, None, &progress)
+        let tally = send_stream(&mut sink, plan, None, &progress)
             .await
             .expect("sends");
         assert_eq!(tally.messages, 10);

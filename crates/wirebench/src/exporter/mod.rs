@@ -371,7 +371,7 @@ pub async fn run_probe(cfg: &RunConfig, limit: Duration) -> Finished {
             };
             let campaign = NewCampaign {
                 started_at_unix_s: unix_now(),
-                parameters: runner::parameters(cfg, &target),
+                parameters: cfg.parameters(&target),
                 planned_runs: 1,
                 msg_sizes: vec![cfg.msg_size],
                 totals: vec![cfg.total_bytes],

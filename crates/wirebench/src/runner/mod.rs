@@ -128,6 +128,51 @@ pub struct Campaign {
     pub unfound: Option<RateSearchRecord>,
 }
 
+impl RunConfig {
+    /// The parameters record of this configuration against the server named `server`.
+    pub fn parameters(&self, server: &str) -> Parameters {
+        let cfg = self;
+        let mut protocols = Vec::new();
+        let mut mechanisms = Vec::new();
+        for c in &cfg.combinations {
+            if !protocols.contains(&c.protocol) {
+                protocols.push(c.protocol);
+            }
+            if !mechanisms.contains(&c.mechanism) {
+                mechanisms.push(c.mechanism);
+            }
+        }
+        // What every session of the plan is asked for, whatever its combination.
+        let any = cfg.combinations.first().copied().unwrap_or(Combination {
+            protocol: Protocol::Tcp,
+            mechanism: Mechanism::Stream,
+        });
+        let first = Point {
+            msg_size: cfg.msg_size,
+            total_bytes: cfg.total_bytes,
+        };
+        let session = session_params(cfg, first, any);
+        Parameters {
+            server: server.to_string(),
+            embedded_server: matches!(cfg.target, Target::Embedded(_)),
+            protocols,
+            mechanisms,
+            msg_size: cfg.msg_size,
+            total_bytes: cfg.total_bytes,
+            repeat: cfg.repeat,
+            rto_us: session.rto_us,
+            rate_bps: session.rate_bps,
+            grace_us: session.grace_us,
+            options: session.options,
+            parallel: cfg.parallel,
+            reverse: cfg.reverse,
+            duration_us: session.duration_us,
+            bidir: cfg.bidir,
+            omit_us: session.omit_us,
+        }
+    }
+}
+
 /// The session parameters of one combination at one point of a run configuration.
 pub fn session_params(cfg: &RunConfig, point: Point, combination: Combination) -> SessionParams {
     let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
@@ -419,46 +464,4 @@ fn requests(
         back: session.back.iter().map(&mut request).collect(),
     };
     (flows, progress)
-}
-
-/// The parameters record of a run configuration against the server named `server`.
-pub fn parameters(cfg: &RunConfig, server: &str) -> Parameters {
-    let mut protocols = Vec::new();
-    let mut mechanisms = Vec::new();
-    for c in &cfg.combinations {
-        if !protocols.contains(&c.protocol) {
-            protocols.push(c.protocol);
-        }
-        if !mechanisms.contains(&c.mechanism) {
-            mechanisms.push(c.mechanism);
-        }
-    }
-    // What every session of the plan is asked for, whatever its combination.
-    let any = cfg.combinations.first().copied().unwrap_or(Combination {
-        protocol: Protocol::Tcp,
-        mechanism: Mechanism::Stream,
-    });
-    let first = Point {
-        msg_size: cfg.msg_size,
-        total_bytes: cfg.total_bytes,
-    };
-    let session = session_params(cfg, first, any);
-    Parameters {
-        server: server.to_string(),
-        embedded_server: matches!(cfg.target, Target::Embedded(_)),
-        protocols,
-        mechanisms,
-        msg_size: cfg.msg_size,
-        total_bytes: cfg.total_bytes,
-        repeat: cfg.repeat,
-        rto_us: session.rto_us,
-        rate_bps: session.rate_bps,
-        grace_us: session.grace_us,
-        options: session.options,
-        parallel: cfg.parallel,
-        reverse: cfg.reverse,
-        duration_us: session.duration_us,
-        bidir: cfg.bidir,
-        omit_us: session.omit_us,
-    }
 }

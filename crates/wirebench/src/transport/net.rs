@@ -443,8 +443,9 @@ fn setsockopt<T>(
     }
 }
 
-/// What a TCP data socket runs with, as the kernel reports it.
-pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> DataPathInfo {
+/// What a TCP data socket runs with, as the kernel reports it (busy-poll, a choice of the
+/// caller's that the socket does not know, is left for the caller to set).
+pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>) -> DataPathInfo {
     let s = socket.into();
     let (recv, send) = buffer_sizes(&s);
     DataPathInfo {
@@ -452,7 +453,6 @@ pub fn tcp_data_path<'s>(socket: impl Into<SockRef<'s>>, busy_poll: bool) -> Dat
         send_buffer: send as u64,
         congestion: congestion(&s),
         nodelay: s.nodelay().unwrap_or(false),
-        busy_poll,
         gso_segments: 0,
         cpu: current_cpu(),
         local_addr: local_addr(&s),

@@ -253,9 +253,13 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
     let started = Instant::now();
     let client = UdpClient::connect(to, None).await.unwrap();
     let progress = AtomicU64::new(0);
+    let plan = wirebench_core::vocab::plan::Messages {
+        total_bytes: 10 << 30,
+        msg_size: 1024,
+    };
     let e = tokio::time::timeout(
         NOTICE_LIMIT,
-        client.send_stream(1, (10 << 30, None), 1024, None, &progress),
+        client.send_stream(1, (plan, None), None, &progress),
     )
     .await
     .expect("stops in time")
@@ -275,8 +279,7 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
         wirebench::engine::blocking::block_on(udp_saw::send_stop_and_wait(
             &mut port,
             1,
-            (10 << 30, None),
-            1024,
+            (plan, None),
             policy,
             &mut rtt,
             &progress,

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::plan::{Mechanism, Protocol};
+use std::time::{Duration, Instant};
+
+use crate::vocab::plan::{Mechanism, Messages, Protocol};
 
 /// Parameters of a request-response session, sent in [`ControlMessage::RrRequest`](super::ControlMessage::RrRequest): for every request of
 /// `request` bytes the server answers with `response` bytes (on the same stream, or one datagram each).
@@ -83,6 +85,30 @@ impl SessionParams {
     /// Whether the session ends by time (`duration_us`) rather than by `total_bytes`.
     pub fn timed(&self) -> bool {
         self.duration_us.is_some()
+    }
+
+    /// How many whole messages of this session `bytes` of payload make (what a transfer cut
+    /// short, or an `-O` mark, counts).
+    pub fn whole_messages(&self, bytes: u64) -> u64 {
+        bytes / u64::from(self.msg_size.max(1))
+    }
+
+    /// The session's messages: `total_bytes` in `msg_size`-byte messages.
+    pub fn messages(&self) -> Messages {
+        Messages {
+            total_bytes: self.total_bytes,
+            msg_size: self.msg_size,
+        }
+    }
+
+    /// When a timed session's sender stops sending, counted from `start` (the time is passed
+    /// in: this crate reads no clock); None for a session that ends by its total.
+    pub fn deadline(&self, start: Instant) -> Option<Instant> {
+        self.duration_us.map(|us| {
+            start
+                .checked_add(Duration::from_micros(us))
+                .unwrap_or(start)
+        })
     }
 }
 

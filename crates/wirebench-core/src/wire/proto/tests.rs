@@ -381,3 +381,25 @@ fn duration_is_omitted_when_absent_and_read_when_present() {
         "fits the store's integers"
     );
 }
+
+#[test]
+fn a_session_plan_gives_its_messages_its_deadline_and_whole_messages() {
+    let mut p = params();
+    p.total_bytes = 2_500;
+    p.msg_size = 1_000;
+    assert_eq!(p.messages().count(), 3);
+    assert_eq!(p.messages().len_of(2), 500);
+    assert_eq!(p.whole_messages(2_999), 2);
+    let start = std::time::Instant::now();
+    p.duration_us = None;
+    assert_eq!(
+        p.deadline(start),
+        None,
+        "a session by its total has no deadline"
+    );
+    p.duration_us = Some(1_500_000);
+    assert_eq!(
+        p.deadline(start),
+        Some(start + std::time::Duration::from_micros(1_500_000))
+    );
+}

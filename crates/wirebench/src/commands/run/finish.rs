@@ -65,7 +65,7 @@ pub(super) fn finish(
         // The run that failed (a server that went away, a refusal) is kept as aborted, with
         // its error and what the client had done. A store that broke cut nothing measured.
         if let Some(run) = in_flight(cfg, track).filter(|_| !store_broke(&s)) {
-            let so_far = track.in_flight.so_far(run.params.msg_size);
+            let so_far = so_far(track, &run);
             let stored = record_aborted(&mut s.recorder, &run, failure, so_far);
             aborted += u64::from(stored);
             // A run that failed before any byte moved (a refusal, a wrong peer) is said in
@@ -111,9 +111,7 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
     } else {
         in_flight(cfg, track)
     };
-    let so_far = in_flight
-        .as_ref()
-        .and_then(|run| track.in_flight.so_far(run.params.msg_size));
+    let so_far = in_flight.as_ref().and_then(|run| so_far(track, run));
     let reason = signal.reason();
     let mut recorder = recorder;
     let mut aborted_stored = false;
@@ -153,6 +151,17 @@ fn stopped(cfg: &RunConfig, recorder: Option<Recorder<Run>>, track: &Track, sign
 fn in_flight(cfg: &RunConfig, track: &Track) -> Option<AbortedRun> {
     let finished = track.finished.load(std::sync::atomic::Ordering::Relaxed);
     cfg.plan.at(finished + 1).map(PlannedRun::aborted)
+}
+
+/// What the run in flight had moved when it was cut short: its flows' bytes, in whole
+/// messages of its plan.
+fn so_far(track: &Track, run: &AbortedRun) -> Option<SoFar> {
+    let (bytes, elapsed) = track.in_flight.moved()?;
+    Some(SoFar {
+        bytes,
+        messages: run.params.whole_messages(bytes),
+        elapsed,
+    })
 }
 
 fn store_broke(s: &Setup) -> bool {

@@ -15,7 +15,7 @@ use crate::flows::relay::RunRelay;
 use crate::flows::server::ServerEvent;
 use crate::output::progress::Progress;
 use crate::output::run_block;
-use crate::runner::{self, RunConfig, Target};
+use crate::runner::{RunConfig, Target};
 use crate::store::run::Run;
 
 use super::lines::Streamer;
@@ -80,7 +80,7 @@ impl Setup {
         }
         let server_addr = relay.as_ref().map_or(server_addr, RunRelay::addr);
         let total_runs = cfg.plan.measured();
-        let parameters = runner::parameters(cfg, &server_name);
+        let parameters = cfg.parameters(&server_name);
         let recorder = match store {
             None => None,
             Some(store) => Some(Recorder::<Run>::begin(

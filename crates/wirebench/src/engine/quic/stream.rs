@@ -3,16 +3,38 @@
 //! path; quinn's receive buffers read in place.
 
 use std::io;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 use quinn::{Connection, RecvStream, SendStream};
 use wirebench_core::machine::send_window::SendWindow;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::SessionParams;
 
 use super::STREAM_WINDOW;
-use crate::engine::stream::{ByteSource, MessageSink};
+use crate::engine::stream::{self, ByteSource, MessageSink};
+use crate::engine::throttle::{Pause, Throttled};
+use crate::engine::SendTally;
+
+/// The sending role of session `p` over one QUIC stream: its messages on `send` through a
+/// [`QuicSink`], paced to `--rate` by the application (quinn's own pacer follows its
+/// congestion window), stop-and-wait acknowledgements read from `acks`. Returns the tally and
+/// the send window the connection ended with (streaming; see [`QuicSink::send_window`]).
+pub async fn send_role(
+    send: &mut SendStream,
+    acks: &mut RecvStream,
+    connection: &Connection,
+    p: &SessionParams,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> io::Result<(SendTally, Option<u64>)> {
+    let sink = QuicSink::new(send, connection, p);
+    let mut sink = Throttled::new(sink, p.rate_bps, Pause::Timer);
+    let tally = stream::send_role(acks, &mut sink, p, rtt_ns, progress).await?;
+    Ok((tally, sink.get_ref().send_window()))
+}
 
 /// A [`MessageSink`] over a QUIC send stream: each message is a slice of one shared payload
 /// buffer handed to quinn as a write of its own, without copying or allocating.

@@ -29,7 +29,7 @@ use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use wirebench_core::machine::pacing::most_catch_up;
-use wirebench_core::vocab::plan::{message_count, message_len};
+use wirebench_core::vocab::plan::Messages;
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 use wirebench_core::wire::proto::DataPathInfo;
@@ -83,15 +83,14 @@ impl UdpClient {
     }
 
     /// What this socket runs with: buffers, and the most datagrams one `sendmsg` may carry
-    /// (1 without GSO).
-    pub fn data_path(&self, busy_poll: bool) -> DataPathInfo {
+    /// (1 without GSO). Busy-poll, the caller's choice, is left for it to set.
+    pub fn data_path(&self) -> DataPathInfo {
         let socket = SockRef::from(&self.socket);
         let (recv, send) = crate::transport::net::buffer_sizes(&socket);
         DataPathInfo {
             recv_buffer: recv as u64,
             send_buffer: send as u64,
             local_addr: crate::transport::net::local_addr(&socket),
-            busy_poll,
             gso_segments: u32::try_from(self.state.max_gso_segments()).unwrap_or(u32::MAX),
             ..DataPathInfo::default()
         }
@@ -102,8 +101,7 @@ impl UdpClient {
     pub async fn send_stream(
         &self,
         session: u32,
-        (total_bytes, deadline): (u64, Option<Instant>),
-        msg_size: u32,
+        (plan, deadline): (Messages, Option<Instant>),
         rate: Option<BitRate>,
         progress: &AtomicU64,
     ) -> Result<SendTally> {
@@ -112,7 +110,7 @@ impl UdpClient {
             state: &self.state,
             destination: self.server,
         };
-        to.send_stream(session, (total_bytes, deadline), msg_size, rate, progress)
+        to.send_stream(session, (plan, deadline), rate, progress)
             .await
     }
 
@@ -218,17 +216,17 @@ impl DatagramSender<'_> {
     pub async fn send_stream(
         &self,
         session: u32,
-        (total_bytes, deadline): (u64, Option<Instant>),
-        msg_size: u32,
+        (plan, deadline): (Messages, Option<Instant>),
         rate: Option<BitRate>,
         progress: &AtomicU64,
     ) -> Result<SendTally> {
+        let msg_size = plan.msg_size;
         let segment = HEADER_LEN + msg_size as usize;
         let most_per_call = (GSO_MAX_BYTES / segment).max(1);
         // One buffer for the whole run: headers are rewritten in place, payload stays zero.
         let mut batch =
             vec![0u8; segment * most_per_call.min(self.state.max_gso_segments().max(1))];
-        let count = message_count(total_bytes, msg_size);
+        let count = plan.count();
         let mut tally = SendTally::default();
         let started = Instant::now();
         let mut next = 0u64;
@@ -255,12 +253,7 @@ impl DatagramSender<'_> {
                 break;
             }
             let sent_us = now.duration_since(started).as_micros() as u32;
-            let (len, payload) = fill_batch(
-                &mut batch,
-                (session, next, n),
-                (total_bytes, msg_size),
-                sent_us,
-            )?;
+            let (len, payload) = fill_batch(&mut batch, (session, next, n), plan, sent_us)?;
             let transmit = Transmit {
                 destination: self.destination,
                 ecn: None,
@@ -357,14 +350,14 @@ pub(super) const PORT_CLOSED: &str =
 fn fill_batch(
     batch: &mut [u8],
     (session, next, n): (u32, u64, u64),
-    (total_bytes, msg_size): (u64, u32),
+    plan: Messages,
     sent_us: u32,
 ) -> Result<(usize, u64)> {
-    let segment = HEADER_LEN + msg_size as usize;
+    let segment = HEADER_LEN + plan.msg_size as usize;
     let (mut len, mut payload) = (0usize, 0u64);
     for k in 0..n {
         let seq = next + k;
-        let msg_len = message_len(seq, total_bytes, msg_size) as usize;
+        let msg_len = plan.len_of(seq) as usize;
         let at = k as usize * segment;
         Header {
             kind: Kind::Data,

@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use wirebench_core::machine::saw::{AckOutcome, RtoPolicy, StopAndWaitSender};
-use wirebench_core::vocab::plan::message_count;
+use wirebench_core::vocab::plan::Messages;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 
@@ -184,14 +184,13 @@ impl DatagramPort for BlockingPort {
 pub async fn send_stop_and_wait<P: DatagramPort>(
     port: &mut P,
     session: u32,
-    (total_bytes, stop_at): (u64, Option<Instant>),
-    msg_size: u32,
+    (plan, stop_at): (Messages, Option<Instant>),
     rto: RtoPolicy,
     rtt_ns: &mut Histogram<u64>,
     progress: &AtomicU64,
 ) -> Result<SendTally> {
-    let mut sender = StopAndWaitSender::new(total_bytes, msg_size, rto);
-    let mut datagram = vec![0u8; HEADER_LEN + msg_size as usize];
+    let mut sender = StopAndWaitSender::new(plan.total_bytes, plan.msg_size, rto);
+    let mut datagram = vec![0u8; HEADER_LEN + plan.msg_size as usize];
     let mut ack = [0u8; 64];
     let mut tally = SendTally::default();
     let mut failures = 0u32;
@@ -276,7 +275,7 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                     bail!(
                         "no acknowledgement after {failures} timeouts in a row (message {} of {}); is the path dropping everything?",
                         sender.messages_acked() + 1,
-                        message_count(total_bytes, msg_size)
+                        plan.count()
                     );
                 }
             }

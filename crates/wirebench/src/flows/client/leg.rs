@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
 use tokio::net::TcpStream;
 use wirebench_core::record::UdpReceipt;
@@ -19,7 +19,7 @@ use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 use crate::engine::interval::Progress;
 use crate::engine::liveness;
-use crate::engine::stream::{self, MessageSink, ReadTally};
+use crate::engine::stream::ReadTally;
 use crate::engine::SendTally;
 use crate::transport::control;
 
@@ -132,24 +132,6 @@ impl Transfer<'_> {
             None => e,
         }
     }
-}
-
-/// The sending role over a stream (TCP in its thread, QUIC): messages into `sink`,
-/// stop-and-wait acknowledgements from `acks`.
-pub(super) async fn send_on_stream<R, S>(
-    acks: &mut R,
-    sink: &mut S,
-    p: &SessionParams,
-    rtt: &mut Histogram<u64>,
-    progress: &Progress,
-) -> Result<SendTally>
-where
-    R: tokio::io::AsyncRead + Unpin,
-    S: MessageSink,
-{
-    stream::send_role(acks, sink, p, rtt, &progress.bytes)
-        .await
-        .context("the data transfer failed")
 }
 
 /// What a client that received over a stream (`--reverse`) reports: messages and bytes read,

@@ -252,7 +252,11 @@ impl<'j> SessionRequest<'j> {
                 cpu: cpu.stop(),
                 intervals: Vec::new(),
                 udp_received: leg.udp_received,
-                omitted: mark.map(|m| m.omitted(leg.started, params.msg_size)),
+                omitted: mark.map(|m| Omitted {
+                    bytes: m.bytes,
+                    messages: params.whole_messages(m.bytes),
+                    elapsed_ns: m.ns_after(leg.started),
+                }),
             },
             server: leg.report,
         })

@@ -9,12 +9,11 @@ use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{DataPathInfo, Preamble};
 
-use super::leg::{received_leg, send_on_stream, Leg, Transfer};
+use super::leg::{received_leg, Leg, Transfer};
 use crate::engine::liveness::{self, Watched};
 use crate::engine::quic;
-use crate::engine::quic::stream::{QuicSink, QuicSource};
+use crate::engine::quic::stream::QuicSource;
 use crate::engine::stream::{self, ReadTally};
-use crate::engine::throttle::{Pause, Throttled};
 use crate::transport::{control, counters, net};
 
 /// How long a receiver waits for the stream's end after the last byte it expected (the
@@ -83,10 +82,8 @@ async fn send_messages(
     send: &mut SendStream,
     recv: &mut RecvStream,
 ) -> Result<Leg> {
-    let sink = QuicSink::new(send, connection, t.p);
-    let mut sink = Throttled::new(sink, t.p.rate_bps, Pause::Timer);
     let started = Instant::now();
-    let sending = send_on_stream(recv, &mut sink, t.p, t.rtt, t.progress);
+    let sending = quic::stream::send_role(send, recv, connection, t.p, t.rtt, &t.progress.bytes);
     let sent = match liveness::watch(t.ctrl, sending).await {
         Watched::Done(sent) => sent,
         Watched::Gone { reason, .. } => {
@@ -95,17 +92,16 @@ async fn send_messages(
             return Err(t.gone(reason));
         }
     };
-    let tally = match sent {
-        Ok(tally) => tally,
+    let (tally, send_window) = match sent {
+        Ok(sent) => sent,
         Err(e) => {
             connection.close(0u32.into(), b"failed");
+            let e = anyhow::Error::from(e).context("the data transfer failed");
             return Err(t.explain_failure(e).await);
         }
     };
     let done_at = Instant::now();
     data_path.cpu = net::current_cpu();
-    let send_window = sink.get_ref().send_window();
-    drop(sink);
     let _ = send.finish();
     // Streaming: the clock stops when the server acknowledged the stream's end (everything
     // up to its FIN), as quinn learnt it.

@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use wirebench_core::vocab::plan::Mechanism;
-use wirebench_core::wire::proto::{Preamble, SessionParams};
+use wirebench_core::wire::proto::{DataPathInfo, Preamble, SessionParams};
 
-use super::leg::{received_leg, send_on_stream, Leg, Transfer};
-use crate::engine::blocking::{self, block_on, Blocking};
+use super::leg::{received_leg, Leg, Transfer};
+use crate::engine::blocking;
 use crate::engine::liveness::{self, Watched};
-use crate::engine::stream::{self, ReadSource, ReadTally, WriteSink};
+use crate::engine::stream::ReadTally;
 use crate::transport::counters;
 use crate::transport::delivery::{self, Acknowledged};
 use crate::transport::{control, net};
@@ -28,7 +28,7 @@ pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble) -> Result<Leg
 }
 
 /// The data connection with the session's options (the pacing rate only when we send),
-/// announced by `preamble`, handed over as a blocking socket.
+/// announced by `preamble`, handed over off the runtime (the role sets its mode).
 async fn connect(
     server: std::net::SocketAddr,
     p: &SessionParams,
@@ -37,7 +37,7 @@ async fn connect(
     let pacing = p.rate_bps.filter(|_| !p.reverse);
     let mut data = net::connect_tcp_data(server, &p.options, p.mechanism, pacing).await?;
     control::write_preamble(&mut data, preamble).await?;
-    blocking::into_blocking(data, p.options.busy_poll).context("while preparing the data socket")
+    data.into_std().context("while preparing the data socket")
 }
 
 /// The sending role in a thread of its own; the clock stops as [`Transfer::finish_timing`]
@@ -51,25 +51,13 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
         .try_clone()
         .context("while preparing the data socket")?;
     let params = t.p.clone();
-    let payload = vec![0u8; t.p.msg_size as usize];
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = t.rtt.clone();
     let progress = Arc::clone(t.progress);
     let sender = tokio::task::spawn_blocking(move || {
-        let spin = params.options.busy_poll;
-        let mut writer = Blocking::new(&data, spin);
-        let mut sink = WriteSink {
-            writer: &mut writer,
-            payload: &payload,
-        };
         let started = Instant::now();
-        let result = block_on(send_on_stream(
-            &mut Blocking::new(&data, spin),
-            &mut sink,
-            &params,
-            &mut hist,
-            &progress,
-        ));
+        let result = blocking::send_role(&data, &params, &mut hist, &progress.bytes)
+            .context("the data transfer failed");
         let done_at = Instant::now();
         // What the server will have acknowledged once the last byte arrived: read before our
         // FIN, whose acknowledgement follows the server's schedule rather than the data's.
@@ -80,7 +68,10 @@ async fn send(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg> {
             // the total); the socket stays open for the acknowledgements and TCP_INFO.
             let _ = data.shutdown(std::net::Shutdown::Write);
         }
-        let data_path = net::tcp_data_path(&data, spin);
+        let data_path = DataPathInfo {
+            busy_poll: params.options.busy_poll,
+            ..net::tcp_data_path(&data)
+        };
         (result, started, done_at, target, data_path, hist, data)
     });
     let stop = || {
@@ -139,22 +130,14 @@ async fn receive(t: &mut Transfer<'_>, data: std::net::TcpStream) -> Result<Leg>
         .context("while preparing the data socket")?;
     let progress = Arc::clone(t.progress);
     let receiver = tokio::task::spawn_blocking(move || {
-        let spin = params.options.busy_poll;
         let mut tally = ReadTally::default();
-        let mut reader = Blocking::new(&data, spin);
-        let mut source = ReadSource {
-            reader: &mut reader,
-            buf: vec![0u8; stream::receive_buffer_len(params.mechanism, params.msg_size)],
-        };
-        let result = block_on(stream::receive_role(
-            &mut source,
-            &mut Blocking::new(&data, spin),
-            &params,
-            &mut tally,
-            &progress.bytes,
-        ));
+        let result = blocking::receive_role(&data, &params, &mut tally, &progress.bytes);
         let transport = counters::tcp_stats(&data);
-        (result, tally, net::tcp_data_path(&data, spin), transport)
+        let data_path = DataPathInfo {
+            busy_poll: params.options.busy_poll,
+            ..net::tcp_data_path(&data)
+        };
+        (result, tally, data_path, transport)
         // `data` is closed here, before the report is awaited.
     });
     let stop = || {

@@ -13,14 +13,13 @@ use wirebench_core::machine::rto::{
 use wirebench_core::machine::saw::RtoPolicy;
 use wirebench_core::record::UdpReceipt;
 use wirebench_core::vocab::counters::TransportStats;
-use wirebench_core::vocab::plan::{message_count, Mechanism};
+use wirebench_core::vocab::plan::{Mechanism, Messages};
 use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::proto::{ControlMessage, DataPathInfo};
 
 use super::leg::{Leg, Transfer};
 use crate::engine::blocking::block_on;
 use crate::engine::liveness::{self, Judge, Judged, Watched};
-use crate::engine::stream;
 use crate::engine::udp::saw::{self as udp_saw, BlockingPort, DatagramPort, SpinPort};
 use crate::engine::udp::UdpClient;
 use crate::engine::udp::{hello as udp_hello, reverse as udp_reverse};
@@ -39,7 +38,10 @@ pub(super) async fn run(
     sole: bool,
 ) -> Result<Leg> {
     let udp = UdpClient::connect(t.server, t.p.options.window).await?;
-    let mut data_path = udp.data_path(t.p.options.busy_poll);
+    let mut data_path = DataPathInfo {
+        busy_poll: t.p.options.busy_poll,
+        ..udp.data_path()
+    };
     if t.p.reverse {
         return receive(t, &udp, (session, token), data_path).await;
     }
@@ -126,8 +128,7 @@ async fn stream(
     let started = Instant::now();
     let sending = udp.send_stream(
         session,
-        (p.total_bytes, stream::session_deadline(p, started)),
-        p.msg_size,
+        (p.messages(), p.deadline(started)),
         p.rate_bps.map(BitRate),
         &t.progress.bytes,
     );
@@ -145,7 +146,11 @@ async fn stream(
                 // Dropped between sends: the progress counter is exactly what left.
                 Judged::Stopped => {
                     let bytes = t.progress.bytes.load(Ordering::Relaxed);
-                    let messages = message_count(bytes, p.msg_size);
+                    let messages = Messages {
+                        total_bytes: bytes,
+                        msg_size: p.msg_size,
+                    }
+                    .count();
                     SendTally {
                         messages,
                         bytes,
@@ -179,11 +184,9 @@ async fn stream_on_thread(
     let progress = Arc::clone(t.progress);
     let sending = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let deadline = stream::session_deadline(&params, started);
         let sent = block_on(sender.sender().send_stream(
             session,
-            (params.total_bytes, deadline),
-            params.msg_size,
+            (params.messages(), params.deadline(started)),
             params.rate_bps.map(BitRate),
             &progress.bytes,
         ));
@@ -256,19 +259,16 @@ async fn on_thread<P>(
 where
     P: DatagramPort + Send + 'static,
 {
-    let (total, size) = (t.p.total_bytes, t.p.msg_size);
     // The thread owns a copy of the histogram and hands it back.
     let mut hist = t.rtt.clone();
     let progress = Arc::clone(t.progress);
     let params = t.p.clone();
     let sender = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let deadline = stream::session_deadline(&params, started);
         let result = block_on(udp_saw::send_stop_and_wait(
             &mut port,
             session,
-            (total, deadline),
-            size,
+            (params.messages(), params.deadline(started)),
             policy,
             &mut hist,
             &progress.bytes,

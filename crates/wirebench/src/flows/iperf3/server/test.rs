@@ -226,7 +226,7 @@ impl Test {
                         format!("iperf3 test option not applied: {refused}"),
                     );
                 }
-                let path = net::tcp_data_path(tcp.as_ref(), false);
+                let path = net::tcp_data_path(tcp.as_ref());
                 congestion.clone_from(&path.congestion);
                 data_path.get_or_insert(path);
             }

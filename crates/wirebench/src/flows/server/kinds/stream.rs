@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
-use wirebench_core::wire::proto::{ServerReport, SessionParams};
+use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
@@ -258,7 +258,11 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
             }
             other => other,
         };
-        let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
+        let path = DataPathInfo {
+            busy_poll: spin,
+            ..net::tcp_data_path(&data)
+        };
+        let ends = (path, counters::tcp_stats(&data));
         (t, res, ends)
     });
     tokio::select! {

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
-use wirebench_core::wire::proto::{ServerReport, SessionParams};
+use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
@@ -345,7 +345,11 @@ async fn send_tcp<R: AsyncRead + Unpin>(
             let mut reader = Blocking::new(&data, spin);
             while matches!(reader.read(&mut scrap).await, Ok(n) if n > 0) {}
         });
-        let ends = (net::tcp_data_path(&data, spin), counters::tcp_stats(&data));
+        let path = DataPathInfo {
+            busy_poll: spin,
+            ..net::tcp_data_path(&data)
+        };
+        let ends = (path, counters::tcp_stats(&data));
         (result.map(|_| ()), ends, acknowledged)
     });
     tokio::select! {

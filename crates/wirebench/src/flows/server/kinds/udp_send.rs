@@ -197,7 +197,7 @@ async fn send(
     let socket = tx
         .for_session()
         .context("while registering the shared UDP socket for sending")?;
-    let deadline = crate::engine::stream::session_deadline(p, std::time::Instant::now());
+    let deadline = p.deadline(std::time::Instant::now());
     match p.mechanism {
         Mechanism::Stream => {
             let sender = DatagramSender {
@@ -208,8 +208,7 @@ async fn send(
             sender
                 .send_stream(
                     session,
-                    (p.total_bytes, deadline),
-                    p.msg_size,
+                    (p.messages(), deadline),
                     p.rate_bps.map(BitRate),
                     progress,
                 )
@@ -235,8 +234,7 @@ async fn send(
             udp_saw::send_stop_and_wait(
                 &mut port,
                 session,
-                (p.total_bytes, deadline),
-                p.msg_size,
+                (p.messages(), deadline),
                 policy,
                 &mut rtt,
                 progress,

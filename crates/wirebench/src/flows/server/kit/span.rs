@@ -20,7 +20,11 @@ pub(crate) fn omitted(
     first: Option<Instant>,
     p: &SessionParams,
 ) -> Option<Omitted> {
-    mark.map(|m| m.omitted(first.unwrap_or(m.at), p.msg_size))
+    mark.map(|m| Omitted {
+        bytes: m.bytes,
+        messages: p.whole_messages(m.bytes),
+        elapsed_ns: m.ns_after(first.unwrap_or(m.at)),
+    })
 }
 
 /// First to last, in nanoseconds (0 when either is missing).
