@@ -5,6 +5,7 @@ pub mod delay;
 pub mod dns;
 pub mod history;
 pub mod iperf3_json;
+pub mod iperf3_test;
 pub mod json_stream;
 pub mod latency;
 pub mod load_phases;

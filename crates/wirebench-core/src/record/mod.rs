@@ -9,6 +9,7 @@ pub mod comparison;
 pub mod dns;
 pub mod document;
 pub mod headline;
+pub mod iperf3_test;
 pub mod lifecycle;
 pub mod load_phases;
 pub mod loaded_latency;

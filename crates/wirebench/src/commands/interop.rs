@@ -69,7 +69,7 @@ pub async fn run_iperf3(
             crate::output::iperf3_json::document(&ctx, &run)
         } else {
             let mut doc =
-                serde_json::to_value(crate::flows::iperf3::report::document(&cfg, &outcome))
+                serde_json::to_value(crate::flows::iperf3::record::test_record(&cfg, &outcome))
                     .context("while writing JSON")?;
             if let (Some(title), serde_json::Value::Object(m)) = (&output.title, &mut doc) {
                 m.insert("title".into(), title.clone().into());
@@ -78,7 +78,7 @@ pub async fn run_iperf3(
         };
         serde_json::to_string_pretty(&doc).context("while writing JSON")? + "\n"
     } else {
-        crate::flows::iperf3::report::text(&cfg, &outcome)
+        crate::output::iperf3_test::text(&crate::flows::iperf3::record::test_record(&cfg, &outcome))
     };
     print(&text)?;
     if let StoreTarget::File(path) = store {

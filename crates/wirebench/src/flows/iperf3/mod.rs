@@ -7,7 +7,6 @@ mod blocking_io;
 pub mod client;
 mod hub;
 pub mod record;
-pub mod report;
 pub mod server;
 
 use std::time::Duration;

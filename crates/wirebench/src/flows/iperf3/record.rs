@@ -13,13 +13,48 @@ use wirebench_core::vocab::sweep::Point;
 use wirebench_core::wire::proto::DataPathInfo;
 
 use super::client::{ClientConfig, ClientOutcome, Limit};
-use super::report::{document, SideJson};
+use wirebench_core::record::bits_per_second;
+use wirebench_core::record::iperf3_test::{self, Iperf3Side, Iperf3Test};
 use wirebench_core::record::{
     ClientRecord, CpuRecord, EndMetrics, EndedBy, IntervalRecord, NewCampaign, Parameters,
     RunRecord, ServerRecord, TransportRecord, UdpReceipt,
 };
 use wirebench_core::vocab::counters::CpuUsage;
 use wirebench_core::wire::iperf3::TestResults;
+
+/// The test's record, which its text and JSON document show.
+pub fn test_record(cfg: &ClientConfig, o: &ClientOutcome) -> Iperf3Test {
+    let (ours_role, theirs_role) = if cfg.reverse {
+        ("receiver", "sender")
+    } else {
+        ("sender", "receiver")
+    };
+    let mut ours = Iperf3Side::of(ours_role, &o.our_results, cfg.udp);
+    // Our own clock for our time, not the rounded end_time we sent.
+    ours.seconds = o.our_seconds();
+    ours.throughput_bps = bits_per_second(ours.bytes, ours.seconds);
+    Iperf3Test {
+        schema_version: iperf3_test::SCHEMA_VERSION,
+        kind: "iperf3",
+        server: cfg.name.clone(),
+        protocol: if cfg.udp { "udp" } else { "tcp" },
+        reverse: cfg.reverse,
+        parallel: cfg.parallel,
+        block_len: cfg.len,
+        limit_bytes: match cfg.limit {
+            Limit::Bytes(n) => Some(n),
+            Limit::Time(_) => None,
+        },
+        limit_seconds: match cfg.limit {
+            Limit::Time(d) => Some(d.as_secs_f64()),
+            Limit::Bytes(_) => None,
+        },
+        rate_bps: cfg.rate_bps,
+        wirebench: ours,
+        iperf3_server: Iperf3Side::of(theirs_role, &o.server, cfg.udp),
+        server_output: o.server.server_output_text.clone(),
+    }
+}
 
 /// The campaign, the point and the one run of a finished test started at `now_unix_s`.
 pub fn records(
@@ -32,7 +67,7 @@ pub fn records(
     } else {
         Protocol::Tcp
     };
-    let doc = document(cfg, o);
+    let doc = test_record(cfg, o);
     let (sender, receiver) = if cfg.reverse {
         (&doc.iperf3_server, &doc.wirebench)
     } else {
@@ -140,7 +175,7 @@ fn reported_cpu(r: &TestResults, seconds: f64) -> Option<CpuUsage> {
     })
 }
 
-fn client_view(s: &SideJson, len: u32) -> ClientRecord {
+fn client_view(s: &Iperf3Side, len: u32) -> ClientRecord {
     // UDP: datagrams; TCP: blocks of `len` bytes (the last one may be short).
     let messages = s
         .packets
@@ -167,7 +202,7 @@ fn client_view(s: &SideJson, len: u32) -> ClientRecord {
 
 /// With -R: wirebench received what the iperf3 server sent (UDP: the highest datagram count
 /// seen, less what was lost, arrived).
-fn client_receiving(s: &SideJson, len: u32, udp: bool) -> ClientRecord {
+fn client_receiving(s: &Iperf3Side, len: u32, udp: bool) -> ClientRecord {
     let lost = s.lost.unwrap_or(0);
     let messages = match s.packets {
         Some(p) => p.saturating_sub(lost),
@@ -186,7 +221,7 @@ fn client_receiving(s: &SideJson, len: u32, udp: bool) -> ClientRecord {
 }
 
 /// With -R: the iperf3 server sent (UDP: its datagrams; TCP: blocks of `len` bytes).
-fn server_sending(s: &SideJson, protocol: Protocol, len: u32) -> ServerRecord {
+fn server_sending(s: &Iperf3Side, protocol: Protocol, len: u32) -> ServerRecord {
     ServerRecord {
         messages: s
             .packets
@@ -197,7 +232,7 @@ fn server_sending(s: &SideJson, protocol: Protocol, len: u32) -> ServerRecord {
     }
 }
 
-fn server_view(s: &SideJson, protocol: Protocol) -> ServerRecord {
+fn server_view(s: &Iperf3Side, protocol: Protocol) -> ServerRecord {
     let lost = s.lost.unwrap_or(0);
     ServerRecord {
         protocol,

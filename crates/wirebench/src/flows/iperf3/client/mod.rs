@@ -1,6 +1,6 @@
 //! `wirebench run --iperf3`: one test against a real iperf3 server, TCP or UDP, forward or
 //! reverse, one or more streams, limited by bytes or time. Owns the client's side of the control
-//! dialogue and the data tasks; must not print (see `iperf3::report`).
+//! dialogue and the data tasks; must not print (its record is `iperf3::record`'s, its text `wirebench_output::iperf3_test`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
