@@ -2,7 +2,6 @@
 //! never touch the control connection and never decide policy: they send, receive and count.
 
 pub mod alarm;
-pub mod blocking;
 pub mod demux;
 pub mod inflight;
 pub mod interval;

@@ -218,7 +218,7 @@ where
 }
 
 /// Client, TCP with one request outstanding (ping): the same exchange as [`stream_flow`] with
-/// K = 1, on a blocking socket in the calling thread (see engine::blocking for why: one
+/// K = 1, on a blocking socket in the calling thread (see engine::stream::blocking for why: one
 /// wake-up less per round trip than readiness polling through the runtime).
 pub fn blocking_flow(
     stream: &std::net::TcpStream,

@@ -5,16 +5,28 @@
 //! The summed client time runs from the first flow's first byte to the last flow's end, on
 //! this host's clock. `--bidir` runs the client → server flows and the server → client ones
 //! (as `-R` runs them) at once, each direction summed on its own.
+//!
+//! [`run_beside`] runs them with what measures beside them: `-i`'s interval samples and
+//! `--latency-probe`'s probe flows.
+
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio::task::JoinSet;
+use wirebench_core::record::LoadedLatency;
 use wirebench_core::record::{RttFigures, UdpReceipt};
+use wirebench_core::security::auth::Psk;
 use wirebench_core::vocab::counters::TransportStats;
+use wirebench_core::vocab::counters::{Cumulative, IntervalSample};
+use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{Omitted, ServerReport};
 
+use crate::engine::interval;
 use crate::engine::SendTally;
 use crate::flows::client::{ClientFigures, SessionOutcome, SessionRequest};
+use crate::flows::latency_probe::{ProbeFlows, ProbePlan};
 use crate::transport::counters::CpuMeter;
 
 /// The sessions of one run, built once by whoever plans it: `flows` in the run's direction
@@ -72,6 +84,61 @@ pub async fn run(run: RunFlows) -> Result<RunOutcome> {
         } else {
             Some(sum(back_flows)?)
         },
+    })
+}
+
+/// What measures beside a run's flows.
+pub struct Beside<'a, R, S> {
+    /// `-i`: how often `read` is sampled while the flows run (None: never); each sample goes
+    /// to `on_sample` as it is taken.
+    pub interval: Option<Duration>,
+    /// What the flows have moved so far.
+    pub read: R,
+    /// Hears each interval sample.
+    pub on_sample: S,
+    /// `--latency-probe`: probe flows to this server, by this plan, beside a run of this
+    /// protocol.
+    pub probe: Option<(SocketAddr, &'a ProbePlan, Protocol, Option<&'a Psk>)>,
+}
+
+/// What [`run_beside`] returns: the flows' outcome, the interval samples (oldest first) and
+/// the probes' record.
+pub type Measured = (
+    Result<RunOutcome>,
+    Vec<IntervalSample>,
+    Option<LoadedLatency>,
+);
+
+/// Runs `run`'s flows with what measures beside them: the probe flows open and probe idle
+/// first, then the flows run, sampled every interval from their start, with the probes beside
+/// them until they end. An error opening the probes is this function's; the flows' own
+/// outcome is the first part of what it returns.
+pub async fn run_beside<R, S>(run: RunFlows, beside: Beside<'_, R, S>) -> Result<Measured>
+where
+    R: FnMut() -> Cumulative,
+    S: FnMut(&IntervalSample),
+{
+    let probes = match beside.probe {
+        Some((server, plan, protocol, psk)) => {
+            Some(ProbeFlows::open(server, plan, protocol, psk).await?)
+        }
+        None => None,
+    };
+    let sampled = interval::sampled(
+        self::run(run),
+        beside.interval,
+        beside.read,
+        beside.on_sample,
+    );
+    Ok(match probes {
+        Some(p) => {
+            let ((outcome, samples), latency) = p.around(sampled).await;
+            (outcome, samples, Some(latency))
+        }
+        None => {
+            let (outcome, samples) = sampled.await;
+            (outcome, samples, None)
+        }
     })
 }
 

@@ -23,12 +23,13 @@ use wirebench_core::vocab::counters::TransportStats;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 
+use crate::engine::quic;
 use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::rr_blocking_udp;
+use crate::engine::stream::blocking;
 use crate::engine::stream::rtt_histogram;
 use crate::engine::udp::UdpClient;
 use crate::engine::wall_clock::{local_clock_info, ExchangeLog, WallAnchor};
-use crate::engine::{blocking, quic};
 use crate::transport::{control, counters, tls};
 use wirebench_core::record::rr::ResumedFigures;
 use wirebench_core::record::RttFigures;

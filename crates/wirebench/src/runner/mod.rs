@@ -24,9 +24,8 @@ use wirebench_core::vocab::sweep::Point;
 use wirebench_core::vocab::units::{BitRate, RateUnit};
 use wirebench_core::wire::proto::{DataPathOptions, SessionParams};
 
-use crate::engine::interval::{self, Progress};
+use crate::engine::interval::Progress;
 use crate::flows::client::{SessionOutcome, SessionRequest};
-use crate::flows::latency_probe::ProbeFlows;
 use crate::flows::parallel::{self, RunFlows, RunOutcome};
 
 pub use finished::FinishedRun;
@@ -331,7 +330,6 @@ async fn run_one(
     // (what the client received). Each server session keeps its own.
     let (sending, receiving) = progress.split_at(session.flows.len());
     let back_readings = std::sync::Mutex::new(Vec::new());
-    let work = parallel::run(flows);
     let sent_so_far = || {
         if !receiving.is_empty() {
             if let Ok(mut readings) = back_readings.lock() {
@@ -340,27 +338,22 @@ async fn run_one(
         }
         reading_of(sending)
     };
-    // --latency-probe: the probe flows open (and probe idle) before the load starts; warm-up
-    // runs are not measured, so no probes beside them.
-    let probes = match cfg.latency_probe.as_ref().filter(|_| !run.warmup) {
-        Some(probe) => {
-            let protocol = run.combination.protocol;
-            Some(ProbeFlows::open(server, probe, protocol, cfg.psk.as_deref()).await?)
-        }
-        None => None,
+    let beside = parallel::Beside {
+        interval: cfg.interval,
+        read: sent_so_far,
+        on_sample: |s: &IntervalSample| {
+            if !run.warmup {
+                tell(listener, || RunEvent::Interval(run.clone(), *s));
+            }
+        },
+        // --latency-probe: warm-up runs are not measured, so no probes beside them.
+        probe: cfg
+            .latency_probe
+            .as_ref()
+            .filter(|_| !run.warmup)
+            .map(|probe| (server, probe, run.combination.protocol, cfg.psk.as_deref())),
     };
-    let sampled = interval::sampled(work, cfg.interval, sent_so_far, |s| {
-        if !run.warmup {
-            tell(listener, || RunEvent::Interval(run.clone(), *s));
-        }
-    });
-    let ((result, intervals), latency) = match probes {
-        Some(p) => {
-            let (done, latency) = p.around(sampled).await;
-            (done, Some(latency))
-        }
-        None => (sampled.await, None),
-    };
+    let (result, intervals, latency) = parallel::run_beside(flows, beside).await?;
     let RunOutcome {
         forward: (mut outcome, mut flows),
         mut back,

@@ -57,7 +57,12 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr,
     let Ok(n) = usize::try_from(n) else {
         return Err(io::Error::last_os_error());
     };
-    let (read_at, read_wall) = (Instant::now(), SystemTime::now());
+    // The wall clock first: a pause between the two reads (a busy host) then dates the
+    // datagram later than it came, never earlier, so a delay the relay adds is never cut
+    // short (read the other way round, a response through `delay=5ms` each way once took
+    // 9.978 ms beside two busy processes).
+    let read_wall = SystemTime::now();
+    let read_at = Instant::now();
     let mut arrived = read_at;
     // SAFETY: the CMSG_* walk stays within `msg.msg_controllen` bytes of `control`, which the
     // kernel filled; a timestamp's data is a timespec, read unaligned.
@@ -86,9 +91,9 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr,
     Ok((n, from, Instant::now()))
 }
 
-/// The monotonic instant of a wall-clock kernel stamp `ts`, given both clocks read together
-/// just after it (`read_at`, `read_wall`); a stamp "after" the reading (the wall clock was
-/// stepped back) is taken as the reading.
+/// The monotonic instant of a wall-clock kernel stamp `ts`, given both clocks read just after
+/// it, the wall clock first (`read_wall`, then `read_at`); a stamp "after" the reading (the
+/// wall clock was stepped back) is taken as the reading.
 #[cfg(target_os = "linux")]
 fn instant_of(read_at: Instant, read_wall: SystemTime, ts: libc::timespec) -> Instant {
     let (Ok(secs), Ok(nanos)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) else {

@@ -130,7 +130,12 @@ pub fn tcp_bytes_acked(_socket: &impl AsRawFd) -> Option<u64> {
 
 /// What quinn counted on a QUIC connection so far.
 pub fn quic_stats(connection: &quinn::Connection) -> TransportStats {
-    let path = connection.stats().path;
+    quic_stats_of(&connection.stats())
+}
+
+/// What a QUIC connection's figures say, however it is driven.
+pub fn quic_stats_of(stats: &quinn::ConnectionStats) -> TransportStats {
+    let path = stats.path;
     TransportStats {
         source: StatsSource::Quic,
         packets_sent: path.sent_packets,

@@ -153,6 +153,16 @@ async fn a_quic_client_notices_a_killed_server() {
     .await;
 }
 
+/// QUIC stop-and-wait runs on a thread of its own, driven inline on quinn-proto: the watch of
+/// the control connection stops it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_stop_and_wait_client_notices_a_killed_server() {
+    client_notices_a_killed_server(&[
+        "--proto", "quic", "--mode", "saw", "-l", "1KiB", "-n", "10GiB",
+    ])
+    .await;
+}
+
 /// Through the in-process impairment relay (`--impair`) no ICMP reaches the client: the
 /// control connection, relayed, still says the server is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,7 +286,7 @@ async fn a_closed_udp_port_stops_the_sender_at_once() {
     let mut port = BlockingPort::new(client.into_std().unwrap()).unwrap();
     // On a thread of its own, as the client runs it.
     let sender = tokio::task::spawn_blocking(move || {
-        wirebench::engine::blocking::block_on(udp_saw::send_stop_and_wait(
+        wirebench::engine::stream::blocking::block_on(udp_saw::send_stop_and_wait(
             &mut port,
             1,
             (plan, None),

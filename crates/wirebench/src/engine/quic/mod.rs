@@ -4,6 +4,7 @@
 //! endpoint; `engine::quic::home` the threads the server's connections run on.
 
 pub mod home;
+pub mod inline;
 pub mod socket;
 pub mod stream;
 
@@ -158,7 +159,7 @@ pub async fn connect(
     pinned_cert_der: Vec<u8>,
     max_mtu: Option<u16>,
 ) -> Result<(Endpoint, quinn::Connection, DataPathInfo)> {
-    let socket = crate::transport::net::udp_socket(server.is_ipv6(), None, None)?;
+    let socket = client_socket(server)?;
     let (recv_buffer, send_buffer) = crate::transport::net::buffer_sizes(&SockRef::from(&socket));
     let info = DataPathInfo {
         recv_buffer: recv_buffer as u64,
@@ -184,6 +185,11 @@ pub async fn connect(
         .await
         .with_context(|| format!("QUIC handshake with {server} failed"))?;
     Ok((endpoint, connection, info))
+}
+
+/// A QUIC client's UDP socket for `server` (the client's source address and options applied).
+pub fn client_socket(server: SocketAddr) -> Result<std::net::UdpSocket> {
+    crate::transport::net::udp_socket(server.is_ipv6(), None, None)
 }
 
 /// A client endpoint (no server role) on `socket`, in the current tokio runtime.

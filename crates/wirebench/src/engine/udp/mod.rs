@@ -158,7 +158,7 @@ pub struct BlockingUdpClient {
 }
 
 impl BlockingUdpClient {
-    /// Its sender: [`DatagramSender::send_stream`] driven on this thread (`engine::blocking::
+    /// Its sender: [`DatagramSender::send_stream`] driven on this thread (`engine::stream::blocking::
     /// block_on`), whose sends block and whose pacing sleeps the thread.
     pub fn sender(&self) -> DatagramSender<'_> {
         DatagramSender {

@@ -40,7 +40,7 @@ pub trait DatagramPort {
 }
 
 /// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
-/// `engine::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
+/// `engine::stream::blocking::block_on`); it never sleeps, so no wake-up is paid per round trip.
 /// Setting the flag (from another thread) stops it: its next wait fails with
 /// `ConnectionAborted`, which ends [`send_stop_and_wait`].
 #[derive(Debug)]
@@ -82,7 +82,7 @@ impl DatagramPort for SpinPort {
 }
 
 /// The sleeping port: a blocking std socket on a thread of its own (driven with
-/// `engine::blocking::block_on`), which waits in `recv` itself and wakes when the
+/// `engine::stream::blocking::block_on`), which waits in `recv` itself and wakes when the
 /// acknowledgement lands, one wake-up per round trip and no hop through the runtime, as
 /// sockperf waits; the receive has no kernel timeout, a [`RecvAlarm`] keeps the deadline.
 /// [`BlockingPort::stopper`] gives what stops it from another thread: its
@@ -311,7 +311,7 @@ mod tests {
         let waiter = std::thread::spawn(move || {
             let mut buf = [0u8; 64];
             let started = Instant::now();
-            let got = crate::engine::blocking::block_on(
+            let got = crate::engine::stream::blocking::block_on(
                 port.recv_until(&mut buf, started + Duration::from_secs(60)),
             );
             (got.map(|r| r.map_err(|e| e.kind())), started.elapsed())
@@ -339,14 +339,16 @@ mod tests {
         let mut buf = [0u8; 64];
         for wait in [Duration::from_micros(500), Duration::from_millis(30)] {
             let started = Instant::now();
-            let got = crate::engine::blocking::block_on(port.recv_until(&mut buf, started + wait));
+            let got = crate::engine::stream::blocking::block_on(
+                port.recv_until(&mut buf, started + wait),
+            );
             let waited = started.elapsed();
             assert!(got.is_none(), "{got:?}");
             assert!(waited >= wait, "{waited:?} < {wait:?}");
             assert!(waited < wait + Duration::from_secs(2), "{waited:?}");
         }
         peer.send_to(b"ack", to).unwrap();
-        let got = crate::engine::blocking::block_on(
+        let got = crate::engine::stream::blocking::block_on(
             port.recv_until(&mut buf, Instant::now() + Duration::from_secs(60)),
         );
         assert_eq!(got.map(|r| r.map_err(|e| e.kind())), Some(Ok(3)));

@@ -1,6 +1,7 @@
 //! The client's QUIC transfer: a connection to the server's UDP port, one bidirectional
 //! stream; messages are slices of one shared payload buffer.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -12,6 +13,7 @@ use wirebench_core::wire::proto::{DataPathInfo, Preamble};
 use super::leg::{received_leg, Leg, Transfer};
 use crate::engine::liveness::{self, Watched};
 use crate::engine::quic;
+use crate::engine::quic::inline::{self, PlayedRole};
 use crate::engine::quic::stream::QuicSource;
 use crate::engine::stream::{self, ReadTally};
 use crate::transport::{control, counters, net};
@@ -22,6 +24,9 @@ const STREAM_END_WAIT: Duration = Duration::from_secs(1);
 
 /// Connects, opens the stream, announces the session on it, then plays the session's role.
 pub(super) async fn run(t: &mut Transfer<'_>, preamble: &Preamble, cert: Vec<u8>) -> Result<Leg> {
+    if t.p.mechanism == Mechanism::StopAndWait {
+        return stop_and_wait_inline(t, preamble, cert).await;
+    }
     let (endpoint, connection, data_path) =
         quic::connect(t.server, cert, t.p.options.quic_mtu).await?;
     let (mut send, mut recv) = connection
@@ -127,5 +132,75 @@ async fn send_messages(
         data_path,
         transport,
         udp_received: None,
+    })
+}
+
+/// Stop-and-wait either way on a connection of its own thread, driven inline on quinn-proto
+/// (`engine::quic::inline`): one wake-up per round trip, as UDP's stop-and-wait. The
+/// connection stays up until the server's report is in.
+async fn stop_and_wait_inline(
+    t: &mut Transfer<'_>,
+    preamble: &Preamble,
+    cert: Vec<u8>,
+) -> Result<Leg> {
+    let (played, control) = inline::start_stop_and_wait(
+        t.server,
+        cert,
+        t.p,
+        preamble.encode().to_vec(),
+        t.rtt.clone(),
+        Arc::clone(t.progress),
+    )?;
+    let watched = liveness::watch_stoppable(t.ctrl, played, || control.stop()).await;
+    let played = match watched {
+        Watched::Done(Ok(played)) => played,
+        Watched::Done(Err(_)) => Err(anyhow::anyhow!("the QUIC thread failed")),
+        Watched::Gone { reason, .. } => {
+            let _ = control.close().await;
+            return Err(t.gone(reason));
+        }
+    };
+    let (role, cpu) = match played {
+        Ok(played) => played,
+        Err(e) => {
+            let _ = control.close().await;
+            return Err(t.explain_failure(e).await);
+        }
+    };
+    let report = match &role {
+        PlayedRole::Sent {
+            started, done_at, ..
+        } => {
+            t.finish_timing(*started, *done_at, std::future::ready(None))
+                .await
+        }
+        PlayedRole::Received(_) => t.report().await.map(|report| (Duration::ZERO, report)),
+    };
+    let (stats, mut data_path) = control
+        .close()
+        .await?
+        .context("the QUIC thread ended without its connection")?;
+    data_path.cpu = cpu;
+    let transport = Some(counters::quic_stats_of(&stats));
+    let (elapsed, report) = report?;
+    Ok(match role {
+        PlayedRole::Sent {
+            tally,
+            started,
+            rtt_ns,
+            ..
+        } => {
+            *t.rtt = rtt_ns;
+            Leg {
+                tally,
+                started,
+                elapsed,
+                report,
+                data_path,
+                transport,
+                udp_received: None,
+            }
+        }
+        PlayedRole::Received(tally) => received_leg(&tally, report, data_path, transport),
     })
 }

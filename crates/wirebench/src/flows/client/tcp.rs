@@ -1,5 +1,5 @@
 //! The client's TCP transfer: a second connection to the server's port, driven on a blocking
-//! (or spinning) socket in a thread of its own (see engine::blocking), sending or, with
+//! (or spinning) socket in a thread of its own (see engine::stream::blocking), sending or, with
 //! `--reverse`, receiving; the loops are the ones QUIC uses.
 
 use std::sync::Arc;
@@ -10,8 +10,8 @@ use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::{DataPathInfo, Preamble, SessionParams};
 
 use super::leg::{received_leg, Leg, Transfer};
-use crate::engine::blocking;
 use crate::engine::liveness::{self, Watched};
+use crate::engine::stream::blocking;
 use crate::engine::stream::ReadTally;
 use crate::transport::counters;
 use crate::transport::delivery::{self, Acknowledged};

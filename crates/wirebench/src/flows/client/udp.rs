@@ -18,8 +18,8 @@ use wirebench_core::vocab::units::BitRate;
 use wirebench_core::wire::proto::{ControlMessage, DataPathInfo};
 
 use super::leg::{Leg, Transfer};
-use crate::engine::blocking::block_on;
 use crate::engine::liveness::{self, Judge, Judged, Watched};
+use crate::engine::stream::blocking::block_on;
 use crate::engine::udp::saw::{self as udp_saw, BlockingPort, DatagramPort, SpinPort};
 use crate::engine::udp::UdpClient;
 use crate::engine::udp::{hello as udp_hello, reverse as udp_reverse};

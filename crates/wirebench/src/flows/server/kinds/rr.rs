@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{RrParams, ServerReport};
 
-use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::rr::{answer_stream, AnswerCounters};
+use crate::engine::stream::blocking::{self, block_on, Blocking};
 use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{wait_sender_done, wait_sender_done_or_silence};

@@ -15,9 +15,9 @@ use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
-use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic::stream::QuicSource;
+use crate::engine::stream::blocking::{self, block_on, Blocking};
 use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::flows::server::gate::Pass;
@@ -215,7 +215,7 @@ fn settle_cancelled(tally: &mut ReadTally, p: &SessionParams) {
     }
 }
 
-/// Receives a TCP session on a blocking socket in a thread of its own (see engine::blocking),
+/// Receives a TCP session on a blocking socket in a thread of its own (see engine::stream::blocking),
 /// while this task watches the control connection; if that ends first, shutting the socket
 /// down wakes the thread.
 async fn receive_tcp_blocking<R: AsyncRead + Unpin>(

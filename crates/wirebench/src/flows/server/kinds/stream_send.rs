@@ -25,9 +25,9 @@ use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
-use crate::engine::blocking::{self, block_on, Blocking};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic::stream::QuicSink;
+use crate::engine::stream::blocking::{self, block_on, Blocking};
 use crate::engine::stream::{self, MessageSink, WriteSink};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::flows::server::gate::Pass;

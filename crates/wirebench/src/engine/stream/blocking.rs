@@ -21,8 +21,8 @@ use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use wirebench_core::wire::proto::SessionParams;
 
-use super::stream::{self, ReadSource, ReadTally, ReceiveError, WriteSink};
-use super::SendTally;
+use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError, WriteSink};
+use crate::engine::SendTally;
 
 /// A blocking (or spinning) reader or writer seen through tokio's async traits.
 #[derive(Debug)]
@@ -102,9 +102,85 @@ pub fn into_blocking(stream: tokio::net::TcpStream, spin: bool) -> io::Result<st
     Ok(s)
 }
 
+/// The sending role of session `p` on this thread (`engine::stream::send_role`): messages
+/// written to `writer`, stop-and-wait acknowledgements read from `acks`, both of whose calls
+/// block (or spin) until they are done rather than wait on a waker: [`Blocking`] on a TCP
+/// socket, `engine::quic::inline::InlineStream` on a QUIC connection driven inline.
+pub fn play_send<R, W>(
+    acks: &mut R,
+    writer: &mut W,
+    p: &SessionParams,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> io::Result<SendTally>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send,
+{
+    let payload = vec![0u8; p.msg_size as usize];
+    let mut sink = WriteSink {
+        writer,
+        payload: &payload,
+    };
+    block_on(stream::send_role(acks, &mut sink, p, rtt_ns, progress))
+}
+
+/// The receiving role of session `p` on this thread (`engine::stream::receive_role`): read
+/// from `reader` and, stop-and-wait, acknowledged on `acks`, as in [`play_send`].
+pub fn play_receive<R, W>(
+    reader: &mut R,
+    acks: &mut W,
+    p: &SessionParams,
+    tally: &mut ReadTally,
+    progress: &AtomicU64,
+) -> Result<(), ReceiveError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin,
+{
+    let mut source = ReadSource {
+        reader,
+        buf: vec![0u8; stream::receive_buffer_len(p.mechanism, p.msg_size)],
+    };
+    block_on(stream::receive_role(&mut source, acks, p, tally, progress))
+}
+
+/// What [`play`] played: the sending role's tally, or the receiving role's.
+#[derive(Debug)]
+pub enum Played {
+    /// The session's sender: what it sent.
+    Sent(SendTally),
+    /// The session's receiver (`--reverse` on a client): what it read.
+    Received(ReadTally),
+}
+
+/// The role of session `p` on this thread, whichever it is: with `--reverse` the receiving
+/// role ([`play_receive`], reading `reader`, acknowledging on `writer`), else the sending one
+/// ([`play_send`]).
+pub fn play<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    p: &SessionParams,
+    rtt_ns: &mut Histogram<u64>,
+    progress: &AtomicU64,
+) -> anyhow::Result<Played>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    if p.reverse {
+        let mut tally = ReadTally::default();
+        play_receive(reader, writer, p, &mut tally, progress)?;
+        Ok(Played::Received(tally))
+    } else {
+        Ok(Played::Sent(play_send(
+            reader, writer, p, rtt_ns, progress,
+        )?))
+    }
+}
+
 /// The sending role of session `p` on the TCP socket `data`, on this thread: the socket made
-/// blocking (spinning with busy-poll), messages written and stop-and-wait acknowledgements
-/// read through [`Blocking`] by `engine::stream::send_role`.
+/// blocking (spinning with busy-poll), then [`play_send`] through [`Blocking`].
 pub fn send_role(
     data: &TcpStream,
     p: &SessionParams,
@@ -113,19 +189,17 @@ pub fn send_role(
 ) -> io::Result<SendTally> {
     let spin = p.options.busy_poll;
     data.set_nonblocking(spin)?;
-    let payload = vec![0u8; p.msg_size as usize];
-    let mut writer = Blocking::new(data, spin);
-    let mut sink = WriteSink {
-        writer: &mut writer,
-        payload: &payload,
-    };
-    let mut acks = Blocking::new(data, spin);
-    block_on(stream::send_role(&mut acks, &mut sink, p, rtt_ns, progress))
+    play_send(
+        &mut Blocking::new(data, spin),
+        &mut Blocking::new(data, spin),
+        p,
+        rtt_ns,
+        progress,
+    )
 }
 
 /// The receiving role of session `p` on the TCP socket `data`, on this thread: the socket
-/// made blocking (spinning with busy-poll), read and (stop-and-wait) acknowledged through
-/// [`Blocking`] by `engine::stream::receive_role`.
+/// made blocking (spinning with busy-poll), then [`play_receive`] through [`Blocking`].
 pub fn receive_role(
     data: &TcpStream,
     p: &SessionParams,
@@ -134,17 +208,11 @@ pub fn receive_role(
 ) -> Result<(), ReceiveError> {
     let spin = p.options.busy_poll;
     data.set_nonblocking(spin)?;
-    let mut reader = Blocking::new(data, spin);
-    let mut source = ReadSource {
-        reader: &mut reader,
-        buf: vec![0u8; stream::receive_buffer_len(p.mechanism, p.msg_size)],
-    };
-    let mut acks = Blocking::new(data, spin);
-    block_on(stream::receive_role(
-        &mut source,
-        &mut acks,
+    play_receive(
+        &mut Blocking::new(data, spin),
+        &mut Blocking::new(data, spin),
         p,
         tally,
         progress,
-    ))
+    )
 }
