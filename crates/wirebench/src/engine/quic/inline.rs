@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
-use quinn::crypto::rustls::QuicClientConfig;
-use quinn::{ClientConfig, EndpointConfig};
 use quinn_proto::{
     Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, Event, ReadError, StreamId,
     WriteError,
@@ -33,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 use wirebench_core::wire::proto::{DataPathInfo, SessionParams};
 
-use super::{client_transport, DEFAULT_MTU, HANDSHAKE_TIMEOUT};
+use super::{DEFAULT_MTU, HANDSHAKE_TIMEOUT};
 use crate::engine::interval::Progress;
 use crate::engine::stream::blocking::{self, Played};
 use crate::engine::stream::ReadTally;
@@ -91,26 +89,10 @@ impl InlineConnection {
         max_mtu: Option<u16>,
         stop: Arc<AtomicBool>,
     ) -> Result<(InlineConnection, DataPathInfo)> {
-        let (recv_buffer, send_buffer) = net::buffer_sizes(&SockRef::from(&socket));
-        let info = DataPathInfo {
-            recv_buffer: recv_buffer as u64,
-            send_buffer: send_buffer as u64,
-            local_addr: net::local_addr(&SockRef::from(&socket)),
-            ..DataPathInfo::default()
-        };
-        let max_mtu = max_mtu.unwrap_or(DEFAULT_MTU);
-        let mut endpoint_cfg = EndpointConfig::default();
-        endpoint_cfg
-            .max_udp_payload_size(max_mtu)
-            .context("while sizing the QUIC receive buffers")?;
-        // As every client endpoint of ours: never invite the server to grease the fixed bit
-        // (see `engine::quic::client_endpoint`).
-        endpoint_cfg.grease_quic_bit(false);
+        let info = super::client_socket_info(&socket);
+        let (endpoint_cfg, cfg) =
+            super::client_configs(pinned_cert_der, max_mtu.unwrap_or(DEFAULT_MTU))?;
         let mut endpoint = Endpoint::new(Arc::new(endpoint_cfg), None, true, None);
-        let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
-            .context("while configuring QUIC TLS")?;
-        let mut cfg = ClientConfig::new(Arc::new(crypto));
-        cfg.transport_config(client_transport(max_mtu));
         let (handle, conn) = endpoint
             .connect(Instant::now(), cfg, server, tls::SERVER_NAME)
             .map_err(|e| anyhow!("while starting the QUIC handshake: {e}"))?;

@@ -160,31 +160,46 @@ pub async fn connect(
     max_mtu: Option<u16>,
 ) -> Result<(Endpoint, quinn::Connection, DataPathInfo)> {
     let socket = client_socket(server)?;
-    let (recv_buffer, send_buffer) = crate::transport::net::buffer_sizes(&SockRef::from(&socket));
-    let info = DataPathInfo {
-        recv_buffer: recv_buffer as u64,
-        send_buffer: send_buffer as u64,
-        local_addr: crate::transport::net::local_addr(&SockRef::from(&socket)),
-        ..DataPathInfo::default()
-    };
-    let max_mtu = max_mtu.unwrap_or(DEFAULT_MTU);
-    // The advertised limit caps what the server sends (downloads); the discovery bound below
-    // caps what we send.
-    let mut endpoint_cfg = EndpointConfig::default();
-    endpoint_cfg
-        .max_udp_payload_size(max_mtu)
-        .context("while sizing the QUIC receive buffers")?;
+    let info = client_socket_info(&socket);
+    let (endpoint_cfg, cfg) = client_configs(pinned_cert_der, max_mtu.unwrap_or(DEFAULT_MTU))?;
     let endpoint = client_endpoint(socket, endpoint_cfg)?;
-    let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
-        .context("while configuring QUIC TLS")?;
-    let mut cfg = ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(client_transport(max_mtu));
     let connection = endpoint
         .connect_with(cfg, server, tls::SERVER_NAME)
         .context("while starting the QUIC handshake")?
         .await
         .with_context(|| format!("QUIC handshake with {server} failed"))?;
     Ok((endpoint, connection, info))
+}
+
+/// What a QUIC client's UDP socket runs with: its buffers and local address.
+pub fn client_socket_info(socket: &std::net::UdpSocket) -> DataPathInfo {
+    let (recv_buffer, send_buffer) = crate::transport::net::buffer_sizes(&SockRef::from(socket));
+    DataPathInfo {
+        recv_buffer: recv_buffer as u64,
+        send_buffer: send_buffer as u64,
+        local_addr: crate::transport::net::local_addr(&SockRef::from(socket)),
+        ..DataPathInfo::default()
+    }
+}
+
+/// A client's endpoint and connection settings, trusting exactly `pinned_cert_der`, with UDP
+/// payloads up to `max_mtu`: the advertised limit caps what the server sends (downloads), the
+/// discovery bound ([`client_transport`]) what we send. The fixed bit is never greased (see
+/// [`client_endpoint`]).
+pub fn client_configs(
+    pinned_cert_der: Vec<u8>,
+    max_mtu: u16,
+) -> Result<(EndpointConfig, ClientConfig)> {
+    let mut endpoint_cfg = EndpointConfig::default();
+    endpoint_cfg
+        .max_udp_payload_size(max_mtu)
+        .context("while sizing the QUIC receive buffers")?;
+    endpoint_cfg.grease_quic_bit(false);
+    let crypto = QuicClientConfig::try_from(tls::client_crypto(pinned_cert_der)?)
+        .context("while configuring QUIC TLS")?;
+    let mut cfg = ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(client_transport(max_mtu));
+    Ok((endpoint_cfg, cfg))
 }
 
 /// A QUIC client's UDP socket for `server` (the client's source address and options applied).
