@@ -1,5 +1,7 @@
 //! The client's QUIC transfer: a connection to the server's UDP port, one bidirectional
-//! stream; messages are slices of one shared payload buffer.
+//! stream. Streaming runs on quinn, its messages slices of one shared payload buffer;
+//! stop-and-wait runs on a connection of its own thread driven inline on quinn-proto
+//! (`engine::quic::inline`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
