@@ -8,7 +8,7 @@
 
 use std::fmt::Debug;
 use std::io::{self, IoSliceMut};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -36,17 +36,43 @@ pub trait DatagramHandler: Send + Sync + Debug + 'static {
     );
 }
 
+/// Takes QUIC datagrams that are not quinn's (`engine::quic::inline_server`): runs inside quinn's
+/// receive path, so must be quick and must not block.
+pub trait QuicDivert: Send + Sync + Debug + 'static {
+    /// Whether it took the QUIC datagrams of one receive (several `stride` bytes apart, GRO)
+    /// from `peer`, which arrived at `dst_ip`; false leaves them to quinn.
+    fn take(&self, data: &[u8], stride: usize, peer: SocketAddr, dst_ip: Option<IpAddr>) -> bool;
+}
+
 /// The shared socket: quinn sees a normal `AsyncUdpSocket`.
 #[derive(Debug)]
 pub struct DemuxSocket {
     inner: Arc<dyn AsyncUdpSocket>,
     handler: Arc<dyn DatagramHandler>,
+    /// Takes the QUIC connections that are served inline (`engine::quic::inline_server`).
+    inline: Option<Box<dyn QuicDivert>>,
 }
 
 impl DemuxSocket {
-    /// Wraps quinn's socket; our datagrams go to `handler`.
-    pub fn new(inner: Arc<dyn AsyncUdpSocket>, handler: Arc<dyn DatagramHandler>) -> Self {
-        DemuxSocket { inner, handler }
+    /// Wraps quinn's socket; our datagrams go to `handler`, the packets of QUIC connections
+    /// served inline to `inline`.
+    pub fn new(
+        inner: Arc<dyn AsyncUdpSocket>,
+        handler: Arc<dyn DatagramHandler>,
+        inline: Option<Box<dyn QuicDivert>>,
+    ) -> Self {
+        DemuxSocket {
+            inner,
+            handler,
+            inline,
+        }
+    }
+
+    /// Whether the router of inline connections took this QUIC datagram.
+    fn taken_inline(&self, data: &[u8], meta: &RecvMeta) -> bool {
+        self.inline
+            .as_ref()
+            .is_some_and(|r| r.take(data, meta.stride.max(1), meta.addr, meta.dst_ip))
     }
 
     fn dispatch(&self, data: &[u8], meta: &RecvMeta) {
@@ -90,6 +116,8 @@ impl AsyncUdpSocket for DemuxSocket {
                 .is_some_and(|b| datagram::looks_like_ours(*b));
             if ours {
                 self.dispatch(&bufs[i][..len], &meta[i]);
+            } else if self.taken_inline(&bufs[i][..len], &meta[i]) {
+                // Served on a socket and thread of its own.
             } else {
                 // Compact QUIC datagrams to the front; quinn reads bufs[i] and meta[i] by index.
                 if i != kept {

@@ -30,6 +30,7 @@ mod one_way;
 mod pacing;
 mod peers;
 mod postgres;
+mod quic_inline;
 mod ratesearch;
 mod readme;
 mod relay;

@@ -11,7 +11,7 @@
 //! set on another thread is seen within that.
 
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,9 +22,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
 use quinn_proto::{
-    Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, Event, ReadError, StreamId,
-    WriteError,
+    Connection, ConnectionHandle, ConnectionId, DatagramEvent, Dir, Endpoint, EndpointConfig,
+    Event, ReadError, ServerConfig, StreamEvent, StreamId, WriteError,
 };
+use rand::RngCore;
 use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
@@ -44,24 +45,87 @@ pub const STOP_LOOK: Duration = Duration::from_millis(50);
 /// detection runs that close, and only when packets were lost).
 const SHORTEST_WAIT: Duration = Duration::from_micros(100);
 
-/// Largest datagram read: the largest UDP payload QUIC allows.
-const RECV_BUFFER: usize = super::MAX_UDP_PAYLOAD as usize;
+/// The first bytes of the destination connection ID of an inline client's first packet: the
+/// server then serves the connection inline too (`engine::quic::inline_server`).
+pub const INLINE_MARK: [u8; 8] = *b"wb:inlin";
 
-/// One client connection and its socket, driven by whoever calls it.
+/// The length of that connection ID: QUIC's longest, which quinn's clients never choose
+/// (they use 8 bytes), so one of theirs cannot carry the mark by chance.
+const MARKED_CID_LEN: usize = 20;
+
+/// A client's first destination connection ID, marked for the server to serve it inline.
+pub fn marked_initial_cid() -> ConnectionId {
+    let mut id = [0u8; MARKED_CID_LEN];
+    id[..INLINE_MARK.len()].copy_from_slice(&INLINE_MARK);
+    rand::thread_rng().fill_bytes(&mut id[INLINE_MARK.len()..]);
+    ConnectionId::new(&id)
+}
+
+/// Whether `packet` is a QUIC version 1 Initial whose destination connection ID is marked.
+pub fn is_marked_initial(packet: &[u8]) -> bool {
+    // A long header (0x80), Initial (type bits 0x30 clear in version 1), the version, then
+    // the destination connection ID's length and the ID itself.
+    let long_initial = packet.first().is_some_and(|b| b & 0xb0 == 0x80);
+    long_initial
+        && packet.get(1..5) == Some(&[0, 0, 0, 1])
+        && packet.get(5) == Some(&(MARKED_CID_LEN as u8))
+        && packet.get(6..6 + INLINE_MARK.len()) == Some(&INLINE_MARK[..])
+}
+
+/// Longest wait while datagrams may still be handed over from the server's shared socket
+/// ([`Forwarded`]): they are looked for at least this often.
+const FORWARD_LOOK: Duration = Duration::from_millis(1);
+
+/// Largest datagram read: the largest UDP payload QUIC allows.
+pub(crate) const RECV_BUFFER: usize = super::MAX_UDP_PAYLOAD as usize;
+
+/// One connection and its socket, a client's or a server's, driven by whoever calls it.
 pub struct InlineConnection {
     socket: UdpSocket,
-    server: SocketAddr,
+    peer: SocketAddr,
+    /// The address the peer's datagrams arrive at, where the socket is not bound to it alone.
+    local_ip: Option<IpAddr>,
     endpoint: Endpoint,
     handle: ConnectionHandle,
     conn: Connection,
     /// What `poll_transmit` writes into.
     out: Vec<u8>,
-    /// What a datagram is read into.
-    inbox: Vec<u8>,
+    /// What a datagram is read into: its spare room (the vector stays empty).
+    recv_buf: Vec<u8>,
     /// The socket's read timeout as last set.
     wait: Option<Duration>,
     /// Set on another thread to end every wait with an error.
     stop: Arc<AtomicBool>,
+    /// A server's: the connection's datagrams that reached the shared socket before this
+    /// socket was connected (`engine::quic::inline_server`), while the handshake runs.
+    forwarded: Option<Arc<Forwarded>>,
+    /// When a wait fails with `TimedOut` instead (a handshake's or a stream's limit).
+    deadline: Option<Instant>,
+    /// Streams whose data the peer has acknowledged to their end.
+    finished: Vec<StreamId>,
+}
+
+/// Datagrams handed from one thread to a connection driven on another.
+#[derive(Debug, Default)]
+pub struct Forwarded {
+    queue: Mutex<Vec<BytesMut>>,
+}
+
+impl Forwarded {
+    /// Adds what one receive brought: several datagrams `stride` bytes apart (GRO).
+    pub fn push(&self, data: &[u8], stride: usize) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.extend(data.chunks(stride.max(1)).map(BytesMut::from));
+        }
+    }
+
+    /// Takes every datagram queued so far.
+    fn take(&self) -> Vec<BytesMut> {
+        self.queue
+            .lock()
+            .map(|mut queue| std::mem::take(&mut *queue))
+            .unwrap_or_default()
+    }
 }
 
 impl InlineConnection {
@@ -89,38 +153,147 @@ impl InlineConnection {
         stop: Arc<AtomicBool>,
     ) -> Result<(InlineConnection, DataPathInfo)> {
         let info = super::client_socket_info(&socket);
-        let (endpoint_cfg, cfg) =
+        let (endpoint_cfg, mut cfg) =
             super::client_configs(pinned_cert_der, max_mtu.unwrap_or(DEFAULT_MTU))?;
+        // Tells the server to drive its side inline too (`engine::quic::inline_server`).
+        cfg.initial_dst_cid_provider(Arc::new(marked_initial_cid));
         let mut endpoint = Endpoint::new(Arc::new(endpoint_cfg), None, true, None);
         let (handle, conn) = endpoint
             .connect(Instant::now(), cfg, server, tls::SERVER_NAME)
             .map_err(|e| anyhow!("while starting the QUIC handshake: {e}"))?;
-        let mut this = InlineConnection {
+        let mut this = InlineConnection::new(socket, server, None, endpoint, (handle, conn), stop);
+        this.handshake()
+            .with_context(|| format!("QUIC handshake with {server} failed"))?;
+        Ok((this, info))
+    }
+
+    /// A connection as it starts, before its handshake.
+    fn new(
+        socket: UdpSocket,
+        peer: SocketAddr,
+        local_ip: Option<IpAddr>,
+        endpoint: Endpoint,
+        (handle, conn): (ConnectionHandle, Connection),
+        stop: Arc<AtomicBool>,
+    ) -> InlineConnection {
+        InlineConnection {
             socket,
-            server,
+            peer,
+            local_ip,
             endpoint,
             handle,
             conn,
             out: Vec::with_capacity(RECV_BUFFER),
-            inbox: vec![0u8; RECV_BUFFER],
+            recv_buf: Vec::with_capacity(RECV_BUFFER),
             wait: None,
             stop,
-        };
-        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        loop {
-            this.flush()?;
-            if !this.conn.is_handshaking() {
-                this.events()?;
-                return Ok((this, info));
-            }
-            if Instant::now() >= deadline {
-                bail!("QUIC handshake with {server} failed: no answer in {HANDSHAKE_TIMEOUT:?}");
-            }
-            this.wait_once()
-                .with_context(|| format!("QUIC handshake with {server} failed"))?;
-            this.events()
-                .with_context(|| format!("QUIC handshake with {server} failed"))?;
+            forwarded: None,
+            deadline: None,
+            finished: Vec::new(),
         }
+    }
+
+    /// A server's connection, opened by the client's first datagram, which `forwarded` holds
+    /// with any that followed it to the shared socket; `socket` is connected to the client
+    /// (`peer`) and receives the rest. Completes the handshake and returns the connection,
+    /// still taking what `forwarded` gets until [`stop_forwarding`](Self::stop_forwarding).
+    pub fn accept(
+        socket: UdpSocket,
+        (peer, local_ip): (SocketAddr, Option<IpAddr>),
+        forwarded: Arc<Forwarded>,
+        (endpoint_cfg, server_cfg): &(Arc<EndpointConfig>, Arc<ServerConfig>),
+        stop: Arc<AtomicBool>,
+    ) -> Result<InlineConnection> {
+        let now = Instant::now();
+        let mut endpoint = Endpoint::new(
+            Arc::clone(endpoint_cfg),
+            Some(Arc::clone(server_cfg)),
+            true,
+            None,
+        );
+        let mut out = Vec::with_capacity(RECV_BUFFER);
+        let mut queued = forwarded.take().into_iter();
+        let opened = loop {
+            let Some(datagram) = queued.next() else {
+                bail!("the client's first datagram opened no QUIC connection");
+            };
+            match endpoint.handle(now, peer, local_ip, None, datagram, &mut out) {
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    match endpoint.accept(incoming, now, &mut out, None) {
+                        Ok(opened) => break opened,
+                        Err(refused) => {
+                            if let Some(t) = refused.response {
+                                let _ = socket.send(&out[..t.size]);
+                            }
+                            bail!("QUIC handshake refused: {}", refused.cause);
+                        }
+                    }
+                }
+                Some(DatagramEvent::Response(t)) => {
+                    let _ = socket.send(&out[..t.size]);
+                    out.clear();
+                }
+                Some(DatagramEvent::ConnectionEvent(..)) | None => {}
+            }
+        };
+        let mut this = InlineConnection::new(socket, peer, local_ip, endpoint, opened, stop);
+        this.forwarded = Some(forwarded);
+        for datagram in queued {
+            this.feed_datagram(now, datagram)?;
+        }
+        this.handshake()?;
+        Ok(this)
+    }
+
+    /// Drives the handshake to its end, at most [`HANDSHAKE_TIMEOUT`].
+    fn handshake(&mut self) -> Result<()> {
+        self.deadline = Some(Instant::now() + HANDSHAKE_TIMEOUT);
+        loop {
+            self.flush()?;
+            if !self.conn.is_handshaking() {
+                self.events()?;
+                self.deadline = None;
+                return Ok(());
+            }
+            self.wait_once().map_err(|e| match e.kind() {
+                io::ErrorKind::TimedOut => anyhow!("no answer in {HANDSHAKE_TIMEOUT:?}"),
+                _ => e.into(),
+            })?;
+            self.events()?;
+        }
+    }
+
+    /// No more datagrams come from the shared socket: waits go back to [`STOP_LOOK`].
+    pub fn stop_forwarding(&mut self) -> io::Result<()> {
+        if let Some(forwarded) = self.forwarded.take() {
+            let now = Instant::now();
+            for datagram in forwarded.take() {
+                self.feed_datagram(now, datagram)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first bidirectional stream the peer opens, and its first `buf.len()` bytes, within
+    /// `limit`.
+    pub fn accept_bi(&mut self, buf: &mut [u8], limit: Duration) -> io::Result<StreamId> {
+        self.deadline = Some(Instant::now() + limit);
+        let stream = loop {
+            if let Some(id) = self.conn.streams().accept(Dir::Bi) {
+                break id;
+            }
+            self.turn()?;
+        };
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.read_some(stream, &mut buf[filled..])? {
+                Some(0) => self.turn()?,
+                Some(n) => filled += n,
+                None => return Err(io::ErrorKind::UnexpectedEof.into()),
+            }
+        }
+        self.deadline = None;
+        Ok(stream)
     }
 
     /// Opens a bidirectional stream.
@@ -191,8 +364,9 @@ impl InlineConnection {
     }
 
     /// Keeps the connection going (acknowledgements, retransmissions, keep-alives) until
-    /// `until` is set or the connection ends.
-    pub fn serve_until(&mut self, until: &AtomicBool) {
+    /// `until` is set, the connection ends or `limit` has passed.
+    pub fn serve_until(&mut self, until: &AtomicBool, limit: Option<Duration>) {
+        self.deadline = limit.map(|l| Instant::now() + l);
         while !until.load(Ordering::Relaxed) {
             if self.turn().is_err() {
                 return;
@@ -200,12 +374,18 @@ impl InlineConnection {
         }
     }
 
-    /// Closes the connection and sends the close at once; the server times out one that
+    /// Closes the connection and sends the close at once; the peer times out one that
     /// misses it.
     pub fn close(mut self, reason: &'static [u8]) {
-        self.conn
-            .close(Instant::now(), 0u32.into(), Bytes::from_static(reason));
-        let _ = self.flush();
+        self.close_now(reason);
+    }
+
+    fn close_now(&mut self, reason: &'static [u8]) {
+        if !self.conn.is_closed() {
+            self.conn
+                .close(Instant::now(), 0u32.into(), Bytes::from_static(reason));
+            let _ = self.flush();
+        }
     }
 
     /// The connection's figures as quinn reports them.
@@ -238,21 +418,48 @@ impl InlineConnection {
             // Not `Interrupted`, which the stream loops' reads retry.
             return Err(io::Error::other("stopped"));
         }
-        let now = Instant::now();
+        let mut now = Instant::now();
+        if self.deadline.is_some_and(|d| now >= d) {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"));
+        }
+        let look = match &self.forwarded {
+            Some(forwarded) => {
+                let handed = forwarded.take();
+                if !handed.is_empty() {
+                    for datagram in handed {
+                        self.feed_datagram(now, datagram)?;
+                    }
+                    return Ok(());
+                }
+                FORWARD_LOOK
+            }
+            None => STOP_LOOK,
+        };
         let timer = self.conn.poll_timeout();
         let wait = timer
-            .map_or(STOP_LOOK, |t| t.saturating_duration_since(now))
-            .clamp(SHORTEST_WAIT, STOP_LOOK);
+            .map_or(look, |t| t.saturating_duration_since(now))
+            .clamp(SHORTEST_WAIT, look);
         // One setsockopt only when the wait shrinks or grows a lot: an early wake-up costs a
         // turn of the loop, a late one a timer handled late.
         if self.wait.is_none_or(|w| wait < w || wait > w * 4) {
             self.socket.set_read_timeout(Some(wait))?;
             self.wait = Some(wait);
         }
-        match self.socket.recv(&mut self.inbox) {
+        // Into the buffer's spare room, never zeroed: a connection's thread touches only the
+        // pages its datagrams fill (a server holds one buffer per connection).
+        let received = SockRef::from(&self.socket).recv(self.recv_buf.spare_capacity_mut());
+        // One reading of the clock serves the datagram and the timers.
+        now = Instant::now();
+        match received {
             // Nothing: the socket was shut down for reading by [`wake`].
             Ok(0) => {}
-            Ok(n) => self.feed(n)?,
+            Ok(n) => {
+                // SAFETY: `recv` initialised the first `n` bytes of the spare room, which
+                // starts where the (empty) buffer does.
+                let filled = unsafe { std::slice::from_raw_parts(self.recv_buf.as_ptr(), n) };
+                let datagram = BytesMut::from(filled);
+                self.feed_datagram(now, datagram)?;
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -260,7 +467,6 @@ impl InlineConnection {
                 ) => {}
             Err(e) => return Err(e),
         }
-        let now = Instant::now();
         if self.conn.poll_timeout().is_some_and(|t| t <= now) {
             self.conn.handle_timeout(now);
         }
@@ -268,12 +474,10 @@ impl InlineConnection {
     }
 
     /// Hands one received datagram to the endpoint, and what it says to the connection.
-    fn feed(&mut self, len: usize) -> io::Result<()> {
-        let now = Instant::now();
-        let data = BytesMut::from(&self.inbox[..len]);
+    fn feed_datagram(&mut self, now: Instant, datagram: BytesMut) -> io::Result<()> {
         match self
             .endpoint
-            .handle(now, self.server, None, None, data, &mut self.out)
+            .handle(now, self.peer, self.local_ip, None, datagram, &mut self.out)
         {
             Some(DatagramEvent::ConnectionEvent(_, event)) => self.conn.handle_event(event),
             Some(DatagramEvent::Response(t)) => {
@@ -281,7 +485,11 @@ impl InlineConnection {
                 self.out.clear();
                 sent?;
             }
-            Some(DatagramEvent::NewConnection(_)) | None => {}
+            // Another connection from the same address: not served here.
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                self.endpoint.ignore(incoming);
+            }
+            None => {}
         }
         Ok(())
     }
@@ -298,14 +506,26 @@ impl InlineConnection {
     /// Takes the connection's application events; a lost connection is an error.
     fn events(&mut self) -> io::Result<()> {
         while let Some(event) = self.conn.poll() {
-            if let Event::ConnectionLost { reason } = event {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    format!("the QUIC connection was lost: {reason}"),
-                ));
+            match event {
+                Event::ConnectionLost { reason } => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionAborted,
+                        format!("the QUIC connection was lost: {reason}"),
+                    ));
+                }
+                Event::Stream(StreamEvent::Finished { id }) => self.finished.push(id),
+                _ => {}
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for InlineConnection {
+    /// A connection dropped unclosed (its session refused it, or its thread ended early) says
+    /// so to its peer rather than leave it to time out.
+    fn drop(&mut self) {
+        self.close_now(b"dropped");
     }
 }
 
@@ -339,6 +559,54 @@ impl<'a> InlineStream<'a> {
         self.conn
             .lock()
             .map_err(|_| io::Error::other("a QUIC connection's thread panicked"))
+    }
+
+    /// Waits, at most `limit`, for the peer to finish the stream with nothing more on it
+    /// (`InvalidData` if more came, `TimedOut` past the limit).
+    pub fn wait_end(&self, limit: Duration) -> io::Result<()> {
+        let mut c = self.connection()?;
+        c.deadline = Some(Instant::now() + limit);
+        let ended = loop {
+            match c.read_some(self.id, &mut [0u8; 1]) {
+                Ok(Some(0)) => {
+                    if let Err(e) = c.turn() {
+                        break Err(e);
+                    }
+                }
+                Ok(Some(_)) => {
+                    break Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "more than the session's total came",
+                    ))
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        c.deadline = None;
+        ended
+    }
+
+    /// Finishes our side of the stream and waits, at most `limit`, until the peer has
+    /// acknowledged all of it (`TimedOut` past the limit).
+    pub fn finish_acknowledged(&self, limit: Duration) -> io::Result<()> {
+        let mut c = self.connection()?;
+        c.finish(self.id)?;
+        c.deadline = Some(Instant::now() + limit);
+        let mut acknowledged = Ok(());
+        while !c.finished.contains(&self.id) {
+            if let Err(e) = c.turn() {
+                acknowledged = Err(e);
+                break;
+            }
+        }
+        c.deadline = None;
+        acknowledged
+    }
+
+    /// Finishes our side of the stream (its end goes with the next datagram sent).
+    pub fn finish(&self) -> io::Result<()> {
+        self.connection()?.finish(self.id)
     }
 }
 
@@ -446,7 +714,7 @@ pub fn start_stop_and_wait(
         let _ = done_tx.send(played.map(|role| (role, net::current_cpu())));
         let mut c = conn.into_inner().ok()?;
         if !failed {
-            c.serve_until(&closing);
+            c.serve_until(&closing, None);
         }
         let stats = c.stats();
         c.close(if failed { b"failed" } else { b"done" });
@@ -521,5 +789,41 @@ impl LegControl {
         self.close.store(true, Ordering::Relaxed);
         wake(&self.waker);
         self.thread.await.context("the QUIC thread failed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::tls::ServerIdentity;
+
+    /// The first datagram of a client connection, with `mark` its first packet marked or not.
+    fn first_datagram(mark: bool) -> Vec<u8> {
+        let identity = ServerIdentity::self_signed().unwrap();
+        let (endpoint_cfg, mut cfg) =
+            super::super::client_configs(identity.leaf_der().to_vec(), 1452).unwrap();
+        if mark {
+            cfg.initial_dst_cid_provider(Arc::new(marked_initial_cid));
+        }
+        let mut endpoint = quinn_proto::Endpoint::new(Arc::new(endpoint_cfg), None, true, None);
+        let server: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        let (_, mut conn) = endpoint
+            .connect(Instant::now(), cfg, server, tls::SERVER_NAME)
+            .unwrap();
+        let mut out = Vec::new();
+        let t = conn.poll_transmit(Instant::now(), 1, &mut out).unwrap();
+        out.truncate(t.size);
+        out
+    }
+
+    #[test]
+    fn only_a_marked_initial_is_taken() {
+        assert!(is_marked_initial(&first_datagram(true)));
+        assert!(!is_marked_initial(&first_datagram(false)));
+        // A short header carrying the mark where a long one has its ID is not an Initial.
+        let mut short = first_datagram(true);
+        short[0] &= 0x7f;
+        assert!(!is_marked_initial(&short));
+        assert!(!is_marked_initial(&[]));
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod home;
 pub mod inline;
+pub mod inline_server;
 pub mod socket;
 pub mod stream;
 
@@ -21,7 +22,7 @@ use quinn::{
 use socket2::SockRef;
 use wirebench_core::wire::proto::DataPathInfo;
 
-use crate::engine::demux::{DatagramHandler, DemuxSocket};
+use crate::engine::demux::{DatagramHandler, DemuxSocket, QuicDivert};
 use crate::transport::tls::{self, ServerIdentity};
 use home::ConnectionHomes;
 use socket::QuicUdpSocket;
@@ -118,12 +119,13 @@ pub const HANDSHAKE_TIMEOUT: Duration = crate::transport::control::SETUP_TIMEOUT
 pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 /// The server's QUIC endpoint, sharing `socket` with wirebench's own UDP datagrams, which go to
-/// `handler`. It runs on `homes`: its driver and socket on the first home, each connection on
-/// the one [`ConnectionHomes::accept`] chooses.
+/// `handler`, and with the connections that `inline` takes (those clients drive inline,
+/// `inline_server`). It runs on `homes`: its driver and socket on the first home, each
+/// connection on the one [`ConnectionHomes::accept`] chooses.
 pub fn server_endpoint(
     socket: std::net::UdpSocket,
     identity: &ServerIdentity,
-    handler: Arc<dyn DatagramHandler>,
+    (handler, inline): (Arc<dyn DatagramHandler>, Option<Box<dyn QuicDivert>>),
     homes: &ConnectionHomes,
 ) -> Result<Endpoint> {
     // Registered with the first home's reactor, so a datagram wakes the endpoint driver's own
@@ -132,7 +134,7 @@ pub fn server_endpoint(
         let _inside = homes.first().handle().enter();
         QuicUdpSocket::new(socket).context("while registering the server's UDP socket")?
     };
-    let demux = Arc::new(DemuxSocket::new(inner, handler));
+    let demux = Arc::new(DemuxSocket::new(inner, handler, inline));
     let mut endpoint_cfg = EndpointConfig::default();
     // Never let clients clear the fixed bit: the demultiplexer relies on it.
     endpoint_cfg.grease_quic_bit(false);

@@ -32,6 +32,7 @@ use wirebench_core::wire::proto::ConnKind;
 
 use crate::engine::quic;
 use crate::engine::quic::home::ConnectionHomes;
+use crate::engine::quic::inline_server::InlineRouter;
 use crate::engine::udp::lanes::Lanes;
 use crate::transport::control;
 use crate::transport::tls::ServerIdentity;
@@ -110,8 +111,14 @@ impl Server {
                         .and_then(UdpTx::new)
                         .context("while preparing the UDP socket for sending")?;
                     let (lanes, lane_notice) = start_lanes(&udp, &options, &registry);
-                    let endpoint =
-                        quic::server_endpoint(udp, &identity, registry.clone(), &quic_homes)?;
+                    // Without it every QUIC connection is quinn's, as it always was.
+                    let inline = InlineRouter::start(&udp, &identity, registry.clone()).ok();
+                    let endpoint = quic::server_endpoint(
+                        udp,
+                        &identity,
+                        (registry.clone(), inline),
+                        &quic_homes,
+                    )?;
                     let listener =
                         TcpListener::from_std(tcp).context("while registering the TCP listener")?;
                     let local = listener

@@ -207,6 +207,8 @@ async fn answer_connection(
             let _ = send.finish();
             let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
         }
+        // Only a stop-and-wait client marks its connection to be served inline; closed.
+        DataStream::QuicInline(accepted) => drop(accepted),
     }
 }
 

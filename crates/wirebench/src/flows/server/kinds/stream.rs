@@ -16,6 +16,7 @@ use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 use crate::engine::interval::{self, Progress};
+use crate::engine::quic::inline_server::Accepted;
 use crate::engine::quic::stream::QuicSource;
 use crate::engine::stream::blocking::{self, block_on, Blocking};
 use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
@@ -24,7 +25,7 @@ use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{data_connection, watch_control};
 use crate::flows::server::kit::data_path::shared_udp_data_path;
-use crate::flows::server::kit::quic::{linger, on_home, ControlEnded};
+use crate::flows::server::kit::quic::{linger, on_home, ControlEnded, QUIC_LINGER};
 use crate::flows::server::kit::span::{omit_span, omitted, span_ns};
 use crate::flows::server::meter::Moved;
 use crate::flows::server::registry::{DataStream, QuicData, Registration};
@@ -111,6 +112,15 @@ async fn receive<R: AsyncRead + Unpin>(
                     Err(e) => Err(e),
                 }
             }
+            DataStream::QuicInline(accepted) => {
+                let receiving = receive_quic_inline(*accepted, rd, p, rate, &progress);
+                let (t, res) = receiving.await;
+                tally = t;
+                res.map(|(data_path, transport)| {
+                    report.data_path = data_path;
+                    report.transport = Some(transport);
+                })
+            }
         }
     };
     let sampled = interval::sampled(receiving, period, || progress.read(), |_| {});
@@ -194,6 +204,61 @@ async fn receive_quic(
     };
     linger(quic);
     received
+}
+
+/// QUIC driven inline (`engine::quic::inline_server`): the receiving role on the connection's
+/// own thread, through the same loop as TCP's, while this task watches the control connection;
+/// if that ends first, the thread is stopped and what it read is still reported. Returns what
+/// was read and the outcome, with the connection's figures.
+async fn receive_quic_inline<R: AsyncRead + Unpin>(
+    accepted: Accepted,
+    rd: &mut R,
+    p: &SessionParams,
+    rate: Option<u64>,
+    progress: &Arc<Progress>,
+) -> (ReadTally, Result<(DataPathInfo, TransportStats), String>) {
+    let (params, progress) = (p.clone(), Arc::clone(progress));
+    let (mut served, stopper) = accepted.serve(QUIC_LINGER, move |reader, writer| {
+        let mut tally = ReadTally::default();
+        let buf = vec![0u8; stream::receive_buffer_len(params.mechanism, params.msg_size)];
+        let source = ReadSource { reader, buf };
+        let mut source = Throttled::new(source, rate, Pause::Thread);
+        let received =
+            stream::receive_role(&mut source, writer, &params, &mut tally, &progress.bytes);
+        let res = block_on(received).map_err(|e| e.to_string());
+        drop(source);
+        // As over quinn: report once the client has finished its stream, and acknowledge
+        // its end with ours.
+        let res = match res {
+            Ok(()) if !params.timed() => reader.wait_end(SETUP_TIMEOUT).map_err(|e| {
+                format!("the client did not finish its stream after its last message: {e}")
+            }),
+            other => other,
+        };
+        let _ = writer.finish();
+        (tally, res)
+    });
+    let ended = tokio::select! {
+        ended = &mut served => ended,
+        reason = watch_control(rd) => {
+            stopper.stop();
+            return match served.await {
+                Ok(s) => (s.value.0, Err(reason)),
+                Err(_) => (ReadTally::default(), Err(reason)),
+            };
+        }
+    };
+    match ended {
+        Ok(s) => {
+            let (tally, res) = s.value;
+            let figures = (s.data_path, counters::quic_stats_of(&s.stats));
+            (tally, res.map(|()| figures))
+        }
+        Err(_) => (
+            ReadTally::default(),
+            Err("the QUIC connection's thread failed".to_string()),
+        ),
+    }
 }
 
 /// How the server reads a TCP data stream: its buffer, and the server's --max-rate.

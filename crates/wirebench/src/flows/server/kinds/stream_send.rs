@@ -26,6 +26,7 @@ use wirebench_core::vocab::units::duration_ns;
 use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 
 use crate::engine::interval::{self, Progress};
+use crate::engine::quic::inline_server::Accepted;
 use crate::engine::quic::stream::QuicSink;
 use crate::engine::stream::blocking::{self, block_on, Blocking};
 use crate::engine::stream::{self, MessageSink, WriteSink};
@@ -34,7 +35,7 @@ use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{data_connection, watch_control};
 use crate::flows::server::kit::data_path::shared_udp_data_path;
-use crate::flows::server::kit::quic::{linger, on_home, ControlEnded};
+use crate::flows::server::kit::quic::{linger, on_home, ControlEnded, QUIC_LINGER};
 use crate::flows::server::kit::span::{omit_span, omitted};
 use crate::flows::server::meter::Moved;
 use crate::flows::server::registry::{DataStream, QuicData, Registration};
@@ -165,6 +166,13 @@ async fn send_to_client<R: AsyncRead + Unpin>(
                     Err(e) => (Err(e), None),
                 }
             }
+            DataStream::QuicInline(accepted) => {
+                let sender = Sender {
+                    rate,
+                    counts: Arc::clone(&counts),
+                };
+                send_quic_inline(*accepted, rd, p, sender, report, &progress).await
+            }
         }
     };
     let began = Instant::now();
@@ -274,6 +282,68 @@ async fn send_and_wait(
     };
     let streamed = p.mechanism == Mechanism::Stream;
     (res, window, acknowledged.filter(|_| streamed))
+}
+
+/// QUIC driven inline (`engine::quic::inline_server`): the sending role on the connection's
+/// own thread, through the same loop as TCP's, then the wait until the client has acknowledged
+/// the stream to its end; this task watches the control connection meanwhile, and stops the
+/// thread if that ends first. Returns the outcome and (streaming) when that acknowledgement came.
+async fn send_quic_inline<R: AsyncRead + Unpin>(
+    accepted: Accepted,
+    rd: &mut R,
+    p: &SessionParams,
+    sender: Sender,
+    report: &mut ServerReport,
+    progress: &Arc<Progress>,
+) -> (Result<(), String>, Option<Instant>) {
+    let (params, progress) = (p.clone(), Arc::clone(progress));
+    let (mut served, stopper) = accepted.serve(QUIC_LINGER, move |acks, writer| {
+        let payload = vec![0u8; params.msg_size as usize];
+        let sent = stream::rtt_histogram().and_then(|mut rtt| {
+            let sink = WriteSink {
+                writer: &mut *writer,
+                payload: &payload,
+            };
+            let mut sink = Counted {
+                inner: Throttled::new(sink, sender.rate, Pause::Thread),
+                counts: &sender.counts,
+            };
+            block_on(stream::send_role(
+                acks,
+                &mut sink,
+                &params,
+                &mut rtt,
+                &progress.bytes,
+            ))
+        });
+        let res = sent.map_err(|e| e.to_string()).and_then(|_| {
+            writer
+                .finish_acknowledged(SETUP_TIMEOUT)
+                .map_err(|e| format!("the client did not acknowledge the stream to its end: {e}"))
+        });
+        let streamed = params.mechanism == Mechanism::Stream;
+        let acknowledged = (res.is_ok() && streamed).then(Instant::now);
+        (res, acknowledged)
+    });
+    let ended = tokio::select! {
+        ended = &mut served => ended,
+        reason = watch_control(rd) => {
+            stopper.stop();
+            if let Ok(s) = served.await {
+                report.data_path = s.data_path;
+                report.transport = Some(counters::quic_stats_of(&s.stats));
+            }
+            return (Err(reason), None);
+        }
+    };
+    match ended {
+        Ok(s) => {
+            report.data_path = s.data_path;
+            report.transport = Some(counters::quic_stats_of(&s.stats));
+            s.value
+        }
+        Err(_) => (Err("the QUIC connection's thread failed".to_string()), None),
+    }
 }
 
 /// How the TCP sending thread runs: the server's --max-rate and where it counts.

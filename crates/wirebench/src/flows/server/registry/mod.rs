@@ -24,6 +24,7 @@ use wirebench_core::wire::proto::Preamble;
 use super::events::{ServerEvent, ServerNotice};
 use crate::engine::demux::DatagramHandler;
 use crate::engine::quic::home::Home;
+use crate::engine::quic::inline_server::{Accepted, InlineAttach};
 use crate::engine::udp::lanes::LaneSet;
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
@@ -37,6 +38,9 @@ pub enum DataStream {
     Tcp(tokio::net::TcpStream),
     /// A QUIC stream pair (its preamble already read) and the connection that carries it.
     Quic(QuicData),
+    /// A QUIC connection its client drives inline, served inline too, on a socket and thread
+    /// of its own (`engine::quic::inline_server`); its stream's preamble already read.
+    QuicInline(Box<Accepted>),
 }
 
 /// A QUIC data connection handed to its session.
@@ -401,6 +405,22 @@ fn check(slot: &Slot, session: u32, token: u32, from: IpAddr) -> Result<(), Atta
         });
     }
     Ok(())
+}
+
+impl InlineAttach for Registry {
+    fn attach(
+        &self,
+        preamble: &Preamble,
+        peer: SocketAddr,
+        accepted: Accepted,
+    ) -> anyhow::Result<()> {
+        self.attach_stream(
+            preamble,
+            peer.ip(),
+            DataStream::QuicInline(Box::new(accepted)),
+        )
+        .map_err(anyhow::Error::from)
+    }
 }
 
 impl DatagramHandler for Registry {
