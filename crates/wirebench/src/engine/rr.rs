@@ -225,17 +225,32 @@ pub fn blocking_flow(
     shape: Shape,
     plan: Plan,
     hist: &mut Histogram<u64>,
+    log: Option<&mut ExchangeLog>,
+) -> io::Result<FlowTally> {
+    stream.set_read_timeout(Some(STALL_LIMIT))?;
+    blocking_exchanges(&mut &*stream, &mut &*stream, shape, plan, hist, log)
+}
+
+/// Client, one request outstanding, on a stream whose reads and writes block (a TCP socket,
+/// or a QUIC stream driven inline, `engine::quic::inline`): write a request, read its
+/// response, record the time, pause `plan.interval`; as [`stream_flow`] with K = 1. A stalled
+/// server ends it through `reader`'s own limit (a socket's timeout, a connection's idle one).
+pub fn blocking_exchanges<R: std::io::Read, W: std::io::Write>(
+    reader: &mut R,
+    writer: &mut W,
+    shape: Shape,
+    plan: Plan,
+    hist: &mut Histogram<u64>,
     mut log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally> {
-    use std::io::{Read, Write};
-    stream.set_read_timeout(Some(STALL_LIMIT))?;
     let payload = vec![0u8; shape.request];
     let mut buf = vec![0u8; shape.response];
     let mut sent = 0u64;
     while plan.more(sent, Instant::now()) {
         let at = Instant::now();
-        (&*stream).write_all(&payload)?;
-        (&*stream).read_exact(&mut buf)?;
+        writer.write_all(&payload)?;
+        writer.flush()?;
+        reader.read_exact(&mut buf)?;
         hist.saturating_record(elapsed_ns(at));
         if let Some(log) = log.as_deref_mut() {
             log.note(at, Instant::now(), &buf);

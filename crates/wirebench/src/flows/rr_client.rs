@@ -24,6 +24,7 @@ use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{ControlMessage, Preamble, RrParams, ServerReport};
 
 use crate::engine::quic;
+use crate::engine::quic::inline::{InlineConnection, InlineStream};
 use crate::engine::rr::{self, FlowTally, Plan, Shape};
 use crate::engine::rr_blocking_udp;
 use crate::engine::stream::blocking;
@@ -486,6 +487,9 @@ async fn quic_flow(
     plan: Plan,
     (probe, anchor): (bool, Option<WallAnchor>),
 ) -> Result<FlowResult> {
+    if p.concurrency <= 1 {
+        return quic_flow_inline(server, p, preamble, cfg, plan, (probe, anchor)).await;
+    }
     let (mut hist, mut connect) = histograms()?;
     let mut log = anchor.map(ExchangeLog::new);
     let endpoint = quic_endpoint(server)?;
@@ -529,6 +533,79 @@ async fn quic_flow(
         connect,
         resumed,
         transport,
+        exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
+    })
+}
+
+/// QUIC with one request outstanding (ping): the connection driven inline on a thread of its
+/// own (`engine::quic::inline`), as stop-and-wait's, the exchanges through the blocking loop
+/// TCP's ping uses; its server serves it inline too. Flow 0 of a ping then probes a resumed
+/// connection with 0-RTT on quinn, with the ticket this one got (the configuration holds it).
+async fn quic_flow_inline(
+    server: SocketAddr,
+    p: RrParams,
+    preamble: Preamble,
+    cfg: ClientConfig,
+    plan: Plan,
+    (probe, anchor): (bool, Option<WallAnchor>),
+) -> Result<FlowResult> {
+    let (mut hist, mut connect) = histograms()?;
+    let mut log = anchor.map(ExchangeLog::new);
+    let socket = InlineConnection::socket(server)?;
+    let mut endpoint_cfg = EndpointConfig::default();
+    endpoint_cfg.grease_quic_bit(false);
+    let configs = (endpoint_cfg, cfg.clone());
+    let shape = shape(&p);
+    let flow = tokio::task::spawn_blocking(move || {
+        let at = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut c = InlineConnection::connect_with(socket, server, configs, stop)?;
+        connect.saturating_record(duration_ns(at.elapsed()));
+        let stream = c.open_bi()?;
+        c.write_all(stream, &preamble.encode())
+            .context("while writing the connection preamble")?;
+        let conn = std::sync::Mutex::new(c);
+        let (mut reader, mut writer) = (
+            InlineStream::new(&conn, stream),
+            InlineStream::new(&conn, stream),
+        );
+        let begun = Instant::now();
+        let tally = rr::blocking_exchanges(
+            &mut reader,
+            &mut writer,
+            shape,
+            plan,
+            &mut hist,
+            log.as_mut(),
+        );
+        let span = (begun, Instant::now());
+        let _ = writer.finish();
+        let c = conn
+            .into_inner()
+            .map_err(|_| anyhow::anyhow!("the QUIC thread panicked"))?;
+        let transport = counters::quic_stats_of(&c.stats());
+        c.close(b"done");
+        let tally = tally.context("the QUIC request-response flow failed")?;
+        anyhow::Ok((tally, span, (hist, connect, log), transport))
+    });
+    let (tally, span, (hist, connect, log), transport) = flow
+        .await
+        .context("the QUIC request-response thread failed")??;
+    let resumed = if probe {
+        let endpoint = quic_endpoint(server)?;
+        let figures = resumed_probe(&endpoint, server, &cfg, &p, &preamble).await;
+        quic::drain(&endpoint).await;
+        Some(figures)
+    } else {
+        None
+    };
+    Ok(FlowResult {
+        tally,
+        span,
+        hist,
+        connect,
+        resumed,
+        transport: Some(transport),
         exchanges: log.map(|l| l.exchanges).unwrap_or_default(),
     })
 }

@@ -62,10 +62,11 @@ async fn a_marked_connection_is_served_inline_and_the_others_by_quinn() {
         let homes = ConnectionHomes::start().expect("threads");
         let (tx, handed) = mpsc::channel();
         let attach = Arc::new(ToTest(Mutex::new(tx)));
-        let inline = InlineRouter::start(&socket, &identity, attach).expect("the router");
+        let config = quic::server_config(&identity).expect("QUIC settings");
+        let inline = InlineRouter::start(&socket, config.clone(), attach).expect("the router");
         let handlers: (Arc<dyn DatagramHandler>, _) = (Arc::new(NoDatagrams), Some(inline));
         let endpoint =
-            quic::server_endpoint(socket, &identity, handlers, &homes).expect("the endpoint");
+            quic::server_endpoint(socket, config, handlers, &homes).expect("the endpoint");
 
         // The inline client: its preamble and four bytes, then the server's answer.
         let client_cert = cert.clone();

@@ -153,9 +153,21 @@ impl InlineConnection {
         stop: Arc<AtomicBool>,
     ) -> Result<(InlineConnection, DataPathInfo)> {
         let info = super::client_socket_info(&socket);
-        let (endpoint_cfg, mut cfg) =
+        let (endpoint_cfg, cfg) =
             super::client_configs(pinned_cert_der, max_mtu.unwrap_or(DEFAULT_MTU))?;
-        // Tells the server to drive its side inline too (`engine::quic::inline_server`).
+        let this = InlineConnection::connect_with(socket, server, (endpoint_cfg, cfg), stop)?;
+        Ok((this, info))
+    }
+
+    /// Connects to `server` over `socket` with these endpoint and connection settings, and
+    /// completes the handshake. The connection's first packet asks the server to serve it
+    /// inline too (`engine::quic::inline_server`).
+    pub fn connect_with(
+        socket: UdpSocket,
+        server: SocketAddr,
+        (endpoint_cfg, mut cfg): (EndpointConfig, quinn::ClientConfig),
+        stop: Arc<AtomicBool>,
+    ) -> Result<InlineConnection> {
         cfg.initial_dst_cid_provider(Arc::new(marked_initial_cid));
         let mut endpoint = Endpoint::new(Arc::new(endpoint_cfg), None, true, None);
         let (handle, conn) = endpoint
@@ -164,7 +176,7 @@ impl InlineConnection {
         let mut this = InlineConnection::new(socket, server, None, endpoint, (handle, conn), stop);
         this.handshake()
             .with_context(|| format!("QUIC handshake with {server} failed"))?;
-        Ok((this, info))
+        Ok(this)
     }
 
     /// A connection as it starts, before its handshake.
@@ -610,44 +622,60 @@ impl<'a> InlineStream<'a> {
     }
 }
 
-impl AsyncRead for InlineStream<'_> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _cx: &mut TaskContext<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+impl io::Read for InlineStream<'_> {
+    /// Blocks, driving the connection, until something came (0: the stream's end).
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut c = self.connection()?;
         loop {
-            match c.read_some(self.id, buf.initialize_unfilled())? {
-                Some(0) => c.turn()?,
-                Some(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                // The end of the stream: a read of nothing.
-                None => return Poll::Ready(Ok(())),
+            match c.read_some(self.id, buf)? {
+                Some(0) if !buf.is_empty() => c.turn()?,
+                Some(n) => return Ok(n),
+                None => return Ok(0),
             }
         }
     }
 }
 
-impl AsyncWrite for InlineStream<'_> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut TaskContext<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
+impl io::Write for InlineStream<'_> {
+    /// Blocks, driving the connection, until flow control lets something through.
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let mut c = self.connection()?;
         loop {
             match c.write_some(self.id, data)? {
                 0 if !data.is_empty() => c.turn()?,
-                n => return Poll::Ready(Ok(n)),
+                n => return Ok(n),
             }
         }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.connection()?.flush())
+    fn flush(&mut self) -> io::Result<()> {
+        self.connection()?.flush()
+    }
+}
+
+impl AsyncRead for InlineStream<'_> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let n = io::Read::read(&mut *self, buf.initialize_unfilled())?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for InlineStream<'_> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Poll::Ready(io::Write::write(&mut *self, data))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(io::Write::flush(&mut *self))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {

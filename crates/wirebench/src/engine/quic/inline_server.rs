@@ -29,7 +29,6 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use quinn::crypto::rustls::QuicServerConfig;
 use quinn_proto::{EndpointConfig, ServerConfig, StreamId};
 use socket2::SockRef;
 use tokio::sync::oneshot;
@@ -39,7 +38,6 @@ use super::inline::{is_marked_initial, wake, Forwarded, InlineConnection, Inline
 use crate::engine::demux::QuicDivert;
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::net;
-use crate::transport::tls::{self, ServerIdentity};
 
 /// The most connections in their handshake at once on threads of their own; more go to quinn.
 const MAX_ACCEPTING: usize = 64;
@@ -76,11 +74,11 @@ impl std::fmt::Debug for InlineRouter {
 
 impl InlineRouter {
     /// A router for the server on `shared` (whose port it opens to a group), serving with
-    /// `identity` and the server's transport settings, handing connections to `attach`; the
-    /// divert to give the server's endpoint (`engine::quic::server_endpoint`).
+    /// `server` (`engine::quic::server_config`, quinn's endpoint's too), handing connections
+    /// to `attach`; the divert to give the server's endpoint (`engine::quic::server_endpoint`).
     pub fn start(
         shared: &UdpSocket,
-        identity: &ServerIdentity,
+        server: ServerConfig,
         attach: Arc<dyn InlineAttach>,
     ) -> Result<Box<dyn QuicDivert>> {
         let local = shared
@@ -95,10 +93,6 @@ impl InlineRouter {
         endpoint
             .max_udp_payload_size(super::MAX_UDP_PAYLOAD)
             .context("while sizing the QUIC receive buffers")?;
-        let crypto = QuicServerConfig::try_from(tls::server_crypto(identity)?)
-            .context("while configuring QUIC TLS")?;
-        let mut server = ServerConfig::with_crypto(Arc::new(crypto));
-        server.transport_config(super::transport());
         Ok(Box::new(Arc::new(InlineRouter {
             local,
             configs: (Arc::new(endpoint), Arc::new(server)),
@@ -328,7 +322,10 @@ impl Accepted {
             jobs,
         } = self;
         let (done, outcome) = oneshot::channel();
+        // The work may make tokio timers (a session's meter pausing its writes).
+        let runtime = tokio::runtime::Handle::try_current().ok();
         let job: Job = Box::new(move |conn, stream| {
+            let _inside = runtime.as_ref().map(|r| r.enter());
             let value = {
                 let (mut reader, mut writer) = (
                     InlineStream::new(conn, stream),

@@ -118,13 +118,23 @@ pub const HANDSHAKE_TIMEOUT: Duration = crate::transport::control::SETUP_TIMEOUT
 /// keep-alive never ends a live connection.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
+/// The server's QUIC settings with `identity`: one for quinn's endpoint and the connections
+/// served inline (`inline_server`), so a session ticket from either resumes on the other.
+pub fn server_config(identity: &ServerIdentity) -> Result<ServerConfig> {
+    let crypto = QuicServerConfig::try_from(tls::server_crypto(identity)?)
+        .context("while configuring QUIC TLS")?;
+    let mut server_cfg = ServerConfig::with_crypto(Arc::new(crypto));
+    server_cfg.transport_config(transport());
+    Ok(server_cfg)
+}
+
 /// The server's QUIC endpoint, sharing `socket` with wirebench's own UDP datagrams, which go to
 /// `handler`, and with the connections that `inline` takes (those clients drive inline,
 /// `inline_server`). It runs on `homes`: its driver and socket on the first home, each
 /// connection on the one [`ConnectionHomes::accept`] chooses.
 pub fn server_endpoint(
     socket: std::net::UdpSocket,
-    identity: &ServerIdentity,
+    server_cfg: ServerConfig,
     (handler, inline): (Arc<dyn DatagramHandler>, Option<Box<dyn QuicDivert>>),
     homes: &ConnectionHomes,
 ) -> Result<Endpoint> {
@@ -145,10 +155,6 @@ pub fn server_endpoint(
     endpoint_cfg
         .max_udp_payload_size(MAX_UDP_PAYLOAD)
         .context("while sizing the QUIC receive buffers")?;
-    let crypto = QuicServerConfig::try_from(tls::server_crypto(identity)?)
-        .context("while configuring QUIC TLS")?;
-    let mut server_cfg = ServerConfig::with_crypto(Arc::new(crypto));
-    server_cfg.transport_config(transport());
     Endpoint::new_with_abstract_socket(endpoint_cfg, Some(server_cfg), demux, homes.runtime())
         .context("while starting the QUIC endpoint")
 }

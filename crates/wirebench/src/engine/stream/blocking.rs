@@ -94,6 +94,28 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// Drives `fut` on this thread, asleep while it waits on something that wakes it (a tokio
+/// timer: a session's meter pausing its writes), for work whose I/O blocks but which may also
+/// wait like that; [`block_on`] would spin through such a wait.
+pub fn block_on_parked<F: Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        // A wake-up before this parks makes it return at once.
+        std::thread::park();
+    }
+}
+
 /// Turns a tokio TCP stream into a std stream for a data-path thread: blocking, or left
 /// non-blocking for a spinning [`Blocking`].
 pub fn into_blocking(stream: tokio::net::TcpStream, spin: bool) -> io::Result<std::net::TcpStream> {

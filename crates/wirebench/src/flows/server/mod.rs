@@ -112,10 +112,11 @@ impl Server {
                         .context("while preparing the UDP socket for sending")?;
                     let (lanes, lane_notice) = start_lanes(&udp, &options, &registry);
                     // Without it every QUIC connection is quinn's, as it always was.
-                    let inline = InlineRouter::start(&udp, &identity, registry.clone()).ok();
+                    let quic_cfg = quic::server_config(&identity)?;
+                    let inline = InlineRouter::start(&udp, quic_cfg.clone(), registry.clone()).ok();
                     let endpoint = quic::server_endpoint(
                         udp,
-                        &identity,
+                        quic_cfg,
                         (registry.clone(), inline),
                         &quic_homes,
                     )?;

@@ -14,8 +14,9 @@ use tokio::task::JoinSet;
 use wirebench_core::vocab::plan::Protocol;
 use wirebench_core::wire::proto::{RrParams, ServerReport};
 
+use crate::engine::quic::inline_server::{Accepted, ServeStop};
 use crate::engine::rr::{answer_stream, AnswerCounters};
-use crate::engine::stream::blocking::{self, block_on, Blocking};
+use crate::engine::stream::blocking::{self, block_on, block_on_parked, Blocking};
 use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{wait_sender_done, wait_sender_done_or_silence};
@@ -105,6 +106,8 @@ where
     let mut tasks = JoinSet::new();
     // Clones of the sockets answered on blocking threads: shutting them down wakes the threads.
     let mut blocking_sockets: Vec<std::net::TcpStream> = Vec::new();
+    // The stops of QUIC connections answered inline, each on its own thread.
+    let mut inline_stops: Vec<ServeStop> = Vec::new();
     // A paced session answers on the runtime, where the gate's writer can wait.
     let on_threads = if pass.max_rate_bps().is_some() {
         0
@@ -151,6 +154,9 @@ where
                         let answering = answer_connection(quic, rr.clone(), counters.clone(), meter);
                         tasks.spawn_on(answering, &home);
                     }
+                    DataStream::QuicInline(accepted) => {
+                        inline_stops.push(answer_inline(*accepted, rr, counters.clone(), meter));
+                    }
                     tcp => {
                         tasks.spawn(answer_connection(tcp, rr.clone(), counters.clone(), meter));
                     }
@@ -162,6 +168,9 @@ where
     drop(registration);
     for socket in &blocking_sockets {
         let _ = socket.shutdown(std::net::Shutdown::Both);
+    }
+    for stop in &inline_stops {
+        stop.stop();
     }
     result
 }
@@ -207,9 +216,28 @@ async fn answer_connection(
             let _ = send.finish();
             let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
         }
-        // Only a stop-and-wait client marks its connection to be served inline; closed.
+        // Answered on its own thread (`answer_inline`), never here.
         DataStream::QuicInline(accepted) => drop(accepted),
     }
+}
+
+/// Answers a QUIC connection served inline (`engine::quic::inline_server`, a client with one
+/// request outstanding) on its own thread, through the gate's writer as every answer goes;
+/// returns what stops the thread.
+fn answer_inline(
+    accepted: Accepted,
+    rr: &RrParams,
+    counters: Arc<AnswerCounters>,
+    meter: Arc<Meter>,
+) -> ServeStop {
+    let (sizes, stamps) = ((rr.request as usize, rr.response as usize), rr.stamps);
+    let (_outcome, stop) = accepted.serve(QUIC_LINGER, move |reader, writer| {
+        let mut writer = MeteredWrite::new(writer, &meter);
+        // Parked, not spinning, while the meter pauses a paced session's answers.
+        let _ = block_on_parked(answer_stream(reader, &mut writer, sizes, stamps, &counters));
+        let _ = writer.into_inner().finish();
+    });
+    stop
 }
 
 /// Answers a TCP connection on a blocking socket in a thread of its own; returns a clone of the
