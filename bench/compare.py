@@ -13,7 +13,11 @@ with `cargo build --release -p perf` when target/release/quinn-perf is missing, 
 QUIC stop-and-wait is also set against bare quinn's own floor, our example
 crates/wirebench/examples/quic_floor.rs (`cargo build --release --example quic_floor`).
 Usage: bench/compare.py [--pairs 5] [--only tcp128k,udp1024,...] [--quinn-src PATH] [--out FILE]
-                        [--seconds 3] [--iperf3 PATH] [--sockperf PATH]
+                        [--seconds 3] [--iperf3 PATH] [--sockperf PATH] [--pin same|cross]
+--pin same puts every server and client on CPU 1, --pin cross servers on CPU 0 and clients on
+CPU 1 (taskset): on a 2-CPU machine round trips then measure the path's own cost (same) or its
+cost with a wake-up across CPUs (cross) steadily, instead of whichever the scheduler picks.
+quic_floor plays both ends in one process, so it sits on the clients' CPU.
 iperf3 always runs timed (-t): 3.17+ reports a -n run over whole seconds. The _P1/_P4/_P8 rows run
 both tools with -t and -P N. UDP rows are set against iperf3 twice, at its default and with
 --gsro (GSO/GRO, iperf3 3.21+, its best UDP setting; skipped with an older iperf3). first_run is
@@ -38,6 +42,13 @@ import time
 
 HOST = "127.0.0.1"
 GiB = 1 << 30
+# --pin: (the servers' CPU, the clients' CPU) for taskset, or None to let the scheduler place them.
+PIN = None
+
+
+def pinned(cmd, side):
+    """`cmd` under taskset on `side`'s CPU (0: servers, 1: clients) when --pin asks for it."""
+    return ["taskset", "-c", PIN[side], *cmd] if PIN else cmd
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -60,6 +71,7 @@ def proc_cpu_seconds(pid):
 def run_client(cmd, timeout=600):
     """Runs a client to completion; returns (stdout, client CPU seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cmd = pinned(cmd, 1)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -77,7 +89,7 @@ class Servers:
         self.wirebench = wirebench
 
     def start(self, name, cmd, ready_probe=None):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(pinned(cmd, 0), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs[name] = proc
         deadline = time.time() + 10
         while ready_probe and time.time() < deadline and not ready_probe():
@@ -529,7 +541,12 @@ def main():
                     help="quinn source checkout for quinn-perf, QUIC's reference (default: $QUINN_SRC)")
     ap.add_argument("--quinn-seconds", type=int, default=5,
                     help="length of one quinn-perf client run (it repeats its request until then)")
+    ap.add_argument("--pin", choices=["same", "cross"],
+                    help="pin every server and client (taskset): all on CPU 1 (same), or servers on "
+                         "CPU 0 and clients on CPU 1 (cross); what a 2-CPU machine measures steadily")
     args = ap.parse_args()
+    global PIN
+    PIN = {"same": ("1", "1"), "cross": ("0", "1")}.get(args.pin)
 
     if not os.access(args.wirebench, os.X_OK):
         sys.exit(f"{args.wirebench} not found: build it first with `cargo build --release`")
@@ -560,9 +577,11 @@ def main():
             missing.append("iperf3-gsro")
             print(f"{args.iperf3} has no --gsro (iperf3 3.21+; build it from esnet/iperf and pass "
                   "--iperf3 PATH): the iperf3-gsro rows are skipped", file=sys.stderr)
-    print(f"machine: {cores} CPUs, kernel {os.uname().release}; {iperf3_version or 'no iperf3'}", flush=True)
+    placement = f"pinned {args.pin} CPU" if args.pin else "unpinned"
+    print(f"machine: {cores} CPUs, kernel {os.uname().release}, {placement}; {iperf3_version or 'no iperf3'}",
+          flush=True)
     servers.discovered_mtu = None
-    results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores,
+    results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores, "pin": args.pin,
                "iperf3": iperf3_version, "pairs": args.pairs, "workloads": []}
     rows = []
     # A time limit (`timeout`, bench/many-cores.sh) ends the run with SIGTERM: stop our servers

@@ -33,6 +33,10 @@ impl InlineAttach for ToTest {
         anyhow::ensure!(matches!(sent, Ok(true)), "the test is gone");
         Ok(())
     }
+
+    fn dropped(&self, peer: SocketAddr, why: String) {
+        panic!("the connection from {peer} was dropped: {why}");
+    }
 }
 
 /// The server's own datagrams: none come in this test.

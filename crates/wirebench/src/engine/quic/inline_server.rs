@@ -47,6 +47,10 @@ pub trait InlineAttach: Send + Sync {
     /// Hands the connection, whose first stream opened with the data preamble `preamble`, to
     /// its session; an error says why none took it (the connection is then closed).
     fn attach(&self, preamble: &Preamble, peer: SocketAddr, accepted: Accepted) -> Result<()>;
+
+    /// A connection from `peer` ended before its session had it: `why`, for the server's
+    /// notices (as quinn's connections that fail their handshake or attach).
+    fn dropped(&self, peer: SocketAddr, why: String);
 }
 
 /// Takes marked connections off the server's shared socket (see the module).
@@ -165,7 +169,12 @@ impl InlineRouter {
                 };
                 let forwarded_ip = dst_ip.filter(|_| router.local.ip().is_unspecified());
                 // Errors end the connection: a misbehaving client costs only its own thread.
-                let _ = accept(socket, (peer_here, forwarded_ip), forwarded, &router, leave);
+                if let Err(e) = accept(socket, (peer_here, forwarded_ip), forwarded, &router, leave)
+                {
+                    router
+                        .attach
+                        .dropped(peer, format!("QUIC connection dropped: {e:#}"));
+                }
             });
         if let Err(e) = spawned {
             self.leave(peer);
@@ -252,7 +261,10 @@ fn accept(
         jobs,
     };
     router.attach.attach(&preamble, addresses.0, accepted)?;
-    let (job, linger) = job.recv_timeout(SETUP_TIMEOUT)?;
+    // No work: the session refused the connection or ended (and said so itself).
+    let Ok((job, linger)) = job.recv_timeout(SETUP_TIMEOUT) else {
+        return Ok(());
+    };
     let conn = Mutex::new(conn);
     job(&conn, stream);
     let mut conn = conn.into_inner().unwrap_or_else(PoisonError::into_inner);

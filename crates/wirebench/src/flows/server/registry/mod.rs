@@ -421,6 +421,10 @@ impl InlineAttach for Registry {
         )
         .map_err(anyhow::Error::from)
     }
+
+    fn dropped(&self, peer: SocketAddr, why: String) {
+        self.notice(peer, why);
+    }
 }
 
 impl DatagramHandler for Registry {
