@@ -364,7 +364,12 @@ async fn chaos() {
         let (bytes, messages) = (l["bytes"].as_u64(), l["messages"].as_u64());
         if !k.reverse && bytes > Some(2000) {
             assert_eq!(messages, bytes.map(|b| b / 1000), "{what}: {l}");
-            assert!(l["elapsed_ns"].as_u64() > Some(0), "{what}: {l}");
+            // Over UDP up to 64 KiB can come in one receive (GRO: one batch, one arrival
+            // time), so a client killed after its first burst has taken no time to read.
+            let one_receive = l["protocol"] == "udp" && bytes <= Some(65_536);
+            if !one_receive {
+                assert!(l["elapsed_ns"].as_u64() > Some(0), "{what}: {l}");
+            }
         }
     }
     let aborted = lines
