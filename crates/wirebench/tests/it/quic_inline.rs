@@ -137,3 +137,54 @@ async fn a_marked_connection_is_served_inline_and_the_others_by_quinn() {
     })
     .await;
 }
+
+/// A server without the inline router (an older wirebench): quinn's endpoint serves a marked
+/// connection like any other, so a new client still works against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_marked_connection_is_served_by_quinn_where_nothing_serves_it_inline() {
+    within(async {
+        let identity = ServerIdentity::self_signed().expect("a certificate");
+        let cert = identity.leaf_der().to_vec();
+        let bind: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+        let socket = wirebench::transport::net::udp_socket(false, Some(bind), None).expect("UDP");
+        let server = socket.local_addr().expect("its address");
+        let homes = ConnectionHomes::start().expect("threads");
+        let config = quic::server_config(&identity).expect("QUIC settings");
+        let handlers: (Arc<dyn DatagramHandler>, _) = (Arc::new(NoDatagrams), None);
+        let endpoint =
+            quic::server_endpoint(socket, config, handlers, &homes).expect("the endpoint");
+        let accepting = tokio::spawn(async move {
+            let connection = endpoint.accept().await.expect("an incoming").await?;
+            let (mut send, mut recv) = connection.accept_bi().await?;
+            let mut raw = [0u8; PREAMBLE_LEN];
+            recv.read_exact(&mut raw).await?;
+            send.write_all(b"pong").await?;
+            send.finish()?;
+            // Until the client has the answer and closes.
+            connection.closed().await;
+            anyhow::Ok(Preamble::decode(&raw)?)
+        });
+        let answer = tokio::task::spawn_blocking(move || {
+            let socket = InlineConnection::socket(server)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let (mut c, _) = InlineConnection::connect(socket, server, cert, None, stop)?;
+            let stream = c.open_bi()?;
+            c.write_all(stream, &Preamble::data(9, 44).encode())?;
+            let conn = Mutex::new(c);
+            let mut answer = [0u8; 4];
+            block_on(InlineStream::new(&conn, stream).read_exact(&mut answer))?;
+            anyhow::Ok(answer)
+        })
+        .await
+        .expect("the client thread")
+        .expect("quinn answers the marked client");
+        assert_eq!(&answer, b"pong");
+        let preamble = accepting
+            .await
+            .expect("the accept task")
+            .expect("quinn served it");
+        assert_eq!((preamble.session, preamble.token), (9, 44));
+        drop(homes);
+    })
+    .await;
+}
