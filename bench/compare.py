@@ -198,6 +198,29 @@ def wirebench_paced_max(servers, size, parallel, seconds, max_loss_pct=0.1):
     return res
 
 
+def iperf3_paced_max(servers, size, parallel, seconds, gsro, max_loss_pct=0.1):
+    """iperf3 paced (-b per stream) at the highest total rate that loses at most
+    `max_loss_pct`, found as `wirebench_paced_max` finds ours: start at what it delivered
+    unpaced in 1 s, step down 15% while a 1 s trial loses more, then measure `seconds` there.
+    The like-for-like reference of a paced row: both tools at the same loss bound."""
+    def trial(total_gbit, secs):
+        per_stream = f"{total_gbit * 1e3 / parallel:.0f}M"
+        return iperf3_run(servers, True, size, secs, parallel, gsro=gsro, rate=per_stream)
+    unpaced = iperf3_run(servers, True, size, 1, parallel, gsro=gsro)
+    rate = max(unpaced["gbit_s"], 0.1)
+    trials = 1
+    for _ in range(8):
+        t = trial(rate, 1)
+        trials += 1
+        if t["loss_pct"] <= max_loss_pct:
+            break
+        rate *= 0.85
+    res = trial(rate, seconds)
+    res["rate_found_gbit_s"] = rate
+    res["trials"] = trials
+    return res
+
+
 def quinn_perf_binary(src):
     """quinn's perf tool from the checkout `src`, built there (its own target dir) if missing."""
     binary = os.path.join(src, "target", "release", "quinn-perf")
@@ -303,12 +326,13 @@ def xfr_run(servers, mode, size, total, seconds=3):
     return res
 
 
-def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False):
+def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False, rate="0"):
     """iperf3 for `seconds` (-t), never -n: iperf3 3.17+ reports a -n run over whole seconds
     (1 GiB at 128 KiB reads 8.58 Gbit/s at any speed, -P 8 reads 8 x 8.58), so only a timed
     run gives its true rate. UDP is unpaced (-b 0), as ours; -P streams are threads (3.16+).
     `gsro`: iperf3 3.21's --gsro (UDP GSO on the sender, GRO on the receiver), its best UDP
-    setting; `size` None: iperf3's own default length (128 KiB TCP, 1460 B UDP)."""
+    setting; `size` None: iperf3's own default length (128 KiB TCP, 1460 B UDP); `rate` its
+    -b per stream (0: unpaced)."""
     port = servers.ports["iperf3"]
     pid = servers.pid("iperf3")
     srv0 = proc_cpu_seconds(pid)
@@ -318,7 +342,7 @@ def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False):
     if parallel > 1:
         cmd += ["-P", str(parallel)]
     if udp:
-        cmd += ["-u", "-b", "0"]
+        cmd += ["-u", "-b", rate]
     if gsro:
         cmd.append("--gsro")
     out, cpu = run_client(cmd)
@@ -437,7 +461,10 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
         rows.append((f"udp1472_P{n}_paced", "gbit_s", True,
                      lambda s, n=n: wirebench_paced_max(s, 1472, n, seconds),
                      [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n)),
-                      ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True))]))
+                      ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True)),
+                      # Like for like: iperf3 --gsro paced to the same loss bound, found the same way.
+                      ("iperf3-gsro-paced",
+                       lambda s, n=n: iperf3_paced_max(s, 1472, n, seconds, gsro=True))]))
         rows += [
             (f"tcp128k_P{n}", "gbit_s", True,
              lambda s, n=n: wirebench_run(s, "tcp", "stream", 131072, 0, seconds=seconds, parallel=n),
@@ -618,7 +645,8 @@ def main():
                 continue
             for ref_name, ref in refs:
                 tool = ref_name.split("-")[0]
-                if tool in missing or ref_name in missing:
+                # iperf3-gsro-paced needs what iperf3-gsro needs.
+                if tool in missing or any(ref_name == m or ref_name.startswith(m + "-") for m in missing):
                     continue
                 a, b = [], []
                 for _ in range(args.pairs):
