@@ -174,51 +174,44 @@ def wirebench_run(servers, proto, mode, size, total, extra=(), seconds=None, par
     return res
 
 
-def wirebench_paced_max(servers, size, parallel, seconds, max_loss_pct=0.1):
-    """-P N UDP paced at the highest total rate that loses at most `max_loss_pct`, found here
-    (`run --rate max` searches one flow only): start at what the flows delivered unpaced in
-    1 s, step down 15% while a 1 s trial loses more, then measure `seconds` at the rate found.
-    The row's figures are that measurement's; `rate_found_gbit_s` and `trials` say how."""
+def paced_max(unpaced, trial, seconds, max_loss_pct=0.1):
+    """The highest total rate (Gbit/s) that loses at most `max_loss_pct`, then a measurement
+    there: start at what `unpaced()` delivered, step down 15% while a 1 s `trial(rate, 1)`
+    loses more, then `trial(rate, seconds)`. Its figures, with `rate_found_gbit_s` and
+    `trials` saying how."""
+    rate = max(unpaced()["gbit_s"], 0.1)
+    trials = 1
+    for _ in range(8):
+        t = trial(rate, 1)
+        trials += 1
+        if t["loss_pct"] <= max_loss_pct:
+            break
+        rate *= 0.85
+    res = trial(rate, seconds)
+    res["rate_found_gbit_s"] = rate
+    res["trials"] = trials
+    return res
+
+
+def wirebench_paced_max(servers, size, parallel, seconds):
+    """-P N UDP paced at the highest total rate that loses at most 0.1% (`paced_max`; `run
+    --rate max` searches one flow only), each flow its share."""
     def trial(total_gbit, secs):
         per_flow = f"{total_gbit * 1e3 / parallel:.0f}Mbit"
         return wirebench_run(servers, "udp", "stream", size, 0, ["--rate", per_flow],
                              seconds=secs, parallel=parallel)
-    unpaced = wirebench_run(servers, "udp", "stream", size, 0, seconds=1, parallel=parallel)
-    rate = max(unpaced["gbit_s"], 0.1)
-    trials = 1
-    for _ in range(8):
-        t = trial(rate, 1)
-        trials += 1
-        if t["loss_pct"] <= max_loss_pct:
-            break
-        rate *= 0.85
-    res = trial(rate, seconds)
-    res["rate_found_gbit_s"] = rate
-    res["trials"] = trials
-    return res
+    unpaced = lambda: wirebench_run(servers, "udp", "stream", size, 0, seconds=1, parallel=parallel)
+    return paced_max(unpaced, trial, seconds)
 
 
-def iperf3_paced_max(servers, size, parallel, seconds, gsro, max_loss_pct=0.1):
-    """iperf3 paced (-b per stream) at the highest total rate that loses at most
-    `max_loss_pct`, found as `wirebench_paced_max` finds ours: start at what it delivered
-    unpaced in 1 s, step down 15% while a 1 s trial loses more, then measure `seconds` there.
-    The like-for-like reference of a paced row: both tools at the same loss bound."""
+def iperf3_paced_max(servers, size, parallel, seconds, gsro):
+    """iperf3 paced (-b per stream) the same way (`paced_max`): the like-for-like reference of
+    a paced row, both tools at the same loss bound."""
     def trial(total_gbit, secs):
         per_stream = f"{total_gbit * 1e3 / parallel:.0f}M"
         return iperf3_run(servers, True, size, secs, parallel, gsro=gsro, rate=per_stream)
-    unpaced = iperf3_run(servers, True, size, 1, parallel, gsro=gsro)
-    rate = max(unpaced["gbit_s"], 0.1)
-    trials = 1
-    for _ in range(8):
-        t = trial(rate, 1)
-        trials += 1
-        if t["loss_pct"] <= max_loss_pct:
-            break
-        rate *= 0.85
-    res = trial(rate, seconds)
-    res["rate_found_gbit_s"] = rate
-    res["trials"] = trials
-    return res
+    unpaced = lambda: iperf3_run(servers, True, size, 1, parallel, gsro=gsro)
+    return paced_max(unpaced, trial, seconds)
 
 
 def quinn_perf_binary(src):

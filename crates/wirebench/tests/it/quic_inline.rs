@@ -55,22 +55,30 @@ impl DatagramHandler for NoDatagrams {
     }
 }
 
+/// A server's QUIC endpoint on loopback, as `wirebench server` starts it, with the inline
+/// router handing its connections to `inline` (None: no router, as an older server): its
+/// address, its certificate, the endpoint and its threads.
+fn server(
+    inline: Option<Arc<dyn InlineAttach>>,
+) -> (SocketAddr, Vec<u8>, quinn::Endpoint, ConnectionHomes) {
+    let identity = ServerIdentity::self_signed().expect("a certificate");
+    let bind: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+    let socket = wirebench::transport::net::udp_socket(false, Some(bind), None).expect("UDP");
+    let server = socket.local_addr().expect("its address");
+    let homes = ConnectionHomes::start().expect("threads");
+    let config = quic::server_config(&identity).expect("QUIC settings");
+    let router =
+        inline.map(|attach| InlineRouter::start(&socket, config.clone(), attach).expect("router"));
+    let handlers: (Arc<dyn DatagramHandler>, _) = (Arc::new(NoDatagrams), router);
+    let endpoint = quic::server_endpoint(socket, config, handlers, &homes).expect("the endpoint");
+    (server, identity.leaf_der().to_vec(), endpoint, homes)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_marked_connection_is_served_inline_and_the_others_by_quinn() {
     within(async {
-        let identity = ServerIdentity::self_signed().expect("a certificate");
-        let cert = identity.leaf_der().to_vec();
-        let bind: SocketAddr = "127.0.0.1:0".parse().expect("an address");
-        let socket = wirebench::transport::net::udp_socket(false, Some(bind), None).expect("UDP");
-        let server = socket.local_addr().expect("its address");
-        let homes = ConnectionHomes::start().expect("threads");
         let (tx, handed) = mpsc::channel();
-        let attach = Arc::new(ToTest(Mutex::new(tx)));
-        let config = quic::server_config(&identity).expect("QUIC settings");
-        let inline = InlineRouter::start(&socket, config.clone(), attach).expect("the router");
-        let handlers: (Arc<dyn DatagramHandler>, _) = (Arc::new(NoDatagrams), Some(inline));
-        let endpoint =
-            quic::server_endpoint(socket, config, handlers, &homes).expect("the endpoint");
+        let (server, cert, endpoint, homes) = server(Some(Arc::new(ToTest(Mutex::new(tx)))));
 
         // The inline client: its preamble and four bytes, then the server's answer.
         let client_cert = cert.clone();
@@ -143,16 +151,7 @@ async fn a_marked_connection_is_served_inline_and_the_others_by_quinn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_marked_connection_is_served_by_quinn_where_nothing_serves_it_inline() {
     within(async {
-        let identity = ServerIdentity::self_signed().expect("a certificate");
-        let cert = identity.leaf_der().to_vec();
-        let bind: SocketAddr = "127.0.0.1:0".parse().expect("an address");
-        let socket = wirebench::transport::net::udp_socket(false, Some(bind), None).expect("UDP");
-        let server = socket.local_addr().expect("its address");
-        let homes = ConnectionHomes::start().expect("threads");
-        let config = quic::server_config(&identity).expect("QUIC settings");
-        let handlers: (Arc<dyn DatagramHandler>, _) = (Arc::new(NoDatagrams), None);
-        let endpoint =
-            quic::server_endpoint(socket, config, handlers, &homes).expect("the endpoint");
+        let (server, cert, endpoint, homes) = server(None);
         let accepting = tokio::spawn(async move {
             let connection = endpoint.accept().await.expect("an incoming").await?;
             let (mut send, mut recv) = connection.accept_bi().await?;

@@ -25,7 +25,9 @@ use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{data_connection, watch_control};
 use crate::flows::server::kit::data_path::shared_udp_data_path;
-use crate::flows::server::kit::quic::{linger, on_home, ControlEnded, QUIC_LINGER};
+use crate::flows::server::kit::quic::{
+    linger, on_home, served_or_gone, ControlEnded, INLINE_THREAD_FAILED, QUIC_LINGER,
+};
 use crate::flows::server::kit::span::{omit_span, omitted, span_ns};
 use crate::flows::server::meter::Moved;
 use crate::flows::server::registry::{DataStream, QuicData, Registration};
@@ -113,13 +115,10 @@ async fn receive<R: AsyncRead + Unpin>(
                 }
             }
             DataStream::QuicInline(accepted) => {
-                let receiving = receive_quic_inline(*accepted, rd, p, rate, &progress);
+                let receiving = receive_quic_inline(*accepted, rd, p, rate, &progress, report);
                 let (t, res) = receiving.await;
                 tally = t;
-                res.map(|(data_path, transport)| {
-                    report.data_path = data_path;
-                    report.transport = Some(transport);
-                })
+                res
             }
         }
     };
@@ -209,16 +208,17 @@ async fn receive_quic(
 /// QUIC driven inline (`engine::quic::inline_server`): the receiving role on the connection's
 /// own thread, through the same loop as TCP's, while this task watches the control connection;
 /// if that ends first, the thread is stopped and what it read is still reported. Returns what
-/// was read and the outcome, with the connection's figures.
+/// was read and the outcome; the connection's figures go into `report`.
 async fn receive_quic_inline<R: AsyncRead + Unpin>(
     accepted: Accepted,
     rd: &mut R,
     p: &SessionParams,
     rate: Option<u64>,
     progress: &Arc<Progress>,
-) -> (ReadTally, Result<(DataPathInfo, TransportStats), String>) {
+    report: &mut ServerReport,
+) -> (ReadTally, Result<(), String>) {
     let (params, progress) = (p.clone(), Arc::clone(progress));
-    let (mut served, stopper) = accepted.serve(QUIC_LINGER, move |reader, writer| {
+    let (served, stopper) = accepted.serve(QUIC_LINGER, move |reader, writer| {
         let mut tally = ReadTally::default();
         let buf = vec![0u8; stream::receive_buffer_len(params.mechanism, params.msg_size)];
         let source = ReadSource { reader, buf };
@@ -238,27 +238,15 @@ async fn receive_quic_inline<R: AsyncRead + Unpin>(
         let _ = writer.finish();
         (tally, res)
     });
-    let ended = tokio::select! {
-        ended = &mut served => ended,
-        reason = watch_control(rd) => {
-            stopper.stop();
-            return match served.await {
-                Ok(s) => (s.value.0, Err(reason)),
-                Err(_) => (ReadTally::default(), Err(reason)),
-            };
-        }
+    let (served, gone) = served_or_gone(served, stopper, rd).await;
+    let Some(s) = served else {
+        let why = gone.unwrap_or_else(|| INLINE_THREAD_FAILED.into());
+        return (ReadTally::default(), Err(why));
     };
-    match ended {
-        Ok(s) => {
-            let (tally, res) = s.value;
-            let figures = (s.data_path, counters::quic_stats_of(&s.stats));
-            (tally, res.map(|()| figures))
-        }
-        Err(_) => (
-            ReadTally::default(),
-            Err("the QUIC connection's thread failed".to_string()),
-        ),
-    }
+    report.data_path = s.data_path;
+    report.transport = Some(counters::quic_stats_of(&s.stats));
+    let (tally, res) = s.value;
+    (tally, gone.map_or(res, Err))
 }
 
 /// How the server reads a TCP data stream: its buffer, and the server's --max-rate.

@@ -35,7 +35,9 @@ use crate::flows::server::gate::Pass;
 use crate::flows::server::kind::{SessionContext, SessionKind};
 use crate::flows::server::kit::control::{data_connection, watch_control};
 use crate::flows::server::kit::data_path::shared_udp_data_path;
-use crate::flows::server::kit::quic::{linger, on_home, ControlEnded, QUIC_LINGER};
+use crate::flows::server::kit::quic::{
+    linger, on_home, served_or_gone, ControlEnded, INLINE_THREAD_FAILED, QUIC_LINGER,
+};
 use crate::flows::server::kit::span::{omit_span, omitted};
 use crate::flows::server::meter::Moved;
 use crate::flows::server::registry::{DataStream, QuicData, Registration};
@@ -297,7 +299,7 @@ async fn send_quic_inline<R: AsyncRead + Unpin>(
     progress: &Arc<Progress>,
 ) -> (Result<(), String>, Option<Instant>) {
     let (params, progress) = (p.clone(), Arc::clone(progress));
-    let (mut served, stopper) = accepted.serve(QUIC_LINGER, move |acks, writer| {
+    let (served, stopper) = accepted.serve(QUIC_LINGER, move |acks, writer| {
         let payload = vec![0u8; params.msg_size as usize];
         let sent = stream::rtt_histogram().and_then(|mut rtt| {
             let sink = WriteSink {
@@ -325,24 +327,18 @@ async fn send_quic_inline<R: AsyncRead + Unpin>(
         let acknowledged = (res.is_ok() && streamed).then(Instant::now);
         (res, acknowledged)
     });
-    let ended = tokio::select! {
-        ended = &mut served => ended,
-        reason = watch_control(rd) => {
-            stopper.stop();
-            if let Ok(s) = served.await {
-                report.data_path = s.data_path;
-                report.transport = Some(counters::quic_stats_of(&s.stats));
-            }
-            return (Err(reason), None);
-        }
+    let (served, gone) = served_or_gone(served, stopper, rd).await;
+    let Some(s) = served else {
+        return (
+            Err(gone.unwrap_or_else(|| INLINE_THREAD_FAILED.into())),
+            None,
+        );
     };
-    match ended {
-        Ok(s) => {
-            report.data_path = s.data_path;
-            report.transport = Some(counters::quic_stats_of(&s.stats));
-            s.value
-        }
-        Err(_) => (Err("the QUIC connection's thread failed".to_string()), None),
+    report.data_path = s.data_path;
+    report.transport = Some(counters::quic_stats_of(&s.stats));
+    match gone {
+        Some(reason) => (Err(reason), None),
+        None => s.value,
     }
 }
 

@@ -6,8 +6,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio::io::AsyncRead;
+use tokio::sync::oneshot;
 
 use super::control::watch_control;
+use crate::engine::quic::inline_server::{ServeStop, Served};
 use crate::flows::server::registry::QuicData;
 
 /// How long the server keeps a finished QUIC connection open so its last acknowledgements
@@ -75,3 +77,24 @@ pub(crate) fn linger(quic: QuicData) {
         let _ = tokio::time::timeout(QUIC_LINGER, connection.closed()).await;
     });
 }
+
+/// Waits for a session's work on its inline QUIC connection (`Accepted::serve`) while this
+/// task watches the control connection; if that ends first, the work is stopped and still
+/// waited for, so what it counted reaches the report. Returns the work's outcome (None: its
+/// thread is gone) and, if the control connection ended first, why.
+pub(crate) async fn served_or_gone<R: AsyncRead + Unpin, T>(
+    mut served: oneshot::Receiver<Served<T>>,
+    stopper: ServeStop,
+    rd: &mut R,
+) -> (Option<Served<T>>, Option<String>) {
+    tokio::select! {
+        ended = &mut served => (ended.ok(), None),
+        reason = watch_control(rd) => {
+            stopper.stop();
+            (served.await.ok(), Some(reason))
+        }
+    }
+}
+
+/// Why a session on an inline QUIC connection failed when its thread is gone.
+pub(crate) const INLINE_THREAD_FAILED: &str = "the QUIC connection's thread failed";
