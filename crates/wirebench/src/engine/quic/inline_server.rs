@@ -252,9 +252,10 @@ fn accept(
     )?;
     let mut raw = [0u8; PREAMBLE_LEN];
     let stream = conn.accept_bi(&mut raw, SETUP_TIMEOUT)?;
-    // By now every datagram of the connection comes to its own socket.
-    conn.stop_forwarding()?;
+    // By now every datagram of the connection comes to its own socket: the router stops
+    // handing any over, then the last it handed are taken.
     drop(leave);
+    conn.stop_forwarding()?;
     let preamble = Preamble::decode(&raw)?;
     if preamble.kind != ConnKind::Data {
         bail!("the QUIC stream did not open with a data preamble");
