@@ -26,6 +26,16 @@ use super::SendTally;
 /// is never the bottleneck of a streaming run.
 pub const RECV_BUFFER: usize = 1 << 20;
 
+/// The read of a streaming receiver whose messages are [`LARGE_MESSAGE`] or more: one full
+/// segment (loopback's and GRO's 64 KiB), so the buffer stays in the CPU's cache. Measured on
+/// loopback against 1 MiB reads (alternating runs, `-t 3`): +5–10% at 128 and 256 KiB writes,
+/// +10% at `-P 4`, even at 64 KiB; but 8 KiB writes lost 18% with it, so smaller messages keep
+/// [`RECV_BUFFER`], whose fewer reads (and window updates) the busier sender gains from.
+pub const SEGMENT_READ: usize = 64 * 1024;
+
+/// Message size from which a streaming receiver reads [`SEGMENT_READ`] at a time.
+pub const LARGE_MESSAGE: u32 = 64 * 1024;
+
 /// What a stream receiver read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadTally {
@@ -319,10 +329,12 @@ pub fn deadline_stride(msg_size: u32) -> u64 {
     (64 * 1024 / u64::from(msg_size.max(1))).clamp(1, 1024)
 }
 
-/// Largest read of a receiver: [`RECV_BUFFER`] when streaming, one message for stop-and-wait
-/// (whose sender never has more than one in flight).
+/// Largest read of a receiver: when streaming, [`SEGMENT_READ`] for large messages and
+/// [`RECV_BUFFER`] for others; one message for stop-and-wait (whose sender never has more than
+/// one in flight).
 pub fn receive_buffer_len(mechanism: Mechanism, msg_size: u32) -> usize {
     match mechanism {
+        Mechanism::Stream if msg_size >= LARGE_MESSAGE => SEGMENT_READ,
         Mechanism::Stream => RECV_BUFFER,
         Mechanism::StopAndWait => (msg_size as usize).min(RECV_BUFFER),
     }
@@ -414,6 +426,18 @@ mod tests {
                 "{mechanism}"
             );
         }
+    }
+
+    #[test]
+    fn large_messages_are_read_a_segment_at_a_time() {
+        let len = |m, size| receive_buffer_len(m, size);
+        assert_eq!(len(Mechanism::Stream, 1024), RECV_BUFFER);
+        assert_eq!(len(Mechanism::Stream, LARGE_MESSAGE - 1), RECV_BUFFER);
+        assert_eq!(len(Mechanism::Stream, LARGE_MESSAGE), SEGMENT_READ);
+        assert_eq!(len(Mechanism::Stream, 131_072), SEGMENT_READ);
+        // Stop-and-wait reads at most the one message in flight.
+        assert_eq!(len(Mechanism::StopAndWait, 1024), 1024);
+        assert_eq!(len(Mechanism::StopAndWait, 131_072), 131_072);
     }
 
     #[test]
