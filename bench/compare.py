@@ -24,6 +24,8 @@ both tools with -t and -P N. UDP rows are set against iperf3 twice, at its defau
 each tool at its defaults, nothing but a server and -t. The first line printed gives the
 machine's CPU count.
 The QUIC rows alone: QUINN_SRC=~/src/quinn bench/compare.py --only quic
+A name in --only also selects the rows it prefixes (udp1472_P1 runs udp1472_P1_paced too);
+end it with $ for that row alone: --only 'udp1472_P1$,tcp128k_P1'.
 Traffic goes to 127.0.0.1 only.
 """
 
@@ -633,8 +635,10 @@ def main():
 
         only = set(filter(None, args.only.split(",")))
         for name, metric, higher, ours, refs in workloads(args.total_tcp, args.total_udp, args.saw_msgs, args.seconds):
-            # A name in --only selects itself and every workload it prefixes (quic: all QUIC rows).
-            if only and not any(name == o or name.startswith(o + "_") for o in only):
+            # A name in --only selects itself and every workload it prefixes (quic: all QUIC rows);
+            # one ending in $ only itself (udp1472_P1$: not udp1472_P1_paced, whose search is slow).
+            if only and not any(name == o or name + "$" == o or (not o.endswith("$") and name.startswith(o + "_"))
+                                for o in only):
                 continue
             for ref_name, ref in refs:
                 tool = ref_name.split("-")[0]
