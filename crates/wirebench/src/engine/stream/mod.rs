@@ -28,8 +28,8 @@ pub const RECV_BUFFER: usize = 1 << 20;
 
 /// The read of a streaming receiver whose messages are [`LARGE_MESSAGE`] or more: one full
 /// segment (loopback's and GRO's 64 KiB), so the buffer stays in the CPU's cache. Measured on
-/// loopback against 1 MiB reads (alternating runs, `-t 3`): +5–10% at 128 and 256 KiB writes,
-/// +10% at `-P 4`, even at 64 KiB; but 8 KiB writes lost 18% with it, so smaller messages keep
+/// loopback against 1 MiB reads (alternating runs, `-t 3`): +5–10% at 128 and 256 KiB writes
+/// and at `-P 4`, +3% at 64 KiB; but 8 KiB writes lost 18% with it, so smaller messages keep
 /// [`RECV_BUFFER`], whose fewer reads (and window updates) the busier sender gains from.
 pub const SEGMENT_READ: usize = 64 * 1024;
 
