@@ -20,7 +20,8 @@ cost with a wake-up across CPUs (cross) steadily, instead of whichever the sched
 quic_floor plays both ends in one process, so it sits on the clients' CPU.
 iperf3 always runs timed (-t): 3.17+ reports a -n run over whole seconds. The _P1/_P4/_P8 rows run
 both tools with -t and -P N. UDP rows are set against iperf3 twice, at its default and with
---gsro (GSO/GRO, iperf3 3.21+, its best UDP setting; skipped with an older iperf3). first_run is
+--gsro (GSO/GRO, iperf3 3.21+, its best UDP setting; skipped with an older iperf3); udp1472_R
+is the same with -R (the server sends, the client receives). first_run is
 each tool at its defaults, nothing but a server and -t. The first line printed gives the
 machine's CPU count.
 The QUIC rows alone: QUINN_SRC=~/src/quinn bench/compare.py --only quic
@@ -321,13 +322,13 @@ def xfr_run(servers, mode, size, total, seconds=3):
     return res
 
 
-def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False, rate="0"):
+def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False, rate="0", reverse=False):
     """iperf3 for `seconds` (-t), never -n: iperf3 3.17+ reports a -n run over whole seconds
     (1 GiB at 128 KiB reads 8.58 Gbit/s at any speed, -P 8 reads 8 x 8.58), so only a timed
     run gives its true rate. UDP is unpaced (-b 0), as ours; -P streams are threads (3.16+).
     `gsro`: iperf3 3.21's --gsro (UDP GSO on the sender, GRO on the receiver), its best UDP
     setting; `size` None: iperf3's own default length (128 KiB TCP, 1460 B UDP); `rate` its
-    -b per stream (0: unpaced)."""
+    -b per stream (0: unpaced); `reverse`: -R, the server sends."""
     port = servers.ports["iperf3"]
     pid = servers.pid("iperf3")
     srv0 = proc_cpu_seconds(pid)
@@ -340,6 +341,8 @@ def iperf3_run(servers, udp, size, seconds, parallel=1, gsro=False, rate="0"):
         cmd += ["-u", "-b", rate]
     if gsro:
         cmd.append("--gsro")
+    if reverse:
+        cmd.append("-R")
     out, cpu = run_client(cmd)
     srv_cpu = proc_cpu_seconds(pid) - srv0
     end = json.loads(out)["end"]
@@ -472,6 +475,11 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
              [("iperf3", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n)),
               ("iperf3-gsro", lambda s, n=n: iperf3_run(s, True, 1472, seconds, n, gsro=True))]),
         ]
+    # The server sends (-R): the client's receive against iperf3's, unpaced, one flow.
+    rows.append(("udp1472_R", "gbit_s", True,
+                 lambda s: wirebench_run(s, "udp", "stream", 1472, 0, ["-R"], seconds=seconds),
+                 [("iperf3", lambda s: iperf3_run(s, True, 1472, seconds, reverse=True)),
+                  ("iperf3-gsro", lambda s: iperf3_run(s, True, 1472, seconds, gsro=True, reverse=True))]))
     # iperf3's own users (issue 39): `run --iperf3` against `iperf3 -s` beside iperf3's client
     # (the figure the iperf3 server measured), and iperf3's client against `wirebench server
     # --iperf3` beside `iperf3 -s` (what arrived, both directions).
