@@ -136,9 +136,9 @@ pub struct SessionRequest<'j> {
     /// never hear from the server before its report, so their judge is never called.
     pub judge: Option<Judge<'j>>,
     /// The only flow of its run (no `-P`, no `--bidir`): a UDP stream then sends from a thread
-    /// of its own (`udp::stream_on_thread`); the flows of a `-P` run share the runtime's
-    /// workers, which on 2 vCPUs left their receivers more of the machine (`-P 8`: 27 % lost
-    /// against 83 % with a thread per flow).
+    /// of its own (`udp::stream_on_thread`), or with `-R` runs its session on one; the flows
+    /// of a `-P` run share the runtime's workers, which on 2 vCPUs left their receivers more
+    /// of the machine (`-P 8`: 27 % lost against 83 % with a thread per flow).
     pub sole: bool,
 }
 
@@ -171,8 +171,12 @@ impl<'j> SessionRequest<'j> {
     /// as in quinn's perf tool, instead of handing the connection's lock and wake-ups between
     /// the runtime's workers (measured on loopback, medians of 3: 1 GiB in 128 KiB writes at
     /// MTU 1452, upload 6.13 → 6.58 Gbit/s, download 6.13 → 6.40; with the send window sized
-    /// by message, 1 KiB messages 6.1 → 7.5 Gbit/s, 100 B and 4 KiB even). Dropping the
-    /// returned future ends that thread's session too.
+    /// by message, 1 KiB messages 6.1 → 7.5 Gbit/s, 100 B and 4 KiB even). A reversed UDP
+    /// session that is its run's only flow does the same: on the runtime its receive task hopped
+    /// between the two workers, and the scheduler could not keep it off the sender's CPU
+    /// (2 vCPUs, 1472 B unpaced `-R`, unpinned, `bench/compare.py udp1472_R`: 51.2 → 59.7
+    /// Gbit/s, 0.90 → 1.05 of iperf3 3.21 `--gsro -R`). Dropping the returned future ends that
+    /// thread's session too.
     pub async fn run(self) -> Result<SessionOutcome> {
         match self {
             SessionRequest {
@@ -182,7 +186,9 @@ impl<'j> SessionRequest<'j> {
                 psk,
                 judge: None,
                 sole,
-            } if params.protocol == Protocol::Quic => {
+            } if params.protocol == Protocol::Quic
+                || (params.protocol == Protocol::Udp && params.reverse && sole) =>
+            {
                 let request = SessionRequest {
                     server,
                     params,
