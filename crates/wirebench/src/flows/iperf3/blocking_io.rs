@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::engine::stream::{LARGE_MESSAGE, SEGMENT_READ};
+
 /// How long a blocking read, write or pacing sleep lasts at most before it looks at the stop.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(5);
 
@@ -55,9 +57,32 @@ pub(super) fn payload(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// What one read of a TCP stream of `len`-byte blocks asks for: one 64 KiB segment for
+/// iperf3's own 128 KiB blocks and other large ones, as wirebench's streaming receiver reads
+/// them ([`SEGMENT_READ`]: the copy's buffer stays in the CPU's cache), else 128 KiB (many
+/// small blocks a read, as before).
+pub(super) fn tcp_read_len(len: usize) -> usize {
+    if len >= LARGE_MESSAGE as usize {
+        SEGMENT_READ
+    } else {
+        SMALL_BLOCKS_READ
+    }
+}
+
+/// The read of a stream of blocks under [`LARGE_MESSAGE`].
+const SMALL_BLOCKS_READ: usize = 128 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_blocks_are_read_a_segment_at_a_time() {
+        assert_eq!(tcp_read_len(128 * 1024), 64 * 1024);
+        assert_eq!(tcp_read_len(64 * 1024), 64 * 1024);
+        assert_eq!(tcp_read_len(64 * 1024 - 1), 128 * 1024);
+        assert_eq!(tcp_read_len(1024), 128 * 1024);
+    }
 
     #[test]
     fn a_dropped_test_counts_as_stopped() {

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
 
-use crate::flows::iperf3::blocking_io::{make_blocking, payload, stopped, timed_out};
+use crate::flows::iperf3::blocking_io::{make_blocking, payload, stopped, tcp_read_len, timed_out};
 
 /// Counters the data tasks share with the coordinator.
 #[derive(Debug)]
@@ -221,7 +221,7 @@ const SETTLE_MAX: Duration = Duration::from_millis(10);
 /// arrived left the two views a block or so apart.
 pub(super) fn recv_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
     make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
-    let mut buf = vec![0u8; 128 * 1024];
+    let mut buf = vec![0u8; tcp_read_len(ctx.len)];
     let mut tally = ctx.tally();
     let mut drain_until: Option<Instant> = None;
     loop {

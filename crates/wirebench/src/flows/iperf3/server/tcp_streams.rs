@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::streams::{Budget, Sending, StreamCount};
 use crate::flows::iperf3::blocking_io::{
-    make_blocking, payload, sleep_unless_stopped, stopped, timed_out,
+    make_blocking, payload, sleep_unless_stopped, stopped, tcp_read_len, timed_out,
 };
 use crate::flows::server::meter::Meter;
 
@@ -30,17 +30,17 @@ const MAX_DRAIN: Duration = Duration::from_secs(2);
 /// more.
 const FINISH_BLOCK: Duration = Duration::from_millis(50);
 
-/// Reads a TCP stream until the test stops, then until it stays quiet for [`QUIET`]: an iperf3
+/// Reads a TCP stream of `len`-byte blocks until the test stops, then until it stays quiet for [`QUIET`]: an iperf3
 /// client sends TEST_END as soon as its last write returns, while that data may still be
 /// queued on its side or in ours.
 pub(super) fn recv(
-    s: Arc<TcpStream>,
+    (s, len): (Arc<TcpStream>, usize),
     count: Arc<StreamCount>,
     meter: Arc<Meter>,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
     make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
-    let mut buf = vec![0u8; 128 * 1024];
+    let mut buf = vec![0u8; tcp_read_len(len)];
     // Set once the test stopped: until when the rest may be drained.
     let mut drain_until: Option<Instant> = None;
     loop {

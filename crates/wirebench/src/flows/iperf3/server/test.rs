@@ -275,7 +275,8 @@ impl Test {
                 }
                 Stream::Tcp(s) => {
                     let s = s.clone();
-                    tasks.spawn_blocking(move || tcp_streams::recv(s, count, meter, stop));
+                    let len = plan.len as usize;
+                    tasks.spawn_blocking(move || tcp_streams::recv((s, len), count, meter, stop));
                 }
                 Stream::Udp(to) if sends => {
                     let socket = self.shared.udp.clone();
