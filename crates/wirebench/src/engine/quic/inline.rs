@@ -103,8 +103,8 @@ pub struct InlineConnection {
     copy_datagrams: bool,
     /// Whether the connection may have something to send: something was fed to it, written,
     /// read or timed out since the last `poll_transmit` that found nothing. A `poll_transmit`
-    /// that finds nothing still walks every packet space and stream (a third of quinn's
-    /// time in a stop-and-wait round trip went to two of them that found nothing).
+    /// that finds nothing still walks every packet space and stream, and each end of a
+    /// stop-and-wait round trip made one such call more than it needed (before each wait).
     dirty: bool,
     /// The socket's read timeout as last set.
     wait: Option<Duration>,

@@ -30,9 +30,9 @@ const MAX_DRAIN: Duration = Duration::from_secs(2);
 /// more.
 const FINISH_BLOCK: Duration = Duration::from_millis(50);
 
-/// Reads a TCP stream of `len`-byte blocks until the test stops, then until it stays quiet for [`QUIET`]: an iperf3
-/// client sends TEST_END as soon as its last write returns, while that data may still be
-/// queued on its side or in ours.
+/// Reads a TCP stream of `len`-byte blocks until the test stops, then until it stays quiet
+/// for [`QUIET`]: an iperf3 client sends TEST_END as soon as its last write returns, while
+/// that data may still be queued on its side or in ours.
 pub(super) fn recv(
     (s, len): (Arc<TcpStream>, usize),
     count: Arc<StreamCount>,
