@@ -291,7 +291,8 @@ fn check_report(params: &SessionParams, leg: &Leg) -> Result<()> {
     Ok(())
 }
 
-/// Runs `request` (a QUIC session, no judge) on a thread of its own; see [`SessionRequest::run`].
+/// Runs `request` (a QUIC session, or a sole reversed UDP one; no judge) on a thread of its
+/// own; see [`SessionRequest::run`].
 async fn on_own_thread(request: SessionRequest<'static>) -> Result<SessionOutcome> {
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
     // Dropped with this future: the thread then drops its session (closing its connection).

@@ -9,8 +9,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use wirebench_core::vocab::plan::Mechanism;
 
-use crate::engine::stream::{LARGE_MESSAGE, SEGMENT_READ};
+use crate::engine::stream;
 
 /// How long a blocking read, write or pacing sleep lasts at most before it looks at the stop.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(5);
@@ -57,20 +58,17 @@ pub(super) fn payload(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// What one read of a TCP stream of `len`-byte blocks asks for: one 64 KiB segment for
-/// iperf3's own 128 KiB blocks and other large ones, as wirebench's streaming receiver reads
-/// them ([`SEGMENT_READ`]: the copy's buffer stays in the CPU's cache), else 128 KiB (many
-/// small blocks a read, as before).
+/// What one read of a TCP stream of `len`-byte blocks asks for: what wirebench's own streaming
+/// receiver reads ([`stream::receive_buffer_len`]: one 64 KiB segment for iperf3's 128 KiB
+/// blocks and other large ones), at most [`MAX_STREAM_READ`].
 pub(super) fn tcp_read_len(len: usize) -> usize {
-    if len >= LARGE_MESSAGE as usize {
-        SEGMENT_READ
-    } else {
-        SMALL_BLOCKS_READ
-    }
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    stream::receive_buffer_len(Mechanism::Stream, len).min(MAX_STREAM_READ)
 }
 
-/// The read of a stream of blocks under [`LARGE_MESSAGE`].
-const SMALL_BLOCKS_READ: usize = 128 * 1024;
+/// The largest read buffer of one iperf3 stream: a test may run 128 streams, each with a
+/// buffer of its own.
+const MAX_STREAM_READ: usize = 128 * 1024;
 
 #[cfg(test)]
 mod tests {
