@@ -397,6 +397,24 @@ pub fn set_max_pacing_rate<'s>(socket: impl Into<SockRef<'s>>, rate_bps: u64) ->
     }
 }
 
+/// Lets a blocking read of `socket` sleep until `bytes` are waiting (SO_RCVLOWAT) rather than
+/// wake at the first segment; 1 is the default. A read still returns early at the end of the
+/// stream, on an error or when its own timeout passes.
+#[cfg(target_os = "linux")]
+pub fn set_receive_low_water(socket: &impl std::os::fd::AsRawFd, bytes: usize) -> io::Result<()> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
+}
+
+/// Where SO_RCVLOWAT's wake-up rule is not known to hold, reads keep waking at once.
+#[cfg(not(target_os = "linux"))]
+pub fn set_receive_low_water(_: &impl std::os::fd::AsRawFd, _: usize) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "receive low-water batching is used on Linux only",
+    ))
+}
+
 /// SO_MAX_PACING_RATE exists on Linux only.
 #[cfg(not(target_os = "linux"))]
 pub fn set_max_pacing_rate<'s>(_: impl Into<SockRef<'s>>, _: u64) -> io::Result<()> {

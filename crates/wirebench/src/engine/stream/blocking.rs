@@ -16,12 +16,15 @@ use std::task::{Context, Poll, Waker};
 
 use std::net::TcpStream;
 use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use wirebench_core::vocab::plan::Mechanism;
 use wirebench_core::wire::proto::SessionParams;
 
-use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError, WriteSink};
+use crate::engine::stream::low_water::LowWater;
+use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, ReceiveError, WriteSink};
 use crate::engine::SendTally;
 
 /// A blocking (or spinning) reader or writer seen through tokio's async traits.
@@ -78,6 +81,51 @@ impl<T: Write + Unpin> AsyncWrite for Blocking<T> {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A [`ByteSource`] over a TCP socket read through [`Blocking`], whose reads wait for a batch
+/// once the stream is fast ([`LowWater`]).
+#[derive(Debug)]
+pub struct TcpSource<'s> {
+    socket: &'s TcpStream,
+    reader: Blocking<&'s TcpStream>,
+    buf: Vec<u8>,
+    low_water: LowWater,
+}
+
+impl<'s> TcpSource<'s> {
+    /// Reads `socket` (made blocking, or non-blocking for `spin`) `buf_len` bytes at most at a
+    /// time; batches its wake-ups ([`LowWater`]) when `batch` and not `spin` (a spinning read
+    /// never sleeps).
+    pub fn new(socket: &'s TcpStream, spin: bool, buf_len: usize, batch: bool) -> Self {
+        TcpSource {
+            socket,
+            reader: Blocking::new(socket, spin),
+            buf: vec![0u8; buf_len],
+            low_water: LowWater::new(batch && !spin),
+        }
+    }
+
+    /// The source for a session's receiving role: streaming reads are batched.
+    pub fn for_session(socket: &'s TcpStream, p: &SessionParams) -> Self {
+        TcpSource::new(
+            socket,
+            p.options.busy_poll,
+            stream::receive_buffer_len(p.mechanism, p.msg_size),
+            p.mechanism == Mechanism::Stream,
+        )
+    }
+}
+
+impl ByteSource for TcpSource<'_> {
+    async fn read_some(&mut self, max: usize) -> io::Result<usize> {
+        // `max` is at most what is left of the stream (the receive loops never read past it).
+        self.low_water.before_read(self.socket, max);
+        let n = max.min(self.buf.len());
+        let got = self.reader.read(&mut self.buf[..n]).await?;
+        self.low_water.after_read(self.socket, got, Instant::now());
+        Ok(got)
     }
 }
 
@@ -221,7 +269,7 @@ pub fn send_role(
 }
 
 /// The receiving role of session `p` on the TCP socket `data`, on this thread: the socket
-/// made blocking (spinning with busy-poll), then [`play_receive`] through [`Blocking`].
+/// made blocking (spinning with busy-poll), then read through a [`TcpSource`].
 pub fn receive_role(
     data: &TcpStream,
     p: &SessionParams,
@@ -230,11 +278,88 @@ pub fn receive_role(
 ) -> Result<(), ReceiveError> {
     let spin = p.options.busy_poll;
     data.set_nonblocking(spin)?;
-    play_receive(
-        &mut Blocking::new(data, spin),
+    let mut source = TcpSource::for_session(data, p);
+    block_on(stream::receive_role(
+        &mut source,
         &mut Blocking::new(data, spin),
         p,
         tally,
         progress,
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use wirebench_core::vocab::plan::Messages;
+
+    /// A batching reader still reads the last bytes of a stream that stays open after them (the
+    /// sender waits for the receiver's report). Here a read copies the first 64 KiB and would
+    /// sleep for a batch more, of which only 64 KiB and a little are to come: the kernel would
+    /// never wake it, so batching must end before that read.
+    #[test]
+    fn a_batching_receiver_reads_a_tail_shorter_than_a_batch() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (receiver, _) = listener.accept().unwrap();
+        let stopper = sender.try_clone().unwrap();
+        let unread = receiver.try_clone().unwrap();
+        const HEAD: usize = 64 * 1024;
+        const TAIL: usize = 64 * 1024 + 1000;
+        let plan = Messages {
+            total_bytes: (HEAD + TAIL) as u64,
+            msg_size: 1024,
+        };
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let writer = std::thread::spawn(move || {
+            let block = vec![7u8; TAIL];
+            sender.write_all(&block[..HEAD]).unwrap();
+            // The tail goes out once the receiver took the head (its read may still be under
+            // way). A receiver stuck in a read is woken by the shutdown after the watchdog's
+            // time, and fails.
+            let give_up = Instant::now() + Duration::from_secs(20);
+            while bytes_unread(&unread) != 0 {
+                if Instant::now() > give_up {
+                    let _ = stopper.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+                std::thread::yield_now();
+            }
+            sender.write_all(&block).unwrap();
+            // Keep the stream open, as a sender awaiting the report does.
+            if done_rx.recv_timeout(Duration::from_secs(20)).is_err() {
+                let _ = stopper.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        let mut source = TcpSource::new(&receiver, false, stream::RECV_BUFFER, true);
+        source.low_water = LowWater::batching_now(&receiver);
+        let mut tally = ReadTally::default();
+        let progress = AtomicU64::new(0);
+        let read = block_on(stream::receive_stream(
+            &mut source,
+            plan,
+            false,
+            &mut tally,
+            &progress,
+        ));
+        let _ = done_tx.send(());
+        writer.join().unwrap();
+        read.unwrap();
+        assert_eq!(tally.bytes, plan.total_bytes);
+        assert_eq!(tally.messages, plan.count());
+        assert_eq!(source.low_water, LowWater::Off);
+    }
+
+    /// Bytes that arrived on `s` and were not read yet (FIONREAD).
+    fn bytes_unread(s: &TcpStream) -> libc::c_int {
+        use std::os::fd::AsRawFd;
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the pointer, which points at a live c_int.
+        let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
+        assert_eq!(rc, 0);
+        n
+    }
 }

@@ -5,9 +5,11 @@
 //! Stop-and-wait over a stream: the sender writes one message, the receiver reads until the whole
 //! message has arrived and answers with a one-byte acknowledgement, the sender waits for it.
 //!
-//! [`blocking`] runs these loops on a socket in a thread of its own, with no runtime under it.
+//! [`blocking`] runs these loops on a socket in a thread of its own, with no runtime under it;
+//! [`low_water`] batches the wake-ups of its fast TCP receivers.
 
 pub mod blocking;
+pub mod low_water;
 
 use std::future::Future;
 use std::io;

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wirebench_core::wire::iperf3::{self as wire, UdpHeader, UdpReceiver};
 
+use crate::engine::stream::low_water::LowWater;
 use crate::flows::iperf3::blocking_io::{make_blocking, payload, stopped, tcp_read_len, timed_out};
 
 /// Counters the data tasks share with the coordinator.
@@ -223,9 +224,12 @@ pub(super) fn recv_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
     make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let mut buf = vec![0u8; tcp_read_len(ctx.len)];
     let mut tally = ctx.tally();
+    let mut low_water = LowWater::new(true);
     let mut drain_until: Option<Instant> = None;
     loop {
         if drain_until.is_none() && stopped(&ctx.stop) {
+            // What is left may be less than a batch: drain it as it comes.
+            low_water.stop(&s);
             let rtt = crate::transport::counters::tcp_stats(&s)
                 .and_then(|t| t.srtt_us)
                 .map_or(Duration::ZERO, Duration::from_micros);
@@ -239,7 +243,10 @@ pub(super) fn recv_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
         }
         match (&s).read(&mut buf) {
             Ok(0) => return Ok(tally),
-            Ok(n) => ctx.moved(&mut tally, n),
+            Ok(n) => {
+                low_water.after_read(&s, n, Instant::now());
+                ctx.moved(&mut tally, n);
+            }
             // Quiet for its time after the stop: drained.
             Err(e) if timed_out(&e) && drain_until.is_some() => return Ok(tally),
             Err(e) if timed_out(&e) => {}

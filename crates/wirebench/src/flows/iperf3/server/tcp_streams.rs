@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use tokio::sync::watch;
 
 use super::streams::{Budget, Sending, StreamCount};
+use crate::engine::stream::low_water::LowWater;
 use crate::flows::iperf3::blocking_io::{
     make_blocking, payload, sleep_unless_stopped, stopped, tcp_read_len, timed_out,
 };
@@ -41,10 +42,13 @@ pub(super) fn recv(
 ) -> Result<()> {
     make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let mut buf = vec![0u8; tcp_read_len(len)];
+    let mut low_water = LowWater::new(true);
     // Set once the test stopped: until when the rest may be drained.
     let mut drain_until: Option<Instant> = None;
     loop {
         if drain_until.is_none() && stopped(&stop) {
+            // What is left may be less than a batch: drain it as it comes.
+            low_water.stop(&*s);
             drain_until = Some(Instant::now() + MAX_DRAIN);
             s.set_read_timeout(Some(QUIET))
                 .context("while draining an iperf3 TCP stream")?;
@@ -64,9 +68,14 @@ pub(super) fn recv(
             Err(_) if draining => return Ok(()),
             Err(e) => return Err(anyhow::Error::msg(e)),
         };
+        if room < buf.len() {
+            // --max-bytes is nearly spent: a batch would wait for bytes it may not take.
+            low_water.stop(&*s);
+        }
         match (&*s).read(&mut buf[..room]) {
             Ok(0) => return Ok(()),
             Ok(n) => {
+                low_water.after_read(&*s, n, Instant::now());
                 count.add(n as u64);
                 meter.count_read(n as u64);
             }

@@ -18,7 +18,7 @@ use wirebench_core::wire::proto::{DataPathInfo, ServerReport, SessionParams};
 use crate::engine::interval::{self, Progress};
 use crate::engine::quic::inline_server::Accepted;
 use crate::engine::quic::stream::QuicSource;
-use crate::engine::stream::blocking::{self, block_on, Blocking};
+use crate::engine::stream::blocking::{self, block_on, Blocking, TcpSource};
 use crate::engine::stream::{self, ReadSource, ReadTally, ReceiveError};
 use crate::engine::throttle::{Pause, Throttled};
 use crate::flows::server::gate::Pass;
@@ -80,7 +80,6 @@ async fn receive<R: AsyncRead + Unpin>(
     report: &mut ServerReport,
 ) -> Result<(), String> {
     let p = pass.params();
-    let buf_len = stream::receive_buffer_len(p.mechanism, p.msg_size);
     let mut tally = ReadTally::default();
     let progress = Progress::new();
     let read_so_far = Arc::clone(&progress);
@@ -94,8 +93,7 @@ async fn receive<R: AsyncRead + Unpin>(
         match data {
             DataStream::Tcp(tcp) => match net::apply_tcp_options(&tcp, &p.options, p.mechanism) {
                 Ok(()) => {
-                    let reading = Reading { buf_len, rate };
-                    receive_tcp_blocking(tcp, rd, p, reading, &mut tally, report, &progress).await
+                    receive_tcp_blocking(tcp, rd, p, rate, &mut tally, report, &progress).await
                 }
                 Err(e) => Err(format!("cannot set the TCP options: {e}")),
             },
@@ -249,12 +247,6 @@ async fn receive_quic_inline<R: AsyncRead + Unpin>(
     (tally, gone.map_or(res, Err))
 }
 
-/// How the server reads a TCP data stream: its buffer, and the server's --max-rate.
-struct Reading {
-    buf_len: usize,
-    rate: Option<u64>,
-}
-
 /// A receiver cancelled mid-transfer (the control connection ended first, as when a QUIC
 /// client is killed) never reached its own bookkeeping: count its complete messages and end
 /// its span where the abort was noticed, so an aborted summary is as consistent as a finished
@@ -275,7 +267,7 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     tcp: TcpStream,
     rd: &mut R,
     p: &SessionParams,
-    reading: Reading,
+    rate: Option<u64>,
     tally: &mut ReadTally,
     report: &mut ServerReport,
     progress: &Arc<Progress>,
@@ -287,12 +279,8 @@ async fn receive_tcp_blocking<R: AsyncRead + Unpin>(
     let progress = Arc::clone(progress);
     let mut worker = tokio::task::spawn_blocking(move || {
         let mut t = ReadTally::default();
-        let mut reader = Blocking::new(&data, spin);
-        let source = ReadSource {
-            reader: &mut reader,
-            buf: vec![0u8; reading.buf_len],
-        };
-        let mut source = Throttled::new(source, reading.rate, Pause::Thread);
+        let source = TcpSource::for_session(&data, &params);
+        let mut source = Throttled::new(source, rate, Pause::Thread);
         let res = block_on(stream::receive_role(
             &mut source,
             &mut Blocking::new(&data, spin),
