@@ -16,7 +16,6 @@ use std::task::{Context, Poll, Waker};
 
 use std::net::TcpStream;
 use std::sync::atomic::AtomicU64;
-use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
@@ -124,7 +123,7 @@ impl ByteSource for TcpSource<'_> {
         self.low_water.before_read(self.socket, max);
         let n = max.min(self.buf.len());
         let got = self.reader.read(&mut self.buf[..n]).await?;
-        self.low_water.after_read(self.socket, got, Instant::now());
+        self.low_water.after_read(self.socket, got);
         Ok(got)
     }
 }
@@ -293,7 +292,7 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
     use std::sync::mpsc;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
     use wirebench_core::vocab::plan::Messages;
 
     /// A batching reader still reads the last bytes of a stream that stays open after them (the

@@ -67,8 +67,16 @@ impl LowWater {
         }
     }
 
-    /// Call after a read that returned `n` bytes at `now`: a stream found fast starts batching.
-    pub fn after_read(&mut self, socket: &impl AsRawFd, n: usize, now: Instant) {
+    /// Call after a read that returned `n` bytes: a stream found fast starts batching. The
+    /// clock is read only while the stream's speed is being looked at.
+    pub fn after_read(&mut self, socket: &impl AsRawFd, n: usize) {
+        if matches!(self, LowWater::Probing { .. }) {
+            self.after_read_at(socket, n, Instant::now());
+        }
+    }
+
+    /// [`LowWater::after_read`] for a read that returned at `now`.
+    fn after_read_at(&mut self, socket: &impl AsRawFd, n: usize, now: Instant) {
         let LowWater::Probing { since, bytes } = self else {
             return;
         };
@@ -151,11 +159,11 @@ mod tests {
     /// Feeds reads of 64 KiB, `gap` apart, until `total` bytes were read after the first.
     fn feed(w: &mut LowWater, s: &TcpStream, start: Instant, gap: Duration, total: u64) {
         let mut now = start;
-        w.after_read(s, 65536, now);
+        w.after_read_at(s, 65536, now);
         let mut read = 0;
         while read < total {
             now += gap;
-            w.after_read(s, 65536, now);
+            w.after_read_at(s, 65536, now);
             read += 65536;
         }
     }

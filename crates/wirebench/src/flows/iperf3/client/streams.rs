@@ -244,7 +244,7 @@ pub(super) fn recv_tcp(s: TcpStream, ctx: TaskCtx) -> Result<StreamTally> {
         match (&s).read(&mut buf) {
             Ok(0) => return Ok(tally),
             Ok(n) => {
-                low_water.after_read(&s, n, Instant::now());
+                low_water.after_read(&s, n);
                 ctx.moved(&mut tally, n);
             }
             // Quiet for its time after the stop: drained.

@@ -75,7 +75,7 @@ pub(super) fn recv(
         match (&*s).read(&mut buf[..room]) {
             Ok(0) => return Ok(()),
             Ok(n) => {
-                low_water.after_read(&*s, n, Instant::now());
+                low_water.after_read(&*s, n);
                 count.add(n as u64);
                 meter.count_read(n as u64);
             }
