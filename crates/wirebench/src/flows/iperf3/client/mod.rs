@@ -281,8 +281,7 @@ async fn watch_data_phase(
                     ..Cumulative::default()
                 };
                 series.push(duration_ns(now.saturating_duration_since(start)), reading);
-                // A late tick is taken late, not bunched: the next one a period after it.
-                next_reading = Some((at + period).max(now));
+                next_reading = Some(next_reading_after(at, period, now));
             }
         }
         let reverse_done = matches!(cfg.limit, Limit::Bytes(n) if cfg.reverse && moved >= n);
@@ -297,6 +296,19 @@ async fn watch_data_phase(
         } else if now.duration_since(last_progress.1) > stall_limit {
             bail!("no data moved for {stall_limit:?}: the iperf3 test stalled");
         }
+    }
+}
+
+/// When the reading after the one due `at` and taken `now` is due: a period after `at`, or,
+/// when that has passed too, a period after `now`. A late reading is taken late, not bunched:
+/// the loop wakes with `until(next_reading)`, which a time already past would answer at once
+/// with a second reading.
+fn next_reading_after(at: Instant, period: Duration, now: Instant) -> Instant {
+    let next = at + period;
+    if next > now {
+        next
+    } else {
+        now + period
     }
 }
 
@@ -537,4 +549,26 @@ async fn open_stream(cfg: &ClientConfig, cookie: &[u8], index: u32) -> Result<Da
         .map_err(|_| anyhow::anyhow!("{what}: the server did not answer the UDP connect message"))?
         .with_context(|| format!("while opening {what}"))?;
     Ok(DataStream::Udp(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readings_keep_their_grid_and_a_late_one_is_not_followed_by_another_at_once() {
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        // On time, or late by less than a period: the grid holds.
+        let at = start + second;
+        assert_eq!(next_reading_after(at, second, at), start + 2 * second);
+        let late = at + Duration::from_millis(300);
+        assert_eq!(next_reading_after(at, second, late), start + 2 * second);
+        // Late by more than a period: a period after the late reading, not a time already
+        // past.
+        let very_late = at + Duration::from_millis(2500);
+        let next = next_reading_after(at, second, very_late);
+        assert_eq!(next, very_late + second);
+        assert!(next > very_late);
+    }
 }
