@@ -696,6 +696,9 @@ def main():
                 if metric == "p50_us":
                     entry["p99_us"] = {"wirebench": statistics.median(r["p99_us"] for r in a),
                                        "reference": statistics.median(r["p99_us"] for r in b)}
+                    # A p99 swings far more from run to run than a p50: its spread goes with it.
+                    entry["p99_us_range"] = {"wirebench": [min(r["p99_us"] for r in a), max(r["p99_us"] for r in a)],
+                                             "reference": [min(r["p99_us"] for r in b), max(r["p99_us"] for r in b)]}
                 mtus = [r["path_mtu"] for r in a if r.get("path_mtu")]
                 if mtus:
                     ref_mtu = None
@@ -761,7 +764,10 @@ def print_row(e):
             f"ratio {e['ratio']:.2f} ({better} is better)")
     extra = []
     if "p99_us" in e:
-        extra.append(f"p99 {e['p99_us']['wirebench']:.1f} vs {e['p99_us']['reference']:.1f} us")
+        spread = e.get("p99_us_range", {})
+        span = lambda side: (f" [{spread[side][0]:.1f}-{spread[side][1]:.1f}]" if side in spread else "")
+        extra.append(f"p99 {e['p99_us']['wirebench']:.1f}{span('wirebench')} vs "
+                     f"{e['p99_us']['reference']:.1f}{span('reference')} us")
     if "path_mtu" in e:
         ref_mtu = e["path_mtu"]["reference"]
         extra.append(f"MTU {e['path_mtu']['wirebench']:.0f}" + (f" vs {ref_mtu}" if ref_mtu else "")
