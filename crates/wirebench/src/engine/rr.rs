@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::wall_clock::{unix_now_ns, ExchangeLog};
+use crate::transport::syscall;
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -228,7 +229,9 @@ pub fn blocking_flow(
     log: Option<&mut ExchangeLog>,
 ) -> io::Result<FlowTally> {
     stream.set_read_timeout(Some(STALL_LIMIT))?;
-    blocking_exchanges(&mut &*stream, &mut &*stream, shape, plan, hist, log)
+    // Plain system calls (`transport::syscall`), as the other round-trip paths make.
+    let (mut reader, mut writer) = (syscall::Direct(stream), syscall::Direct(stream));
+    blocking_exchanges(&mut reader, &mut writer, shape, plan, hist, log)
 }
 
 /// Client, one request outstanding, on a stream whose reads and writes block (a TCP socket,

@@ -16,6 +16,7 @@ use wirebench_core::wire::datagram::{Header, Kind, HEADER_LEN};
 use super::alarm::RecvAlarm;
 use super::rr::{write_request_header, FlowTally, Plan, Shape};
 use super::wall_clock::ExchangeLog;
+use crate::transport::syscall;
 
 /// Runs one flow with one request outstanding on `socket` (connected to the server, blocking);
 /// records each response time (ns) in `hist`. Timeouts, retries, loss and late answers are
@@ -77,7 +78,7 @@ pub fn flow(
             continue;
         }
         alarm.set(wake);
-        match socket.recv(&mut buf) {
+        match syscall::recv(socket, &mut buf, 0) {
             Ok(n) => match Header::decode(&buf[..n]) {
                 Ok(h)
                     if h.kind == Kind::Response
@@ -160,7 +161,7 @@ fn send_request(
 /// counts as a send error.
 fn send_through_signals(socket: &UdpSocket, datagram: &[u8]) -> bool {
     loop {
-        match socket.send(datagram) {
+        match syscall::send(socket, datagram, 0) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             sent => return sent.is_ok(),
         }

@@ -13,4 +13,5 @@ pub mod http;
 pub mod net;
 pub mod process;
 pub mod signals;
+pub mod syscall;
 pub mod tls;

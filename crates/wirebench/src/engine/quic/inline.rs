@@ -38,7 +38,7 @@ use crate::engine::interval::Progress;
 use crate::engine::stream::blocking::{self, Played};
 use crate::engine::stream::ReadTally;
 use crate::engine::SendTally;
-use crate::transport::{net, tls};
+use crate::transport::{net, syscall, tls};
 
 /// Longest a wait for a datagram lasts before the stop flag is looked at again.
 pub const STOP_LOOK: Duration = Duration::from_millis(50);
@@ -436,7 +436,7 @@ impl InlineConnection {
         }
         let now = Instant::now();
         while let Some(t) = self.conn.poll_transmit(now, 1, &mut self.out) {
-            let sent = self.socket.send(&self.out[..t.size]);
+            let sent = syscall::send(&self.socket, &self.out[..t.size], 0);
             self.out.clear();
             match sent {
                 Ok(_) => {}
@@ -495,7 +495,7 @@ impl InlineConnection {
             self.copy_datagrams = true;
             self.recv_buf = BytesMut::with_capacity(RECV_BUFFER);
         }
-        let received = SockRef::from(&self.socket).recv(self.recv_buf.spare_capacity_mut());
+        let received = syscall::recv_uninit(&self.socket, self.recv_buf.spare_capacity_mut(), 0);
         // One reading of the clock serves the datagram and the timers.
         now = Instant::now();
         match received {

@@ -10,7 +10,8 @@
 //! thread never sleeps: on a VM, waking an idle vCPU costs more than the loopback round trip.
 
 use std::future::Future;
-use std::io::{self, Read, Write};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Waker};
 
@@ -25,6 +26,7 @@ use wirebench_core::wire::proto::SessionParams;
 use crate::engine::stream::low_water::LowWater;
 use crate::engine::stream::{self, ByteSource, ReadSource, ReadTally, ReceiveError, WriteSink};
 use crate::engine::SendTally;
+use crate::transport::syscall;
 
 /// A blocking (or spinning) reader or writer seen through tokio's async traits.
 #[derive(Debug)]
@@ -50,32 +52,39 @@ fn retry<R>(spin: bool, mut op: impl FnMut() -> io::Result<R>) -> io::Result<R> 
     }
 }
 
-impl<T: Read + Unpin> AsyncRead for Blocking<T> {
+// Reads and writes are plain `recv` and `send` system calls (`transport::syscall`: glibc's
+// wrappers spend two atomic operations a call on thread cancellation, inside every round trip).
+impl<T: AsFd + Unpin> AsyncRead for Blocking<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        let n = retry(this.spin, || this.io.read(buf.initialize_unfilled()))?;
+        let fd = this.io.as_fd().as_raw_fd();
+        let n = retry(this.spin, || {
+            syscall::recv(&fd, buf.initialize_unfilled(), 0)
+        })?;
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
 }
 
-impl<T: Write + Unpin> AsyncWrite for Blocking<T> {
+impl<T: AsFd + Unpin> AsyncWrite for Blocking<T> {
     fn poll_write(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        Poll::Ready(retry(this.spin, || this.io.write(buf)))
+        let fd = self.io.as_fd().as_raw_fd();
+        Poll::Ready(retry(self.spin, || {
+            syscall::send(&fd, buf, libc::MSG_NOSIGNAL)
+        }))
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        Poll::Ready(retry(this.spin, || this.io.flush()))
+    /// A socket holds nothing back to flush.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -290,6 +299,7 @@ pub fn receive_role(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::net::TcpListener;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};

@@ -10,6 +10,8 @@ use std::os::fd::AsRawFd;
 
 #[cfg(target_os = "linux")]
 use crate::transport::net::set_int_option;
+#[cfg(target_os = "linux")]
+use crate::transport::syscall;
 use wirebench_core::machine::seq::DropMark;
 
 /// Bytes of one receive slot: the largest UDP payload, and the largest GRO buffer (64 KiB).
@@ -136,35 +138,29 @@ impl RecvBatch {
                 // SAFETY: as below, for the first header only, which was set up above.
                 unsafe {
                     let hdr = hdrs[0].assume_init_mut();
-                    let len = libc::recvmsg(socket.as_raw_fd(), &mut hdr.msg_hdr, flags);
-                    if len >= 0 {
+                    syscall::recvmsg(socket.as_raw_fd(), &mut hdr.msg_hdr, flags).map(|len| {
                         // One datagram, even an empty one.
                         hdr.msg_len = len as libc::c_uint;
                         1
-                    } else {
-                        -1
-                    }
+                    })
                 }
             } else {
                 // SAFETY: every header points into buffers (`self.buf`, `names`, `iovs`,
                 // `ctrls`) that outlive the call, with their true lengths; the kernel writes
                 // within them.
                 unsafe {
-                    libc::recvmmsg(
+                    syscall::recvmmsg(
                         socket.as_raw_fd(),
                         hdrs.as_mut_ptr().cast::<libc::mmsghdr>(),
                         slots as libc::c_uint,
                         flags,
-                        std::ptr::null_mut(),
                     )
                 }
             };
-            if n >= 0 {
-                break n as usize;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match n {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         };
         for slot in 0..n.min(slots) {
@@ -338,10 +334,9 @@ pub fn send_to(
         let n = if hdr.msg_controllen == 0 {
             // SAFETY: `data` and `to` are alive here, and their lengths are theirs.
             unsafe {
-                libc::sendto(
+                syscall::sendto(
                     socket.as_raw_fd(),
-                    data.as_ptr().cast(),
-                    data.len(),
+                    data,
                     libc::MSG_DONTWAIT,
                     to.as_ptr().cast(),
                     to.len(),
@@ -349,14 +344,12 @@ pub fn send_to(
             }
         } else {
             // SAFETY: `hdr` points at `iov` (over `data`), `to` and `ctrl`, all alive here.
-            unsafe { libc::sendmsg(socket.as_raw_fd(), &hdr, libc::MSG_DONTWAIT) }
+            unsafe { syscall::sendmsg(socket.as_raw_fd(), &hdr, libc::MSG_DONTWAIT) }
         };
-        if n >= 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match n {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
 }

@@ -20,6 +20,7 @@ use wirebench_core::wire::datagram::{self, Header, Kind, HEADER_LEN};
 use super::{port_closed, MAX_CONSECUTIVE_FAILURES, PORT_CLOSED};
 use crate::engine::alarm::RecvAlarm;
 use crate::engine::SendTally;
+use crate::transport::syscall;
 
 /// What stop-and-wait needs from a UDP socket: send one datagram, and receive one before a
 /// deadline (`None` when the deadline passes first).
@@ -130,7 +131,7 @@ impl BlockingPort {
 impl DatagramPort for BlockingPort {
     async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
         loop {
-            match self.socket.send(datagram) {
+            match syscall::send(&self.socket, datagram, 0) {
                 // The alarm, late: send again, it is no send error.
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
@@ -150,14 +151,20 @@ impl DatagramPort for BlockingPort {
         // later, which costs the helper nothing. (Clearing it would send the helper to a long
         // sleep and make the next wait wake it: a system call, and on one CPU two switches.)
         alarm.set(Some(deadline));
+        // The first receive starts without a look at the clock: it would be a clock read
+        // inside the round trip being timed, and the deadline (a retransmission timeout, 2 ms
+        // or more after the send) is the alarm's to catch. After an interruption the clock
+        // says whether it was the deadline.
+        let mut interrupted = false;
         loop {
             if let Some(stopped) = self.stopped() {
                 return Some(stopped);
             }
-            if Instant::now() >= deadline {
+            if interrupted && Instant::now() >= deadline {
                 return None;
             }
-            match self.socket.recv(buf) {
+            interrupted = true;
+            match syscall::recv(&self.socket, buf, 0) {
                 // A shut-down socket reads 0 bytes: look at the flag.
                 Ok(0) if self.halt.load(Ordering::Relaxed) => {}
                 // The alarm (or another signal): look at the deadline.
