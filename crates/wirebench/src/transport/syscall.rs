@@ -220,16 +220,31 @@ mod tests {
     }
 
     #[test]
-    fn writing_to_a_closed_peer_is_an_error_not_a_signal() {
+    fn writing_to_a_reset_connection_is_an_error() {
         use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         drop(server);
-        // The first write draws the peer's reset; a later one fails on it (EPIPE or
-        // ECONNRESET). Without MSG_NOSIGNAL and SIGPIPE's default action, the test would die.
-        let failed = (0..1000).find_map(|_| Direct(&client).write(&[0u8; 1024]).err());
-        let code = failed.and_then(|e| e.raw_os_error());
+        // The first write is taken (the peer only said it will send no more) and draws the
+        // peer's reset.
+        assert_eq!(Direct(&client).write(&[0u8; 1024]).unwrap(), 1024);
+        // Wait for the reset, however late a busy machine delivers it: a poll that asks for
+        // no events reports only an error or a hang-up, which the reset brings both.
+        let mut waiting = libc::pollfd {
+            fd: client.as_raw_fd(),
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call.
+        assert_eq!(unsafe { libc::poll(&mut waiting, 1, 20_000) }, 1);
+        // The next write fails on it (EPIPE or ECONNRESET). (Rust's runtime ignores SIGPIPE,
+        // so this test cannot tell MSG_NOSIGNAL's absence; the flag matters in a host that
+        // does not ignore it.)
+        let code = Direct(&client)
+            .write(&[0u8; 1024])
+            .unwrap_err()
+            .raw_os_error();
         assert!(
             matches!(code, Some(libc::EPIPE) | Some(libc::ECONNRESET)),
             "{code:?}"
