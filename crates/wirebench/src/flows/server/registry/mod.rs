@@ -57,11 +57,10 @@ pub struct QuicData {
 }
 
 /// Where a session's datagrams go.
-#[derive(Clone, Copy)]
-enum UdpTarget<'a> {
-    Forward(&'a UdpReceiver),
-    Reverse(&'a ReverseUdp),
-    Rr(&'a RrUdpSession),
+enum UdpTarget {
+    Forward(Arc<UdpReceiver>),
+    Reverse(Arc<ReverseUdp>),
+    Rr(Arc<RrUdpSession>),
 }
 
 #[derive(Debug)]
@@ -360,29 +359,23 @@ impl Registry {
         (reg, extra)
     }
 
-    /// Runs `handle` on UDP session `id` and its address validation, if `from` is its
-    /// client's IP, under the registry's read lock: a receive is handled without cloning the
-    /// session's handles (four atomic operations on every datagram of a round trip). Nothing
-    /// a session does with its datagrams comes back to the registry, so nothing waits on
-    /// this lock but a session's start and end.
-    fn with_udp_target<R>(
+    fn udp_target(
         &self,
         id: u32,
         from: IpAddr,
-        handle: impl FnOnce(UdpTarget<'_>, &Mutex<AddressValidation>) -> R,
-    ) -> Option<R> {
+    ) -> Option<(UdpTarget, Arc<Mutex<AddressValidation>>)> {
         let slots = self.slots.read().ok()?;
         let slot = slots.get(&id)?;
         if slot.peer_ip != canonical_ip(from) {
             return None;
         }
         let target = match &slot.kind {
-            SlotKind::Udp(s) => UdpTarget::Forward(s),
-            SlotKind::UdpReverse(s) => UdpTarget::Reverse(s),
-            SlotKind::RrUdp(s) => UdpTarget::Rr(s),
+            SlotKind::Udp(s) => UdpTarget::Forward(s.clone()),
+            SlotKind::UdpReverse(s) => UdpTarget::Reverse(s.clone()),
+            SlotKind::RrUdp(s) => UdpTarget::Rr(s.clone()),
             SlotKind::Stream(_) | SlotKind::RrStream(_) => return None,
         };
-        Some(handle(target, &slot.validation))
+        Some((target, slot.validation.clone()))
     }
 
     /// Counts datagrams that match no session; the first, second, fourth, eighth... make a
@@ -445,60 +438,47 @@ impl DatagramHandler for Registry {
     ) {
         // One receive holds datagrams of one flow: route the batch by its first header.
         let stride = stride.max(1);
-        let handled = Header::decode(data).ok().and_then(|h| {
-            self.with_udp_target(h.session, from.ip(), |target, validation| {
-                deliver(target, validation, data, stride, (from, mark), reply)
-            })
-        });
-        if handled.is_none() {
+        let session = Header::decode(data)
+            .ok()
+            .and_then(|h| self.udp_target(h.session, from.ip()));
+        let Some((target, validation)) = session else {
             self.stray(data.len().div_ceil(stride) as u64, from);
-        }
-    }
-}
-
-/// Hands a receive's datagrams (`stride` bytes apart) to their session `target`, through its
-/// address validation: only a hello with the token validates its source, and nothing from a
-/// source that has not is answered (or counted by the session).
-fn deliver(
-    target: UdpTarget<'_>,
-    validation: &Mutex<AddressValidation>,
-    data: &[u8],
-    stride: usize,
-    (from, mark): (SocketAddr, Option<DropMark>),
-    reply: &mut dyn FnMut(&[u8]) -> bool,
-) {
-    let Ok(mut validation) = validation.lock() else {
-        return;
-    };
-    // The common case: a batch of data from a source that presented the token.
-    let hello = Kind::Hello.to_byte();
-    if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
-        drop(validation);
-        route(target, data, stride, (from, mark), reply);
-        return;
-    }
-    // Otherwise datagram by datagram.
-    for datagram in data.chunks(stride) {
-        let Ok(header) = Header::decode(datagram) else {
-            continue;
+            return;
         };
-        match validation.on_datagram(&header, datagram, from) {
-            Verdict::Hello => match target {
-                // A reversed session's answer is its data, sent to the latest hello.
-                UdpTarget::Reverse(s) => s.on_datagrams(datagram, datagram.len(), from),
-                UdpTarget::Forward(_) | UdpTarget::Rr(_) => {
-                    let echo = encode_echo(&header);
-                    let budget = Budget {
-                        received: datagram.len() as u64,
-                        sent: 0,
-                    };
-                    if budget.allows(echo.len() as u64) {
-                        let _ = reply(&echo);
+        let Ok(mut validation) = validation.lock() else {
+            return;
+        };
+        // The common case: a batch of data from a source that presented the token.
+        let hello = Kind::Hello.to_byte();
+        if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
+            drop(validation);
+            route(&target, data, stride, (from, mark), reply);
+            return;
+        }
+        // Otherwise datagram by datagram: only a hello with the token validates its source,
+        // and nothing from a source that has not is answered (or counted by the session).
+        for datagram in data.chunks(stride) {
+            let Ok(header) = Header::decode(datagram) else {
+                continue;
+            };
+            match validation.on_datagram(&header, datagram, from) {
+                Verdict::Hello => match &target {
+                    // A reversed session's answer is its data, sent to the latest hello.
+                    UdpTarget::Reverse(s) => s.on_datagrams(datagram, datagram.len(), from),
+                    UdpTarget::Forward(_) | UdpTarget::Rr(_) => {
+                        let echo = encode_echo(&header);
+                        let budget = Budget {
+                            received: datagram.len() as u64,
+                            sent: 0,
+                        };
+                        if budget.allows(echo.len() as u64) {
+                            let _ = reply(&echo);
+                        }
                     }
-                }
-            },
-            Verdict::Pass => route(target, datagram, datagram.len(), (from, mark), reply),
-            Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
+                },
+                Verdict::Pass => route(&target, datagram, datagram.len(), (from, mark), reply),
+                Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
+            }
         }
     }
 }
@@ -506,7 +486,7 @@ fn deliver(
 /// Hands datagrams from a validated source to their session, with where the receiving
 /// socket's drop counter stood.
 fn route(
-    target: UdpTarget<'_>,
+    target: &UdpTarget,
     data: &[u8],
     stride: usize,
     (from, mark): (SocketAddr, Option<DropMark>),
