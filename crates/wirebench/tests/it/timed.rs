@@ -237,7 +237,9 @@ async fn rate_unit_applies_to_run_blocks_and_interval_lines() {
                 assert!(!line.contains(other), "-f m printed {other}: {line}");
             }
         }
-        let out = wirebench(&["run", "-n", "1MiB", "-f", "K", "--no-store"]).await;
+        // Enough data to take more than 1 ms on any machine (a faster run is "too short to
+        // time" and prints no rate): 32 MiB is 2.7 ms at 100 Gbit/s.
+        let out = wirebench(&["run", "-n", "32MiB", "-f", "K", "--no-store"]).await;
         assert!(out.status.success(), "{}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
         let goodput = text
