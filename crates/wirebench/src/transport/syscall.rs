@@ -21,21 +21,34 @@ fn check(ret: libc::c_long) -> io::Result<usize> {
     usize::try_from(ret).map_err(|_| io::Error::last_os_error())
 }
 
-/// `recv(2)` into `buf`.
-pub fn recv(socket: &impl AsRawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    // SAFETY: `buf` is writable for its length for the whole call; the address arguments are
-    // null, which recvfrom accepts.
+// Every integer argument below is widened to `c_long` before it is passed: `syscall` reads
+// each of its variadic arguments as a `long`, and a 32-bit one passed as it is would leave the
+// register's upper half unspecified.
+
+/// `recvfrom(2)` of at most `len` bytes into `buf`, without the sender's address.
+///
+/// # Safety
+/// `buf` is writable for `len` bytes for the call.
+unsafe fn recv_into(fd: RawFd, buf: *mut u8, len: usize, flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `buf` is the caller's to uphold; the address arguments are null, which recvfrom
+    // accepts.
     check(unsafe {
         libc::syscall(
             libc::SYS_recvfrom,
-            socket.as_raw_fd(),
-            buf.as_mut_ptr(),
-            buf.len(),
-            flags,
+            libc::c_long::from(fd),
+            buf,
+            len,
+            libc::c_long::from(flags),
             std::ptr::null_mut::<libc::sockaddr>(),
             std::ptr::null_mut::<libc::socklen_t>(),
         )
     })
+}
+
+/// `recv(2)` into `buf`.
+pub fn recv(socket: &impl AsRawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `buf` is writable for its length for the whole call.
+    unsafe { recv_into(socket.as_raw_fd(), buf.as_mut_ptr(), buf.len(), flags) }
 }
 
 /// `recv(2)` into room not yet initialised; the first count bytes of it are, after.
@@ -45,34 +58,20 @@ pub fn recv_uninit(
     flags: libc::c_int,
 ) -> io::Result<usize> {
     // SAFETY: as `recv`: the kernel only writes into `buf`, within its length.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_recvfrom,
+    unsafe {
+        recv_into(
             socket.as_raw_fd(),
-            buf.as_mut_ptr(),
+            buf.as_mut_ptr().cast(),
             buf.len(),
             flags,
-            std::ptr::null_mut::<libc::sockaddr>(),
-            std::ptr::null_mut::<libc::socklen_t>(),
         )
-    })
+    }
 }
 
 /// `send(2)` of `buf` on a connected socket.
 pub fn send(socket: &impl AsRawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
-    // SAFETY: `buf` is readable for its length for the whole call; a null address with length
-    // 0 is what `send` passes to sendto.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_sendto,
-            socket.as_raw_fd(),
-            buf.as_ptr(),
-            buf.len(),
-            flags,
-            std::ptr::null::<libc::sockaddr>(),
-            0 as libc::socklen_t,
-        )
-    })
+    // SAFETY: a null address of length 0 is what `send` passes to sendto.
+    unsafe { sendto(socket.as_raw_fd(), buf, flags, std::ptr::null(), 0) }
 }
 
 /// A connected socket read and written through [`recv`] and [`send`], as
@@ -114,12 +113,12 @@ pub unsafe fn sendto(
     check(unsafe {
         libc::syscall(
             libc::SYS_sendto,
-            fd,
+            libc::c_long::from(fd),
             buf.as_ptr(),
             buf.len(),
-            flags,
+            libc::c_long::from(flags),
             to,
-            len,
+            libc::c_long::from(len),
         )
     })
 }
@@ -131,7 +130,14 @@ pub unsafe fn sendto(
 /// writable, for the call.
 pub unsafe fn recvmsg(fd: RawFd, msg: *mut libc::msghdr, flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: the caller's to uphold.
-    check(unsafe { libc::syscall(libc::SYS_recvmsg, fd, msg, flags) })
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_recvmsg,
+            libc::c_long::from(fd),
+            msg,
+            libc::c_long::from(flags),
+        )
+    })
 }
 
 /// `sendmsg(2)` of what `msg` describes.
@@ -144,7 +150,14 @@ pub unsafe fn sendmsg(
     flags: libc::c_int,
 ) -> io::Result<usize> {
     // SAFETY: the caller's to uphold.
-    check(unsafe { libc::syscall(libc::SYS_sendmsg, fd, msg, flags) })
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_sendmsg,
+            libc::c_long::from(fd),
+            msg,
+            libc::c_long::from(flags),
+        )
+    })
 }
 
 /// `recvmmsg(2)` into the first `len` headers at `msgs`, without a timeout.
@@ -161,10 +174,10 @@ pub unsafe fn recvmmsg(
     check(unsafe {
         libc::syscall(
             libc::SYS_recvmmsg,
-            fd,
+            libc::c_long::from(fd),
             msgs,
-            len,
-            flags,
+            libc::c_long::from(len),
+            libc::c_long::from(flags),
             std::ptr::null_mut::<libc::timespec>(),
         )
     })

@@ -155,15 +155,15 @@ impl DatagramPort for BlockingPort {
         // inside the round trip being timed, and the deadline (a retransmission timeout, 2 ms
         // or more after the send) is the alarm's to catch. After an interruption the clock
         // says whether it was the deadline.
-        let mut interrupted = false;
+        let mut again = false;
         loop {
             if let Some(stopped) = self.stopped() {
                 return Some(stopped);
             }
-            if interrupted && Instant::now() >= deadline {
+            if again && Instant::now() >= deadline {
                 return None;
             }
-            interrupted = true;
+            again = true;
             match syscall::recv(&self.socket, buf, 0) {
                 // A shut-down socket reads 0 bytes: look at the flag.
                 Ok(0) if self.halt.load(Ordering::Relaxed) => {}
