@@ -52,6 +52,14 @@ pub struct Combination {
     pub mechanism: Mechanism,
 }
 
+impl Combination {
+    /// Whether this cell streams over a byte stream (TCP or QUIC), where a message is one
+    /// write of any size: bulk data, as against a round trip or a UDP datagram.
+    pub fn is_bulk_stream(&self) -> bool {
+        self.mechanism == Mechanism::Stream && self.protocol != Protocol::Udp
+    }
+}
+
 /// Why a protocol, mechanism or list could not be parsed; each message says what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {

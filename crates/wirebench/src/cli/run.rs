@@ -35,8 +35,10 @@ pub struct RunArgs {
     pub mechanisms: String,
     /// Application message size in bytes, or a sweep list (64,1KiB or 1..65535:x2): 1..65535 for every protocol (UDP: up to what one
     /// datagram holds after our 16-byte header, 65491 over IPv4); TCP and QUIC up to 16MiB.
-    /// Units allowed (64KiB). Default 1024 (a TCP or QUIC stream then measures 1 KiB writes, and
-    /// run says so under its first run: -l 128KiB moves bulk data as iperf3 does); with --iperf3,
+    /// Units allowed (64KiB). Default 128KiB when every run streams over TCP or QUIC (bulk data
+    /// in iperf3's blocks; a message is one write), else 1024 for the whole plan (round trips,
+    /// UDP datagrams, and protocols or mechanisms set side by side compare one size; run says
+    /// so under its first run when TCP or QUIC then stream 1 KiB writes); with --iperf3,
     /// iperf3's own: 128KiB for TCP, 1460 for UDP.
     #[arg(short = 'l', long = "msg-size", value_name = "SIZE")]
     pub msg_size: Option<String>,

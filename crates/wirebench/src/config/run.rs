@@ -27,7 +27,13 @@ use super::latency_probe;
 use super::ratesearch;
 use super::run_plan;
 
-/// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`).
+/// `-l` when not given (and not `--iperf3`, which takes iperf3's: see `interop`) for a plan
+/// whose every run streams over TCP or QUIC: bulk data in iperf3's 128 KiB blocks. A stream
+/// message is one write, and 1 KiB writes measured 0.24-0.75 of iperf3's first run
+/// (docs/dev/benchmarking.md, issue 42), so a user's first run would read as a slower tool.
+const DEFAULT_BULK_MSG_SIZE: &str = "128KiB";
+/// `-l` when not given for any other plan: a round trip, a UDP datagram, and a plan that sets
+/// protocols or mechanisms side by side measure one size across them, the lab reports' 1 KiB.
 const DEFAULT_MSG_SIZE: &str = "1024";
 /// `-n` when not given (and not `--iperf3`, which runs iperf3's 10 seconds: see `interop`).
 const DEFAULT_TOTAL: &str = "100MiB";
@@ -40,7 +46,13 @@ impl RunConfig {
         let mechanisms: Vec<Mechanism> =
             plan::parse_list(&args.mechanisms).map_err(|e| usage(format!("--mode: {e}")))?;
         let target = resolve_target(args.server.as_deref(), &args.address)?;
-        let msg_sizes = sweep::parse_sizes(args.msg_size.as_deref().unwrap_or(DEFAULT_MSG_SIZE))
+        let combinations = plan::matrix(&protocols, &mechanisms);
+        let default_size = if combinations.iter().all(plan::Combination::is_bulk_stream) {
+            DEFAULT_BULK_MSG_SIZE
+        } else {
+            DEFAULT_MSG_SIZE
+        };
+        let msg_sizes = sweep::parse_sizes(args.msg_size.as_deref().unwrap_or(default_size))
             .map_err(|e| usage(format!("-l/--msg-size: {e}")))?
             .into_iter()
             .map(|s| check_msg_size(s, &protocols, target.is_ipv6()))
@@ -72,7 +84,6 @@ impl RunConfig {
         let options = parse_options(args, &protocols)?;
         check_parallel(args, &points)?;
         let interval = parse_interval(args)?;
-        let combinations = plan::matrix(&protocols, &mechanisms);
         let search = ratesearch::plan(
             search_max,
             &args.search,

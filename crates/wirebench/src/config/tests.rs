@@ -149,14 +149,20 @@ fn iperf3_tests_take_iperf3_defaults() {
     .unwrap()
     .unwrap();
     assert_eq!(c.limit, Limit::Bytes((100u64 << 20).div_ceil(1460) * 1460));
-    // TCP: iperf3's 128 KiB blocks, where a wirebench run's default is 1 KiB.
+    // TCP: iperf3's 128 KiB blocks, as a wirebench plan of TCP streams alone.
     let c = iperf3_client(&parse_run(&["--iperf3", "127.0.0.1"]))
         .unwrap()
         .unwrap();
     assert_eq!((c.udp, c.len), (false, 128 * 1024));
     assert_eq!(c.limit, Limit::Time(Duration::from_secs(10)));
-    // A wirebench run's own defaults: 1 KiB messages, 100 MiB.
+    // A wirebench run's own defaults: 100 MiB, in 128 KiB messages for TCP streams alone, in
+    // 1 KiB messages for a plan with UDP or stop-and-wait in it.
     let cfg = RunConfig::from_args(&parse_run(&["--proto", "tcp"])).unwrap();
+    assert_eq!(
+        (cfg.points[0].msg_size, cfg.points[0].total_bytes),
+        (128 * 1024, 100 << 20)
+    );
+    let cfg = RunConfig::from_args(&parse_run(&["--proto", "tcp,udp"])).unwrap();
     assert_eq!(
         (cfg.points[0].msg_size, cfg.points[0].total_bytes),
         (1024, 100 << 20)

@@ -146,22 +146,57 @@ async fn embedded_run_prints_both_views_and_the_repeat_summary() {
     );
 }
 
-/// A first run at the default 1 KiB says, once and under its figures, what that costs a TCP
-/// stream and what to type instead; a run that asked for its size hears nothing of it.
+/// A plan with TCP streams beside stop-and-wait runs takes the small default, and says once,
+/// under its figures, what that costs a TCP stream and what to type instead; a run that asked
+/// for its size hears nothing of it, and a plan of TCP streams alone moves 128 KiB messages.
 #[tokio::test]
 async fn a_stream_at_the_default_size_says_what_it_measures_once() {
-    let out = wirebench(&["run", "-n", "1MiB", "--repeat", "2", "--no-store"]).await;
+    let mixed = [
+        "run",
+        "--mode",
+        "stream,saw",
+        "-n",
+        "1MiB",
+        "--repeat",
+        "2",
+        "--no-store",
+    ];
+    let out = wirebench(&mixed).await;
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    assert_eq!(err.matches("(the default -l)").count(), 1, "{err}");
+    assert_eq!(err.matches("(the default -l when").count(), 1, "{err}");
     assert!(err.contains("add -l 128KiB"), "{err}");
-    let asked = wirebench(&["run", "-n", "1MiB", "-l", "1024", "--no-store"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // 1 MiB in 1 KiB messages, both mechanisms, both repeats.
+    assert!(text.contains("1024-byte messages"), "{text}");
+    assert_eq!(
+        text.matches("sent 1024 messages, 1048576 bytes").count(),
+        4,
+        "{text}"
+    );
+    let asked = [
+        "run",
+        "--mode",
+        "stream,saw",
+        "-n",
+        "1MiB",
+        "-l",
+        "1024",
+        "--no-store",
+    ];
+    let asked = wirebench(&asked).await;
     assert!(asked.status.success(), "{}", stderr(&asked));
     assert!(
         !stderr(&asked).contains("the default -l"),
         "{}",
         stderr(&asked)
     );
+    let bulk = wirebench(&["run", "-n", "1MiB", "--no-store"]).await;
+    let (err, text) = (stderr(&bulk), String::from_utf8_lossy(&bulk.stdout));
+    assert!(bulk.status.success(), "{err}");
+    assert!(!err.contains("the default -l"), "{err}");
+    assert!(text.contains("131072-byte messages"), "{text}");
+    assert!(text.contains("sent 8 messages, 1048576 bytes"), "{text}");
 }
 
 #[tokio::test]

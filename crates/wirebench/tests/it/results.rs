@@ -266,8 +266,8 @@ async fn a_timed_run_is_stored_ended_by_time() {
         assert!(out.status.success(), "{}", stderr(&out));
         let show = wirebench(&["show", "1", "--db", db.arg()]).await;
         let show = String::from_utf8_lossy(&show.stdout).into_owned();
-        assert!(show.contains("1024-byte messages, 1 s × 1"), "{show}");
-        assert!(show.contains("tcp stream 1024 B × 1 s, run 1"), "{show}");
+        assert!(show.contains("131072-byte messages, 1 s × 1"), "{show}");
+        assert!(show.contains("tcp stream 131072 B × 1 s, run 1"), "{show}");
         let export = wirebench(&["export", "1", "--db", db.arg()]).await;
         assert!(export.status.success(), "{}", stderr(&export));
         let doc: Value = serde_json::from_slice(&export.stdout).unwrap();

@@ -119,7 +119,7 @@ async fn iperf3_style_timed_command_lines_work() {
         let out = wirebench(&["run", "-t", "2", "--proto", "tcp", "--no-store"]).await;
         assert!(out.status.success(), "{}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("1024-byte messages, 2 s each"), "{text}");
+        assert!(text.contains("131072-byte messages, 2 s each"), "{text}");
         assert!(text.contains("ended by: time (-t)"), "{text}");
         assert!(text.contains("timed 2 s"), "{text}");
 

@@ -3,7 +3,7 @@
 //! run in flight before it has figures (for its interval lines).
 
 use wirebench_core::record::count_of;
-use wirebench_core::vocab::plan::{Mechanism, Protocol};
+use wirebench_core::vocab::plan::Mechanism;
 
 use crate::runner::{PlannedRun, RunConfig};
 
@@ -69,21 +69,20 @@ pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
     })
 }
 
-/// Streaming TCP or QUIC at the default 1 KiB: every message is its own write, so the run
-/// measures small writes, not the bulk throughput iperf3's first run shows (128 KiB blocks:
-/// 0.62-0.71 of it on a 2-vCPU loopback, docs/dev/benchmarking.md). Said under the first
-/// run's figures, with what to type instead; the default stays, as the lab reports measure
-/// 1 KiB messages.
+/// Streaming TCP or QUIC at the default 1 KiB, which a plan gets when it also has UDP or
+/// stop-and-wait runs (one size across the runs it sets side by side; a plan of TCP and QUIC
+/// streams alone defaults to 128 KiB, `config::run`): every message is its own write, so
+/// those runs measure small writes, not the bulk throughput iperf3's first run shows. Said
+/// under the first run's figures, with what to type instead.
 pub(super) fn default_size_note(cfg: &RunConfig) -> Option<String> {
-    let bulk = cfg
-        .combinations
-        .iter()
-        .any(|c| c.mechanism == Mechanism::Stream && c.protocol != Protocol::Udp);
-    (cfg.default_msg_size && bulk).then(|| {
+    let small = cfg.msg_size < 128 * 1024;
+    let bulk = cfg.combinations.iter().any(|c| c.is_bulk_stream());
+    (cfg.default_msg_size && small && bulk).then(|| {
         format!(
-            "note: messages are {} B (the default -l), each its own write: {}x the writes of \
-             iperf3's 128 KiB blocks, so TCP and QUIC streaming measure small writes; for bulk \
-             throughput as iperf3 measures it, add -l 128KiB",
+            "note: messages are {} B (the default -l when a plan has UDP or stop-and-wait runs), \
+             each its own write: {}x the writes of iperf3's 128 KiB blocks, so TCP and QUIC \
+             streaming measure small writes; for bulk throughput as iperf3 measures it, run \
+             them alone (their default is 128KiB) or add -l 128KiB",
             cfg.msg_size,
             (128 * 1024 / cfg.msg_size.max(1)).max(1)
         )
@@ -141,14 +140,34 @@ mod tests {
     }
 
     #[test]
-    fn a_streaming_tcp_or_quic_run_at_the_default_size_says_what_it_measures() {
-        let note = default_size_note(&cfg(&[])).expect("the first run's note");
-        assert!(note.contains("1024 B (the default -l)"), "{note}");
+    fn a_plan_of_tcp_and_quic_streams_alone_defaults_to_bulk_blocks() {
+        for args in [&[][..], &["--proto", "tcp,quic"], &["-P", "2", "-R"]] {
+            let c = cfg(args);
+            assert_eq!(c.msg_size, 128 * 1024, "{args:?}");
+            assert_eq!(default_size_note(&c), None, "{args:?}");
+        }
+        // Anything else keeps the lab reports' 1 KiB, one size across the plan.
+        for args in [
+            &["--proto", "udp"][..],
+            &["--mode", "saw"],
+            &["--proto", "tcp,udp"],
+            &["--mode", "stream,saw"],
+        ] {
+            assert_eq!(cfg(args).msg_size, 1024, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_streaming_tcp_or_quic_run_at_the_small_default_says_what_it_measures() {
+        let note = default_size_note(&cfg(&["--proto", "udp,quic"])).expect("the plan's note");
+        assert!(note.contains("1024 B (the default -l when"), "{note}");
         assert!(note.contains("128x the writes"), "{note}");
         assert!(note.contains("add -l 128KiB"), "{note}");
-        assert!(default_size_note(&cfg(&["--proto", "udp,quic"])).is_some());
-        // Asked for (even 1 KiB), UDP alone, or stop-and-wait alone: nothing to say.
+        assert!(default_size_note(&cfg(&["--mode", "stream,saw"])).is_some());
+        // Asked for (even 1 KiB), the bulk default, UDP alone, or stop-and-wait alone: nothing
+        // to say.
         assert_eq!(default_size_note(&cfg(&["-l", "1024"])), None);
+        assert_eq!(default_size_note(&cfg(&[])), None);
         assert_eq!(default_size_note(&cfg(&["--proto", "udp"])), None);
         assert_eq!(default_size_note(&cfg(&["--mode", "saw"])), None);
     }
