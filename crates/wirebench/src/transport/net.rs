@@ -406,6 +406,19 @@ pub fn set_receive_low_water(socket: &impl std::os::fd::AsRawFd, bytes: usize) -
     set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
 }
 
+/// Bytes that arrived on a stream socket and were not read yet (`FIONREAD`); None where the
+/// kernel does not say.
+pub fn bytes_queued(socket: &impl std::os::fd::AsRawFd) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at a live c_int.
+    let rc = unsafe { libc::ioctl(socket.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if rc == 0 {
+        usize::try_from(n).ok()
+    } else {
+        None
+    }
+}
+
 /// Where SO_RCVLOWAT's wake-up rule is not known to hold, reads keep waking at once.
 #[cfg(not(target_os = "linux"))]
 pub fn set_receive_low_water(_: &impl std::os::fd::AsRawFd, _: usize) -> io::Result<()> {

@@ -8,6 +8,8 @@
 //! Measured on 2 vCPUs (kernel 6.18, ends on two CPUs, `-t 3`): 128 KiB messages +15–20 %,
 //! iperf3's client against our server +10–14 %, our `-R` client against `iperf3 -s` +15 %.
 //!
+//! Why it stops when the reader falls behind: see [`LowWater::after_read`].
+//!
 //! Why only once fast: a batch holds its first bytes back until the rest arrives. At a gigabit
 //! a batch is about a millisecond, so the first byte's time (read before batching starts), the
 //! interval counts and the last byte's time ([`LowWater::before_read`] ends batching for a
@@ -20,6 +22,10 @@ use crate::transport::net;
 
 /// How many bytes a batched read waits for: two loopback (or GRO) segments.
 pub const BATCH: usize = 128 * 1024;
+
+/// Bytes left queued after a batched read that say the reader has fallen behind the stream:
+/// batching then ends for good (see [`LowWater::after_read`]).
+const BEHIND: usize = 8 * BATCH;
 
 /// How much of the stream one look at its speed covers.
 const PROBE_BYTES: u64 = 1 << 20;
@@ -67,11 +73,30 @@ impl LowWater {
         }
     }
 
-    /// Call after a read that returned `n` bytes: a stream found fast starts batching. The
-    /// clock is read only while the stream's speed is being looked at.
+    /// Call after a read that returned `n` bytes: a stream found fast starts batching, and a
+    /// batching reader that has fallen behind stops. The clock is read only while the stream's
+    /// speed is being looked at.
+    ///
+    /// Why stop: a read waiting in the kernel for a batch holds the socket, so segments that
+    /// arrive meanwhile go to its backlog and the *receiving* CPU processes them when the read
+    /// lets go. Where the receiver has CPU to spare that is the better split (session 12's VM:
+    /// +15–20 %), but a receiver that falls behind then stays behind with its queue full: on
+    /// session 15's VM, 128 KiB messages ran at 34 Gbit/s batching against 49 without, the
+    /// server's receive queue full (2.5 of 2.7 MB) against empty. More than [`BEHIND`] still
+    /// queued after a read says so (one `FIONREAD` a batched read, a 128 KiB read's cost
+    /// against a copy of 128 KiB).
     pub fn after_read(&mut self, socket: &impl AsRawFd, n: usize) {
-        if matches!(self, LowWater::Probing { .. }) {
-            self.after_read_at(socket, n, Instant::now());
+        match self {
+            LowWater::Probing { .. } => self.after_read_at(socket, n, Instant::now()),
+            LowWater::Batching => self.stop_if_behind(socket, BEHIND),
+            LowWater::Off => {}
+        }
+    }
+
+    /// Ends batching for good if more than `behind` bytes are still queued on `socket`.
+    fn stop_if_behind(&mut self, socket: &impl AsRawFd, behind: usize) {
+        if net::bytes_queued(socket).is_some_and(|queued| queued > behind) {
+            self.stop(socket);
         }
     }
 
@@ -186,6 +211,34 @@ mod tests {
         w.before_read(&rx, 2 * BATCH);
         assert_eq!(w, LowWater::Batching);
         w.before_read(&rx, 2 * BATCH - 1);
+        assert_eq!(w, LowWater::Off);
+        assert_eq!(low_water(&rx), 1);
+    }
+
+    /// A batching reader that finds more than its bound still queued after a read stops
+    /// batching for good; one that keeps up batches on. (The bound is small here: a test
+    /// machine's socket buffers may hold less than [`BEHIND`].)
+    #[test]
+    fn a_batching_reader_that_falls_behind_stops_batching() {
+        use std::io::{Read, Write};
+        const BOUND: usize = 16 * 1024;
+        let (mut rx, mut tx) = pair();
+        rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut w = LowWater::batching_now(&rx);
+        let mut buf = [0u8; 4096];
+        tx.write_all(&buf).unwrap();
+        rx.read_exact(&mut buf).unwrap();
+        w.stop_if_behind(&rx, BOUND);
+        assert_eq!(w, LowWater::Batching);
+        // 64 KiB more arrive; the reader takes 4 KiB of them.
+        tx.write_all(&[1u8; 64 * 1024]).unwrap();
+        rx.read_exact(&mut buf).unwrap();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while net::bytes_queued(&rx).unwrap() < 60 * 1024 {
+            assert!(Instant::now() < give_up, "the data never arrived");
+            std::thread::yield_now();
+        }
+        w.stop_if_behind(&rx, BOUND);
         assert_eq!(w, LowWater::Off);
         assert_eq!(low_water(&rx), 1);
     }
