@@ -3,7 +3,7 @@
 //! run in flight before it has figures (for its interval lines).
 
 use wirebench_core::record::count_of;
-use wirebench_core::vocab::plan::Mechanism;
+use wirebench_core::vocab::plan::{Combination, Mechanism};
 
 use crate::runner::{PlannedRun, RunConfig};
 
@@ -75,9 +75,10 @@ pub(super) fn long_stop_and_wait_note(cfg: &RunConfig) -> Option<String> {
 /// those runs measure small writes, not the bulk throughput iperf3's first run shows. Said
 /// under the first run's figures, with what to type instead.
 pub(super) fn default_size_note(cfg: &RunConfig) -> Option<String> {
-    let small = cfg.msg_size < 128 * 1024;
-    let bulk = cfg.combinations.iter().any(|c| c.is_bulk_stream());
-    (cfg.default_msg_size && small && bulk).then(|| {
+    // Streams beside other runs: the plan the small default goes to (`config::run`'s rule).
+    let bulk = |c: &Combination| c.is_bulk_stream();
+    let mixed = cfg.combinations.iter().any(bulk) && !cfg.combinations.iter().all(bulk);
+    (cfg.default_msg_size && mixed).then(|| {
         format!(
             "note: messages are {} B (the default -l when a plan has UDP or stop-and-wait runs), \
              each its own write: {}x the writes of iperf3's 128 KiB blocks, so TCP and QUIC \

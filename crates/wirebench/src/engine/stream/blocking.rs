@@ -330,7 +330,7 @@ mod tests {
             // way). A receiver stuck in a read is woken by the shutdown after the watchdog's
             // time, and fails.
             let give_up = Instant::now() + Duration::from_secs(20);
-            while bytes_unread(&unread) != 0 {
+            while crate::transport::net::bytes_queued(&unread) != Some(0) {
                 if Instant::now() > give_up {
                     let _ = stopper.shutdown(std::net::Shutdown::Both);
                     return;
@@ -360,15 +360,5 @@ mod tests {
         assert_eq!(tally.bytes, plan.total_bytes);
         assert_eq!(tally.messages, plan.count());
         assert_eq!(source.low_water, LowWater::Off);
-    }
-
-    /// Bytes that arrived on `s` and were not read yet (FIONREAD).
-    fn bytes_unread(s: &TcpStream) -> libc::c_int {
-        use std::os::fd::AsRawFd;
-        let mut n: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one c_int through the pointer, which points at a live c_int.
-        let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
-        assert_eq!(rc, 0);
-        n
     }
 }
