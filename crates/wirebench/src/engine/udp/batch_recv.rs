@@ -69,6 +69,11 @@ impl RecvBatch {
         }
     }
 
+    /// How many buffers one receive may fill.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
     /// The buffers of the last receive, with what the kernel said of each.
     pub fn received(&self) -> impl Iterator<Item = (&[u8], &Received)> {
         self.received.iter().map(|r| {

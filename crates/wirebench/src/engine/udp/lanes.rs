@@ -25,22 +25,11 @@ use socket2::SockRef;
 use wirebench_core::machine::seq::DropMark;
 
 use super::batch_recv::{self as udp_recv, RecvBatch};
+use super::nap;
 use crate::engine::demux::DatagramHandler;
 
 /// Buffers one lane receive takes at most (each up to 64 KiB, a GRO batch).
 const LANE_SLOTS: usize = 8;
-
-/// How long a lane sleeps after a receive that brought part of a fast stream (see
-/// [`naps_after`]).
-const STREAM_NAP: Duration = Duration::from_micros(20);
-
-/// What a receive must bring, at the least, for the lane to nap after it: a GRO buffer's worth
-/// of coalesced datagrams.
-const NAP_AFTER_BYTES: usize = 32 * 1024;
-
-/// The timer slack of a lane thread, in nanoseconds: its naps last [`STREAM_NAP`] and a little,
-/// not the 50 µs more a thread's default slack allows.
-const LANE_TIMER_SLACK_NS: libc::c_ulong = 1_000;
 
 /// The most lanes a server runs.
 pub const MAX_LANES: usize = 64;
@@ -226,13 +215,13 @@ fn serve(
     let mut batch = RecvBatch::new(LANE_SLOTS, marks);
     let mut width = ReceiveWidth::new();
     let mut failures = 0u32;
-    set_timer_slack(LANE_TIMER_SLACK_NS);
+    nap::prepare_thread();
     while !stop.load(Ordering::Relaxed) {
         match batch.recv_at_most(socket, true, width.slots()) {
             Ok(buffers) => {
                 width.received(buffers);
                 failures = 0;
-                let nap = naps_after(&batch, buffers);
+                let nap = nap::naps_after(&batch, buffers);
                 for (data, r) in batch.received() {
                     let from_ip = r.to_ip.filter(|_| answer_from);
                     let mut reply =
@@ -244,7 +233,7 @@ fn serve(
                     }));
                 }
                 if nap {
-                    std::thread::sleep(STREAM_NAP);
+                    nap::take();
                 }
             }
             // The socket has no timeout, a signal is retried within the receive and a stop
@@ -258,43 +247,6 @@ fn serve(
         }
     }
 }
-
-/// Whether a lane sleeps [`STREAM_NAP`] after the receive that filled `buffers` of `batch`,
-/// before it waits on its socket again: when they carried a fast stream (coalesced datagrams,
-/// [`NAP_AFTER_BYTES`] or more) and left room (a full receive may have left more queued, and
-/// is read on at once).
-///
-/// A lane that keeps up with a stream drains its socket and sleeps on it, and each datagram
-/// the sender's host then queues wakes it: on loopback that wake-up is the sending CPU's work
-/// (`sock_def_readable`, 7 % of the sender's samples at 1472 B unpaced, against 0.75 % for
-/// iperf3 --gsro, whose slower server is never found asleep). Asleep on a timer instead, the
-/// lane is not on the socket's wait queue, and what arrives meanwhile is read in one receive.
-/// On two vCPUs, ends on two CPUs, 1472 B unpaced for 3 s, alternating: 68.5 → 75.6 (50 µs)
-/// and 74.6–86.3 → 91.9–104.2 Gbit/s (20 µs), loss unchanged. The socket's 8 MiB buffer holds
-/// 0.8 ms of 80 Gbit/s. A round trip's receive holds one datagram and never naps; a datagram
-/// that arrives during a nap is counted, and its arrival read, that much later.
-fn naps_after(batch: &RecvBatch, buffers: usize) -> bool {
-    if buffers >= LANE_SLOTS {
-        return false;
-    }
-    let mut bytes = 0;
-    let mut coalesced = false;
-    for (data, r) in batch.received() {
-        bytes += data.len();
-        coalesced |= data.len() > r.stride;
-    }
-    coalesced && bytes >= NAP_AFTER_BYTES
-}
-
-/// Sets this thread's timer slack (how late the kernel may end its sleeps, to batch wake-ups).
-#[cfg(target_os = "linux")]
-fn set_timer_slack(ns: libc::c_ulong) {
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches no memory of ours.
-    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_timer_slack(_ns: libc::c_ulong) {}
 
 /// How many buffers a lane's next receive asks for: all [`LANE_SLOTS`] while datagrams queue up
 /// (a stream), one while they come one at a time (round trips: a request, its answer, the next
@@ -552,45 +504,5 @@ mod tests {
         // A receive of nothing (a stop shut the socket down) counts as a receive of one.
         width.received(0);
         assert_eq!(width.slots(), LANE_SLOTS);
-    }
-
-    /// A lane naps after a receive that brought a stream's coalesced datagrams, GRO's buffer
-    /// or near it, and never after a round trip's one datagram, however large, nor after a
-    /// few coalesced datagrams.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_lane_naps_after_a_streams_batch_and_never_after_a_round_trip() {
-        use std::os::fd::AsRawFd;
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        assert!(udp_recv::enable_gro(&socket));
-        socket
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        let to = socket.local_addr().unwrap();
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut batch = RecvBatch::new(LANE_SLOTS, false);
-        let mut receive = |bytes: &[u8]| {
-            peer.send_to(bytes, to).unwrap();
-            let buffers = batch.recv_at_most(&socket, true, LANE_SLOTS).unwrap();
-            let sizes: Vec<(usize, usize)> =
-                batch.received().map(|(d, r)| (d.len(), r.stride)).collect();
-            (sizes, naps_after(&batch, buffers))
-        };
-        assert_eq!(receive(&[1u8; 60_000]), (vec![(60_000, 60_000)], false));
-        // From now on each send is a GSO batch of 1472-byte datagrams, one buffer here.
-        let segment: libc::c_int = 1472;
-        // SAFETY: UDP_SEGMENT takes one c_int, read from the pointer during the call.
-        let rc = unsafe {
-            libc::setsockopt(
-                peer.as_raw_fd(),
-                libc::SOL_UDP,
-                libc::UDP_SEGMENT,
-                std::ptr::from_ref(&segment).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
-        assert_eq!(receive(&[2u8; 1472 * 44]), (vec![(1472 * 44, 1472)], true));
-        assert_eq!(receive(&[3u8; 1472 * 4]), (vec![(1472 * 4, 1472)], false));
     }
 }

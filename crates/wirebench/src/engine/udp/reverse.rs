@@ -13,6 +13,7 @@ use wirebench_core::machine::seq::DropMark;
 use wirebench_core::wire::proto::SessionParams;
 
 use super::batch_recv::{self as udp_recv, RecvBatch};
+use super::nap;
 use super::receiver::{UdpCounts, UdpReceiver};
 use super::UdpClient;
 use crate::engine::interval::Progress;
@@ -26,6 +27,17 @@ const MAX_HELLOS: u32 = 100;
 /// Buffers one receive takes at most (each up to 64 KiB, a GRO batch).
 const RECEIVE_SLOTS: usize = 4;
 
+/// How a reversed session's receive waits between a fast stream's batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// On the socket, through the runtime: the session shares its runtime with others.
+    OnSocket,
+    /// A nap on this thread after a fast stream's batch ([`nap::naps_after`]), then on the
+    /// socket: the session has its thread and runtime to itself, which a nap of microseconds
+    /// (shorter than the runtime's timers can) holds up and nothing else.
+    NapOwnThread,
+}
+
 /// Receives a reversed session on `udp` until `sender_done` (the server's "sent N messages"
 /// on the control connection) resolves and the stragglers are in; returns the counts, N, and
 /// how many of the N this host dropped (None where its socket does not say).
@@ -35,10 +47,14 @@ pub async fn receive<D>(
     p: &SessionParams,
     progress: &Progress,
     sender_done: D,
+    waiting: Waiting,
 ) -> Result<(UdpCounts, u64, Option<u64>)>
 where
     D: Future<Output = Result<u64>>,
 {
+    if waiting == Waiting::NapOwnThread {
+        nap::prepare_thread();
+    }
     let receiver = UdpReceiver::new(session, p.mechanism, p.total_bytes, p.msg_size);
     // The hello carries the session's token: the server sends nothing to an address before.
     let hello = wirebench_core::security::amplification::encode_hello(session, token, 0);
@@ -58,16 +74,21 @@ where
             .await;
         // An ICMP error from an earlier hello surfaces here as an error; the next hello or
         // datagram decides.
-        if got.is_ok_and(|n| n > 0) {
-            let mut ack = |bytes: &[u8]| socket.try_send(bytes).is_ok();
-            for (data, r) in batch.received() {
-                receiver.on_datagrams(data, r.stride, r.mark(0), &mut ack);
-            }
-            let so_far = receiver.progress();
-            progress.bytes.store(so_far.bytes, Ordering::Relaxed);
-            if let Some(lost) = so_far.lost {
-                progress.set_receipt(lost, so_far.jitter_ns);
-            }
+        let buffers = match got {
+            Ok(n) if n > 0 => n,
+            _ => return,
+        };
+        let mut ack = |bytes: &[u8]| socket.try_send(bytes).is_ok();
+        for (data, r) in batch.received() {
+            receiver.on_datagrams(data, r.stride, r.mark(0), &mut ack);
+        }
+        let so_far = receiver.progress();
+        progress.bytes.store(so_far.bytes, Ordering::Relaxed);
+        if let Some(lost) = so_far.lost {
+            progress.set_receipt(lost, so_far.jitter_ns);
+        }
+        if waiting == Waiting::NapOwnThread && nap::naps_after(&batch, buffers) {
+            nap::take();
         }
     };
     let mut hellos = tokio::time::interval(HELLO_INTERVAL);

@@ -186,9 +186,7 @@ impl<'j> SessionRequest<'j> {
                 psk,
                 judge: None,
                 sole,
-            } if params.protocol == Protocol::Quic
-                || (params.protocol == Protocol::Udp && params.reverse && sole) =>
-            {
+            } if runs_on_own_thread(&params, false, sole) => {
                 let request = SessionRequest {
                     server,
                     params,
@@ -289,6 +287,14 @@ fn check_report(params: &SessionParams, leg: &Leg) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether a session of `params` runs on a thread of its own ([`SessionRequest::run`]): a QUIC
+/// session or a reversed UDP one that is its run's only flow, neither watched by a judge.
+fn runs_on_own_thread(params: &SessionParams, judged: bool, sole: bool) -> bool {
+    !judged
+        && (params.protocol == Protocol::Quic
+            || (params.protocol == Protocol::Udp && params.reverse && sole))
 }
 
 /// Runs `request` (a QUIC session, or a sole reversed UDP one; no judge) on a thread of its

@@ -20,6 +20,7 @@ use wirebench_core::wire::proto::{ControlMessage, DataPathInfo};
 use super::leg::{Leg, Transfer};
 use crate::engine::liveness::{self, Judge, Judged, Watched};
 use crate::engine::stream::blocking::block_on;
+use crate::engine::udp::reverse::Waiting;
 use crate::engine::udp::saw::{self as udp_saw, BlockingPort, DatagramPort, SpinPort};
 use crate::engine::udp::UdpClient;
 use crate::engine::udp::{hello as udp_hello, reverse as udp_reverse};
@@ -43,7 +44,12 @@ pub(super) async fn run(
         ..udp.data_path()
     };
     if t.p.reverse {
-        return receive(t, &udp, (session, token), data_path).await;
+        let waiting = if super::runs_on_own_thread(t.p, judge.is_some(), sole) {
+            Waiting::NapOwnThread
+        } else {
+            Waiting::OnSocket
+        };
+        return receive(t, &udp, (session, token), data_path, waiting).await;
     }
     // The server answers nothing from this socket until it has echoed the token (docs/protocol.md).
     udp_hello::validate(udp.socket(), session, token).await?;
@@ -64,6 +70,7 @@ async fn receive(
     udp: &UdpClient,
     ids: (u32, u32),
     mut data_path: DataPathInfo,
+    waiting: Waiting,
 ) -> Result<Leg> {
     let ctrl = &mut *t.ctrl;
     let wait_done = async {
@@ -83,7 +90,7 @@ async fn receive(
         }
     };
     let (counts, sent, dropped_by_host) =
-        udp_reverse::receive(udp, ids, t.p, t.progress, wait_done).await?;
+        udp_reverse::receive(udp, ids, t.p, t.progress, wait_done, waiting).await?;
     data_path.cpu = net::current_cpu();
     let report = t.report().await?;
     let lost = sent.saturating_sub(counts.messages);
