@@ -34,15 +34,22 @@ const FINISH_BLOCK: Duration = Duration::from_millis(50);
 /// Reads a TCP stream of `len`-byte blocks until the test stops, then until it stays quiet
 /// for [`QUIET`]: an iperf3 client sends TEST_END as soon as its last write returns, while
 /// that data may still be queued on its side or in ours.
+///
+/// `sharing`: other streams of the test receive beside this one, so its batching goes on
+/// when it falls behind ([`LowWater::by_turns`]).
 pub(super) fn recv(
-    (s, len): (Arc<TcpStream>, usize),
+    (s, len, sharing): (Arc<TcpStream>, usize, bool),
     count: Arc<StreamCount>,
     meter: Arc<Meter>,
     stop: watch::Receiver<bool>,
 ) -> Result<()> {
     make_blocking(&s).context("while setting up an iperf3 TCP stream")?;
     let mut buf = vec![0u8; tcp_read_len(len)];
-    let mut low_water = LowWater::new(true);
+    let mut low_water = if sharing {
+        LowWater::by_turns()
+    } else {
+        LowWater::new(true)
+    };
     // Set once the test stopped: until when the rest may be drained.
     let mut drain_until: Option<Instant> = None;
     loop {

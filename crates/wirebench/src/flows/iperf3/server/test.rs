@@ -263,6 +263,13 @@ impl Test {
             (None, None) => u64::MAX,
         });
         let mut tasks: JoinSet<Result<()>> = JoinSet::new();
+        let tcp_receivers = streams
+            .iter()
+            .enumerate()
+            .filter(|(index, stream)| {
+                matches!(stream, Stream::Tcp(_)) && !plan.server_sends(*index as u32)
+            })
+            .count();
         for (index, stream) in streams.iter().enumerate() {
             let (count, meter, stop) = (counts[index].clone(), meter.clone(), stop.clone());
             let sends = plan.server_sends(index as u32);
@@ -276,7 +283,10 @@ impl Test {
                 Stream::Tcp(s) => {
                     let s = s.clone();
                     let len = plan.len as usize;
-                    tasks.spawn_blocking(move || tcp_streams::recv((s, len), count, meter, stop));
+                    let sharing = tcp_receivers > 1;
+                    tasks.spawn_blocking(move || {
+                        tcp_streams::recv((s, len, sharing), count, meter, stop)
+                    });
                 }
                 Stream::Udp(to) if sends => {
                     let socket = self.shared.udp.clone();
