@@ -215,6 +215,33 @@ mod tests {
         v
     }
 
+    /// `w` after a fast stream's first MiB (16 reads of 64 KiB, 100 µs apart: 1 MiB in 1.6 ms),
+    /// which set the socket's low water to a batch.
+    fn after_a_fast_mib(mut w: LowWater, rx: &TcpStream) -> LowWater {
+        feed(
+            &mut w,
+            rx,
+            Instant::now(),
+            Duration::from_micros(100),
+            PROBE_BYTES,
+        );
+        assert_eq!(low_water(rx), BATCH as libc::c_int);
+        w
+    }
+
+    /// Sends 64 KiB on `tx`, reads `buf`'s worth of it on `rx` (less than 4 KiB), and waits
+    /// until the rest, 60 KiB or more, is queued on `rx`.
+    fn leave_queued(tx: &mut TcpStream, rx: &mut TcpStream, buf: &mut [u8]) {
+        use std::io::{Read, Write};
+        tx.write_all(&[1u8; 64 * 1024]).unwrap();
+        rx.read_exact(buf).unwrap();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while net::bytes_queued(&*rx).unwrap() < 60 * 1024 {
+            assert!(Instant::now() < give_up, "the data never arrived");
+            std::thread::yield_now();
+        }
+    }
+
     /// Feeds reads of 64 KiB, `gap` apart, until `total` bytes were read after the first.
     fn feed(w: &mut LowWater, s: &TcpStream, start: Instant, gap: Duration, total: u64) {
         let mut now = start;
@@ -230,17 +257,8 @@ mod tests {
     #[test]
     fn a_fast_stream_batches_and_its_tail_does_not() {
         let (rx, _tx) = pair();
-        let mut w = LowWater::new(true);
-        // 16 reads of 64 KiB, 100 µs apart: 1 MiB in 1.6 ms.
-        feed(
-            &mut w,
-            &rx,
-            Instant::now(),
-            Duration::from_micros(100),
-            PROBE_BYTES,
-        );
+        let mut w = after_a_fast_mib(LowWater::new(true), &rx);
         assert_eq!(w, LowWater::Batching);
-        assert_eq!(low_water(&rx), BATCH as libc::c_int);
         // A read that may take two batches or more keeps batching; the tail ends it.
         w.before_read(&rx, 2 * BATCH);
         assert_eq!(w, LowWater::Batching);
@@ -265,13 +283,7 @@ mod tests {
         w.stop_if_behind(&rx, BOUND);
         assert_eq!(w, LowWater::Batching);
         // 64 KiB more arrive; the reader takes 4 KiB of them.
-        tx.write_all(&[1u8; 64 * 1024]).unwrap();
-        rx.read_exact(&mut buf).unwrap();
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while net::bytes_queued(&rx).unwrap() < 60 * 1024 {
-            assert!(Instant::now() < give_up, "the data never arrived");
-            std::thread::yield_now();
-        }
+        leave_queued(&mut tx, &mut rx, &mut buf);
         w.stop_if_behind(&rx, BOUND);
         assert_eq!(w, LowWater::Off);
         assert_eq!(low_water(&rx), 1);
@@ -282,29 +294,14 @@ mod tests {
     /// as in the test above.)
     #[test]
     fn a_reader_batching_by_turns_batches_on_when_behind() {
-        use std::io::{Read, Write};
         const BOUND: usize = 16 * 1024;
         let (mut rx, mut tx) = pair();
         rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut w = LowWater::by_turns();
-        feed(
-            &mut w,
-            &rx,
-            Instant::now(),
-            Duration::from_micros(100),
-            PROBE_BYTES,
-        );
+        let mut w = after_a_fast_mib(LowWater::by_turns(), &rx);
         assert_eq!(w, LowWater::BatchingByTurns);
-        assert_eq!(low_water(&rx), BATCH as libc::c_int);
         // More than a batching reader's bound is queued after a read of 4 KiB.
         let mut buf = [0u8; 4096];
-        tx.write_all(&[1u8; 64 * 1024]).unwrap();
-        rx.read_exact(&mut buf).unwrap();
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while net::bytes_queued(&rx).unwrap() < 60 * 1024 {
-            assert!(Instant::now() < give_up, "the data never arrived");
-            std::thread::yield_now();
-        }
+        leave_queued(&mut tx, &mut rx, &mut buf);
         w.after_read_within(&rx, buf.len(), BOUND);
         assert_eq!(w, LowWater::BatchingByTurns);
         let mut alone = LowWater::Batching;
