@@ -189,6 +189,10 @@ mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
+    /// The fall-behind bound of the tests below: a test machine's socket buffers may hold less
+    /// than [`BEHIND`].
+    const BOUND: usize = 16 * 1024;
+
     /// A connected loopback pair: (the receiving end, the sending end).
     fn pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -268,12 +272,10 @@ mod tests {
     }
 
     /// A batching reader that finds more than its bound still queued after a read stops
-    /// batching for good; one that keeps up batches on. (The bound is small here: a test
-    /// machine's socket buffers may hold less than [`BEHIND`].)
+    /// batching for good; one that keeps up batches on ([`BOUND`]).
     #[test]
     fn a_batching_reader_that_falls_behind_stops_batching() {
         use std::io::{Read, Write};
-        const BOUND: usize = 16 * 1024;
         let (mut rx, mut tx) = pair();
         rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut w = LowWater::batching_now(&rx);
@@ -290,11 +292,9 @@ mod tests {
     }
 
     /// A reader that batches by turns keeps batching however much is still queued, where one
-    /// that batches alone stops; its tail still ends the batching. (The bound is small here,
-    /// as in the test above.)
+    /// that batches alone stops ([`BOUND`]); its tail still ends the batching.
     #[test]
     fn a_reader_batching_by_turns_batches_on_when_behind() {
-        const BOUND: usize = 16 * 1024;
         let (mut rx, mut tx) = pair();
         rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut w = after_a_fast_mib(LowWater::by_turns(), &rx);

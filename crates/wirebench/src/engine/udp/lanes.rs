@@ -221,7 +221,7 @@ fn serve(
             Ok(buffers) => {
                 width.received(buffers);
                 failures = 0;
-                let nap = nap::naps_after(&batch, buffers);
+                let naps = nap::naps_after(&batch, buffers);
                 for (data, r) in batch.received() {
                     let from_ip = r.to_ip.filter(|_| answer_from);
                     let mut reply =
@@ -232,7 +232,7 @@ fn serve(
                         handler.handle(data, r.stride, r.from, r.mark(number), &mut reply)
                     }));
                 }
-                if nap {
+                if naps {
                     nap::take();
                 }
             }
