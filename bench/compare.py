@@ -5,8 +5,8 @@ Runs every workload for wirebench and its reference tool *alternately* (A B A B 
 drifts of a noisy VM hit both equally, then prints medians with min-max and the ratio
 wirebench / reference, with each pair's own ratio and what the pairs say together: ahead or
 behind when every pair agrees by more than 1 %, within noise when they do not; the rows behind
-in every pair are listed at the end. CPU seconds per GiB are measured for client and server processes from
-getrusage (client) and /proc/PID/stat (server). Results are also written as JSON.
+in every pair are listed at the end. CPU seconds per GiB are measured for client and server
+processes from getrusage (client) and /proc/PID/stat (server). Results are also written as JSON.
 
 It installs nothing: missing reference tools are reported and their workloads skipped.
 QUIC's reference is quinn's own perf tool, built from a quinn source checkout named by
@@ -458,10 +458,10 @@ def workloads(total_tcp, total_udp, saw_msgs, seconds):
          lambda s: wirebench_run(s, "tcp", "stream", None, 0, seconds=seconds),
          [("iperf3", lambda s: iperf3_run(s, False, None, seconds))]),
         # An exact byte count (-n) against iperf3's -t: sized to last about as long, since every
-        # loopback TCP connection starts slow for its first ~0.13 s (both tools, both congestion
-        # controls, fixed buffers too: 15-25 Gbit/s, then 45-55 on 2 vCPUs). A 1 GiB run (0.2 s,
-        # until 2026-11-30) was mostly that start against iperf3's 3 s: 0.86 where equal
-        # lengths read 0.97-1.01 (bench/compare.py history in docs/dev/benchmarking.md).
+        # loopback TCP connection starts slow for its first ~0.13 s (either tool, any congestion
+        # control, fixed buffers too: 13-29 Gbit/s, then 35-55 on 2 vCPUs). A 1 GiB run (0.2 s,
+        # until 2026-11-30) was mostly that start against iperf3's 3 s: 0.86 where 8 GiB read
+        # 0.97 (docs/dev/benchmarking.md, "Issue 42, session 17").
         ("tcp128k", "gbit_s", True,
          lambda s: wirebench_run(s, "tcp", "stream", 131072, TCP128K_BYTES_PER_SECOND * seconds),
          [("iperf3", lambda s: iperf3_run(s, False, 131072, seconds))]),
