@@ -5,14 +5,19 @@
 //! The server's QUIC endpoint is configured not to let peers grease the fixed bit, so a QUIC
 //! packet never looks like ours. The handler runs inside quinn's receive path: it must be quick
 //! and must not block.
+//!
+//! It also reads [`Strays`]: datagrams for this socket that another socket of the port took.
 
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{ready, Context, Poll};
 
+use atomic_waker::AtomicWaker;
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
 use wirebench_core::machine::seq::DropMark;
@@ -42,6 +47,89 @@ pub trait QuicDivert: Send + Sync + Debug + 'static {
     /// Whether it took the QUIC datagrams of one receive (several `stride` bytes apart, GRO)
     /// from `peer`, which arrived at `dst_ip`; false leaves them to quinn.
     fn take(&self, data: &[u8], stride: usize, peer: SocketAddr, dst_ip: Option<IpAddr>) -> bool;
+
+    /// Where its connections' sockets hand back what was not theirs.
+    fn strays(&self) -> Arc<Strays>;
+}
+
+/// The most stray datagrams queued at once; more are dropped and counted (a socket caught
+/// them only between its bind and its connect, so a handful at a time).
+const MAX_STRAYS: usize = 4096;
+
+/// Datagrams for the shared socket that another socket of the server's port received: a socket
+/// of a QUIC connection served inline (`engine::quic::inline_server`), between its bind and its
+/// connect. Once a port group holds a connected socket, Linux gives every datagram to the
+/// unconnected member that joined last, whatever the group's steering program says (kernel
+/// 6.18, measured: docs/dev/fuzzing-and-chaos.md, "The UDP loss check"): UDP sessions' data,
+/// other QUIC connections' packets. That socket's thread hands back each datagram that did not
+/// come from its peer, and the shared socket reads it as if it had arrived there, so the
+/// demultiplexer routes it as any other: to its session, to quinn, or to a connection served
+/// inline.
+#[derive(Debug, Default)]
+pub struct Strays {
+    queue: Mutex<VecDeque<(Vec<u8>, RecvMeta)>>,
+    /// Whether the queue may hold something: the shared socket's receive looks at this alone.
+    pending: AtomicBool,
+    /// The shared socket's receive, woken when something is queued.
+    waker: AtomicWaker,
+    /// Dropped because the queue was full.
+    dropped: AtomicU64,
+}
+
+impl Strays {
+    /// Hands back one datagram from `from`, which arrived at `dst_ip` (None where the socket
+    /// is bound to one address).
+    pub fn push(&self, data: &[u8], from: SocketAddr, dst_ip: Option<IpAddr>) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.len() >= MAX_STRAYS {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let meta = RecvMeta {
+            addr: from,
+            len: data.len(),
+            stride: data.len(),
+            ecn: None,
+            dst_ip,
+        };
+        queue.push_back((data.to_vec(), meta));
+        self.pending.store(true, Ordering::Release);
+        drop(queue);
+        self.waker.wake();
+    }
+
+    /// Datagrams dropped because too many were waiting.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// What is queued, and from where (for tests).
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> Vec<(Vec<u8>, SocketAddr)> {
+        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.iter().map(|(d, m)| (d.clone(), m.addr)).collect()
+    }
+
+    /// Moves queued datagrams into a receive's buffers, one each; how many.
+    fn take_into(&self, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> usize {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut taken = 0;
+        while taken < bufs.len().min(meta.len()) {
+            let Some((data, m)) = queue.pop_front() else {
+                break;
+            };
+            let len = data.len().min(bufs[taken].len());
+            bufs[taken][..len].copy_from_slice(&data[..len]);
+            meta[taken] = RecvMeta {
+                len,
+                stride: len,
+                ..m
+            };
+            taken += 1;
+        }
+        self.pending.store(!queue.is_empty(), Ordering::Release);
+        taken
+    }
 }
 
 /// The shared socket: quinn sees a normal `AsyncUdpSocket`.
@@ -51,6 +139,8 @@ pub struct DemuxSocket {
     handler: Arc<dyn DatagramHandler>,
     /// Takes the QUIC connections that are served inline (`engine::quic::inline_server`).
     inline: Option<Box<dyn QuicDivert>>,
+    /// What their sockets caught that was this socket's.
+    strays: Arc<Strays>,
 }
 
 impl DemuxSocket {
@@ -61,10 +151,12 @@ impl DemuxSocket {
         handler: Arc<dyn DatagramHandler>,
         inline: Option<Box<dyn QuicDivert>>,
     ) -> Self {
+        let strays = inline.as_ref().map(|d| d.strays()).unwrap_or_default();
         DemuxSocket {
             inner,
             handler,
             inline,
+            strays,
         }
     }
 
@@ -107,7 +199,13 @@ impl AsyncUdpSocket for DemuxSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        let received = ready!(self.inner.poll_recv(cx, bufs, meta))?;
+        // Registered before looking, so a datagram handed back meanwhile wakes this receive.
+        self.strays.waker.register(cx.waker());
+        let received = if self.strays.pending.load(Ordering::Acquire) {
+            self.strays.take_into(bufs, meta)
+        } else {
+            ready!(self.inner.poll_recv(cx, bufs, meta))?
+        };
         let mut kept = 0;
         for i in 0..received {
             let len = meta[i].len.min(bufs[i].len());
@@ -145,5 +243,84 @@ impl AsyncUdpSocket for DemuxSocket {
 
     fn may_fragment(&self) -> bool {
         self.inner.may_fragment()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the demultiplexer hands to the sessions.
+    #[derive(Debug, Default)]
+    struct Taken(Mutex<Vec<(Vec<u8>, SocketAddr)>>);
+
+    impl DatagramHandler for Taken {
+        fn handle(
+            &self,
+            data: &[u8],
+            _stride: usize,
+            from: SocketAddr,
+            _mark: Option<DropMark>,
+            _reply: &mut dyn FnMut(&[u8]) -> bool,
+        ) {
+            self.0.lock().unwrap().push((data.to_vec(), from));
+        }
+    }
+
+    /// Takes no connection inline; owns the queue of handed-back datagrams.
+    #[derive(Debug, Default)]
+    struct NoneInline(Arc<Strays>);
+
+    impl QuicDivert for NoneInline {
+        fn take(&self, _: &[u8], _: usize, _: SocketAddr, _: Option<IpAddr>) -> bool {
+            false
+        }
+
+        fn strays(&self) -> Arc<Strays> {
+            Arc::clone(&self.0)
+        }
+    }
+
+    /// Receives once from `demux` into two 64 KiB buffers: what quinn got, with their senders.
+    async fn receive(demux: &DemuxSocket) -> Vec<(Vec<u8>, SocketAddr)> {
+        let mut storage = vec![0u8; 2 << 16];
+        let (a, b) = storage.split_at_mut(1 << 16);
+        let mut bufs = [IoSliceMut::new(a), IoSliceMut::new(b)];
+        let mut meta = [RecvMeta::default(); 2];
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            std::future::poll_fn(|cx| demux.poll_recv(cx, &mut bufs, &mut meta)),
+        )
+        .await
+        .expect("a receive within 10 s")
+        .unwrap();
+        (0..n)
+            .map(|i| (bufs[i][..meta[i].len].to_vec(), meta[i].addr))
+            .collect()
+    }
+
+    /// What another socket of the port caught is read as the shared socket's: ours to the
+    /// sessions, QUIC to quinn, each with its real sender; and handing one back wakes a
+    /// receive that waits.
+    #[tokio::test]
+    async fn handed_back_datagrams_are_routed_as_the_shared_sockets() {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let inner = quinn::Runtime::wrap_udp_socket(&quinn::TokioRuntime, socket).unwrap();
+        let inline = NoneInline::default();
+        let strays = inline.strays();
+        let sessions = Arc::new(Taken::default());
+        let demux = DemuxSocket::new(inner, sessions.clone(), Some(Box::new(inline)));
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let ours = [0x01, 0, 0, 0, 0xAB, 0xCD, 0, 1];
+        strays.push(&ours, from, None);
+        strays.push(&[0x41, 7, 7], from, None);
+        assert_eq!(receive(&demux).await, vec![(vec![0x41, 7, 7], from)]);
+        assert_eq!(*sessions.0.lock().unwrap(), vec![(ours.to_vec(), from)]);
+
+        let later = Arc::clone(&strays);
+        let pusher = std::thread::spawn(move || later.push(&[0x42, 1], from, None));
+        assert_eq!(receive(&demux).await, vec![(vec![0x42, 1], from)]);
+        pusher.join().unwrap();
+        assert_eq!(strays.dropped(), 0);
     }
 }

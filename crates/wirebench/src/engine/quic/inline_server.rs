@@ -18,6 +18,13 @@
 //! the session's task: 7.8 µs of server CPU per 1 KiB round trip on two CPUs, 5.4 inline, 2.9
 //! for our TCP server. Ping and `rr` with one request outstanding mark their connection too.
 //!
+//! The socket is bound before it is connected, and in between it is an unconnected member of
+//! the port's group: once the group holds any connected socket, Linux gives such a member
+//! every datagram that reaches the port, whatever the steering program says (kernel 6.18; a
+//! thread preempted there caught other UDP sessions' data and other connections' packets).
+//! The connection's thread hands each datagram that did not come from its client back to the
+//! shared socket ([`Strays`], `engine::demux`), which routes it as if it had arrived there.
+//!
 //! Anything that fails here (no free socket, the port not open to a group, too many
 //! connections being accepted) leaves the packet to quinn's endpoint, which serves the
 //! connection as before: the client cannot tell, apart from the speed. An older server
@@ -41,7 +48,7 @@ use tokio::sync::oneshot;
 use wirebench_core::wire::proto::{ConnKind, DataPathInfo, Preamble, PREAMBLE_LEN};
 
 use super::inline::{is_marked_initial, wake, Forwarded, InlineConnection, InlineStream};
-use crate::engine::demux::QuicDivert;
+use crate::engine::demux::{QuicDivert, Strays};
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::net;
 
@@ -71,6 +78,9 @@ pub struct InlineRouter {
     accepting: Mutex<HashMap<SocketAddr, Arc<Forwarded>>>,
     /// How many there are, read without the lock on every QUIC datagram.
     count: AtomicUsize,
+    /// Where a connection's socket hands back what reached it from another address (it can,
+    /// between its bind and its connect): read by the shared socket (`engine::demux`).
+    strays: Arc<Strays>,
 }
 
 impl std::fmt::Debug for InlineRouter {
@@ -109,6 +119,7 @@ impl InlineRouter {
             attach,
             accepting: Mutex::new(HashMap::new()),
             count: AtomicUsize::new(0),
+            strays: Arc::default(),
         })))
     }
 }
@@ -129,6 +140,10 @@ impl QuicDivert for Arc<InlineRouter> {
             }
         }
         is_marked_initial(data) && self.serve_apart(data, stride, peer, dst_ip).is_ok()
+    }
+
+    fn strays(&self) -> Arc<Strays> {
+        Arc::clone(&self.strays)
     }
 }
 
@@ -246,7 +261,7 @@ fn accept(
     let mut conn = InlineConnection::accept(
         socket,
         addresses,
-        forwarded,
+        (forwarded, Arc::clone(&router.strays)),
         &router.configs,
         Arc::clone(&stop),
     )?;
