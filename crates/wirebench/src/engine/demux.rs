@@ -60,11 +60,11 @@ const MAX_STRAYS: usize = 4096;
 /// of a QUIC connection served inline (`engine::quic::inline_server`), between its bind and its
 /// connect. Once a port group holds a connected socket, Linux gives every datagram to the
 /// unconnected member that joined last, whatever the group's steering program says (kernel
-/// 6.18, measured: docs/dev/fuzzing-and-chaos.md, "The UDP loss check"): UDP sessions' data,
-/// other QUIC connections' packets. That socket's thread hands back each datagram that did not
-/// come from its peer, and the shared socket reads it as if it had arrived there, so the
-/// demultiplexer routes it as any other: to its session, to quinn, or to a connection served
-/// inline.
+/// 6.18: `lab/reuseport-window.py`; docs/dev/fuzzing-and-chaos.md, "UDP loss in the concurrent
+/// phase"): UDP sessions' data, other QUIC connections' packets. That socket's thread hands
+/// back each datagram that did not come from its peer, and the shared socket reads it as if it
+/// had arrived there, so the demultiplexer routes it as any other: to its session, to quinn,
+/// or to a connection served inline.
 #[derive(Debug, Default)]
 pub struct Strays {
     queue: Mutex<VecDeque<(Vec<u8>, RecvMeta)>>,
