@@ -12,6 +12,7 @@ all three; connected, the steering holds again.
 Usage: python3 lab/reuseport-window.py
 """
 import ctypes
+import select
 import socket
 import time
 
@@ -60,30 +61,28 @@ def main():
     def probe(step):
         for index in (0, 1, 2):
             client.sendto(bytes([index]) + b"payload", ("127.0.0.1", port))
-        time.sleep(0.05)
+        # Wait for all three (a busy machine delivers late), at most 2 s.
         got = []
-        for s, name in names.items():
-            while True:
-                try:
-                    got.append((s.recv(64)[0], name))
-                except BlockingIOError:
-                    break
+        deadline = time.monotonic() + 2.0
+        while len(got) < 3 and time.monotonic() < deadline:
+            readable, _, _ = select.select(list(names), [], [], deadline - time.monotonic())
+            for s in readable:
+                got.append((s.recv(64)[0], names[s]))
         print(f"{step:55} " + ", ".join(f"{i} -> {n}" for i, n in sorted(got)))
 
-    probe("the group alone")
-    first = member()
-    names[first] = "newcomer"
-    probe("an unconnected newcomer, no connected member yet")
-    first.connect(peer.getsockname())
-    names[first] = "connected"
-    probe("the newcomer connected")
-    second = member()
-    names[second] = "newcomer 2"
-    probe("a second newcomer, unconnected (its bind-to-connect)")
-    second.connect(peer.getsockname())
-    names[second] = "connected 2"
-    probe("the second connected too")
+    def newcomer(which):
+        """A socket joins the group, is probed unconnected (the inline socket between its bind
+        and its connect), then connected."""
+        s = member()
+        names[s] = f"{which}, unconnected"
+        probe(f"{which} joins, unconnected")
+        s.connect(peer.getsockname())
+        names[s] = f"{which}, connected"
+        probe(f"{which} connected")
 
+    probe("the group alone")
+    newcomer("a first newcomer")  # no connected member yet: the steering holds
+    newcomer("a second newcomer")  # the group holds a connected one: it takes all three
 
 if __name__ == "__main__":
     main()
