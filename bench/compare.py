@@ -247,6 +247,23 @@ def quinn_perf_binary(src):
     return binary
 
 
+def quinn_proto_version(src):
+    """The quinn-proto version of the checkout `src` and its commit, as "quinn-proto 0.12.0
+    (a1931ab)": quinn's main branch carries per-packet work that no release has yet (its sent
+    packets in a ring buffer, not a BTreeMap), so quinn-perf built from main is ahead of any
+    tool linking the released quinn, ours included; the header says which one was measured."""
+    version = "?"
+    try:
+        with open(os.path.join(src, "quinn-proto", "Cargo.toml")) as f:
+            m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+            version = m.group(1) if m else "?"
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    return f"quinn-proto {version}" + (f" ({commit})" if commit else "")
+
+
 # quinn 0.11 and main put up to 10 packets in one GSO send, which the kernel refuses above
 # 65507 bytes; quinn-perf cannot turn GSO off, so it runs at most at this MTU.
 QUINN_PERF_MAX_MTU = 6550
@@ -671,11 +688,12 @@ def main():
             print(f"{args.iperf3} has no --gsro (iperf3 3.21+; build it from esnet/iperf and pass "
                   "--iperf3 PATH): the iperf3-gsro rows are skipped", file=sys.stderr)
     placement = f"pinned {args.pin} CPU" if args.pin else "unpinned"
-    print(f"machine: {cores} CPUs, kernel {os.uname().release}, {placement}; {iperf3_version or 'no iperf3'}",
-          flush=True)
+    quinn_version = quinn_proto_version(args.quinn_src) if quinn_perf else ""
+    print(f"machine: {cores} CPUs, kernel {os.uname().release}, {placement}; {iperf3_version or 'no iperf3'}"
+          + (f"; quinn-perf on {quinn_version}" if quinn_version else ""), flush=True)
     servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores, "pin": args.pin,
-               "iperf3": iperf3_version, "pairs": args.pairs, "workloads": []}
+               "iperf3": iperf3_version, "quinn_perf": quinn_version, "pairs": args.pairs, "workloads": []}
     rows = []
     # A time limit (`timeout`, bench/many-cores.sh) ends the run with SIGTERM: stop our servers
     # (they would otherwise run on beside the next pass) and keep the rows measured so far.
