@@ -139,7 +139,10 @@ impl RecvBatch {
             let n = if slots == 1 {
                 // One buffer: `recvmsg`, which is what `recvmmsg` runs for each buffer, without
                 // the batch loop around it (a round trip's receive). Its result is the
-                // datagram's length, which `recvmmsg` would have stored in `msg_len`.
+                // datagram's length, which `recvmmsg` would have stored in `msg_len`. Not
+                // `recvfrom`, though that is about 1.5 % cheaper a same-CPU round trip
+                // (`lab/udp-receive-cost.c`): it would lose the control messages, and a GRO
+                // burst of another session would read as one datagram.
                 // SAFETY: as below, for the first header only, which was set up above.
                 unsafe {
                     let hdr = hdrs[0].assume_init_mut();
