@@ -264,6 +264,18 @@ def quinn_proto_version(src):
     return f"quinn-proto {version}" + (f" ({commit})" if commit else "")
 
 
+def linked_quinn_proto():
+    """The quinn-proto version wirebench links, from the Cargo.lock beside this script's
+    checkout ("quinn-proto 0.11.19"), or "" when there is none."""
+    lock = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "Cargo.lock")
+    try:
+        with open(lock) as f:
+            m = re.search(r'name = "quinn-proto"\nversion = "([^"]+)"', f.read())
+    except OSError:
+        return ""
+    return f"quinn-proto {m.group(1)}" if m else ""
+
+
 # quinn 0.11 and main put up to 10 packets in one GSO send, which the kernel refuses above
 # 65507 bytes; quinn-perf cannot turn GSO off, so it runs at most at this MTU.
 QUINN_PERF_MAX_MTU = 6550
@@ -690,10 +702,12 @@ def main():
     placement = f"pinned {args.pin} CPU" if args.pin else "unpinned"
     quinn_version = quinn_proto_version(args.quinn_src) if quinn_perf else ""
     print(f"machine: {cores} CPUs, kernel {os.uname().release}, {placement}; {iperf3_version or 'no iperf3'}"
-          + (f"; quinn-perf on {quinn_version}" if quinn_version else ""), flush=True)
+          + (f"; quinn-perf on {quinn_version}, wirebench on {linked_quinn_proto() or '?'}"
+             if quinn_version else ""), flush=True)
     servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores, "pin": args.pin,
-               "iperf3": iperf3_version, "quinn_perf": quinn_version, "pairs": args.pairs, "workloads": []}
+               "iperf3": iperf3_version, "quinn_perf": quinn_version,
+               "wirebench_quinn": linked_quinn_proto(), "pairs": args.pairs, "workloads": []}
     rows = []
     # A time limit (`timeout`, bench/many-cores.sh) ends the run with SIGTERM: stop our servers
     # (they would otherwise run on beside the next pass) and keep the rows measured so far.
