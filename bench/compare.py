@@ -701,13 +701,14 @@ def main():
                   "--iperf3 PATH): the iperf3-gsro rows are skipped", file=sys.stderr)
     placement = f"pinned {args.pin} CPU" if args.pin else "unpinned"
     quinn_version = quinn_proto_version(args.quinn_src) if quinn_perf else ""
+    wirebench_quinn = linked_quinn_proto()
     print(f"machine: {cores} CPUs, kernel {os.uname().release}, {placement}; {iperf3_version or 'no iperf3'}"
-          + (f"; quinn-perf on {quinn_version}, wirebench on {linked_quinn_proto() or '?'}"
+          + (f"; quinn-perf on {quinn_version}, wirebench on {wirebench_quinn or '?'}"
              if quinn_version else ""), flush=True)
     servers.discovered_mtu = None
     results = {"host": os.uname().nodename, "kernel": os.uname().release, "cpus": cores, "pin": args.pin,
                "iperf3": iperf3_version, "quinn_perf": quinn_version,
-               "wirebench_quinn": linked_quinn_proto(), "pairs": args.pairs, "workloads": []}
+               "wirebench_quinn": wirebench_quinn, "pairs": args.pairs, "workloads": []}
     rows = []
     # A time limit (`timeout`, bench/many-cores.sh) ends the run with SIGTERM: stop our servers
     # (they would otherwise run on beside the next pass) and keep the rows measured so far.

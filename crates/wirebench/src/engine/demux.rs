@@ -13,9 +13,9 @@ use std::fmt::Debug;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use atomic_waker::AtomicWaker;
 use quinn::udp::{RecvMeta, Transmit};
@@ -52,9 +52,11 @@ pub trait QuicDivert: Send + Sync + Debug + 'static {
     fn strays(&self) -> Arc<Strays>;
 }
 
-/// The most stray datagrams queued at once; more are dropped and counted (a socket caught
-/// them only between its bind and its connect, so a handful at a time).
+/// The most stray datagrams queued at once, and their most bytes (a UDP receive buffer's worth);
+/// more are dropped and reported (a socket caught them only between its bind and its connect,
+/// and the shared socket drains the queue meanwhile).
 const MAX_STRAYS: usize = 4096;
+const MAX_STRAY_BYTES: usize = 8 << 20;
 
 /// Datagrams for the shared socket that another socket of the server's port received: a socket
 /// of a QUIC connection served inline (`engine::quic::inline_server`), between its bind and its
@@ -67,13 +69,23 @@ const MAX_STRAYS: usize = 4096;
 /// or to a connection served inline.
 #[derive(Debug, Default)]
 pub struct Strays {
-    queue: Mutex<VecDeque<(Vec<u8>, RecvMeta)>>,
+    queue: Mutex<StrayQueue>,
     /// Whether the queue may hold something: the shared socket's receive looks at this alone.
     pending: AtomicBool,
     /// The shared socket's receive, woken when something is queued.
     waker: AtomicWaker,
+}
+
+/// The queued datagrams, and what a full queue dropped since [`Strays::take_dropped`].
+#[derive(Debug, Default)]
+struct StrayQueue {
+    datagrams: VecDeque<(Vec<u8>, RecvMeta)>,
+    /// Their bytes.
+    bytes: usize,
     /// Dropped because the queue was full.
-    dropped: AtomicU64,
+    dropped: u64,
+    /// The sender of the last one dropped.
+    dropped_from: Option<SocketAddr>,
 }
 
 impl Strays {
@@ -81,8 +93,9 @@ impl Strays {
     /// is bound to one address).
     pub fn push(&self, data: &[u8], from: SocketAddr, dst_ip: Option<IpAddr>) {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.len() >= MAX_STRAYS {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+        if queue.datagrams.len() >= MAX_STRAYS || queue.bytes + data.len() > MAX_STRAY_BYTES {
+            queue.dropped += 1;
+            queue.dropped_from = Some(from);
             return;
         }
         let meta = RecvMeta {
@@ -92,22 +105,31 @@ impl Strays {
             ecn: None,
             dst_ip,
         };
-        queue.push_back((data.to_vec(), meta));
+        queue.bytes += data.len();
+        queue.datagrams.push_back((data.to_vec(), meta));
         self.pending.store(true, Ordering::Release);
         drop(queue);
         self.waker.wake();
     }
 
-    /// Datagrams dropped because too many were waiting.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+    /// How many datagrams a full queue dropped since the last call, and the last one's sender;
+    /// None if none.
+    pub fn take_dropped(&self) -> Option<(u64, SocketAddr)> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let dropped = std::mem::take(&mut queue.dropped);
+        let from = queue.dropped_from.take()?;
+        Some((dropped, from))
     }
 
     /// What is queued, and from where (for tests).
     #[cfg(test)]
     pub(crate) fn queued(&self) -> Vec<(Vec<u8>, SocketAddr)> {
         let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        queue.iter().map(|(d, m)| (d.clone(), m.addr)).collect()
+        queue
+            .datagrams
+            .iter()
+            .map(|(d, m)| (d.clone(), m.addr))
+            .collect()
     }
 
     /// Moves queued datagrams into a receive's buffers, one each; how many.
@@ -115,9 +137,10 @@ impl Strays {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let mut taken = 0;
         while taken < bufs.len().min(meta.len()) {
-            let Some((data, m)) = queue.pop_front() else {
+            let Some((data, m)) = queue.datagrams.pop_front() else {
                 break;
             };
+            queue.bytes -= data.len();
             let len = data.len().min(bufs[taken].len());
             bufs[taken][..len].copy_from_slice(&data[..len]);
             meta[taken] = RecvMeta {
@@ -127,7 +150,8 @@ impl Strays {
             };
             taken += 1;
         }
-        self.pending.store(!queue.is_empty(), Ordering::Release);
+        self.pending
+            .store(!queue.datagrams.is_empty(), Ordering::Release);
         taken
     }
 }
@@ -199,12 +223,22 @@ impl AsyncUdpSocket for DemuxSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        // Registered before looking, so a datagram handed back meanwhile wakes this receive.
-        self.strays.waker.register(cx.waker());
         let received = if self.strays.pending.load(Ordering::Acquire) {
             self.strays.take_into(bufs, meta)
         } else {
-            ready!(self.inner.poll_recv(cx, bufs, meta))?
+            match self.inner.poll_recv(cx, bufs, meta) {
+                Poll::Ready(received) => received?,
+                Poll::Pending => {
+                    // Only a receive that waits registers (not one per datagram batch), and
+                    // looks again after: one handed back before the registration is taken
+                    // here, one after it wakes this receive.
+                    self.strays.waker.register(cx.waker());
+                    if !self.strays.pending.load(Ordering::Acquire) {
+                        return Poll::Pending;
+                    }
+                    self.strays.take_into(bufs, meta)
+                }
+            }
         };
         let mut kept = 0;
         for i in 0..received {
@@ -321,6 +355,39 @@ mod tests {
         let pusher = std::thread::spawn(move || later.push(&[0x42, 1], from, None));
         assert_eq!(receive(&demux).await, vec![(vec![0x42, 1], from)]);
         pusher.join().unwrap();
-        assert_eq!(strays.dropped(), 0);
+        assert_eq!(strays.take_dropped(), None);
+    }
+
+    /// A full queue drops what comes, by count and by bytes, and says how many and from where,
+    /// once; taking from it makes room again.
+    #[test]
+    fn a_full_queue_drops_and_says_so() {
+        let strays = Strays::default();
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let other: SocketAddr = "127.0.0.1:10".parse().unwrap();
+        for _ in 0..MAX_STRAYS {
+            strays.push(&[0x41], from, None);
+        }
+        strays.push(&[0x41], from, None);
+        strays.push(&[0x41], other, None);
+        assert_eq!(strays.take_dropped(), Some((2, other)));
+        assert_eq!(strays.take_dropped(), None);
+        assert_eq!(strays.queued().len(), MAX_STRAYS);
+
+        let large = Strays::default();
+        let datagram = vec![0x41u8; 65_507];
+        let fit = MAX_STRAY_BYTES / datagram.len();
+        for _ in 0..=fit {
+            large.push(&datagram, from, None);
+        }
+        assert_eq!(large.queued().len(), fit);
+        assert_eq!(large.take_dropped(), Some((1, from)));
+        let mut storage = vec![0u8; 65_536];
+        let mut bufs = [IoSliceMut::new(&mut storage)];
+        let mut meta = [RecvMeta::default()];
+        assert_eq!(large.take_into(&mut bufs, &mut meta), 1);
+        large.push(&datagram, from, None);
+        assert_eq!(large.queued().len(), fit);
+        assert_eq!(large.take_dropped(), None);
     }
 }

@@ -61,8 +61,9 @@ pub trait InlineAttach: Send + Sync {
     /// its session; an error says why none took it (the connection is then closed).
     fn attach(&self, preamble: &Preamble, peer: SocketAddr, accepted: Accepted) -> Result<()>;
 
-    /// A connection from `peer` ended before its session had it: `why`, for the server's
-    /// notices (as quinn's connections that fail their handshake or attach).
+    /// A connection from `peer` ended before its session had it, or datagrams from `peer`
+    /// were dropped on the way: `why`, for the server's notices (as quinn's connections that
+    /// fail their handshake or attach).
     fn dropped(&self, peer: SocketAddr, why: String);
 }
 
@@ -190,11 +191,20 @@ impl InlineRouter {
                 };
                 let forwarded_ip = dst_ip.filter(|_| router.local.ip().is_unspecified());
                 // Errors end the connection: a misbehaving client costs only its own thread.
-                if let Err(e) = accept(socket, (peer_here, forwarded_ip), forwarded, &router, leave)
-                {
+                let served = accept(socket, (peer_here, forwarded_ip), forwarded, &router, leave);
+                if let Err(e) = served {
                     router
                         .attach
                         .dropped(peer, format!("QUIC connection dropped: {e:#}"));
+                }
+                // Its socket hands nothing back any more: what could not be handed is said.
+                if let Some((lost, from)) = router.strays.take_dropped() {
+                    router.attach.dropped(
+                        from,
+                        format!(
+                            "{lost} UDP datagrams dropped: a QUIC connection's socket caught them before it was connected, and the queue back to the shared socket was full"
+                        ),
+                    );
                 }
             });
         if let Err(e) = spawned {
