@@ -441,6 +441,9 @@ fn path_text(p: &DataPathInfo) -> String {
     if p.gso_segments > 1 {
         let _ = write!(s, ", GSO {} segments", p.gso_segments);
     }
+    if p.own_socket {
+        s.push_str(", own socket");
+    }
     if let Some(cpu) = p.cpu {
         let _ = write!(s, ", cpu {cpu}");
     }

@@ -26,7 +26,8 @@ use wirebench_core::wire::datagram;
 /// Receives wirebench data-plane datagrams taken out of the shared UDP socket, or read by one
 /// of the server's receive lanes (`engine::udp::lanes`).
 pub trait DatagramHandler: Send + Sync + Debug + 'static {
-    /// The datagrams of one receive from `from`: with GRO several of one flow, each `stride`
+    /// The datagrams of one receive from `from` to `to` (None where the receiving socket does
+    /// not say, as one bound to a single address): with GRO several of one flow, each `stride`
     /// bytes long (the last may be shorter), queued when the receiving socket's drop counter
     /// stood at `mark` (None where the socket does not say, as the shared one). `reply` sends
     /// a datagram back to `from` (from the address it arrived at) and reports whether the
@@ -35,7 +36,7 @@ pub trait DatagramHandler: Send + Sync + Debug + 'static {
         &self,
         data: &[u8],
         stride: usize,
-        from: SocketAddr,
+        addresses: (SocketAddr, Option<IpAddr>),
         mark: Option<DropMark>,
         reply: &mut dyn FnMut(&[u8]) -> bool,
     );
@@ -203,8 +204,13 @@ impl DemuxSocket {
             self.inner.try_send(&t).is_ok()
         };
         // With GRO one receive can carry several datagrams of one flow, `stride` bytes apart.
-        self.handler
-            .handle(data, meta.stride.max(1), meta.addr, None, &mut reply);
+        self.handler.handle(
+            data,
+            meta.stride.max(1),
+            (meta.addr, meta.dst_ip),
+            None,
+            &mut reply,
+        );
     }
 }
 
@@ -293,7 +299,7 @@ mod tests {
             &self,
             data: &[u8],
             _stride: usize,
-            from: SocketAddr,
+            (from, _to): (SocketAddr, Option<IpAddr>),
             _mark: Option<DropMark>,
             _reply: &mut dyn FnMut(&[u8]) -> bool,
         ) {

@@ -158,6 +158,58 @@ pub fn udp_port_group_socket(bind: SocketAddr) -> Result<std::net::UdpSocket> {
     bound_udp_socket(bind, None, true, None)
 }
 
+/// A blocking UDP socket on the port of the server's socket `local` (joining its group, which
+/// must be open: `SO_REUSEPORT`), connected to `peer`: the kernel then gives it what `peer`
+/// sends to that port, ahead of the group. Where `local` is a wildcard address it is bound to
+/// `to`, the address the client asked at, so that it answers from there. Returns it with
+/// `peer` as it names it (an IPv4 peer of a dual-stack socket mapped to IPv6).
+///
+/// Between its bind and its connect it is an unconnected member of the group and can catch
+/// anyone's datagrams: its reader must check who sent each (`engine::demux::Strays`).
+pub fn udp_connected_port_socket(
+    local: SocketAddr,
+    to: Option<IpAddr>,
+    peer: SocketAddr,
+) -> Result<(std::net::UdpSocket, SocketAddr)> {
+    let socket = udp_port_socket_at(local, to)?;
+    let peer = connect_blocking(&socket, peer)?;
+    Ok((socket, peer))
+}
+
+/// The first half of [`udp_connected_port_socket`]: bound, not yet connected.
+pub fn udp_port_socket_at(local: SocketAddr, to: Option<IpAddr>) -> Result<std::net::UdpSocket> {
+    let local_ip = match to {
+        Some(ip) if local.ip().is_unspecified() => same_family(ip, local),
+        _ => local.ip(),
+    };
+    udp_port_group_socket(SocketAddr::new(local_ip, local.port()))
+}
+
+/// The second half of [`udp_connected_port_socket`]: connects `socket` to `peer` (named as
+/// the socket names it, which it returns) and makes it blocking.
+pub fn connect_blocking(socket: &std::net::UdpSocket, peer: SocketAddr) -> Result<SocketAddr> {
+    let local = socket
+        .local_addr()
+        .context("while reading a UDP socket's address")?;
+    let peer = SocketAddr::new(same_family(peer.ip(), local), peer.port());
+    socket
+        .connect(peer)
+        .with_context(|| format!("while connecting a UDP socket to {peer}"))?;
+    socket
+        .set_nonblocking(false)
+        .context("while preparing a connected UDP socket")?;
+    Ok(peer)
+}
+
+/// `ip` in the family of the socket at `local` (an IPv4 address on a dual-stack IPv6 socket
+/// is mapped).
+fn same_family(ip: IpAddr, local: SocketAddr) -> IpAddr {
+    match (ip, local) {
+        (IpAddr::V4(v4), SocketAddr::V6(_)) => IpAddr::V6(v4.to_ipv6_mapped()),
+        _ => ip,
+    }
+}
+
 fn bound_udp_socket(
     bind: SocketAddr,
     buffer: Option<u32>,

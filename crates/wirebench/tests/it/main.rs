@@ -52,3 +52,4 @@ mod sweep_report;
 mod timed;
 mod udp_lanes;
 mod udp_loss;
+mod udp_own_socket;

@@ -48,7 +48,7 @@ impl DatagramHandler for NoDatagrams {
         &self,
         _: &[u8],
         _: usize,
-        _: SocketAddr,
+        _: (SocketAddr, Option<std::net::IpAddr>),
         _: Option<DropMark>,
         _: &mut dyn FnMut(&[u8]) -> bool,
     ) {

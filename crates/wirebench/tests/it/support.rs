@@ -101,8 +101,13 @@ impl TestServer {
 
     /// A server with these options (limits, a pre-shared key).
     pub async fn start_with(options: ServerOptions) -> TestServer {
+        TestServer::start_at("127.0.0.1:0".parse().unwrap(), options).await
+    }
+
+    /// A server bound to `bind` (a wildcard address: the test sends only to loopback).
+    pub async fn start_at(bind: SocketAddr, options: ServerOptions) -> TestServer {
         let identity = ServerIdentity::self_signed().expect("self-signed certificate");
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), identity, options)
+        let server = Server::bind(bind, identity, options)
             .await
             .expect("bind test server");
         let addr = server.local_addr();

@@ -1,8 +1,8 @@
 //! The server's UDP receive lanes (issue 28): sessions spread over every lane, each flow of a
-//! `-P` run on a lane of its own; stop-and-wait, `ping` and `rr` sessions are answered by the
-//! lane that received them; and [`Veth`], two namespaces on a veth link for the tests that
-//! need a real device (made by the test, removed when it ends; skipped without root and
-//! iproute2).
+//! `-P` run on a lane of its own; `rr` sessions are answered by the lane that received them
+//! (stop-and-wait and `ping` on a socket of their own, `udp_own_socket`); and [`Veth`], two
+//! namespaces on a veth link for the tests that need a real device (made by the test, removed
+//! when it ends; skipped without root and iproute2).
 
 use std::process::{Command as StdCommand, Output, Stdio};
 
@@ -63,10 +63,11 @@ async fn the_flows_of_a_run_spread_over_every_lane() {
     .await;
 }
 
-/// Round trips meet a lane and are answered from it: stop-and-wait's acknowledgements, ping's
-/// and rr's answers, every one counted.
+/// Round trips are answered and every one counted: rr's (several outstanding) by the lane that
+/// received them, stop-and-wait's acknowledgements and a ping's answers (one outstanding) on a
+/// socket of the session's own.
 #[tokio::test]
-async fn round_trips_are_answered_by_the_lane_that_received_them() {
+async fn round_trips_are_answered_and_every_one_counted() {
     within(async {
         let mut server = server_with_lanes(2).await;
         let addr = server.addr.to_string();
@@ -93,7 +94,9 @@ async fn round_trips_are_answered_by_the_lane_that_received_them() {
         // Every copy that arrived is acknowledged, a retransmission too: a busy host can hold
         // an acknowledgement past the 2 ms minimum timeout (seen once in CI: 201 for 200).
         assert_eq!(r.acks_sent, r.messages + r.duplicates, "{r:?}");
-        assert!(s.report.data_path.receive_lane.is_some(), "{:?}", s.report);
+        // Timed by its round trips: answered on a socket of its own (`udp_own_socket`).
+        assert!(r.data_path.own_socket, "{r:?}");
+        assert_eq!(r.data_path.receive_lane, None, "{r:?}");
         let ping = crate::cli::wirebench(&[
             "ping",
             "--server",
@@ -111,7 +114,10 @@ async fn round_trips_are_answered_by_the_lane_that_received_them() {
         assert!(ping.status.success(), "{}", crate::cli::stderr(&ping));
         let s = server.next_session().await;
         assert_eq!(s.report.messages, 50, "{:?}", s.report);
-        assert!(s.report.data_path.receive_lane.is_some(), "{:?}", s.report);
+        // One request outstanding: answered on a socket of its own once the client presented
+        // its token (`udp_own_socket`), not on a lane.
+        assert!(s.report.data_path.own_socket, "{:?}", s.report);
+        assert_eq!(s.report.data_path.receive_lane, None, "{:?}", s.report);
         let rr = crate::cli::wirebench(&[
             "rr",
             "--server",

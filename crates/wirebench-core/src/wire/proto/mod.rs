@@ -153,9 +153,13 @@ pub struct DataPathInfo {
     pub cpu: Option<u32>,
     /// UDP on the server: which of its receive lanes (a socket on the shared port read by a
     /// thread of its own) received the session's datagrams, counted from 0; absent when the
-    /// shared socket received them.
+    /// shared socket or a socket of the session's own received them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_lane: Option<u32>,
+    /// UDP on the server: the session's datagrams arrived on a socket of its own, connected to
+    /// the client and read by a thread of its own (round trips, one request outstanding).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_socket: bool,
     /// How many receive lanes the server runs (0: none, every datagram on the shared socket).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub receive_lanes: u32,

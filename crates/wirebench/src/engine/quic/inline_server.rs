@@ -164,18 +164,8 @@ impl InlineRouter {
         if accepting.len() >= MAX_ACCEPTING {
             bail!("too many QUIC connections being accepted");
         }
-        let local_ip = match dst_ip {
-            // Bound to the address the client asked at, the socket answers from it.
-            Some(ip) if self.local.ip().is_unspecified() => same_family(ip, self.local),
-            _ => self.local.ip(),
-        };
-        let peer_here = match (peer, self.local) {
-            (SocketAddr::V4(v4), SocketAddr::V6(_)) => {
-                SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
-            }
-            _ => peer,
-        };
-        let socket = connected_socket(SocketAddr::new(local_ip, self.local.port()), peer_here)?;
+        let (socket, peer_here) = net::udp_connected_port_socket(self.local, dst_ip, peer)
+            .context("while connecting a QUIC socket")?;
         let forwarded = Arc::new(Forwarded::default());
         forwarded.push(data, stride);
         accepting.insert(peer, Arc::clone(&forwarded));
@@ -233,27 +223,6 @@ impl Drop for Leave {
     fn drop(&mut self) {
         self.router.leave(self.peer);
     }
-}
-
-/// `ip` in the family of `local`'s socket (an IPv4 address on a dual-stack IPv6 socket is
-/// mapped).
-fn same_family(ip: IpAddr, local: SocketAddr) -> IpAddr {
-    match (ip, local) {
-        (IpAddr::V4(v4), SocketAddr::V6(_)) => IpAddr::V6(v4.to_ipv6_mapped()),
-        _ => ip,
-    }
-}
-
-/// A blocking socket on the server's port, connected to `peer`.
-fn connected_socket(local: SocketAddr, peer: SocketAddr) -> Result<UdpSocket> {
-    let socket = net::udp_port_group_socket(local)?;
-    socket
-        .connect(peer)
-        .with_context(|| format!("while connecting a QUIC socket to {peer}"))?;
-    socket
-        .set_nonblocking(false)
-        .context("while preparing a QUIC socket")?;
-    Ok(socket)
 }
 
 /// The connection's thread: the handshake, the preamble, then the work its session gives it

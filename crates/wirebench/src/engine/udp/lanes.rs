@@ -229,7 +229,13 @@ fn serve(
                     // Nothing a datagram holds may end the lane (and with it every session on
                     // it): a handler that panicked has dropped this buffer, and the lane reads on.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        handler.handle(data, r.stride, r.from, r.mark(number), &mut reply)
+                        handler.handle(
+                            data,
+                            r.stride,
+                            (r.from, r.to_ip),
+                            r.mark(number),
+                            &mut reply,
+                        )
                     }));
                 }
                 if naps {
@@ -380,7 +386,7 @@ mod tests {
             &self,
             data: &[u8],
             _stride: usize,
-            _from: SocketAddr,
+            _addresses: (SocketAddr, Option<std::net::IpAddr>),
             mark: Option<DropMark>,
             reply: &mut dyn FnMut(&[u8]) -> bool,
         ) {

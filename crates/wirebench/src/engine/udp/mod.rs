@@ -15,6 +15,7 @@ pub mod batch_recv;
 pub mod hello;
 pub mod lanes;
 pub mod nap;
+pub mod own_socket;
 pub mod receiver;
 pub mod reverse;
 pub mod saw;

@@ -114,6 +114,11 @@ impl Server {
                     // Without it every QUIC connection is quinn's, as it always was.
                     let quic_cfg = quic::server_config(&identity)?;
                     let inline = InlineRouter::start(&udp, quic_cfg.clone(), registry.clone()).ok();
+                    // The router opened the port to connected sockets and reads what they hand
+                    // back: UDP round trips may have sockets of their own too.
+                    if let (Some(inline), Ok(local)) = (&inline, udp.local_addr()) {
+                        registry.serve_round_trips_apart(local, inline.strays());
+                    }
                     let endpoint = quic::server_endpoint(
                         udp,
                         quic_cfg,

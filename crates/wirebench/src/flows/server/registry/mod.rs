@@ -22,10 +22,11 @@ use wirebench_core::wire::datagram::{Header, Kind};
 use wirebench_core::wire::proto::Preamble;
 
 use super::events::{ServerEvent, ServerNotice};
-use crate::engine::demux::DatagramHandler;
+use crate::engine::demux::{DatagramHandler, Strays};
 use crate::engine::quic::home::Home;
 use crate::engine::quic::inline_server::{Accepted, InlineAttach};
 use crate::engine::udp::lanes::LaneSet;
+use crate::engine::udp::own_socket::{LostStrays, OwnSocket, OwnSockets};
 use crate::engine::udp::receiver::UdpReceiver;
 use crate::transport::net::canonical_ip;
 pub use reverse_udp::ReverseUdp;
@@ -57,6 +58,7 @@ pub struct QuicData {
 }
 
 /// Where a session's datagrams go.
+#[derive(Debug, Clone)]
 enum UdpTarget {
     Forward(Arc<UdpReceiver>),
     Reverse(Arc<ReverseUdp>),
@@ -84,6 +86,24 @@ struct Slot {
     kind: SlotKind,
     /// Which source addresses presented the token (UDP), and what was dropped before.
     validation: Arc<Mutex<AddressValidation>>,
+    /// A UDP round-trip session's sockets of its own (stop-and-wait, `rr` with one request
+    /// outstanding), one per client address that presented the token
+    /// (`engine::udp::own_socket`); None for other sessions. Dropping them (the slot
+    /// leaves the table) ends their threads.
+    own_sockets: Option<Mutex<HashMap<SocketAddr, OwnSocket>>>,
+}
+
+/// How a session's data arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// On data connections (TCP, QUIC).
+    Connections,
+    /// In UDP datagrams, on the receive lanes (or the shared socket).
+    Datagrams,
+    /// In UDP datagrams one round trip at a time (stop-and-wait, or one request outstanding):
+    /// on a socket of the session's own per client address once it presented the token, where
+    /// the server can open one, which answers sooner than a lane (`engine::udp::own_socket`).
+    RoundTrips,
 }
 
 /// Why a data connection or datagram was not accepted.
@@ -119,6 +139,8 @@ pub struct Registry {
     /// The server's receive lanes, when it runs them: UDP session ids are picked so that
     /// live sessions spread evenly over them.
     lanes: OnceLock<Arc<LaneSet>>,
+    /// Opens sockets of their own for UDP round-trip sessions, when the server can.
+    own_sockets: OnceLock<Arc<OwnSockets>>,
 }
 
 /// Removes its session from the registry when dropped, whatever path the session took.
@@ -138,6 +160,18 @@ impl Registration {
     /// when they all arrive on the shared socket.
     pub fn lane(&self) -> Option<(u32, u32)> {
         self.lane.as_ref().map(|(set, lane)| (*lane, set.count()))
+    }
+
+    /// Whether the session's datagrams arrive on a socket of its own (from some client
+    /// address; `engine::udp::own_socket`).
+    pub fn on_own_socket(&self) -> bool {
+        let Ok(slots) = self.registry.slots.read() else {
+            return false;
+        };
+        slots
+            .get(&self.id)
+            .and_then(|slot| slot.own_sockets.as_ref())
+            .is_some_and(|own| own.lock().is_ok_and(|own| !own.is_empty()))
     }
 
     /// Where the drop counter of the socket this session receives on stands now; None
@@ -193,6 +227,26 @@ impl Registry {
         let _ = self.lanes.set(lanes);
     }
 
+    /// Serves UDP round-trip sessions on sockets of their own from now on (the first call
+    /// wins): beside the shared socket at `local`, whose port is open to a group and which
+    /// reads what they hand back from `strays` (`engine::udp::own_socket`).
+    pub fn serve_round_trips_apart(self: &Arc<Self>, local: SocketAddr, strays: Arc<Strays>) {
+        let registry = Arc::downgrade(self);
+        let lost: LostStrays = Arc::new(move |lost, from| {
+            if let Some(registry) = registry.upgrade() {
+                registry.notice(
+                    from,
+                    format!(
+                        "{lost} UDP datagrams dropped: a UDP session's own socket caught them before it was connected, and the queue back to the shared socket was full"
+                    ),
+                );
+            }
+        });
+        let _ = self
+            .own_sockets
+            .set(Arc::new(OwnSockets::new(local, strays, lost)));
+    }
+
     fn notice(&self, peer: SocketAddr, message: String) {
         if let Some(events) = self.notices.get() {
             let _ = events.send(ServerEvent::Notice(ServerNotice { peer, message }));
@@ -205,7 +259,7 @@ impl Registry {
         peer_ip: IpAddr,
     ) -> (Registration, oneshot::Receiver<DataStream>) {
         let (tx, rx) = oneshot::channel();
-        let (reg, ()) = self.insert(peer_ip, false, |_| {
+        let (reg, ()) = self.insert(peer_ip, Arrival::Connections, |_| {
             (SlotKind::Stream(Mutex::new(Some(tx))), ())
         });
         (reg, rx)
@@ -219,7 +273,13 @@ impl Registry {
         total_bytes: u64,
         msg_size: u32,
     ) -> (Registration, Arc<UdpReceiver>) {
-        let (reg, session) = self.insert(peer_ip, true, |id| {
+        // Stop-and-wait is timed by its round trips, as a ping.
+        let arrival = if mechanism == Mechanism::StopAndWait {
+            Arrival::RoundTrips
+        } else {
+            Arrival::Datagrams
+        };
+        let (reg, session) = self.insert(peer_ip, arrival, |id| {
             let session = Arc::new(UdpReceiver::new(id, mechanism, total_bytes, msg_size));
             (SlotKind::Udp(session.clone()), session)
         });
@@ -237,7 +297,7 @@ impl Registry {
         self: &Arc<Self>,
         peer_ip: IpAddr,
     ) -> (Registration, Arc<ReverseUdp>, mpsc::UnboundedReceiver<u64>) {
-        let (reg, (slot, acks)) = self.insert(peer_ip, true, |id| {
+        let (reg, (slot, acks)) = self.insert(peer_ip, Arrival::Datagrams, |id| {
             let (slot, acks) = ReverseUdp::new(id);
             let slot = Arc::new(slot);
             (SlotKind::UdpReverse(slot.clone()), (slot, acks))
@@ -255,7 +315,9 @@ impl Registry {
         tokio::sync::mpsc::UnboundedReceiver<DataStream>,
     ) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (reg, ()) = self.insert(peer_ip, false, |_| (SlotKind::RrStream(tx), ()));
+        let (reg, ()) = self.insert(peer_ip, Arrival::Connections, |_| {
+            (SlotKind::RrStream(tx), ())
+        });
         (reg, rx)
     }
 
@@ -268,7 +330,12 @@ impl Registry {
         meter: Arc<crate::flows::server::meter::Meter>,
     ) -> (Registration, Arc<RrUdpSession>) {
         let (sizes, stamps) = ((rr.request, rr.response), rr.stamps);
-        self.insert(peer_ip, true, |id| {
+        let arrival = if rr.concurrency <= 1 {
+            Arrival::RoundTrips
+        } else {
+            Arrival::Datagrams
+        };
+        self.insert(peer_ip, arrival, |id| {
             let session = Arc::new(RrUdpSession::new(id, sizes, stamps, meter));
             (SlotKind::RrUdp(session.clone()), session)
         })
@@ -308,12 +375,12 @@ impl Registry {
     }
 
     /// Picks a fresh random id and token, and stores the slot `make` builds for that id. A UDP
-    /// session (`udp`) of a server with receive lanes gets an id whose lane carries the fewest
-    /// live sessions.
+    /// session (`arrival` not by connections) of a server with receive lanes gets an id whose
+    /// lane carries the fewest live sessions.
     fn insert<T>(
         self: &Arc<Self>,
         peer_ip: IpAddr,
-        udp: bool,
+        arrival: Arrival,
         make: impl FnOnce(u32) -> (SlotKind, T),
     ) -> (Registration, T) {
         let mut rng = rand::thread_rng();
@@ -322,6 +389,7 @@ impl Registry {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let udp = arrival != Arrival::Connections;
         let lanes = self.lanes.get().filter(|_| udp).cloned();
         let lane = lanes.as_ref().map(|set| set.least_loaded(rng.gen()));
         // Ids are random so they are not guessable from outside (on a lane, all but the few
@@ -348,6 +416,7 @@ impl Registry {
                 peer_ip: canonical_ip(peer_ip),
                 kind,
                 validation: Arc::new(Mutex::new(AddressValidation::new(token))),
+                own_sockets: (arrival == Arrival::RoundTrips).then(Mutex::default),
             },
         );
         let reg = Registration {
@@ -432,37 +501,123 @@ impl DatagramHandler for Registry {
         &self,
         data: &[u8],
         stride: usize,
-        from: SocketAddr,
+        (from, to): (SocketAddr, Option<IpAddr>),
         mark: Option<DropMark>,
         reply: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         // One receive holds datagrams of one flow: route the batch by its first header.
         let stride = stride.max(1);
-        let session = Header::decode(data)
-            .ok()
-            .and_then(|h| self.udp_target(h.session, from.ip()));
-        let Some((target, validation)) = session else {
+        let session = Header::decode(data).ok().and_then(|h| {
+            self.udp_target(h.session, from.ip())
+                .map(|target| (h.session, target))
+        });
+        let Some((id, (target, validation))) = session else {
             self.stray(data.len().div_ceil(stride) as u64, from);
             return;
         };
-        let Ok(mut validation) = validation.lock() else {
+        if deliver((&target, &validation), data, stride, (from, mark), reply) {
+            self.open_own_socket(id, (from, to));
+        }
+    }
+}
+
+impl Registry {
+    /// Moves a UDP round-trip session's datagrams from `from` (which just presented its token,
+    /// asking at `to`) to a socket of the session's own, where the server can open one; where it
+    /// cannot, they keep arriving where they did.
+    fn open_own_socket(&self, id: u32, (from, to): (SocketAddr, Option<IpAddr>)) {
+        let Some(sockets) = self.own_sockets.get() else {
             return;
         };
-        // The common case: a batch of data from a source that presented the token.
-        let hello = Kind::Hello.to_byte();
-        if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
-            drop(validation);
-            route(&target, data, stride, (from, mark), reply);
+        let Ok(slots) = self.slots.read() else {
+            return;
+        };
+        let Some(slot) = slots.get(&id) else {
+            return;
+        };
+        let Some(own) = &slot.own_sockets else {
+            return;
+        };
+        let target = match &slot.kind {
+            SlotKind::RrUdp(session) => UdpTarget::Rr(Arc::clone(session)),
+            SlotKind::Udp(session) => UdpTarget::Forward(Arc::clone(session)),
+            _ => return,
+        };
+        let Ok(mut own) = own.lock() else {
+            return;
+        };
+        if own.contains_key(&from) {
             return;
         }
-        // Otherwise datagram by datagram: only a hello with the token validates its source,
-        // and nothing from a source that has not is answered (or counted by the session).
-        for datagram in data.chunks(stride) {
-            let Ok(header) = Header::decode(datagram) else {
-                continue;
-            };
-            match validation.on_datagram(&header, datagram, from) {
-                Verdict::Hello => match &target {
+        let handler = Arc::new(OwnSocketSession {
+            target,
+            validation: Arc::clone(&slot.validation),
+        });
+        if let Ok(socket) = sockets.open(from, to, handler) {
+            own.insert(from, socket);
+        }
+    }
+}
+
+/// What a session's socket of its own hands over: the datagrams of the one client address it
+/// is connected to, delivered as the registry delivers what the lanes receive, without
+/// looking the session up.
+#[derive(Debug)]
+struct OwnSocketSession {
+    target: UdpTarget,
+    validation: Arc<Mutex<AddressValidation>>,
+}
+
+impl DatagramHandler for OwnSocketSession {
+    fn handle(
+        &self,
+        data: &[u8],
+        stride: usize,
+        (from, _to): (SocketAddr, Option<IpAddr>),
+        mark: Option<DropMark>,
+        reply: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        let _ = deliver(
+            (&self.target, &self.validation),
+            data,
+            stride.max(1),
+            (from, mark),
+            reply,
+        );
+    }
+}
+
+/// Delivers the datagrams of one receive from `from` to their session, `target`, through its
+/// address validation: only a hello with the token validates a source, and nothing from a
+/// source that has not is answered (or counted by the session). Whether a hello validated its
+/// source here.
+fn deliver(
+    (target, validation): (&UdpTarget, &Mutex<AddressValidation>),
+    data: &[u8],
+    stride: usize,
+    (from, mark): (SocketAddr, Option<DropMark>),
+    reply: &mut dyn FnMut(&[u8]) -> bool,
+) -> bool {
+    let Ok(mut validation) = validation.lock() else {
+        return false;
+    };
+    // The common case: a batch of data from a source that presented the token.
+    let hello = Kind::Hello.to_byte();
+    if validation.is_validated(from) && data.chunks(stride).all(|d| d.first() != Some(&hello)) {
+        drop(validation);
+        route(target, data, stride, (from, mark), reply);
+        return false;
+    }
+    // Otherwise datagram by datagram.
+    let mut validated = false;
+    for datagram in data.chunks(stride) {
+        let Ok(header) = Header::decode(datagram) else {
+            continue;
+        };
+        match validation.on_datagram(&header, datagram, from) {
+            Verdict::Hello => {
+                validated = true;
+                match target {
                     // A reversed session's answer is its data, sent to the latest hello.
                     UdpTarget::Reverse(s) => s.on_datagrams(datagram, datagram.len(), from),
                     UdpTarget::Forward(_) | UdpTarget::Rr(_) => {
@@ -475,12 +630,13 @@ impl DatagramHandler for Registry {
                             let _ = reply(&echo);
                         }
                     }
-                },
-                Verdict::Pass => route(&target, datagram, datagram.len(), (from, mark), reply),
-                Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
+                }
             }
+            Verdict::Pass => route(target, datagram, datagram.len(), (from, mark), reply),
+            Verdict::BadToken | Verdict::Unvalidated | Verdict::TooMany => {}
         }
     }
+    validated
 }
 
 /// Hands datagrams from a validated source to their session, with where the receiving
