@@ -11,13 +11,18 @@
  *   group+msg  as group, receiving with recvmsg (a msghdr with the sender's address, as a lane
  *              that must read GRO sizes, drop marks and destination addresses does)
  *   plain+msg  one socket, recvmsg
+ *   group+conn as group, and each client, from its first datagram on, gets a socket of its own
+ *              in the group, connected to it and read with recv (our server's round-trip
+ *              sessions since session 20: `engine::udp::own_socket`)
  * A client on the same CPU (a connected socket, send then recv, as sockperf's) times 200,000
  * round trips against each in turn, for ROUNDS rounds, and prints each server's median p50
  * and its ratio to plain's.
  *
  * Measured on the 2-vCPU VM of issue 42 (kernel 6.18, 2026-11-30, 8 rounds): plain 10.86 us,
  * group 1.016x, group+msg 1.028x, plain+msg 1.018x (two earlier runs of the same servers:
- * group 1.005x and 1.011x, group+msg 1.015x and 1.030x).
+ * group 1.005x and 1.011x, group+msg 1.015x and 1.030x). With group+conn (2026-12-01, 8
+ * rounds): plain 10.83 us, group 1.012x, group+msg 1.021x, plain+msg 1.013x, group+conn
+ * 0.981x: the kernel finds a connected socket by its addresses before it looks at the group.
  *
  * Loopback only; no root. Usage:
  *   cc -O2 -o /tmp/udp-receive-cost lab/udp-receive-cost.c && taskset -c 1 /tmp/udp-receive-cost [ROUNDS]
@@ -32,6 +37,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,8 +45,8 @@
 #define SO_ATTACH_REUSEPORT_CBPF 51
 #endif
 
-enum { PLAIN, GROUP, GROUP_MSG, PLAIN_MSG, MODES };
-static const char *NAMES[MODES] = {"plain", "group", "group+msg", "plain+msg"};
+enum { PLAIN, GROUP, GROUP_MSG, PLAIN_MSG, GROUP_CONN, MODES };
+static const char *NAMES[MODES] = {"plain", "group", "group+msg", "plain+msg", "group+conn"};
 enum { ROUND_TRIPS = 200000, SIZE = 1024 };
 
 static int bound(struct sockaddr_in *at, int reuseport) {
@@ -57,7 +63,7 @@ static pid_t serve(int mode, struct sockaddr_in *at) {
     memset(at, 0, sizeof *at);
     at->sin_family = AF_INET;
     at->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int grouped = mode == GROUP || mode == GROUP_MSG;
+    int grouped = mode == GROUP || mode == GROUP_MSG || mode == GROUP_CONN;
     int s = bound(at, grouped);
     socklen_t len = sizeof *at;
     getsockname(s, (struct sockaddr *)at, &len);
@@ -73,6 +79,26 @@ static pid_t serve(int mode, struct sockaddr_in *at) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     static char buf[65536];
+    if (mode == GROUP_CONN) {
+        /* Each new client (a new socket per round) arrives on s; it then gets a connected
+         * socket of its own, read alone until the client goes quiet for a second. */
+        for (;;) {
+            struct sockaddr_in from;
+            socklen_t fl = sizeof from;
+            ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+            int c = bound(at, 1);
+            if (connect(c, (struct sockaddr *)&from, fl)) { perror("connect"); exit(1); }
+            struct timeval quiet = {1, 0};
+            setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &quiet, sizeof quiet);
+            sendto(s, buf, n, 0, (struct sockaddr *)&from, fl);
+            for (;;) {
+                n = recv(c, buf, sizeof buf, 0);
+                if (n <= 0) break;
+                send(c, buf, n, 0);
+            }
+            close(c);
+        }
+    }
     for (;;) {
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
