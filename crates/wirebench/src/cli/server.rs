@@ -28,9 +28,11 @@ pub struct ServerArgs {
     #[arg(long)]
     pub json: bool,
     /// UDP receive lanes: sockets on the server's port, each read by a thread of its own, over
-    /// which UDP sessions spread, so that many flows are received on many cores and a round
-    /// trip is answered by the thread that received it (0 to 64; 0: every datagram on the
-    /// QUIC endpoint's one socket). Default: one per CPU.
+    /// which UDP sessions spread, so that many flows are received on many cores and a request
+    /// is answered by the thread that received it (0 to 64; 0: every datagram on the QUIC
+    /// endpoint's one socket). Default: one per CPU. A session timed by its round trips
+    /// (stop-and-wait, ping, rr -c 1) is served on a socket of its own instead, connected to
+    /// its client (at most 64 at once).
     #[arg(long, value_name = "N")]
     pub udp_lanes: Option<usize>,
     /// PEM certificate chain for QUIC (default: a self-signed certificate made at start).

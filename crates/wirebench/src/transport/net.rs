@@ -201,6 +201,13 @@ pub fn connect_blocking(socket: &std::net::UdpSocket, peer: SocketAddr) -> Resul
     Ok(peer)
 }
 
+/// Wakes a thread blocked receiving on `socket` (or a clone of it) at once: shut down for
+/// reading, its receive returns empty, now and after; sending still works. An unconnected
+/// socket reports ENOTCONN, yet is shut down and its reader woken.
+pub fn wake_reader(socket: &std::net::UdpSocket) {
+    let _ = SockRef::from(socket).shutdown(std::net::Shutdown::Read);
+}
+
 /// `ip` in the family of the socket at `local` (an IPv4 address on a dual-stack IPv6 socket
 /// is mapped).
 fn same_family(ip: IpAddr, local: SocketAddr) -> IpAddr {

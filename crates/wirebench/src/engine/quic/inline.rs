@@ -183,7 +183,7 @@ impl Forwarded {
 
 impl InlineConnection {
     /// A client's UDP socket for `server`: connected and blocking. A clone of it is the
-    /// [`wake`] handle of the connection built on it.
+    /// [`net::wake_reader`] handle of the connection built on it.
     pub fn socket(server: SocketAddr) -> Result<UdpSocket> {
         let socket = super::client_socket(server)?;
         socket
@@ -549,8 +549,8 @@ impl InlineConnection {
         // One reading of the clock serves the datagram and the timers.
         now = Instant::now();
         match received {
-            // Nothing: the socket was shut down for reading by [`wake`], or what came was not
-            // the peer's (handed back).
+            // Nothing: the socket was shut down for reading by `net::wake_reader`, or what came
+            // was not the peer's (handed back).
             Ok(0) => {}
             Ok(_) => {
                 let datagram = if self.copy_datagrams {
@@ -635,13 +635,6 @@ impl Drop for InlineConnection {
     fn drop(&mut self) {
         self.close_now(b"dropped");
     }
-}
-
-/// Wakes the thread blocked on the connection over `socket` (a clone of its socket) at once,
-/// so it sees a stop or close flag set just before without waiting out [`STOP_LOOK`]: shut
-/// down for reading, its `recv` returns; sending still works, so the close still goes.
-pub fn wake(socket: &UdpSocket) {
-    let _ = SockRef::from(socket).shutdown(std::net::Shutdown::Read);
 }
 
 /// One stream of an [`InlineConnection`] through tokio's I/O traits, for the generic loops of
@@ -904,14 +897,14 @@ impl LegControl {
     /// Stops the leg where it is (the server is gone): its result is an error.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        wake(&self.waker);
+        net::wake_reader(&self.waker);
     }
 
     /// Ends the connection (the report is in, or the leg failed) and returns its figures and
     /// what its socket ran with; `None` when it never connected.
     pub async fn close(self) -> Result<Option<(quinn::ConnectionStats, DataPathInfo)>> {
         self.close.store(true, Ordering::Relaxed);
-        wake(&self.waker);
+        net::wake_reader(&self.waker);
         self.thread.await.context("the QUIC thread failed")
     }
 }

@@ -47,7 +47,7 @@ use socket2::SockRef;
 use tokio::sync::oneshot;
 use wirebench_core::wire::proto::{ConnKind, DataPathInfo, Preamble, PREAMBLE_LEN};
 
-use super::inline::{is_marked_initial, wake, Forwarded, InlineConnection, InlineStream};
+use super::inline::{is_marked_initial, Forwarded, InlineConnection, InlineStream};
 use crate::engine::demux::{QuicDivert, Strays};
 use crate::transport::control::SETUP_TIMEOUT;
 use crate::transport::net;
@@ -314,7 +314,7 @@ impl ServeStop {
     /// Ends every wait of the work at once with an error.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        wake(&self.waker);
+        net::wake_reader(&self.waker);
     }
 }
 

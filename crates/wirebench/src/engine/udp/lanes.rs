@@ -19,7 +19,6 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use socket2::SockRef;
 use wirebench_core::machine::seq::DropMark;
@@ -178,8 +177,7 @@ impl Drop for Lanes {
 /// Wakes every lane thread out of its receive (a shut-down socket returns at once).
 fn shut(set: &LaneSet) {
     for socket in &set.sockets {
-        // An unconnected socket reports ENOTCONN, yet is shut down and its reader woken.
-        let _ = SockRef::from(&**socket).shutdown(std::net::Shutdown::Read);
+        crate::transport::net::wake_reader(socket);
     }
 }
 
@@ -242,14 +240,7 @@ fn serve(
                     nap::take();
                 }
             }
-            // The socket has no timeout, a signal is retried within the receive and a stop
-            // wakes the lane with a receive of nothing: an error is a datagram socket's one-off
-            // (an allocation that failed). Back off a little so that one that repeats cannot
-            // spin the lane.
-            Err(_) => {
-                failures = failures.saturating_add(1);
-                std::thread::sleep(Duration::from_millis(u64::from(failures.min(100))));
-            }
+            Err(_) => super::back_off(&mut failures),
         }
     }
 }
@@ -372,6 +363,7 @@ fn steering_program(lanes: u32) -> [libc::sock_filter; 7] {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::sync::Mutex;
+    use std::time::Duration;
 
     use wirebench_core::wire::datagram::Header;
 

@@ -43,6 +43,15 @@ pub use crate::transport::net::UDP_SOCKET_BUFFER;
 /// Largest UDP payload one GSO `sendmsg` may carry in total (IPv4 limit, the smaller one).
 const GSO_MAX_BYTES: usize = datagram::MAX_UDP_PAYLOAD_V4;
 
+/// After a receive error on a server's blocking UDP socket (no timeout, signals retried, a stop
+/// wakes it empty: an error is a datagram socket's one-off, an allocation that failed), sleeps
+/// 1 ms per such error in a row, at most 100 ms, so that one that repeats cannot spin the
+/// receiving thread. `failures` counts them; a good receive sets it back to 0.
+pub fn back_off(failures: &mut u32) {
+    *failures = failures.saturating_add(1);
+    std::thread::sleep(Duration::from_millis(u64::from((*failures).min(100))));
+}
+
 /// Consecutive errors or timeouts after which the client gives up on the server.
 pub(super) const MAX_CONSECUTIVE_FAILURES: u32 = 20;
 

@@ -26,9 +26,6 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-
-use socket2::SockRef;
 
 use crate::engine::demux::{DatagramHandler, Strays};
 use crate::transport::net;
@@ -180,8 +177,7 @@ impl OwnSocket {
 
     fn stop_thread(&self) {
         self.stop.store(true, Ordering::Release);
-        // A shut-down socket's receive returns at once, empty.
-        let _ = SockRef::from(&self.waker).shutdown(std::net::Shutdown::Read);
+        net::wake_reader(&self.waker);
     }
 }
 
@@ -241,12 +237,7 @@ impl Serving {
                         e.kind(),
                         io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted
                     ) => {}
-                // A datagram socket's one-off (an allocation that failed): back off a little,
-                // so that one that repeats cannot spin the thread.
-                Err(_) => {
-                    failures = failures.saturating_add(1);
-                    std::thread::sleep(Duration::from_millis(u64::from(failures.min(100))));
-                }
+                Err(_) => super::back_off(&mut failures),
             }
         }
         if let Some((dropped, from)) = strays.take_dropped() {
@@ -258,6 +249,7 @@ impl Serving {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::sync::Mutex;
+    use std::time::Duration;
 
     use wirebench_core::machine::seq::DropMark;
 

@@ -114,7 +114,7 @@ impl BlockingPort {
         let (halt, socket) = (Arc::clone(&self.halt), self.socket.try_clone()?);
         Ok(move || {
             halt.store(true, Ordering::Relaxed);
-            let _ = socket2::SockRef::from(&socket).shutdown(std::net::Shutdown::Read);
+            crate::transport::net::wake_reader(&socket);
         })
     }
 
