@@ -118,6 +118,11 @@ impl RequestTracker {
         seq
     }
 
+    /// The timeout each copy gets.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Requests sent and neither answered nor lost.
     pub fn outstanding(&self) -> usize {
         self.outstanding.len()

@@ -1,153 +1,200 @@
-//! A deadline for a thread blocked in a socket receive, kept by a helper thread instead of the
-//! kernel's receive timeout.
+//! A deadline for a thread blocked in a socket receive, kept by a POSIX timer that signals that
+//! thread, instead of the kernel's receive timeout.
 //!
-//! Why: a receive timeout (`SO_RCVTIMEO`) arms and cancels a kernel timer on every blocking
-//! receive, about 0.13 µs of a 12 µs loopback round trip, and the kernel rounds it up to its
-//! tick (4 ms at `HZ=250`), so a 100 µs request timeout fired after 4–8 ms. Here the receiver
-//! only stores its next deadline in an atomic; a helper thread sleeps until that deadline and,
-//! if it has passed unhandled, interrupts the receive with a signal (`EINTR`). In a steady
-//! exchange every deadline is later than the one before, so the helper wakes about once per
-//! timeout, off the round trip's path, and the receiver makes no extra system call.
+//! Why not a receive timeout (`SO_RCVTIMEO`): it arms and cancels a kernel timer on every
+//! blocking receive, about 0.13 µs of a 12 µs loopback round trip, and the kernel rounds it up
+//! to its tick (4 ms at `HZ=250`), so a 100 µs request timeout fired after 4–8 ms.
 //!
-//! The cost moves to that wake-up: with a 2 ms timeout (stop-and-wait's least RTO) and both
-//! ends pinned to the CPU the helper wakes on, about 1 % of round trips share it, which shows in
-//! their p99 (14 → 26 µs on one CPU; unchanged when the threads have CPUs of their own).
+//! Why not a helper thread that sleeps until the deadline (what this was before): it woke once
+//! per timeout to find the deadline moved on, an extra timer interrupt and two context switches
+//! each time (741 local timer interrupts a second against the tick's 250). With both ends on one
+//! CPU that hit 1 in 150 round trips at stop-and-wait's least RTO (2 ms) and lifted the p99 by
+//! a fifth to four fifths (14–23 µs against 12 µs with a 20 ms RTO; p50 equal).
+//!
+//! How: the receiving thread owns a timer (`timer_create`, `SIGEV_THREAD_ID`) whose signal
+//! interrupts its receive (`EINTR`). Deadlines move later with every exchange; the timer is
+//! re-armed only when the deadline has moved past it by half the distance it was armed at, or
+//! comes before it. In a steady exchange it thus never fires: no extra interrupt, one system
+//! call per half timeout (every 1 ms at 2 ms). That call must stay out of the round trips being
+//! timed: moving the CPU's next timer event reprograms its local APIC deadline, which costs
+//! 8–13 µs in this VM after a pause (0.4 µs in a tight loop; `lab/timer-rearm-cost.c`). Inside
+//! the round trips it took the p99 from 11.5 to 18.5 µs. So the callers also set the timer
+//! between round trips, to the earliest the next deadline can be, and the wait's own
+//! [`RecvAlarm::set`] finds it in place. The timer fires before a deadline only when the
+//! exchange paused for more than half a timeout; the receiver then looks at the clock
+//! ([`RecvAlarm::interrupted`]) and the next `set` moves the timer to the deadline.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The signal that interrupts the receive. Ignored by default and sent by nothing else here:
 /// the handler below does nothing, its only effect is that a blocked receive returns `EINTR`.
 const WAKE_SIGNAL: libc::c_int = libc::SIGURG;
 
-/// "No deadline" in [`Shared::deadline`].
-const NONE: u64 = u64::MAX;
-
-/// How often the helper interrupts again while a passed deadline stays unhandled: a signal that
+/// How often the timer fires again after its deadline until it is re-armed: a signal that
 /// lands just before the receive starts interrupts nothing.
 const AGAIN_EVERY: Duration = Duration::from_millis(1);
 
-/// How long the helper sleeps when the receiver has no deadline (it is woken for a new one).
-const IDLE_SLEEP: Duration = Duration::from_secs(1);
-
-/// What the receiver and the helper share.
-struct Shared {
-    /// Where the nanosecond counts below start.
-    epoch: Instant,
-    /// The receiver's next deadline, in ns after `epoch`, or [`NONE`].
-    deadline: AtomicU64,
-    /// What the helper sleeps until (ns after `epoch`): the receiver wakes it only for an
-    /// earlier deadline.
-    helper_until: AtomicU64,
-    /// Set when the receiver is done.
-    stop: AtomicBool,
+/// When the timer fires (ns after the alarm's `epoch`), and how far a later deadline may lie
+/// before the timer is moved to it.
+#[derive(Debug, Clone, Copy)]
+struct Armed {
+    until: u64,
+    keep_within: u64,
 }
 
-impl Shared {
-    fn ns(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(NONE - 1)
-    }
-}
-
-/// The receiving thread's side: set a deadline before each blocking receive, and treat an
-/// `Interrupted` receive like a timed-out one. Dropping it stops the helper.
+/// The receiving thread's deadline: set it before each blocking receive, and after an
+/// `Interrupted` receive tell it the time ([`RecvAlarm::interrupted`]). Its timer signals the
+/// thread that made it, so only that thread may set it ([`RecvAlarm::set`] refuses others).
 pub struct RecvAlarm {
-    shared: Arc<Shared>,
-    helper: Option<JoinHandle<()>>,
+    timer: libc::timer_t,
+    /// The thread the timer signals.
+    owner: libc::pthread_t,
+    /// Where the nanosecond counts start...
+    epoch: Instant,
+    /// ...and that instant on `CLOCK_MONOTONIC` (read after it, so never early).
+    epoch_clock_ns: u64,
+    armed: Option<Armed>,
+    /// Times the timer was set (tests look at it: a steady exchange sets it once).
+    arms: u64,
 }
+
+// SAFETY: `timer_t` is the kernel's id of the timer, valid from any thread of the process; the
+// thread it signals is fixed when it is made, and `set` checks that it runs there. Moving the
+// alarm lets a port that owns it start on one thread and receive on another before its first
+// receive makes the alarm.
+unsafe impl Send for RecvAlarm {}
 
 impl RecvAlarm {
-    /// Starts the helper for the calling thread, the one that will block.
+    /// Makes the timer for the calling thread, the one that will block.
     pub fn for_this_thread() -> io::Result<Self> {
         install_handler()?;
-        // SAFETY: pthread_self has no preconditions; the handle stays valid because the helper
-        // is joined (in Drop) before this thread can finish.
-        let target = unsafe { libc::pthread_self() };
-        let shared = Arc::new(Shared {
-            epoch: Instant::now(),
-            deadline: AtomicU64::new(NONE),
-            helper_until: AtomicU64::new(NONE),
-            stop: AtomicBool::new(false),
-        });
-        let theirs = Arc::clone(&shared);
-        let helper = std::thread::Builder::new()
-            .name("recv-alarm".into())
-            .spawn(move || keep_deadlines(&theirs, target))?;
+        let epoch = Instant::now();
+        let epoch_clock_ns = monotonic_ns()?;
+        // SAFETY: a zeroed sigevent is valid; the fields set below make it "signal this thread".
+        let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = WAKE_SIGNAL;
+        // SAFETY: gettid has no preconditions.
+        event.sigev_notify_thread_id = unsafe { libc::gettid() };
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: both pointers are valid for the call; the timer is deleted in Drop.
+        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut timer) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
         Ok(RecvAlarm {
-            shared,
-            helper: Some(helper),
+            timer,
+            epoch,
+            epoch_clock_ns,
+            // SAFETY: pthread_self has no preconditions.
+            owner: unsafe { libc::pthread_self() },
+            armed: None,
+            arms: 0,
         })
     }
 
-    /// The next deadline (None: none). An atomic store, and a wake-up of the helper only when
-    /// the deadline comes before what it sleeps until.
-    pub fn set(&self, deadline: Option<Instant>) {
-        let at = deadline.map_or(NONE, |d| self.shared.ns(d));
-        // SeqCst on both sides: either the helper sees this deadline before it sleeps, or this
-        // thread sees what it sleeps until and wakes it.
-        if self.shared.deadline.swap(at, Ordering::SeqCst) == at {
-            return;
+    /// The next deadline (None: none). Usually nothing but a comparison: the timer moves only
+    /// for a deadline before it, or one past it by more than it keeps within.
+    pub fn set(&mut self, deadline: Option<Instant>) -> io::Result<()> {
+        // SAFETY: pthread_self and pthread_equal have no preconditions.
+        if unsafe { libc::pthread_equal(self.owner, libc::pthread_self()) } == 0 {
+            return Err(io::Error::other(
+                "a receive alarm was set from a thread other than the one it interrupts",
+            ));
         }
-        if at < self.shared.helper_until.load(Ordering::SeqCst) {
-            if let Some(helper) = &self.helper {
-                helper.thread().unpark();
-            }
+        let Some(deadline) = deadline else {
+            // Disarmed rather than left to fire every millisecond through a pause.
+            return match self.armed {
+                Some(_) => self.arm(None),
+                None => Ok(()),
+            };
+        };
+        let at = self.ns(deadline);
+        match self.armed {
+            Some(a) if at >= a.until && at - a.until < a.keep_within => Ok(()),
+            _ => self.arm(Some(at)),
         }
+    }
+
+    /// After an `Interrupted` receive, with the clock read that followed: a timer that has
+    /// fired keeps firing every millisecond until the next [`RecvAlarm::set`] re-arms it.
+    pub fn interrupted(&mut self, now: Instant) {
+        let now = self.ns(now);
+        if self.armed.is_some_and(|a| a.until <= now) {
+            self.armed = None;
+        }
+    }
+
+    fn arm(&mut self, at: Option<u64>) -> io::Result<()> {
+        let value = match at {
+            // Zero disarms; an absolute time is at least 1 ns past the clock's epoch.
+            None => timespec(0),
+            Some(at) => timespec(self.epoch_clock_ns.saturating_add(at).max(1)),
+        };
+        let spec = libc::itimerspec {
+            it_interval: timespec(nanos(AGAIN_EVERY)),
+            it_value: value,
+        };
+        // SAFETY: the timer is alive (deleted only in Drop) and `spec` is valid for the call.
+        let set = unsafe {
+            libc::timer_settime(self.timer, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        };
+        if set != 0 {
+            self.armed = None;
+            return Err(io::Error::last_os_error());
+        }
+        self.arms += 1;
+        self.armed = at.map(|until| Armed {
+            until,
+            keep_within: until.saturating_sub(self.ns(Instant::now())) / 2,
+        });
+        Ok(())
+    }
+
+    fn ns(&self, at: Instant) -> u64 {
+        nanos(at.saturating_duration_since(self.epoch))
     }
 }
 
 impl std::fmt::Debug for RecvAlarm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let deadline = self.shared.deadline.load(Ordering::Relaxed);
         f.debug_struct("RecvAlarm")
-            .field("deadline_ns", &(deadline != NONE).then_some(deadline))
+            .field("armed_until_ns", &self.armed.map(|a| a.until))
             .finish()
     }
 }
 
 impl Drop for RecvAlarm {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        if let Some(helper) = self.helper.take() {
-            helper.thread().unpark();
-            let _ = helper.join();
-        }
-        // A signal the helper sent just before it stopped is pending on this thread: take it now
-        // (any system call's return delivers it), not in whatever blocking call comes next.
-        std::thread::yield_now();
+        // SAFETY: the timer was made in for_this_thread and is deleted only here. A signal it
+        // sent just before is pending on this thread and is taken on this call's return, not in
+        // whatever blocking call comes next.
+        unsafe { libc::timer_delete(self.timer) };
     }
 }
 
-/// The helper: sleeps until the receiver's deadline; while it has passed unhandled, interrupts
-/// the receiver every [`AGAIN_EVERY`].
-fn keep_deadlines(shared: &Shared, target: libc::pthread_t) {
-    while !shared.stop.load(Ordering::SeqCst) {
-        let now = shared.ns(Instant::now());
-        let deadline = shared.deadline.load(Ordering::SeqCst);
-        let until = if deadline == NONE {
-            now.saturating_add(nanos(IDLE_SLEEP))
-        } else if deadline > now {
-            deadline
-        } else {
-            // SAFETY: `target` is alive (it joins this thread before it ends); the signal's
-            // handler is installed and does nothing.
-            unsafe { libc::pthread_kill(target, WAKE_SIGNAL) };
-            now.saturating_add(nanos(AGAIN_EVERY))
-        };
-        shared.helper_until.store(until, Ordering::SeqCst);
-        // The deadline moved meanwhile: look again rather than sleep past it.
-        if shared.deadline.load(Ordering::SeqCst) != deadline {
-            continue;
-        }
-        std::thread::park_timeout(Duration::from_nanos(until.saturating_sub(now)));
+fn monotonic_ns() -> io::Result<u64> {
+    // SAFETY: a zeroed timespec is valid and the pointer is valid for the call.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+    let sub = u64::try_from(now.tv_nsec).unwrap_or(0);
+    Ok(secs.saturating_mul(1_000_000_000).saturating_add(sub))
+}
+
+fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: libc::time_t::try_from(ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
+        // Below 10^9: fits every c_long.
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     }
 }
 
 fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(NONE - 1)
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Installs the do-nothing handler for [`WAKE_SIGNAL`] once per process, without
@@ -196,44 +243,99 @@ mod tests {
     #[test]
     fn a_receive_without_a_timeout_ends_at_the_deadline() {
         let (socket, _silent) = quiet_pair();
-        let alarm = RecvAlarm::for_this_thread().unwrap();
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
         let mut buf = [0u8; 8];
         for wait in [Duration::from_micros(300), Duration::from_millis(20)] {
             let begun = Instant::now();
-            alarm.set(Some(begun + wait));
+            alarm.set(Some(begun + wait)).unwrap();
             let err = socket.recv(&mut buf).unwrap_err();
             let took = begun.elapsed();
             assert_eq!(err.kind(), io::ErrorKind::Interrupted);
             // Never early; late by a scheduling delay, not by the kernel's 4 ms tick. The upper
-            // bound only catches a missed deadline (the helper retries every millisecond) on a
-            // busy machine.
+            // bound only catches a missed deadline (the timer fires again every millisecond) on
+            // a busy machine.
             assert!(took >= wait, "woke after {took:?}, before {wait:?}");
             assert!(took < wait + Duration::from_secs(2), "woke after {took:?}");
+            alarm.interrupted(Instant::now());
         }
     }
 
     #[test]
-    fn an_earlier_deadline_wakes_a_sleeping_helper() {
+    fn an_earlier_deadline_moves_the_timer() {
         let (socket, _silent) = quiet_pair();
-        let alarm = RecvAlarm::for_this_thread().unwrap();
-        // The helper sleeps towards a deadline an hour away...
-        alarm.set(Some(Instant::now() + Duration::from_secs(3600)));
-        // ...and must still keep this one.
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        // The timer is set an hour away...
+        alarm
+            .set(Some(Instant::now() + Duration::from_secs(3600)))
+            .unwrap();
+        // ...and must still keep this deadline.
         let begun = Instant::now();
-        alarm.set(Some(begun + Duration::from_millis(5)));
+        alarm.set(Some(begun + Duration::from_millis(5))).unwrap();
         let mut buf = [0u8; 8];
         assert_eq!(
             socket.recv(&mut buf).unwrap_err().kind(),
             io::ErrorKind::Interrupted
         );
         assert!(begun.elapsed() >= Duration::from_millis(5));
+        assert_eq!(alarm.arms, 2);
+    }
+
+    #[test]
+    fn a_steady_exchange_sets_the_timer_once_and_is_never_interrupted() {
+        // Each deadline a little later than the one before, as each round trip sets it: all
+        // fall within half the first distance (10 s), so the timer stays where it was set.
+        let (socket, peer) = quiet_pair();
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        let mut buf = [0u8; 8];
+        for _ in 0..2000 {
+            alarm
+                .set(Some(Instant::now() + Duration::from_secs(20)))
+                .unwrap();
+            peer.send_to(b"ack", socket.local_addr().unwrap()).unwrap();
+            assert_eq!(socket.recv(&mut buf).unwrap(), 3);
+        }
+        assert_eq!(alarm.arms, 1);
+    }
+
+    #[test]
+    fn a_timer_that_fires_before_a_later_deadline_is_moved_to_it() {
+        // The second deadline lies within what the timer keeps (half of 100 ms), so the timer
+        // stays at the first one and fires there; the receiver sees the clock short of its
+        // deadline, and the next set moves the timer to it.
+        let (socket, _silent) = quiet_pair();
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        let begun = Instant::now();
+        let (first, deadline) = (
+            begun + Duration::from_millis(100),
+            begun + Duration::from_millis(140),
+        );
+        alarm.set(Some(first)).unwrap();
+        alarm.set(Some(deadline)).unwrap();
+        assert_eq!(alarm.armed.map(|a| a.until), Some(alarm.ns(first)));
+        let mut buf = [0u8; 8];
+        let err = socket.recv(&mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted);
+        let now = Instant::now();
+        assert!(now >= first);
+        alarm.interrupted(now);
+        assert!(alarm.armed.is_none(), "a fired timer is forgotten");
+        // On a machine too busy to wake within 40 ms the deadline has passed too: done.
+        if now < deadline {
+            alarm.set(Some(deadline)).unwrap();
+            assert_eq!(alarm.armed.map(|a| a.until), Some(alarm.ns(deadline)));
+            let err = socket.recv(&mut buf).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::Interrupted);
+            assert!(Instant::now() >= deadline);
+        }
     }
 
     #[test]
     fn an_answer_before_the_deadline_is_received() {
         let (socket, silent) = quiet_pair();
-        let alarm = RecvAlarm::for_this_thread().unwrap();
-        alarm.set(Some(Instant::now() + Duration::from_secs(3600)));
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        alarm
+            .set(Some(Instant::now() + Duration::from_secs(3600)))
+            .unwrap();
         silent
             .send_to(b"pong", socket.local_addr().unwrap())
             .unwrap();
@@ -244,8 +346,8 @@ mod tests {
     #[test]
     fn no_interruption_outlives_the_alarm() {
         let (socket, _silent) = quiet_pair();
-        let alarm = RecvAlarm::for_this_thread().unwrap();
-        alarm.set(Some(Instant::now()));
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        alarm.set(Some(Instant::now())).unwrap();
         let mut buf = [0u8; 8];
         // A passed deadline left unhandled interrupts again and again...
         for _ in 0..2 {
@@ -259,6 +361,28 @@ mod tests {
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
+        let err = socket.recv(&mut buf).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn no_deadline_disarms_the_timer() {
+        let (socket, _silent) = quiet_pair();
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        alarm
+            .set(Some(Instant::now() + Duration::from_millis(1)))
+            .unwrap();
+        alarm.set(None).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let mut buf = [0u8; 8];
         let err = socket.recv(&mut buf).unwrap_err();
         assert!(
             matches!(

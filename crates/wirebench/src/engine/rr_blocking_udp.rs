@@ -36,8 +36,9 @@ pub fn flow(
     let mut buf = vec![0u8; HEADER_LEN + shape.response + 1];
     let mut send_errors = 0u64;
     let mut next_send_at: Option<Instant> = None;
-    // Interrupts the receive at the next deadline; a steady ping costs it no system call.
-    let alarm = RecvAlarm::for_this_thread()?;
+    // Interrupts the receive at the next deadline; a steady ping moves its timer once per half
+    // timeout.
+    let mut alarm = RecvAlarm::for_this_thread()?;
     loop {
         if plan.stopped() {
             break;
@@ -65,7 +66,7 @@ pub fn flow(
         };
         if tracker.outstanding() == 0 {
             // Nothing to wait for but the next request's time.
-            alarm.set(None);
+            alarm.set(None)?;
             if let Some(at) = wake {
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
             }
@@ -77,7 +78,7 @@ pub fn flow(
             send_errors += expire(socket, &mut out, session, tracker, now);
             continue;
         }
-        alarm.set(wake);
+        alarm.set(wake)?;
         match syscall::recv(socket, &mut buf, 0) {
             Ok(n) => match Header::decode(&buf[..n]) {
                 Ok(h)
@@ -101,6 +102,15 @@ pub fn flow(
                             }
                         }
                     }
+                    // Between round trips: the timer set for the next request's deadline (no
+                    // earlier than this), so that its wait makes no system call. (With a pause
+                    // between requests the loop disarms it instead.)
+                    if plan.interval.is_none()
+                        && tracker.outstanding() == 0
+                        && plan.more(tracker.counts().sent, now)
+                    {
+                        alarm.set(Some(now + tracker.timeout()))?;
+                    }
                 }
                 // Not ours, or malformed: ignored.
                 _ => {}
@@ -114,7 +124,9 @@ pub fn flow(
                         | io::ErrorKind::TimedOut
                 ) =>
             {
-                send_errors += expire(socket, &mut out, session, tracker, Instant::now());
+                let now = Instant::now();
+                alarm.interrupted(now);
+                send_errors += expire(socket, &mut out, session, tracker, now);
             }
             // An ICMP error (port unreachable) from an earlier send: the request it belongs to
             // will time out.

@@ -38,6 +38,11 @@ pub trait DatagramPort {
     fn connected(&self) -> bool {
         false
     }
+    /// Between round trips, outside the time any of them is measured over: the next wait's
+    /// deadline will be no earlier than `earliest`, so a port can get its timer ready now.
+    fn ready_for(&mut self, _earliest: Instant) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The busy-poll port: a non-blocking std socket spun on in a thread of its own (driven with
@@ -117,15 +122,16 @@ impl BlockingPort {
             crate::transport::net::wake_reader(&socket);
         })
     }
+}
 
-    fn stopped(&self) -> Option<io::Result<usize>> {
-        self.halt.load(Ordering::Relaxed).then(|| {
-            Err(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "stopped: the server is gone",
-            ))
-        })
-    }
+/// The error that ends a wait once the port's stopper has run.
+fn stopped(halt: &AtomicBool) -> Option<io::Result<usize>> {
+    halt.load(Ordering::Relaxed).then(|| {
+        Err(io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            "stopped: the server is gone",
+        ))
+    })
 }
 
 impl DatagramPort for BlockingPort {
@@ -148,20 +154,30 @@ impl DatagramPort for BlockingPort {
             },
         };
         // The deadline stays set after the wait: the next wait, microseconds later, moves it
-        // later, which costs the helper nothing. (Clearing it would send the helper to a long
-        // sleep and make the next wait wake it: a system call, and on one CPU two switches.)
-        alarm.set(Some(deadline));
+        // later, which usually leaves the timer where it is. (Clearing it would cost a system
+        // call now and another at the next wait.)
+        if let Err(e) = alarm.set(Some(deadline)) {
+            return Some(Err(e));
+        }
         // The first receive starts without a look at the clock: it would be a clock read
         // inside the round trip being timed, and the deadline (a retransmission timeout, 2 ms
         // or more after the send) is the alarm's to catch. After an interruption the clock
         // says whether it was the deadline.
         let mut again = false;
         loop {
-            if let Some(stopped) = self.stopped() {
+            if let Some(stopped) = stopped(&self.halt) {
                 return Some(stopped);
             }
-            if again && Instant::now() >= deadline {
-                return None;
+            if again {
+                let now = Instant::now();
+                if now >= deadline {
+                    return None;
+                }
+                // Fired short of this deadline (the exchange paused): move it there.
+                alarm.interrupted(now);
+                if let Err(e) = alarm.set(Some(deadline)) {
+                    return Some(Err(e));
+                }
             }
             again = true;
             match syscall::recv(&self.socket, buf, 0) {
@@ -182,6 +198,15 @@ impl DatagramPort for BlockingPort {
 
     fn connected(&self) -> bool {
         self.socket.peer_addr().is_ok()
+    }
+
+    fn ready_for(&mut self, earliest: Instant) -> io::Result<()> {
+        // The timer set a little before the next deadline: the wait's own `set` then finds it
+        // in place and makes no system call inside the round trip it times.
+        match &mut self.alarm {
+            Some(alarm) => alarm.set(Some(earliest)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -257,6 +282,11 @@ pub async fn send_stop_and_wait<P: DatagramPort>(
                     }
                     if stop_at.is_some_and(|d| now >= d) {
                         break;
+                    }
+                    // The next send comes after this clock read and keeps this timeout.
+                    if !sender.is_done() {
+                        port.ready_for(now + sender.current_rto())
+                            .context("setting the retransmission timer")?;
                     }
                 }
             }
