@@ -101,6 +101,8 @@ impl OwnSockets {
     }
 
     /// Connects `socket` (bound to the port, in the group) to `peer` and starts its thread.
+    /// Should either step fail, what the socket caught since its bind goes back to the shared
+    /// socket (the client's too: the lanes then serve the session).
     fn start(
         &self,
         socket: UdpSocket,
@@ -108,11 +110,23 @@ impl OwnSockets {
         (peer, to): (SocketAddr, Option<IpAddr>),
         handler: Arc<dyn DatagramHandler>,
     ) -> io::Result<OwnSocket> {
-        let peer_here = net::connect_blocking(&socket, peer).map_err(io_error)?;
-        let waker = socket.try_clone()?;
-        let stop = Arc::new(AtomicBool::new(false));
         // Where a handed-back datagram arrived, as the shared socket would have said.
         let stray_to = to.filter(|_| self.local.ip().is_unspecified());
+        let peer_here = match net::connect_blocking(&socket, peer) {
+            Ok(here) => here,
+            Err(e) => {
+                self.hand_back(&socket, stray_to);
+                return Err(io_error(e));
+            }
+        };
+        let waker = match socket.try_clone() {
+            Ok(waker) => waker,
+            Err(e) => {
+                self.hand_back(&socket, stray_to);
+                return Err(e);
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
         let serving = Serving {
             socket,
             client: (peer, peer_here, to),
@@ -120,17 +134,39 @@ impl OwnSockets {
             handler,
             stop: Arc::clone(&stop),
         };
-        let thread = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("udp-own".into())
             .spawn(move || {
                 let _slot = slot;
                 serving.run();
-            })?;
-        Ok(OwnSocket {
-            stop,
-            waker,
-            thread: Some(thread),
-        })
+            });
+        match spawned {
+            Ok(thread) => Ok(OwnSocket {
+                stop,
+                waker,
+                thread: Some(thread),
+            }),
+            // The clone reads the same socket, which outlives the refused thread's copy.
+            Err(e) => {
+                self.hand_back(&waker, stray_to);
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives everything queued on `socket` to the shared socket's queue, and says what did
+    /// not fit.
+    fn hand_back(&self, socket: &UdpSocket, stray_to: Option<IpAddr>) {
+        if socket.set_nonblocking(true).is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            self.strays.push(&buf[..n], from, stray_to);
+        }
+        if let Some((dropped, from)) = self.strays.take_dropped() {
+            (self.lost)(dropped, from);
+        }
     }
 }
 
@@ -340,6 +376,36 @@ mod tests {
                 .map(|r| (vec![r; 8], c_addr, Some(loopback(port).ip())))
                 .collect::<Vec<_>>()
         );
+    }
+
+    /// A socket that cannot connect to its client (here: an IPv6 client for an IPv4 socket)
+    /// gives back what it caught since its bind, the client's datagram too, and frees its slot.
+    #[test]
+    fn a_socket_that_cannot_start_gives_back_what_it_caught() {
+        let shared = shared();
+        let port = shared.local_addr().unwrap().port();
+        let strays: Arc<Strays> = Arc::default();
+        let lost: LostStrays = Arc::new(|_, _| panic!("nothing is lost here"));
+        let own = OwnSockets::new(shared.local_addr().unwrap(), Arc::clone(&strays), lost);
+        let (c, other) = (client(loopback(port)), client(loopback(port)));
+        let to = Some(loopback(port).ip());
+        let slot = OpenSlot::take(&own.open).unwrap();
+        let bound = net::udp_port_socket_at(own.local, to).unwrap();
+        other.send(b"someone else's").unwrap();
+        c.send(b"the client's").unwrap();
+        let unreachable = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 9));
+        let session = Arc::new(Echo::default());
+        let refused = own.start(bound, slot, (unreachable, to), session.clone());
+        assert!(refused.is_err(), "an IPv4 socket connected to an IPv6 peer");
+        assert_eq!(own.open_now(), 0);
+        assert_eq!(
+            strays.queued(),
+            vec![
+                (b"someone else's".to_vec(), other.local_addr().unwrap()),
+                (b"the client's".to_vec(), c.local_addr().unwrap()),
+            ]
+        );
+        assert!(session.0.lock().unwrap().is_empty());
     }
 
     /// What another address sent to the port between the socket's bind and its connect is
