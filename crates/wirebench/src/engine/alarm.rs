@@ -44,6 +44,16 @@ struct Armed {
     keep_within: u64,
 }
 
+/// Where the timer stands.
+#[derive(Debug, Clone, Copy)]
+enum Timer {
+    Off,
+    At(Armed),
+    /// It has fired and fires every [`AGAIN_EVERY`] until it is moved or stopped (also what a
+    /// failed `timer_settime` leaves: not known to be off).
+    Fired,
+}
+
 /// The receiving thread's deadline: set it before each blocking receive, and after an
 /// `Interrupted` receive tell it the time ([`RecvAlarm::interrupted`]). Its timer signals the
 /// thread that made it, so only that thread may set it ([`RecvAlarm::set`] refuses others).
@@ -55,7 +65,7 @@ pub struct RecvAlarm {
     epoch: Instant,
     /// ...and that instant on `CLOCK_MONOTONIC` (read after it, so never early).
     epoch_clock_ns: u64,
-    armed: Option<Armed>,
+    timer_is: Timer,
     /// Times the timer was set (tests look at it: a steady exchange sets it once).
     arms: u64,
 }
@@ -89,7 +99,7 @@ impl RecvAlarm {
             epoch_clock_ns,
             // SAFETY: pthread_self has no preconditions.
             owner: unsafe { libc::pthread_self() },
-            armed: None,
+            timer_is: Timer::Off,
             arms: 0,
         })
     }
@@ -104,15 +114,15 @@ impl RecvAlarm {
             ));
         }
         let Some(deadline) = deadline else {
-            // Disarmed rather than left to fire every millisecond through a pause.
-            return match self.armed {
-                Some(_) => self.arm(None),
-                None => Ok(()),
+            // Stopped rather than left to fire every millisecond through a pause.
+            return match self.timer_is {
+                Timer::Off => Ok(()),
+                Timer::At(_) | Timer::Fired => self.arm(None),
             };
         };
         let at = self.ns(deadline);
-        match self.armed {
-            Some(a) if at >= a.until && at - a.until < a.keep_within => Ok(()),
+        match self.timer_is {
+            Timer::At(a) if at >= a.until && at - a.until < a.keep_within => Ok(()),
             _ => self.arm(Some(at)),
         }
     }
@@ -121,8 +131,8 @@ impl RecvAlarm {
     /// fired keeps firing every millisecond until the next [`RecvAlarm::set`] re-arms it.
     pub fn interrupted(&mut self, now: Instant) {
         let now = self.ns(now);
-        if self.armed.is_some_and(|a| a.until <= now) {
-            self.armed = None;
+        if matches!(self.timer_is, Timer::At(a) if a.until <= now) {
+            self.timer_is = Timer::Fired;
         }
     }
 
@@ -141,26 +151,37 @@ impl RecvAlarm {
             libc::timer_settime(self.timer, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
         };
         if set != 0 {
-            self.armed = None;
+            self.timer_is = Timer::Fired;
             return Err(io::Error::last_os_error());
         }
         self.arms += 1;
-        self.armed = at.map(|until| Armed {
-            until,
-            keep_within: until.saturating_sub(self.ns(Instant::now())) / 2,
-        });
+        self.timer_is = match at {
+            None => Timer::Off,
+            Some(until) => Timer::At(Armed {
+                until,
+                keep_within: until.saturating_sub(self.ns(Instant::now())) / 2,
+            }),
+        };
         Ok(())
     }
 
     fn ns(&self, at: Instant) -> u64 {
         nanos(at.saturating_duration_since(self.epoch))
     }
+
+    #[cfg(test)]
+    fn armed_until(&self) -> Option<u64> {
+        match self.timer_is {
+            Timer::At(a) => Some(a.until),
+            Timer::Off | Timer::Fired => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for RecvAlarm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecvAlarm")
-            .field("armed_until_ns", &self.armed.map(|a| a.until))
+            .field("timer", &self.timer_is)
             .finish()
     }
 }
@@ -311,18 +332,18 @@ mod tests {
         );
         alarm.set(Some(first)).unwrap();
         alarm.set(Some(deadline)).unwrap();
-        assert_eq!(alarm.armed.map(|a| a.until), Some(alarm.ns(first)));
+        assert_eq!(alarm.armed_until(), Some(alarm.ns(first)));
         let mut buf = [0u8; 8];
         let err = socket.recv(&mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Interrupted);
         let now = Instant::now();
         assert!(now >= first);
         alarm.interrupted(now);
-        assert!(alarm.armed.is_none(), "a fired timer is forgotten");
+        assert!(matches!(alarm.timer_is, Timer::Fired), "{alarm:?}");
         // On a machine too busy to wake within 40 ms the deadline has passed too: done.
         if now < deadline {
             alarm.set(Some(deadline)).unwrap();
-            assert_eq!(alarm.armed.map(|a| a.until), Some(alarm.ns(deadline)));
+            assert_eq!(alarm.armed_until(), Some(alarm.ns(deadline)));
             let err = socket.recv(&mut buf).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::Interrupted);
             assert!(Instant::now() >= deadline);
@@ -362,6 +383,38 @@ mod tests {
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
         let err = socket.recv(&mut buf).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{err}"
+        );
+    }
+
+    /// A timer that fired keeps firing until moved; no deadline (a pause before the next
+    /// request) stops it too.
+    #[test]
+    fn no_deadline_stops_a_timer_that_fired() {
+        let (socket, _silent) = quiet_pair();
+        let mut alarm = RecvAlarm::for_this_thread().unwrap();
+        alarm.set(Some(Instant::now())).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            socket.recv(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::Interrupted
+        );
+        alarm.interrupted(Instant::now());
+        alarm.set(None).unwrap();
+        // A signal already queued may still interrupt once; after that the receive waits its
+        // own timeout.
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let mut err = socket.recv(&mut buf).unwrap_err();
+        if err.kind() == io::ErrorKind::Interrupted {
+            err = socket.recv(&mut buf).unwrap_err();
+        }
         assert!(
             matches!(
                 err.kind(),
