@@ -378,10 +378,22 @@ mod tests {
         );
     }
 
-    /// A socket that cannot connect to its client (here: an IPv6 client for an IPv4 socket)
-    /// gives back what it caught since its bind, the client's datagram too, and frees its slot.
-    #[test]
-    fn a_socket_that_cannot_start_gives_back_what_it_caught() {
+    /// A socket bound to the port at the address asked at, not yet connected, which has caught
+    /// a datagram from `other` and then one from the client `c`. (Bound to that address, it
+    /// is preferred by the kernel to the wildcard group: it catches both for sure.)
+    struct Window {
+        /// Held so that the port stays bound.
+        _shared: UdpSocket,
+        own: OwnSockets,
+        strays: Arc<Strays>,
+        c: UdpSocket,
+        other: UdpSocket,
+        to: Option<IpAddr>,
+        slot: OpenSlot,
+        bound: UdpSocket,
+    }
+
+    fn caught_in_the_window() -> Window {
         let shared = shared();
         let port = shared.local_addr().unwrap().port();
         let strays: Arc<Strays> = Arc::default();
@@ -393,55 +405,63 @@ mod tests {
         let bound = net::udp_port_socket_at(own.local, to).unwrap();
         other.send(b"someone else's").unwrap();
         c.send(b"the client's").unwrap();
+        Window {
+            _shared: shared,
+            own,
+            strays,
+            c,
+            other,
+            to,
+            slot,
+            bound,
+        }
+    }
+
+    /// A socket that cannot connect to its client (here: an IPv6 client for an IPv4 socket)
+    /// gives back what it caught since its bind, the client's datagram too, and frees its slot.
+    #[test]
+    fn a_socket_that_cannot_start_gives_back_what_it_caught() {
+        let w = caught_in_the_window();
         let unreachable = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 9));
         let session = Arc::new(Echo::default());
-        let refused = own.start(bound, slot, (unreachable, to), session.clone());
+        let refused = w
+            .own
+            .start(w.bound, w.slot, (unreachable, w.to), session.clone());
         assert!(refused.is_err(), "an IPv4 socket connected to an IPv6 peer");
-        assert_eq!(own.open_now(), 0);
+        assert_eq!(w.own.open_now(), 0);
         assert_eq!(
-            strays.queued(),
+            w.strays.queued(),
             vec![
-                (b"someone else's".to_vec(), other.local_addr().unwrap()),
-                (b"the client's".to_vec(), c.local_addr().unwrap()),
+                (b"someone else's".to_vec(), w.other.local_addr().unwrap()),
+                (b"the client's".to_vec(), w.c.local_addr().unwrap()),
             ]
         );
         assert!(session.0.lock().unwrap().is_empty());
     }
 
     /// What another address sent to the port between the socket's bind and its connect is
-    /// handed back to the shared socket, the client's is served. (Bound to the address asked
-    /// at, the socket is preferred by the kernel to the wildcard group: it catches both for
-    /// sure.)
+    /// handed back to the shared socket, the client's is served.
     #[test]
     fn what_others_sent_before_the_connect_goes_back() {
-        let shared = shared();
-        let port = shared.local_addr().unwrap().port();
-        let strays: Arc<Strays> = Arc::default();
-        let lost: LostStrays = Arc::new(|_, _| panic!("nothing is lost here"));
-        let own = OwnSockets::new(shared.local_addr().unwrap(), Arc::clone(&strays), lost);
-        let (c, other) = (client(loopback(port)), client(loopback(port)));
-        let to = Some(loopback(port).ip());
-        let slot = OpenSlot::take(&own.open).unwrap();
-        let bound = net::udp_port_socket_at(own.local, to).unwrap();
-        other.send(b"someone else's").unwrap();
-        c.send(b"the client's").unwrap();
+        let w = caught_in_the_window();
         let session = Arc::new(Echo::default());
-        let c_addr = c.local_addr().unwrap();
-        let socket = own
-            .start(bound, slot, (c_addr, to), session.clone())
+        let c_addr = w.c.local_addr().unwrap();
+        let socket = w
+            .own
+            .start(w.bound, w.slot, (c_addr, w.to), session.clone())
             .unwrap();
         let mut buf = [0u8; 16];
-        let n = c.recv(&mut buf).expect("the session's answer");
+        let n = w.c.recv(&mut buf).expect("the session's answer");
         assert_eq!(&buf[..n], b"ok");
         // The other datagram was queued first: by the answer it was handed back.
         assert_eq!(
-            strays.queued(),
-            vec![(b"someone else's".to_vec(), other.local_addr().unwrap())]
+            w.strays.queued(),
+            vec![(b"someone else's".to_vec(), w.other.local_addr().unwrap())]
         );
         socket.close();
         assert_eq!(
             session.0.lock().unwrap().clone(),
-            vec![(b"the client's".to_vec(), c_addr, to)]
+            vec![(b"the client's".to_vec(), c_addr, w.to)]
         );
     }
 }
