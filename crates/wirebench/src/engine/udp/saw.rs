@@ -170,11 +170,12 @@ impl DatagramPort for BlockingPort {
             }
             if again {
                 let now = Instant::now();
+                // The timer fired: at this deadline, or short of it (the exchange paused),
+                // and then the set below moves it there.
+                alarm.interrupted(now);
                 if now >= deadline {
                     return None;
                 }
-                // Fired short of this deadline (the exchange paused): move it there.
-                alarm.interrupted(now);
                 if let Err(e) = alarm.set(Some(deadline)) {
                     return Some(Err(e));
                 }
