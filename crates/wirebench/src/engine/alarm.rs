@@ -36,12 +36,11 @@ const WAKE_SIGNAL: libc::c_int = libc::SIGURG;
 /// lands just before the receive starts interrupts nothing.
 const AGAIN_EVERY: Duration = Duration::from_millis(1);
 
-/// When the timer fires (ns after the alarm's `epoch`), and how far a later deadline may lie
-/// before the timer is moved to it.
+/// When the timer fires, and how far a later deadline may lie before the timer is moved to it.
 #[derive(Debug, Clone, Copy)]
 struct Armed {
-    until: u64,
-    keep_within: u64,
+    until: Instant,
+    keep_within: Duration,
 }
 
 /// Where the timer stands.
@@ -61,10 +60,6 @@ pub struct RecvAlarm {
     timer: libc::timer_t,
     /// The thread the timer signals.
     owner: libc::pthread_t,
-    /// Where the nanosecond counts start...
-    epoch: Instant,
-    /// ...and that instant on `CLOCK_MONOTONIC` (read after it, so never early).
-    epoch_clock_ns: u64,
     timer_is: Timer,
     /// Times the timer was set (tests look at it: a steady exchange sets it once).
     arms: u64,
@@ -80,8 +75,6 @@ impl RecvAlarm {
     /// Makes the timer for the calling thread, the one that will block.
     pub fn for_this_thread() -> io::Result<Self> {
         install_handler()?;
-        let epoch = Instant::now();
-        let epoch_clock_ns = monotonic_ns()?;
         // SAFETY: a zeroed sigevent is valid; the fields set below make it "signal this thread".
         let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
         event.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -95,8 +88,6 @@ impl RecvAlarm {
         }
         Ok(RecvAlarm {
             timer,
-            epoch,
-            epoch_clock_ns,
             // SAFETY: pthread_self has no preconditions.
             owner: unsafe { libc::pthread_self() },
             timer_is: Timer::Off,
@@ -120,36 +111,36 @@ impl RecvAlarm {
                 Timer::At(_) | Timer::Fired => self.arm(None),
             };
         };
-        let at = self.ns(deadline);
         match self.timer_is {
-            Timer::At(a) if at >= a.until && at - a.until < a.keep_within => Ok(()),
-            _ => self.arm(Some(at)),
+            Timer::At(a) if deadline >= a.until && deadline - a.until < a.keep_within => Ok(()),
+            _ => self.arm(Some(deadline)),
         }
     }
 
     /// After an `Interrupted` receive, with the clock read that followed: a timer that has
     /// fired keeps firing every millisecond until the next [`RecvAlarm::set`] re-arms it.
     pub fn interrupted(&mut self, now: Instant) {
-        let now = self.ns(now);
         if matches!(self.timer_is, Timer::At(a) if a.until <= now) {
             self.timer_is = Timer::Fired;
         }
     }
 
-    fn arm(&mut self, at: Option<u64>) -> io::Result<()> {
+    fn arm(&mut self, at: Option<Instant>) -> io::Result<()> {
+        let now = Instant::now();
+        // Relative to `now`: the kernel counts from its own clock read, later, so the timer
+        // never fires before `at`. Zero disarms, so a deadline already passed gets 1 ns.
         let value = match at {
-            // Zero disarms; an absolute time is at least 1 ns past the clock's epoch.
-            None => timespec(0),
-            Some(at) => timespec(self.epoch_clock_ns.saturating_add(at).max(1)),
+            None => Duration::ZERO,
+            Some(at) => at
+                .saturating_duration_since(now)
+                .max(Duration::from_nanos(1)),
         };
         let spec = libc::itimerspec {
-            it_interval: timespec(nanos(AGAIN_EVERY)),
-            it_value: value,
+            it_interval: timespec(AGAIN_EVERY),
+            it_value: timespec(value),
         };
         // SAFETY: the timer is alive (deleted only in Drop) and `spec` is valid for the call.
-        let set = unsafe {
-            libc::timer_settime(self.timer, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
-        };
+        let set = unsafe { libc::timer_settime(self.timer, 0, &spec, std::ptr::null_mut()) };
         if set != 0 {
             self.timer_is = Timer::Fired;
             return Err(io::Error::last_os_error());
@@ -159,18 +150,14 @@ impl RecvAlarm {
             None => Timer::Off,
             Some(until) => Timer::At(Armed {
                 until,
-                keep_within: until.saturating_sub(self.ns(Instant::now())) / 2,
+                keep_within: until.saturating_duration_since(now) / 2,
             }),
         };
         Ok(())
     }
 
-    fn ns(&self, at: Instant) -> u64 {
-        nanos(at.saturating_duration_since(self.epoch))
-    }
-
     #[cfg(test)]
-    fn armed_until(&self) -> Option<u64> {
+    fn armed_until(&self) -> Option<Instant> {
         match self.timer_is {
             Timer::At(a) => Some(a.until),
             Timer::Off | Timer::Fired => None,
@@ -195,27 +182,12 @@ impl Drop for RecvAlarm {
     }
 }
 
-fn monotonic_ns() -> io::Result<u64> {
-    // SAFETY: a zeroed timespec is valid and the pointer is valid for the call.
-    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
-    let sub = u64::try_from(now.tv_nsec).unwrap_or(0);
-    Ok(secs.saturating_mul(1_000_000_000).saturating_add(sub))
-}
-
-fn timespec(ns: u64) -> libc::timespec {
+fn timespec(d: Duration) -> libc::timespec {
     libc::timespec {
-        tv_sec: libc::time_t::try_from(ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
+        tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
         // Below 10^9: fits every c_long.
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
     }
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Installs the do-nothing handler for [`WAKE_SIGNAL`] once per process, without
@@ -354,7 +326,7 @@ mod tests {
         );
         alarm.set(Some(first)).unwrap();
         alarm.set(Some(deadline)).unwrap();
-        assert_eq!(alarm.armed_until(), Some(alarm.ns(first)));
+        assert_eq!(alarm.armed_until(), Some(first));
         let mut buf = [0u8; 8];
         let err = socket.recv(&mut buf).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Interrupted);
@@ -365,7 +337,7 @@ mod tests {
         // On a machine too busy to wake within 40 ms the deadline has passed too: done.
         if now < deadline {
             alarm.set(Some(deadline)).unwrap();
-            assert_eq!(alarm.armed_until(), Some(alarm.ns(deadline)));
+            assert_eq!(alarm.armed_until(), Some(deadline));
             let err = socket.recv(&mut buf).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::Interrupted);
             assert!(Instant::now() >= deadline);
