@@ -163,6 +163,18 @@ impl RecvAlarm {
             Timer::Off | Timer::Fired => None,
         }
     }
+
+    /// Times the timer was moved or stopped (for tests of its users).
+    #[cfg(test)]
+    pub(crate) fn moves(&self) -> u64 {
+        self.arms
+    }
+
+    /// Whether the timer is stopped (for tests of its users).
+    #[cfg(test)]
+    pub(crate) fn is_off(&self) -> bool {
+        matches!(self.timer_is, Timer::Off)
+    }
 }
 
 impl std::fmt::Debug for RecvAlarm {

@@ -231,21 +231,30 @@ pub fn blocking_flow(
     stream.set_read_timeout(Some(STALL_LIMIT))?;
     // Plain system calls (`transport::syscall`), as the other round-trip paths make.
     let (mut reader, mut writer) = (syscall::Direct(stream), syscall::Direct(stream));
-    blocking_exchanges(&mut reader, &mut writer, shape, plan, hist, log)
+    let pause = |d| {
+        std::thread::sleep(d);
+        Ok(())
+    };
+    blocking_exchanges((&mut reader, &mut writer, pause), shape, plan, hist, log)
 }
 
 /// Client, one request outstanding, on a stream whose reads and writes block (a TCP socket,
 /// or a QUIC stream driven inline, `engine::quic::inline`): write a request, read its
-/// response, record the time, pause `plan.interval`; as [`stream_flow`] with K = 1. A stalled
-/// server ends it through `reader`'s own limit (a socket's timeout, a connection's idle one).
-pub fn blocking_exchanges<R: std::io::Read, W: std::io::Write>(
-    reader: &mut R,
-    writer: &mut W,
+/// response, record the time, `pause` for `plan.interval` (a QUIC connection stops its alarm
+/// first); as [`stream_flow`] with K = 1. A stalled server ends it through `reader`'s own limit
+/// (a socket's timeout, a connection's idle one).
+pub fn blocking_exchanges<R, W, P>(
+    (reader, writer, mut pause): (&mut R, &mut W, P),
     shape: Shape,
     plan: Plan,
     hist: &mut Histogram<u64>,
     mut log: Option<&mut ExchangeLog>,
-) -> io::Result<FlowTally> {
+) -> io::Result<FlowTally>
+where
+    R: std::io::Read,
+    W: std::io::Write,
+    P: FnMut(Duration) -> io::Result<()>,
+{
     let payload = vec![0u8; shape.request];
     let mut buf = vec![0u8; shape.response];
     let mut sent = 0u64;
@@ -259,8 +268,8 @@ pub fn blocking_exchanges<R: std::io::Read, W: std::io::Write>(
             log.note(at, Instant::now(), &buf);
         }
         sent += 1;
-        if let Some(pause) = plan.interval {
-            std::thread::sleep(pause);
+        if let Some(interval) = plan.interval {
+            pause(interval)?;
         }
     }
     Ok(FlowTally {

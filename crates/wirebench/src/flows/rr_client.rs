@@ -570,9 +570,13 @@ async fn quic_flow_inline(
             InlineStream::new(&conn, stream),
         );
         let begun = Instant::now();
+        let pause = |interval| {
+            conn.lock()
+                .map_err(|_| std::io::Error::other("a QUIC connection's thread panicked"))?
+                .pause(interval)
+        };
         let tally = rr::blocking_exchanges(
-            &mut reader,
-            &mut writer,
+            (&mut reader, &mut writer, pause),
             shape,
             plan,
             &mut hist,

@@ -8,9 +8,12 @@
 //! A datagram goes to quinn without a copy, and quinn is asked for packets only after
 //! something changed (p50 8.47 → 8.27 µs, both ends on one CPU).
 //!
-//! One blocking, connected UDP socket; its read timeout is the connection's next timer (loss
-//! detection, delayed ACKs, keep-alives) or [`STOP_LOOK`], whichever is sooner, so a stop flag
-//! set on another thread is seen within that.
+//! One blocking, connected UDP socket with no read timeout: a [`RecvAlarm`] interrupts a
+//! receive at the connection's next timer (loss detection, delayed ACKs, keep-alives), its
+//! limit or [`STOP_LOOK`], whichever is soonest, so a stop flag set on another thread is seen
+//! within that. A read timeout (`SO_RCVTIMEO`) armed and cancelled a kernel timer on every
+//! receive of both ends (`engine::alarm` says what that costs); the alarm's timer stays where
+//! it is through a steady exchange.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -34,6 +37,7 @@ use tokio::sync::oneshot;
 use wirebench_core::wire::proto::{DataPathInfo, SessionParams};
 
 use super::{DEFAULT_MTU, HANDSHAKE_TIMEOUT};
+use crate::engine::alarm::RecvAlarm;
 use crate::engine::demux::Strays;
 use crate::engine::interval::Progress;
 use crate::engine::stream::blocking::{self, Played};
@@ -44,8 +48,8 @@ use crate::transport::{net, syscall, tls};
 /// Longest a wait for a datagram lasts before the stop flag is looked at again.
 pub const STOP_LOOK: Duration = Duration::from_millis(50);
 
-/// Shortest read timeout set: a timer due sooner is handled at most this late (only loss
-/// detection runs that close, and only when packets were lost).
+/// Shortest wait: a timer due sooner is handled at most this late (only loss detection runs
+/// that close, and only when packets were lost).
 const SHORTEST_WAIT: Duration = Duration::from_micros(100);
 
 /// The first bytes of the destination connection ID of an inline client's first packet: the
@@ -107,8 +111,9 @@ pub struct InlineConnection {
     /// that finds nothing still walks every packet space and stream, and each end of a
     /// stop-and-wait round trip made one such call more than it needed (before each wait).
     dirty: bool,
-    /// The socket's read timeout as last set.
-    wait: Option<Duration>,
+    /// Interrupts a receive at the end of its wait; made by the thread that waits, at its
+    /// first wait.
+    alarm: Option<RecvAlarm>,
     /// Set on another thread to end every wait with an error.
     stop: Arc<AtomicBool>,
     /// A server's: the connection's datagrams that reached the shared socket before this
@@ -155,6 +160,17 @@ fn receive_into(
             Ok(0)
         }
         _ => Ok(n),
+    }
+}
+
+/// Sends one datagram, again when a signal (the alarm, come due just then) interrupted the call
+/// before it sent anything.
+fn send_whole(socket: &UdpSocket, datagram: &[u8]) -> io::Result<usize> {
+    loop {
+        match syscall::send(socket, datagram, 0) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
     }
 }
 
@@ -252,7 +268,7 @@ impl InlineConnection {
             recv_buf: BytesMut::with_capacity(RECV_BUFFER),
             copy_datagrams: false,
             dirty: true,
-            wait: None,
+            alarm: None,
             stop,
             forwarded: None,
             strays: None,
@@ -444,6 +460,16 @@ impl InlineConnection {
         self.flush()
     }
 
+    /// Sleeps `interval` (a pause between a ping's exchanges) with the alarm stopped, which
+    /// would otherwise fire every millisecond of it once its timer came due.
+    pub fn pause(&mut self, interval: Duration) -> io::Result<()> {
+        if let Some(alarm) = &mut self.alarm {
+            alarm.set(None)?;
+        }
+        std::thread::sleep(interval);
+        Ok(())
+    }
+
     /// Keeps the connection going (acknowledgements, retransmissions, keep-alives) until
     /// `until` is set, the connection ends or `limit` has passed.
     pub fn serve_until(&mut self, until: &AtomicBool, limit: Option<Duration>) {
@@ -482,7 +508,7 @@ impl InlineConnection {
         }
         let now = Instant::now();
         while let Some(t) = self.conn.poll_transmit(now, 1, &mut self.out) {
-            let sent = syscall::send(&self.socket, &self.out[..t.size], 0);
+            let sent = send_whole(&self.socket, &self.out[..t.size]);
             self.out.clear();
             match sent {
                 Ok(_) => {}
@@ -499,8 +525,8 @@ impl InlineConnection {
         Ok(())
     }
 
-    /// Waits for one datagram, at most until the connection's next timer (or
-    /// [`STOP_LOOK`]), and feeds it; then runs the timers that are due.
+    /// Waits for one datagram, at most until the connection's next timer, its limit or
+    /// [`STOP_LOOK`], and feeds it; then runs the timers that are due.
     fn wait_once(&mut self) -> io::Result<()> {
         if self.stop.load(Ordering::Relaxed) {
             // Not `Interrupted`, which the stream loops' reads retry.
@@ -527,12 +553,14 @@ impl InlineConnection {
         let wait = timer
             .map_or(look, |t| t.saturating_duration_since(now))
             .clamp(SHORTEST_WAIT, look);
-        // One setsockopt only when the wait shrinks or grows a lot: an early wake-up costs a
-        // turn of the loop, a late one a timer handled late.
-        if self.wait.is_none_or(|w| wait < w || wait > w * 4) {
-            self.socket.set_read_timeout(Some(wait))?;
-            self.wait = Some(wait);
-        }
+        let wake = self.deadline.map_or(now + wait, |d| d.min(now + wait));
+        // In a steady exchange the wake moves later by a round trip each time, and the alarm's
+        // timer stays put (it moves once per half its distance, about every 12 ms).
+        let alarm = match &mut self.alarm {
+            Some(alarm) => alarm,
+            slot => slot.insert(RecvAlarm::for_this_thread()?),
+        };
+        alarm.set(Some(wake))?;
         // Room for the largest datagram: the room the last one took, taken back if quinn let go
         // of it, or else a new buffer for copies from now on. Never zeroed: a connection's
         // thread touches only the pages its datagrams fill (a server holds one buffer per
@@ -563,11 +591,12 @@ impl InlineConnection {
                 };
                 self.feed_datagram(now, datagram)?;
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
+            // The alarm (or another signal): the timers and limits are looked at.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                if let Some(alarm) = &mut self.alarm {
+                    alarm.interrupted(now);
+                }
+            }
             Err(e) => return Err(e),
         }
         if self.conn.poll_timeout().is_some_and(|t| t <= now) {
@@ -588,7 +617,7 @@ impl InlineConnection {
                 self.dirty = true;
             }
             Some(DatagramEvent::Response(t)) => {
-                let sent = self.socket.send(&self.out[..t.size]);
+                let sent = send_whole(&self.socket, &self.out[..t.size]);
                 self.out.clear();
                 sent?;
             }
@@ -942,6 +971,170 @@ mod tests {
         short[0] &= 0x7f;
         assert!(!is_marked_initial(&short));
         assert!(!is_marked_initial(&[]));
+    }
+
+    /// Runs `serve` on a server's inline connection and `play` on a client's, connected over
+    /// loopback, each on a thread of its own (the connection's alarm is its waiting thread's),
+    /// on the stream the client opened with one byte. Returns what each returned.
+    fn over_loopback<T, U>(
+        serve: impl FnOnce(&Mutex<InlineConnection>, StreamId) -> T + Send + 'static,
+        play: impl FnOnce(&Mutex<InlineConnection>, StreamId) -> U,
+    ) -> (T, U)
+    where
+        T: Send + 'static,
+    {
+        let identity = ServerIdentity::self_signed().unwrap();
+        let mut endpoint_cfg = EndpointConfig::default();
+        endpoint_cfg.grease_quic_bit(false);
+        let configs = (
+            Arc::new(endpoint_cfg),
+            Arc::new(super::super::server_config(&identity).unwrap()),
+        );
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let server = socket.local_addr().unwrap();
+        let serving = std::thread::spawn(move || {
+            // The first datagram, as the shared socket hands it on (`inline_server`).
+            socket
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut first = vec![0u8; RECV_BUFFER];
+            let (n, peer) = socket.recv_from(&mut first).unwrap();
+            socket.set_read_timeout(None).unwrap();
+            socket.connect(peer).unwrap();
+            let forwarded = Arc::new(Forwarded::default());
+            forwarded.push(&first[..n], n);
+            let stop = Arc::new(AtomicBool::new(false));
+            let strays = Arc::new(Strays::default());
+            let mut conn =
+                InlineConnection::accept(socket, (peer, None), (forwarded, strays), &configs, stop)
+                    .unwrap();
+            let stream = conn
+                .accept_bi(&mut [0u8; 1], Duration::from_secs(10))
+                .unwrap();
+            conn.stop_forwarding().unwrap();
+            let conn = Mutex::new(conn);
+            let served = serve(&conn, stream);
+            conn.into_inner()
+                .unwrap()
+                .serve_until(&AtomicBool::new(false), Some(Duration::from_millis(100)));
+            served
+        });
+        let leaf = identity.leaf_der().to_vec();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (mut client, _) = InlineConnection::connect(
+            InlineConnection::socket(server).unwrap(),
+            server,
+            leaf,
+            None,
+            stop,
+        )
+        .unwrap();
+        let stream = client.open_bi().unwrap();
+        client.write_all(stream, b"x").unwrap();
+        let client = Mutex::new(client);
+        let played = play(&client, stream);
+        client.into_inner().unwrap().close(b"done");
+        (serving.join().unwrap(), played)
+    }
+
+    /// Times the connection's alarm moved its timer.
+    fn alarm_moves(conn: &Mutex<InlineConnection>) -> u64 {
+        conn.lock()
+            .unwrap()
+            .alarm
+            .as_ref()
+            .map_or(0, RecvAlarm::moves)
+    }
+
+    /// A ping's exchanges of 1 KiB each way: the client's and the server's alarm each move
+    /// their timer about once per half its distance (a loss-detection timer 25 ms or more
+    /// ahead: one per 12 ms or more), never per receive as a read timeout is armed (4,000
+    /// moves). The bound allows one move per 5 ms of the exchange, however slowly a busy
+    /// machine runs it.
+    #[test]
+    fn a_steady_exchange_leaves_the_alarms_in_place() {
+        const ROUND_TRIPS: usize = 2000;
+        let echo = |conn: &Mutex<InlineConnection>, stream| {
+            let (mut reader, mut writer) = (
+                InlineStream::new(conn, stream),
+                InlineStream::new(conn, stream),
+            );
+            let mut message = [0u8; 1024];
+            let before = alarm_moves(conn);
+            let began = Instant::now();
+            for _ in 0..ROUND_TRIPS {
+                io::Read::read_exact(&mut reader, &mut message).unwrap();
+                io::Write::write_all(&mut writer, &message).unwrap();
+                io::Write::flush(&mut writer).unwrap();
+            }
+            (alarm_moves(conn) - before, began.elapsed())
+        };
+        let ping = |conn: &Mutex<InlineConnection>, stream| {
+            let (mut reader, mut writer) = (
+                InlineStream::new(conn, stream),
+                InlineStream::new(conn, stream),
+            );
+            let mut message = [7u8; 1024];
+            // The first exchange makes the alarm (at the first wait after the handshake's).
+            let before = alarm_moves(conn);
+            let began = Instant::now();
+            for _ in 0..ROUND_TRIPS {
+                io::Write::write_all(&mut writer, &message).unwrap();
+                io::Write::flush(&mut writer).unwrap();
+                io::Read::read_exact(&mut reader, &mut message).unwrap();
+            }
+            (alarm_moves(conn) - before, began.elapsed())
+        };
+        let (served, played) = over_loopback(echo, ping);
+        for (end, (moves, took)) in [("server", served), ("client", played)] {
+            let allowed = 4 + took.as_millis() / 5;
+            assert!(
+                u128::from(moves) <= allowed,
+                "the {end}'s alarm moved {moves} times in {ROUND_TRIPS} round trips \
+                 ({took:?}; at most {allowed})"
+            );
+        }
+    }
+
+    /// A pause between a ping's exchanges stops the alarm, which would otherwise fire every
+    /// millisecond of it once its timer came due; the next exchange sets it again.
+    #[test]
+    fn a_pause_stops_the_alarm() {
+        let echo = |conn: &Mutex<InlineConnection>, stream| {
+            let (mut reader, mut writer) = (
+                InlineStream::new(conn, stream),
+                InlineStream::new(conn, stream),
+            );
+            let mut message = [0u8; 64];
+            for _ in 0..2 {
+                io::Read::read_exact(&mut reader, &mut message).unwrap();
+                io::Write::write_all(&mut writer, &message).unwrap();
+                io::Write::flush(&mut writer).unwrap();
+            }
+        };
+        let ping = |conn: &Mutex<InlineConnection>, stream| {
+            let (mut reader, mut writer) = (
+                InlineStream::new(conn, stream),
+                InlineStream::new(conn, stream),
+            );
+            let mut message = [7u8; 64];
+            let mut states = Vec::new();
+            for _ in 0..2 {
+                io::Write::write_all(&mut writer, &message).unwrap();
+                io::Write::flush(&mut writer).unwrap();
+                io::Read::read_exact(&mut reader, &mut message).unwrap();
+                let off = |c: &InlineConnection| c.alarm.as_ref().is_some_and(RecvAlarm::is_off);
+                states.push(off(&conn.lock().unwrap()));
+                conn.lock()
+                    .unwrap()
+                    .pause(Duration::from_millis(1))
+                    .unwrap();
+                states.push(off(&conn.lock().unwrap()));
+            }
+            states
+        };
+        let ((), states) = over_loopback(echo, ping);
+        assert_eq!(states, [false, true, false, true]);
     }
 
     /// A server's socket joins the port's group before it is connected, and what it caught
