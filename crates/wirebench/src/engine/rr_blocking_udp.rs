@@ -166,16 +166,7 @@ fn send_request(
     seq: u64,
     retransmit: bool,
 ) -> bool {
-    write_request_header(out, session, seq, retransmit) && send_through_signals(socket, out)
-}
-
-/// Sends `datagram`, again when a signal (the alarm) interrupted the call: only a refusal
-/// counts as a send error.
-fn send_through_signals(socket: &UdpSocket, datagram: &[u8]) -> bool {
-    loop {
-        match syscall::send(socket, datagram, 0) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            sent => return sent.is_ok(),
-        }
-    }
+    // Only a refusal counts as a send error (an alarm that interrupts the call is none).
+    write_request_header(out, session, seq, retransmit)
+        && syscall::send_through_signals(socket, out, 0).is_ok()
 }

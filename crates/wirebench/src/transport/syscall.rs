@@ -74,6 +74,21 @@ pub fn send(socket: &impl AsRawFd, buf: &[u8], flags: libc::c_int) -> io::Result
     unsafe { sendto(socket.as_raw_fd(), buf, flags, std::ptr::null(), 0) }
 }
 
+/// [`send`], again when a signal interrupted the call before it sent anything: a blocking
+/// receive's alarm (`engine::alarm`) that comes due just then is no send error.
+pub fn send_through_signals(
+    socket: &impl AsRawFd,
+    buf: &[u8],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    loop {
+        match send(socket, buf, flags) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
 /// A connected socket read and written through [`recv`] and [`send`], as
 /// `std::io::{Read, Write}` (as std's sockets do: `recv` and `send`, never `read` and `write`,
 /// which reach the socket through the file layer, a longer path measured at 2 % of a TCP round

@@ -166,17 +166,6 @@ fn receive_into(
     }
 }
 
-/// Sends one datagram, again when a signal (the alarm, come due just then) interrupted the call
-/// before it sent anything.
-fn send_whole(socket: &UdpSocket, datagram: &[u8]) -> io::Result<usize> {
-    loop {
-        match syscall::send(socket, datagram, 0) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            other => return other,
-        }
-    }
-}
-
 /// Datagrams handed from one thread to a connection driven on another.
 #[derive(Debug, Default)]
 pub struct Forwarded {
@@ -511,7 +500,7 @@ impl InlineConnection {
         }
         let now = Instant::now();
         while let Some(t) = self.conn.poll_transmit(now, 1, &mut self.out) {
-            let sent = send_whole(&self.socket, &self.out[..t.size]);
+            let sent = syscall::send_through_signals(&self.socket, &self.out[..t.size], 0);
             self.out.clear();
             match sent {
                 Ok(_) => {}
@@ -623,7 +612,7 @@ impl InlineConnection {
                 self.dirty = true;
             }
             Some(DatagramEvent::Response(t)) => {
-                let sent = send_whole(&self.socket, &self.out[..t.size]);
+                let sent = syscall::send_through_signals(&self.socket, &self.out[..t.size], 0);
                 self.out.clear();
                 sent?;
             }

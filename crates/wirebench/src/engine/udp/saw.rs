@@ -136,13 +136,7 @@ fn stopped(halt: &AtomicBool) -> Option<io::Result<usize>> {
 
 impl DatagramPort for BlockingPort {
     async fn send(&mut self, datagram: &[u8]) -> io::Result<usize> {
-        loop {
-            match syscall::send(&self.socket, datagram, 0) {
-                // The alarm, late: send again, it is no send error.
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
+        syscall::send_through_signals(&self.socket, datagram, 0)
     }
 
     async fn recv_until(&mut self, buf: &mut [u8], deadline: Instant) -> Option<io::Result<usize>> {
